@@ -1,0 +1,36 @@
+# The two set-up commands of the README: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: test lint typecheck layers pytest demo clean bench
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+$(STAMP): $(BIN)/python setup.cfg setup.py
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/ruff check objectmatcher builders reconciler tests benchmarks examples
+	$(BIN)/mypy --strict objectmatcher builders reconciler
+	$(BIN)/lint-imports
+	$(BIN)/pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check objectmatcher builders reconciler tests benchmarks examples
+
+typecheck: $(STAMP)
+	$(BIN)/mypy --strict objectmatcher builders reconciler
+
+layers: $(STAMP)
+	$(BIN)/lint-imports
+
+pytest: $(STAMP)
+	$(BIN)/pytest
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache *.egg-info

@@ -1,0 +1,1 @@
+"""Pure desired-state builders (filled by issue 4)."""

@@ -1,0 +1,1 @@
+"""Three-way comparison of desired and live Kubernetes objects (filled by issue 2)."""

@@ -1,0 +1,7 @@
+"""``python -m reconciler`` is ``optk``."""
+
+import sys
+
+from reconciler._cli import main
+
+sys.exit(main())

@@ -1,0 +1,239 @@
+"""The reconciler's error tree, built from the Kubernetes ``Status`` body.
+
+Every failure the cluster reports reaches users as one of these classes, mapped from the
+official client's ``ApiException`` at a single boundary (``reconciler._clients``). Each error keeps
+the whole ``Status`` body and the reference of the object it concerns, so callers decide on data
+(``reason``, ``details.causes``), never on message text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+__all__ = [
+    "AlreadyExistsError",
+    "ApiError",
+    "BadRequestError",
+    "ConflictError",
+    "ForbiddenError",
+    "GoneError",
+    "InvalidError",
+    "NotFoundError",
+    "ObjectRef",
+    "ReconcilerError",
+    "ServerError",
+    "StatusCause",
+    "TooManyRequestsError",
+    "UnauthorizedError",
+    "UnsupportedMediaTypeError",
+    "api_error_from_status",
+]
+
+
+@attrs.frozen(kw_only=True)
+class ObjectRef:
+    """Identity of one object: what errors and results point at."""
+
+    api_version: str
+    kind: str
+    name: str
+    namespace: str | None = None
+
+    @classmethod
+    def of(cls, obj: Mapping[str, Any]) -> ObjectRef:
+        """The reference of a JSON-shaped object (missing parts become empty strings)."""
+        meta = obj.get("metadata") or {}
+        return cls(
+            api_version=str(obj.get("apiVersion", "")),
+            kind=str(obj.get("kind", "")),
+            name=str(meta.get("name", "")),
+            namespace=meta.get("namespace") or None,
+        )
+
+    def __str__(self) -> str:
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{self.kind}.{self.api_version} {where}"
+
+
+@attrs.frozen(kw_only=True)
+class StatusCause:
+    """One entry of ``Status.details.causes``: which field, why."""
+
+    reason: str = ""
+    message: str = ""
+    field: str = ""
+
+
+class ReconcilerError(Exception):
+    """Root of every error raised by the ``reconciler`` package."""
+
+
+class ApiError(ReconcilerError):
+    """The API server refused a request; carries the ``Status`` body it answered with."""
+
+    code: int = 0
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: Mapping[str, Any] | None = None,
+        code: int | None = None,
+        ref: ObjectRef | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status: Mapping[str, Any] = dict(status or {})
+        if code is not None:
+            self.code = code
+        self.ref = ref
+        self.retry_after = retry_after
+
+    @property
+    def reason(self) -> str:
+        """``Status.reason`` (``NotFound``, ``Conflict``, ``Invalid``, ...), or empty."""
+        return str(self.status.get("reason", ""))
+
+    @property
+    def details(self) -> Mapping[str, Any]:
+        """``Status.details`` as sent, or an empty mapping."""
+        details = self.status.get("details")
+        return details if isinstance(details, Mapping) else {}
+
+    @property
+    def causes(self) -> tuple[StatusCause, ...]:
+        """``Status.details.causes`` as values."""
+        raw = self.details.get("causes") or ()
+        return tuple(
+            StatusCause(
+                reason=str(c.get("reason", "")),
+                message=str(c.get("message", "")),
+                field=str(c.get("field", "")),
+            )
+            for c in raw
+            if isinstance(c, Mapping)
+        )
+
+    def __str__(self) -> str:
+        where = f" ({self.ref})" if self.ref else ""
+        return f"{self.code} {self.reason or type(self).__name__}: {self.message}{where}"
+
+
+class BadRequestError(ApiError):
+    """400: the request itself is malformed."""
+
+    code = 400
+
+
+class UnauthorizedError(ApiError):
+    """401: no or a wrong credential."""
+
+    code = 401
+
+
+class ForbiddenError(ApiError):
+    """403: not allowed (RBAC, or a namespace being terminated)."""
+
+    code = 403
+
+
+class NotFoundError(ApiError):
+    """404: the object (or its kind) does not exist."""
+
+    code = 404
+
+
+class ConflictError(ApiError):
+    """409 ``Conflict``: a stale ``resourceVersion`` or a failed precondition."""
+
+    code = 409
+
+
+class AlreadyExistsError(ConflictError):
+    """409 ``AlreadyExists``: a create for a name that is taken."""
+
+
+class GoneError(ApiError):
+    """410 ``Expired``/``Gone``: a watch or list from a version the server no longer keeps."""
+
+    code = 410
+
+
+class UnsupportedMediaTypeError(ApiError):
+    """415: e.g. a strategic merge patch sent for a custom resource."""
+
+    code = 415
+
+
+class InvalidError(ApiError):
+    """422 ``Invalid``: validation failed; ``causes`` name the fields."""
+
+    code = 422
+
+    @property
+    def immutable_fields(self) -> tuple[str, ...]:
+        """Fields whose causes say they may not change (Kubernetes has no dedicated reason).
+
+        A real server reports these as ``FieldValueInvalid`` ("field is immutable", "may not change
+        once set") or ``FieldValueForbidden`` ("updates to ... are forbidden", "field is immutable
+        when `immutable` is set"); each cause is read on its own, never the top-level message.
+        """
+        return tuple(
+            c.field for c in self.causes
+            if c.reason in _IMMUTABLE_REASONS and any(m in c.message for m in _IMMUTABLE_MARKERS)
+        )
+
+
+_IMMUTABLE_REASONS = frozenset({"FieldValueInvalid", "FieldValueForbidden"})
+_IMMUTABLE_MARKERS = ("field is immutable", "may not change once set", "are forbidden")
+
+
+class TooManyRequestsError(ApiError):
+    """429: throttled; ``retry_after`` holds the server's ``Retry-After`` seconds."""
+
+    code = 429
+
+
+class ServerError(ApiError):
+    """5xx: the server failed; retry with backoff."""
+
+    code = 500
+
+
+_BY_CODE: dict[int, type[ApiError]] = {
+    400: BadRequestError,
+    401: UnauthorizedError,
+    403: ForbiddenError,
+    404: NotFoundError,
+    409: ConflictError,
+    410: GoneError,
+    415: UnsupportedMediaTypeError,
+    422: InvalidError,
+    429: TooManyRequestsError,
+}
+
+
+def api_error_from_status(
+    code: int,
+    status: Mapping[str, Any] | None,
+    *,
+    ref: ObjectRef | None = None,
+    retry_after: float | None = None,
+    text: str = "",
+) -> ApiError:
+    """Build the matching error for an HTTP code and its ``Status`` body (may be absent)."""
+    body: Mapping[str, Any] = status if isinstance(status, Mapping) else {}
+    reason = str(body.get("reason", ""))
+    cls: type[ApiError]
+    if code == 409 and reason == "AlreadyExists":
+        cls = AlreadyExistsError
+    elif code >= 500:
+        cls = ServerError
+    else:
+        cls = _BY_CODE.get(code, ApiError)
+    message = str(body.get("message") or text or f"HTTP {code}")
+    return cls(message, status=body, code=code, ref=ref, retry_after=retry_after)
