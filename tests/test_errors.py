@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -18,8 +17,7 @@ from reconciler import (
     TooManyRequestsError,
 )
 from reconciler._errors import api_error_from_status
-
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "real-apiserver"
+from tests.conftest import FIXTURES
 
 
 def _statuses() -> list[dict[str, object]]:

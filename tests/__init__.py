@@ -1,0 +1,1 @@
+"""operator-toolkit test suite."""

@@ -1,0 +1,35 @@
+"""Suite-wide settings: Hypothesis profiles and the path of the real-apiserver recordings."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "real-apiserver"
+
+# Two cores run the whole suite; keep property tests meaningful but bounded.
+settings.register_profile(
+    "default",
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("thorough", max_examples=500, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+def load_fixture(name: str) -> Any:
+    """One recording of ``shared/fixtures/real-apiserver`` as parsed JSON."""
+    return json.loads((FIXTURES / name).read_text())
+
+
+@pytest.fixture(scope="session")
+def fixtures_dir() -> Path:
+    """The folder of the real-apiserver recordings (``shared/`` beside the repository)."""
+    assert FIXTURES.is_dir(), f"recordings not found at {FIXTURES}"
+    return FIXTURES
