@@ -15,13 +15,13 @@ $(STAMP): $(BIN)/python setup.cfg setup.py
 	touch $(STAMP)
 
 test: $(STAMP)
-	$(BIN)/ruff check objectmatcher builders reconciler tests benchmarks examples
+	$(BIN)/ruff check .
 	$(BIN)/mypy --strict objectmatcher builders reconciler
 	$(BIN)/lint-imports
 	$(BIN)/pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check objectmatcher builders reconciler tests benchmarks examples
+	$(BIN)/ruff check .
 
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict objectmatcher builders reconciler
