@@ -1,0 +1,200 @@
+"""The served resource types of the embedded API server, and their per-kind behaviour.
+
+``make_registry()`` returns the ``KindRegistry`` the server core consults: the built-in types
+(with the discovery data a kube-apiserver 1.25 publishes for them: plural, singular, short names,
+categories, verbs, scope and subresources, as ``discovery.json`` records) and the types that
+CustomResourceDefinitions register while the server runs. Each type is paired with its
+``KindStrategy``; the strategies here only wire together the defaulting (``_defaulting``),
+validation (``_validating``, ``_names``) and custom-resource (``_crds``) rules. The registry knows
+nothing of storage or HTTP.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from reconciler.embedded._kinds import KindStrategy, ResourceType
+
+__all__ = ["BUILTIN_TYPES", "Registry", "make_registry"]
+
+_READ_WRITE = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+# Namespaces cannot be deleted as a collection (discovery.json, /api/v1).
+_NO_COLLECTION = ("create", "delete", "get", "list", "patch", "update", "watch")
+
+
+def _rt(
+    group: str,
+    version: str,
+    kind: str,
+    plural: str,
+    *,
+    namespaced: bool = True,
+    short_names: tuple[str, ...] = (),
+    categories: tuple[str, ...] = (),
+    subresources: tuple[str, ...] = (),
+    verbs: tuple[str, ...] = _READ_WRITE,
+    has_generation: bool = False,
+) -> ResourceType:
+    return ResourceType(
+        group=group,
+        version=version,
+        kind=kind,
+        plural=plural,
+        singular=kind.lower(),
+        namespaced=namespaced,
+        short_names=short_names,
+        categories=categories,
+        subresources=frozenset(subresources),
+        verbs=verbs,
+        has_generation=has_generation,
+    )
+
+
+# The built-in types. Discovery data as kube-apiserver 1.25 serves it (discovery.json records
+# core/v1, apps/v1, rbac and apiextensions; the other groups follow the same release).
+# ``has_generation`` is true exactly for the kinds whose registry strategy maintains
+# metadata.generation in that release.
+BUILTIN_TYPES: tuple[ResourceType, ...] = (
+    # core/v1
+    _rt("", "v1", "ConfigMap", "configmaps", short_names=("cm",)),
+    _rt("", "v1", "Event", "events", short_names=("ev",)),
+    _rt("", "v1", "Namespace", "namespaces", namespaced=False, short_names=("ns",),
+        subresources=("status", "finalize"), verbs=_NO_COLLECTION),
+    _rt("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", short_names=("pvc",),
+        subresources=("status",)),
+    _rt("", "v1", "Pod", "pods", short_names=("po",), categories=("all",),
+        subresources=("status",)),
+    _rt("", "v1", "Secret", "secrets"),
+    _rt("", "v1", "ServiceAccount", "serviceaccounts", short_names=("sa",)),
+    _rt("", "v1", "Service", "services", short_names=("svc",), categories=("all",),
+        subresources=("status",)),
+    # apps/v1
+    _rt("apps", "v1", "DaemonSet", "daemonsets", short_names=("ds",), categories=("all",),
+        subresources=("status",), has_generation=True),
+    _rt("apps", "v1", "Deployment", "deployments", short_names=("deploy",), categories=("all",),
+        subresources=("status", "scale"), has_generation=True),
+    _rt("apps", "v1", "ReplicaSet", "replicasets", short_names=("rs",), categories=("all",),
+        subresources=("status", "scale"), has_generation=True),
+    _rt("apps", "v1", "StatefulSet", "statefulsets", short_names=("sts",), categories=("all",),
+        subresources=("status", "scale"), has_generation=True),
+    # autoscaling/v2
+    _rt("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers",
+        short_names=("hpa",), categories=("all",), subresources=("status",)),
+    # batch/v1
+    _rt("batch", "v1", "Job", "jobs", categories=("all",), subresources=("status",),
+        has_generation=True),
+    # coordination.k8s.io/v1
+    _rt("coordination.k8s.io", "v1", "Lease", "leases"),
+    # events.k8s.io/v1
+    _rt("events.k8s.io", "v1", "Event", "events", short_names=("ev",)),
+    # networking.k8s.io/v1
+    _rt("networking.k8s.io", "v1", "Ingress", "ingresses", short_names=("ing",),
+        subresources=("status",), has_generation=True),
+    # policy/v1
+    _rt("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", short_names=("pdb",),
+        subresources=("status",), has_generation=True),
+    # rbac.authorization.k8s.io/v1
+    _rt("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings",
+        namespaced=False),
+    _rt("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", namespaced=False),
+    _rt("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings"),
+    _rt("rbac.authorization.k8s.io", "v1", "Role", "roles"),
+    # apiextensions.k8s.io/v1
+    _rt("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
+        namespaced=False, short_names=("crd", "crds"), categories=("api-extensions",),
+        subresources=("status",), has_generation=True),
+)
+
+StrategyFactory = Callable[[ResourceType], KindStrategy]
+
+
+class Registry:
+    """The ``KindRegistry`` of one server: built-in types plus the types CRDs register.
+
+    Safe to use from several threads: changes (a CRD applied or removed) swap whole tables under
+    a lock, and readers see either the old or the new table.
+    """
+
+    def __init__(
+        self,
+        builtin: tuple[ResourceType, ...] = BUILTIN_TYPES,
+        *,
+        strategies: Mapping[tuple[str, str], StrategyFactory] | None = None,
+    ) -> None:
+        self._lock = threading.Lock()
+        self._strategy_factories: dict[tuple[str, str], StrategyFactory] = dict(strategies or {})
+        self._builtin = builtin
+        # (group, version, plural) -> type; (apiVersion, kind) -> type; type -> strategy
+        self._by_path: dict[tuple[str, str, str], ResourceType] = {}
+        self._by_kind: dict[tuple[str, str], ResourceType] = {}
+        self._strategies: dict[ResourceType, KindStrategy] = {}
+        # CRD name -> the types it serves
+        self._custom: dict[str, tuple[ResourceType, ...]] = {}
+        self._custom_strategies: dict[ResourceType, KindStrategy] = {}
+        self._rebuild()
+
+    def _rebuild(self) -> None:
+        types = list(self._builtin)
+        for served in self._custom.values():
+            types.extend(served)
+        by_path = {(t.group, t.version, t.plural): t for t in types}
+        by_kind = {(t.api_version, t.kind): t for t in types}
+        strategies: dict[ResourceType, KindStrategy] = {}
+        for t in self._builtin:
+            strategies[t] = self._strategies.get(t) or self._make_strategy(t)
+        strategies.update(self._custom_strategies)
+        self._by_path, self._by_kind, self._strategies = by_path, by_kind, strategies
+
+    def _make_strategy(self, resource_type: ResourceType) -> KindStrategy:
+        factory = self._strategy_factories.get((resource_type.group, resource_type.kind))
+        return factory(resource_type) if factory else KindStrategy(resource_type)
+
+    def lookup(self, group: str, version: str, plural: str) -> ResourceType | None:
+        """The type served at ``/apis/<group>/<version>/<plural>``, or None."""
+        return self._by_path.get((group, version, plural))
+
+    def by_kind(self, api_version: str, kind: str) -> ResourceType | None:
+        """The type for an object's ``apiVersion``/``kind``, or None."""
+        return self._by_kind.get((api_version, kind))
+
+    def all_types(self) -> list[ResourceType]:
+        """Every served type, built-in first, for discovery."""
+        return list(self._by_path.values())
+
+    def strategy(self, resource_type: ResourceType) -> KindStrategy:
+        """The behaviour of a served type (a base ``KindStrategy`` for an unknown one)."""
+        found = self._strategies.get(resource_type)
+        return found if found is not None else KindStrategy(resource_type)
+
+    def crd_applied(self, crd: Mapping[str, Any]) -> None:
+        """A CRD was created or updated: serve (or change) its served versions."""
+        from reconciler.embedded import _crds
+
+        served = _crds.custom_types(crd)
+        name = str(crd.get("metadata", {}).get("name", ""))
+        with self._lock:
+            for old in self._custom.get(name, ()):
+                self._custom_strategies.pop(old, None)
+            self._custom[name] = tuple(t for t, _ in served)
+            for t, strategy in served:
+                self._custom_strategies[t] = strategy
+            self._rebuild()
+
+    def crd_removed(self, crd: Mapping[str, Any]) -> None:
+        """A CRD is gone: stop serving its types."""
+        name = str(crd.get("metadata", {}).get("name", ""))
+        with self._lock:
+            for old in self._custom.pop(name, ()):
+                self._custom_strategies.pop(old, None)
+            self._rebuild()
+
+
+def make_registry() -> Registry:
+    """A fresh registry with every built-in type and its strategy; no custom types yet."""
+    return Registry(BUILTIN_TYPES, strategies=_builtin_strategies())
+
+
+def _builtin_strategies() -> dict[tuple[str, str], StrategyFactory]:
+    return {}
