@@ -3,6 +3,7 @@
 The pure layers (``builders``, ``objectmatcher``) decide; this package does the I/O.
 """
 
+from reconciler._caches import PassThroughCache, ReadCache
 from reconciler._clients import ClusterClient, KubeObject, WatchEvent
 from reconciler._errors import (
     AlreadyExistsError,
@@ -21,20 +22,28 @@ from reconciler._errors import (
     UnauthorizedError,
     UnsupportedMediaTypeError,
 )
+from reconciler._events import EventRecorder
+from reconciler._kubernetes import ClientUsageError, KubernetesClient, ResourceInfo
 
 __all__ = [
     "AlreadyExistsError",
     "ApiError",
     "BadRequestError",
+    "ClientUsageError",
     "ClusterClient",
     "ConflictError",
+    "EventRecorder",
     "ForbiddenError",
     "GoneError",
     "InvalidError",
     "KubeObject",
+    "KubernetesClient",
     "NotFoundError",
     "ObjectRef",
+    "PassThroughCache",
+    "ReadCache",
     "ReconcilerError",
+    "ResourceInfo",
     "ServerError",
     "StatusCause",
     "TooManyRequestsError",

@@ -1,0 +1,93 @@
+"""Kubernetes Events on a parent: what people see in ``kubectl describe`` after a reconcile.
+
+One Event (``v1`` ``Event``) per create, update, recreate and delete of a child, and a warning per
+failed child, involving the parent. Recording is best effort: a refused or failed Event never fails
+the reconcile (it is logged instead). Messages name objects and actions only, never field values,
+so Secret data cannot leak through them.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from reconciler._clients import ClusterClient, KubeObject
+from reconciler._clocks import Clock, RealClock
+from reconciler._errors import ApiError, ObjectRef
+
+__all__ = ["EventRecorder", "parse_rfc3339", "rfc3339"]
+
+_log = logging.getLogger(__name__)
+
+
+def rfc3339(seconds: float) -> str:
+    """Epoch seconds as the RFC 3339 UTC timestamp Kubernetes writes (second precision)."""
+    return datetime.fromtimestamp(int(seconds), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_rfc3339(value: Any) -> float | None:
+    """Epoch seconds of an RFC 3339 UTC timestamp as :func:`rfc3339` writes it, else None."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+    except ValueError:
+        return None
+
+
+class EventRecorder:
+    """Creates ``v1`` Events about a parent object, reported by ``component``."""
+
+    def __init__(
+        self, client: ClusterClient, *, component: str, clock: Clock | None = None
+    ) -> None:
+        self.client = client
+        self.component = component
+        self.clock: Clock = clock if clock is not None else RealClock()
+
+    def event_for(
+        self, parent: KubeObject, *, reason: str, message: str, type: str = "Normal"
+    ) -> dict[str, Any]:
+        """The Event object that :meth:`record` would create (pure; for tests and dry runs)."""
+        meta: Mapping[str, Any] = parent.get("metadata") or {}
+        ref = ObjectRef.of(parent)
+        now = rfc3339(self.clock.time())
+        involved = {
+            "apiVersion": ref.api_version, "kind": ref.kind, "name": ref.name,
+            "uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion"),
+        }
+        if ref.namespace:
+            involved["namespace"] = ref.namespace
+        return {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {
+                "name": f"{ref.name}.{uuid.uuid4().hex[:16]}",
+                "namespace": ref.namespace or "default",
+            },
+            "involvedObject": {k: v for k, v in involved.items() if v is not None},
+            "reason": reason,
+            "message": message[:1024],
+            "type": type,
+            "source": {"component": self.component},
+            "reportingComponent": self.component,
+            "reportingInstance": self.component,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+
+    def record(
+        self, parent: KubeObject, *, reason: str, message: str, type: str = "Normal"
+    ) -> bool:
+        """Create one Event on ``parent``; False (and a log line) when the server refused it."""
+        event = self.event_for(parent, reason=reason, message=message, type=type)
+        try:
+            self.client.create(event)
+        except ApiError as exc:
+            _log.warning("could not record event %s on %s: %s", reason, ObjectRef.of(parent), exc)
+            return False
+        return True
