@@ -23,10 +23,11 @@ import heapq
 import re
 import threading
 from collections.abc import Hashable, Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 import attrs
+
+from reconciler._events import parse_rfc3339
 
 __all__ = [
     "DEFAULT_RESYNC_INTERVAL",
@@ -35,10 +36,8 @@ __all__ = [
     "RESYNC_ENV",
     "ResyncPolicy",
     "ResyncSchedule",
-    "format_timestamp",
     "last_reconcile_time",
     "parse_duration",
-    "parse_timestamp",
 ]
 
 DEFAULT_RESYNC_INTERVAL = 10 * 3600.0
@@ -73,16 +72,6 @@ def parse_duration(text: str) -> float:
     return seconds
 
 
-def parse_timestamp(text: str) -> float:
-    """Epoch seconds of an RFC 3339 time as Kubernetes writes it (``2024-01-02T03:04:05Z``)."""
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-
-
-def format_timestamp(epoch: float) -> str:
-    """RFC 3339 with a ``Z``, to the second, as Kubernetes ``metav1.Time`` is serialised."""
-    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def last_reconcile_time(
     parent: Mapping[str, Any], *, field: str = "lastReconcileTime"
 ) -> float | None:
@@ -91,13 +80,7 @@ def last_reconcile_time(
     An absent or unreadable value means "never reconciled": the parent is due at once.
     """
     status = parent.get("status")
-    value = status.get(field) if isinstance(status, Mapping) else None
-    if not isinstance(value, str):
-        return None
-    try:
-        return parse_timestamp(value)
-    except ValueError:
-        return None
+    return parse_rfc3339(status.get(field)) if isinstance(status, Mapping) else None
 
 
 @attrs.frozen(kw_only=True)

@@ -83,8 +83,11 @@ def test_keep_cluster_ip_keeps_allocated_addresses_without_mutating() -> None:
     desired = {"spec": {"ports": [{"port": 80}]}}
     snapshot = copy.deepcopy(desired)
     kept = keep_cluster_ip(current, desired)
-    assert kept["spec"] == {"ports": [{"port": 80}], "clusterIP": "10.0.0.7",
-                            "clusterIPs": ["10.0.0.7"]}
+    assert kept["spec"] == {
+        "ports": [{"port": 80}],
+        "clusterIP": "10.0.0.7",
+        "clusterIPs": ["10.0.0.7"],
+    }
     assert desired == snapshot
     explicit = {"spec": {"clusterIP": "None"}}
     assert keep_cluster_ip(current, explicit)["spec"]["clusterIP"] == "None"

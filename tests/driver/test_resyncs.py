@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from reconciler._events import rfc3339
 from reconciler._resyncs import (
     DEFAULT_RESYNC_INTERVAL,
     RESYNC_ANNOTATION,
     ResyncPolicy,
     ResyncSchedule,
-    format_timestamp,
     last_reconcile_time,
     parse_duration,
 )
@@ -29,7 +29,7 @@ def _parent(
         meta["annotations"] = {RESYNC_ANNOTATION: annotation}
     parent: dict[str, Any] = {"apiVersion": "example.dev/v1", "kind": "Thing", "metadata": meta}
     if last is not None:
-        parent["status"] = {"lastReconcileTime": format_timestamp(last)}
+        parent["status"] = {"lastReconcileTime": rfc3339(last)}
     return parent
 
 

@@ -1,0 +1,284 @@
+"""Making and combining builders: bind pure functions of the parent, compose, switch, repeat.
+
+An operator is a function ``build(parent) -> list[ResourceBuilder]``. This module provides the
+pieces that keep such functions free of boilerplate: :func:`resource_builder` binds a pure
+function of the parent (and config) into a builder, :func:`compose` flattens builder lists and
+components, :func:`present_if` turns a builder into an ABSENT stub of the same identity when a
+condition is false, :func:`for_each` repeats one, and :class:`Component` names an ordered list.
+:func:`run_builders` evaluates builders into ``(dict, DesiredState)`` pairs, converting client
+models and turning every failure into a :class:`BuildError` naming the builder and the parent.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, Concatenate, ParamSpec, TypeAlias
+
+import attrs
+
+from builders._convert import to_plain_object
+from builders._errors import BuildError
+from builders._names import identity_of
+from builders._state import DesiredState, KubeObject
+
+__all__ = [
+    "Builders",
+    "Component",
+    "ResourceBuilder",
+    "absent",
+    "absent_stub",
+    "builder_name",
+    "compose",
+    "describe_parent",
+    "evaluate",
+    "for_each",
+    "present_if",
+    "resource_builder",
+    "run_builders",
+]
+
+P = ParamSpec("P")
+
+ResourceBuilder: TypeAlias = Callable[[], tuple[KubeObject, DesiredState]]
+"""A pure, zero-argument callable returning one object and the state it should be in."""
+
+Builders: TypeAlias = "ResourceBuilder | Component | Iterable[Builders] | None"
+"""What :func:`compose` accepts: builders, components, nested iterables of them, or None."""
+
+
+def builder_name(builder: object) -> str:
+    """A readable name for a builder: its own ``name``, or the function's qualified name."""
+    name = getattr(builder, "name", None)
+    if isinstance(name, str):
+        return name
+    return str(getattr(builder, "__qualname__", None) or repr(builder))
+
+
+def describe_parent(parent: KubeObject | None) -> str | None:
+    """``Kind namespace/name`` of a parent for messages, or None when there is none."""
+    if parent is None:
+        return None
+    meta = parent.get("metadata") if isinstance(parent, Mapping) else None
+    meta = meta if isinstance(meta, Mapping) else {}
+    name = meta.get("name", "?")
+    namespace = meta.get("namespace")
+    where = f"{namespace}/{name}" if namespace else str(name)
+    return f"{parent.get('kind', '?')} {where}"
+
+
+def absent_stub(obj: KubeObject) -> dict[str, Any]:
+    """The identity of ``obj`` only (apiVersion, kind, name, namespace): what ABSENT needs."""
+    api_version, kind, namespace, name = identity_of(obj)
+    meta: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    return {"apiVersion": api_version, "kind": kind, "metadata": meta}
+
+
+def _normalize(result: Any) -> tuple[dict[str, Any], DesiredState]:
+    if isinstance(result, tuple):
+        if len(result) != 2 or not isinstance(result[1], DesiredState):
+            raise TypeError(
+                f"a builder returns an object or (object, DesiredState), got a tuple {result!r}"
+            )
+        obj, state = result
+    else:
+        obj, state = result, DesiredState.PRESENT
+    plain = to_plain_object(obj)
+    identity_of(plain)
+    return plain, state
+
+
+def evaluate(
+    builder: ResourceBuilder | Callable[[], Any], *, parent: KubeObject | None = None
+) -> tuple[dict[str, Any], DesiredState]:
+    """Run one builder: a fresh plain dict and its state, or a BuildError.
+
+    The builder may return an object or ``(object, DesiredState)``; objects may be dicts or
+    official client models. A builder that raises, or returns something without identity
+    (apiVersion, kind, metadata.name), yields BuildError naming the builder and ``parent`` (or
+    the parent the builder was bound to), with the original error as its cause.
+    """
+    bound_parent = getattr(builder, "parent", None)
+    if parent is None and isinstance(bound_parent, Mapping):
+        parent = bound_parent
+    try:
+        return _normalize(builder())
+    except BuildError:
+        raise
+    except Exception as exc:
+        raise BuildError(
+            builder=builder_name(builder),
+            parent=describe_parent(parent),
+            reason=f"{type(exc).__name__}: {exc}",
+        ) from exc
+
+
+def run_builders(
+    builders: Builders, *, parent: KubeObject | None = None
+) -> list[tuple[dict[str, Any], DesiredState]]:
+    """Evaluate every builder of ``builders`` (flattened as by :func:`compose`), in order."""
+    return [evaluate(b, parent=parent) for b in compose(builders)]
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class BoundBuilder:
+    """A pure function bound to its parent and arguments: a :data:`ResourceBuilder`.
+
+    Made by :func:`resource_builder`; calling it runs the function and normalizes its result.
+    """
+
+    function: Callable[..., Any]
+    """The decorated function."""
+    parent: KubeObject
+    """The parent the function is called with (first argument)."""
+    args: tuple[Any, ...] = ()
+    """Further positional arguments."""
+    kwargs: Mapping[str, Any] = attrs.field(factory=dict)
+    """Keyword arguments (for example the operator's config)."""
+
+    @property
+    def name(self) -> str:
+        """The function's qualified name (used in BuildError messages)."""
+        return builder_name(self.function)
+
+    def __call__(self) -> tuple[KubeObject, DesiredState]:
+        """Build: ``(object, state)`` as a fresh dict, or a BuildError."""
+        try:
+            return _normalize(self.function(self.parent, *self.args, **self.kwargs))
+        except BuildError:
+            raise
+        except Exception as exc:
+            raise BuildError(
+                builder=self.name,
+                parent=describe_parent(self.parent),
+                reason=f"{type(exc).__name__}: {exc}",
+            ) from exc
+
+    def __repr__(self) -> str:
+        return f"<builder {self.name} of {describe_parent(self.parent)}>"
+
+
+def resource_builder(
+    function: Callable[Concatenate[KubeObject, P], Any],
+) -> Callable[Concatenate[KubeObject, P], ResourceBuilder]:
+    """Decorator: a pure ``function(parent, *args, **kwargs)`` becomes a factory of builders.
+
+    The function returns an object (dict or client model; the state is then PRESENT) or
+    ``(object, DesiredState)``. Calling the decorated name with the parent (and config) does not
+    build anything yet; it returns a :data:`ResourceBuilder` that does, naming the function and
+    the parent in any BuildError::
+
+        @resource_builder
+        def config(parent, settings):
+            return config_map(metadata=..., data=settings)
+
+        builders = [config(parent, settings)]
+    """
+
+    @functools.wraps(function)
+    def bind(parent: KubeObject, /, *args: P.args, **kwargs: P.kwargs) -> ResourceBuilder:
+        return BoundBuilder(function=function, parent=parent, args=args, kwargs=kwargs)
+
+    return bind
+
+
+def _flat_tuple(items: Builders) -> tuple[ResourceBuilder, ...]:
+    return tuple(compose(items))
+
+
+@attrs.frozen(kw_only=True)
+class Component:
+    """A named, ordered list of builders (for example ``query``: its Deployment and Service)."""
+
+    name: str
+    """The component's name (also what ``app.kubernetes.io/component`` usually says)."""
+    builders: tuple[ResourceBuilder, ...] = attrs.field(default=(), converter=_flat_tuple)
+    """The builders, flattened, in order."""
+
+    def __iter__(self) -> Iterator[ResourceBuilder]:
+        """Iterate over the builders in order."""
+        return iter(self.builders)
+
+    def __len__(self) -> int:
+        """How many builders the component has."""
+        return len(self.builders)
+
+
+def compose(*items: Builders) -> list[ResourceBuilder]:
+    """One flat, ordered list from builders, components, nested lists of them and Nones."""
+    flat: list[ResourceBuilder] = []
+    for item in items:
+        if item is None:
+            continue
+        if isinstance(item, Component):
+            flat.extend(item.builders)
+        elif callable(item):
+            flat.append(item)
+        elif isinstance(item, Iterable) and not isinstance(item, str | bytes | Mapping):
+            for inner in item:
+                flat.extend(compose(inner))
+        else:
+            raise TypeError(f"compose: expected builders, components or lists, got {item!r}")
+    return flat
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class _AbsentInstead:
+    """The ABSENT stub of another builder's identity (what :func:`present_if` returns if false)."""
+
+    builder: ResourceBuilder | None
+    identity: KubeObject | None
+    state: DesiredState
+
+    @property
+    def name(self) -> str:
+        return f"present_if({builder_name(self.builder) if self.builder else 'identity'})"
+
+    @property
+    def parent(self) -> KubeObject | None:
+        return getattr(self.builder, "parent", None)
+
+    def __call__(self) -> tuple[KubeObject, DesiredState]:
+        if self.identity is not None:
+            return absent_stub(to_plain_object(self.identity)), self.state
+        assert self.builder is not None
+        obj, _ = evaluate(self.builder)
+        return absent_stub(obj), self.state
+
+
+def present_if(
+    condition: bool,
+    builder: ResourceBuilder,
+    *,
+    identity: KubeObject | None = None,
+    absent_state: DesiredState = DesiredState.ABSENT,
+) -> ResourceBuilder:
+    """``builder`` when ``condition`` holds, else a builder of its ABSENT identity stub.
+
+    The stub carries identity only (apiVersion, kind, metadata name and namespace). It is taken
+    from ``identity`` when given (use that when the builder cannot run without the switched-off
+    config), otherwise from running ``builder``. ``absent_state`` may carry delete hooks.
+    """
+    if not absent_state.is_absent:
+        raise ValueError(f"present_if: absent_state must be ABSENT, got {absent_state!r}")
+    if condition:
+        return builder
+    return _AbsentInstead(builder=builder, identity=identity, state=absent_state)
+
+
+def absent(api_version: str, kind: str, name: str, namespace: str | None = None) -> ResourceBuilder:
+    """A builder of the ABSENT stub with this identity (an object that must not exist)."""
+    meta: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    stub = {"apiVersion": api_version, "kind": kind, "metadata": meta}
+    return _AbsentInstead(builder=None, identity=stub, state=DesiredState.ABSENT)
+
+
+def for_each(items: Iterable[Any], builder: Callable[[Any], Builders]) -> list[ResourceBuilder]:
+    """``builder(item)`` for every item, flattened: one builder (or list of them) per item."""
+    if not callable(builder):
+        raise TypeError(f"for_each: builder must be callable, got {builder!r}")
+    return compose(*(builder(item) for item in items))

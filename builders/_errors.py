@@ -1,0 +1,45 @@
+"""The error tree of ``builders``: one root, a failed-builder error and a misuse error.
+
+Errors carry data (the builder, the parent, the field, the value) so that callers and the testing
+kit can report them precisely; their messages name the object and the field.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["BuildError", "BuilderError", "InvalidSpecError"]
+
+
+class BuilderError(Exception):
+    """Root of every error raised by ``builders``."""
+
+
+class BuildError(BuilderError):
+    """A builder raised, or returned something that is not an object with identity.
+
+    ``builder`` is the builder's readable name, ``parent`` the parent's ``kind/namespace/name``
+    (or None when unknown) and ``reason`` what went wrong; the original exception, if any, is the
+    ``__cause__``.
+    """
+
+    def __init__(self, *, builder: str, parent: str | None, reason: str) -> None:
+        self.builder = builder
+        self.parent = parent
+        self.reason = reason
+        where = f" for parent {parent}" if parent else ""
+        super().__init__(f"builder {builder}{where} failed: {reason}")
+
+
+class InvalidSpecError(BuilderError, ValueError):
+    """A name, label, quantity or other field value is invalid; raised before any cluster I/O.
+
+    ``field`` is the dotted path of the field (for example ``metadata.labels["app"]``) and
+    ``value`` the rejected value.
+    """
+
+    def __init__(self, *, field: str, value: Any, reason: str) -> None:
+        self.field = field
+        self.value = value
+        self.reason = reason
+        super().__init__(f"invalid {field}: {value!r}: {reason}")

@@ -1,0 +1,643 @@
+"""Object helpers: keyword-only functions returning fresh, schema-valid dicts of common kinds.
+
+They cover what operators build most (workloads, Services, config, RBAC, Ingress, PDBs and the
+pieces of a pod template) so a builder reads as a declaration, not as nested dict literals.
+Each helper validates what Kubernetes would reject early (names, labels, quantities), raising
+:class:`InvalidSpecError` naming the field, and returns a new dict that shares nothing with its
+arguments. Identity (names, labels, owner references) comes from ``_names``.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from builders._errors import InvalidSpecError
+from builders._names import (
+    child_name,
+    owner_reference,
+    standard_labels,
+    validate_label_key,
+    validate_labels,
+    validate_name,
+)
+from builders._state import KubeObject
+
+__all__ = [
+    "child_meta",
+    "cluster_role",
+    "cluster_role_binding",
+    "config_map",
+    "container",
+    "daemonset",
+    "deployment",
+    "headless_service",
+    "ingress",
+    "object_meta",
+    "pod_disruption_budget",
+    "pod_template",
+    "policy_rule",
+    "probe",
+    "resources",
+    "role",
+    "role_binding",
+    "secret",
+    "service",
+    "service_account",
+    "service_port",
+    "statefulset",
+    "subject",
+    "volume",
+    "volume_mount",
+]
+
+_QUANTITY = re.compile(
+    r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?"
+)
+
+
+def _fresh(value: Any) -> Any:
+    return copy.deepcopy(value)
+
+
+def _drop_none(mapping: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in mapping.items() if v is not None}
+
+
+def object_meta(
+    *,
+    name: str,
+    namespace: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    owner_references: Sequence[Mapping[str, Any]] | None = None,
+    name_rule: str = "subdomain",
+) -> dict[str, Any]:
+    """A fresh ``metadata`` dict; the name (under ``name_rule``) and labels are validated."""
+    validate_name(name, rule=name_rule)
+    if namespace is not None:
+        validate_name(namespace, field="metadata.namespace", rule="label")
+    validate_labels(labels)
+    for key in annotations or {}:
+        validate_label_key(key, field="metadata.annotations")
+    return _drop_none(
+        {
+            "name": name,
+            "namespace": namespace,
+            "labels": dict(labels) if labels else None,
+            "annotations": dict(annotations) if annotations else None,
+            "ownerReferences": _fresh(list(owner_references)) if owner_references else None,
+        }
+    )
+
+
+def child_meta(
+    parent: KubeObject,
+    *,
+    component: str,
+    managed_by: str,
+    name: str | None = None,
+    cluster_scoped: bool = False,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    app_name: str | None = None,
+) -> dict[str, Any]:
+    """The full identity of a child of ``parent`` as DESIGN.md section 5 fixes it.
+
+    Name ``child_name(parent, component)`` unless given; the parent's namespace (none when
+    ``cluster_scoped``); the standard labels plus ``labels``; a controller owner reference to the
+    parent (omitted for cluster-scoped children, which keep ``optk.dev/owner-uid`` instead).
+    """
+    parent_meta = parent.get("metadata") or {}
+    return object_meta(
+        name=name if name is not None else child_name(str(parent_meta.get("name", "")), component),
+        namespace=None if cluster_scoped else parent_meta.get("namespace"),
+        labels=standard_labels(
+            parent, component=component, managed_by=managed_by, name=app_name, extra=labels
+        ),
+        annotations=annotations,
+        owner_references=None if cluster_scoped else [owner_reference(parent)],
+    )
+
+
+def _quantity(value: str | int | float, field: str) -> str | int | float:
+    if isinstance(value, bool) or not (
+        isinstance(value, int | float) or (isinstance(value, str) and _QUANTITY.fullmatch(value))
+    ):
+        raise InvalidSpecError(
+            field=field, value=value, reason="not a Kubernetes quantity (e.g. 100m, 1Gi, 2)"
+        )
+    return value
+
+
+def resources(
+    *,
+    requests: Mapping[str, str | int | float] | None = None,
+    limits: Mapping[str, str | int | float] | None = None,
+) -> dict[str, Any]:
+    """A container's ``resources`` (``{"cpu": "100m", "memory": "128Mi"}`` maps), validated."""
+    out: dict[str, Any] = {}
+    for key, values in (("requests", requests), ("limits", limits)):
+        if values:
+            out[key] = {n: _quantity(q, f"resources.{key}.{n}") for n, q in values.items()}
+    return out
+
+
+def probe(
+    *,
+    port: int | str | None = None,
+    path: str | None = None,
+    command: Sequence[str] | None = None,
+    initial_delay_seconds: int | None = None,
+    period_seconds: int | None = None,
+    timeout_seconds: int | None = None,
+    failure_threshold: int | None = None,
+) -> dict[str, Any]:
+    """A probe: ``command`` runs an exec probe, ``path`` an HTTP GET on ``port``, else TCP."""
+    if command is not None:
+        action: dict[str, Any] = {"exec": {"command": list(command)}}
+    elif port is None:
+        raise InvalidSpecError(field="probe.port", value=None, reason="HTTP/TCP probes need a port")
+    elif path is not None:
+        action = {"httpGet": {"path": path, "port": port}}
+    else:
+        action = {"tcpSocket": {"port": port}}
+    return {
+        **action,
+        **_drop_none(
+            {
+                "initialDelaySeconds": initial_delay_seconds,
+                "periodSeconds": period_seconds,
+                "timeoutSeconds": timeout_seconds,
+                "failureThreshold": failure_threshold,
+            }
+        ),
+    }
+
+
+def volume_mount(
+    *, name: str, mount_path: str, read_only: bool = False, sub_path: str | None = None
+) -> dict[str, Any]:
+    """A container's volume mount."""
+    validate_name(name, field="volumeMounts[].name", rule="label")
+    mount = {"name": name, "mountPath": mount_path}
+    return {
+        **mount,
+        **({"readOnly": True} if read_only else {}),
+        **_drop_none({"subPath": sub_path}),
+    }
+
+
+def volume(
+    *,
+    name: str,
+    config_map: str | None = None,
+    secret: str | None = None,
+    persistent_volume_claim: str | None = None,
+    empty_dir: bool = False,
+) -> dict[str, Any]:
+    """A pod volume from exactly one source: ConfigMap, Secret, PVC or an emptyDir."""
+    validate_name(name, field="volumes[].name", rule="label")
+    sources = _drop_none(
+        {
+            "configMap": {"name": config_map} if config_map else None,
+            "secret": {"secretName": secret} if secret else None,
+            "persistentVolumeClaim": {"claimName": persistent_volume_claim}
+            if persistent_volume_claim
+            else None,
+            "emptyDir": {} if empty_dir else None,
+        }
+    )
+    if len(sources) != 1:
+        raise InvalidSpecError(
+            field=f"volumes[{name}]", value=sorted(sources), reason="needs exactly one source"
+        )
+    return {"name": name, **sources}
+
+
+def container(
+    *,
+    name: str,
+    image: str,
+    ports: Mapping[str, int] | Sequence[int] | None = None,
+    args: Sequence[str] | None = None,
+    command: Sequence[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    resources: Mapping[str, Any] | None = None,
+    liveness_probe: Mapping[str, Any] | None = None,
+    readiness_probe: Mapping[str, Any] | None = None,
+    volume_mounts: Sequence[Mapping[str, Any]] | None = None,
+    image_pull_policy: str | None = None,
+) -> dict[str, Any]:
+    """A container; ``ports`` maps port names to numbers (or lists bare numbers)."""
+    validate_name(name, field="containers[].name", rule="label")
+    if not image:
+        raise InvalidSpecError(field=f"containers[{name}].image", value=image, reason="is empty")
+    port_list: list[dict[str, Any]] = []
+    for port_name, number in (
+        ports.items() if isinstance(ports, Mapping) else ((None, p) for p in ports or ())
+    ):
+        if port_name is not None:
+            field = f"containers[{name}].ports[].name"
+            validate_name(port_name, field=field, rule="label")
+            if len(port_name) > 15:
+                raise InvalidSpecError(field=field, value=port_name, reason="max 15 characters")
+        port_list.append(_drop_none({"name": port_name, "containerPort": number}))
+    return _drop_none(
+        {
+            "name": name,
+            "image": image,
+            "command": list(command) if command else None,
+            "args": list(args) if args else None,
+            "ports": port_list or None,
+            "env": [{"name": k, "value": v} for k, v in env.items()] if env else None,
+            "resources": _fresh(dict(resources)) if resources else None,
+            "livenessProbe": _fresh(dict(liveness_probe)) if liveness_probe else None,
+            "readinessProbe": _fresh(dict(readiness_probe)) if readiness_probe else None,
+            "volumeMounts": _fresh([dict(m) for m in volume_mounts]) if volume_mounts else None,
+            "imagePullPolicy": image_pull_policy,
+        }
+    )
+
+
+def pod_template(
+    *,
+    labels: Mapping[str, str],
+    containers: Sequence[Mapping[str, Any]],
+    annotations: Mapping[str, str] | None = None,
+    service_account_name: str | None = None,
+    volumes: Sequence[Mapping[str, Any]] | None = None,
+    init_containers: Sequence[Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """A pod template with the given labels (which must include the workload's selector)."""
+    if not containers:
+        raise InvalidSpecError(field="template.spec.containers", value=[], reason="is empty")
+    validate_labels(labels, field="template.metadata.labels")
+    spec = _drop_none(
+        {
+            "serviceAccountName": service_account_name,
+            "initContainers": _fresh([dict(c) for c in init_containers])
+            if init_containers
+            else None,
+            "containers": _fresh([dict(c) for c in containers]),
+            "volumes": _fresh([dict(v) for v in volumes]) if volumes else None,
+        }
+    )
+    meta = _drop_none(
+        {"labels": dict(labels), "annotations": dict(annotations) if annotations else None}
+    )
+    return {"metadata": meta, "spec": spec}
+
+
+def _workload(
+    kind: str,
+    metadata: Mapping[str, Any],
+    selector_labels: Mapping[str, str],
+    template: Mapping[str, Any],
+    extra_spec: Mapping[str, Any],
+) -> dict[str, Any]:
+    if not selector_labels:
+        raise InvalidSpecError(field="spec.selector", value={}, reason="must not be empty")
+    validate_labels(selector_labels, field="spec.selector.matchLabels")
+    fresh_template: dict[str, Any] = _fresh(dict(template))
+    tmeta = fresh_template.setdefault("metadata", {})
+    tmeta["labels"] = {**(tmeta.get("labels") or {}), **selector_labels}
+    spec = {
+        **_drop_none(dict(extra_spec)),
+        "selector": {"matchLabels": dict(selector_labels)},
+        "template": fresh_template,
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": kind,
+        "metadata": _fresh(dict(metadata)),
+        "spec": spec,
+    }
+
+
+def _template(
+    selector_labels: Mapping[str, str],
+    containers: Sequence[Mapping[str, Any]],
+    pod_labels: Mapping[str, str] | None,
+    pod_annotations: Mapping[str, str] | None,
+    service_account_name: str | None,
+    volumes: Sequence[Mapping[str, Any]] | None,
+) -> dict[str, Any]:
+    return pod_template(
+        labels={**(pod_labels or {}), **selector_labels},
+        containers=containers,
+        annotations=pod_annotations,
+        service_account_name=service_account_name,
+        volumes=volumes,
+    )
+
+
+def deployment(
+    *,
+    metadata: Mapping[str, Any],
+    selector_labels: Mapping[str, str],
+    containers: Sequence[Mapping[str, Any]],
+    replicas: int | None = None,
+    pod_labels: Mapping[str, str] | None = None,
+    pod_annotations: Mapping[str, str] | None = None,
+    service_account_name: str | None = None,
+    volumes: Sequence[Mapping[str, Any]] | None = None,
+    strategy: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """An ``apps/v1`` Deployment whose selector matches its pod template's labels."""
+    template = _template(
+        selector_labels, containers, pod_labels, pod_annotations, service_account_name, volumes
+    )
+    extra = {"replicas": replicas, "strategy": _fresh(dict(strategy)) if strategy else None}
+    return _workload("Deployment", metadata, selector_labels, template, extra)
+
+
+def statefulset(
+    *,
+    metadata: Mapping[str, Any],
+    selector_labels: Mapping[str, str],
+    containers: Sequence[Mapping[str, Any]],
+    service_name: str,
+    replicas: int | None = None,
+    pod_labels: Mapping[str, str] | None = None,
+    pod_annotations: Mapping[str, str] | None = None,
+    service_account_name: str | None = None,
+    volumes: Sequence[Mapping[str, Any]] | None = None,
+    volume_claim_templates: Sequence[Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """An ``apps/v1`` StatefulSet governed by the (headless) Service ``service_name``."""
+    template = _template(
+        selector_labels, containers, pod_labels, pod_annotations, service_account_name, volumes
+    )
+    extra = {
+        "serviceName": validate_name(service_name, field="spec.serviceName", rule="dns1035"),
+        "replicas": replicas,
+        "volumeClaimTemplates": _fresh([dict(t) for t in volume_claim_templates])
+        if volume_claim_templates
+        else None,
+    }
+    return _workload("StatefulSet", metadata, selector_labels, template, extra)
+
+
+def daemonset(
+    *,
+    metadata: Mapping[str, Any],
+    selector_labels: Mapping[str, str],
+    containers: Sequence[Mapping[str, Any]],
+    pod_labels: Mapping[str, str] | None = None,
+    pod_annotations: Mapping[str, str] | None = None,
+    service_account_name: str | None = None,
+    volumes: Sequence[Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """An ``apps/v1`` DaemonSet whose selector matches its pod template's labels."""
+    template = _template(
+        selector_labels, containers, pod_labels, pod_annotations, service_account_name, volumes
+    )
+    return _workload("DaemonSet", metadata, selector_labels, template, {})
+
+
+def service_port(
+    *,
+    port: int,
+    name: str | None = None,
+    target_port: int | str | None = None,
+    protocol: str = "TCP",
+) -> dict[str, Any]:
+    """One Service port; ``target_port`` defaults to ``port``."""
+    if name is not None:
+        validate_name(name, field="spec.ports[].name", rule="label")
+    return _drop_none(
+        {
+            "name": name,
+            "port": port,
+            "targetPort": target_port if target_port is not None else port,
+            "protocol": protocol,
+        }
+    )
+
+
+def _ports(ports: Mapping[str, int] | Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    if isinstance(ports, Mapping):
+        return [service_port(name=n, port=p) for n, p in ports.items()]
+    return [_fresh(dict(p)) for p in ports]
+
+
+def service(
+    *,
+    metadata: Mapping[str, Any],
+    selector: Mapping[str, str] | None,
+    ports: Mapping[str, int] | Sequence[Mapping[str, Any]],
+    type: str = "ClusterIP",
+    cluster_ip: str | None = None,
+) -> dict[str, Any]:
+    """A ``v1`` Service (its name must be a DNS-1035 label); ``ports`` maps names to numbers."""
+    validate_name(metadata.get("name"), rule="dns1035")
+    if selector:
+        validate_labels(selector, field="spec.selector")
+    spec = _drop_none(
+        {
+            "type": type,
+            "clusterIP": cluster_ip,
+            "selector": dict(selector) if selector else None,
+            "ports": _ports(ports),
+        }
+    )
+    return {"apiVersion": "v1", "kind": "Service", "metadata": _fresh(dict(metadata)), "spec": spec}
+
+
+def headless_service(
+    *,
+    metadata: Mapping[str, Any],
+    selector: Mapping[str, str],
+    ports: Mapping[str, int] | Sequence[Mapping[str, Any]],
+) -> dict[str, Any]:
+    """A headless Service (``clusterIP: None``), as StatefulSets need."""
+    return service(metadata=metadata, selector=selector, ports=ports, cluster_ip="None")
+
+
+def service_account(*, metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``v1`` ServiceAccount."""
+    return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _fresh(dict(metadata))}
+
+
+def config_map(
+    *,
+    metadata: Mapping[str, Any],
+    data: Mapping[str, str] | None = None,
+    binary_data: Mapping[str, bytes] | None = None,
+) -> dict[str, Any]:
+    """A ``v1`` ConfigMap; ``binary_data`` values are base64-encoded for you."""
+    out: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _fresh(dict(metadata)),
+    }
+    if data:
+        out["data"] = dict(data)
+    if binary_data:
+        out["binaryData"] = {k: base64.b64encode(v).decode() for k, v in binary_data.items()}
+    return out
+
+
+def secret(
+    *,
+    metadata: Mapping[str, Any],
+    data: Mapping[str, str | bytes] | None = None,
+    type: str = "Opaque",
+) -> dict[str, Any]:
+    """A ``v1`` Secret; ``data`` values (text or bytes) are base64-encoded into ``data``."""
+    out: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": _fresh(dict(metadata)),
+        "type": type,
+    }
+    if data:
+        out["data"] = {
+            k: base64.b64encode(v.encode() if isinstance(v, str) else v).decode()
+            for k, v in data.items()
+        }
+    return out
+
+
+def policy_rule(
+    *,
+    api_groups: Iterable[str],
+    resources: Iterable[str],
+    verbs: Iterable[str],
+    resource_names: Iterable[str] | None = None,
+) -> dict[str, Any]:
+    """One RBAC rule (``api_groups=[""]`` is the core group)."""
+    rule = {"apiGroups": list(api_groups), "resources": list(resources), "verbs": list(verbs)}
+    if not rule["verbs"]:
+        raise InvalidSpecError(field="rules[].verbs", value=[], reason="must not be empty")
+    return {**rule, **({"resourceNames": list(resource_names)} if resource_names else {})}
+
+
+def role(*, metadata: Mapping[str, Any], rules: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A namespaced ``rbac.authorization.k8s.io/v1`` Role."""
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": _fresh(dict(metadata)),
+        "rules": _fresh([dict(r) for r in rules]),
+    }
+
+
+def cluster_role(
+    *, metadata: Mapping[str, Any], rules: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """A cluster-scoped ClusterRole (its metadata must have no namespace)."""
+    return {**role(metadata=metadata, rules=rules), "kind": "ClusterRole"}
+
+
+def subject(
+    *, name: str, namespace: str | None = None, kind: str = "ServiceAccount"
+) -> dict[str, Any]:
+    """An RBAC binding subject (a ServiceAccount by default, which needs its namespace)."""
+    out = {"kind": kind, "name": name}
+    if kind == "ServiceAccount":
+        if not namespace:
+            raise InvalidSpecError(
+                field="subjects[].namespace", value=namespace, reason="ServiceAccounts need one"
+            )
+        out["namespace"] = namespace
+    else:
+        out["apiGroup"] = "rbac.authorization.k8s.io"
+    return out
+
+
+def role_binding(
+    *,
+    metadata: Mapping[str, Any],
+    role_name: str,
+    subjects: Sequence[Mapping[str, Any]],
+    cluster_role: bool = False,
+) -> dict[str, Any]:
+    """A RoleBinding to the Role (or, with ``cluster_role``, ClusterRole) ``role_name``."""
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": _fresh(dict(metadata)),
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole" if cluster_role else "Role",
+            "name": role_name,
+        },
+        "subjects": _fresh([dict(s) for s in subjects]),
+    }
+
+
+def cluster_role_binding(
+    *, metadata: Mapping[str, Any], role_name: str, subjects: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """A ClusterRoleBinding to the ClusterRole ``role_name``."""
+    binding = role_binding(
+        metadata=metadata, role_name=role_name, subjects=subjects, cluster_role=True
+    )
+    return {**binding, "kind": "ClusterRoleBinding"}
+
+
+def ingress(
+    *,
+    metadata: Mapping[str, Any],
+    host: str,
+    service_name: str,
+    service_port: int | str,
+    path: str = "/",
+    path_type: str = "Prefix",
+    ingress_class_name: str | None = None,
+    tls_secret_name: str | None = None,
+) -> dict[str, Any]:
+    """A ``networking.k8s.io/v1`` Ingress routing ``host``/``path`` to one Service port."""
+    validate_name(host, field="spec.rules[].host", rule="subdomain")
+    port = {"number": service_port} if isinstance(service_port, int) else {"name": service_port}
+    backend = {"service": {"name": service_name, "port": port}}
+    spec: dict[str, Any] = _drop_none({"ingressClassName": ingress_class_name})
+    spec["rules"] = [
+        {
+            "host": host,
+            "http": {"paths": [{"path": path, "pathType": path_type, "backend": backend}]},
+        }
+    ]
+    if tls_secret_name:
+        spec["tls"] = [{"hosts": [host], "secretName": tls_secret_name}]
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "Ingress",
+        "metadata": _fresh(dict(metadata)),
+        "spec": spec,
+    }
+
+
+def pod_disruption_budget(
+    *,
+    metadata: Mapping[str, Any],
+    selector_labels: Mapping[str, str],
+    min_available: int | str | None = None,
+    max_unavailable: int | str | None = None,
+) -> dict[str, Any]:
+    """A ``policy/v1`` PodDisruptionBudget; exactly one of min_available/max_unavailable."""
+    if (min_available is None) == (max_unavailable is None):
+        raise InvalidSpecError(
+            field="spec.minAvailable/maxUnavailable",
+            value=(min_available, max_unavailable),
+            reason="set exactly one",
+        )
+    validate_labels(selector_labels, field="spec.selector.matchLabels")
+    spec = _drop_none(
+        {
+            "minAvailable": min_available,
+            "maxUnavailable": max_unavailable,
+            "selector": {"matchLabels": dict(selector_labels)},
+        }
+    )
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": _fresh(dict(metadata)),
+        "spec": spec,
+    }

@@ -1,0 +1,118 @@
+"""Names, labels and identity (DESIGN.md section 5)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import builders as b
+from tests.builders.helpers import make_parent
+
+
+def test_short_safe_names_are_kept_verbatim() -> None:
+    assert b.child_name("web", "query") == "web-query"
+    assert b.child_name("web", "query", "grpc") == "web-query-grpc"
+
+
+def test_long_names_truncate_with_a_stable_hash_suffix() -> None:
+    long_parent = "a" * 70
+    name = b.child_name(long_parent, "query")
+    assert len(name) == 63
+    assert b.is_dns1123_label(name)
+    assert name == b.child_name(long_parent, "query")  # stable
+    assert name != b.child_name(long_parent, "store")  # distinct inputs stay distinct
+    # a fixed value: names must never change between releases for the same input
+    assert b.child_name("x" * 60, "component") == (
+        "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx-" + name_hash("x" * 60)
+    )
+
+
+def name_hash(parent: str) -> str:
+    return hashlib.sha256(f"{parent}-component".encode()).hexdigest()[:8]
+
+
+def test_unsafe_characters_are_replaced_without_collisions() -> None:
+    dotted = b.child_name("my.app", "web")
+    dashed = b.child_name("my-app", "web")
+    assert b.is_dns1123_label(dotted)
+    assert dashed == "my-app-web"
+    assert dotted != dashed
+
+
+@given(
+    parent=st.text(min_size=1, max_size=300),
+    parts=st.lists(st.text(max_size=80), max_size=3),
+    max_length=st.integers(min_value=16, max_value=253),
+)
+def test_child_name_is_always_dns_safe_or_rejected(
+    parent: str, parts: list[str], max_length: int
+) -> None:
+    if not re.sub(r"[^a-z0-9]", "", "-".join([parent, *parts]).lower()):
+        with pytest.raises(b.InvalidSpecError, match="no DNS-safe characters"):
+            b.child_name(parent, *parts, max_length=max_length)
+        return
+    name = b.child_name(parent, *parts, max_length=max_length)
+    assert len(name) <= max_length
+    assert b.is_dns1123_subdomain(name)
+    assert "." not in name
+    assert name == b.child_name(parent, *parts, max_length=max_length)
+
+
+def test_invalid_names_and_labels_name_field_and_value() -> None:
+    with pytest.raises(b.InvalidSpecError) as caught:
+        b.object_meta(name="Bad_Name")
+    assert caught.value.field == "metadata.name"
+    assert caught.value.value == "Bad_Name"
+    assert isinstance(caught.value, ValueError)
+    with pytest.raises(b.InvalidSpecError, match="team") as caught:
+        b.object_meta(name="ok", labels={"team": "a b"})
+    assert caught.value.field == "metadata.labels['team']"
+    with pytest.raises(b.InvalidSpecError) as caught:
+        b.validate_labels({"bad key!": "x"})
+    assert caught.value.value == "bad key!"
+    with pytest.raises(b.InvalidSpecError):
+        b.service(metadata={"name": "1st"}, selector=None, ports={"http": 80})
+
+
+def test_standard_labels_and_owner_reference_follow_the_design() -> None:
+    parent = make_parent()
+    labels = b.standard_labels(parent, component="server", managed_by="demo-operator")
+    assert labels == {
+        "app.kubernetes.io/name": "site",
+        "app.kubernetes.io/instance": "web",
+        "app.kubernetes.io/component": "server",
+        "app.kubernetes.io/managed-by": "demo-operator",
+        "optk.dev/owner-uid": "0b9c-11",
+    }
+    assert b.owner_reference(parent) == {
+        "apiVersion": "demo.optk.dev/v1alpha1",
+        "kind": "Site",
+        "name": "web",
+        "uid": "0b9c-11",
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    with pytest.raises(b.InvalidSpecError, match="uid"):
+        b.owner_reference({"apiVersion": "v1", "kind": "X", "metadata": {"name": "x"}})
+
+
+def test_long_parent_names_still_give_valid_label_values() -> None:
+    parent = make_parent(name="p" + "q" * 200)
+    labels = b.standard_labels(parent, component="server", managed_by="op")
+    assert all(b.is_label_value(v) for v in labels.values())
+    assert labels[b.INSTANCE_LABEL] == b.label_value(parent["metadata"]["name"])
+
+
+def test_child_meta_of_cluster_scoped_child_keeps_owner_uid_only() -> None:
+    parent = make_parent()
+    meta = b.child_meta(parent, component="reader", managed_by="op", cluster_scoped=True)
+    assert "namespace" not in meta
+    assert "ownerReferences" not in meta
+    assert meta["labels"][b.OWNER_UID_LABEL] == "0b9c-11"
+    namespaced = b.child_meta(parent, component="reader", managed_by="op")
+    assert namespaced["namespace"] == "team-a"
+    assert namespaced["ownerReferences"][0]["controller"] is True
