@@ -1,28 +1,444 @@
-"""CustomResourceDefinitions: the types a CRD serves, and the behaviour of its custom resources.
+"""CustomResourceDefinitions: their own defaults and rules, the types they serve, and the
+behaviour of the custom resources they define.
 
 A CRD's served versions become ``ResourceType``s (``is_custom=True``, ``has_generation=True``)
 with the discovery data of its ``spec.names`` and the subresources each version declares. The
-custom-resource strategy applies the version's structural schema: pruning of unknown fields,
-defaults, and basic validation (types, required, enum). The registry (``_registry``) decides when
-these types are served; this module only derives them from a CRD object.
+custom-resource strategy applies the version's structural schema as the apiextensions-apiserver
+does: pruning of unknown fields (``x-kubernetes-preserve-unknown-fields`` honoured), defaults,
+and basic validation (types, required, enum) with the real 422 causes; it also exposes the
+schema's list-map keys for the matcher. The registry (``_registry``) decides when these types are
+served; this module only derives them from CRD objects.
 """
 
 from __future__ import annotations
 
+import copy
+import datetime
+import json
 from collections.abc import Mapping
 from typing import Any
 
-from reconciler.embedded._kinds import KindStrategy, ResourceType
+from reconciler.embedded import _defaulting
+from reconciler.embedded._kinds import Invalid, KindStrategy, ResourceType, ServerContext
+from reconciler.embedded._names import dns1123_label, dns1123_subdomain, go_quote
+from reconciler.embedded._names import validate_metadata_name as _validate_name
+from reconciler.embedded._validating import (
+    Cause,
+    invalid,
+    not_supported,
+    required,
+    validate_uid_update,
+)
 
-__all__ = ["CustomResourceStrategy", "custom_types"]
+__all__ = [
+    "CustomResourceStrategy",
+    "custom_types",
+    "default_crd",
+    "default_from_schema",
+    "established_status",
+    "list_map_keys",
+    "prune",
+    "updated_status",
+    "validate_against_schema",
+    "validate_crd",
+    "validate_crd_update",
+]
+
+ListMapKeys = dict[tuple[str, ...], tuple[str, ...]]
+_ITEMS = "*"  # path element for "every item of this list / every value of this map"
+
+
+# --- the CRD object itself -------------------------------------------------------------------
+
+
+def default_crd(obj: dict[str, Any]) -> None:
+    """``names.singular`` and ``listKind`` from the kind, and ``conversion: {strategy: None}``."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    names = spec.get("names")
+    if isinstance(names, dict) and names.get("kind"):
+        names.setdefault("singular", str(names["kind"]).lower())
+        names.setdefault("listKind", f"{names['kind']}List")
+    conversion = spec.setdefault("conversion", {})
+    if isinstance(conversion, dict):
+        conversion.setdefault("strategy", "None")
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _accepted_names(obj: Mapping[str, Any]) -> dict[str, Any]:
+    names = (obj.get("spec") or {}).get("names") or {}
+    keys = ("plural", "singular", "shortNames", "kind", "listKind", "categories")
+    return {key: copy.deepcopy(names[key]) for key in keys if key in names}
+
+
+def _storage_version(obj: Mapping[str, Any]) -> str | None:
+    for version in (obj.get("spec") or {}).get("versions") or ():
+        if version.get("storage"):
+            return str(version.get("name"))
+    return None
+
+
+def established_status(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The status of a CRD whose names were accepted and which is established."""
+    now = _now()
+    storage = _storage_version(obj)
+    return {
+        "conditions": [
+            {
+                "type": "NamesAccepted",
+                "status": "True",
+                "lastTransitionTime": now,
+                "reason": "NoConflicts",
+                "message": "no conflicts found",
+            },
+            {
+                "type": "Established",
+                "status": "True",
+                "lastTransitionTime": now,
+                "reason": "InitialNamesAccepted",
+                "message": "the initial names have been accepted",
+            },
+        ],
+        "acceptedNames": _accepted_names(obj),
+        "storedVersions": [storage] if storage else [],
+    }
+
+
+def updated_status(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """After a spec update: the new names accepted, a new storage version recorded."""
+    status = copy.deepcopy(dict(old.get("status") or established_status(new)))
+    status["acceptedNames"] = _accepted_names(new)
+    stored = list(status.get("storedVersions") or [])
+    storage = _storage_version(new)
+    if storage and storage not in stored:
+        stored.append(storage)
+    status["storedVersions"] = stored
+    return status
+
+
+def validate_crd(obj: Mapping[str, Any]) -> list[Cause]:
+    """The rules of ``ValidateCustomResourceDefinition`` a client is likely to meet."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    names = spec.get("names") or {}
+    group = str(spec.get("group") or "")
+    plural = str(names.get("plural") or "")
+    causes: list[Cause] = []
+    name = str(meta.get("name") or "")
+    if name and plural and group and name != f"{plural}.{group}":
+        causes.append(invalid("metadata.name", go_quote(name),
+                              'must be spec.names.plural+"."+spec.group'))
+    if not group:
+        causes.append(required("spec.group"))
+    elif "." not in group:
+        causes.append(invalid("spec.group", go_quote(group),
+                              "should be a domain with at least one dot"))
+    scope = spec.get("scope")
+    if not scope:
+        causes.append(required("spec.scope"))
+    elif scope not in ("Cluster", "Namespaced"):
+        causes.append(not_supported("spec.scope", str(scope), ["Cluster", "Namespaced"]))
+    if not plural:
+        causes.append(required("spec.names.plural"))
+    else:
+        causes += [invalid("spec.names.plural", go_quote(plural), m) for m in dns1123_label(plural)]
+    if not names.get("kind"):
+        causes.append(required("spec.names.kind"))
+    versions = spec.get("versions") or []
+    if not versions:
+        causes.append(required("spec.versions"))
+    elif sum(1 for v in versions if v.get("storage")) != 1:
+        causes.append(invalid("spec.versions", json.dumps(versions, sort_keys=True),
+                              "must have exactly one version marked as storage version"))
+    for index, version in enumerate(versions):
+        if not version.get("name"):
+            causes.append(required(f"spec.versions[{index}].name"))
+        if not (version.get("schema") or {}).get("openAPIV3Schema"):
+            causes.append(required(f"spec.versions[{index}].schema.openAPIV3Schema",
+                                   "schemas are required"))
+    return causes
+
+
+def validate_crd_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
+    """A CRD's ``spec.group`` and ``spec.scope`` never change."""
+    causes = []
+    for key in ("group", "scope"):
+        old_value = (old.get("spec") or {}).get(key)
+        new_value = (new.get("spec") or {}).get(key)
+        if old_value != new_value:
+            causes.append(invalid(f"spec.{key}", go_quote(str(new_value)), "field is immutable"))
+    return causes
+
+
+# --- structural schemas ----------------------------------------------------------------------
+
+
+def _properties(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    props = schema.get("properties")
+    return props if isinstance(props, Mapping) else {}
+
+
+def prune(value: Any, schema: Mapping[str, Any] | None, *, root: bool = False) -> Any:
+    """``value`` without the fields its structural schema does not specify (a new object).
+
+    Fields under ``x-kubernetes-preserve-unknown-fields: true`` are kept; at the root (and in
+    embedded resources) ``apiVersion``, ``kind`` and ``metadata`` always are.
+    """
+    if schema is None:
+        return copy.deepcopy(value)
+    if isinstance(value, dict):
+        props = _properties(schema)
+        additional = schema.get("additionalProperties")
+        preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
+        embedded = root or bool(schema.get("x-kubernetes-embedded-resource"))
+        result: dict[str, Any] = {}
+        for key, item in value.items():
+            if key in props:
+                result[key] = prune(item, props[key])
+            elif isinstance(additional, Mapping):
+                result[key] = prune(item, additional)
+            elif preserve or additional is True or (
+                embedded and key in ("apiVersion", "kind", "metadata")
+            ):
+                result[key] = copy.deepcopy(item)
+        return result
+    if isinstance(value, list):
+        items = schema.get("items")
+        return [prune(item, items if isinstance(items, Mapping) else None) for item in value]
+    return value
+
+
+def default_from_schema(value: Any, schema: Mapping[str, Any] | None) -> Any:
+    """``value`` with the schema's ``default``s filled in where fields are absent (a new object).
+
+    A ``null`` of a non-nullable field with a default is defaulted too, as since Kubernetes 1.20.
+    """
+    if schema is None:
+        return value
+    if isinstance(value, dict):
+        result = dict(value)
+        for key, prop in _properties(schema).items():
+            if "default" in prop and (
+                key not in result or (result[key] is None and not prop.get("nullable"))
+            ):
+                result[key] = copy.deepcopy(prop["default"])
+            if key in result:
+                result[key] = default_from_schema(result[key], prop)
+        additional = schema.get("additionalProperties")
+        if isinstance(additional, Mapping):
+            for key in set(result) - set(_properties(schema)):
+                result[key] = default_from_schema(result[key], additional)
+        return result
+    if isinstance(value, list):
+        items = schema.get("items")
+        if isinstance(items, Mapping):
+            return [default_from_schema(item, items) for item in value]
+    return value
+
+
+_JSON_TYPES = {
+    "object": (dict,),
+    "array": (list,),
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+}
+
+
+def _json_type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def _type_matches(value: Any, expected: str) -> bool:
+    if isinstance(value, bool) and expected in ("integer", "number"):
+        return False
+    if expected == "integer" and isinstance(value, float):
+        return value.is_integer()
+    return isinstance(value, _JSON_TYPES.get(expected, (object,)))
+
+
+def validate_against_schema(
+    value: Any, schema: Mapping[str, Any] | None, path: str = ""
+) -> list[Cause]:
+    """The causes a real server gives for ``value`` against a structural schema.
+
+    Checks ``type`` (``x-kubernetes-int-or-string`` honoured), ``nullable``, ``required`` and
+    ``enum``, at every depth. ``path`` is the field path of ``value`` (``spec.size``).
+    """
+    if schema is None:
+        return []
+    name = path or "<root>"
+    expected = schema.get("type")
+    if value is None:
+        if expected and not schema.get("nullable"):
+            return [_type_invalid(path, name, "null", str(expected))]
+        return []
+    if schema.get("x-kubernetes-int-or-string"):
+        if not isinstance(value, (int, str)) or isinstance(value, bool):
+            actual = _json_type_name(value)
+            return [_type_invalid(path, name, actual, "integer,string")]
+    elif expected and not _type_matches(value, str(expected)):
+        return [_type_invalid(path, name, _json_type_name(value), str(expected))]
+    causes: list[Cause] = []
+    enum = schema.get("enum")
+    if isinstance(enum, list) and value not in enum:
+        causes.append(not_supported(path, _enum_repr(value), [_enum_repr(e) for e in enum]))
+    if isinstance(value, dict):
+        for key in schema.get("required") or ():
+            if key not in value:
+                causes.append(required(_join(path, str(key))))
+        props = _properties(schema)
+        additional = schema.get("additionalProperties")
+        for key, item in value.items():
+            child = props.get(key)
+            if child is None and isinstance(additional, Mapping):
+                child = additional
+            if child is not None:
+                causes += validate_against_schema(item, child, _join(path, key))
+    elif isinstance(value, list):
+        items = schema.get("items")
+        if isinstance(items, Mapping):
+            for index, item in enumerate(value):
+                causes += validate_against_schema(item, items, f"{path}[{index}]")
+    return causes
+
+
+def _enum_repr(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _type_invalid(path: str, name: str, actual: str, expected: str) -> Cause:
+    return {
+        "reason": "FieldValueTypeInvalid",
+        "message": (
+            f"Invalid value: {go_quote(actual)}: {name} in body must be of type {expected}: "
+            f"{go_quote(actual)}"
+        ),
+        "field": path,
+    }
+
+
+def list_map_keys(schema: Mapping[str, Any] | None) -> ListMapKeys:
+    """Where the schema declares ``x-kubernetes-list-type: map``: path -> list-map keys.
+
+    Paths are tuples of field names, ``"*"`` standing for every item of a list or value of a
+    map: ``("spec", "ports")`` -> ``("name",)``; ``("spec", "groups", "*", "rules")`` -> ...
+    """
+    found: ListMapKeys = {}
+
+    def walk(node: Mapping[str, Any], path: tuple[str, ...]) -> None:
+        if node.get("x-kubernetes-list-type") == "map" and node.get("x-kubernetes-list-map-keys"):
+            found[path] = tuple(str(k) for k in node["x-kubernetes-list-map-keys"])
+        for key, child in _properties(node).items():
+            if isinstance(child, Mapping):
+                walk(child, (*path, str(key)))
+        for key in ("items", "additionalProperties"):
+            child = node.get(key)
+            if isinstance(child, Mapping):
+                walk(child, (*path, _ITEMS))
+
+    if schema is not None:
+        walk(schema, ())
+    return found
+
+
+# --- custom resources ------------------------------------------------------------------------
 
 
 class CustomResourceStrategy(KindStrategy):
-    """The behaviour of one served version of a custom resource."""
+    """The behaviour of one served version of a custom resource.
+
+    Create and update: prune unknown fields, fill schema defaults, validate against the schema.
+    With a status subresource the main resource ignores ``status`` and generation follows every
+    change but metadata and status; without one, status changes bump generation too.
+    """
 
     def __init__(self, resource_type: ResourceType, *, schema: Mapping[str, Any] | None) -> None:
         super().__init__(resource_type)
         self.schema: Mapping[str, Any] | None = schema
+        self._list_map_keys = list_map_keys(schema)
+
+    @property
+    def has_status_subresource(self) -> bool:
+        """Whether the CRD version declares ``subresources.status``."""
+        return "status" in self.resource_type.subresources
+
+    def list_map_keys(self) -> Mapping[tuple[str, ...], tuple[str, ...]]:
+        """The schema's list-map keys by field path (see ``list_map_keys``)."""
+        return self._list_map_keys
+
+    def _structural(self, obj: dict[str, Any]) -> None:
+        shaped = default_from_schema(prune(obj, self.schema, root=True), self.schema)
+        obj.clear()
+        obj.update(shaped)
+
+    def prepare_create(self, obj: dict[str, Any], ctx: ServerContext) -> None:
+        """Drop ``status`` (status subresource), prune and default."""
+        if self.has_status_subresource:
+            obj.pop("status", None)
+        self._structural(obj)
+
+    def validate_create(self, obj: dict[str, Any]) -> None:
+        """Name (DNS-1123 subdomain) and schema."""
+        causes = _validate_name(obj, dns1123_subdomain) + self._schema_causes(obj)
+        if causes:
+            raise Invalid(causes)
+
+    def _schema_causes(self, obj: Mapping[str, Any]) -> list[Cause]:
+        body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
+        schema = self.schema
+        if schema is not None:
+            schema = {**schema, "properties": {
+                k: v for k, v in _properties(schema).items()
+                if k not in ("apiVersion", "kind", "metadata")
+            }}
+        return validate_against_schema(body, schema)
+
+    def prepare_update(
+        self, old: Mapping[str, Any], new: dict[str, Any], ctx: ServerContext
+    ) -> None:
+        """Keep the stored status (status subresource) and creationTimestamp; prune, default."""
+        if self.has_status_subresource:
+            _defaulting.keep_status(old, new)
+        _defaulting.keep_creation_timestamp(old, new)
+        self._structural(new)
+
+    def validate_update(self, old: Mapping[str, Any], new: dict[str, Any]) -> None:
+        """``metadata.uid`` and the schema."""
+        causes = validate_uid_update(old, new) + self._schema_causes(new)
+        if causes:
+            raise Invalid(causes)
+
+    def prepare_status_update(self, old: Mapping[str, Any], new: dict[str, Any]) -> None:
+        """Through ``/status``: keep everything but ``status``; prune and default it."""
+        _defaulting.keep_all_but_status(old, new)
+        self._structural(new)
+
+    def spec_changed(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+        """Any change outside ``metadata`` (and ``status``, with a status subresource)."""
+        ignored = {"metadata", "status"} if self.has_status_subresource else {"metadata"}
+        return {k: v for k, v in old.items() if k not in ignored} != {
+            k: v for k, v in new.items() if k not in ignored
+        }
 
 
 def custom_types(crd: Mapping[str, Any]) -> list[tuple[ResourceType, KindStrategy]]:

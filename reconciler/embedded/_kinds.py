@@ -135,6 +135,15 @@ class KindStrategy:
     def on_delete(self, obj: Mapping[str, Any], ctx: ServerContext) -> None:
         """Release what the object held (a Service's ClusterIP)."""
 
+    def list_map_keys(self) -> Mapping[tuple[str, ...], tuple[str, ...]]:
+        """Lists merged item by item, by field path (``"*"``: every list item or map value).
+
+        ``{("spec", "ports"): ("name",)}``; empty for kinds whose keys come from elsewhere (the
+        built-in schemas) or that have none. Custom resources return their CRD schema's
+        ``x-kubernetes-list-map-keys``.
+        """
+        return {}
+
 
 class KindRegistry(Protocol):
     """The served resource types and their strategies; CRDs add and remove types at run time.

@@ -15,9 +15,18 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from reconciler.embedded._kinds import KindStrategy, ResourceType
+from reconciler.embedded import _crds, _defaulting, _validating
+from reconciler.embedded._kinds import Invalid, KindStrategy, ResourceType, ServerContext
+from reconciler.embedded._names import (
+    NameRule,
+    dns1035_label,
+    dns1123_label,
+    dns1123_subdomain,
+    path_segment_name,
+    validate_metadata_name,
+)
 
-__all__ = ["BUILTIN_TYPES", "Registry", "make_registry"]
+__all__ = ["BUILTIN_TYPES", "BuiltinStrategy", "Registry", "make_registry"]
 
 _READ_WRITE = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 # Namespaces cannot be deleted as a collection (discovery.json, /api/v1).
@@ -170,8 +179,6 @@ class Registry:
 
     def crd_applied(self, crd: Mapping[str, Any]) -> None:
         """A CRD was created or updated: serve (or change) its served versions."""
-        from reconciler.embedded import _crds
-
         served = _crds.custom_types(crd)
         name = str(crd.get("metadata", {}).get("name", ""))
         with self._lock:
@@ -196,5 +203,287 @@ def make_registry() -> Registry:
     return Registry(BUILTIN_TYPES, strategies=_builtin_strategies())
 
 
+# --- strategies of the built-in kinds --------------------------------------------------------
+
+Cause = _validating.Cause
+
+
+class BuiltinStrategy(KindStrategy):
+    """The behaviour shared by built-in kinds; subclasses supply the per-kind steps.
+
+    Create: a kind with a status subresource starts from its initial status (what was sent is
+    dropped), then ``default``. Update through the main resource: the stored status and
+    ``creationTimestamp`` are kept, then ``default``. Validation: the name (``name_rule``) on
+    create, ``metadata.uid`` on update, ``validate`` on both, and ``validate_changes`` (immutable
+    fields) on update. ``generation`` follows ``generation_fields``.
+    """
+
+    name_rule: NameRule = staticmethod(dns1123_subdomain)
+
+    def default(self, obj: dict[str, Any], ctx: ServerContext) -> None:
+        """Fill the fields the server defaults for this kind (create and update)."""
+
+    def validate(self, obj: Mapping[str, Any]) -> list[Cause]:
+        """The causes that make this object invalid on its own."""
+        return []
+
+    def validate_changes(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
+        """The causes for fields that may not change (immutable fields)."""
+        return []
+
+    def generation_fields(self, obj: Mapping[str, Any]) -> Any:
+        """The part of the object whose change bumps ``metadata.generation``: its ``spec``."""
+        return obj.get("spec")
+
+    @property
+    def has_status_subresource(self) -> bool:
+        """Whether ``/status`` is served, so the main resource ignores ``status``."""
+        return "status" in self.resource_type.subresources
+
+    def prepare_create(self, obj: dict[str, Any], ctx: ServerContext) -> None:
+        """Reset the status of a kind with a status subresource, then fill the defaults."""
+        if self.has_status_subresource:
+            rt = self.resource_type
+            status = _defaulting.initial_status(rt.group, rt.kind)
+            if status is None:
+                obj.pop("status", None)
+            else:
+                obj["status"] = status
+        self.default(obj, ctx)
+
+    def validate_create(self, obj: dict[str, Any]) -> None:
+        """Name rule of the kind, then the kind's own rules; raise ``Invalid`` with all causes."""
+        causes = validate_metadata_name(obj, self.name_rule) + self.validate(obj)
+        if causes:
+            raise Invalid(causes)
+
+    def prepare_update(
+        self, old: Mapping[str, Any], new: dict[str, Any], ctx: ServerContext
+    ) -> None:
+        """Keep the stored status (status subresource) and creationTimestamp, then default."""
+        if self.has_status_subresource:
+            _defaulting.keep_status(old, new)
+        _defaulting.keep_creation_timestamp(old, new)
+        self.default(new, ctx)
+
+    def validate_update(self, old: Mapping[str, Any], new: dict[str, Any]) -> None:
+        """``metadata.uid``, the kind's own rules and its immutable fields."""
+        causes = (
+            _validating.validate_uid_update(old, new)
+            + self.validate(new)
+            + self.validate_changes(old, new)
+        )
+        if causes:
+            raise Invalid(causes)
+
+    def prepare_status_update(self, old: Mapping[str, Any], new: dict[str, Any]) -> None:
+        """Through ``/status``: keep everything of ``old`` except ``status``."""
+        _defaulting.keep_all_but_status(old, new)
+
+    def spec_changed(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+        """Whether ``generation_fields`` differ (only for kinds with a generation)."""
+        if not self.resource_type.has_generation:
+            return False
+        return bool(self.generation_fields(old) != self.generation_fields(new))
+
+
+class _Namespace(BuiltinStrategy):
+    name_rule = staticmethod(dns1123_label)
+
+    def default(self, obj: dict[str, Any], ctx: ServerContext) -> None:
+        _defaulting.default_namespace(obj)
+
+
+class _Service(BuiltinStrategy):
+    name_rule = staticmethod(dns1035_label)
+
+    def prepare_update(
+        self, old: Mapping[str, Any], new: dict[str, Any], ctx: ServerContext
+    ) -> None:
+        # A PUT of a desired Service without clusterIP keeps the allocated one.
+        old_spec = old.get("spec") or {}
+        new_spec = new.setdefault("spec", {})
+        if isinstance(new_spec, dict) and not new_spec.get("clusterIP"):
+            for key in ("clusterIP", "clusterIPs"):
+                if key in old_spec and not new_spec.get(key):
+                    new_spec[key] = list(old_spec[key]) if key == "clusterIPs" else old_spec[key]
+        super().prepare_update(old, new, ctx)
+
+    def default(self, obj: dict[str, Any], ctx: ServerContext) -> None:
+        _defaulting.default_service(obj, ctx)
+
+    def validate(self, obj: Mapping[str, Any]) -> list[Cause]:
+        return _validating.validate_service(obj)
+
+    def validate_changes(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
+        return _validating.validate_service_update(old, new)
+
+    def on_delete(self, obj: Mapping[str, Any], ctx: ServerContext) -> None:
+        ip = (obj.get("spec") or {}).get("clusterIP")
+        if ip and ip != "None":
+            ctx.release_cluster_ip(str(ip))
+
+
+class _Pod(BuiltinStrategy):
+    def prepare_create(self, obj: dict[str, Any], ctx: ServerContext) -> None:
+        super().prepare_create(obj, ctx)
+        obj["status"]["qosClass"] = _qos_class(obj.get("spec") or {})
+
+    def default(self, obj: dict[str, Any], ctx: ServerContext) -> None:
+        _defaulting.default_pod(obj, ctx)
+
+    def validate(self, obj: Mapping[str, Any]) -> list[Cause]:
+        return _validating.validate_pod(obj)
+
+
+def _qos_class(spec: Mapping[str, Any]) -> str:
+    containers = list(spec.get("containers") or ()) + list(spec.get("initContainers") or ())
+    any_set = False
+    guaranteed = True
+    for container in containers:
+        resources = container.get("resources") or {}
+        requests = resources.get("requests") or {}
+        limits = resources.get("limits") or {}
+        if requests or limits:
+            any_set = True
+        for name in ("cpu", "memory"):
+            if name not in limits or requests.get(name, limits[name]) != limits[name]:
+                guaranteed = False
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+class _Secret(BuiltinStrategy):
+    def default(self, obj: dict[str, Any], ctx: ServerContext) -> None:
+        _defaulting.default_secret(obj)
+
+    def validate_changes(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
+        return _validating.validate_secret_update(old, new)
+
+
+class _ConfigMap(BuiltinStrategy):
+    def validate_changes(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
+        return _validating.validate_configmap_update(old, new)
+
+
+class _PersistentVolumeClaim(BuiltinStrategy):
+    def prepare_create(self, obj: dict[str, Any], ctx: ServerContext) -> None:
+        super().prepare_create(obj, ctx)
+        _defaulting.default_pvc(obj)  # the protection finalizer: admission, create only
+
+    def default(self, obj: dict[str, Any], ctx: ServerContext) -> None:
+        spec = obj.get("spec")
+        if isinstance(spec, dict):
+            spec.setdefault("volumeMode", "Filesystem")
+
+    def validate(self, obj: Mapping[str, Any]) -> list[Cause]:
+        return _validating.validate_pvc(obj)
+
+
+class _Workload(BuiltinStrategy):
+    """Deployment, DaemonSet, ReplicaSet: selector/template rules and an immutable selector."""
+
+    def default(self, obj: dict[str, Any], ctx: ServerContext) -> None:
+        _WORKLOAD_DEFAULTS[self.resource_type.kind](obj)
+
+    def validate(self, obj: Mapping[str, Any]) -> list[Cause]:
+        return _validating.validate_workload(obj, kind_name=self.resource_type.kind.lower())
+
+    def validate_changes(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
+        return _validating.validate_workload_selector_update(old, new)
+
+
+_WORKLOAD_DEFAULTS = {
+    "Deployment": _defaulting.default_deployment,
+    "DaemonSet": _defaulting.default_daemonset,
+    "ReplicaSet": _defaulting.default_replicaset,
+    "StatefulSet": _defaulting.default_statefulset,
+}
+
+
+class _Deployment(_Workload):
+    def generation_fields(self, obj: Mapping[str, Any]) -> Any:
+        # apps/v1 Deployments also bump generation on annotation changes (generation.json).
+        return (obj.get("spec"), (obj.get("metadata") or {}).get("annotations") or {})
+
+
+class _StatefulSet(_Workload):
+    def validate_changes(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
+        return _validating.validate_statefulset_update(old, new)
+
+
+class _Job(BuiltinStrategy):
+    def default(self, obj: dict[str, Any], ctx: ServerContext) -> None:
+        _defaulting.default_job(obj)
+
+    def validate(self, obj: Mapping[str, Any]) -> list[Cause]:
+        return _validating.validate_job(obj)
+
+    def validate_changes(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
+        return _validating.validate_job_update(old, new)
+
+
+class _Rbac(BuiltinStrategy):
+    name_rule = staticmethod(path_segment_name)
+
+
+class _RoleBinding(_Rbac):
+    def default(self, obj: dict[str, Any], ctx: ServerContext) -> None:
+        _defaulting.default_rolebinding(obj)
+
+    def validate(self, obj: Mapping[str, Any]) -> list[Cause]:
+        cluster = self.resource_type.kind == "ClusterRoleBinding"
+        return _validating.validate_role_binding(obj, cluster=cluster)
+
+
+class _CustomResourceDefinition(BuiltinStrategy):
+    def prepare_create(self, obj: dict[str, Any], ctx: ServerContext) -> None:
+        super().prepare_create(obj, ctx)
+        # A real server's controller establishes the CRD moments after the POST; here the
+        # stored object is established at once (as a GET shortly after would show it).
+        obj["status"] = _crds.established_status(obj)
+
+    def prepare_update(
+        self, old: Mapping[str, Any], new: dict[str, Any], ctx: ServerContext
+    ) -> None:
+        super().prepare_update(old, new, ctx)
+        new["status"] = _crds.updated_status(old, new)
+
+    def default(self, obj: dict[str, Any], ctx: ServerContext) -> None:
+        _crds.default_crd(obj)
+
+    def validate(self, obj: Mapping[str, Any]) -> list[Cause]:
+        return _crds.validate_crd(obj)
+
+    def validate_changes(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
+        return _crds.validate_crd_update(old, new)
+
+
 def _builtin_strategies() -> dict[tuple[str, str], StrategyFactory]:
-    return {}
+    rbac = "rbac.authorization.k8s.io"
+    return {
+        ("", "Namespace"): _Namespace,
+        ("", "Service"): _Service,
+        ("", "Pod"): _Pod,
+        ("", "Secret"): _Secret,
+        ("", "ConfigMap"): _ConfigMap,
+        ("", "PersistentVolumeClaim"): _PersistentVolumeClaim,
+        ("", "ServiceAccount"): BuiltinStrategy,
+        ("", "Event"): BuiltinStrategy,
+        ("events.k8s.io", "Event"): BuiltinStrategy,
+        ("apps", "Deployment"): _Deployment,
+        ("apps", "StatefulSet"): _StatefulSet,
+        ("apps", "DaemonSet"): _Workload,
+        ("apps", "ReplicaSet"): _Workload,
+        ("batch", "Job"): _Job,
+        ("coordination.k8s.io", "Lease"): BuiltinStrategy,
+        ("networking.k8s.io", "Ingress"): BuiltinStrategy,
+        ("policy", "PodDisruptionBudget"): BuiltinStrategy,
+        ("autoscaling", "HorizontalPodAutoscaler"): BuiltinStrategy,
+        (rbac, "Role"): _Rbac,
+        (rbac, "ClusterRole"): _Rbac,
+        (rbac, "RoleBinding"): _RoleBinding,
+        (rbac, "ClusterRoleBinding"): _RoleBinding,
+        ("apiextensions.k8s.io", "CustomResourceDefinition"): _CustomResourceDefinition,
+    }

@@ -1,0 +1,412 @@
+"""Field validation of a kube-apiserver 1.25 for the built-in kinds, with its 422 causes.
+
+Each function returns the ``details.causes`` entries (``reason``, ``message``, ``field``) a real
+server sends, in its order: required fields, selector/template agreement, container basics,
+and the immutable fields of ``immutable-fields.json`` (Deployment/StatefulSet selector, the
+StatefulSet fields other than replicas/template/updateStrategy/minReadySeconds, Service
+``clusterIPs``, Job ``template``, ``immutable: true`` ConfigMaps and Secrets, ``metadata.uid``).
+Messages quote values the way Go's ``%#v`` prints them where the recordings show it. Only the
+rules a client is likely to meet are implemented; this is not the whole of Kubernetes validation.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from reconciler.embedded._names import go_quote
+
+__all__ = [
+    "Cause",
+    "forbidden",
+    "go_labels",
+    "go_selector",
+    "go_string_list",
+    "invalid",
+    "not_supported",
+    "required",
+    "selector_matches",
+    "validate_configmap_update",
+    "validate_job",
+    "validate_job_update",
+    "validate_pod",
+    "validate_pvc",
+    "validate_role_binding",
+    "validate_secret_update",
+    "validate_service",
+    "validate_service_update",
+    "validate_statefulset_update",
+    "validate_uid_update",
+    "validate_workload",
+    "validate_workload_selector_update",
+]
+
+Cause = dict[str, str]
+
+
+def required(field: str, detail: str = "") -> Cause:
+    """A ``FieldValueRequired`` cause."""
+    message = f"Required value: {detail}" if detail else "Required value"
+    return {"reason": "FieldValueRequired", "message": message, "field": field}
+
+
+def invalid(field: str, value_repr: str, detail: str) -> Cause:
+    """A ``FieldValueInvalid`` cause; ``value_repr`` is already formatted as Go prints it."""
+    return {
+        "reason": "FieldValueInvalid",
+        "message": f"Invalid value: {value_repr}: {detail}",
+        "field": field,
+    }
+
+
+def forbidden(field: str, detail: str) -> Cause:
+    """A ``FieldValueForbidden`` cause."""
+    return {"reason": "FieldValueForbidden", "message": f"Forbidden: {detail}", "field": field}
+
+
+def not_supported(field: str, value: str, supported: Sequence[str]) -> Cause:
+    """A ``FieldValueNotSupported`` cause."""
+    values = ", ".join(go_quote(s) for s in supported)
+    return {
+        "reason": "FieldValueNotSupported",
+        "message": f"Unsupported value: {go_quote(value)}: supported values: {values}",
+        "field": field,
+    }
+
+
+def _duplicate(field: str, value: str) -> Cause:
+    return {
+        "reason": "FieldValueDuplicate",
+        "message": f"Duplicate value: {go_quote(value)}",
+        "field": field,
+    }
+
+
+# --- Go value formatting ---------------------------------------------------------------------
+
+
+def go_labels(labels: Any) -> str:
+    """``map[string]string{"a":"b", "c":"d"}`` (keys sorted), or ``map[string]string(nil)``."""
+    if not isinstance(labels, Mapping):
+        return "map[string]string(nil)"
+    body = ", ".join(f"{go_quote(str(k))}:{go_quote(str(labels[k]))}" for k in sorted(labels))
+    return f"map[string]string{{{body}}}"
+
+
+def go_string_list(values: Any) -> str:
+    """``[]string{"a", "b"}``, or ``[]string(nil)``."""
+    if not isinstance(values, list):
+        return "[]string(nil)"
+    return "[]string{" + ", ".join(go_quote(str(v)) for v in values) + "}"
+
+
+def go_selector(selector: Any) -> str:
+    """A ``metav1.LabelSelector`` as ``%#v`` prints it in immutable-field messages."""
+    if not isinstance(selector, Mapping):
+        return "(*v1.LabelSelector)(nil)"
+    requirements = selector.get("matchExpressions")
+    if isinstance(requirements, list):
+        items = ", ".join(
+            "v1.LabelSelectorRequirement{"
+            f"Key:{go_quote(str(r.get('key', '')))}, "
+            f"Operator:{go_quote(str(r.get('operator', '')))}, "
+            f"Values:{go_string_list(r.get('values'))}}}"
+            for r in requirements
+            if isinstance(r, Mapping)
+        )
+        expressions = f"[]v1.LabelSelectorRequirement{{{items}}}"
+    else:
+        expressions = "[]v1.LabelSelectorRequirement(nil)"
+    return (
+        f"v1.LabelSelector{{MatchLabels:{go_labels(selector.get('matchLabels'))}, "
+        f"MatchExpressions:{expressions}}}"
+    )
+
+
+def _json_repr(value: Any) -> str:
+    # Where the real message is a Go struct dump too long to mimic, the value as compact JSON.
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+# --- selectors -------------------------------------------------------------------------------
+
+
+def selector_matches(selector: Any, labels: Any) -> bool:
+    """Whether a ``LabelSelector`` (matchLabels/matchExpressions) selects ``labels``.
+
+    A missing selector selects nothing, as ``metav1.LabelSelectorAsSelector(nil)`` does.
+    """
+    if not isinstance(selector, Mapping):
+        return False
+    labels = labels if isinstance(labels, Mapping) else {}
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for requirement in selector.get("matchExpressions") or ():
+        key = requirement.get("key")
+        operator = requirement.get("operator")
+        values = requirement.get("values") or ()
+        present = key in labels
+        if operator == "In" and not (present and labels[key] in values):
+            return False
+        if operator == "NotIn" and present and labels[key] in values:
+            return False
+        if operator == "Exists" and not present:
+            return False
+        if operator == "DoesNotExist" and present:
+            return False
+    return True
+
+
+def _selector_is_empty(selector: Mapping[str, Any]) -> bool:
+    return not selector.get("matchLabels") and not selector.get("matchExpressions")
+
+
+# --- pods ------------------------------------------------------------------------------------
+
+
+def _validate_containers(containers: Any, path: str, *, required_list: bool) -> list[Cause]:
+    if not isinstance(containers, list) or not containers:
+        return [required(path)] if required_list else []
+    causes: list[Cause] = []
+    seen: set[str] = set()
+    for index, container in enumerate(containers):
+        at = f"{path}[{index}]"
+        if not isinstance(container, Mapping):
+            causes.append(required(at))
+            continue
+        name = container.get("name")
+        if not name:
+            causes.append(required(f"{at}.name"))
+        elif name in seen:
+            causes.append(_duplicate(f"{at}.name", str(name)))
+        else:
+            seen.add(str(name))
+        if not container.get("image"):
+            causes.append(required(f"{at}.image"))
+    return causes
+
+
+def validate_pod_spec(spec: Any, path: str) -> list[Cause]:
+    """Containers present, each with a unique name and an image."""
+    spec = spec if isinstance(spec, Mapping) else {}
+    causes = _validate_containers(spec.get("containers"), f"{path}.containers", required_list=True)
+    causes += _validate_containers(
+        spec.get("initContainers"), f"{path}.initContainers", required_list=False
+    )
+    return causes
+
+
+def validate_pod(obj: Mapping[str, Any]) -> list[Cause]:
+    """A Pod: its pod spec."""
+    return validate_pod_spec(obj.get("spec"), "spec")
+
+
+# --- workloads -------------------------------------------------------------------------------
+
+
+def validate_workload(obj: Mapping[str, Any], *, kind_name: str) -> list[Cause]:
+    """Deployment, StatefulSet, DaemonSet, ReplicaSet: selector, template labels, pod spec.
+
+    ``kind_name`` is the word in "empty selector is invalid for <kind_name>".
+    """
+    spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
+    assert isinstance(spec, Mapping)
+    causes: list[Cause] = []
+    replicas = spec.get("replicas")
+    if isinstance(replicas, int) and replicas < 0:
+        causes.append(invalid("spec.replicas", str(replicas),
+                              "must be greater than or equal to 0"))
+    selector = spec.get("selector")
+    if not isinstance(selector, Mapping):
+        causes.append(required("spec.selector"))
+    elif _selector_is_empty(selector):
+        causes.append(invalid("spec.selector", go_selector(selector),
+                              f"empty selector is invalid for {kind_name}"))
+    template = spec.get("template")
+    if not isinstance(template, Mapping):
+        causes.append(required("spec.template"))
+        return causes
+    labels = (template.get("metadata") or {}).get("labels")
+    if not (isinstance(selector, Mapping) and _selector_is_empty(selector)) and (
+        not selector_matches(selector, labels)
+    ):
+        causes.append(invalid("spec.template.metadata.labels", go_labels(labels),
+                              "`selector` does not match template `labels`"))
+    causes += validate_pod_spec(template.get("spec"), "spec.template.spec")
+    restart = (template.get("spec") or {}).get("restartPolicy", "Always")
+    if restart != "Always":
+        causes.append(not_supported("spec.template.spec.restartPolicy", str(restart), ["Always"]))
+    return causes
+
+
+def validate_workload_selector_update(
+    old: Mapping[str, Any], new: Mapping[str, Any]
+) -> list[Cause]:
+    """``spec.selector`` may not change (apps/v1 Deployment, DaemonSet, ReplicaSet)."""
+    new_selector = (new.get("spec") or {}).get("selector")
+    if new_selector != (old.get("spec") or {}).get("selector"):
+        return [invalid("spec.selector", go_selector(new_selector), "field is immutable")]
+    return []
+
+
+_STATEFULSET_MUTABLE = (
+    "replicas", "template", "updateStrategy", "persistentVolumeClaimRetentionPolicy",
+    "minReadySeconds",
+)
+
+
+def validate_statefulset_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
+    """Only replicas, template, updateStrategy, minReadySeconds, PVC retention may change."""
+    old_spec = {k: v for k, v in (old.get("spec") or {}).items() if k not in _STATEFULSET_MUTABLE}
+    new_spec = {k: v for k, v in (new.get("spec") or {}).items() if k not in _STATEFULSET_MUTABLE}
+    if old_spec == new_spec:
+        return []
+    return [forbidden(
+        "spec",
+        "updates to statefulset spec for fields other than 'replicas', 'template', "
+        "'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are "
+        "forbidden",
+    )]
+
+
+def validate_job(obj: Mapping[str, Any]) -> list[Cause]:
+    """A Job: template present, restartPolicy OnFailure or Never, the pod spec."""
+    spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
+    assert isinstance(spec, Mapping)
+    template = spec.get("template")
+    if not isinstance(template, Mapping):
+        return [required("spec.template")]
+    causes = validate_pod_spec(template.get("spec"), "spec.template.spec")
+    restart = (template.get("spec") or {}).get("restartPolicy", "Always")
+    if restart not in ("OnFailure", "Never"):
+        causes.append(not_supported("spec.template.spec.restartPolicy", str(restart),
+                                    ["OnFailure", "Never"]))
+    return causes
+
+
+def validate_job_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
+    """A Job's ``selector``, ``completions`` (when not elastic) and ``template`` are immutable."""
+    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    causes: list[Cause] = []
+    if new_spec.get("selector") != old_spec.get("selector"):
+        causes.append(invalid("spec.selector", go_selector(new_spec.get("selector")),
+                              "field is immutable"))
+    if new_spec.get("template") != old_spec.get("template"):
+        causes.append(invalid("spec.template", _json_repr(new_spec.get("template")),
+                              "field is immutable"))
+    return causes
+
+
+# --- core kinds ------------------------------------------------------------------------------
+
+
+def validate_service(obj: Mapping[str, Any]) -> list[Cause]:
+    """A Service: ports required (except ExternalName and headless), each 1-65535."""
+    spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
+    assert isinstance(spec, Mapping)
+    service_type = spec.get("type", "ClusterIP")
+    supported = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"]
+    if service_type not in supported:
+        return [not_supported("spec.type", str(service_type), supported)]
+    ports = spec.get("ports")
+    causes: list[Cause] = []
+    if service_type == "ExternalName":
+        if not spec.get("externalName"):
+            causes.append(required("spec.externalName"))
+        return causes
+    if not ports and spec.get("clusterIP") != "None":
+        causes.append(required("spec.ports"))
+    names: set[str] = set()
+    port_list = ports if isinstance(ports, list) else []
+    for index, port in enumerate(port_list):
+        at = f"spec.ports[{index}]"
+        if len(port_list) > 1 and not port.get("name"):
+            causes.append(required(f"{at}.name"))
+        elif port.get("name"):
+            if port["name"] in names:
+                causes.append(_duplicate(f"{at}.name", str(port["name"])))
+            names.add(str(port["name"]))
+        number = port.get("port")
+        if not isinstance(number, int) or not 1 <= number <= 65535:
+            causes.append(invalid(f"{at}.port", str(number),
+                                  "must be between 1 and 65535, inclusive"))
+    return causes
+
+
+def validate_service_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
+    """``spec.clusterIPs`` may not change once set (moving to or from headless included)."""
+    old_ips = (old.get("spec") or {}).get("clusterIPs") or []
+    new_ips = (new.get("spec") or {}).get("clusterIPs") or []
+    if old_ips and new_ips and old_ips[0] != new_ips[0]:
+        return [invalid("spec.clusterIPs[0]", go_string_list(new_ips), "may not change once set")]
+    return []
+
+
+_IMMUTABLE_DETAIL = "field is immutable when `immutable` is set"
+
+
+def validate_configmap_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
+    """An ``immutable: true`` ConfigMap keeps ``immutable``, ``data`` and ``binaryData``."""
+    if not old.get("immutable"):
+        return []
+    causes = []
+    if not new.get("immutable"):
+        causes.append(forbidden("immutable", _IMMUTABLE_DETAIL))
+    for key in ("data", "binaryData"):
+        if (new.get(key) or {}) != (old.get(key) or {}):
+            causes.append(forbidden(key, _IMMUTABLE_DETAIL))
+    return causes
+
+
+def validate_secret_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
+    """A Secret's ``type`` never changes; an ``immutable: true`` one keeps its data too."""
+    causes = []
+    if new.get("type") != old.get("type"):
+        causes.append(invalid("type", go_quote(str(new.get("type", ""))), "field is immutable"))
+    if old.get("immutable"):
+        if not new.get("immutable"):
+            causes.append(forbidden("immutable", _IMMUTABLE_DETAIL))
+        if (new.get("data") or {}) != (old.get("data") or {}):
+            causes.append(forbidden("data", _IMMUTABLE_DETAIL))
+    return causes
+
+
+def validate_pvc(obj: Mapping[str, Any]) -> list[Cause]:
+    """A PVC: at least one access mode and a storage request."""
+    spec = obj.get("spec") or {}
+    causes = []
+    if not spec.get("accessModes"):
+        causes.append(required("spec.accessModes", "at least 1 access mode is required"))
+    if "storage" not in ((spec.get("resources") or {}).get("requests") or {}):
+        causes.append(required("spec.resources[storage]"))
+    return causes
+
+
+def validate_role_binding(obj: Mapping[str, Any], *, cluster: bool) -> list[Cause]:
+    """A (Cluster)RoleBinding: ``roleRef`` names a Role or ClusterRole; subjects have a kind."""
+    role_ref = obj.get("roleRef") or {}
+    causes: list[Cause] = []
+    kinds = ["ClusterRole"] if cluster else ["Role", "ClusterRole"]
+    if role_ref.get("kind") not in kinds:
+        causes.append(not_supported("roleRef.kind", str(role_ref.get("kind", "")), kinds))
+    if not role_ref.get("name"):
+        causes.append(required("roleRef.name"))
+    for index, subject in enumerate(obj.get("subjects") or ()):
+        if subject.get("kind") not in ("ServiceAccount", "User", "Group"):
+            causes.append(not_supported(f"subjects[{index}].kind", str(subject.get("kind", "")),
+                                        ["ServiceAccount", "User", "Group"]))
+        if not subject.get("name"):
+            causes.append(required(f"subjects[{index}].name"))
+    return causes
+
+
+def validate_uid_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
+    """``metadata.uid`` may not change; a real server reports it twice (two validation passes)."""
+    old_uid = (old.get("metadata") or {}).get("uid")
+    new_uid = (new.get("metadata") or {}).get("uid")
+    if new_uid and old_uid and new_uid != old_uid:
+        cause = invalid("metadata.uid", go_quote(str(new_uid)), "field is immutable")
+        return [cause, dict(cause)]
+    return []
