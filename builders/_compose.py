@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, Concatenate, ParamSpec, TypeAlias
+from typing import Any, ClassVar, Concatenate, ParamSpec, TypeAlias
 
 import attrs
 
@@ -26,6 +26,7 @@ __all__ = [
     "Builders",
     "Component",
     "ResourceBuilder",
+    "WrappingBuilder",
     "absent",
     "absent_stub",
     "builder_name",
@@ -224,21 +225,32 @@ def compose(*items: Builders) -> list[ResourceBuilder]:
     return flat
 
 
-@attrs.frozen(kw_only=True, eq=False)
-class _AbsentInstead:
-    """The ABSENT stub of another builder's identity (what :func:`present_if` returns if false)."""
+class WrappingBuilder:
+    """Base of builders derived from another one: their name and parent come from it."""
 
     builder: ResourceBuilder | None
-    identity: KubeObject | None
-    state: DesiredState
+    wrapper_label: ClassVar[str] = "wrapped"
 
     @property
     def name(self) -> str:
-        return f"present_if({builder_name(self.builder) if self.builder else 'identity'})"
+        """``label(inner builder name)``, as BuildError messages show it."""
+        inner = builder_name(self.builder) if self.builder is not None else "identity"
+        return f"{self.wrapper_label}({inner})"
 
     @property
     def parent(self) -> KubeObject | None:
+        """The parent the inner builder was bound to, if any."""
         return getattr(self.builder, "parent", None)
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class _AbsentInstead(WrappingBuilder):
+    """The ABSENT stub of another builder's identity (what :func:`present_if` returns if false)."""
+
+    wrapper_label: ClassVar[str] = "present_if"
+    builder: ResourceBuilder | None
+    identity: KubeObject | None
+    state: DesiredState
 
     def __call__(self) -> tuple[KubeObject, DesiredState]:
         if self.identity is not None:

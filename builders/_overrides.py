@@ -9,12 +9,12 @@ name, ports by number, ...), custom resources a JSON merge patch. Inputs are nev
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 
 import objectmatcher
-from builders._compose import ResourceBuilder, builder_name, evaluate
+from builders._compose import ResourceBuilder, WrappingBuilder, evaluate
 from builders._convert import to_plain, to_plain_object
 from builders._errors import InvalidSpecError
 from builders._names import identity_of
@@ -60,18 +60,11 @@ def overrides(
 
 
 @attrs.frozen(kw_only=True, eq=False)
-class _Overridden:
+class _Overridden(WrappingBuilder):
+    wrapper_label: ClassVar[str] = "with_overrides"
     builder: ResourceBuilder
     patch: Mapping[str, Any] | None
     kubernetes_version: str | None
-
-    @property
-    def name(self) -> str:
-        return f"with_overrides({builder_name(self.builder)})"
-
-    @property
-    def parent(self) -> KubeObject | None:
-        return getattr(self.builder, "parent", None)
 
     def __call__(self) -> tuple[KubeObject, DesiredState]:
         obj, state = evaluate(self.builder)
