@@ -2,15 +2,33 @@
 
 The public facade of the pure ``objectmatcher`` layer (DESIGN.md sections 2 and 3): it imports
 neither the Kubernetes client nor ``reconciler``/``builders``. Everything users and the other
-layers need is re-exported here; the ``_``-modules behind it are private.
+layers need is re-exported here; the ``_``-modules behind it are private. See
+``docs/objectmatcher.md`` for what is compared, what is ignored, list handling, the annotation and
+the options.
 """
 
+from objectmatcher._annotations import (
+    LARGE_LEAF_CHARS,
+    LAST_APPLIED_ANNOTATION,
+    REDACTED,
+    get_last_applied,
+    set_last_applied,
+)
+from objectmatcher._diffs import REDACTED_VALUE, DiffItem, format_diff
 from objectmatcher._errors import (
     InvalidObjectError,
     ObjectMatcherError,
     PatchError,
     UnsupportedPatchError,
     UnsupportedVersionError,
+)
+from objectmatcher._matching import PatchResult, calculate_patch
+from objectmatcher._options import (
+    InvalidOptionError,
+    MatchOption,
+    ignore_field,
+    ignore_pvc_template_type_meta_and_status,
+    ignore_status_fields,
 )
 from objectmatcher._patches import (
     JSON_PATCH,
@@ -30,18 +48,33 @@ from objectmatcher._types import KubeObject
 __all__ = [
     "DEFAULT_KUBERNETES_VERSION",
     "JSON_PATCH",
+    "LARGE_LEAF_CHARS",
+    "LAST_APPLIED_ANNOTATION",
     "MERGE_PATCH",
     "PATCH_TYPES",
+    "REDACTED",
+    "REDACTED_VALUE",
     "STRATEGIC_MERGE_PATCH",
+    "DiffItem",
     "InvalidObjectError",
+    "InvalidOptionError",
     "KubeObject",
+    "MatchOption",
     "ObjectMatcherError",
     "PatchError",
+    "PatchResult",
     "UnsupportedPatchError",
     "UnsupportedVersionError",
     "apply_patch",
     "available_versions",
+    "calculate_patch",
+    "format_diff",
+    "get_last_applied",
     "has_builtin_schema",
+    "ignore_field",
+    "ignore_pvc_template_type_meta_and_status",
+    "ignore_status_fields",
     "parse_quantity",
     "quantities_equal",
+    "set_last_applied",
 ]

@@ -1,0 +1,199 @@
+"""The last-applied annotation: what the toolkit set last time, recorded compactly and safely.
+
+The three-way merge needs the original's *keys* (and the merge keys of list items), never its leaf
+values (DESIGN.md section 3). So the recorded copy replaces every value of a Secret's ``data`` and
+``stringData`` with a fixed marker (no digest either: a digest of a short password is a dictionary
+attack away from it) and every string leaf longer than :data:`LARGE_LEAF_CHARS` with a digest
+marker. The copy is canonical JSON (sorted keys), zlib-compressed and base64-encoded behind a
+format prefix, so any object the API accepts gets an annotation far under the 256 KiB limit.
+
+Reading never raises: an absent, corrupt (bad prefix, base64, zlib or JSON) or non-object
+annotation reads as "no original" together with the reason. Decoding is cached by the annotation
+text, so a live object read from an informer cache is decoded once, not on every comparison.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+import hashlib
+import json
+import zlib
+from collections.abc import Mapping
+from typing import Any, Final
+
+from objectmatcher._errors import InvalidObjectError
+from objectmatcher._patches import deep_copy
+from objectmatcher._types import KubeObject
+
+__all__ = [
+    "LARGE_LEAF_CHARS",
+    "LAST_APPLIED_ANNOTATION",
+    "REDACTED",
+    "compact",
+    "decode_annotation",
+    "encode_annotation",
+    "get_last_applied",
+    "is_secret",
+    "object_ref",
+    "read_original",
+    "set_last_applied",
+    "validate_object",
+    "without_annotation",
+]
+
+#: The annotation holding the recorded original (DESIGN.md section 2).
+LAST_APPLIED_ANNOTATION: Final = "optk.dev/last-applied"
+#: String leaves longer than this are recorded as a digest marker, not verbatim.
+LARGE_LEAF_CHARS: Final = 256
+#: What a Secret value is recorded (and shown in diffs) as.
+REDACTED: Final = "optk:redacted"
+
+_PREFIX: Final = "optk1:"
+_DIGEST_PREFIX: Final = "optk:sha256:"
+_SECRET_FIELDS: Final = ("data", "stringData")
+
+
+def object_ref(obj: Mapping[str, Any]) -> str:
+    """``Kind namespace/name`` of an object, for messages."""
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    where = f"{meta['namespace']}/" if meta.get("namespace") else ""
+    return f"{obj.get('kind', '?')} {where}{meta.get('name', '?')}"
+
+
+def validate_object(obj: Any, *, role: str = "object") -> None:
+    """Raise :class:`InvalidObjectError` unless ``obj`` has ``apiVersion``, ``kind``, a name."""
+    if not isinstance(obj, Mapping):
+        raise InvalidObjectError(
+            f"{role} must be a mapping (a JSON object), not {type(obj).__name__}", field=""
+        )
+    for field in ("apiVersion", "kind"):
+        if not isinstance(obj.get(field), str) or not obj[field]:
+            raise InvalidObjectError(f"{role} has no {field}", field=field,
+                                     object_ref=object_ref(obj))
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping):
+        raise InvalidObjectError(f"{role} has no metadata", field="metadata",
+                                 object_ref=object_ref(obj))
+    if not isinstance(meta.get("name"), str) or not meta["name"]:
+        raise InvalidObjectError(f"{role} has no metadata.name", field="metadata.name",
+                                 object_ref=object_ref(obj))
+
+
+def is_secret(obj: Mapping[str, Any]) -> bool:
+    """Whether ``obj`` is a core ``v1`` Secret (its data is never shown or recorded)."""
+    return obj.get("kind") == "Secret" and obj.get("apiVersion") == "v1"
+
+
+def without_annotation(obj: KubeObject) -> KubeObject:
+    """``obj`` without :data:`LAST_APPLIED_ANNOTATION` (``obj`` itself when it has none)."""
+    meta = obj.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+    if not isinstance(annotations, Mapping) or LAST_APPLIED_ANNOTATION not in annotations:
+        return obj
+    rest = {k: v for k, v in annotations.items() if k != LAST_APPLIED_ANNOTATION}
+    new_meta = {k: v for k, v in meta.items() if k != "annotations"}  # type: ignore[union-attr]
+    if rest:
+        new_meta["annotations"] = rest
+    return {**obj, "metadata": new_meta}
+
+
+def _digest(text: str) -> str:
+    return _DIGEST_PREFIX + hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _compact_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return _digest(value) if len(value) > LARGE_LEAF_CHARS else value
+    if isinstance(value, Mapping):
+        return {key: _compact_value(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_compact_value(item) for item in value]
+    return value
+
+
+def compact(obj: KubeObject) -> dict[str, Any]:
+    """What the annotation records of ``obj``: Secret values as markers, large leaves digested."""
+    result: dict[str, Any] = _compact_value(obj)
+    if is_secret(obj):
+        for field in _SECRET_FIELDS:
+            values = obj.get(field)
+            if isinstance(values, Mapping):
+                result[field] = {key: REDACTED for key in values}
+    return result
+
+
+def encode_annotation(obj: KubeObject) -> str:
+    """The annotation text recording ``obj`` (without any annotation of its own)."""
+    text = json.dumps(compact(without_annotation(obj)), sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=False)
+    return _PREFIX + base64.b64encode(zlib.compress(text.encode(), 9)).decode("ascii")
+
+
+@functools.lru_cache(maxsize=512)
+def decode_annotation(text: str) -> tuple[Mapping[str, Any] | None, str | None]:
+    """``(original, None)`` from annotation text, or ``(None, reason)`` when it is unreadable.
+
+    The returned mapping is shared by the cache: callers must not mutate it.
+    """
+    if not text.startswith(_PREFIX):
+        return None, "the last-applied annotation has an unknown format"
+    try:
+        raw = base64.b64decode(text[len(_PREFIX):].encode("ascii"), validate=True)
+    except (binascii.Error, UnicodeEncodeError, ValueError):
+        return None, "the last-applied annotation is not valid base64"
+    try:
+        original = json.loads(zlib.decompress(raw))
+    except zlib.error:
+        return None, "the last-applied annotation is not valid compressed data"
+    except (ValueError, UnicodeDecodeError):
+        return None, "the last-applied annotation is not valid JSON"
+    if not isinstance(original, dict):
+        return None, "the last-applied annotation does not record an object"
+    return original, None
+
+
+def _annotation_text(obj: KubeObject) -> str | None:
+    meta = obj.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+    if not isinstance(annotations, Mapping):
+        return None
+    text = annotations.get(LAST_APPLIED_ANNOTATION)
+    return text if isinstance(text, str) else None
+
+
+def read_original(obj: KubeObject) -> tuple[Mapping[str, Any] | None, str | None]:
+    """The recorded original of ``obj`` (shared, do not mutate) or ``None`` and the reason."""
+    text = _annotation_text(obj)
+    if text is None:
+        return None, "no last-applied annotation"
+    return decode_annotation(text)
+
+
+def set_last_applied(obj: KubeObject) -> dict[str, Any]:
+    """A new dict: ``obj`` with :data:`LAST_APPLIED_ANNOTATION` recording ``obj`` itself.
+
+    Raises :class:`InvalidObjectError` for a non-object or one without apiVersion, kind or name.
+    """
+    validate_object(obj)
+    result: dict[str, Any] = deep_copy(obj)
+    meta = result["metadata"]
+    annotations = dict(meta.get("annotations") or {})
+    annotations[LAST_APPLIED_ANNOTATION] = encode_annotation(obj)
+    meta["annotations"] = annotations
+    return result
+
+
+def get_last_applied(obj: KubeObject) -> dict[str, Any] | None:
+    """The original recorded on ``obj`` (a new dict), or ``None`` when absent or unreadable.
+
+    Values the annotation does not keep come back as markers: Secret values as
+    :data:`REDACTED`, string leaves over :data:`LARGE_LEAF_CHARS` as ``"optk:sha256:..."``.
+    Never raises on a corrupt annotation.
+    """
+    if not isinstance(obj, Mapping):
+        return None
+    original, _reason = read_original(obj)
+    return deep_copy(original) if original is not None else None

@@ -1,0 +1,497 @@
+"""``calculate_patch``: the three-way comparison of live, desired and last-applied objects.
+
+As ``kubectl apply`` does it (DESIGN.md section 3): additions and changes come from ``current``
+vs ``desired``; deletions from the recorded ``original`` vs ``desired``; fields only ``current``
+has (server defaults, other controllers, status) are left alone. Built-in kinds get a strategic
+merge patch whose list semantics come from the Kubernetes schemas; custom resources get a JSON
+merge patch (lists atomic, or matched by list-map keys when a CRD schema is given).
+
+The walk visits ``desired`` (the small side) once and stops at the first difference of each
+subtree, so the unchanged case allocates nothing but the result. The dictdiffer-based ``diff`` is
+only computed for a non-empty patch (the empty patch's diff is empty by definition).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from typing import Any, Final
+
+import attrs
+
+from objectmatcher._annotations import (
+    LAST_APPLIED_ANNOTATION,
+    compact,
+    encode_annotation,
+    is_secret,
+    object_ref,
+    read_original,
+    validate_object,
+    without_annotation,
+)
+from objectmatcher._diffs import DiffItem, compute_diff, format_diff
+from objectmatcher._errors import InvalidObjectError
+from objectmatcher._options import WILDCARD, MatchOption, Trie, ignore_trie
+from objectmatcher._patches import (
+    MERGE_PATCH,
+    STRATEGIC_MERGE_PATCH,
+    deep_copy,
+    json_merge,
+    strategic_merge,
+)
+from objectmatcher._quantities import quantities_equal
+from objectmatcher._schemas import SchemaNode, crd_schema_node, kind_schema
+from objectmatcher._types import KubeObject
+
+__all__ = ["PatchResult", "calculate_patch"]
+
+_RESOURCE_MAPS: Final = frozenset({"limits", "requests"})
+_QUANTITY_MAP: Final = SchemaNode("map", element=SchemaNode("quantity"))
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class PatchResult:
+    """What ``calculate_patch`` found: the patch taking ``current`` to ``desired``, and why.
+
+    ``patch`` is ``{}`` when nothing needs writing (``is_empty``). A non-empty patch also refreshes
+    the last-applied annotation. ``fallback_reason`` is ``None`` for a three-way comparison, or
+    says why the annotation could not be used (absent, corrupt, recording another object): then
+    the comparison was two-way and never deletes. ``diff`` lists the field changes the patch
+    makes, Secret values redacted; ``repr``/``str`` never show the patch itself.
+    """
+
+    patch: dict[str, Any]
+    patch_type: str
+    diff: tuple[DiffItem, ...] = ()
+    fallback_reason: str | None = None
+    object_ref: str = ""
+
+    @property
+    def is_empty(self) -> bool:
+        """Whether no write is needed."""
+        return not self.patch
+
+    def explain(self) -> str:
+        """A multi-line account for logs: the object, the comparison used, the field diff."""
+        head = f"{self.object_ref}: " + ("unchanged" if self.is_empty else
+                                         f"{len(self.diff)} field change(s) ({self.patch_type})")
+        if self.fallback_reason:
+            head += f"; two-way comparison because {self.fallback_reason}"
+        return head if self.is_empty else f"{head}\n{format_diff(self.diff)}"
+
+    def __str__(self) -> str:
+        return self.explain()
+
+    def __repr__(self) -> str:
+        return (f"PatchResult(object_ref={self.object_ref!r}, is_empty={self.is_empty}, "
+                f"patch_type={self.patch_type!r}, diff={list(map(str, self.diff))!r}, "
+                f"fallback_reason={self.fallback_reason!r})")
+
+
+class _Same:
+    """Marker: the subtree needs no patch."""
+
+
+_SAME: Final = _Same()
+
+
+@attrs.frozen
+class _ListEntries:
+    """A list's patch spread over several keys (the list plus its directives)."""
+
+    entries: dict[str, Any]
+
+
+class _Walk:
+    """The settings of one comparison."""
+
+    __slots__ = ("custom", "strategic")
+
+    def __init__(self, *, strategic: bool, custom: bool) -> None:
+        self.strategic = strategic
+        self.custom = custom
+
+    def child(self, node: SchemaNode | None, key: str) -> SchemaNode | None:
+        found = node.field(key) if node is not None else None
+        if self.custom and key in _RESOURCE_MAPS and (found is None or found.kind in ("map",
+                                                                                      "any")):
+            return _QUANTITY_MAP
+        return found
+
+
+def _sub_trie(trie: Trie | None, key: str) -> Trie | bool | None:
+    if trie is None:
+        return None
+    found = trie.get(key)
+    if found is None:
+        found = trie.get(WILDCARD)
+    return found
+
+
+def _is_blank(value: Any) -> bool:
+    """``None``, an empty list, or a map holding only blanks: what a server drops."""
+    if value is None:
+        return True
+    if isinstance(value, Mapping):
+        return all(_is_blank(item) for item in value.values())
+    if isinstance(value, list):
+        return not value
+    return False
+
+
+def _clean(value: Any) -> Any:
+    """A desired value as it goes into a patch: ``None`` leaves dropped, copied."""
+    if isinstance(value, Mapping):
+        return {key: _clean(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [_clean(item) for item in value]
+    return value
+
+
+def _scalar_equal(current: Any, desired: Any, node: SchemaNode | None) -> bool:
+    if current is desired:
+        return True
+    if type(current) is type(desired):
+        if current == desired:
+            return True
+        return node is not None and node.is_quantity and quantities_equal(current, desired)
+    if isinstance(current, bool) or isinstance(desired, bool):
+        return False
+    if isinstance(current, int | float) and isinstance(desired, int | float):
+        return current == desired
+    return node is not None and node.is_quantity and quantities_equal(current, desired)
+
+
+def _diff_map(
+    current: Mapping[str, Any] | None,
+    desired: Mapping[str, Any],
+    original: Mapping[str, Any] | None,
+    node: SchemaNode | None,
+    trie: Trie | None,
+    walk: _Walk,
+) -> dict[str, Any] | None:
+    patch: dict[str, Any] | None = None
+    for key, want in desired.items():
+        if want is None:
+            continue
+        sub_trie = _sub_trie(trie, key)
+        if sub_trie is True:
+            continue
+        have = current.get(key) if current is not None else None
+        was = original.get(key) if original is not None else None
+        change = _diff_value(have, want, was, walk.child(node, key), sub_trie or None, walk, key)
+        if change is _SAME:
+            continue
+        if patch is None:
+            patch = {}
+        if isinstance(change, _ListEntries):
+            patch.update(change.entries)
+        else:
+            patch[key] = change
+    if original is not None and current is not None:
+        for key, was in original.items():
+            if was is None or desired.get(key) is not None or current.get(key) is None:
+                continue
+            sub_trie = _sub_trie(trie, key)
+            if sub_trie is True:
+                continue
+            if patch is None:
+                patch = {}
+            child = walk.child(node, key)
+            if walk.strategic and child is not None and child.merges_items:
+                # Only the items we set go: others' items of a merged list stay.
+                change = _diff_merged_list(current[key], [], was, child, sub_trie or None, walk,
+                                           key)
+                if isinstance(change, _ListEntries):
+                    patch.update(change.entries)
+                continue
+            patch[key] = None
+    if patch and walk.strategic and node is not None and node.retains_keys:
+        patch["$retainKeys"] = sorted(key for key, value in desired.items() if value is not None)
+    return patch
+
+
+def _diff_value(
+    have: Any,
+    want: Any,
+    was: Any,
+    node: SchemaNode | None,
+    trie: Trie | None,
+    walk: _Walk,
+    key: str,
+) -> Any:
+    if isinstance(want, Mapping):
+        if isinstance(have, Mapping):
+            sub = _diff_map(have, want, was if isinstance(was, Mapping) else None, node, trie,
+                            walk)
+            return _SAME if sub is None else sub
+        if have is None and _is_blank(want):
+            return _SAME
+        return _clean(want)
+    if isinstance(want, list):
+        if have is None and not want:
+            return _SAME
+        if walk.strategic and node is not None and node.merges_items:
+            return _diff_merged_list(have, want, was, node, trie, walk, key)
+        if _agrees(have, want, was, node, trie, walk):
+            return _SAME
+        return _clean(want)
+    return _SAME if _scalar_equal(have, want, node) else want
+
+
+def _keyed(items: Any, key: str) -> dict[Any, Any]:
+    if not isinstance(items, list):
+        return {}
+    return {item[key]: item for item in items if isinstance(item, Mapping) and key in item}
+
+
+def _diff_merged_list(
+    have: Any,
+    want: list[Any],
+    was: Any,
+    node: SchemaNode,
+    trie: Trie | None,
+    walk: _Walk,
+    key: str,
+) -> Any:
+    merge_key = node.merge_key
+    if merge_key is None:  # a primitive list merged as a set (finalizers, ...)
+        present = have if isinstance(have, list) else []
+        added = [item for item in want if item not in present]
+        removed = [item for item in (was if isinstance(was, list) else [])
+                   if item not in want and item in present]
+        entries: dict[str, Any] = {}
+        if added:
+            entries[key] = added
+        if removed:
+            entries[f"$deleteFromPrimitiveList/{key}"] = removed
+        return _ListEntries(entries) if entries else _SAME
+    if not all(isinstance(item, Mapping) and item.get(merge_key) is not None for item in want):
+        if _agrees(have, want, was, node, trie, walk):
+            return _SAME
+        return [{"$patch": "replace"}, *_clean(want)]
+    current, original = _keyed(have, merge_key), _keyed(was, merge_key)
+    item_trie = _sub_trie(trie, WILDCARD)
+    if item_trie is True:
+        return _SAME
+    patch_items: list[Any] = []
+    for item in want:
+        name = item[merge_key]
+        live = current.get(name)
+        if live is None:
+            patch_items.append(_clean(item))
+            continue
+        sub = _diff_map(live, item, original.get(name), node.element, item_trie or None, walk)
+        if sub:
+            if node.retains_keys:
+                sub["$retainKeys"] = sorted(k for k, v in item.items() if v is not None)
+            patch_items.append({merge_key: name, **sub})
+    wanted = {item[merge_key] for item in want}
+    for name in original:
+        if name not in wanted and name in current:
+            patch_items.append({merge_key: name, "$patch": "delete"})
+    if not patch_items:
+        return _SAME
+    return _ListEntries({
+        f"$setElementOrder/{key}": [{merge_key: item[merge_key]} for item in want],
+        key: patch_items,
+    })
+
+
+def _agrees(
+    have: Any,
+    want: Any,
+    was: Any,
+    node: SchemaNode | None,
+    trie: Trie | None,
+    walk: _Walk,
+) -> bool:
+    """Whether an atomic value needs no write: ``have`` matches ``want`` on every field ``want``
+    sets, and every other field of ``have`` is one the original did not set (a server default)."""
+    if want is None:
+        return True
+    if isinstance(want, Mapping):
+        if not isinstance(have, Mapping):
+            return have is None and _is_blank(want)
+        for key, value in want.items():
+            sub_trie = _sub_trie(trie, key)
+            if value is None or sub_trie is True:
+                continue
+            sub_was = was.get(key) if isinstance(was, Mapping) else None
+            if not _agrees(have.get(key), value, sub_was, walk.child(node, key),
+                           sub_trie or None, walk):
+                return False
+        if isinstance(was, Mapping):
+            for key, value in have.items():
+                if (value is not None and want.get(key) is None and was.get(key) is not None
+                        and _sub_trie(trie, key) is not True):
+                    return False
+        return True
+    if isinstance(want, list):
+        if have is None:
+            return not want
+        if not isinstance(have, list) or len(have) != len(want):
+            return False
+        element = node.element if node is not None else None
+        item_trie = _sub_trie(trie, WILDCARD)
+        if item_trie is True:
+            return True
+        pairs = _pair_items(have, want, was, node)
+        if pairs is None:
+            return False
+        return all(_agrees(live, item, old, element, item_trie or None, walk)
+                   for live, item, old in pairs)
+    return _scalar_equal(have, want, node)
+
+
+def _pair_items(
+    have: list[Any], want: list[Any], was: Any, node: SchemaNode | None
+) -> list[tuple[Any, Any, Any]] | None:
+    """Items of an atomic list matched by list-map keys (when declared) or by position."""
+    keys = node.list_map_keys if node is not None else ()
+    old_list = was if isinstance(was, list) else []
+    if keys and all(isinstance(item, Mapping) for item in (*have, *want, *old_list)):
+        def ident(item: Mapping[str, Any]) -> tuple[Any, ...]:
+            return tuple(json_key(item.get(key)) for key in keys)
+
+        live = {ident(item): item for item in have}
+        old = {ident(item): item for item in old_list}
+        pairs = []
+        for item in want:
+            match = live.get(ident(item))
+            if match is None:
+                return None
+            pairs.append((match, item, old.get(ident(item))))
+        return pairs
+    if len(old_list) != len(want):
+        old_list = []
+    return [(live, item, old_list[i] if old_list else None)
+            for i, (live, item) in enumerate(zip(have, want, strict=True))]
+
+
+def json_key(value: Any) -> Any:
+    """A hashable stand-in for a JSON value used as a list-map key."""
+    return value if isinstance(value, str | int | float | bool) or value is None else repr(value)
+
+
+def _check_same_object(current: KubeObject, desired: KubeObject) -> None:
+    for field in ("kind",):
+        if current[field] != desired[field]:
+            raise InvalidObjectError(
+                f"current is a {current[field]!r} but desired a {desired[field]!r}",
+                field=field, object_ref=object_ref(desired))
+    group = current["apiVersion"].rpartition("/")[0]
+    if group != desired["apiVersion"].rpartition("/")[0]:
+        raise InvalidObjectError(
+            f"current is in API group {group!r} but desired in "
+            f"{desired['apiVersion'].rpartition('/')[0]!r}",
+            field="apiVersion", object_ref=object_ref(desired))
+    for field in ("name", "namespace"):
+        have, want = current["metadata"].get(field), desired["metadata"].get(field)
+        if have and want and have != want:
+            raise InvalidObjectError(f"current has {field} {have!r} but desired {want!r}",
+                                     field=f"metadata.{field}", object_ref=object_ref(desired))
+
+
+def _prune(value: Any, trie: Trie | None) -> Any:
+    """``value`` without the ignored paths of ``trie`` (``value`` itself when none is present)."""
+    if trie is None or not isinstance(value, Mapping | list):
+        return value
+    if isinstance(value, list):
+        sub = trie.get(WILDCARD)
+        if sub is True:
+            return []
+        pruned_items = [_prune(item, sub) for item in value]
+        same = all(new is old for new, old in zip(pruned_items, value, strict=True))
+        return value if same else pruned_items
+    keys = value.keys() if WILDCARD in trie else [key for key in trie if key in value]
+    changes: dict[str, Any] = {}
+    for key in keys:
+        sub = _sub_trie(trie, key)
+        if sub is True:
+            changes[key] = _DROP
+        elif isinstance(sub, dict):
+            pruned = _prune(value[key], sub)
+            if pruned is not value[key]:
+                changes[key] = pruned
+    if not changes:
+        return value
+    return {key: changes.get(key, item) for key, item in value.items()
+            if changes.get(key) is not _DROP}
+
+
+_DROP: Final = object()
+
+
+def _fold_string_data(secret: KubeObject) -> KubeObject:
+    """A Secret as the server stores it: ``stringData`` base64-encoded into ``data``."""
+    string_data = secret.get("stringData")
+    if not isinstance(string_data, Mapping):
+        return secret
+    data = dict(secret.get("data") or {})
+    for key, value in string_data.items():
+        if isinstance(value, str):
+            data[key] = base64.b64encode(value.encode()).decode("ascii")
+    result = {k: v for k, v in secret.items() if k != "stringData"}
+    result["data"] = data
+    return result
+
+
+def _foreign(original: Mapping[str, Any], desired: KubeObject) -> str | None:
+    meta = original.get("metadata")
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    if original.get("kind") != desired["kind"] or name != desired["metadata"]["name"]:
+        return (f"the last-applied annotation records {original.get('kind')!s} {name!s}, "
+                f"not {desired['kind']} {desired['metadata']['name']}")
+    return None
+
+
+def calculate_patch(
+    current: KubeObject,
+    desired: KubeObject,
+    *options: MatchOption,
+    crd_schema: Mapping[str, Any] | None = None,
+    kubernetes_version: str | None = None,
+) -> PatchResult:
+    """The patch that takes the live object ``current`` to ``desired``, three-way.
+
+    ``current`` carries the last-applied annotation (the original); ``desired`` is as built and
+    needs none. ``options`` (``ignore_field(...)``, ...) add to the defaults (status and
+    server-managed metadata are always ignored). ``crd_schema`` is a custom resource's
+    ``openAPIV3Schema`` (its list-map keys are honoured); ``kubernetes_version`` picks the
+    schemas for built-in kinds. Raises :class:`InvalidObjectError` for a non-object, a missing
+    ``apiVersion``/``kind``/``metadata.name``, or current and desired of different kinds or names.
+    A corrupt or foreign annotation never raises: the result says so in ``fallback_reason``.
+    """
+    validate_object(current, role="current")
+    validate_object(desired, role="desired")
+    _check_same_object(current, desired)
+    kind = desired["kind"]
+    node = kind_schema(desired["apiVersion"], kind, kubernetes_version)
+    walk = _Walk(strategic=node is not None, custom=node is None)
+    if node is None and crd_schema is not None:
+        node = crd_schema_node(crd_schema)
+    trie = ignore_trie(options, kind)
+    desired = _prune(without_annotation(desired), trie)
+    original, reason = read_original(current)
+    if original is not None:
+        reason = _foreign(original, desired)
+        if reason is not None:
+            original = None
+    secret = is_secret(desired)
+    wanted = _fold_string_data(desired) if secret else desired
+    recorded = _fold_string_data(original) if secret and original is not None else original
+    patch = _diff_map(current, wanted, recorded, node, trie, walk) or {}
+    if original is None or (original != desired and original != compact(desired)):
+        meta = patch.setdefault("metadata", {})
+        meta.setdefault("annotations", {})[LAST_APPLIED_ANNOTATION] = encode_annotation(desired)
+    patch_type = STRATEGIC_MERGE_PATCH if walk.strategic else MERGE_PATCH
+    ref = object_ref(desired)
+    if not patch:
+        return PatchResult(patch={}, patch_type=patch_type, fallback_reason=reason,
+                           object_ref=ref)
+    patch = deep_copy(patch)
+    after = strategic_merge(current, patch, node) if walk.strategic else json_merge(current, patch)
+    return PatchResult(patch=patch, patch_type=patch_type,
+                       diff=compute_diff(current, after), fallback_reason=reason,
+                       object_ref=ref)
