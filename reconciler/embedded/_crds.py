@@ -417,9 +417,9 @@ class CustomResourceStrategy(KindStrategy):
         self, old: Mapping[str, Any], new: dict[str, Any], ctx: ServerContext
     ) -> None:
         """Keep the stored status (status subresource) and creationTimestamp; prune, default."""
-        if self.has_status_subresource:
-            _defaulting.keep_status(old, new)
-        _defaulting.keep_creation_timestamp(old, new)
+        _defaulting.keep_server_fields(
+            old, new, status_subresource=self.has_status_subresource
+        )
         self._structural(new)
 
     def validate_update(self, old: Mapping[str, Any], new: dict[str, Any]) -> None:

@@ -37,6 +37,7 @@ __all__ = [
     "initial_status",
     "keep_all_but_status",
     "keep_creation_timestamp",
+    "keep_server_fields",
     "keep_status",
 ]
 
@@ -418,3 +419,13 @@ def keep_creation_timestamp(old: Mapping[str, Any], new: dict[str, Any]) -> None
     created = (old.get("metadata") or {}).get("creationTimestamp")
     if created is not None:
         _child(new, "metadata")["creationTimestamp"] = created
+
+
+def keep_server_fields(
+    old: Mapping[str, Any], new: dict[str, Any], *, status_subresource: bool
+) -> None:
+    """A main-resource update: the stored ``creationTimestamp`` and, with a status subresource,
+    the stored status are kept whatever the client sent."""
+    if status_subresource:
+        keep_status(old, new)
+    keep_creation_timestamp(old, new)

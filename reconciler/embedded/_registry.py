@@ -261,9 +261,9 @@ class BuiltinStrategy(KindStrategy):
         self, old: Mapping[str, Any], new: dict[str, Any], ctx: ServerContext
     ) -> None:
         """Keep the stored status (status subresource) and creationTimestamp, then default."""
-        if self.has_status_subresource:
-            _defaulting.keep_status(old, new)
-        _defaulting.keep_creation_timestamp(old, new)
+        _defaulting.keep_server_fields(
+            old, new, status_subresource=self.has_status_subresource
+        )
         self.default(new, ctx)
 
     def validate_update(self, old: Mapping[str, Any], new: dict[str, Any]) -> None:
