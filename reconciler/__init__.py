@@ -24,30 +24,51 @@ from reconciler._errors import (
 )
 from reconciler._events import EventRecorder
 from reconciler._kubernetes import ClientUsageError, KubernetesClient, ResourceInfo
+from reconciler._parents import ChildError, ParentReconciler, ParentResult, parent_conditions
+from reconciler._reconciling import (
+    DEFAULT_RECREATE_KINDS,
+    Action,
+    ApiCall,
+    ImmutableFieldError,
+    ReconcileResult,
+    ResourceReconciler,
+    is_owned,
+)
 
 __all__ = [
+    "DEFAULT_RECREATE_KINDS",
+    "Action",
     "AlreadyExistsError",
+    "ApiCall",
     "ApiError",
     "BadRequestError",
+    "ChildError",
     "ClientUsageError",
     "ClusterClient",
     "ConflictError",
     "EventRecorder",
     "ForbiddenError",
     "GoneError",
+    "ImmutableFieldError",
     "InvalidError",
     "KubeObject",
     "KubernetesClient",
     "NotFoundError",
     "ObjectRef",
+    "ParentReconciler",
+    "ParentResult",
     "PassThroughCache",
     "ReadCache",
+    "ReconcileResult",
     "ReconcilerError",
     "ResourceInfo",
+    "ResourceReconciler",
     "ServerError",
     "StatusCause",
     "TooManyRequestsError",
     "UnauthorizedError",
     "UnsupportedMediaTypeError",
     "WatchEvent",
+    "is_owned",
+    "parent_conditions",
 ]

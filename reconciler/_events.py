@@ -1,9 +1,10 @@
 """Kubernetes Events on a parent: what people see in ``kubectl describe`` after a reconcile.
 
-One Event (``v1`` ``Event``) per create, update, recreate and delete of a child, and a warning per
-failed child, involving the parent. Recording is best effort: a refused or failed Event never fails
-the reconcile (it is logged instead). Messages name objects and actions only, never field values,
-so Secret data cannot leak through them.
+``v1`` Events involving the parent: the parent reconcile records one per kind of change (created,
+updated, recreated, deleted) naming each child concerned, and a warning naming the failed ones.
+Recording is best effort: a refused or failed Event never fails the reconcile (it is logged
+instead). Messages name objects and actions only, never field values, so Secret data cannot leak
+through them.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from reconciler._errors import ApiError, ObjectRef
 __all__ = ["EventRecorder", "parse_rfc3339", "rfc3339"]
 
 _log = logging.getLogger(__name__)
+_MAX_MESSAGE = 16384
 
 
 def rfc3339(seconds: float) -> str:
@@ -70,7 +72,9 @@ class EventRecorder:
             },
             "involvedObject": {k: v for k, v in involved.items() if v is not None},
             "reason": reason,
-            "message": message[:1024],
+            "message": message if len(message) <= _MAX_MESSAGE else (
+                message[: _MAX_MESSAGE - 16] + " ... (truncated)"
+            ),
             "type": type,
             "source": {"component": self.component},
             "reportingComponent": self.component,
