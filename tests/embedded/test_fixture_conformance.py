@@ -44,8 +44,9 @@ def comparable(obj: Any, *, namespace: str = RECORDED_NAMESPACE) -> Any:
     if isinstance(obj, dict):
         result = {k: comparable(v, namespace=namespace) for k, v in obj.items()
                   if k not in _IGNORED_KEYS}
-        if result.get("namespace") == namespace:
-            result["namespace"] = "<namespace>"
+        meta = result.get("metadata")
+        if isinstance(meta, dict) and meta.get("namespace") == namespace:
+            meta["namespace"] = "<namespace>"
         spec = result.get("spec")
         if result.get("kind") == "Service" and isinstance(spec, dict):
             ips = spec.get("clusterIPs") or []
