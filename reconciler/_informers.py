@@ -21,10 +21,12 @@ next read sees it.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import inspect
 import logging
 import re
 import threading
+import time
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -297,6 +299,7 @@ class Informer:
         *,
         namespace: str | None = None,
         label_selector: str | None = None,
+        field_selector: str | None = None,
         clock: Clock | None = None,
         watch_timeout: int = 300,
         inactivity_timeout: float = 360.0,
@@ -308,6 +311,7 @@ class Informer:
         self.kind = kind
         self.namespace = namespace
         self.label_selector = label_selector
+        self.field_selector = field_selector
         self._selector = LabelSelector.parse(label_selector)
         self.cache = IndexedCache()
         self.stats = InformerStats()
@@ -425,7 +429,8 @@ class Informer:
         while True:
             body = self.client.list(
                 self.api_version, self.kind, namespace=self.namespace,
-                label_selector=self.label_selector, limit=self._page_size, continue_token=token,
+                label_selector=self.label_selector, field_selector=self.field_selector,
+                limit=self._page_size, continue_token=token,
             )
             items.extend(body.get("items") or ())
             meta = body.get("metadata") or {}
@@ -458,7 +463,8 @@ class Informer:
             kwargs["inactivity_timeout"] = self._inactivity
         events: Iterator[WatchEvent] = iter(self.client.watch(
             self.api_version, self.kind, namespace=self.namespace,
-            label_selector=self.label_selector, resource_version=self.resource_version or None,
+            label_selector=self.label_selector, field_selector=self.field_selector,
+            resource_version=self.resource_version or None,
             timeout_seconds=self._watch_timeout, allow_bookmarks=True, **kwargs,
         ))
         for event in events:
@@ -714,6 +720,7 @@ class RecordingClient:
         *,
         informers: Callable[[str, str], Informer | None] | None = None,
         keep: int = 8,
+        echo_wait: float = 5.0,
     ) -> None:
         self.inner = inner
         self._informers = informers
@@ -721,7 +728,10 @@ class RecordingClient:
         self._lock = threading.Lock()
         self._versions: dict[tuple[str, str, str, str], list[str]] = {}
         self._deleted_uids: dict[str, None] = {}
+        self._inflight: dict[tuple[str, str, str, str], int] = {}
+        self._settled = threading.Condition(self._lock)
         self.writes = 0
+        self.echo_wait = echo_wait
 
     # reads pass through
     def get(
@@ -749,45 +759,73 @@ class RecordingClient:
     # writes are recorded
     def create(self, obj: KubeObject, *, dry_run: bool = False) -> dict[str, Any]:
         """Create, and record the version it returned."""
-        return self._record(self.inner.create(obj, dry_run=dry_run), dry_run)
+        with self._writing(self._key(obj)):
+            return self._record(self.inner.create(obj, dry_run=dry_run), dry_run)
 
     def patch(
         self, api_version: str, kind: str, name: str, patch: Any, **kwargs: Any
     ) -> dict[str, Any]:
         """Patch, and record the version it returned."""
-        result = self.inner.patch(api_version, kind, name, patch, **kwargs)
-        return self._record(result, bool(kwargs.get("dry_run")))
+        key = (api_version, kind, str(kwargs.get("namespace") or ""), name)
+        with self._writing(key):
+            result = self.inner.patch(api_version, kind, name, patch, **kwargs)
+            return self._record(result, bool(kwargs.get("dry_run")))
 
     def replace(
         self, obj: KubeObject, *, subresource: str | None = None, dry_run: bool = False
     ) -> dict[str, Any]:
         """Replace, and record the version it returned."""
-        result = self.inner.replace(obj, subresource=subresource, dry_run=dry_run)
-        return self._record(result, dry_run)
+        with self._writing(self._key(obj)):
+            result = self.inner.replace(obj, subresource=subresource, dry_run=dry_run)
+            return self._record(result, dry_run)
 
     def delete(self, api_version: str, kind: str, name: str, **kwargs: Any) -> dict[str, Any]:
         """Delete, and record the uid deleted."""
-        result = self.inner.delete(api_version, kind, name, **kwargs)
-        if kwargs.get("dry_run"):
+        key = (api_version, kind, str(kwargs.get("namespace") or ""), name)
+        with self._writing(key):
+            result = self.inner.delete(api_version, kind, name, **kwargs)
+            if kwargs.get("dry_run"):
+                return result
+            details = result.get("details") or {}
+            uid = details.get("uid") or (result.get("metadata") or {}).get("uid")
+            with self._lock:
+                self.writes += 1
+                if uid:
+                    self._deleted_uids[str(uid)] = None
+                    while len(self._deleted_uids) > 10_000:
+                        del self._deleted_uids[next(iter(self._deleted_uids))]
+            if result.get("kind") != "Status" and result.get("metadata"):
+                self._record(result, False, count=False)
             return result
-        uid = (result.get("details") or {}).get("uid") or (result.get("metadata") or {}).get("uid")
+
+    @contextlib.contextmanager
+    def _writing(self, key: tuple[str, str, str, str]) -> Iterator[None]:
+        """Mark a write in flight, so its echo waits for the version the write returns."""
         with self._lock:
-            self.writes += 1
-            if uid:
-                self._deleted_uids[str(uid)] = None
-                while len(self._deleted_uids) > 10_000:
-                    del self._deleted_uids[next(iter(self._deleted_uids))]
-        if result.get("kind") != "Status" and result.get("metadata"):
-            self._record(result, False, count=False)
-        return result
+            self._inflight[key] = self._inflight.get(key, 0) + 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                left = self._inflight[key] - 1
+                if left:
+                    self._inflight[key] = left
+                else:
+                    del self._inflight[key]
+                self._settled.notify_all()
 
     def is_own_echo(self, event_type: str, obj: KubeObject) -> bool:
         """Whether this watch event is the echo of a write made through this client."""
         meta = obj.get("metadata") or {}
+        key = self._key(obj)
         with self._lock:
+            # The echo can overtake the response of the write it echoes: wait for the response.
+            deadline = time.monotonic() + self.echo_wait
+            while key in self._inflight and time.monotonic() < deadline:
+                self._settled.wait(deadline - time.monotonic())
             if event_type == "DELETED":
                 return self._deleted_uids.pop(str(meta.get("uid") or ""), 1) is None
-            versions = self._versions.get(self._key(obj))
+            versions = self._versions.get(key)
             rv = str(meta.get("resourceVersion") or "")
             if versions and rv in versions:
                 versions.remove(rv)

@@ -1,0 +1,235 @@
+"""Leader election with a ``coordination.k8s.io/v1`` Lease, as client-go's ``leaderelection``.
+
+Several replicas of an operator may run; only the holder of the Lease reconciles, the others keep
+their informers warm and take over within the lease duration when the leader dies. Numbers are
+DESIGN.md's: a 15 s lease, a 10 s renew deadline, a 2 s retry period. A candidate considers the
+lease free when its holder is empty or when the record has not changed for a whole lease duration
+*by the candidate's own clock* (it measures the time since it last saw the record change, never
+trusts timestamps written by another machine). Updates carry the Lease's ``resourceVersion``, so
+two candidates can never both win a round. A leader that cannot renew within the renew deadline
+steps down; a leader that stops releases the lease so a standby takes over at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import attrs
+
+from reconciler._clients import ClusterClient
+from reconciler._clocks import Clock, RealClock
+from reconciler._errors import ApiError, NotFoundError
+
+__all__ = ["LeaderElector", "LeaseConfig"]
+
+_log = logging.getLogger("optk.leadership")
+
+
+def _micro_time(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@attrs.frozen(kw_only=True)
+class LeaseConfig:
+    """Where the Lease lives and the election's timing (seconds)."""
+
+    name: str
+    namespace: str
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+    def __attrs_post_init__(self) -> None:
+        if not self.lease_duration > self.renew_deadline > self.retry_period > 0:
+            raise ValueError(
+                "leader election needs lease_duration > renew_deadline > retry_period > 0, got "
+                f"{self.lease_duration}, {self.renew_deadline}, {self.retry_period}"
+            )
+
+
+class LeaderElector:
+    """Campaigns for a Lease and calls back when leadership starts and stops.
+
+    ``run()`` blocks: it campaigns until elected, calls ``on_started``, renews until it fails or
+    ``stop()`` is called, then calls ``on_stopped`` (and releases the lease when stopping).
+    """
+
+    def __init__(
+        self,
+        client: ClusterClient,
+        config: LeaseConfig,
+        *,
+        identity: str,
+        on_started: Callable[[], None] = lambda: None,
+        on_stopped: Callable[[], None] = lambda: None,
+        clock: Clock | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.client = client
+        self.config = config
+        self.identity = identity
+        self._on_started = on_started
+        self._on_stopped = on_stopped
+        self._clock = clock or RealClock()
+        self._rng = rng or random.Random()
+        self._cond = threading.Condition()
+        self._stopping = False
+        self._leading = False
+        self._observed: tuple[Any, ...] | None = None
+        self._observed_at = 0.0
+        self.transitions_seen = 0
+
+    @property
+    def is_leader(self) -> bool:
+        """Whether this candidate currently holds the lease."""
+        with self._cond:
+            return self._leading
+
+    def stop(self) -> None:
+        """Stop campaigning or leading; ``run`` releases the lease and returns."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+
+    def run(self) -> None:
+        """Campaign, lead, and return when leadership is lost or ``stop`` was called."""
+        if not self._acquire():
+            return
+        with self._cond:
+            self._leading = True
+        _log.info("%s became the leader of lease %s", self.identity, self._where())
+        try:
+            self._on_started()
+            self._renew_loop()
+        finally:
+            with self._cond:
+                self._leading = False
+                stopping = self._stopping
+            if stopping:
+                self._release()
+            _log.info("%s stopped leading lease %s", self.identity, self._where())
+            self._on_stopped()
+
+    # --- phases ------------------------------------------------------------------------------
+
+    def _acquire(self) -> bool:
+        while not self._sleep(0):
+            if self._try_acquire_or_renew():
+                return True
+            jitter = self.config.retry_period * self._rng.random() * 1.2
+            if self._sleep(self.config.retry_period + jitter):
+                return False
+        return False
+
+    def _renew_loop(self) -> None:
+        last_renew = self._clock.monotonic()
+        while not self._sleep(self.config.retry_period):
+            if self._try_acquire_or_renew():
+                last_renew = self._clock.monotonic()
+            elif self._clock.monotonic() - last_renew >= self.config.renew_deadline:
+                _log.warning("%s failed to renew lease %s within %.0fs; stepping down",
+                             self.identity, self._where(), self.config.renew_deadline)
+                return
+            else:
+                with self._cond:
+                    still = self._leading
+                if not still:
+                    return
+
+    def _sleep(self, seconds: float) -> bool:
+        """Wait ``seconds`` of clock time; whether ``stop`` was called."""
+        with self._cond:
+            deadline = self._clock.monotonic() + seconds
+            while not self._stopping and self._clock.monotonic() < deadline:
+                self._clock.wait(self._cond, deadline - self._clock.monotonic())
+            return self._stopping
+
+    # --- one round ---------------------------------------------------------------------------
+
+    def _try_acquire_or_renew(self) -> bool:
+        now_wall = self._clock.time()
+        try:
+            lease = self.client.get(
+                "coordination.k8s.io/v1", "Lease", self.config.name,
+                namespace=self.config.namespace,
+            )
+        except NotFoundError:
+            return self._create(now_wall)
+        except ApiError as error:
+            _log.warning("reading lease %s failed: %s", self._where(), error)
+            return False
+        spec = lease.get("spec") or {}
+        holder = spec.get("holderIdentity") or ""
+        record = (holder, spec.get("renewTime"), spec.get("leaseTransitions"))
+        now = self._clock.monotonic()
+        if record != self._observed:
+            self._observed = record
+            self._observed_at = now
+        duration = float(spec.get("leaseDurationSeconds") or self.config.lease_duration)
+        if holder and holder != self.identity and now < self._observed_at + duration:
+            return False  # held by a live candidate
+        new_spec = dict(spec)
+        if holder != self.identity:
+            new_spec["acquireTime"] = _micro_time(now_wall)
+            new_spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + (
+                1 if holder else 0
+            )
+            self.transitions_seen += 1
+        new_spec["holderIdentity"] = self.identity
+        new_spec["leaseDurationSeconds"] = int(self.config.lease_duration)
+        new_spec["renewTime"] = _micro_time(now_wall)
+        try:
+            updated = self.client.replace({**lease, "spec": new_spec})
+        except ApiError as error:  # a conflict means another candidate won this round
+            _log.debug("updating lease %s failed: %s", self._where(), error)
+            return False
+        updated_spec = updated.get("spec") or {}
+        self._observed = (self.identity, updated_spec.get("renewTime"),
+                          updated_spec.get("leaseTransitions"))
+        self._observed_at = self._clock.monotonic()
+        return True
+
+    def _create(self, now_wall: float) -> bool:
+        lease = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": self.config.name, "namespace": self.config.namespace},
+            "spec": {
+                "holderIdentity": self.identity,
+                "leaseDurationSeconds": int(self.config.lease_duration),
+                "acquireTime": _micro_time(now_wall),
+                "renewTime": _micro_time(now_wall),
+                "leaseTransitions": 0,
+            },
+        }
+        try:
+            self.client.create(lease)
+        except ApiError as error:
+            _log.debug("creating lease %s failed: %s", self._where(), error)
+            return False
+        self._observed_at = self._clock.monotonic()
+        return True
+
+    def _release(self) -> None:
+        """Give the lease up so a standby need not wait for it to expire."""
+        try:
+            lease = self.client.get(
+                "coordination.k8s.io/v1", "Lease", self.config.name,
+                namespace=self.config.namespace,
+            )
+            spec = lease.get("spec") or {}
+            if spec.get("holderIdentity") != self.identity:
+                return
+            released = {**spec, "holderIdentity": "", "leaseDurationSeconds": 1,
+                        "renewTime": _micro_time(self._clock.time())}
+            self.client.replace({**lease, "spec": released})
+        except ApiError as error:
+            _log.warning("releasing lease %s failed: %s", self._where(), error)
+
+    def _where(self) -> str:
+        return f"{self.config.namespace}/{self.config.name}"

@@ -1,0 +1,663 @@
+"""The operator: a definition users write in a few lines, and the runtime that drives it.
+
+``Operator`` names the parent kind, the builders and the options (resync interval, workers,
+recreate, pruning, operator name, leader election, metrics port). ``Operator.start(client)``
+returns a running ``OperatorRuntime``; ``Operator.run()`` (and ``optk run MODULE[:ATTR]``) runs
+one until SIGTERM/SIGINT and shuts down gracefully: in-flight reconciles finish within
+``shutdown_timeout``, then everything stops and the Lease is released.
+
+The runtime wires DESIGN.md section 6: a parent informer and a dynamic child ``InformerManager``
+feed one deduplicating ``WorkQueue``; the event rules are here (``parent_event_triggers``,
+``child_event_triggers``): a parent passes on creation, a ``metadata.generation`` change,
+deletion and the ``optk.dev/reconcile-requested-at`` annotation; a child maps to its parent by
+controller owner reference or ``optk.dev/owner-uid`` and triggers on any change except a
+status-only one and the echo of the toolkit's own write (recognised by ``RecordingClient``); a
+timer thread feeds due parents from the ``ResyncSchedule``; a bounded pool of workers calls the
+reconciler's ``ParentReconciler.reconcile`` (reads from the informer caches) and turns its
+result into a requeue, a backoff (honouring ``Retry-After``) or a new resync time.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import Any, cast
+
+import attrs
+
+from builders import MANAGED_BY_LABEL, ResourceBuilder
+from reconciler._clients import ClusterClient, KubeObject
+from reconciler._clocks import Clock, RealClock
+from reconciler._errors import AlreadyExistsError, ApiError
+from reconciler._events import parse_rfc3339
+from reconciler._informers import (
+    Informer,
+    InformerManager,
+    InformerReader,
+    RecordingClient,
+    TypeKey,
+    object_key,
+    owner_uids,
+)
+from reconciler._leadership import LeaderElector, LeaseConfig
+from reconciler._metrics import HealthServer, OperatorMetrics
+from reconciler._parents import ParentReconciler, ParentResult
+from reconciler._queues import WorkQueue
+from reconciler._reconciling import ResourceReconciler
+from reconciler._resyncs import ResyncPolicy, ResyncSchedule, last_reconcile_time
+
+__all__ = [
+    "REQUESTED_AT_ANNOTATION",
+    "JsonLogFormatter",
+    "Operator",
+    "OperatorRuntime",
+    "ParentKey",
+    "child_event_triggers",
+    "parent_event_triggers",
+]
+
+REQUESTED_AT_ANNOTATION = "optk.dev/reconcile-requested-at"
+
+ParentKey = tuple[str, str]
+"""``(namespace, name)`` of a parent (namespace ``""`` for cluster-scoped parents)."""
+
+_log = logging.getLogger("optk.operator")
+
+_VOLATILE_META = ("resourceVersion", "managedFields", "generation")
+
+
+def _meta(obj: KubeObject | None) -> Mapping[str, Any]:
+    meta = (obj or {}).get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _annotation(obj: KubeObject | None, name: str) -> Any:
+    return (_meta(obj).get("annotations") or {}).get(name)
+
+
+def parent_needs_reconcile(parent: KubeObject) -> bool:
+    """Whether a parent seen for the first time must be reconciled regardless of its schedule.
+
+    True when it was never reconciled, its spec changed since (``observedGeneration``), it is
+    being deleted, or a manual trigger is newer than its last reconcile.
+    """
+    meta = _meta(parent)
+    status = parent.get("status")
+    status = status if isinstance(status, Mapping) else {}
+    last = last_reconcile_time(parent)
+    if last is None or meta.get("deletionTimestamp"):
+        return True
+    if meta.get("generation") is not None and status.get("observedGeneration") != meta.get(
+        "generation"
+    ):
+        return True
+    requested = parse_rfc3339(_annotation(parent, REQUESTED_AT_ANNOTATION))
+    return requested is not None and requested > last
+
+
+def parent_event_triggers(event_type: str, old: KubeObject | None, new: KubeObject) -> bool:
+    """Whether a parent's watch event (not the toolkit's own write) calls for a reconcile.
+
+    Creation, deletion, a ``metadata.generation`` change, a newly set ``deletionTimestamp`` and a
+    change of the ``optk.dev/reconcile-requested-at`` annotation pass; status-only and other
+    metadata changes do not (the periodic resync covers them).
+    """
+    if event_type in ("ADDED", "DELETED") or old is None:
+        return True
+    before, after = _meta(old), _meta(new)
+    return (
+        before.get("generation") != after.get("generation")
+        or (after.get("deletionTimestamp") is not None and not before.get("deletionTimestamp"))
+        or _annotation(old, REQUESTED_AT_ANNOTATION) != _annotation(new, REQUESTED_AT_ANNOTATION)
+    )
+
+
+def _without_volatile(obj: KubeObject) -> dict[str, Any]:
+    rest = {k: v for k, v in obj.items() if k != "status"}
+    rest["metadata"] = {k: v for k, v in _meta(obj).items() if k not in _VOLATILE_META}
+    return rest
+
+
+def child_event_triggers(event_type: str, old: KubeObject | None, new: KubeObject) -> bool:
+    """Whether a child's watch event (not the toolkit's own write) calls for its parent's reconcile.
+
+    Every creation, deletion and change passes (a user's edit of a labelled ConfigMap included)
+    except one that touched only ``status`` and server-maintained metadata.
+    """
+    if event_type != "MODIFIED" or old is None:
+        return True
+    return _without_volatile(old) != _without_volatile(new)
+
+
+@attrs.frozen(kw_only=True)
+class Operator:
+    """An operator: parents of one kind, the builders of their children, and driver options.
+
+    ``build(parent)`` returns the parent's ``ResourceBuilder`` list. ``resync_interval`` (seconds
+    or a duration such as ``"10h"``) sets the periodic resync in code; ``OPTK_RESYNC_INTERVAL``
+    and the ConfigMap ``config_map`` (``"namespace/name"``, key ``resyncInterval``) override it.
+    ``prune`` lists ``(apiVersion, kind)`` pairs whose unbuilt children are deleted. ``install``
+    holds objects (e.g. the parent's CRD) created at start when missing.
+    """
+
+    api_version: str
+    kind: str
+    build: Callable[[KubeObject], Iterable[ResourceBuilder]]
+    name: str = "optk"
+    resync_interval: float | str | None = None
+    resync: ResyncPolicy = attrs.field(factory=ResyncPolicy)
+    workers: int = 4
+    recreate: bool = False
+    prune: Collection[tuple[str, str]] = ()
+    namespace: str | None = None
+    config_map: str | None = None
+    leader_election: bool = False
+    lease_namespace: str = "default"
+    metrics_port: int | None = None
+    shutdown_timeout: float = 30.0
+    events: bool = True
+    install: Sequence[KubeObject] = ()
+
+    def __attrs_post_init__(self) -> None:
+        if self.workers < 1:
+            raise ValueError(f"operator {self.name!r}: workers must be >= 1, got {self.workers}")
+        if not self.name or len(self.name) > 63:
+            raise ValueError(f"operator name must be a label value of 1..63 chars: {self.name!r}")
+        if self.config_map is not None and self.config_map.count("/") != 1:
+            raise ValueError(
+                f"operator {self.name!r}: config_map is 'namespace/name', got {self.config_map!r}"
+            )
+        if not callable(self.build):
+            raise TypeError(f"operator {self.name!r}: build must be callable")
+
+    def policy(self, environ: Mapping[str, str] | None = None) -> ResyncPolicy:
+        """The resync policy from code and environment (the ConfigMap applies at run time)."""
+        policy = self.resync
+        if self.resync_interval is not None:
+            policy = policy.with_interval_text(str(self.resync_interval), source="resync_interval")
+        return policy.with_environment(os.environ if environ is None else environ)
+
+    def start(
+        self,
+        client: ClusterClient,
+        *,
+        clock: Clock | None = None,
+        identity: str | None = None,
+        environ: Mapping[str, str] | None = None,
+        metrics_port: int | None = None,
+    ) -> OperatorRuntime:
+        """Start the operator against ``client``; returns the running runtime."""
+        runtime = OperatorRuntime(
+            self, client, clock=clock, identity=identity, environ=environ,
+            metrics_port=self.metrics_port if metrics_port is None else metrics_port,
+        )
+        return runtime.start()
+
+    def run(
+        self,
+        *,
+        kubeconfig: str | None = None,
+        embedded: bool = False,
+        metrics_port: int | None = None,
+    ) -> int:
+        """Run until SIGTERM/SIGINT (or lost leadership); returns the process exit code."""
+        stop = threading.Event()
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(signum, lambda *_: stop.set())
+        if embedded:
+            from reconciler.embedded import EmbeddedApiServer
+
+            with EmbeddedApiServer() as server:
+                _log.info("embedded API server at %s (kubeconfig %s)", server.url,
+                          server.kubeconfig_path)
+                return self._run_with(server.api_client(), stop, metrics_port)
+        from kubernetes import config as kube_config
+
+        try:
+            api_client = kube_config.new_client_from_config(  # type: ignore[no-untyped-call]
+                config_file=kubeconfig
+            )
+        except kube_config.ConfigException:
+            if kubeconfig is not None:
+                raise
+            kube_config.load_incluster_config()  # type: ignore[no-untyped-call]
+            from kubernetes import client as kube_client
+
+            api_client = kube_client.ApiClient()
+        return self._run_with(api_client, stop, metrics_port)
+
+    def _run_with(self, api_client: Any, stop: threading.Event, metrics_port: int | None) -> int:
+        from reconciler._kubernetes import KubernetesClient
+
+        runtime = self.start(KubernetesClient(api_client), metrics_port=metrics_port)
+        try:
+            while not stop.is_set() and not runtime.finished:
+                stop.wait(0.5)
+        finally:
+            clean = runtime.stop(timeout=self.shutdown_timeout)
+        lost = runtime.finished and not stop.is_set()
+        return 1 if lost or not clean else 0
+
+
+@attrs.define
+class RuntimeStats:
+    """What the runtime did, for tests, logs and benchmarks."""
+
+    reconciles: Counter[ParentKey] = attrs.field(factory=Counter)
+    failures: Counter[ParentKey] = attrs.field(factory=Counter)
+    writes: int = 0
+    triggers: Counter[str] = attrs.field(factory=Counter)
+
+    @property
+    def total(self) -> int:
+        """Reconciles of all parents."""
+        return sum(self.reconciles.values())
+
+
+class _ParentLog(logging.LoggerAdapter):  # type: ignore[type-arg]
+    """Puts the parent key on every line (as text and as the ``parent`` record field)."""
+
+    def process(self, msg: Any, kwargs: Any) -> tuple[Any, Any]:
+        extra = self.extra or {}
+        kwargs.setdefault("extra", {}).update(extra)
+        return f"[{extra.get('parent')}] {msg}", kwargs
+
+
+class JsonLogFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message and the ``parent`` key if any."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The record as a JSON line."""
+        line: dict[str, Any] = {
+            "ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        parent = getattr(record, "parent", None)
+        if parent is not None:
+            line["parent"] = parent
+        if record.exc_info:
+            line["error"] = self.formatException(record.exc_info)
+        return json.dumps(line)
+
+
+class OperatorRuntime:
+    """A running operator: informers, queue, timer, workers, leader election, health server."""
+
+    def __init__(
+        self,
+        operator: Operator,
+        client: ClusterClient,
+        *,
+        clock: Clock | None = None,
+        identity: str | None = None,
+        environ: Mapping[str, str] | None = None,
+        metrics_port: int | None = None,
+    ) -> None:
+        self.operator = operator
+        self.clock: Clock = clock or RealClock()
+        self.identity = identity or f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+        self.base_policy = operator.policy(environ)
+        self.stats = RuntimeStats()
+        self.metrics = OperatorMetrics(operator.name, max_concurrent=operator.workers)
+        self.queue: WorkQueue[ParentKey] = WorkQueue(clock=self.clock,
+                                                     observer=self.metrics.queue)
+        self.schedule = ResyncSchedule(self.base_policy)
+        self.parents = Informer(
+            client, operator.api_version, operator.kind, namespace=operator.namespace,
+            clock=self.clock,
+        )
+        self.client = RecordingClient(client, informers=self._informer_of)
+        self.informers = InformerManager(
+            client, handler=self._on_child, clock=self.clock, namespace=operator.namespace,
+            label_selector=f"{MANAGED_BY_LABEL}={operator.name}",
+        )
+        self.reader = InformerReader(
+            client, self.informers, extra={self.parents.type_key: self.parents}
+        )
+        self.reconciler = ParentReconciler(
+            self.client, operator.build, operator_name=operator.name, reader=self.reader,
+            resources=ResourceReconciler(
+                self.client, reader=self.reader, recreate=operator.recreate, clock=self.clock
+            ),
+            prune_kinds=operator.prune, events=operator.events, clock=self.clock,
+        )
+        self.config_informer: Informer | None = None
+        if operator.config_map:
+            namespace, name = operator.config_map.split("/")
+            self.config_informer = Informer(
+                client, "v1", "ConfigMap", namespace=namespace,
+                field_selector=f"metadata.name={name}", clock=self.clock,
+            )
+        self.elector: LeaderElector | None = None
+        if operator.leader_election:
+            self.elector = LeaderElector(
+                client, LeaseConfig(name=f"{operator.name}-leader",
+                                    namespace=operator.lease_namespace),
+                identity=self.identity, on_started=self._start_workers,
+                on_stopped=self._lost_leadership, clock=self.clock,
+            )
+        self._metrics_port = metrics_port
+        self.health: HealthServer | None = None
+        self._lock = threading.Condition()
+        self._timer_cond = threading.Condition()
+        self._threads: list[threading.Thread] = []
+        self._workers: list[threading.Thread] = []
+        self._stopping = False
+        self._finished = False
+        self._active = 0
+        self._inner = client
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> OperatorRuntime:
+        """Start informers, timer, health server and (when leading, or without election) workers."""
+        self._install()
+        self.parents.add_handler(self._on_parent)
+        self.parents.start()
+        if self.config_informer is not None:
+            self.config_informer.add_handler(self._on_config)
+            self.config_informer.start()
+        self._spawn(self._timer, "optk-resync")
+        if self._metrics_port is not None:
+            self.health = HealthServer(self.metrics, ready=lambda: self.ready,
+                                       port=self._metrics_port).start()
+            _log.info("metrics and health on %s", self.health.url)
+        if self.elector is not None:
+            self.metrics.set_leader(self.elector.config.name, False)
+            self._spawn(self.elector.run, "optk-leader")
+        else:
+            self._start_workers()
+        return self
+
+    def stop(self, timeout: float | None = None) -> bool:
+        """Stop taking work, let in-flight reconciles finish within ``timeout`` (real seconds),
+        then stop everything; whether every worker finished in time."""
+        timeout = self.operator.shutdown_timeout if timeout is None else timeout
+        with self._lock:
+            self._stopping = True
+        self.queue.shutdown()
+        with self._timer_cond:
+            self._timer_cond.notify_all()
+        deadline = time.monotonic() + timeout
+        clean = True
+        for worker in list(self._workers):
+            worker.join(max(0.0, deadline - time.monotonic()))
+            clean = clean and not worker.is_alive()
+        if self.elector is not None:
+            self.elector.stop()
+        for thread in self._threads:
+            thread.join(max(0.0, min(5.0, deadline - time.monotonic())))
+        self.parents.stop()
+        self.informers.stop()
+        if self.config_informer is not None:
+            self.config_informer.stop()
+        if self.health is not None:
+            self.health.stop()
+        with self._lock:
+            self._finished = True
+            self._lock.notify_all()
+        if not clean:
+            _log.warning("shutdown: reconciles still running after %.0fs", timeout)
+        return clean
+
+    def __enter__(self) -> OperatorRuntime:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def finished(self) -> bool:
+        """Whether the runtime stopped (by ``stop`` or because leadership was lost)."""
+        with self._lock:
+            return self._finished
+
+    @property
+    def ready(self) -> bool:
+        """Whether the caches are synced (``/readyz``)."""
+        config = self.config_informer
+        return (self.parents.has_synced and self.informers.synced()
+                and (config is None or config.has_synced))
+
+    @property
+    def leading(self) -> bool:
+        """Whether this runtime's workers run (it leads, or election is off)."""
+        with self._lock:
+            return bool(self._workers) and not self._stopping
+
+    def wait_synced(self, timeout: float = 30.0) -> bool:
+        """Block (real time) until ``ready``."""
+        deadline = time.monotonic() + timeout
+        while not self.ready:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.005)
+        return True
+
+    def wait_idle(self, timeout: float = 30.0, *, settle: float = 0.05) -> bool:
+        """Block (real time) until nothing is queued or running for ``settle`` seconds."""
+        deadline = time.monotonic() + timeout
+        quiet_since: float | None = None
+        while time.monotonic() < deadline:
+            with self._lock:
+                busy = self._active > 0
+            if busy or len(self.queue) or self.queue.processing:
+                quiet_since = None
+            elif quiet_since is None:
+                quiet_since = time.monotonic()
+            elif time.monotonic() - quiet_since >= settle:
+                return True
+            time.sleep(0.002)
+        return False
+
+    def request(self, namespace: str | None, name: str) -> None:
+        """Queue a reconcile of one parent now."""
+        self.stats.triggers["manual"] += 1
+        self.queue.add((namespace or "", name))
+
+    def resync_all(self) -> int:
+        """Queue every known parent now, as if all were due; returns how many."""
+        keys = self.parents.cache.keys()
+        for key in keys:
+            self.stats.triggers["resync"] += 1
+            self.queue.add(key)
+        return len(keys)
+
+    # --- threads -----------------------------------------------------------------------------
+
+    def _spawn(self, target: Callable[[], None], name: str) -> threading.Thread:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        self._threads.append(thread)
+        thread.start()
+        return thread
+
+    def _start_workers(self) -> None:
+        with self._lock:
+            if self._stopping or self._workers:
+                return
+            for index in range(self.operator.workers):
+                worker = threading.Thread(target=self._work, name=f"optk-worker-{index}",
+                                          daemon=True)
+                self._workers.append(worker)
+                worker.start()
+        if self.elector is not None:
+            self.metrics.set_leader(self.elector.config.name, True)
+
+    def _lost_leadership(self) -> None:
+        if self.elector is not None:
+            self.metrics.set_leader(self.elector.config.name, False)
+        with self._lock:
+            stopping = self._stopping
+        if not stopping:
+            _log.error("leadership lost; stopping so that a restart campaigns afresh")
+            threading.Thread(target=self.stop, name="optk-stop", daemon=True).start()
+
+    def _timer(self) -> None:
+        with self._timer_cond:
+            while True:
+                with self._lock:
+                    if self._stopping:
+                        return
+                for key in self.schedule.pop_due(self.clock.time()):
+                    self.stats.triggers["resync"] += 1
+                    self.queue.add(cast(ParentKey, key))
+                due = self.schedule.next_due()
+                wait = None if due is None else max(0.0, due - self.clock.time())
+                self.clock.wait(self._timer_cond, wait)
+
+    def _kick_timer(self) -> None:
+        with self._timer_cond:
+            self._timer_cond.notify_all()
+
+    def _work(self) -> None:
+        while (key := self.queue.get()) is not None:
+            with self._lock:
+                self._active += 1
+            self.metrics.worker_started()
+            try:
+                self._process(key)
+            except Exception:  # never lose a worker to a bug: back off and keep going
+                _ParentLog(_log, {"parent": "/".join(key)}).exception("reconcile crashed")
+                self.queue.add_rate_limited(key)
+            finally:
+                self.metrics.worker_finished()
+                with self._lock:
+                    self._active -= 1
+                self.queue.done(key)
+
+    # --- one reconcile -----------------------------------------------------------------------
+
+    def _process(self, key: ParentKey) -> None:
+        log = _ParentLog(_log, {"parent": f"{key[0]}/{key[1]}" if key[0] else key[1]})
+        parent = self.parents.cache.get(*key)
+        if parent is None or _meta(parent).get("deletionTimestamp"):
+            log.info("parent %s; its children are collected by their owner references",
+                     "is gone" if parent is None else "is being deleted")
+            self.schedule.remove(key)
+            self.queue.forget(key)
+            self.informers.release(key)
+            return
+        started = time.perf_counter()
+        try:
+            result: ParentResult | None = self.reconciler.reconcile(parent)
+            error: Exception | None = None
+        except (ApiError, ValueError, TypeError) as exc:
+            result, error = None, exc
+        seconds = time.perf_counter() - started
+        self.stats.reconciles[key] += 1
+        if result is not None:
+            self.stats.writes += result.writes
+            self.informers.use(key, self._types_of(result))
+        if result is not None and result.ok:
+            self.queue.forget(key)
+            self.schedule.reconciled(key, parent, self.clock.time())
+            self._kick_timer()
+            if result.requeue_after is not None:
+                self.queue.add_after(key, result.requeue_after)
+                self.metrics.observe_reconcile(result="requeue_after", seconds=seconds)
+            else:
+                self.metrics.observe_reconcile(result="success", seconds=seconds)
+            log.debug("reconciled in %.3fs: %d writes", seconds, result.writes)
+            return
+        self.stats.failures[key] += 1
+        self.metrics.observe_reconcile(result="error", seconds=seconds)
+        retry_after = getattr(error, "retry_after", None) or 0.0
+        if result is not None:
+            retry_after = max([retry_after, *(e.retry_after or 0.0 for e in result.errors)])
+        delay = self.queue.add_rate_limited(key, at_least=retry_after)
+        if self.schedule.policy.retry_failed_by_backoff:
+            self.schedule.suspend(key)
+        else:
+            self.schedule.reconciled(key, parent, self.clock.time())
+        reason = str(error) if error is not None else "; ".join(
+            [f"{e.ref}: {e.message}" for e in (result.errors if result else ())]
+            + ([result.status_error] if result is not None and result.status_error else [])
+        )
+        log.warning("reconcile failed (%s); retrying in %.3fs", reason, delay)
+
+    @staticmethod
+    def _types_of(result: ParentResult) -> set[TypeKey]:
+        types = {(r.ref.api_version, r.ref.kind) for r in (*result.children, *result.pruned)}
+        types |= {(e.ref.api_version, e.ref.kind) for e in result.errors
+                  if e.ref.api_version and e.ref.kind != "builder"}
+        return types
+
+    # --- events ------------------------------------------------------------------------------
+
+    def _informer_of(self, api_version: str, kind: str) -> Informer | None:
+        if (api_version, kind) == self.parents.type_key:
+            return self.parents
+        return self.informers.informer(api_version, kind)
+
+    def _on_parent(self, event_type: str, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
+        if self.client.is_own_echo(event_type, new):
+            self.stats.triggers["own-echo"] += 1
+            return
+        key = object_key(new)
+        if event_type == "DELETED":
+            self.stats.triggers["parent-deleted"] += 1
+            self.queue.add(key)
+            return
+        if old is None:
+            now = self.clock.time()
+            due = self.schedule.observe(key, new, now)
+            if parent_needs_reconcile(new) or due <= now:
+                self.stats.triggers["parent-new"] += 1
+                self.queue.add(key)
+            self._kick_timer()
+            return
+        if parent_event_triggers(event_type, old, new):
+            self.stats.triggers["parent-changed"] += 1
+            self.queue.add(key)
+
+    def _on_child(
+        self, type_key: TypeKey, event_type: str, old: dict[str, Any] | None,
+        new: dict[str, Any],
+    ) -> None:
+        if self.client.is_own_echo(event_type, new):
+            self.stats.triggers["own-echo"] += 1
+            return
+        if not child_event_triggers(event_type, old, new):
+            return
+        for uid in owner_uids(new):
+            parent = self.parents.cache.get_by_uid(uid)
+            if parent is not None:
+                self.stats.triggers["child"] += 1
+                self.queue.add(object_key(parent))
+                return
+
+    def _on_config(self, event_type: str, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
+        try:
+            policy = (self.base_policy if event_type == "DELETED"
+                      else self.base_policy.with_configmap(new))
+        except ValueError as error:
+            _log.error("ignoring the resync ConfigMap: %s", error)
+            return
+        if policy != self.schedule.policy:
+            _log.info("resync interval is now %.0fs", policy.interval)
+            self.schedule.set_policy(policy)
+            self._kick_timer()
+
+    def _install(self) -> None:
+        for obj in self.operator.install:
+            try:
+                self._inner.create(obj)
+                _log.info("installed %s %s", obj.get("kind"), _meta(obj).get("name"))
+            except AlreadyExistsError:
+                pass
+
+    # used by tests and benchmarks to count API-visible behaviour
+    def triggers(self) -> Mapping[str, int]:
+        """Counts of what queued parents, by cause."""
+        return dict(self.stats.triggers)
