@@ -1,0 +1,52 @@
+"""``optk apiserver``: run the embedded API server in the foreground until SIGINT or SIGTERM.
+
+The argument parsing lives in ``reconciler._cli``; this module starts the server, writes the
+kubeconfig, prints where it is and waits for a signal, then stops cleanly.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from types import FrameType
+from typing import TextIO
+
+from reconciler.embedded._server import EmbeddedApiServer
+
+__all__ = ["run_apiserver"]
+
+
+def run_apiserver(
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    kubeconfig: str | None = None,
+    allow_non_loopback: bool = False,
+    out: TextIO | None = None,
+) -> int:
+    """Serve until SIGINT/SIGTERM; returns the process exit code."""
+    stream = out or sys.stdout
+    stop = threading.Event()
+
+    def _on_signal(signum: int, _frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        server = EmbeddedApiServer(
+            host=host, port=port, kubeconfig_path=kubeconfig,
+            allow_non_loopback=allow_non_loopback,
+        )
+        with server:
+            print(f"embedded Kubernetes API server listening on {server.url}", file=stream)
+            print(f"kubeconfig: {server.kubeconfig_path}", file=stream)
+            print(f"try: kubectl --kubeconfig {server.kubeconfig_path} get namespaces",
+                  file=stream, flush=True)
+            while not stop.wait(0.5):
+                pass
+        print("embedded Kubernetes API server stopped", file=stream, flush=True)
+        return 0
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,461 @@
+"""The HTTP face of the embedded server: an aiohttp application speaking the Kubernetes REST API.
+
+One catch-all route parses Kubernetes paths (``/api/v1/namespaces/<ns>/<plural>/<name>/<sub>``
+and the ``/apis/<group>/<version>/...`` equivalents), checks the bearer token, body size and
+content type, applies injected faults, dispatches to ``Operations`` (or ``_watching`` for watches,
+``_discovery`` and ``_openapi`` for the non-resource endpoints) and counts the request. Every
+failure is answered with the ``Status`` body a real server sends; no request can crash the
+server. Bodies are JSON (YAML accepted on writes); protobuf ``Accept`` headers get JSON, as a
+client falls back. ``as=Table`` requests (kubectl get) get server-side tables.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import hmac
+import json
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+import yaml
+from aiohttp import web
+
+from reconciler.embedded import _discovery, _openapi
+from reconciler.embedded._accounting import RequestAccounting
+from reconciler.embedded._faults import FaultInjector
+from reconciler.embedded._kinds import ResourceType
+from reconciler.embedded._operations import ListQuery, Operations
+from reconciler.embedded._patching import PATCH_TYPES
+from reconciler.embedded._selectors import parse_field_selector, parse_label_selector
+from reconciler.embedded._statuses import (
+    ApiStatusError,
+    bad_request,
+    method_not_allowed,
+    status_body,
+    unsupported_media_type,
+)
+from reconciler.embedded._watching import WatchRequest, serve_watch
+
+__all__ = ["MAX_BODY_BYTES", "ApiApplication", "ResourcePath"]
+
+log = logging.getLogger("reconciler.embedded")
+
+MAX_BODY_BYTES = 3 * 1024 * 1024
+"""A real kube-apiserver refuses request bodies over 3 MiB."""
+
+_JSON = "application/json"
+_NOT_FOUND_TEXT = "404 page not found\n"
+_WRITE_TYPES = (_JSON, "application/yaml", "*/*", "")
+_TRUE = ("true", "1")
+
+
+@attrs.frozen(kw_only=True)
+class ResourcePath:
+    """A parsed resource URL."""
+
+    group: str
+    version: str
+    plural: str
+    namespace: str | None = None
+    name: str | None = None
+    subresource: str | None = None
+
+
+def parse_resource_path(path: str) -> ResourcePath | None:
+    """Split a Kubernetes resource path; None when it is not one."""
+    segments = [s for s in path.split("/") if s]
+    if len(segments) >= 3 and segments[0] == "api" and segments[1] == "v1":
+        group, version, rest = "", "v1", segments[2:]
+    elif len(segments) >= 4 and segments[0] == "apis":
+        group, version, rest = segments[1], segments[2], segments[3:]
+    else:
+        return None
+    namespace = None
+    if (
+        rest[0] == "namespaces" and len(rest) >= 3
+        and not (group == "" and len(rest) == 3 and rest[2] in ("status", "finalize"))
+    ):
+        namespace, rest = rest[1], rest[2:]
+    if not 1 <= len(rest) <= 3:
+        return None
+    return ResourcePath(
+        group=group, version=version, plural=rest[0], namespace=namespace,
+        name=rest[1] if len(rest) > 1 else None,
+        subresource=rest[2] if len(rest) > 2 else None,
+    )
+
+
+def _json_response(body: Any, *, status: int = 200,
+                   headers: Mapping[str, str] | None = None) -> web.Response:
+    return web.Response(
+        body=json.dumps(body, separators=(",", ":")).encode(),
+        status=status, content_type=_JSON, headers=headers,
+    )
+
+
+def _content_type(request: web.Request) -> str:
+    """The media type of the body; a missing header means JSON, as for a real server."""
+    header = request.headers.get("Content-Type", "")
+    media = header.split(";", 1)[0].strip().lower()
+    return media or _JSON
+
+
+def _verb(method: str, path: ResourcePath | None, watch: bool) -> str:
+    if path is None:
+        return method.lower()
+    if method == "GET":
+        if watch:
+            return "watch"
+        return "get" if path.name else "list"
+    return {
+        "POST": "create", "PUT": "update", "PATCH": "patch",
+        "DELETE": "delete" if path.name else "deletecollection",
+    }.get(method, method.lower())
+
+
+def _age(timestamp: Any) -> str:
+    try:
+        created = datetime.datetime.strptime(str(timestamp), "%Y-%m-%dT%H:%M:%SZ").replace(
+            tzinfo=datetime.UTC
+        )
+    except ValueError:
+        return "<unknown>"
+    seconds = int((datetime.datetime.now(datetime.UTC) - created).total_seconds())
+    seconds = max(seconds, 0)
+    if seconds < 120:
+        return f"{seconds}s"
+    if seconds < 7200:
+        return f"{seconds // 60}m"
+    if seconds < 172800:
+        return f"{seconds // 3600}h"
+    return f"{seconds // 86400}d"
+
+
+_COLUMNS = [
+    {"name": "Name", "type": "string", "format": "name", "priority": 0,
+     "description": "Name must be unique within a namespace."},
+    {"name": "Age", "type": "string", "format": "", "priority": 0,
+     "description": "CreationTimestamp is a timestamp representing the server time when this "
+                    "object was created."},
+]
+
+
+def _table_row(obj: Mapping[str, Any], include_object: str) -> dict[str, Any]:
+    meta = obj.get("metadata") or {}
+    if include_object == "Object":
+        embedded: Mapping[str, Any] = obj
+    else:
+        embedded = {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                    "metadata": meta}
+    return {"cells": [meta.get("name", ""), _age(meta.get("creationTimestamp"))],
+            "object": embedded}
+
+
+def _table(items: list[Mapping[str, Any]], metadata: Mapping[str, Any], include_object: str,
+           *, columns: bool = True) -> dict[str, Any]:
+    return {
+        "kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": dict(metadata),
+        "columnDefinitions": _COLUMNS if columns else [],
+        "rows": [_table_row(obj, include_object) for obj in items],
+    }
+
+
+class ApiApplication:
+    """Builds the aiohttp application over one ``Operations`` and answers its requests."""
+
+    def __init__(
+        self,
+        ops: Operations,
+        *,
+        token: str,
+        accounting: RequestAccounting,
+        faults: FaultInjector,
+        address: Callable[[], str],
+        bookmark_interval: float = 60.0,
+    ) -> None:
+        self.ops = ops
+        self.token = token
+        self.accounting = accounting
+        self.faults = faults
+        self.address = address
+        self.bookmark_interval = bookmark_interval
+        self._expected_auth = f"Bearer {token}".encode()
+
+    def make_app(self) -> web.Application:
+        """The aiohttp application (one catch-all route)."""
+        app = web.Application(client_max_size=MAX_BODY_BYTES + 1)
+        app.router.add_route("*", "/{tail:.*}", self.handle)
+        return app
+
+    # -- entry ----------------------------------------------------------------------------
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        """Authenticate, route, answer and count one request."""
+        path = parse_resource_path(request.path)
+        watch = request.query.get("watch", "").lower() in _TRUE
+        verb = _verb(request.method, path, watch)
+        resource = self._resource_label(path)
+        code = 500
+        try:
+            response = await self._answer(request, path, verb, resource)
+            code = response.status
+            return response
+        except ApiStatusError as exc:
+            code = exc.code
+            return self._error_response(exc)
+        except asyncio.CancelledError:
+            code = 499
+            raise
+        except Exception:
+            log.exception("embedded apiserver: internal error on %s %s", request.method,
+                          request.path)
+            code = 500
+            return _json_response(
+                status_body(500, "InternalError", "Internal error occurred: see server log",
+                            details={}),
+                status=500,
+            )
+        finally:
+            if path is not None:
+                self.accounting.record(verb=verb, resource=resource, code=code)
+
+    def _error_response(self, exc: ApiStatusError) -> web.Response:
+        if isinstance(exc.body, str):
+            return web.Response(text=exc.body, status=exc.code, content_type="text/plain",
+                                headers=exc.headers)
+        return _json_response(exc.body, status=exc.code, headers=exc.headers)
+
+    def _resource_label(self, path: ResourcePath | None) -> str:
+        if path is None:
+            return ""
+        label = f"{path.plural}.{path.group}" if path.group else path.plural
+        return f"{label}/{path.subresource}" if path.subresource else label
+
+    def _authenticated(self, request: web.Request) -> bool:
+        header = request.headers.get("Authorization", "").encode()
+        return hmac.compare_digest(header, self._expected_auth)
+
+    async def _answer(
+        self, request: web.Request, path: ResourcePath | None, verb: str, resource: str
+    ) -> web.StreamResponse:
+        if not self._authenticated(request):
+            raise ApiStatusError(401, status_body(401, "Unauthorized", "Unauthorized"))
+        if path is None:
+            return self._non_resource(request)
+        decision = self.faults.decide(verb, resource)
+        if decision.delay:
+            await asyncio.sleep(decision.delay)
+        if decision.error_code is not None:
+            code = decision.error_code
+            headers = {"Retry-After": str(decision.retry_after)} if decision.retry_after else {}
+            reason, message = {
+                429: ("TooManyRequests", "Too many requests, please try again later."),
+                503: ("ServiceUnavailable", "the server is currently unable to handle the "
+                                            "request"),
+            }.get(code, ("InternalError", "Internal error occurred: injected fault"))
+            details: dict[str, Any] = {}
+            if decision.retry_after:
+                details["retryAfterSeconds"] = decision.retry_after
+            raise ApiStatusError(code, status_body(code, reason, message, details=details),
+                                 headers=headers)
+        return await self._resource(request, path, verb)
+
+    # -- non-resource endpoints -----------------------------------------------------------
+
+    def _non_resource(self, request: web.Request) -> web.Response:
+        if request.method != "GET":
+            raise method_not_allowed()
+        registry = self.ops.registry
+        p = request.path.rstrip("/") or "/"
+        segments = [s for s in p.split("/") if s]
+        body: Any = None
+        if p == "/version":
+            body = _discovery.version_info()
+        elif p == "/api":
+            body = _discovery.api_versions(self.address())
+        elif p == "/apis":
+            body = _discovery.api_group_list(registry)
+        elif p in ("/healthz", "/livez", "/readyz"):
+            return web.Response(text="ok", content_type="text/plain")
+        elif p == "/debug/optk/requests":
+            body = self.accounting.as_json()
+        elif p == "/api/v1":
+            body = _discovery.resource_list(registry, "", "v1")
+        elif len(segments) == 2 and segments[0] == "apis":
+            body = _discovery.api_group(registry, segments[1])
+        elif len(segments) == 3 and segments[0] == "apis":
+            body = _discovery.resource_list(registry, segments[1], segments[2])
+        elif p == "/openapi/v2":
+            body = _openapi.openapi_v2(registry)
+        elif p == "/openapi/v3":
+            body = _openapi.openapi_v3_index(registry)
+        elif p.startswith("/openapi/v3/"):
+            body = _openapi.openapi_v3_document(registry, p[len("/openapi/v3/"):])
+        if body is None:
+            raise ApiStatusError(404, _NOT_FOUND_TEXT)
+        return _json_response(body)
+
+    # -- resources ------------------------------------------------------------------------
+
+    def _lookup(self, path: ResourcePath) -> ResourceType:
+        rt = self.ops.registry.lookup(path.group, path.version, path.plural)
+        if rt is None:
+            raise ApiStatusError(404, _NOT_FOUND_TEXT)
+        if path.subresource is not None and path.subresource not in rt.subresources:
+            raise ApiStatusError(404, _NOT_FOUND_TEXT)
+        if path.namespace is not None and not rt.namespaced:
+            raise ApiStatusError(404, _NOT_FOUND_TEXT)
+        return rt
+
+    async def _read_body(self, request: web.Request, *, allowed: tuple[str, ...]) -> bytes:
+        if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
+            raise self._too_large()
+        content_type = _content_type(request)
+        if content_type not in allowed:
+            raise unsupported_media_type([t for t in allowed if t not in ("*/*", "")])
+        try:
+            return await request.read()
+        except web.HTTPRequestEntityTooLarge as exc:
+            raise self._too_large() from exc
+
+    @staticmethod
+    def _too_large() -> ApiStatusError:
+        return ApiStatusError(413, status_body(
+            413, "RequestEntityTooLarge",
+            f"Request entity too large: limit is {MAX_BODY_BYTES}", details={},
+        ))
+
+    @staticmethod
+    def _decode_object(raw: bytes, content_type: str) -> Any:
+        try:
+            if content_type == "application/yaml":
+                return yaml.safe_load(raw)
+            return json.loads(raw)
+        except (ValueError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise bad_request(
+                f"the object provided is unrecognized: couldn't get version/kind; json parse "
+                f"error: {exc}"
+            ) from exc
+
+    def _list_query(self, request: web.Request, rt: ResourceType) -> ListQuery:
+        query = request.query
+        try:
+            limit = int(query.get("limit") or 0)
+        except ValueError as exc:
+            raise bad_request(f"invalid limit: {query.get('limit')}") from exc
+        return ListQuery(
+            labels=parse_label_selector(query.get("labelSelector")),
+            fields=parse_field_selector(query.get("fieldSelector"), rt.kind),
+            limit=limit,
+            continue_token=query.get("continue") or None,
+            resource_version=query.get("resourceVersion"),
+            resource_version_match=query.get("resourceVersionMatch"),
+        )
+
+    @staticmethod
+    def _table_request(request: web.Request) -> bool:
+        accept = request.headers.get("Accept", "")
+        return "as=Table" in accept
+
+    async def _resource(
+        self, request: web.Request, path: ResourcePath, verb: str
+    ) -> web.StreamResponse:
+        rt = self._lookup(path)
+        ops = self.ops
+        namespace = path.namespace or ""
+        dry_run = "All" in request.query.getall("dryRun", [])
+        include = request.query.get("includeObject", "Metadata")
+        table = self._table_request(request)
+        if verb not in rt.verbs and path.subresource is None:
+            raise method_not_allowed()
+        if verb == "get":
+            obj = ops.get(rt, namespace, str(path.name))
+            if table:
+                return _json_response(_table([obj], {}, include))
+            return _json_response(obj)
+        if verb == "list":
+            body = ops.list(rt, path.namespace, self._list_query(request, rt))
+            if table:
+                return _json_response(_table(body["items"], body["metadata"], include))
+            return _json_response(body)
+        if verb == "watch":
+            return await self._watch(request, rt, path, include if table else None)
+        if verb == "create":
+            if path.name is not None:
+                raise method_not_allowed()
+            raw = await self._read_body(request, allowed=_WRITE_TYPES)
+            obj = ops.create(rt, namespace, self._decode_object(raw, _content_type(request)),
+                             dry_run=dry_run)
+            return _json_response(ops.served(obj, rt), status=201)
+        if verb == "update":
+            raw = await self._read_body(request, allowed=_WRITE_TYPES)
+            obj = ops.update(rt, namespace, str(path.name),
+                             self._decode_object(raw, _content_type(request)),
+                             subresource=path.subresource, dry_run=dry_run)
+            return _json_response(ops.served(obj, rt))
+        if verb == "patch":
+            raw = await self._read_body(request, allowed=PATCH_TYPES)
+            obj = ops.patch(rt, namespace, str(path.name), raw, _content_type(request),
+                            subresource=path.subresource, dry_run=dry_run)
+            return _json_response(ops.served(obj, rt))
+        if verb in ("delete", "deletecollection"):
+            options = await self._delete_options(request)
+            dry_run = dry_run or "All" in (options.get("dryRun") or ())
+            if verb == "delete":
+                result = ops.delete(rt, namespace, str(path.name), options, dry_run=dry_run)
+                return _json_response(result)
+            return _json_response(ops.delete_collection(
+                rt, path.namespace, self._list_query(request, rt), options, dry_run=dry_run
+            ))
+        raise method_not_allowed()
+
+    async def _delete_options(self, request: web.Request) -> dict[str, Any]:
+        options: dict[str, Any] = {}
+        if request.body_exists:
+            raw = await self._read_body(request, allowed=_WRITE_TYPES)
+            if raw.strip():
+                decoded = self._decode_object(raw, _content_type(request))
+                if not isinstance(decoded, Mapping):
+                    raise bad_request("DeleteOptions must be an object")
+                options.update(decoded)
+        query = request.query
+        if "propagationPolicy" in query:
+            options["propagationPolicy"] = query["propagationPolicy"]
+        if "orphanDependents" in query:
+            options["orphanDependents"] = query["orphanDependents"].lower() in _TRUE
+        return options
+
+    async def _watch(
+        self, request: web.Request, rt: ResourceType, path: ResourcePath,
+        table_include: str | None,
+    ) -> web.StreamResponse:
+        query = self._list_query(request, rt)
+        timeout_text = request.query.get("timeoutSeconds")
+        try:
+            timeout = float(timeout_text) if timeout_text else None
+        except ValueError as exc:
+            raise bad_request(f"invalid timeoutSeconds: {timeout_text}") from exc
+        wrap = None
+        if table_include is not None:
+            include = table_include
+
+            def wrap(obj: Mapping[str, Any], first: bool) -> Mapping[str, Any]:
+                return _table([obj], {}, include, columns=first)
+
+        watch_request = WatchRequest(
+            rt=rt,
+            namespace=path.namespace if rt.namespaced else None,
+            labels=query.labels,
+            fields=query.fields,
+            resource_version=query.resource_version,
+            timeout=timeout,
+            bookmarks=request.query.get("allowWatchBookmarks", "").lower() in _TRUE,
+            wrap=wrap,
+        )
+        return await serve_watch(
+            request, self.ops, watch_request, faults=self.faults.current,
+            bookmark_interval=self.bookmark_interval,
+        )

@@ -1,0 +1,129 @@
+"""``/openapi/v2`` and ``/openapi/v3``, built from the schemas shipped in ``kubernetes-validate``.
+
+kubectl reads these for strategic-merge metadata (``x-kubernetes-patch-merge-key``/``-strategy``)
+and for ``kubectl explain``. ``kubernetes-validate`` ships JSON Schema (draft 2020-12); this module
+converts it to the OpenAPI dialect Kubernetes serves: ``#/definitions/...`` (v2) or
+``#/components/schemas/...`` (v3) references, one non-null ``type``, ``int-or-string`` formats, and
+``x-kubernetes-group-version-kind`` on every served kind. Documents are built once per process;
+custom resources are not described (a known difference from a real server).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+
+from reconciler.embedded._kinds import KindRegistry
+
+__all__ = ["openapi_v2", "openapi_v3_document", "openapi_v3_index"]
+
+_SCHEMA_VERSION = "v1.25.0-local"
+_KEPT = frozenset({
+    "description", "type", "format", "items", "properties", "additionalProperties", "$ref",
+    "required", "enum", "default",
+})
+
+
+def _schema_file() -> Path:
+    root = Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema"
+    return root / _SCHEMA_VERSION / "_definitions.json"
+
+
+def _convert(node: Any, ref_prefix: str) -> Any:
+    if isinstance(node, list):
+        return [_convert(v, ref_prefix) for v in node]
+    if not isinstance(node, Mapping):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "$ref":
+            out["$ref"] = str(value).replace("#/$defs/", ref_prefix)
+        elif key == "type":
+            types = [value] if isinstance(value, str) else [t for t in value if t != "null"]
+            if set(types) == {"integer", "string"}:
+                out["type"], out["format"] = "string", "int-or-string"
+            elif types:
+                out["type"] = types[0]
+        elif key == "enum":
+            values = [v for v in value if v is not None]
+            if values:
+                out["enum"] = values
+        elif key in ("properties",):
+            out[key] = {k: _convert(v, ref_prefix) for k, v in value.items()}
+        elif key.startswith("x-kubernetes-") or key in _KEPT:
+            out[key] = _convert(value, ref_prefix)
+        elif key in ("oneOf", "anyOf") and "type" not in node:
+            kinds = {t for alt in value if isinstance(alt, Mapping)
+                     for t in ([alt.get("type")] if isinstance(alt.get("type"), str)
+                               else alt.get("type") or ())}
+            if {"integer", "string"} <= kinds:
+                out["type"], out["format"] = "string", "int-or-string"
+    return out
+
+
+@functools.lru_cache(maxsize=2)
+def _definitions(ref_prefix: str) -> dict[str, Any]:
+    raw = json.loads(_schema_file().read_text())["$defs"]
+    converted: dict[str, Any] = {}
+    for name, schema in raw.items():
+        doc = _convert(schema, ref_prefix)
+        props = schema.get("properties") or {}
+        api_versions = (props.get("apiVersion") or {}).get("enum") or []
+        kinds = (props.get("kind") or {}).get("enum") or []
+        if api_versions and kinds and api_versions[0] and kinds[0]:
+            group, _, version = str(api_versions[0]).rpartition("/")
+            doc["x-kubernetes-group-version-kind"] = [
+                {"group": group, "version": version, "kind": kinds[0]}
+            ]
+        converted[name] = doc
+    return converted
+
+
+def openapi_v2(registry: KindRegistry) -> dict[str, Any]:
+    """The Swagger 2.0 document (definitions only; paths are not needed by clients)."""
+    return {
+        "swagger": "2.0",
+        "info": {"title": "Kubernetes", "version": "v1.25.0-optk"},
+        "paths": {},
+        "definitions": _definitions("#/definitions/"),
+    }
+
+
+def _group_versions(registry: KindRegistry) -> list[str]:
+    paths = set()
+    for rt in registry.all_types():
+        if rt.is_custom:
+            continue
+        paths.add(f"apis/{rt.group}/{rt.version}" if rt.group else "api/v1")
+    return sorted(paths)
+
+
+def _hash(path: str) -> str:
+    return hashlib.sha256(f"{_SCHEMA_VERSION}/{path}".encode()).hexdigest()[:32].upper()
+
+
+def openapi_v3_index(registry: KindRegistry) -> dict[str, Any]:
+    """``/openapi/v3``: where each group-version's document lives."""
+    return {"paths": {
+        path: {"serverRelativeURL": f"/openapi/v3/{path}?hash={_hash(path)}"}
+        for path in _group_versions(registry)
+    }}
+
+
+def openapi_v3_document(registry: KindRegistry, path: str) -> dict[str, Any] | None:
+    """``/openapi/v3/<api/v1 | apis/group/version>``, or None when not served."""
+    path = path.strip("/")
+    if path not in _group_versions(registry):
+        return None
+    return {
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": "v1.25.0-optk"},
+        "paths": {},
+        "components": {"schemas": _definitions("#/components/schemas/")},
+    }

@@ -1,0 +1,355 @@
+"""``EmbeddedApiServer``: the embedded Kubernetes API server as a Python object.
+
+It owns one store, one kind registry, the garbage collector and the aiohttp application, and
+runs them on a private event loop, either in a background thread (``start()`` or ``with``) or in
+the foreground (``serve_forever()``, used by ``optk apiserver``). At start it generates a CA and
+server certificate, a random bearer token, and a kubeconfig (mode 0600) that carries both, so
+the official client and kubectl connect over verified HTTPS. It binds to loopback unless told
+otherwise. Python callers can read request counts, inject faults and compact the watch history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import ipaddress
+import os
+import secrets
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import kubernetes.client
+import yaml
+from aiohttp import web
+
+from reconciler.embedded._accounting import RequestAccounting, RequestKey
+from reconciler.embedded._collecting import GarbageCollector
+from reconciler.embedded._faults import FaultInjector, Faults
+from reconciler.embedded._http import ApiApplication
+from reconciler.embedded._kinds import KindRegistry, ServerContext
+from reconciler.embedded._operations import Operations
+from reconciler.embedded._storage import Storage
+from reconciler.embedded._tls import TlsFiles, generate_tls
+
+__all__ = ["EmbeddedApiServer", "ServerNotRunningError"]
+
+_INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+class ServerNotRunningError(RuntimeError):
+    """The server was used before ``start()`` or after ``stop()``."""
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _make_registry() -> KindRegistry:
+    from reconciler.embedded._registry import make_registry
+
+    return make_registry()
+
+
+class EmbeddedApiServer:
+    """A Kubernetes API server in this process, for tests, benchmarks and demos.
+
+    Use it as a context manager (``with EmbeddedApiServer() as server:``); ``.url``, ``.token``,
+    ``.kubeconfig_path`` and ``.api_client()`` connect clients to it.
+    """
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        allow_non_loopback: bool = False,
+        kubeconfig_path: str | os.PathLike[str] | None = None,
+        history_size: int = 20_000,
+        bookmark_interval: float = 60.0,
+        registry: KindRegistry | None = None,
+    ) -> None:
+        if not _is_loopback(host) and not allow_non_loopback:
+            raise ValueError(
+                f"refusing to bind the embedded API server to non-loopback host {host!r}; "
+                "pass allow_non_loopback=True to do so"
+            )
+        if not 0 <= port <= 65535:
+            raise ValueError(f"port must be within 0..65535, got {port}")
+        self._host = host
+        self._port = port
+        self._requested_kubeconfig = Path(kubeconfig_path) if kubeconfig_path else None
+        self._token = secrets.token_urlsafe(32)
+        self._accounting = RequestAccounting()
+        self._faults = FaultInjector()
+        self._storage = Storage(history_size=history_size)
+        self._registry = registry if registry is not None else _make_registry()
+        self._ops = Operations(self._storage, self._registry, ServerContext())
+        self._bookmark_interval = bookmark_interval
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+        self._collector: GarbageCollector | None = None
+        self._bound_port: int | None = None
+        self._workdir: Path | None = None
+        self._tls: TlsFiles | None = None
+        self._kubeconfig: Path | None = None
+        self._started = threading.Event()
+        self._start_error: BaseException | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def __enter__(self) -> EmbeddedApiServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def _prepare(self) -> None:
+        self._workdir = Path(tempfile.mkdtemp(prefix="optk-apiserver-"))
+        os.chmod(self._workdir, 0o700)
+        hosts = tuple(dict.fromkeys(("127.0.0.1", "::1", self._host)))
+        self._tls = generate_tls(self._workdir, hosts=hosts)
+        for name in _INITIAL_NAMESPACES:
+            if self._storage.get(("", "namespaces"), "", name) is None:
+                self._ops.create(self._namespace_type(), "", {
+                    "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name},
+                })
+
+    def _namespace_type(self) -> Any:
+        rt = self._registry.lookup("", "v1", "namespaces")
+        if rt is None:
+            raise RuntimeError("the kind registry does not serve namespaces")
+        return rt
+
+    async def _start_site(self) -> None:
+        assert self._tls is not None
+        application = ApiApplication(
+            self._ops, token=self._token, accounting=self._accounting, faults=self._faults,
+            address=lambda: f"{self._host}:{self._bound_port}",
+            bookmark_interval=self._bookmark_interval,
+        )
+        self._runner = web.AppRunner(
+            application.make_app(), access_log=None, handle_signals=False,
+            shutdown_timeout=0.5,
+        )
+        await self._runner.setup()
+        site = web.TCPSite(
+            self._runner, self._host, self._port, ssl_context=self._tls.server_context(),
+            backlog=512,
+        )
+        await site.start()
+        server = site._server
+        sockets = getattr(server, "sockets", None) or ()
+        self._bound_port = int(sockets[0].getsockname()[1]) if sockets else self._port
+        self._collector = GarbageCollector(self._ops)
+        self._collector.start()
+        self._kubeconfig = self._write_kubeconfig()
+
+    async def _shutdown(self) -> None:
+        if self._collector is not None:
+            self._collector.stop()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def _run_loop(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_until_complete(self._start_site())
+        except BaseException as exc:
+            self._start_error = exc
+            self._started.set()
+            loop.close()
+            return
+        self._started.set()
+        try:
+            loop.run_forever()
+        finally:
+            loop.run_until_complete(self._shutdown())
+            pending = asyncio.all_tasks(loop)
+            for task in pending:
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+    def start(self) -> EmbeddedApiServer:
+        """Start serving in a background thread; returns ``self`` once the port is bound."""
+        if self._thread is not None:
+            return self
+        self._prepare()
+        self._thread = threading.Thread(
+            target=self._run_loop, name="optk-embedded-apiserver", daemon=True
+        )
+        self._thread.start()
+        self._started.wait()
+        if self._start_error is not None:
+            self._thread.join()
+            self._thread = None
+            raise self._start_error
+        return self
+
+    def stop(self) -> None:
+        """Stop serving, end every watch and remove the generated files."""
+        loop, thread = self._loop, self._thread
+        if loop is not None and thread is not None and thread.is_alive():
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(timeout=10)
+        self._thread = None
+        self._loop = None
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
+        if self._kubeconfig is not None and self._requested_kubeconfig is not None:
+            with contextlib.suppress(FileNotFoundError):
+                self._kubeconfig.unlink()
+        self._kubeconfig = None
+
+    def serve_forever(self, stop: threading.Event | None = None) -> None:
+        """Serve in the calling thread until ``stop`` is set (or forever)."""
+        self.start()
+        try:
+            (stop or threading.Event()).wait()
+        finally:
+            self.stop()
+
+    # -- connection data ------------------------------------------------------------------
+
+    def _require_running(self) -> None:
+        if self._bound_port is None or self._thread is None:
+            raise ServerNotRunningError("the embedded API server is not running; use start()")
+
+    @property
+    def url(self) -> str:
+        """``https://127.0.0.1:<port>``."""
+        self._require_running()
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        return f"https://{host}:{self._bound_port}"
+
+    @property
+    def token(self) -> str:
+        """The bearer token every request must carry."""
+        return self._token
+
+    @property
+    def kubeconfig_path(self) -> Path:
+        """The kubeconfig (mode 0600) with the server URL, CA and token."""
+        self._require_running()
+        assert self._kubeconfig is not None
+        return self._kubeconfig
+
+    @property
+    def ca_cert_path(self) -> Path:
+        """The PEM file of the server's CA."""
+        self._require_running()
+        assert self._tls is not None
+        return self._tls.ca_cert_path
+
+    def _write_kubeconfig(self) -> Path:
+        assert self._tls is not None
+        assert self._workdir is not None
+        path = self._requested_kubeconfig or self._workdir / "kubeconfig"
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "optk-embedded", "cluster": {
+                "server": self.url_unchecked(),
+                "certificate-authority-data": base64.b64encode(self._tls.ca_pem).decode(),
+            }}],
+            "users": [{"name": "optk-admin", "user": {"token": self._token}}],
+            "contexts": [{"name": "optk-embedded", "context": {
+                "cluster": "optk-embedded", "user": "optk-admin", "namespace": "default",
+            }}],
+            "current-context": "optk-embedded",
+            "preferences": {},
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            yaml.safe_dump(config, handle, sort_keys=False)
+        os.chmod(path, 0o600)
+        return path
+
+    def url_unchecked(self) -> str:
+        """The URL without the running check (used while starting)."""
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        return f"https://{host}:{self._bound_port}"
+
+    def configuration(self) -> kubernetes.client.Configuration:
+        """An official-client ``Configuration`` for this server (verified TLS, bearer token)."""
+        self._require_running()
+        config = kubernetes.client.Configuration()
+        config.host = self.url
+        config.ssl_ca_cert = str(self.ca_cert_path)
+        config.verify_ssl = True
+        config.api_key = {"authorization": self._token}
+        config.api_key_prefix = {"authorization": "Bearer"}
+        return config
+
+    def api_client(self) -> kubernetes.client.ApiClient:
+        """A new official ``ApiClient`` connected to this server."""
+        return kubernetes.client.ApiClient(self.configuration())
+
+    # -- accounting, faults, history ------------------------------------------------------
+
+    def request_counts(self) -> dict[str, int]:
+        """Cumulative requests by verb: get list watch create update patch delete
+        deletecollection."""
+        return self._accounting.by_verb()
+
+    def request_breakdown(self) -> dict[RequestKey, int]:
+        """Cumulative requests by verb, resource and response code."""
+        return self._accounting.breakdown()
+
+    def reset_request_counts(self) -> None:
+        """Start counting requests from zero."""
+        self._accounting.reset()
+
+    @property
+    def current_faults(self) -> Faults:
+        """The faults in force (``Faults()`` when none)."""
+        return self._faults.current
+
+    def set_faults(self, faults: Faults | None) -> Faults:
+        """Inject ``faults`` from now on (None clears them); returns the previous value."""
+        return self._faults.set(faults or Faults())
+
+    @contextlib.contextmanager
+    def faults(self, faults: Faults) -> Iterator[Faults]:
+        """Inject ``faults`` for the duration of a ``with`` block."""
+        previous = self.set_faults(faults)
+        try:
+            yield faults
+        finally:
+            self.set_faults(previous)
+
+    def compact(self) -> int:
+        """Forget the watch history (as an etcd compaction does); returns the oldest version
+        still watchable. Watches and exact lists from older versions then get 410."""
+        return self._storage.compact()
+
+    @property
+    def resource_version(self) -> int:
+        """The latest committed ``resourceVersion``."""
+        return self._storage.resource_version
+
+    def object_count(self) -> int:
+        """How many objects the server stores."""
+        return self._storage.count()
