@@ -1,0 +1,296 @@
+"""Validation of the built-in kinds: the 422 causes of a real server, field for field."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from reconciler.embedded._kinds import Invalid, KindStrategy, ServerContext
+from reconciler.embedded._names import dns1035_label, dns1123_label, dns1123_subdomain
+from reconciler.embedded._registry import make_registry
+from reconciler.embedded._validating import go_selector, selector_matches
+from tests.conftest import load_fixture
+
+REGISTRY = make_registry()
+ERRORS = load_fixture("errors.json")["steps"]
+IMMUTABLE = load_fixture("immutable-fields.json")["steps"]
+
+
+def strategy_for(api_version: str, kind: str) -> KindStrategy:
+    rt = REGISTRY.by_kind(api_version, kind)
+    assert rt is not None
+    return REGISTRY.strategy(rt)
+
+
+def create_causes(obj: dict[str, Any]) -> list[dict[str, str]]:
+    obj = copy.deepcopy(obj)
+    strategy = strategy_for(obj["apiVersion"], obj["kind"])
+    strategy.prepare_create(obj, ServerContext())
+    try:
+        strategy.validate_create(obj)
+    except Invalid as error:
+        return error.causes
+    return []
+
+
+def created(obj: dict[str, Any], ctx: ServerContext | None = None) -> dict[str, Any]:
+    obj = copy.deepcopy(obj)
+    obj.setdefault("metadata", {}).setdefault("uid", "4c2b3a96-da6c-42e4-b9df-19476e211914")
+    strategy = strategy_for(obj["apiVersion"], obj["kind"])
+    strategy.prepare_create(obj, ctx or ServerContext())
+    strategy.validate_create(obj)
+    return obj
+
+
+def update_causes(
+    old: dict[str, Any], patch: dict[str, Any], ctx: ServerContext | None = None
+) -> list[dict[str, str]]:
+    """Causes of a merge patch of ``old`` (only the shallow merges the recordings use)."""
+    new = _merge(old, patch)
+    strategy = strategy_for(old["apiVersion"], old["kind"])
+    strategy.prepare_update(old, new, ctx or ServerContext())
+    try:
+        strategy.validate_update(old, new)
+    except Invalid as error:
+        return error.causes
+    return []
+
+
+def _merge(target: Any, patch: Any) -> Any:
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = dict(copy.deepcopy(target)) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = _merge(result.get(key), value)
+    return result
+
+
+def recorded(steps: list[dict[str, Any]], note_start: str) -> dict[str, Any]:
+    return next(s for s in steps if s["note"].startswith(note_start))
+
+
+def recorded_causes(step: dict[str, Any]) -> list[dict[str, str]]:
+    causes: list[dict[str, str]] = step["response"]["details"]["causes"]
+    return causes
+
+
+# --- create ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "note",
+    ["422 Invalid: details.causes", "no name and no generateName", "invalid DNS-1123 name"],
+)
+def test_create_causes_match_errors_json(note: str) -> None:
+    step = recorded(ERRORS, note)
+    assert create_causes(step["request"]["body"]) == recorded_causes(step)
+
+
+def test_generate_name_alone_is_valid_and_its_prefix_is_checked() -> None:
+    configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "gen-"}}
+    assert create_causes(configmap) == []
+    bad = {**configmap, "metadata": {"generateName": "Gen_"}}
+    assert [c["field"] for c in create_causes(bad)] == ["metadata.generateName"]
+
+
+@pytest.mark.parametrize(
+    ("api_version", "kind", "name", "valid"),
+    [
+        ("v1", "Namespace", "team-a", True),
+        ("v1", "Namespace", "team.a", False),  # a label, not a subdomain
+        ("v1", "ConfigMap", "team.a", True),
+        ("v1", "Service", "web-1", True),
+        ("v1", "Service", "1web", False),  # DNS-1035: starts with a letter
+        ("v1", "ConfigMap", "1web", True),
+        ("rbac.authorization.k8s.io/v1", "ClusterRole", "system:controller:x", True),
+        ("rbac.authorization.k8s.io/v1", "ClusterRole", "a/b", False),
+        ("v1", "ConfigMap", "a" * 253, True),
+        ("v1", "ConfigMap", "a" * 254, False),
+        ("v1", "Namespace", "a" * 64, False),
+    ],
+)
+def test_name_rule_per_kind(api_version: str, kind: str, name: str, valid: bool) -> None:
+    obj = {"apiVersion": api_version, "kind": kind, "metadata": {"name": name}}
+    if kind == "Service":
+        obj["spec"] = {"ports": [{"port": 80}]}
+    causes = [c for c in create_causes(obj) if c["field"] == "metadata.name"]
+    assert (causes == []) is valid, causes
+
+
+_SUBDOMAIN_CHARS = st.text(alphabet="abcz09-.A_", min_size=1, max_size=70)
+
+
+@given(name=_SUBDOMAIN_CHARS)
+def test_name_rules_nest(name: str) -> None:
+    # Every DNS-1035 label is a DNS-1123 label, and every DNS-1123 label a subdomain.
+    if not dns1035_label(name):
+        assert not dns1123_label(name)
+    if not dns1123_label(name):
+        assert not dns1123_subdomain(name)
+    if any(c.isupper() or c == "_" for c in name):
+        assert dns1123_subdomain(name)
+
+
+def test_workload_rules() -> None:
+    base = {
+        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "s"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "a"}},
+            "template": {"metadata": {"labels": {"app": "a"}},
+                         "spec": {"containers": [{"name": "c", "image": "i"}]}},
+        },
+    }
+    assert create_causes(base) == []
+    duplicate = copy.deepcopy(base)
+    duplicate["spec"]["template"]["spec"]["containers"] *= 2
+    assert create_causes(duplicate) == [{
+        "reason": "FieldValueDuplicate", "message": 'Duplicate value: "c"',
+        "field": "spec.template.spec.containers[1].name",
+    }]
+    never = copy.deepcopy(base)
+    never["spec"]["template"]["spec"]["restartPolicy"] = "Never"
+    assert [c["reason"] for c in create_causes(never)] == ["FieldValueNotSupported"]
+    empty = copy.deepcopy(base)
+    empty["spec"]["selector"] = {}
+    assert create_causes(empty)[0]["message"].endswith("empty selector is invalid for statefulset")
+
+
+def test_job_needs_a_restart_policy_other_than_always() -> None:
+    job = {
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+        "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}},
+    }
+    assert create_causes(job) == [{
+        "reason": "FieldValueNotSupported",
+        "message": 'Unsupported value: "Always": supported values: "OnFailure", "Never"',
+        "field": "spec.template.spec.restartPolicy",
+    }]
+
+
+def test_service_pvc_and_binding_required_fields() -> None:
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": {}}
+    assert [c["field"] for c in create_causes(svc)] == ["spec.ports"]
+    pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "p"},
+           "spec": {}}
+    assert [c["field"] for c in create_causes(pvc)] == [
+        "spec.accessModes", "spec.resources[storage]"]
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+               "metadata": {"name": "b"}, "roleRef": {"kind": "Role", "name": "r"}}
+    assert [c["field"] for c in create_causes(binding)] == ["roleRef.kind"]
+
+
+# --- immutable fields ------------------------------------------------------------------------
+
+
+def _deployment() -> dict[str, Any]:
+    # The recording's selector patch yields only the immutable cause, so its template carries
+    # both labels.
+    return created({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "imm-dep", "namespace": "fixtures"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "imm"}},
+            "template": {"metadata": {"labels": {"app": "imm", "v": "1"}},
+                         "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}},
+        },
+    })
+
+
+def _statefulset() -> dict[str, Any]:
+    sent = copy.deepcopy(load_fixture("statefulset.json")["sent"])
+    sent["metadata"] = {"name": "imm-sts", "namespace": "fixtures"}
+    return created(sent)
+
+
+def _service(ctx: ServerContext) -> dict[str, Any]:
+    return created({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "imm-svc", "namespace": "fixtures"},
+        "spec": {"selector": {"app": "x"}, "ports": [{"port": 80}]},
+    }, ctx)
+
+
+def _configmap() -> dict[str, Any]:
+    return created({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "imm-cm", "namespace": "fixtures"},
+        "immutable": True, "data": {"a": "1"},
+    })
+
+
+@pytest.mark.parametrize(
+    ("note", "make"),
+    [
+        ("Deployment spec.selector is immutable", _deployment),
+        ("StatefulSet: only replicas", _statefulset),
+        ("StatefulSet volumeClaimTemplates are immutable", _statefulset),
+        ("allowed StatefulSet change", _statefulset),
+        ("immutable: true ConfigMap data change", _configmap),
+        ("immutable cannot be unset", _configmap),
+        ("metadata of an immutable ConfigMap can still change", _configmap),
+        ("metadata.uid change", _configmap),
+    ],
+)
+def test_update_causes_match_immutable_fields_json(note: str, make: Any) -> None:
+    step = recorded(IMMUTABLE, note)
+    causes = update_causes(make(), step["request"]["body"])
+    expected = recorded_causes(step) if step["status"] == 422 else []
+    assert causes == expected
+
+
+@pytest.mark.parametrize("note", ["Service spec.clusterIP is immutable", "ClusterIP service ->"])
+def test_cluster_ip_may_not_change(note: str) -> None:
+    step = recorded(IMMUTABLE, note)
+    ctx = ServerContext()
+    assert update_causes(_service(ctx), step["request"]["body"], ctx) == recorded_causes(step)
+
+
+def test_secret_type_and_immutable_data() -> None:
+    secret = created({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+                      "immutable": True, "data": {"k": "dg=="}})
+    causes = update_causes(secret, {"type": "kubernetes.io/tls", "data": {"k": "dw=="}})
+    assert [(c["reason"], c["field"]) for c in causes] == [
+        ("FieldValueInvalid", "type"), ("FieldValueForbidden", "data")]
+    assert update_causes(secret, {"metadata": {"labels": {"a": "b"}}}) == []
+
+
+def test_job_template_is_immutable() -> None:
+    job = created({
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "uid": "u"},
+        "spec": {"template": {"spec": {"restartPolicy": "Never",
+                                       "containers": [{"name": "c", "image": "i"}]}}},
+    })
+    patch = {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "j"}]}}}}
+    assert [c["field"] for c in update_causes(job, patch)] == ["spec.template"]
+    assert update_causes(job, {"spec": {"suspend": True}}) == []
+
+
+def test_go_selector_repr_matches_the_recording() -> None:
+    step = recorded(IMMUTABLE, "Deployment spec.selector is immutable")
+    selector = step["request"]["body"]["spec"]["selector"]
+    assert go_selector(selector) in step["response"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("expressions", "labels", "matches"),
+    [
+        ([{"key": "a", "operator": "In", "values": ["1", "2"]}], {"a": "2"}, True),
+        ([{"key": "a", "operator": "In", "values": ["1"]}], {}, False),
+        ([{"key": "a", "operator": "NotIn", "values": ["1"]}], {}, True),
+        ([{"key": "a", "operator": "NotIn", "values": ["1"]}], {"a": "1"}, False),
+        ([{"key": "a", "operator": "Exists"}], {"a": ""}, True),
+        ([{"key": "a", "operator": "DoesNotExist"}], {"a": ""}, False),
+    ],
+)
+def test_selector_expressions(
+    expressions: list[dict[str, Any]], labels: dict[str, str], matches: bool
+) -> None:
+    assert selector_matches({"matchExpressions": expressions}, labels) is matches
+    assert selector_matches(None, labels) is False
