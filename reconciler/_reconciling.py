@@ -300,6 +300,7 @@ class _Run:
         self.owner_uid = owner_uid
         self.adopt = adopt
         self.recreate = recreate
+        self._annotation: str | None = None
 
     def result(
         self,
@@ -323,11 +324,21 @@ class _Run:
 
     # -- create -----------------------------------------------------------------------------
 
+    def annotation(self) -> str:
+        """The last-applied annotation of the object as built (hooks' additions are not ours:
+        they keep or stamp values, and recording them would make them look like our fields)."""
+        if self._annotation is None:
+            built = set_last_applied(self.obj)
+            self._annotation = str(built["metadata"]["annotations"][LAST_APPLIED_ANNOTATION])
+        return self._annotation
+
     def _create_body(self) -> dict[str, Any]:
-        desired = self.state.before_create(self.obj)
-        body = set_last_applied(desired)
-        meta = dict(body.get("metadata") or {})
+        body = dict(self.state.before_create(self.obj))
+        meta = dict(_meta(body))
         meta.pop("resourceVersion", None)
+        meta["annotations"] = {
+            **(meta.get("annotations") or {}), LAST_APPLIED_ANNOTATION: self.annotation(),
+        }
         body["metadata"] = meta
         return body
 
@@ -372,7 +383,9 @@ class _Run:
             patch_result = calculate_patch(live, desired, *self.r.match_options)
             if patch_result.is_empty:
                 return self.result(Action.UNCHANGED, live=live)
-            body = _with_version(patch_result.patch, _meta(live).get("resourceVersion"))
+            body = self._patch_body(patch_result.patch, live)
+            if body is None:
+                return self.result(Action.UNCHANGED, live=live)
             self.calls.add("patch")
             try:
                 patched = self.client.patch(
@@ -397,6 +410,29 @@ class _Run:
                     raise
                 return self._recreate(live, exc, fields, patch_result.diff)
             return self.result(Action.UPDATED, live=patched, diff=patch_result.diff)
+
+    def _patch_body(self, patch: Mapping[str, Any], live: KubeObject) -> dict[str, Any] | None:
+        """The patch to send, recording the built object and preconditioned on the live
+        ``resourceVersion``; None when all it would change is an annotation that already
+        records the built object (the difference came from a hook)."""
+        body = dict(patch)
+        meta = dict(body.get("metadata") or {})
+        annotations = dict(meta.get("annotations") or {})
+        annotations[LAST_APPLIED_ANNOTATION] = self.annotation()
+        live_annotations = _meta(live).get("annotations") or {}
+        rest = {k: v for k, v in annotations.items() if k != LAST_APPLIED_ANNOTATION}
+        other_meta = {k: v for k, v in meta.items() if k != "annotations"}
+        if (
+            not rest and not other_meta and body.keys() <= {"metadata"}
+            and live_annotations.get(LAST_APPLIED_ANNOTATION) == self.annotation()
+        ):
+            return None
+        meta["annotations"] = annotations
+        resource_version = _meta(live).get("resourceVersion")
+        if resource_version:
+            meta["resourceVersion"] = str(resource_version)
+        body["metadata"] = meta
+        return body
 
     # -- recreate ---------------------------------------------------------------------------
 
@@ -468,15 +504,3 @@ class _Run:
         if not deleted:
             return self.result(Action.UNCHANGED, reason="absent")
         return self.result(Action.DELETED)
-
-
-def _with_version(patch: Mapping[str, Any], resource_version: Any) -> dict[str, Any]:
-    """The patch (which already refreshes the last-applied annotation) with the live
-    ``resourceVersion`` as its precondition: a concurrent write makes it fail with 409."""
-    body = dict(patch)
-    meta = body.get("metadata")
-    meta = dict(meta) if isinstance(meta, Mapping) else {}
-    if resource_version:
-        meta["resourceVersion"] = str(resource_version)
-    body["metadata"] = meta
-    return body
