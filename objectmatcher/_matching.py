@@ -491,7 +491,31 @@ def calculate_patch(
         return PatchResult(patch={}, patch_type=patch_type, fallback_reason=reason,
                            object_ref=ref)
     patch = deep_copy(patch)
-    after = strategic_merge(current, patch, node) if walk.strategic else json_merge(current, patch)
+    after = (strategic_merge(current, patch, node, share=True) if walk.strategic
+             else json_merge(current, patch))
     return PatchResult(patch=patch, patch_type=patch_type,
-                       diff=compute_diff(current, after), fallback_reason=reason,
-                       object_ref=ref)
+                       diff=compute_diff(*_footprints(current, after, patch)),
+                       fallback_reason=reason, object_ref=ref)
+
+
+def _footprints(before: Any, after: Any, patch: Any) -> tuple[Any, Any]:
+    """``before`` and ``after`` cut down to the fields ``patch`` touches (paths preserved).
+
+    The diff is then computed over the patched fields only, not the whole (often large, with
+    ``managedFields``) live object.
+    """
+    if not (isinstance(patch, Mapping) and isinstance(before, Mapping)
+            and isinstance(after, Mapping)) or "$retainKeys" in patch or "$patch" in patch:
+        return before, after
+    cut_before: dict[str, Any] = {}
+    cut_after: dict[str, Any] = {}
+    for key, value in patch.items():
+        if key.startswith("$"):
+            key = key.partition("/")[2]
+            value = None
+        for side, cut in ((before, cut_before), (after, cut_after)):
+            if key in side:
+                cut[key] = side[key]
+        if isinstance(value, Mapping) and key in cut_before and key in cut_after:
+            cut_before[key], cut_after[key] = _footprints(before[key], after[key], value)
+    return cut_before, cut_after

@@ -140,10 +140,13 @@ def _json_patch(obj: KubeObject, patch: Any) -> Any:
                          object_ref=_ref(obj)) from error
 
 
-def strategic_merge(obj: KubeObject, patch: Any, node: SchemaNode | None) -> dict[str, Any]:
+def strategic_merge(
+    obj: KubeObject, patch: Any, node: SchemaNode | None, *, share: bool = False
+) -> dict[str, Any]:
     """``patch`` applied to ``obj`` as a strategic merge patch, guided by the schema ``node``.
 
     The low-level applier behind :func:`apply_patch`, for callers that already hold a node.
+    With ``share`` the result shares unpatched subtrees with ``obj`` (for read-only use).
     """
     if not isinstance(patch, Mapping):
         raise PatchError("a strategic merge patch must be a JSON object",
@@ -153,7 +156,9 @@ def strategic_merge(obj: KubeObject, patch: Any, node: SchemaNode | None) -> dic
     except _DirectiveError as error:
         raise PatchError(str(error), patch_type=STRATEGIC_MERGE_PATCH,
                          object_ref=_ref(obj)) from None
-    return deep_copy(result) if result is not None else {}
+    if result is None:
+        return {}
+    return result if share else deep_copy(result)
 
 
 class _DirectiveError(Exception):
