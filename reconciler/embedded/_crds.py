@@ -20,7 +20,12 @@ from typing import Any
 
 from reconciler.embedded import _defaulting
 from reconciler.embedded._kinds import Invalid, KindStrategy, ResourceType, ServerContext
-from reconciler.embedded._names import dns1123_label, dns1123_subdomain, go_quote
+from reconciler.embedded._names import (
+    dns1123_label,
+    dns1123_subdomain,
+    go_quote,
+    validate_metadata,
+)
 from reconciler.embedded._names import validate_metadata_name as _validate_name
 from reconciler.embedded._validating import (
     Cause,
@@ -399,7 +404,10 @@ class CustomResourceStrategy(KindStrategy):
 
     def validate_create(self, obj: dict[str, Any]) -> None:
         """Name (DNS-1123 subdomain) and schema."""
-        causes = _validate_name(obj, dns1123_subdomain) + self._schema_causes(obj)
+        causes = (
+            _validate_name(obj, dns1123_subdomain) + validate_metadata(obj)
+            + self._schema_causes(obj)
+        )
         if causes:
             raise Invalid(causes)
 
@@ -424,7 +432,9 @@ class CustomResourceStrategy(KindStrategy):
 
     def validate_update(self, old: Mapping[str, Any], new: dict[str, Any]) -> None:
         """``metadata.uid`` and the schema."""
-        causes = validate_uid_update(old, new) + self._schema_causes(new)
+        causes = (
+            validate_uid_update(old, new) + validate_metadata(new) + self._schema_causes(new)
+        )
         if causes:
             raise Invalid(causes)
 

@@ -415,10 +415,16 @@ def keep_all_but_status(old: Mapping[str, Any], new: dict[str, Any]) -> None:
 
 
 def keep_creation_timestamp(old: Mapping[str, Any], new: dict[str, Any]) -> None:
-    """An update cannot change ``creationTimestamp``: the stored one is silently kept."""
-    created = (old.get("metadata") or {}).get("creationTimestamp")
-    if created is not None:
-        _child(new, "metadata")["creationTimestamp"] = created
+    """An update cannot change ``creationTimestamp``: the stored one is silently kept.
+
+    A ``uid`` left out of the update is kept too (a different one is rejected by validation).
+    """
+    old_meta = old.get("metadata") or {}
+    new_meta = _child(new, "metadata")
+    if old_meta.get("creationTimestamp") is not None:
+        new_meta["creationTimestamp"] = old_meta["creationTimestamp"]
+    if old_meta.get("uid") and not new_meta.get("uid"):
+        new_meta["uid"] = old_meta["uid"]
 
 
 def keep_server_fields(

@@ -23,6 +23,7 @@ from reconciler.embedded._names import (
     dns1123_label,
     dns1123_subdomain,
     path_segment_name,
+    validate_metadata,
     validate_metadata_name,
 )
 
@@ -252,8 +253,12 @@ class BuiltinStrategy(KindStrategy):
         self.default(obj, ctx)
 
     def validate_create(self, obj: dict[str, Any]) -> None:
-        """Name rule of the kind, then the kind's own rules; raise ``Invalid`` with all causes."""
-        causes = validate_metadata_name(obj, self.name_rule) + self.validate(obj)
+        """Name rule, labels/annotations/finalizers/owners, the kind's rules; ``Invalid`` if any."""
+        causes = (
+            validate_metadata_name(obj, self.name_rule)
+            + validate_metadata(obj)
+            + self.validate(obj)
+        )
         if causes:
             raise Invalid(causes)
 
@@ -267,9 +272,10 @@ class BuiltinStrategy(KindStrategy):
         self.default(new, ctx)
 
     def validate_update(self, old: Mapping[str, Any], new: dict[str, Any]) -> None:
-        """``metadata.uid``, the kind's own rules and its immutable fields."""
+        """``metadata.uid``, labels and the like, the kind's own rules, its immutable fields."""
         causes = (
             _validating.validate_uid_update(old, new)
+            + validate_metadata(new)
             + self.validate(new)
             + self.validate_changes(old, new)
         )

@@ -294,3 +294,54 @@ def test_selector_expressions(
 ) -> None:
     assert selector_matches({"matchExpressions": expressions}, labels) is matches
     assert selector_matches(None, labels) is False
+
+
+# --- metadata of every kind ------------------------------------------------------------------
+
+
+def _configmap_with(**meta: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", **meta}}
+
+
+def test_label_keys_and_values_are_checked() -> None:
+    causes = create_causes(_configmap_with(labels={
+        "app.kubernetes.io/name": "ok", "bad key!": "x", "k": "-bad", "long": "v" * 64,
+    }))
+    assert [(c["field"], c["message"].split(":", 2)[1].strip()) for c in causes] == [
+        ("metadata.labels", '"bad key!"'),
+        ("metadata.labels", '"-bad"'),
+        ("metadata.labels", '"' + "v" * 64 + '"'),
+    ]
+    assert causes[0]["message"].startswith('Invalid value: "bad key!": name part must consist')
+    assert causes[2]["message"].endswith("must be no more than 63 characters")
+
+
+def test_annotations_finalizers_and_owner_references_are_checked() -> None:
+    assert create_causes(_configmap_with(annotations={"a" * 64: "v"}))[0]["message"].endswith(
+        "name part must be no more than 63 characters")
+    huge = create_causes(_configmap_with(annotations={"big": "x" * (256 * 1024)}))
+    assert huge == [{"reason": "FieldValueTooLong",
+                     "message": "Too long: must have at most 262144 bytes",
+                     "field": "metadata.annotations"}]
+    assert create_causes(_configmap_with(finalizers=["example.com/cleanup", "orphan"])) == []
+    assert create_causes(_configmap_with(finalizers=["cleanup"])) == [{
+        "reason": "FieldValueInvalid",
+        "message": 'Invalid value: "cleanup": name is neither a standard finalizer name nor is '
+                   "it fully qualified",
+        "field": "metadata.finalizers",
+    }]
+    owner = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d", "uid": "u",
+             "controller": True}
+    assert create_causes(_configmap_with(ownerReferences=[owner])) == []
+    causes = create_causes(_configmap_with(ownerReferences=[
+        owner, {**owner, "name": "e"}, {"apiVersion": "v1", "kind": "Pod", "name": "p"}]))
+    assert [c["field"] for c in causes] == [
+        "metadata.ownerReferences.uid", "metadata.ownerReferences"]
+
+
+def test_an_update_without_uid_keeps_it() -> None:
+    old = _configmap()
+    new = copy.deepcopy(old)
+    del new["metadata"]["uid"]
+    strategy_for("v1", "ConfigMap").prepare_update(old, new, ServerContext())
+    assert new["metadata"]["uid"] == old["metadata"]["uid"]
