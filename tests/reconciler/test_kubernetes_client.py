@@ -181,7 +181,9 @@ def test_throttling_carries_retry_after(
     client: KubernetesClient, kube_api: Any, configmap: MakeCM, ns: str
 ) -> None:
     client.create(configmap("throttled"))
-    with kube_api.faults(Faults(throttle_rate=1.0, retry_after=7, verbs={"get"})), \
+    # Writes are not retried by the official client's transport: the 429 reaches us at once.
+    with kube_api.faults(Faults(throttle_rate=1.0, retry_after=7, verbs={"patch"})), \
             pytest.raises(TooManyRequestsError) as throttled:
-        client.get("v1", "ConfigMap", "throttled", namespace=ns)
+        client.patch("v1", "ConfigMap", "throttled", {"data": {"a": "b"}},
+                     patch_type="application/merge-patch+json", namespace=ns)
     assert throttled.value.retry_after == 7.0
