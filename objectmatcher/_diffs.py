@@ -84,9 +84,16 @@ def _redacted(path: Path, value: Any, secret: bool) -> Any:
     return value
 
 
-def compute_diff(before: KubeObject, after: KubeObject) -> tuple[DiffItem, ...]:
-    """The field changes from ``before`` to ``after`` (dictdiffer), Secret values redacted."""
-    secret = is_secret(before) or is_secret(after)
+def compute_diff(
+    before: KubeObject, after: KubeObject, *, secret: bool | None = None
+) -> tuple[DiffItem, ...]:
+    """The field changes from ``before`` to ``after`` (dictdiffer), Secret values redacted.
+
+    ``secret`` says whether the objects are a Secret (default: read from their ``kind``; pass it
+    when ``before``/``after`` are cut-down parts of an object).
+    """
+    if secret is None:
+        secret = is_secret(before) or is_secret(after)
     items: list[DiffItem] = []
     for op, raw_path, change in dictdiffer.diff(before, after, dot_notation=False):
         base: Path = tuple(raw_path) if isinstance(raw_path, list) else (raw_path,)

@@ -494,7 +494,7 @@ def calculate_patch(
     after = (strategic_merge(current, patch, node, share=True) if walk.strategic
              else json_merge(current, patch))
     return PatchResult(patch=patch, patch_type=patch_type,
-                       diff=compute_diff(*_footprints(current, after, patch)),
+                       diff=compute_diff(*_footprints(current, after, patch), secret=secret),
                        fallback_reason=reason, object_ref=ref)
 
 
