@@ -20,7 +20,27 @@ def build_parser() -> argparse.ArgumentParser:
     apiserver.add_argument("--allow-non-loopback", action="store_true",
                            help="allow binding a non-loopback address")
     apiserver.set_defaults(handler=_run_apiserver)
+    run = subparsers.add_parser("run", help="run an operator defined in a Python module")
+    run.add_argument("target", metavar="MODULE[:ATTR]", help="module and Operator attribute")
+    where = run.add_mutually_exclusive_group()
+    where.add_argument("--kubeconfig", default=None, help="kubeconfig of the cluster")
+    where.add_argument("--embedded", action="store_true", help="run a fresh embedded API server")
+    run.add_argument("--metrics-port", type=int, default=None,
+                     help="serve /metrics, /healthz, /readyz on this port (0: any free port)")
+    run.add_argument("--log-format", choices=("text", "json"), default="text")
+    run.set_defaults(handler=_run_operator)
     return parser
+
+
+def _run_operator(args: argparse.Namespace) -> int:
+    from reconciler._operators import run_command
+
+    try:
+        return run_command(args.target, kubeconfig=args.kubeconfig, embedded=args.embedded,
+                           metrics_port=args.metrics_port, log_format=args.log_format)
+    except ValueError as error:
+        print(f"optk run: {error}", file=sys.stderr)
+        return 2
 
 
 def _run_apiserver(args: argparse.Namespace) -> int:

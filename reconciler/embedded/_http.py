@@ -453,6 +453,7 @@ class ApiApplication:
             resource_version=query.resource_version,
             timeout=timeout,
             bookmarks=request.query.get("allowWatchBookmarks", "").lower() in _TRUE,
+            send_initial_events=request.query.get("sendInitialEvents", "").lower() in _TRUE,
             wrap=wrap,
         )
         return await serve_watch(

@@ -116,6 +116,37 @@ def openapi_v3_index(registry: KindRegistry) -> dict[str, Any]:
     }}
 
 
+_WRITE_PARAMETERS = ("dryRun", "fieldManager", "fieldValidation", "force")
+
+
+def _paths(registry: KindRegistry, path: str) -> dict[str, Any]:
+    """PATCH operations per kind, carrying the query parameters the server supports.
+
+    kubectl looks for ``fieldValidation`` (and ``dryRun``) among a kind's PATCH parameters to
+    decide that the server validates fields itself; without it it would download ``/openapi/v2``
+    as protobuf for client-side validation.
+    """
+    paths: dict[str, Any] = {}
+    for rt in registry.all_types():
+        gv_path = f"apis/{rt.group}/{rt.version}" if rt.group else "api/v1"
+        if rt.is_custom or gv_path != path:
+            continue
+        scope = "/namespaces/{namespace}" if rt.namespaced else ""
+        gvk = {"group": rt.group, "version": rt.version, "kind": rt.kind}
+        parameters = [
+            {"name": name, "in": "query", "schema": {"type": "string", "uniqueItems": True}}
+            for name in _WRITE_PARAMETERS
+        ]
+        paths[f"/{gv_path}{scope}/{rt.plural}/{{name}}"] = {"patch": {
+            "operationId": f"patch{rt.kind}",
+            "x-kubernetes-action": "patch",
+            "x-kubernetes-group-version-kind": gvk,
+            "parameters": parameters,
+            "responses": {"200": {"description": "OK"}},
+        }}
+    return paths
+
+
 def openapi_v3_document(registry: KindRegistry, path: str) -> dict[str, Any] | None:
     """``/openapi/v3/<api/v1 | apis/group/version>``, or None when not served."""
     path = path.strip("/")
@@ -124,6 +155,6 @@ def openapi_v3_document(registry: KindRegistry, path: str) -> dict[str, Any] | N
     return {
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": "v1.25.0-optk"},
-        "paths": {},
+        "paths": _paths(registry, path),
         "components": {"schemas": _definitions("#/components/schemas/")},
     }

@@ -44,6 +44,7 @@ class WatchRequest:
     resource_version: str | None
     timeout: float | None
     bookmarks: bool
+    send_initial_events: bool = False
     wrap: Callable[[Mapping[str, Any], bool], Mapping[str, Any]] | None = None
 
 
@@ -75,6 +76,16 @@ def translate(request: WatchRequest, event: StoredEvent) -> tuple[str, Mapping[s
 
 def _line(event_type: str, obj: Mapping[str, Any]) -> bytes:
     return json.dumps({"type": event_type, "object": obj}, separators=(",", ":")).encode() + b"\n"
+
+
+def _bookmark(
+    rt: ResourceType, resource_version: int, annotations: Mapping[str, str] | None
+) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"resourceVersion": str(resource_version),
+                                "creationTimestamp": None}
+    if annotations:
+        metadata["annotations"] = dict(annotations)
+    return {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": metadata}
 
 
 async def serve_watch(
@@ -122,7 +133,7 @@ async def serve_watch(
     rv_text = request.resource_version
     try:
         with ops.storage.lock:
-            if rv_text in (None, "", "0"):
+            if rv_text in (None, "", "0") or request.send_initial_events:
                 bucket = ops.bucket(rt)
                 initial = [
                     ("ADDED", obj) for obj in ops.storage.items(bucket, request.namespace)
@@ -154,6 +165,11 @@ async def serve_watch(
             sent += 1
             if limit is not None and sent >= limit:
                 return response
+        if request.send_initial_events and request.bookmarks:
+            # the watch-list protocol: this bookmark says the initial state is complete
+            await response.write(_line("BOOKMARK", _bookmark(
+                rt, ops.storage.resource_version, {"k8s.io/initial-events-end": "true"}
+            )))
         while True:
             now = time.monotonic()
             if now >= deadline:
@@ -165,13 +181,7 @@ async def serve_watch(
                 event = await asyncio.wait_for(queue.get(), timeout=wait)
             except TimeoutError:
                 if request.bookmarks and time.monotonic() >= next_bookmark:
-                    bookmark = {
-                        "kind": rt.kind, "apiVersion": rt.api_version,
-                        "metadata": {
-                            "resourceVersion": str(ops.storage.resource_version),
-                            "creationTimestamp": None,
-                        },
-                    }
+                    bookmark = _bookmark(rt, ops.storage.resource_version, None)
                     await response.write(_line("BOOKMARK", bookmark))
                     remaining = deadline - time.monotonic()
                     next_bookmark = time.monotonic() + min(
