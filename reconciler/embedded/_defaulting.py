@@ -15,7 +15,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from reconciler.embedded._kinds import ServerContext
+from reconciler.embedded._kinds import Invalid, ServerContext
 
 __all__ = [
     "default_clusterrolebinding",
@@ -36,6 +36,7 @@ __all__ = [
     "default_statefulset",
     "initial_status",
     "keep_all_but_status",
+    "keep_allocated_service_values",
     "keep_creation_timestamp",
     "keep_server_fields",
     "keep_status",
@@ -268,8 +269,12 @@ def default_job(obj: dict[str, Any]) -> None:
 # --- core kinds ------------------------------------------------------------------------------
 
 
-def default_service(obj: dict[str, Any], ctx: ServerContext) -> None:
-    """``SetDefaults_Service`` and the ClusterIP allocation of ``PrepareForCreate``."""
+def default_service(obj: dict[str, Any], ctx: ServerContext, *, creating: bool = False) -> None:
+    """``SetDefaults_Service`` and the ClusterIP/NodePort allocation of ``PrepareForCreate``.
+
+    On create, a requested ClusterIP or nodePort is reserved (``Invalid`` when taken or out of
+    range); on update only missing values are allocated, a change being a validation error.
+    """
     spec = _child(obj, "spec")
     spec.setdefault("type", "ClusterIP")
     spec.setdefault("sessionAffinity", "None")
@@ -288,15 +293,86 @@ def default_service(obj: dict[str, Any], ctx: ServerContext) -> None:
         spec.setdefault("allocateLoadBalancerNodePorts", True)
     if spec["type"] == "ExternalName":
         return
+    ips_before = set(ctx.allocated_cluster_ips)
+    ports_before = set(ctx.allocated_node_ports)
+    try:
+        _allocate_cluster_ip(spec, ctx, creating=creating)
+        if spec["type"] == "NodePort" or (
+            spec["type"] == "LoadBalancer" and spec["allocateLoadBalancerNodePorts"]
+        ):
+            _allocate_node_ports(spec, ctx, creating=creating)
+    except Invalid:
+        # Nothing of a rejected Service stays allocated.
+        ctx.allocated_cluster_ips.intersection_update(ips_before)
+        ctx.allocated_node_ports.intersection_update(ports_before)
+        raise
+    spec.setdefault("ipFamilies", ["IPv4"])
+    spec.setdefault("ipFamilyPolicy", "SingleStack")
+
+
+def _allocate_cluster_ip(spec: dict[str, Any], ctx: ServerContext, *, creating: bool) -> None:
     cluster_ip = spec.get("clusterIP") or (spec.get("clusterIPs") or [None])[0]
     if not cluster_ip:
         cluster_ip = ctx.allocate_cluster_ip()
-    elif cluster_ip != "None":
+    elif creating and cluster_ip != "None":
+        prefix = ctx.service_cidr_prefix
+        problem = ""
+        if not str(cluster_ip).startswith(prefix):
+            problem = (
+                f"the provided IP ({cluster_ip}) is not in the valid range. The range of valid "
+                f"IPs is {prefix}0/24"
+            )
+        elif cluster_ip in ctx.allocated_cluster_ips:
+            problem = "provided IP is already allocated"
+        if problem:
+            raise Invalid([invalid_cause(
+                "spec.clusterIPs", f'[]string{{"{cluster_ip}"}}',
+                f"failed to allocate IP {cluster_ip}: {problem}",
+            )])
         ctx.allocated_cluster_ips.add(str(cluster_ip))
     spec["clusterIP"] = cluster_ip
     spec.setdefault("clusterIPs", [cluster_ip])
-    spec.setdefault("ipFamilies", ["IPv4"])
-    spec.setdefault("ipFamilyPolicy", "SingleStack")
+
+
+def _allocate_node_ports(spec: dict[str, Any], ctx: ServerContext, *, creating: bool) -> None:
+    for index, port in enumerate(_items(spec, "ports")):
+        requested = port.get("nodePort")
+        if not requested:
+            port["nodePort"] = ctx.allocate_node_port()
+        elif creating:
+            if int(requested) in ctx.allocated_node_ports:
+                raise Invalid([invalid_cause(
+                    f"spec.ports[{index}].nodePort", str(requested),
+                    "provided port is already allocated",
+                )])
+            ctx.allocated_node_ports.add(int(requested))
+
+
+def invalid_cause(field: str, value_repr: str, detail: str) -> dict[str, str]:
+    """A ``FieldValueInvalid`` cause for an allocation that cannot be honoured."""
+    return {
+        "reason": "FieldValueInvalid",
+        "message": f"Invalid value: {value_repr}: {detail}",
+        "field": field,
+    }
+
+
+def keep_allocated_service_values(old: Mapping[str, Any], new: dict[str, Any]) -> None:
+    """An update that leaves out ``clusterIP``/``clusterIPs`` or a port's ``nodePort`` keeps
+    the allocated values (node ports matched by port name), as ``patchAllocatedValues`` does."""
+    old_spec = old.get("spec") or {}
+    new_spec = _child(new, "spec")
+    if not new_spec.get("clusterIP") and not new_spec.get("clusterIPs"):
+        for key in ("clusterIP", "clusterIPs"):
+            if key in old_spec:
+                new_spec[key] = copy.deepcopy(old_spec[key])
+    old_ports = {p.get("name", ""): p.get("nodePort") for p in _items(old_spec, "ports")}
+    used = {p.get("nodePort") for p in _items(new_spec, "ports") if p.get("nodePort")}
+    for port in _items(new_spec, "ports"):
+        kept = old_ports.get(port.get("name", ""))
+        if not port.get("nodePort") and kept and kept not in used:
+            port["nodePort"] = kept
+            used.add(kept)
 
 
 def default_secret(obj: dict[str, Any]) -> None:

@@ -101,6 +101,27 @@ class ServerContext:
         """Return a ClusterIP to the pool when its Service is deleted."""
         self.allocated_cluster_ips.discard(ip)
 
+    # Added with the kinds (issue 3): NodePort allocation, as for ClusterIPs.
+    node_port_range: tuple[int, int] = (30000, 32767)
+    allocated_node_ports: set[int] = attrs.field(factory=set)
+
+    def allocate_node_port(self) -> int:
+        """A free port of the NodePort range (30000-32767)."""
+        low, high = self.node_port_range
+        for port in range(low, high + 1):
+            if port not in self.allocated_node_ports:
+                self.allocated_node_ports.add(port)
+                return port
+        raise Invalid([{
+            "reason": "FieldValueInvalid",
+            "message": "Internal error: failed to allocate a nodePort: range is full",
+            "field": "spec.ports[0].nodePort",
+        }])
+
+    def release_node_port(self, port: int) -> None:
+        """Return a NodePort to the pool when its Service is deleted or stops using it."""
+        self.allocated_node_ports.discard(port)
+
 
 class KindStrategy:
     """Per-kind behaviour. This base class is the behaviour of a kind with no special rules.

@@ -224,6 +224,10 @@ class BuiltinStrategy(KindStrategy):
     def default(self, obj: dict[str, Any], ctx: ServerContext) -> None:
         """Fill the fields the server defaults for this kind (create and update)."""
 
+    def default_on_create(self, obj: dict[str, Any], ctx: ServerContext) -> None:
+        """Defaults of a new object: ``default`` plus what only creation adds (admission)."""
+        self.default(obj, ctx)
+
     def validate(self, obj: Mapping[str, Any]) -> list[Cause]:
         """The causes that make this object invalid on its own."""
         return []
@@ -250,7 +254,7 @@ class BuiltinStrategy(KindStrategy):
                 obj.pop("status", None)
             else:
                 obj["status"] = status
-        self.default(obj, ctx)
+        self.default_on_create(obj, ctx)
 
     def validate_create(self, obj: dict[str, Any]) -> None:
         """Name rule, labels/annotations/finalizers/owners, the kind's rules; ``Invalid`` if any."""
@@ -306,14 +310,12 @@ class _Service(BuiltinStrategy):
     def prepare_update(
         self, old: Mapping[str, Any], new: dict[str, Any], ctx: ServerContext
     ) -> None:
-        # A PUT of a desired Service without clusterIP keeps the allocated one.
-        old_spec = old.get("spec") or {}
-        new_spec = new.setdefault("spec", {})
-        if isinstance(new_spec, dict) and not new_spec.get("clusterIP"):
-            for key in ("clusterIP", "clusterIPs"):
-                if key in old_spec and not new_spec.get(key):
-                    new_spec[key] = list(old_spec[key]) if key == "clusterIPs" else old_spec[key]
+        # A PUT of a desired Service without clusterIP or nodePorts keeps the allocated ones.
+        _defaulting.keep_allocated_service_values(old, new)
         super().prepare_update(old, new, ctx)
+
+    def default_on_create(self, obj: dict[str, Any], ctx: ServerContext) -> None:
+        _defaulting.default_service(obj, ctx, creating=True)
 
     def default(self, obj: dict[str, Any], ctx: ServerContext) -> None:
         _defaulting.default_service(obj, ctx)
@@ -325,14 +327,18 @@ class _Service(BuiltinStrategy):
         return _validating.validate_service_update(old, new)
 
     def on_delete(self, obj: Mapping[str, Any], ctx: ServerContext) -> None:
-        ip = (obj.get("spec") or {}).get("clusterIP")
+        spec = obj.get("spec") or {}
+        ip = spec.get("clusterIP")
         if ip and ip != "None":
             ctx.release_cluster_ip(str(ip))
+        for port in spec.get("ports") or ():
+            if port.get("nodePort"):
+                ctx.release_node_port(int(port["nodePort"]))
 
 
 class _Pod(BuiltinStrategy):
-    def prepare_create(self, obj: dict[str, Any], ctx: ServerContext) -> None:
-        super().prepare_create(obj, ctx)
+    def default_on_create(self, obj: dict[str, Any], ctx: ServerContext) -> None:
+        self.default(obj, ctx)
         obj["status"]["qosClass"] = _qos_class(obj.get("spec") or {})
 
     def default(self, obj: dict[str, Any], ctx: ServerContext) -> None:
@@ -374,9 +380,8 @@ class _ConfigMap(BuiltinStrategy):
 
 
 class _PersistentVolumeClaim(BuiltinStrategy):
-    def prepare_create(self, obj: dict[str, Any], ctx: ServerContext) -> None:
-        super().prepare_create(obj, ctx)
-        _defaulting.default_pvc(obj)  # the protection finalizer: admission, create only
+    def default_on_create(self, obj: dict[str, Any], ctx: ServerContext) -> None:
+        _defaulting.default_pvc(obj)  # with the protection finalizer: admission, create only
 
     def default(self, obj: dict[str, Any], ctx: ServerContext) -> None:
         spec = obj.get("spec")

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reconciler.embedded._kinds import KindStrategy, ServerContext
+from reconciler.embedded._kinds import Invalid, KindStrategy, ServerContext
 from reconciler.embedded._registry import make_registry
 from tests.conftest import load_fixture
 
@@ -187,19 +187,58 @@ def service(name: str, **spec: Any) -> dict[str, Any]:
 
 def test_cluster_ips_are_unique_and_released_on_delete() -> None:
     ctx = ServerContext()
-    first = created(service("a"), ctx)["spec"]["clusterIP"]
-    second = created(service("b"), ctx)["spec"]["clusterIP"]
-    assert first != second
-    assert first.startswith("10.0.0.")
-    strategy_for("v1", "Service").on_delete(created(service("c", clusterIP=first), ctx), ctx)
-    assert created(service("d"), ServerContext(allocated_cluster_ips={second}))[
-        "spec"]["clusterIP"] != second
+    first = created(service("a"), ctx)
+    second = created(service("b"), ctx)
+    assert first["spec"]["clusterIP"] != second["spec"]["clusterIP"]
+    assert first["spec"]["clusterIP"].startswith("10.0.0.")
+    strategy_for("v1", "Service").on_delete(first, ctx)
+    assert ctx.allocated_cluster_ips == {second["spec"]["clusterIP"]}
+    again = created(service("c", clusterIP=first["spec"]["clusterIP"]), ctx)
+    assert again["spec"]["clusterIPs"] == [first["spec"]["clusterIP"]]
 
 
-def test_requested_cluster_ip_is_reserved() -> None:
+@pytest.mark.parametrize(
+    ("ip", "problem"),
+    [
+        ("10.0.0.2", "provided IP is already allocated"),
+        ("10.1.0.5", "the provided IP (10.1.0.5) is not in the valid range. The range of valid "
+                     "IPs is 10.0.0.0/24"),
+    ],
+)
+def test_requested_cluster_ip_must_be_free_and_in_range(ip: str, problem: str) -> None:
     ctx = ServerContext()
     created(service("a", clusterIP="10.0.0.2"), ctx)
-    assert created(service("b"), ctx)["spec"]["clusterIP"] != "10.0.0.2"
+    with pytest.raises(Invalid) as raised:
+        created(service("b", clusterIP=ip), ctx)
+    assert raised.value.causes == [{
+        "reason": "FieldValueInvalid",
+        "message": f'Invalid value: []string{{"{ip}"}}: failed to allocate IP {ip}: {problem}',
+        "field": "spec.clusterIPs",
+    }]
+    assert created(service("c"), ctx)["spec"]["clusterIP"] != "10.0.0.2"
+
+
+def test_node_ports_are_allocated_kept_and_released() -> None:
+    ctx = ServerContext()
+    strategy = strategy_for("v1", "Service")
+    ports = [{"name": "http", "port": 80}, {"name": "https", "port": 443, "nodePort": 30443}]
+    svc = created(service("np", type="NodePort", ports=ports), ctx)
+    node_ports = [p["nodePort"] for p in svc["spec"]["ports"]]
+    assert node_ports[1] == 30443
+    assert 30000 <= node_ports[0] <= 32767
+    assert svc["spec"]["externalTrafficPolicy"] == "Cluster"
+    with pytest.raises(Invalid) as raised:
+        created(service("clash", type="NodePort", ports=[{"port": 1, "nodePort": 30443}]), ctx)
+    assert raised.value.causes[0]["field"] == "spec.ports[0].nodePort"
+    put = copy.deepcopy(svc)
+    put["spec"] = {"type": "NodePort", "ports": [{"name": "http", "port": 80},
+                                                 {"name": "https", "port": 443}]}
+    strategy.prepare_update(svc, put, ctx)
+    assert [p["nodePort"] for p in put["spec"]["ports"]] == node_ports
+    assert put["spec"]["clusterIP"] == svc["spec"]["clusterIP"]
+    strategy.on_delete(svc, ctx)
+    assert ctx.allocated_node_ports == set()
+    assert ctx.allocated_cluster_ips == set()
 
 
 def test_external_name_service_gets_no_cluster_ip() -> None:
