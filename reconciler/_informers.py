@@ -394,6 +394,7 @@ class Informer:
 
     def _run(self) -> None:
         need_list = True
+        gone_in_a_row = 0
         while not self.stopped:
             try:
                 if need_list:
@@ -401,11 +402,17 @@ class Informer:
                     need_list = False
                 self._watch()
                 self._backoff.forget("watch")
+                gone_in_a_row = 0
             except GoneError:
                 _log.info("watch of %s expired (410 Gone); relisting", self.kind)
                 self.stats.relists_after_gone += 1
                 need_list = True
+                gone_in_a_row += 1
+                if gone_in_a_row > 1:  # Gone again right after a relist: do not spin
+                    self._pause(self._backoff.when("watch"))
             except (ReconcilerError, OSError, ValueError) as error:
+                if self.stopped:
+                    return
                 delay = self._backoff.when("watch")
                 self.stats.reconnects += 1
                 _log.warning(
@@ -414,14 +421,17 @@ class Informer:
                 )
                 if isinstance(error, NotFoundError):
                     need_list = True  # the kind is not served (yet): list again when it is
-                with self._cond:
-                    deadline = self._clock.monotonic() + delay
-                    while not self._stopped and self._clock.monotonic() < deadline:
-                        self._clock.wait(self._cond, deadline - self._clock.monotonic())
+                self._pause(delay)
             except Exception:  # a handler bug must not kill the informer silently
                 _log.exception("informer of %s failed; restarting with a relist", self.kind)
                 need_list = True
-                self._clock.sleep(1.0)
+                self._pause(1.0)
+
+    def _pause(self, seconds: float) -> None:
+        with self._cond:
+            deadline = self._clock.monotonic() + seconds
+            while not self._stopped and self._clock.monotonic() < deadline:
+                self._clock.wait(self._cond, deadline - self._clock.monotonic())
 
     def _list(self) -> None:
         items: list[dict[str, Any]] = []

@@ -79,6 +79,7 @@ class LeaderElector:
         self._rng = rng or random.Random()
         self._cond = threading.Condition()
         self._stopping = False
+        self._release_on_stop = True
         self._leading = False
         self._observed: tuple[Any, ...] | None = None
         self._observed_at = 0.0
@@ -90,10 +91,14 @@ class LeaderElector:
         with self._cond:
             return self._leading
 
-    def stop(self) -> None:
-        """Stop campaigning or leading; ``run`` releases the lease and returns."""
+    def stop(self, *, release: bool = True) -> None:
+        """Stop campaigning or leading; ``run`` returns, releasing the lease if ``release``.
+
+        ``release=False`` leaves the lease to expire, as a crashed leader would.
+        """
         with self._cond:
             self._stopping = True
+            self._release_on_stop = release
             self._cond.notify_all()
 
     def run(self) -> None:
@@ -109,8 +114,8 @@ class LeaderElector:
         finally:
             with self._cond:
                 self._leading = False
-                stopping = self._stopping
-            if stopping:
+                release = self._stopping and self._release_on_stop
+            if release:
                 self._release()
             _log.info("%s stopped leading lease %s", self.identity, self._where())
             self._on_stopped()

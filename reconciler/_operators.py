@@ -19,6 +19,7 @@ result into a requeue, a backoff (honouring ``Retry-After``) or a new resync tim
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import os
@@ -62,6 +63,7 @@ __all__ = [
     "ParentKey",
     "child_event_triggers",
     "parent_event_triggers",
+    "run_command",
 ]
 
 REQUESTED_AT_ANNOTATION = "optk.dev/reconcile-requested-at"
@@ -107,17 +109,23 @@ def parent_event_triggers(event_type: str, old: KubeObject | None, new: KubeObje
     """Whether a parent's watch event (not the toolkit's own write) calls for a reconcile.
 
     Creation, deletion, a ``metadata.generation`` change, a newly set ``deletionTimestamp`` and a
-    change of the ``optk.dev/reconcile-requested-at`` annotation pass; status-only and other
-    metadata changes do not (the periodic resync covers them).
+    change of the ``optk.dev/reconcile-requested-at`` annotation pass; so does any change outside
+    ``metadata`` and ``status`` (the spec of a kind without a generation, such as a ConfigMap
+    used as a parent). Status-only and other metadata changes do not.
     """
     if event_type in ("ADDED", "DELETED") or old is None:
         return True
     before, after = _meta(old), _meta(new)
     return (
         before.get("generation") != after.get("generation")
+        or _content(old) != _content(new)
         or (after.get("deletionTimestamp") is not None and not before.get("deletionTimestamp"))
         or _annotation(old, REQUESTED_AT_ANNOTATION) != _annotation(new, REQUESTED_AT_ANNOTATION)
     )
+
+
+def _content(obj: KubeObject) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
 
 
 def _without_volatile(obj: KubeObject) -> dict[str, Any]:
@@ -145,7 +153,9 @@ class Operator:
     or a duration such as ``"10h"``) sets the periodic resync in code; ``OPTK_RESYNC_INTERVAL``
     and the ConfigMap ``config_map`` (``"namespace/name"``, key ``resyncInterval``) override it.
     ``prune`` lists ``(apiVersion, kind)`` pairs whose unbuilt children are deleted. ``install``
-    holds objects (e.g. the parent's CRD) created at start when missing.
+    holds objects (e.g. the parent's CRD) created at start when missing. ``event_coalesce``
+    bounds event-driven reconciles of one parent to one per that many seconds: the first event
+    after a quiet period is handled at once, a burst is folded into one reconcile per window.
     """
 
     api_version: str
@@ -161,8 +171,12 @@ class Operator:
     config_map: str | None = None
     leader_election: bool = False
     lease_namespace: str = "default"
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
     metrics_port: int | None = None
     shutdown_timeout: float = 30.0
+    event_coalesce: float = 0.05
     events: bool = True
     install: Sequence[KubeObject] = ()
 
@@ -239,12 +253,14 @@ class Operator:
         from reconciler._kubernetes import KubernetesClient
 
         runtime = self.start(KubernetesClient(api_client), metrics_port=metrics_port)
+        _log.info("operator %s started (identity %s)", self.name, runtime.identity)
         try:
             while not stop.is_set() and not runtime.finished:
                 stop.wait(0.5)
         finally:
             clean = runtime.stop(timeout=self.shutdown_timeout)
         lost = runtime.finished and not stop.is_set()
+        _log.info("operator %s stopped%s", self.name, " (leadership lost)" if lost else "")
         return 1 if lost or not clean else 0
 
 
@@ -342,8 +358,11 @@ class OperatorRuntime:
         self.elector: LeaderElector | None = None
         if operator.leader_election:
             self.elector = LeaderElector(
-                client, LeaseConfig(name=f"{operator.name}-leader",
-                                    namespace=operator.lease_namespace),
+                client, LeaseConfig(
+                    name=f"{operator.name}-leader", namespace=operator.lease_namespace,
+                    lease_duration=operator.lease_duration,
+                    renew_deadline=operator.renew_deadline, retry_period=operator.retry_period,
+                ),
                 identity=self.identity, on_started=self._start_workers,
                 on_stopped=self._lost_leadership, clock=self.clock,
             )
@@ -357,6 +376,7 @@ class OperatorRuntime:
         self._finished = False
         self._active = 0
         self._inner = client
+        self._last_started: dict[ParentKey, float] = {}
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -380,9 +400,12 @@ class OperatorRuntime:
             self._start_workers()
         return self
 
-    def stop(self, timeout: float | None = None) -> bool:
+    def stop(self, timeout: float | None = None, *, release_lease: bool = True) -> bool:
         """Stop taking work, let in-flight reconciles finish within ``timeout`` (real seconds),
-        then stop everything; whether every worker finished in time."""
+        then stop everything; whether every worker finished in time.
+
+        ``release_lease=False`` leaves the Lease to expire, as a crashed process would.
+        """
         timeout = self.operator.shutdown_timeout if timeout is None else timeout
         with self._lock:
             self._stopping = True
@@ -395,7 +418,7 @@ class OperatorRuntime:
             worker.join(max(0.0, deadline - time.monotonic()))
             clean = clean and not worker.is_alive()
         if self.elector is not None:
-            self.elector.stop()
+            self.elector.stop(release=release_lease)
         for thread in self._threads:
             thread.join(max(0.0, min(5.0, deadline - time.monotonic())))
         self.parents.stop()
@@ -547,7 +570,11 @@ class OperatorRuntime:
             self.schedule.remove(key)
             self.queue.forget(key)
             self.informers.release(key)
+            with self._lock:
+                self._last_started.pop(key, None)
             return
+        with self._lock:
+            self._last_started[key] = self.clock.monotonic()
         started = time.perf_counter()
         try:
             result: ParentResult | None = self.reconciler.reconcile(parent)
@@ -595,6 +622,17 @@ class OperatorRuntime:
 
     # --- events ------------------------------------------------------------------------------
 
+    def _event_add(self, key: ParentKey) -> None:
+        """Queue ``key`` for an event: at once after a quiet window, else at the window's end."""
+        window = self.operator.event_coalesce
+        with self._lock:
+            last = self._last_started.get(key)
+        elapsed = None if last is None else self.clock.monotonic() - last
+        if elapsed is None or elapsed >= window:
+            self.queue.add(key)
+        else:
+            self.queue.add_after(key, window - elapsed)
+
     def _informer_of(self, api_version: str, kind: str) -> Informer | None:
         if (api_version, kind) == self.parents.type_key:
             return self.parents
@@ -619,7 +657,7 @@ class OperatorRuntime:
             return
         if parent_event_triggers(event_type, old, new):
             self.stats.triggers["parent-changed"] += 1
-            self.queue.add(key)
+            self._event_add(key)
 
     def _on_child(
         self, type_key: TypeKey, event_type: str, old: dict[str, Any] | None,
@@ -634,7 +672,7 @@ class OperatorRuntime:
             parent = self.parents.cache.get_by_uid(uid)
             if parent is not None:
                 self.stats.triggers["child"] += 1
-                self.queue.add(object_key(parent))
+                self._event_add(object_key(parent))
                 return
 
     def _on_config(self, event_type: str, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
@@ -661,3 +699,43 @@ class OperatorRuntime:
     def triggers(self) -> Mapping[str, int]:
         """Counts of what queued parents, by cause."""
         return dict(self.stats.triggers)
+
+
+def load_operator(target: str) -> Operator:
+    """The ``Operator`` named by ``MODULE[:ATTR]`` (``ATTR`` defaults to ``operator``).
+
+    Raises ``ValueError`` naming the target when it cannot be imported or is no ``Operator``.
+    """
+    module_name, _, attr = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ValueError(f"cannot import operator module {module_name!r}: {error}") from error
+    value = getattr(module, attr or "operator", None)
+    if not isinstance(value, Operator):
+        raise ValueError(
+            f"{module_name}:{attr or 'operator'} is not an Operator (got {type(value).__name__})"
+        )
+    return value
+
+
+def run_command(
+    target: str,
+    *,
+    kubeconfig: str | None = None,
+    embedded: bool = False,
+    metrics_port: int | None = None,
+    log_format: str = "text",
+    log_level: str = "INFO",
+) -> int:
+    """``optk run MODULE[:ATTR]``: load the operator, set up logging, run until SIGTERM."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonLogFormatter() if log_format == "json" else logging.Formatter(
+        "%(asctime)s %(levelname)s %(name)s %(message)s"
+    ))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(log_level.upper())
+    operator = load_operator(target)
+    _log.info("running operator %s for %s.%s", operator.name, operator.kind, operator.api_version)
+    return operator.run(kubeconfig=kubeconfig, embedded=embedded, metrics_port=metrics_port)

@@ -73,3 +73,9 @@ def test_at_start_a_parent_is_reconciled_only_when_it_needs_it() -> None:
     earlier = rfc3339(500.0)
     assert parent_needs_reconcile(_thing(annotations={REQUESTED_AT_ANNOTATION: later}))
     assert not parent_needs_reconcile(_thing(annotations={REQUESTED_AT_ANNOTATION: earlier}))
+
+
+def test_a_spec_change_passes_even_for_a_parent_kind_without_generation() -> None:
+    old = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "p"}, "data": {"a": "1"}}
+    new = {**old, "data": {"a": "2"}}
+    assert parent_event_triggers("MODIFIED", old, new)

@@ -1,0 +1,78 @@
+"""Fixtures of the driver tests: a client on the session's embedded server, the Thing CRD,
+and helpers to run small operators and wait for what they do."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from reconciler import KubernetesClient, NotFoundError
+from reconciler._operators import Operator, OperatorRuntime
+from tests.driver.sample_operator import API_VERSION, THING_CRD, build
+
+
+@pytest.fixture(scope="session")
+def client(kube_api: Any) -> KubernetesClient:
+    """A ``KubernetesClient`` with the Thing CRD installed."""
+    kube = KubernetesClient(kube_api.api_client())
+    kube.create(THING_CRD)
+    assert wait_until(lambda: kube.is_served(API_VERSION, "Thing"))
+    return kube
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = 10.0) -> bool:
+    """Poll ``predicate`` (real time) until it is truthy; whether it became so."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.005)
+    return bool(predicate())
+
+
+def make_operator(namespace: str, **options: Any) -> Operator:
+    """A Thing operator scoped to ``namespace`` with a unique name."""
+    options.setdefault("build", build)
+    options.setdefault("name", f"t-{uuid.uuid4().hex[:8]}")
+    return Operator(api_version=API_VERSION, kind="Thing", namespace=namespace, events=False,
+                    **options)
+
+
+@contextmanager
+def running(
+    operator: Operator, client: KubernetesClient, **kwargs: Any
+) -> Iterator[OperatorRuntime]:
+    """Start ``operator`` and stop it after the block."""
+    runtime = operator.start(client, **kwargs)
+    try:
+        assert runtime.wait_synced(10)
+        yield runtime
+    finally:
+        runtime.stop(5)
+
+
+def thing(namespace: str, name: str, value: str = "1", **extra: Any) -> dict[str, Any]:
+    """A Thing parent."""
+    return {"apiVersion": API_VERSION, "kind": "Thing",
+            "metadata": {"name": name, "namespace": namespace, **extra},
+            "spec": {"value": value}}
+
+
+def child_data(client: KubernetesClient, namespace: str, name: str) -> dict[str, str] | None:
+    """The data of a Thing's ConfigMap, or None when it is missing."""
+    try:
+        return dict(client.get("v1", "ConfigMap", f"{name}-cfg", namespace=namespace)
+                    .get("data") or {})
+    except NotFoundError:
+        return None
+
+
+@pytest.fixture
+def ns(kube_namespace: str) -> str:
+    """A fresh namespace for this test."""
+    return kube_namespace
