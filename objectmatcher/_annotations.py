@@ -108,14 +108,15 @@ def _compact_value(value: Any) -> Any:
     if isinstance(value, str):
         return _digest(value) if len(value) > LARGE_LEAF_CHARS else value
     if isinstance(value, Mapping):
-        return {key: _compact_value(item) for key, item in value.items()}
+        return {key: _compact_value(item) for key, item in value.items() if item is not None}
     if isinstance(value, list):
         return [_compact_value(item) for item in value]
     return value
 
 
 def compact(obj: KubeObject) -> dict[str, Any]:
-    """What the annotation records of ``obj``: Secret values as markers, large leaves digested."""
+    """What the annotation records of ``obj``: Secret values as markers, large leaves digested,
+    ``null`` map values dropped (``null`` and absent are the same)."""
     result: dict[str, Any] = _compact_value(obj)
     if is_secret(obj):
         for field in _SECRET_FIELDS:

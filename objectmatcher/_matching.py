@@ -205,6 +205,12 @@ def _diff_map(
                 if isinstance(change, _ListEntries):
                     patch.update(change.entries)
                 continue
+            if isinstance(was, Mapping) and isinstance(current[key], Mapping):
+                # Only the keys we set go: others' keys of the map stay.
+                sub = _diff_map(current[key], {}, was, child, sub_trie or None, walk)
+                if sub:
+                    patch[key] = sub
+                continue
             patch[key] = None
     if patch and walk.strategic and node is not None and node.retains_keys:
         patch["$retainKeys"] = sorted(key for key, value in desired.items() if value is not None)
@@ -484,7 +490,9 @@ def calculate_patch(
     patch = _diff_map(current, wanted, recorded, node, trie, walk) or {}
     if original is None or (original != desired and original != compact(desired)):
         meta = patch.setdefault("metadata", {})
-        meta.setdefault("annotations", {})[LAST_APPLIED_ANNOTATION] = encode_annotation(desired)
+        if not isinstance(meta.get("annotations"), dict):
+            meta["annotations"] = {}
+        meta["annotations"][LAST_APPLIED_ANNOTATION] = encode_annotation(desired)
     patch_type = STRATEGIC_MERGE_PATCH if walk.strategic else MERGE_PATCH
     ref = object_ref(desired)
     if not patch:
