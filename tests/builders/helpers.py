@@ -60,3 +60,43 @@ def build_site(parent: b.KubeObject) -> list[b.ResourceBuilder]:
         b.Component(name="server", builders=[site_deployment(parent), site_service(parent)]),
         b.present_if("config" in parent["spec"], site_config(parent)),
     )
+
+
+SITE_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "sites.demo.optk.dev"},
+    "spec": {
+        "group": "demo.optk.dev",
+        "names": {"kind": "Site", "plural": "sites"},
+        "scope": "Namespaced",
+        "versions": [
+            {
+                "name": "v1alpha1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {
+                                "type": "object",
+                                "required": ["replicas", "image"],
+                                "properties": {
+                                    "replicas": {"type": "integer", "minimum": 0, "maximum": 5},
+                                    "image": {"type": "string", "minLength": 1},
+                                    "config": {
+                                        "type": "object",
+                                        "additionalProperties": {"type": "string"},
+                                    },
+                                },
+                            }
+                        },
+                        "required": ["spec"],
+                    }
+                },
+            }
+        ],
+    },
+}
+"""The CRD of the Site parents: generated parents follow its structural schema."""
