@@ -124,8 +124,8 @@ class GarbageCollector:
 
     def _delete(self, rt: ResourceType, obj: Mapping[str, Any], policy: str) -> None:
         meta = _meta(obj)
-        if meta.get("deletionTimestamp") and policy == "Background":
-            return
+        if meta.get("deletionTimestamp"):
+            return  # already being deleted; deleting again would only re-add finalizers
         try:
             self.ops.delete(rt, str(meta.get("namespace") or ""), str(meta.get("name")),
                             {"propagationPolicy": policy})
@@ -177,7 +177,7 @@ class GarbageCollector:
                 dep = self.ops.storage.get((dep_key[0], dep_key[1]), dep_key[2], dep_key[3])
                 dep_rt = self._type_of(dep_key, dep) if dep is not None else None
                 if dep is not None and dep_rt is not None:
-                    self._delete(dep_rt, dep, "Foreground")
+                    self._delete(dep_rt, dep, "Background")
             if not self.ops.storage.dependents(uid):
                 self._remove_finalizer(rt, obj, FOREGROUND_FINALIZER)
         else:

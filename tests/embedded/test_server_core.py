@@ -9,8 +9,6 @@ from __future__ import annotations
 import os
 import stat
 import threading
-from collections.abc import Iterator
-from typing import Any
 
 import kubernetes.client
 import pytest
@@ -19,29 +17,14 @@ from kubernetes import watch
 from kubernetes.client import ApiException
 
 from reconciler.embedded import EmbeddedApiServer
-
-
-@pytest.fixture
-def core(kube_api: EmbeddedApiServer) -> Iterator[kubernetes.client.CoreV1Api]:
-    with kube_api.api_client() as client:
-        yield kubernetes.client.CoreV1Api(client)
-
-
-@pytest.fixture
-def apps(kube_api: EmbeddedApiServer) -> Iterator[kubernetes.client.AppsV1Api]:
-    with kube_api.api_client() as client:
-        yield kubernetes.client.AppsV1Api(client)
-
-
-def _cm(name: str, **data: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
+from tests.embedded.helpers import configmap
 
 
 def test_create_get_list_share_one_increasing_resource_version(
     core: kubernetes.client.CoreV1Api, kube_namespace: str
 ) -> None:
-    first = core.create_namespaced_config_map(kube_namespace, _cm("a", k="1"))
-    second = core.create_namespaced_config_map(kube_namespace, _cm("b", k="2"))
+    first = core.create_namespaced_config_map(kube_namespace, configmap("a", k="1"))
+    second = core.create_namespaced_config_map(kube_namespace, configmap("b", k="2"))
     assert int(second.metadata.resource_version) > int(first.metadata.resource_version)
     assert first.metadata.uid
     assert first.metadata.creation_timestamp
@@ -56,9 +39,9 @@ def test_create_get_list_share_one_increasing_resource_version(
 def test_duplicate_create_is_already_exists(
     core: kubernetes.client.CoreV1Api, kube_namespace: str
 ) -> None:
-    core.create_namespaced_config_map(kube_namespace, _cm("dup"))
+    core.create_namespaced_config_map(kube_namespace, configmap("dup"))
     with pytest.raises(ApiException) as caught:
-        core.create_namespaced_config_map(kube_namespace, _cm("dup"))
+        core.create_namespaced_config_map(kube_namespace, configmap("dup"))
     assert caught.value.status == 409
     assert caught.value.body is not None
     assert '"reason":"AlreadyExists"' in caught.value.body
@@ -68,26 +51,26 @@ def test_duplicate_create_is_already_exists(
 def test_stale_update_is_conflict_and_unconditional_update_is_allowed(
     core: kubernetes.client.CoreV1Api, kube_namespace: str
 ) -> None:
-    created = core.create_namespaced_config_map(kube_namespace, _cm("c", k="1"))
+    created = core.create_namespaced_config_map(kube_namespace, configmap("c", k="1"))
     stale = created.metadata.resource_version
-    body = _cm("c", k="2")
+    body = configmap("c", k="2")
     body["metadata"]["resourceVersion"] = stale
     updated = core.replace_namespaced_config_map("c", kube_namespace, body)
     assert updated.metadata.resource_version != stale
-    body = _cm("c", k="3")
+    body = configmap("c", k="3")
     body["metadata"]["resourceVersion"] = stale
     with pytest.raises(ApiException) as caught:
         core.replace_namespaced_config_map("c", kube_namespace, body)
     assert caught.value.status == 409
     assert '"reason":"Conflict"' in str(caught.value.body)
-    again = core.replace_namespaced_config_map("c", kube_namespace, _cm("c", k="4"))
+    again = core.replace_namespaced_config_map("c", kube_namespace, configmap("c", k="4"))
     assert again.data == {"k": "4"}
 
 
 def test_no_op_update_keeps_the_resource_version(
     core: kubernetes.client.CoreV1Api, kube_namespace: str
 ) -> None:
-    created = core.create_namespaced_config_map(kube_namespace, _cm("same", k="1"))
+    created = core.create_namespaced_config_map(kube_namespace, configmap("same", k="1"))
     patched = core.patch_namespaced_config_map("same", kube_namespace, {"data": {"k": "1"}})
     assert patched.metadata.resource_version == created.metadata.resource_version
 
@@ -99,7 +82,7 @@ def test_missing_object_and_missing_namespace_are_not_found(
         core.read_namespaced_config_map("nope", kube_namespace)
     assert caught.value.status == 404
     with pytest.raises(ApiException) as caught:
-        core.create_namespaced_config_map("no-such-namespace", _cm("x"))
+        core.create_namespaced_config_map("no-such-namespace", configmap("x"))
     assert caught.value.status == 404
     assert 'namespaces \\"no-such-namespace\\" not found' in str(caught.value.body)
 
@@ -111,7 +94,7 @@ def test_watch_sees_added_modified_deleted(
     seen: list[tuple[str, str]] = []
 
     def writer() -> None:
-        core.create_namespaced_config_map(kube_namespace, _cm("w", k="1"))
+        core.create_namespaced_config_map(kube_namespace, configmap("w", k="1"))
         core.patch_namespaced_config_map("w", kube_namespace, {"data": {"k": "2"}})
         core.delete_namespaced_config_map("w", kube_namespace)
 
@@ -156,7 +139,7 @@ def test_request_counts_by_verb(
     kube_api: EmbeddedApiServer, core: kubernetes.client.CoreV1Api, kube_namespace: str
 ) -> None:
     before = kube_api.request_counts()
-    core.create_namespaced_config_map(kube_namespace, _cm("counted"))
+    core.create_namespaced_config_map(kube_namespace, configmap("counted"))
     core.read_namespaced_config_map("counted", kube_namespace)
     core.list_namespaced_config_map(kube_namespace)
     after = kube_api.request_counts()
