@@ -210,6 +210,8 @@ def _diff_map(
                 sub = _diff_map(current[key], {}, was, child, sub_trie or None, walk)
                 if sub:
                     patch[key] = sub
+                elif not current[key]:  # an empty map we set (``emptyDir: {}``) goes too
+                    patch[key] = None
                 continue
             patch[key] = None
     if patch and walk.strategic and node is not None and node.retains_keys:
