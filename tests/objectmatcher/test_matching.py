@@ -127,7 +127,7 @@ def test_atomic_lists_filled_in_by_the_server_are_not_diffs() -> None:
 
 
 def test_pdb_selector_with_server_filled_items_is_not_a_diff() -> None:
-    desired = {
+    desired: dict[str, Any] = {
         "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "pdb"},
         "spec": {"minAvailable": 1, "selector": {"matchExpressions": [
             {"key": "app", "operator": "In", "values": ["web"]}]}},
@@ -142,7 +142,7 @@ def test_pdb_selector_with_server_filled_items_is_not_a_diff() -> None:
 
 
 def test_atomic_list_item_field_dropped_by_desired_is_a_diff() -> None:
-    original = {
+    original: dict[str, Any] = {
         "apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g"},
         "spec": {"items": [{"name": "a", "weight": 3}]},
     }
@@ -161,7 +161,7 @@ def test_custom_resource_list_map_keys_from_the_crd_schema() -> None:
                     "x-kubernetes-list-map-keys": ["name"],
                     "items": {"type": "object", "properties": {
                         "name": {"type": "string"}, "port": {"type": "integer"}}}}}}}}
-    desired = {
+    desired: dict[str, Any] = {
         "apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g"},
         "spec": {"targets": [{"name": "a", "port": 1}, {"name": "b", "port": 2}]},
     }

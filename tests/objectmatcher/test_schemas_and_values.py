@@ -69,7 +69,7 @@ def test_merge_keys_come_from_the_schemas() -> None:
 
 def test_volumes_items_carry_retain_keys() -> None:
     volume = {"name": "data", "emptyDir": {}}
-    desired = {
+    desired: dict[str, Any] = {
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
         "spec": {"containers": [{"name": "c", "image": "x"}], "volumes": [volume]},
     }
