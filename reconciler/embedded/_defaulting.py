@@ -19,10 +19,9 @@ from reconciler.embedded._kinds import Invalid, ServerContext
 
 __all__ = [
     "default_clusterrolebinding",
-    "default_configmap",
     "default_daemonset",
     "default_deployment",
-    "default_ingress",
+    "default_hpa",
     "default_job",
     "default_namespace",
     "default_pod",
@@ -385,10 +384,6 @@ def default_secret(obj: dict[str, Any]) -> None:
     obj.setdefault("type", "Opaque")
 
 
-def default_configmap(obj: dict[str, Any]) -> None:
-    """ConfigMaps have no defaults; kept for symmetry so every kind has a defaulting step."""
-
-
 def default_pvc(obj: dict[str, Any]) -> None:
     """``volumeMode: Filesystem``, the pvc-protection finalizer, ``status.phase: Pending``."""
     _child(obj, "spec").setdefault("volumeMode", "Filesystem")
@@ -436,8 +431,40 @@ def default_clusterrolebinding(obj: dict[str, Any]) -> None:
     _default_subjects(obj)
 
 
-def default_ingress(obj: dict[str, Any]) -> None:
-    """Ingress paths of no type get ``pathType`` as the v1 API requires it (no default)."""
+def _scaling_rules(rules: Any, defaults: dict[str, Any]) -> dict[str, Any]:
+    # GenerateHPAScale{Up,Down}Rules: the defaults, overridden by each field that is set.
+    result = copy.deepcopy(defaults)
+    if isinstance(rules, dict):
+        for key in ("selectPolicy", "stabilizationWindowSeconds", "policies"):
+            if rules.get(key) is not None:
+                result[key] = copy.deepcopy(rules[key])
+    return result
+
+
+def default_hpa(obj: dict[str, Any]) -> None:
+    """``SetDefaults_HorizontalPodAutoscaler`` (autoscaling/v2): ``minReplicas: 1``, a CPU
+    utilisation target of 80 % when no metric is given, and complete scaling rules when
+    ``behavior`` is set."""
+    spec = _child(obj, "spec")
+    spec.setdefault("minReplicas", 1)
+    if not spec.get("metrics"):
+        spec["metrics"] = [{
+            "type": "Resource",
+            "resource": {"name": "cpu",
+                         "target": {"type": "Utilization", "averageUtilization": 80}},
+        }]
+    behavior = spec.get("behavior")
+    if isinstance(behavior, dict):
+        behavior["scaleUp"] = _scaling_rules(behavior.get("scaleUp"), {
+            "stabilizationWindowSeconds": 0,
+            "selectPolicy": "Max",
+            "policies": [{"type": "Pods", "value": 4, "periodSeconds": 15},
+                         {"type": "Percent", "value": 100, "periodSeconds": 15}],
+        })
+        behavior["scaleDown"] = _scaling_rules(behavior.get("scaleDown"), {
+            "selectPolicy": "Max",
+            "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}],
+        })
 
 
 # The status each kind starts with: what a reset Go status struct serialises to (fields without

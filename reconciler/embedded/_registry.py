@@ -435,6 +435,19 @@ class _Job(BuiltinStrategy):
         return _validating.validate_job_update(old, new)
 
 
+class _Ingress(BuiltinStrategy):
+    def validate(self, obj: Mapping[str, Any]) -> list[Cause]:
+        return _validating.validate_ingress(obj)
+
+
+class _HorizontalPodAutoscaler(BuiltinStrategy):
+    def default(self, obj: dict[str, Any], ctx: ServerContext) -> None:
+        _defaulting.default_hpa(obj)
+
+    def validate(self, obj: Mapping[str, Any]) -> list[Cause]:
+        return _validating.validate_hpa(obj)
+
+
 class _Rbac(BuiltinStrategy):
     name_rule = staticmethod(path_segment_name)
 
@@ -489,9 +502,9 @@ def _builtin_strategies() -> dict[tuple[str, str], StrategyFactory]:
         ("apps", "ReplicaSet"): _Workload,
         ("batch", "Job"): _Job,
         ("coordination.k8s.io", "Lease"): BuiltinStrategy,
-        ("networking.k8s.io", "Ingress"): BuiltinStrategy,
+        ("networking.k8s.io", "Ingress"): _Ingress,
         ("policy", "PodDisruptionBudget"): BuiltinStrategy,
-        ("autoscaling", "HorizontalPodAutoscaler"): BuiltinStrategy,
+        ("autoscaling", "HorizontalPodAutoscaler"): _HorizontalPodAutoscaler,
         (rbac, "Role"): _Rbac,
         (rbac, "ClusterRole"): _Rbac,
         (rbac, "RoleBinding"): _RoleBinding,

@@ -28,6 +28,8 @@ __all__ = [
     "required",
     "selector_matches",
     "validate_configmap_update",
+    "validate_hpa",
+    "validate_ingress",
     "validate_job",
     "validate_job_update",
     "validate_pod",
@@ -399,6 +401,50 @@ def validate_role_binding(obj: Mapping[str, Any], *, cluster: bool) -> list[Caus
                                         ["ServiceAccount", "User", "Group"]))
         if not subject.get("name"):
             causes.append(required(f"subjects[{index}].name"))
+    return causes
+
+
+_PATH_TYPES = ["Exact", "ImplementationSpecific", "Prefix"]
+
+
+def validate_ingress(obj: Mapping[str, Any]) -> list[Cause]:
+    """Ingress paths: ``pathType`` given and supported; Exact/Prefix paths absolute."""
+    causes: list[Cause] = []
+    for r_index, rule in enumerate((obj.get("spec") or {}).get("rules") or ()):
+        for p_index, path in enumerate((rule.get("http") or {}).get("paths") or ()):
+            at = f"spec.rules[{r_index}].http.paths[{p_index}]"
+            path_type = path.get("pathType")
+            if not path_type:
+                causes.append(required(f"{at}.pathType", "pathType must be specified"))
+            elif path_type not in _PATH_TYPES:
+                causes.append(not_supported(f"{at}.pathType", str(path_type), _PATH_TYPES))
+            elif path_type != "ImplementationSpecific" and not str(
+                path.get("path", "")
+            ).startswith("/"):
+                causes.append(invalid(f"{at}.path", go_quote(str(path.get("path", ""))),
+                                      "must be an absolute path"))
+    return causes
+
+
+def validate_hpa(obj: Mapping[str, Any]) -> list[Cause]:
+    """An HPA: a scale target, ``1 <= minReplicas <= maxReplicas``."""
+    spec = obj.get("spec") or {}
+    causes: list[Cause] = []
+    target = spec.get("scaleTargetRef") or {}
+    for key in ("kind", "name"):
+        if not target.get(key):
+            causes.append(required(f"spec.scaleTargetRef.{key}"))
+    minimum = spec.get("minReplicas")
+    maximum = spec.get("maxReplicas")
+    if isinstance(minimum, int) and minimum < 1:
+        causes.append(invalid("spec.minReplicas", str(minimum),
+                              "must be greater than or equal to 1"))
+    if not isinstance(maximum, int) or maximum < 1:
+        causes.append(invalid("spec.maxReplicas", str(maximum or 0),
+                              "must be greater than or equal to 1"))
+    elif isinstance(minimum, int) and minimum > maximum:
+        causes.append(invalid("spec.minReplicas", str(minimum),
+                              "must be less than or equal to maxReplicas"))
     return causes
 
 

@@ -389,3 +389,23 @@ def test_defaulting_is_idempotent_and_keeps_what_was_set(
                             strict=True):
         scalars = {k: v for k, v in sent.items() if isinstance(v, str)}
         assert {k: stored[k] for k in scalars} == scalars
+
+
+def test_hpa_defaults_metrics_and_completes_behavior() -> None:
+    hpa = created({
+        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "h", "namespace": "ns"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"},
+                 "maxReplicas": 5, "behavior": {"scaleDown": {"stabilizationWindowSeconds": 60}}},
+    })
+    spec = hpa["spec"]
+    assert spec["minReplicas"] == 1
+    assert spec["metrics"] == [{"type": "Resource", "resource": {
+        "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}]
+    assert spec["behavior"]["scaleDown"] == {
+        "stabilizationWindowSeconds": 60, "selectPolicy": "Max",
+        "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}],
+    }
+    assert spec["behavior"]["scaleUp"]["policies"][0] == {
+        "type": "Pods", "value": 4, "periodSeconds": 15}
+    assert hpa["status"] == {"desiredReplicas": 0}

@@ -345,3 +345,42 @@ def test_an_update_without_uid_keeps_it() -> None:
     del new["metadata"]["uid"]
     strategy_for("v1", "ConfigMap").prepare_update(old, new, ServerContext())
     assert new["metadata"]["uid"] == old["metadata"]["uid"]
+
+
+def test_ingress_paths_need_a_type_and_absolute_paths() -> None:
+    def ingress(*paths: dict[str, Any]) -> dict[str, Any]:
+        backend = {"service": {"name": "s", "port": {"number": 80}}}
+        return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "i"},
+                "spec": {"rules": [{"http": {"paths": [{**p, "backend": backend}
+                                                       for p in paths]}}]}}
+
+    assert create_causes(ingress({"path": "/", "pathType": "Prefix"})) == []
+    causes = create_causes(ingress({"path": "/"}, {"path": "api", "pathType": "Exact"},
+                                    {"path": "/", "pathType": "Regex"}))
+    at = "spec.rules[0].http.paths"
+    assert causes == [
+        {"reason": "FieldValueRequired", "message": "Required value: pathType must be specified",
+         "field": f"{at}[0].pathType"},
+        {"reason": "FieldValueInvalid", "message": 'Invalid value: "api": must be an absolute path',
+         "field": f"{at}[1].path"},
+        {"reason": "FieldValueNotSupported",
+         "message": 'Unsupported value: "Regex": supported values: "Exact", '
+                    '"ImplementationSpecific", "Prefix"',
+         "field": f"{at}[2].pathType"},
+    ]
+
+
+def test_hpa_replica_bounds() -> None:
+    hpa = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+           "metadata": {"name": "h"},
+           "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "d"},
+                    "minReplicas": 5, "maxReplicas": 3}}
+    assert create_causes(hpa) == [{
+        "reason": "FieldValueInvalid",
+        "message": "Invalid value: 5: must be less than or equal to maxReplicas",
+        "field": "spec.minReplicas",
+    }]
+    del hpa["spec"]["scaleTargetRef"]
+    hpa["spec"]["maxReplicas"] = 0
+    assert [c["field"] for c in create_causes(hpa)] == [
+        "spec.scaleTargetRef.kind", "spec.scaleTargetRef.name", "spec.maxReplicas"]
