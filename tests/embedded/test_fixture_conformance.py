@@ -302,3 +302,14 @@ def test_server_rejects_a_changed_uid(recorded_namespace: Raw) -> None:
     status, got = raw.send("PATCH", path, step["request"]["body"], step["request"]["contentType"])
     assert status == 422
     assert got["details"]["causes"] == step["response"]["details"]["causes"]
+
+
+@pytest.mark.parametrize(
+    "note",
+    ["422 Invalid: details.causes", "no name and no generateName", "invalid DNS-1123 name"],
+)
+def test_server_answers_invalid_creates_as_recorded(recorded_namespace: Raw, note: str) -> None:
+    step = next(s for s in load_fixture("errors.json")["steps"] if s["note"].startswith(note))
+    request = step["request"]
+    status, got = recorded_namespace.send("POST", request["path"], request["body"])
+    assert (status, got) == (step["status"], step["response"])
