@@ -127,15 +127,23 @@ _DEFAULT_PATHS: Final = (
 Trie = dict[str, Any]
 
 
-@functools.lru_cache(maxsize=256)
 def ignore_trie(options: tuple[MatchOption, ...], kind: str) -> Trie:
-    """The ignored paths of ``options`` (plus the defaults) for ``kind``, as a nested dict."""
-    trie: Trie = {}
-    paths = list(_DEFAULT_PATHS)
+    """The ignored paths of ``options`` (plus the defaults) for ``kind``, as a nested dict.
+
+    Raises :class:`InvalidOptionError` for anything that is not a :class:`MatchOption`.
+    """
     for option in options:
         if not isinstance(option, MatchOption):
             raise InvalidOptionError("options are MatchOption values, e.g. ignore_field(...)",
                                      path=option)
+    return _compiled_trie(options, kind)
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled_trie(options: tuple[MatchOption, ...], kind: str) -> Trie:
+    trie: Trie = {}
+    paths = list(_DEFAULT_PATHS)
+    for option in options:
         if option.applies_to(kind):
             paths.extend(option.paths)
     for path in paths:

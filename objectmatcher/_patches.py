@@ -17,7 +17,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import jsonpatch
-import jsonpointer
 
 from objectmatcher._errors import PatchError, UnsupportedPatchError
 from objectmatcher._schemas import SchemaNode, kind_schema
@@ -133,7 +132,7 @@ def _json_patch(obj: KubeObject, patch: Any) -> Any:
     except jsonpatch.JsonPatchTestFailed as error:
         raise PatchError(f"test operation failed: {error}", patch_type=JSON_PATCH,
                          object_ref=_ref(obj)) from error
-    except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as error:
+    except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as error:
         raise PatchError(str(error), patch_type=JSON_PATCH, object_ref=_ref(obj)) from error
     except (KeyError, IndexError, TypeError, AttributeError) as error:
         raise PatchError(f"malformed operation: {error!r}", patch_type=JSON_PATCH,

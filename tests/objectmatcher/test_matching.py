@@ -335,6 +335,10 @@ def test_bad_option_paths_are_value_errors(path: Any) -> None:
         calculate_patch({"apiVersion": "v1", "kind": "K", "metadata": {"name": "n"}},
                         {"apiVersion": "v1", "kind": "K", "metadata": {"name": "n"}},
                         "spec.replicas")  # type: ignore[arg-type]
+    with pytest.raises(InvalidOptionError):
+        calculate_patch({"apiVersion": "v1", "kind": "K", "metadata": {"name": "n"}},
+                        {"apiVersion": "v1", "kind": "K", "metadata": {"name": "n"}},
+                        {"path": "spec"})  # type: ignore[arg-type]
 
 
 _GOOD = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
