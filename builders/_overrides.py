@@ -22,6 +22,8 @@ from builders._state import DesiredState, KubeObject
 
 __all__ = ["overrides", "with_overrides"]
 
+_REDACTED = "<redacted>"
+
 
 def overrides(
     obj: KubeObject, patch: Mapping[str, Any] | None, *, kubernetes_version: str | None = None
@@ -43,17 +45,19 @@ def overrides(
         if objectmatcher.has_builtin_schema(api_version, kind, kubernetes_version)
         else objectmatcher.MERGE_PATCH
     )
+    shown = _REDACTED if kind == "Secret" else partial  # Secret data never in clear text
     where = f"overrides of {kind} {namespace + '/' if namespace else ''}{name}"
     try:
         merged = objectmatcher.apply_patch(
             plain, partial, patch_type=patch_type, kubernetes_version=kubernetes_version
         )
     except objectmatcher.PatchError as exc:
-        raise InvalidSpecError(field=where, value=partial, reason=str(exc)) from exc
+        reason = "the patch does not apply" if shown is _REDACTED else str(exc)
+        raise InvalidSpecError(field=where, value=shown, reason=reason) from exc
     if identity_of(merged) != (api_version, kind, namespace, name):
         raise InvalidSpecError(
             field=where,
-            value=partial,
+            value=shown,
             reason="overrides must not change apiVersion, kind, name or namespace",
         )
     return merged

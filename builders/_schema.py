@@ -204,6 +204,10 @@ def validate_object(
         validator = found
     error = jsonschema.exceptions.best_match(validator.iter_errors(obj))
     if error is not None:
-        raise SchemaValidationError(
-            field=_format_path(error.absolute_path), value=error.instance, reason=error.message
-        )
+        path = list(error.absolute_path)
+        if kind == "Secret" and (not path or path[0] in ("data", "stringData")):
+            # Secret values never appear in clear text, not even in an error message.
+            value, reason = "<redacted>", f"invalid {path[0] if path else 'Secret'} value"
+        else:
+            value, reason = error.instance, error.message
+        raise SchemaValidationError(field=_format_path(path), value=value, reason=reason)

@@ -63,3 +63,16 @@ def test_with_overrides_wraps_a_builder() -> None:
     obj, state = b.with_overrides(site_deployment(parent), {"spec": {"replicas": 7}})()
     assert obj["spec"]["replicas"] == 7
     assert state.is_present
+
+
+def test_secret_values_never_appear_in_errors() -> None:
+    obj = b.secret(metadata={"name": "creds", "namespace": "n"}, data={"password": "hunter2"})
+    with pytest.raises(b.InvalidSpecError) as caught:
+        b.overrides(obj, {"metadata": {"name": "other"}, "stringData": {"password": "hunter2"}})
+    assert "hunter2" not in str(caught.value)
+    assert "hunter2" not in repr(caught.value.value)
+    obj["data"]["password"] = 12345
+    with pytest.raises(b.SchemaValidationError) as invalid:
+        b.validate_object(obj)
+    assert invalid.value.field == "data.password"
+    assert "12345" not in str(invalid.value)
