@@ -392,9 +392,13 @@ class CustomResourceStrategy(KindStrategy):
         return self._list_map_keys
 
     def _structural(self, obj: dict[str, Any]) -> None:
+        # In place, and with the same metadata dict: the caller may hold on to it.
+        metadata = obj.get("metadata")
         shaped = default_from_schema(prune(obj, self.schema, root=True), self.schema)
         obj.clear()
         obj.update(shaped)
+        if metadata is not None:
+            obj["metadata"] = metadata
 
     def prepare_create(self, obj: dict[str, Any], ctx: ServerContext) -> None:
         """Drop ``status`` (status subresource), prune and default."""

@@ -511,8 +511,13 @@ def keep_status(old: Mapping[str, Any], new: dict[str, Any]) -> None:
 def keep_all_but_status(old: Mapping[str, Any], new: dict[str, Any]) -> None:
     """A ``/status`` update: everything but ``status`` stays as stored, metadata included."""
     status = new.get("status")
+    metadata = new.get("metadata")
     new.clear()
     new.update(copy.deepcopy({k: v for k, v in old.items() if k != "status"}))
+    if isinstance(metadata, dict):  # the same dict, which the caller may hold on to
+        metadata.clear()
+        metadata.update(new.get("metadata") or {})
+        new["metadata"] = metadata
     if status is not None:
         new["status"] = status
 
