@@ -290,3 +290,18 @@ def test_pruning_and_defaulting_are_idempotent(value: dict[str, Any]) -> None:
     assert default_from_schema(prune(once, SCHEMA, root=True), SCHEMA) == once
     assert set(once) <= {"spec", "status"}
     assert validate_against_schema({"spec": {"mode": "safe"}}, SCHEMA) == []
+
+
+def test_strategies_keep_the_metadata_dict_the_core_holds() -> None:
+    # The core keeps a reference to obj["metadata"] across the strategy calls.
+    _, strategy = served(gadget_crd(status=True))
+    old = stored(strategy, gadget())
+    for prepare in (
+        lambda new: strategy.prepare_update(old, new, ServerContext()),
+        lambda new: strategy.prepare_status_update(old, new),
+        lambda new: strategy.prepare_create(new, ServerContext()),
+    ):
+        new = copy.deepcopy(old)
+        held = new["metadata"]
+        prepare(new)
+        assert new["metadata"] is held
