@@ -280,7 +280,9 @@ def present_if(
     return _AbsentInstead(builder=builder, identity=identity, state=absent_state)
 
 
-def absent(api_version: str, kind: str, name: str, namespace: str | None = None) -> ResourceBuilder:
+def absent(
+    api_version: str, kind: str, *, name: str, namespace: str | None = None
+) -> ResourceBuilder:
     """A builder of the ABSENT stub with this identity (an object that must not exist)."""
     meta: dict[str, Any] = {"name": name}
     if namespace is not None:

@@ -294,45 +294,33 @@ def pod_template(
 
 def _workload(
     kind: str,
+    *,
     metadata: Mapping[str, Any],
-    selector_labels: Mapping[str, str],
-    template: Mapping[str, Any],
-    extra_spec: Mapping[str, Any],
-) -> dict[str, Any]:
-    if not selector_labels:
-        raise InvalidSpecError(field="spec.selector", value={}, reason="must not be empty")
-    validate_labels(selector_labels, field="spec.selector.matchLabels")
-    fresh_template: dict[str, Any] = _fresh(dict(template))
-    tmeta = fresh_template.setdefault("metadata", {})
-    tmeta["labels"] = {**(tmeta.get("labels") or {}), **selector_labels}
-    spec = {
-        **_drop_none(dict(extra_spec)),
-        "selector": {"matchLabels": dict(selector_labels)},
-        "template": fresh_template,
-    }
-    return {
-        "apiVersion": "apps/v1",
-        "kind": kind,
-        "metadata": _fresh(dict(metadata)),
-        "spec": spec,
-    }
-
-
-def _template(
     selector_labels: Mapping[str, str],
     containers: Sequence[Mapping[str, Any]],
     pod_labels: Mapping[str, str] | None,
     pod_annotations: Mapping[str, str] | None,
     service_account_name: str | None,
     volumes: Sequence[Mapping[str, Any]] | None,
+    extra_spec: Mapping[str, Any],
 ) -> dict[str, Any]:
-    return pod_template(
+    """An ``apps/v1`` workload whose pod template carries (at least) the selector labels."""
+    if not selector_labels:
+        raise InvalidSpecError(field="spec.selector", value={}, reason="must not be empty")
+    validate_labels(selector_labels, field="spec.selector.matchLabels")
+    template = pod_template(
         labels={**(pod_labels or {}), **selector_labels},
         containers=containers,
         annotations=pod_annotations,
         service_account_name=service_account_name,
         volumes=volumes,
     )
+    spec = {
+        **_drop_none(dict(extra_spec)),
+        "selector": {"matchLabels": dict(selector_labels)},
+        "template": template,
+    }
+    return {"apiVersion": "apps/v1", "kind": kind, "metadata": _fresh(dict(metadata)), "spec": spec}
 
 
 def deployment(
@@ -348,11 +336,17 @@ def deployment(
     strategy: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """An ``apps/v1`` Deployment whose selector matches its pod template's labels."""
-    template = _template(
-        selector_labels, containers, pod_labels, pod_annotations, service_account_name, volumes
+    return _workload(
+        "Deployment",
+        metadata=metadata,
+        selector_labels=selector_labels,
+        containers=containers,
+        pod_labels=pod_labels,
+        pod_annotations=pod_annotations,
+        service_account_name=service_account_name,
+        volumes=volumes,
+        extra_spec={"replicas": replicas, "strategy": _fresh(dict(strategy)) if strategy else None},
     )
-    extra = {"replicas": replicas, "strategy": _fresh(dict(strategy)) if strategy else None}
-    return _workload("Deployment", metadata, selector_labels, template, extra)
 
 
 def statefulset(
@@ -369,17 +363,22 @@ def statefulset(
     volume_claim_templates: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """An ``apps/v1`` StatefulSet governed by the (headless) Service ``service_name``."""
-    template = _template(
-        selector_labels, containers, pod_labels, pod_annotations, service_account_name, volumes
+    claims = _fresh([dict(t) for t in volume_claim_templates]) if volume_claim_templates else None
+    return _workload(
+        "StatefulSet",
+        metadata=metadata,
+        selector_labels=selector_labels,
+        containers=containers,
+        pod_labels=pod_labels,
+        pod_annotations=pod_annotations,
+        service_account_name=service_account_name,
+        volumes=volumes,
+        extra_spec={
+            "serviceName": validate_name(service_name, field="spec.serviceName", rule="dns1035"),
+            "replicas": replicas,
+            "volumeClaimTemplates": claims,
+        },
     )
-    extra = {
-        "serviceName": validate_name(service_name, field="spec.serviceName", rule="dns1035"),
-        "replicas": replicas,
-        "volumeClaimTemplates": _fresh([dict(t) for t in volume_claim_templates])
-        if volume_claim_templates
-        else None,
-    }
-    return _workload("StatefulSet", metadata, selector_labels, template, extra)
 
 
 def daemonset(
@@ -393,10 +392,17 @@ def daemonset(
     volumes: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """An ``apps/v1`` DaemonSet whose selector matches its pod template's labels."""
-    template = _template(
-        selector_labels, containers, pod_labels, pod_annotations, service_account_name, volumes
+    return _workload(
+        "DaemonSet",
+        metadata=metadata,
+        selector_labels=selector_labels,
+        containers=containers,
+        pod_labels=pod_labels,
+        pod_annotations=pod_annotations,
+        service_account_name=service_account_name,
+        volumes=volumes,
+        extra_spec={},
     )
-    return _workload("DaemonSet", metadata, selector_labels, template, {})
 
 
 def service_port(

@@ -85,7 +85,7 @@ def _api_version_slug(api_version: str) -> str:
 
 @functools.cache
 def builtin_schema(
-    api_version: str, kind: str, kubernetes_version: str | None = None
+    api_version: str, kind: str, *, kubernetes_version: str | None = None
 ) -> Mapping[str, Any] | None:
     """The JSON schema of a built-in kind, or None when the version ships none (cached)."""
     version, directory = _schema_dir(kubernetes_version)
@@ -106,8 +106,8 @@ def resolve_ref(ref: str, kubernetes_version: str | None = None) -> Mapping[str,
 
 
 @functools.cache
-def _builtin_validator(api_version: str, kind: str, kubernetes_version: str | None) -> Any:
-    schema = builtin_schema(api_version, kind, kubernetes_version)
+def _builtin_validator(api_version: str, kind: str, *, kubernetes_version: str | None) -> Any:
+    schema = builtin_schema(api_version, kind, kubernetes_version=kubernetes_version)
     if schema is None:
         return None
     defs = referencing.Resource.from_contents(definitions(kubernetes_version))
@@ -193,7 +193,7 @@ def validate_object(
         version = api_version.rsplit("/", 1)[-1]
         validator = _crd_validator(crd_version_schema(crd_schema, version))
     else:
-        found = _builtin_validator(api_version, kind, kubernetes_version)
+        found = _builtin_validator(api_version, kind, kubernetes_version=kubernetes_version)
         if found is None:
             raise UnknownKindError(
                 field="apiVersion/kind",

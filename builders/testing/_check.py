@@ -90,7 +90,7 @@ def _show(parent: KubeObject | None) -> str:
         return repr(parent)
 
 
-def _fail(invariant: str, detail: str, parent: KubeObject | None) -> AssertionError:
+def _fail(invariant: str, detail: str, *, parent: KubeObject | None) -> AssertionError:
     return AssertionError(f"invariant '{invariant}' violated: {detail}\nparent: {_show(parent)}")
 
 
@@ -105,7 +105,7 @@ def assert_builds(build: Build, parent: KubeObject) -> Built:
     try:
         return run_builders(compose(list(build(parent))), parent=parent)
     except (BuildError, InvalidSpecError, TypeError) as exc:
-        raise _fail("builds", str(exc), parent) from exc
+        raise _fail("builds", str(exc), parent=parent) from exc
 
 
 def assert_pure(build: Build, parent: KubeObject) -> Built:
@@ -113,15 +113,15 @@ def assert_pure(build: Build, parent: KubeObject) -> Built:
     snapshot = copy.deepcopy(parent)
     first = assert_builds(build, parent)
     if parent != snapshot:
-        raise _fail("pure", "build mutated its parent", snapshot)
+        raise _fail("pure", "build mutated its parent", parent=snapshot)
     second = assert_builds(build, copy.deepcopy(snapshot))
     for (a, sa), (b, sb) in zip(first, second, strict=False):
         if a != b or sa != sb:
             raise _fail(
-                "pure", f"{_where(a)} differs between two builds of the same parent", parent
+                "pure", f"{_where(a)} differs between two builds of the same parent", parent=parent
             )
     if len(first) != len(second):
-        raise _fail("pure", f"{len(first)} then {len(second)} children", parent)
+        raise _fail("pure", f"{len(first)} then {len(second)} children", parent=parent)
     return first
 
 
@@ -138,7 +138,7 @@ def assert_stable_names(build: Build, parent: KubeObject, *, calls: int = 2) -> 
     for _ in range(calls - 1):
         again = _identities(assert_builds(build, copy.deepcopy(parent)))
         if again != expected:
-            raise _fail("stable names", f"{expected} then {again}", parent)
+            raise _fail("stable names", f"{expected} then {again}", parent=parent)
 
 
 def _name_problem(kind: str, name: Any) -> str | None:
@@ -166,7 +166,7 @@ def assert_valid_names(children: Built, *, parent: KubeObject | None = None) -> 
         if problem is None and namespace is not None and not is_dns1123_label(str(namespace)):
             problem = f"namespace {namespace!r} is not a DNS-1123 label"
         if problem:
-            raise _fail("valid names", f"{_where(obj)}: {problem}", parent)
+            raise _fail("valid names", f"{_where(obj)}: {problem}", parent=parent)
 
 
 def assert_unique(children: Built, *, parent: KubeObject | None = None) -> None:
@@ -175,7 +175,9 @@ def assert_unique(children: Built, *, parent: KubeObject | None = None) -> None:
     for identity in _identities(children):
         if identity in seen:
             kind, ns, name = identity
-            raise _fail("unique", f"two children are {kind} {ns + '/' if ns else ''}{name}", parent)
+            raise _fail(
+                "unique", f"two children are {kind} {ns + '/' if ns else ''}{name}", parent=parent
+            )
         seen.add(identity)
 
 
@@ -214,9 +216,9 @@ def assert_schema_valid(
             )
         except UnknownKindError as exc:
             if require_schemas:
-                raise _fail("schema", f"{_where(obj)}: {exc}", parent) from exc
+                raise _fail("schema", f"{_where(obj)}: {exc}", parent=parent) from exc
         except InvalidSpecError as exc:
-            raise _fail("schema", f"{_where(obj)}: {exc}", parent) from exc
+            raise _fail("schema", f"{_where(obj)}: {exc}", parent=parent) from exc
 
 
 def assert_owned(children: Built, *, parent: KubeObject, managed_by: str | None = None) -> None:
@@ -240,13 +242,15 @@ def assert_owned(children: Built, *, parent: KubeObject, managed_by: str | None 
         }
         for key, value in expected.items():
             if key not in labels:
-                raise _fail("owned", f"{_where(obj)} lacks the label {key}", parent)
+                raise _fail("owned", f"{_where(obj)} lacks the label {key}", parent=parent)
             if value is not None and labels[key] != value:
                 raise _fail(
-                    "owned", f"{_where(obj)} has {key}={labels[key]!r}, want {value!r}", parent
+                    "owned",
+                    f"{_where(obj)} has {key}={labels[key]!r}, want {value!r}",
+                    parent=parent,
                 )
         if not labels.get(COMPONENT_LABEL):
-            raise _fail("owned", f"{_where(obj)} lacks the label {COMPONENT_LABEL}", parent)
+            raise _fail("owned", f"{_where(obj)} lacks the label {COMPONENT_LABEL}", parent=parent)
         controllers = [r for r in meta.get("ownerReferences") or () if r.get("controller")]
         if pns is not None and meta.get("namespace") == pns:
             if len(controllers) != 1 or controllers[0].get("uid") != puid:
@@ -254,19 +258,21 @@ def assert_owned(children: Built, *, parent: KubeObject, managed_by: str | None 
                     "owned",
                     f"{_where(obj)} needs one controller owner reference to the parent "
                     f"(uid {puid}), has {controllers}",
-                    parent,
+                    parent=parent,
                 )
             ref = controllers[0]
             if (ref.get("kind"), ref.get("name")) != (parent.get("kind"), pname):
                 raise _fail(
-                    "owned", f"{_where(obj)}: owner reference {ref} names another object", parent
+                    "owned",
+                    f"{_where(obj)}: owner reference {ref} names another object",
+                    parent=parent,
                 )
         elif controllers:
             raise _fail(
                 "owned",
                 f"{_where(obj)} is not in the parent's namespace and cannot have a controller "
                 "owner reference to it",
-                parent,
+                parent=parent,
             )
 
 
@@ -302,7 +308,7 @@ def assert_selectors_match(children: Built, *, parent: KubeObject | None = None)
             raise _fail(
                 "selectors",
                 f"{_where(obj)}: selector {selector} does not match its pod labels {labels}",
-                parent,
+                parent=parent,
             )
         pods.append(((obj.get("metadata") or {}).get("namespace"), labels))
     for obj in present:
@@ -318,7 +324,7 @@ def assert_selectors_match(children: Built, *, parent: KubeObject | None = None)
             raise _fail(
                 "selectors",
                 f"{_where(obj)}: selector {selector} selects no workload of the set",
-                parent,
+                parent=parent,
             )
 
 
@@ -333,7 +339,9 @@ def assert_absent_stubs(children: Built, *, parent: KubeObject | None = None) ->
         }
         if extra:
             raise _fail(
-                "absent stubs", f"{_where(obj)} is ABSENT but carries {sorted(extra)}", parent
+                "absent stubs",
+                f"{_where(obj)} is ABSENT but carries {sorted(extra)}",
+                parent=parent,
             )
 
 
@@ -414,7 +422,7 @@ def check_builders(
     def run(parent: KubeObject) -> None:
         check_parent(
             build,
-            parent,
+            parent=parent,
             managed_by=managed_by,
             kubernetes_version=kubernetes_version,
             crd_schemas=crd_schemas,

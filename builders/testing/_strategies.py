@@ -41,7 +41,7 @@ _ALNUM = string.ascii_letters + string.digits
 
 
 def _bounded_word(
-    first: str, middle: str, last: str, *, min_size: int, max_size: int
+    *, first: str, middle: str, last: str, min_size: int, max_size: int
 ) -> st.SearchStrategy[str]:
     """Words of ``min_size..max_size`` chars: a ``first`` char, ``middle`` chars, a ``last`` one."""
     if max_size < 1 or min_size > max_size:
@@ -64,7 +64,11 @@ def dns_labels(
     with a letter, as Service names must."""
     first = string.ascii_lowercase if rfc1035 else _LOWER_ALNUM
     return _bounded_word(
-        first, _LOWER_ALNUM + "-", _LOWER_ALNUM, min_size=min_size, max_size=min(max_size, 63)
+        first=first,
+        middle=_LOWER_ALNUM + "-",
+        last=_LOWER_ALNUM,
+        min_size=min_size,
+        max_size=min(max_size, 63),
     )
 
 
@@ -79,7 +83,9 @@ def dns_subdomains(*, max_size: int = 253, max_labels: int = 3) -> st.SearchStra
 
 
 def _qualified_names(max_size: int = 63) -> st.SearchStrategy[str]:
-    return _bounded_word(_ALNUM, _ALNUM + "-_.", _ALNUM, min_size=1, max_size=max_size)
+    return _bounded_word(
+        first=_ALNUM, middle=_ALNUM + "-_.", last=_ALNUM, min_size=1, max_size=max_size
+    )
 
 
 def label_keys(*, prefixed: bool | None = None) -> st.SearchStrategy[str]:
@@ -325,7 +331,7 @@ def from_schema(
         api_version, kind_name, schema = _crd_identity(kind, version)
     else:
         api_version = version or _find_api_version(kind, kubernetes_version)
-        found = builtin_schema(api_version, kind, kubernetes_version)
+        found = builtin_schema(api_version, kind, kubernetes_version=kubernetes_version)
         if found is None:
             raise InvalidSpecError(
                 field="kind", value=f"{api_version}/{kind}", reason="no built-in schema"
@@ -367,7 +373,7 @@ def _crd_identity(
 
 def _find_api_version(kind: str, kubernetes_version: str | None) -> str:
     for candidate in _api_versions_of(kind, kubernetes_version):
-        if builtin_schema(candidate, kind, kubernetes_version) is not None:
+        if builtin_schema(candidate, kind, kubernetes_version=kubernetes_version) is not None:
             return candidate
     raise InvalidSpecError(field="kind", value=kind, reason="no built-in kind of that name")
 

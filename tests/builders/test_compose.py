@@ -62,7 +62,7 @@ def test_present_if_can_take_the_identity_when_the_builder_cannot_run() -> None:
 
 
 def test_absent_builds_a_stub() -> None:
-    obj, state = b.absent("v1", "Service", "old", "team-a")()
+    obj, state = b.absent("v1", "Service", name="old", namespace="team-a")()
     assert obj == {
         "apiVersion": "v1",
         "kind": "Service",
