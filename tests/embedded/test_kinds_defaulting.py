@@ -10,11 +10,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from objectmatcher import MERGE_PATCH, apply_patch
 from reconciler.embedded._kinds import Invalid, KindStrategy, ServerContext
 from reconciler.embedded._registry import make_registry
 from tests.conftest import load_fixture
 
 REGISTRY = make_registry()
+
+
+def merge_patch(obj: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """A JSON merge patch applied as the server applies it (a new dict)."""
+    return apply_patch(obj, patch, patch_type=MERGE_PATCH)
 
 
 def strategy_for(api_version: str, kind: str) -> KindStrategy:
@@ -31,19 +37,6 @@ def created(obj: dict[str, Any], ctx: ServerContext | None = None) -> dict[str, 
     strategy.prepare_create(stored, ctx or ServerContext())
     strategy.validate_create(stored)
     return stored
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386, for replaying the recorded merge patches."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
 
 
 def template(image: str = "busybox:1.36", **container: Any) -> dict[str, Any]:

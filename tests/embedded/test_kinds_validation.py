@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from objectmatcher import MERGE_PATCH, apply_patch
 from reconciler.embedded._kinds import Invalid, KindStrategy, ServerContext
 from reconciler.embedded._names import dns1035_label, dns1123_label, dns1123_subdomain
 from reconciler.embedded._registry import make_registry
@@ -18,6 +19,11 @@ from tests.conftest import load_fixture
 REGISTRY = make_registry()
 ERRORS = load_fixture("errors.json")["steps"]
 IMMUTABLE = load_fixture("immutable-fields.json")["steps"]
+
+
+def merge_patch(obj: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """A JSON merge patch applied as the server applies it (a new dict)."""
+    return apply_patch(obj, patch, patch_type=MERGE_PATCH)
 
 
 def strategy_for(api_version: str, kind: str) -> KindStrategy:
@@ -50,7 +56,7 @@ def update_causes(
     old: dict[str, Any], patch: dict[str, Any], ctx: ServerContext | None = None
 ) -> list[dict[str, str]]:
     """Causes of a merge patch of ``old`` (only the shallow merges the recordings use)."""
-    new = _merge(old, patch)
+    new = merge_patch(old, patch)
     strategy = strategy_for(old["apiVersion"], old["kind"])
     strategy.prepare_update(old, new, ctx or ServerContext())
     try:
@@ -58,18 +64,6 @@ def update_causes(
     except Invalid as error:
         return error.causes
     return []
-
-
-def _merge(target: Any, patch: Any) -> Any:
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = dict(copy.deepcopy(target)) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = _merge(result.get(key), value)
-    return result
 
 
 def recorded(steps: list[dict[str, Any]], note_start: str) -> dict[str, Any]:
