@@ -17,7 +17,7 @@ class RawClient:
 
     def __init__(self, server: EmbeddedApiServer) -> None:
         self.server = server
-        self.pool = urllib3.PoolManager(ca_certs=str(server.ca_cert_path))
+        self.pool = urllib3.PoolManager(ca_certs=str(server.ca_cert_path), retries=False)
 
     def request(
         self,
