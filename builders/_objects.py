@@ -100,6 +100,7 @@ def child_meta(
     component: str,
     managed_by: str,
     name: str | None = None,
+    namespace: str | None = None,
     cluster_scoped: bool = False,
     labels: Mapping[str, str] | None = None,
     annotations: Mapping[str, str] | None = None,
@@ -107,19 +108,23 @@ def child_meta(
 ) -> dict[str, Any]:
     """The full identity of a child of ``parent`` as DESIGN.md section 5 fixes it.
 
-    Name ``child_name(parent, component)`` unless given; the parent's namespace (none when
-    ``cluster_scoped``); the standard labels plus ``labels``; a controller owner reference to the
-    parent (omitted for cluster-scoped children, which keep ``optk.dev/owner-uid`` instead).
+    Name ``child_name(parent, component)`` unless given; the parent's namespace unless
+    ``namespace`` is given (none when ``cluster_scoped``); the standard labels plus ``labels``;
+    a controller owner reference to the parent whenever Kubernetes allows one (the parent is
+    cluster-scoped, or in the child's namespace); other children keep ``optk.dev/owner-uid``.
     """
     parent_meta = parent.get("metadata") or {}
+    parent_namespace = parent_meta.get("namespace")
+    child_namespace = None if cluster_scoped else (namespace or parent_namespace)
+    can_own = parent_namespace is None or child_namespace == parent_namespace
     return object_meta(
         name=name if name is not None else child_name(str(parent_meta.get("name", "")), component),
-        namespace=None if cluster_scoped else parent_meta.get("namespace"),
+        namespace=child_namespace,
         labels=standard_labels(
             parent, component=component, managed_by=managed_by, name=app_name, extra=labels
         ),
         annotations=annotations,
-        owner_references=None if cluster_scoped else [owner_reference(parent)],
+        owner_references=[owner_reference(parent)] if can_own else None,
     )
 
 

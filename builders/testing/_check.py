@@ -225,8 +225,9 @@ def assert_owned(children: Built, *, parent: KubeObject, managed_by: str | None 
     """Present children carry the labels and owner reference of DESIGN.md section 5.
 
     ``app.kubernetes.io/managed-by`` (equal to ``managed_by`` when given), ``instance`` (the
-    parent's name), ``component``, ``optk.dev/owner-uid`` (the parent's uid), and, for children
-    in the parent's namespace, exactly one controller owner reference, to the parent.
+    parent's name), ``component``, ``optk.dev/owner-uid`` (the parent's uid), and exactly one
+    controller owner reference, to the parent, wherever Kubernetes allows one (a cluster-scoped
+    parent, or a child in the parent's namespace); none elsewhere.
     """
     pmeta = parent.get("metadata") or {}
     puid, pname, pns = pmeta.get("uid"), pmeta.get("name"), pmeta.get("namespace")
@@ -252,7 +253,7 @@ def assert_owned(children: Built, *, parent: KubeObject, managed_by: str | None 
         if not labels.get(COMPONENT_LABEL):
             raise _fail("owned", f"{_where(obj)} lacks the label {COMPONENT_LABEL}", parent=parent)
         controllers = [r for r in meta.get("ownerReferences") or () if r.get("controller")]
-        if pns is not None and meta.get("namespace") == pns:
+        if pns is None or meta.get("namespace") == pns:
             if len(controllers) != 1 or controllers[0].get("uid") != puid:
                 raise _fail(
                     "owned",
@@ -270,8 +271,8 @@ def assert_owned(children: Built, *, parent: KubeObject, managed_by: str | None 
         elif controllers:
             raise _fail(
                 "owned",
-                f"{_where(obj)} is not in the parent's namespace and cannot have a controller "
-                "owner reference to it",
+                f"{_where(obj)} is not in the namespace of its namespaced parent, so it cannot "
+                "have a controller owner reference to it",
                 parent=parent,
             )
 

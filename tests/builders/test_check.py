@@ -246,3 +246,13 @@ def test_match_expressions_follow_kubernetes_semantics() -> None:
 def test_check_builders_rejects_unknown_skip_names(strategy: st.SearchStrategy[Any]) -> None:
     with pytest.raises(ValueError, match="unknown invariants"):
         bt.check_builders(build_site, strategy, skip=("typo",), max_examples=1)
+
+
+def test_owner_references_across_namespaces_are_caught() -> None:
+    parent = make_parent()
+    meta_elsewhere = b.child_meta(parent, component="x", managed_by=MANAGED_BY, namespace="other")
+    good = b.config_map(metadata=meta_elsewhere)
+    bt.assert_owned([(good, b.DesiredState.PRESENT)], parent=parent, managed_by=MANAGED_BY)
+    bad = b.config_map(metadata={**meta_elsewhere, "ownerReferences": [b.owner_reference(parent)]})
+    with pytest.raises(AssertionError, match="cannot have a controller owner reference"):
+        bt.assert_owned([(bad, b.DesiredState.PRESENT)], parent=parent)

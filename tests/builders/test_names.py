@@ -116,3 +116,13 @@ def test_child_meta_of_cluster_scoped_child_keeps_owner_uid_only() -> None:
     namespaced = b.child_meta(parent, component="reader", managed_by="op")
     assert namespaced["namespace"] == "team-a"
     assert namespaced["ownerReferences"][0]["controller"] is True
+
+
+def test_child_meta_of_a_cluster_scoped_parent_owns_namespaced_children() -> None:
+    parent = {"apiVersion": "x.dev/v1", "kind": "Tenant", "metadata": {"name": "t", "uid": "u1"}}
+    meta = b.child_meta(parent, component="quota", managed_by="op", namespace="team-b")
+    assert meta["namespace"] == "team-b"
+    assert meta["ownerReferences"][0]["uid"] == "u1"
+    elsewhere = b.child_meta(make_parent(), component="x", managed_by="op", namespace="other")
+    assert "ownerReferences" not in elsewhere
+    assert elsewhere["labels"][b.OWNER_UID_LABEL] == "0b9c-11"
