@@ -34,6 +34,7 @@ __all__ = [
     "compact",
     "decode_annotation",
     "encode_annotation",
+    "encode_compacted",
     "get_last_applied",
     "is_secret",
     "object_ref",
@@ -128,9 +129,13 @@ def compact(obj: KubeObject) -> dict[str, Any]:
 
 def encode_annotation(obj: KubeObject) -> str:
     """The annotation text recording ``obj`` (without any annotation of its own)."""
-    text = json.dumps(compact(without_annotation(obj)), sort_keys=True, separators=(",", ":"),
-                      ensure_ascii=False)
-    return _PREFIX + base64.b64encode(zlib.compress(text.encode(), 9)).decode("ascii")
+    return encode_compacted(compact(without_annotation(obj)))
+
+
+def encode_compacted(record: Mapping[str, Any]) -> str:
+    """The annotation text of a record :func:`compact` already made."""
+    text = json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _PREFIX + base64.b64encode(zlib.compress(text.encode(), 6)).decode("ascii")
 
 
 @functools.lru_cache(maxsize=512)

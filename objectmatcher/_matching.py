@@ -22,7 +22,7 @@ import attrs
 from objectmatcher._annotations import (
     LAST_APPLIED_ANNOTATION,
     compact,
-    encode_annotation,
+    encode_compacted,
     is_secret,
     object_ref,
     read_original,
@@ -88,6 +88,11 @@ class PatchResult:
                 f"fallback_reason={self.fallback_reason!r})")
 
 
+def _is_map(value: Any) -> bool:
+    """``isinstance(value, Mapping)``, fast for the common ``dict``."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 class _Same:
     """Marker: the subtree needs no patch."""
 
@@ -132,7 +137,7 @@ def _is_blank(value: Any) -> bool:
     """``None``, an empty list, or a map holding only blanks: what a server drops."""
     if value is None:
         return True
-    if isinstance(value, Mapping):
+    if _is_map(value):
         return all(_is_blank(item) for item in value.values())
     if isinstance(value, list):
         return not value
@@ -141,7 +146,7 @@ def _is_blank(value: Any) -> bool:
 
 def _clean(value: Any) -> Any:
     """A desired value as it goes into a patch: ``None`` leaves dropped, copied."""
-    if isinstance(value, Mapping):
+    if _is_map(value):
         return {key: _clean(item) for key, item in value.items() if item is not None}
     if isinstance(value, list):
         return [_clean(item) for item in value]
@@ -205,7 +210,7 @@ def _diff_map(
                 if isinstance(change, _ListEntries):
                     patch.update(change.entries)
                 continue
-            if isinstance(was, Mapping) and isinstance(current[key], Mapping):
+            if _is_map(was) and _is_map(current[key]):
                 # Only the keys we set go: others' keys of the map stay.
                 sub = _diff_map(current[key], {}, was, child, sub_trie or None, walk)
                 if sub:
@@ -228,9 +233,9 @@ def _diff_value(
     walk: _Walk,
     key: str,
 ) -> Any:
-    if isinstance(want, Mapping):
-        if isinstance(have, Mapping):
-            sub = _diff_map(have, want, was if isinstance(was, Mapping) else None, node, trie,
+    if _is_map(want):
+        if _is_map(have):
+            sub = _diff_map(have, want, was if _is_map(was) else None, node, trie,
                             walk)
             return _SAME if sub is None else sub
         if have is None and _is_blank(want):
@@ -250,7 +255,7 @@ def _diff_value(
 def _keyed(items: Any, key: str) -> dict[Any, Any]:
     if not isinstance(items, list):
         return {}
-    return {item[key]: item for item in items if isinstance(item, Mapping) and key in item}
+    return {item[key]: item for item in items if _is_map(item) and key in item}
 
 
 def _diff_merged_list(
@@ -274,7 +279,7 @@ def _diff_merged_list(
         if removed:
             entries[f"$deleteFromPrimitiveList/{key}"] = removed
         return _ListEntries(entries) if entries else _SAME
-    if not all(isinstance(item, Mapping) and item.get(merge_key) is not None for item in want):
+    if not all(_is_map(item) and item.get(merge_key) is not None for item in want):
         if _agrees(have, want, was, node, trie, walk):
             return _SAME
         return [{"$patch": "replace"}, *_clean(want)]
@@ -318,18 +323,18 @@ def _agrees(
     sets, and every other field of ``have`` is one the original did not set (a server default)."""
     if want is None:
         return True
-    if isinstance(want, Mapping):
-        if not isinstance(have, Mapping):
+    if _is_map(want):
+        if not _is_map(have):
             return have is None and _is_blank(want)
         for key, value in want.items():
             sub_trie = _sub_trie(trie, key)
             if value is None or sub_trie is True:
                 continue
-            sub_was = was.get(key) if isinstance(was, Mapping) else None
+            sub_was = was.get(key) if _is_map(was) else None
             if not _agrees(have.get(key), value, sub_was, walk.child(node, key),
                            sub_trie or None, walk):
                 return False
-        if isinstance(was, Mapping):
+        if _is_map(was):
             for key, value in have.items():
                 if (value is not None and want.get(key) is None and was.get(key) is not None
                         and _sub_trie(trie, key) is not True):
@@ -358,7 +363,7 @@ def _pair_items(
     """Items of an atomic list matched by list-map keys (when declared) or by position."""
     keys = node.list_map_keys if node is not None else ()
     old_list = was if isinstance(was, list) else []
-    if keys and all(isinstance(item, Mapping) for item in (*have, *want, *old_list)):
+    if keys and all(_is_map(item) for item in (*have, *want, *old_list)):
         def ident(item: Mapping[str, Any]) -> tuple[Any, ...]:
             return tuple(json_key(item.get(key)) for key in keys)
 
@@ -434,7 +439,7 @@ _DROP: Final = object()
 def _fold_string_data(secret: KubeObject) -> KubeObject:
     """A Secret as the server stores it: ``stringData`` base64-encoded into ``data``."""
     string_data = secret.get("stringData")
-    if not isinstance(string_data, Mapping):
+    if not _is_map(string_data):
         return secret
     data = dict(secret.get("data") or {})
     for key, value in string_data.items():
@@ -447,7 +452,7 @@ def _fold_string_data(secret: KubeObject) -> KubeObject:
 
 def _foreign(original: Mapping[str, Any], desired: KubeObject) -> str | None:
     meta = original.get("metadata")
-    name = meta.get("name") if isinstance(meta, Mapping) else None
+    name = meta.get("name") if _is_map(meta) else None
     if original.get("kind") != desired["kind"] or name != desired["metadata"]["name"]:
         return (f"the last-applied annotation records {original.get('kind')!s} {name!s}, "
                 f"not {desired['kind']} {desired['metadata']['name']}")
@@ -490,11 +495,12 @@ def calculate_patch(
     wanted = _fold_string_data(desired) if secret else desired
     recorded = _fold_string_data(original) if secret and original is not None else original
     patch = _diff_map(current, wanted, recorded, node, trie, walk) or {}
-    if original is None or (original != desired and original != compact(desired)):
+    record = None if original is not None and original == desired else compact(desired)
+    if record is not None and original != record:
         meta = patch.setdefault("metadata", {})
         if not isinstance(meta.get("annotations"), dict):
             meta["annotations"] = {}
-        meta["annotations"][LAST_APPLIED_ANNOTATION] = encode_annotation(desired)
+        meta["annotations"][LAST_APPLIED_ANNOTATION] = encode_compacted(record)
     patch_type = STRATEGIC_MERGE_PATCH if walk.strategic else MERGE_PATCH
     ref = object_ref(desired)
     if not patch:
@@ -514,8 +520,8 @@ def _footprints(before: Any, after: Any, patch: Any) -> tuple[Any, Any]:
     The diff is then computed over the patched fields only, not the whole (often large, with
     ``managedFields``) live object.
     """
-    if not (isinstance(patch, Mapping) and isinstance(before, Mapping)
-            and isinstance(after, Mapping)) or "$retainKeys" in patch or "$patch" in patch:
+    if not (_is_map(patch) and _is_map(before)
+            and _is_map(after)) or "$retainKeys" in patch or "$patch" in patch:
         return before, after
     cut_before: dict[str, Any] = {}
     cut_after: dict[str, Any] = {}
@@ -526,6 +532,6 @@ def _footprints(before: Any, after: Any, patch: Any) -> tuple[Any, Any]:
         for side, cut in ((before, cut_before), (after, cut_after)):
             if key in side:
                 cut[key] = side[key]
-        if isinstance(value, Mapping) and key in cut_before and key in cut_after:
+        if _is_map(value) and key in cut_before and key in cut_after:
             cut_before[key], cut_after[key] = _footprints(before[key], after[key], value)
     return cut_before, cut_after
