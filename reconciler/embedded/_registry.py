@@ -347,6 +347,9 @@ class _Pod(BuiltinStrategy):
     def validate(self, obj: Mapping[str, Any]) -> list[Cause]:
         return _validating.validate_pod(obj)
 
+    def validate_changes(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
+        return _validating.validate_pod_update(old, new)
+
 
 def _qos_class(spec: Mapping[str, Any]) -> str:
     containers = list(spec.get("containers") or ()) + list(spec.get("initContainers") or ())
@@ -390,6 +393,9 @@ class _PersistentVolumeClaim(BuiltinStrategy):
 
     def validate(self, obj: Mapping[str, Any]) -> list[Cause]:
         return _validating.validate_pvc(obj)
+
+    def validate_changes(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
+        return _validating.validate_pvc_update(old, new)
 
 
 class _Workload(BuiltinStrategy):
@@ -459,6 +465,9 @@ class _RoleBinding(_Rbac):
     def validate(self, obj: Mapping[str, Any]) -> list[Cause]:
         cluster = self.resource_type.kind == "ClusterRoleBinding"
         return _validating.validate_role_binding(obj, cluster=cluster)
+
+    def validate_changes(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
+        return _validating.validate_role_binding_update(old, new)
 
 
 class _CustomResourceDefinition(BuiltinStrategy):

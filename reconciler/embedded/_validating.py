@@ -33,8 +33,11 @@ __all__ = [
     "validate_job",
     "validate_job_update",
     "validate_pod",
+    "validate_pod_update",
     "validate_pvc",
+    "validate_pvc_update",
     "validate_role_binding",
+    "validate_role_binding_update",
     "validate_secret_update",
     "validate_service",
     "validate_service_update",
@@ -446,6 +449,72 @@ def validate_hpa(obj: Mapping[str, Any]) -> list[Cause]:
         causes.append(invalid("spec.minReplicas", str(minimum),
                               "must be less than or equal to maxReplicas"))
     return causes
+
+
+def validate_role_binding_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
+    """A (Cluster)RoleBinding's ``roleRef`` never changes (delete and recreate instead)."""
+    role_ref = new.get("roleRef") or {}
+    if role_ref == (old.get("roleRef") or {}):
+        return []
+    value = (
+        f"rbac.RoleRef{{APIGroup:{go_quote(str(role_ref.get('apiGroup', '')))}, "
+        f"Kind:{go_quote(str(role_ref.get('kind', '')))}, "
+        f"Name:{go_quote(str(role_ref.get('name', '')))}}}"
+    )
+    return [invalid("roleRef", value, "cannot change roleRef")]
+
+
+_POD_MUTABLE_DETAIL = (
+    "pod updates may not change fields other than `spec.containers[*].image`, "
+    "`spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` (only "
+    "additions to existing tolerations) or `spec.terminationGracePeriodSeconds` (allow it to be "
+    "set to 1 if it was previously negative)"
+)
+
+
+def _pod_spec_without_mutable(spec: Mapping[str, Any]) -> dict[str, Any]:
+    masked = {k: v for k, v in spec.items()
+              if k not in ("activeDeadlineSeconds", "tolerations")}
+    for key in ("containers", "initContainers"):
+        if isinstance(spec.get(key), list):
+            masked[key] = [{k: v for k, v in c.items() if k != "image"}
+                           for c in spec[key] if isinstance(c, Mapping)]
+    return masked
+
+
+def validate_pod_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
+    """A Pod's spec is fixed but for images, ``activeDeadlineSeconds`` and added tolerations.
+
+    The real message continues with a diff of the two specs, which is left out here.
+    """
+    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    causes = []
+    if _pod_spec_without_mutable(old_spec) != _pod_spec_without_mutable(new_spec):
+        causes.append(forbidden("spec", _POD_MUTABLE_DETAIL))
+    new_tolerations = new_spec.get("tolerations") or []
+    if any(t not in new_tolerations for t in old_spec.get("tolerations") or ()):
+        causes.append(forbidden("spec.tolerations", "existing toleration can not be modified "
+                                "except its tolerationSeconds"))
+    return causes
+
+
+def validate_pvc_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
+    """A claim's spec is fixed once created (a bound claim may grow its storage request).
+
+    The real message continues with a diff of the two specs, which is left out here.
+    """
+    old_spec = dict(old.get("spec") or {})
+    new_spec = dict(new.get("spec") or {})
+    if (old.get("status") or {}).get("phase") == "Bound":
+        old_spec.pop("resources", None)
+        new_spec.pop("resources", None)
+        old_spec.pop("volumeName", None)  # set by the binder
+        new_spec.pop("volumeName", None)
+    if old_spec == new_spec:
+        return []
+    return [forbidden(
+        "spec", "spec is immutable after creation except resources.requests for bound claims"
+    )]
 
 
 def validate_uid_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:

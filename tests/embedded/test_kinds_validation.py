@@ -378,3 +378,45 @@ def test_hpa_replica_bounds() -> None:
     hpa["spec"]["maxReplicas"] = 0
     assert [c["field"] for c in create_causes(hpa)] == [
         "spec.scaleTargetRef.kind", "spec.scaleTargetRef.name", "spec.maxReplicas"]
+
+
+def test_role_ref_cannot_change() -> None:
+    binding = created({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "b", "namespace": "ns"},
+        "roleRef": {"kind": "Role", "name": "reader"},
+        "subjects": [{"kind": "User", "name": "alice"}],
+    })
+    assert binding["roleRef"]["apiGroup"] == "rbac.authorization.k8s.io"
+    assert update_causes(binding, {"subjects": [{"kind": "Group", "name": "devs"}]}) == []
+    assert update_causes(binding, {"roleRef": {"name": "writer"}}) == [{
+        "reason": "FieldValueInvalid",
+        "message": 'Invalid value: rbac.RoleRef{APIGroup:"rbac.authorization.k8s.io", '
+                   'Kind:"Role", Name:"writer"}: cannot change roleRef',
+        "field": "roleRef",
+    }]
+
+
+def test_pod_spec_changes_are_limited_to_images_and_deadlines() -> None:
+    pod = created({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                   "spec": {"containers": [{"name": "c", "image": "busybox:1.35"}]}})
+    patch = {"spec": {"containers": [{**pod["spec"]["containers"][0], "image": "busybox:1.36"}],
+                      "activeDeadlineSeconds": 30}}
+    assert update_causes(pod, patch) == []
+    causes = update_causes(pod, {"spec": {"dnsPolicy": "Default"}})
+    assert [(c["reason"], c["field"]) for c in causes] == [("FieldValueForbidden", "spec")]
+    assert causes[0]["message"].startswith("Forbidden: pod updates may not change fields")
+    assert [c["field"] for c in update_causes(pod, {"spec": {"tolerations": []}})] == [
+        "spec.tolerations"]
+
+
+def test_unbound_claim_spec_is_immutable() -> None:
+    claim = created({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                     "metadata": {"name": "c"},
+                     "spec": {"accessModes": ["ReadWriteOnce"],
+                              "resources": {"requests": {"storage": "1Gi"}}}})
+    grow = {"spec": {"resources": {"requests": {"storage": "2Gi"}}}}
+    assert [c["field"] for c in update_causes(claim, grow)] == ["spec"]
+    bound = {**claim, "status": {"phase": "Bound"}}
+    assert update_causes(bound, grow) == []
+    assert update_causes(claim, {"metadata": {"labels": {"a": "b"}}}) == []
