@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 import attrs
 
@@ -88,7 +88,7 @@ class PatchResult:
                 f"fallback_reason={self.fallback_reason!r})")
 
 
-def _is_map(value: Any) -> bool:
+def _is_map(value: Any) -> TypeGuard[Mapping[str, Any]]:
     """``isinstance(value, Mapping)``, fast for the common ``dict``."""
     return type(value) is dict or isinstance(value, Mapping)
 
@@ -495,6 +495,10 @@ def calculate_patch(
     wanted = _fold_string_data(desired) if secret else desired
     recorded = _fold_string_data(original) if secret and original is not None else original
     patch = _diff_map(current, wanted, recorded, node, trie, walk) or {}
+    # The record is fresh when it says what desired says, up to the fields we ignore (a record
+    # written by ``set_last_applied`` may hold status or fields an option hands to others).
+    if original is not None:
+        original = _prune(original, trie)
     record = None if original is not None and original == desired else compact(desired)
     if record is not None and original != record:
         meta = patch.setdefault("metadata", {})
