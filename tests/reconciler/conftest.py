@@ -84,3 +84,25 @@ def wait_for(predicate: Callable[[], bool], *, timeout: float = 10.0) -> None:
             raise AssertionError("condition not reached in time")
         time.sleep(0.02)
 
+
+
+def install_crd(
+    client: KubernetesClient, *, group: str, kind: str, plural: str, status: bool = False
+) -> str:
+    """Create a namespaced, free-form ``v1`` CRD and wait until it is served; its apiVersion."""
+    version: dict[str, Any] = {
+        "name": "v1", "served": True, "storage": True,
+        "schema": {"openAPIV3Schema": {"type": "object",
+                                       "x-kubernetes-preserve-unknown-fields": True}},
+    }
+    if status:
+        version["subresources"] = {"status": {}}
+    client.create({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {"group": group, "scope": "Namespaced",
+                 "names": {"kind": kind, "plural": plural}, "versions": [version]},
+    })
+    api_version = f"{group}/v1"
+    wait_for(lambda: client.is_served(api_version, kind))
+    return api_version

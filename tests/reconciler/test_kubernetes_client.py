@@ -26,7 +26,7 @@ from reconciler import (
     TooManyRequestsError,
 )
 from reconciler.embedded import Faults
-from tests.reconciler.conftest import Requests, wait_for
+from tests.reconciler.conftest import Requests, install_crd
 
 MakeCM = Callable[..., dict[str, Any]]
 
@@ -118,18 +118,7 @@ def test_unknown_kind_is_not_served_and_a_crd_is_usable_at_once(client: Kubernet
     with pytest.raises(NotFoundError):
         client.get(api_version, "Gadget", "x", namespace="default")
 
-    client.create({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"gadgets.{group}"},
-        "spec": {
-            "group": group, "scope": "Namespaced",
-            "names": {"kind": "Gadget", "plural": "gadgets"},
-            "versions": [{"name": "v1", "served": True, "storage": True, "schema": {
-                "openAPIV3Schema": {"type": "object",
-                                    "x-kubernetes-preserve-unknown-fields": True}}}],
-        },
-    })
-    wait_for(lambda: client.is_served(api_version, "Gadget"))
+    install_crd(client, group=group, kind="Gadget", plural="gadgets")
     assert client.is_namespaced(api_version, "Gadget")
     created = client.create({"apiVersion": api_version, "kind": "Gadget",
                              "metadata": {"name": "g1", "namespace": "default"}, "spec": {}})

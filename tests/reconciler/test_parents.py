@@ -24,7 +24,7 @@ from reconciler import (
     ResourceReconciler,
 )
 from reconciler._clocks import VirtualClock
-from tests.reconciler.conftest import Requests, wait_for
+from tests.reconciler.conftest import Requests, install_crd
 
 GROUP = "parents.optk.dev"
 API = f"{GROUP}/v1"
@@ -34,21 +34,8 @@ PRESENT, ABSENT = DesiredState.PRESENT, DesiredState.ABSENT
 @pytest.fixture(scope="module")
 def parent_kind(client: KubernetesClient) -> str:
     """The ``Stack`` CRD: namespaced, status subresource, free-form spec and status."""
-    free = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
     if not client.is_served(API, "Stack"):
-        client.create({
-            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"stacks.{GROUP}"},
-            "spec": {
-                "group": GROUP, "scope": "Namespaced",
-                "names": {"kind": "Stack", "plural": "stacks"},
-                "versions": [{"name": "v1", "served": True, "storage": True,
-                              "subresources": {"status": {}},
-                              "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                                  "spec": free, "status": free}}}}],
-            },
-        })
-        wait_for(lambda: client.is_served(API, "Stack"))
+        install_crd(client, group=GROUP, kind="Stack", plural="stacks", status=True)
     return "Stack"
 
 
