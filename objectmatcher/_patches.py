@@ -175,12 +175,16 @@ def _strip(value: Any) -> Any:
             if not key.startswith("$") and item is not None
         }
     if isinstance(value, list):
-        return [
-            _strip(item)
-            for item in value
-            if not (isinstance(item, Mapping) and item.get("$patch") in ("delete", "replace"))
-        ]
+        return [_strip(item) for item in value if not _is_list_directive(item)]
     return value
+
+
+def _is_list_directive(item: Any) -> bool:
+    """A list item that is a directive, not an item: ``{"$patch": "replace"}`` or a delete."""
+    if not isinstance(item, Mapping):
+        return False
+    directive = item.get("$patch")
+    return directive == "delete" or (directive == "replace" and set(item) == {"$patch"})
 
 
 def _merge_map(
@@ -240,7 +244,7 @@ def _merge_list(original: Any, patch: list[Any], node: SchemaNode | None) -> lis
     if node is None or not node.merges_items:
         return [_strip(item) for item in patch]
     current = list(original) if isinstance(original, list) else []
-    if any(isinstance(item, Mapping) and item.get("$patch") == "replace" for item in patch):
+    if any(_is_list_directive(item) and item.get("$patch") == "replace" for item in patch):
         return _strip(patch)  # type: ignore[no-any-return]
     key = node.merge_key
     if key is None:  # a primitive list merged as a set

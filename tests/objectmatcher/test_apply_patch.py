@@ -172,6 +172,11 @@ def test_strategic_merge_replace_directives() -> None:
     replaced_map = {"spec": {"selector": {"$patch": "replace", "matchLabels": {"x": "y"}}}}
     result = apply_patch(obj, replaced_map, patch_type=STRATEGIC_MERGE_PATCH)
     assert result["spec"]["selector"] == {"matchLabels": {"x": "y"}}
+    replaced_item = {"spec": {"template": {"spec": {"containers": [
+        {"name": "a", "$patch": "replace", "image": "new"}]}}}}
+    result = apply_patch(obj, replaced_item, patch_type=STRATEGIC_MERGE_PATCH)
+    assert _containers(result)[0] == {"name": "a", "image": "new"}
+    assert _containers(result)[1]["name"] == "b"
     deleted_map = {"spec": {"template": {"metadata": {"$patch": "delete"}}}}
     result = apply_patch(obj, deleted_map, patch_type=STRATEGIC_MERGE_PATCH)
     assert "metadata" not in result["spec"]["template"]
