@@ -71,16 +71,22 @@ class PatchResult:
         """Whether no write is needed."""
         return not self.patch
 
-    def explain(self) -> str:
-        """A multi-line account for logs: the object, the comparison used, the field diff."""
+    def _head(self) -> str:
         head = f"{self.object_ref}: " + ("unchanged" if self.is_empty else
                                          f"{len(self.diff)} field change(s) ({self.patch_type})")
         if self.fallback_reason:
             head += f"; two-way comparison because {self.fallback_reason}"
+        return head
+
+    def explain(self) -> str:
+        """A multi-line account: the object, the comparison used, then one line per field."""
+        head = self._head()
         return head if self.is_empty else f"{head}\n{format_diff(self.diff)}"
 
     def __str__(self) -> str:
-        return self.explain()
+        """The same account on one line, for a log line."""
+        head = self._head()
+        return head if self.is_empty else f"{head}: " + "; ".join(map(str, self.diff))
 
     def __repr__(self) -> str:
         return (f"PatchResult(object_ref={self.object_ref!r}, is_empty={self.is_empty}, "

@@ -434,7 +434,10 @@ def test_result_is_readable_in_a_log_line() -> None:
     _edit(desired, "image")
     result = calculate_patch(live, desired)
     text = str(result)
-    assert text.startswith("Deployment web: ")
-    assert '~ spec.template.spec.containers[0].image: "nginx:1.25" -> "nginx:1.27"' in text
+    assert text.startswith("Deployment web: 2 field change(s) ")
+    assert "\n" not in text
+    change = '~ spec.template.spec.containers[0].image: "nginx:1.25" -> "nginx:1.27"'
+    assert change in text
+    assert change in result.explain().splitlines()
     assert "is_empty=False" in repr(result)
     assert str(calculate_patch(live, _deployment()[0])) == "Deployment web: unchanged"
