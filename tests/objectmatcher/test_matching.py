@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import copy
+import zlib
 from typing import Any
 
 import pytest
@@ -387,6 +389,7 @@ def test_bad_input_raises_invalid_object_error_naming_the_field(
         ("{not json", "unknown format"),
         ("optk1:%%%not-base64", "not valid base64"),
         ("optk1:bm90IHpsaWI=", "not valid compressed data"),
+        ("optk1:" + base64.b64encode(zlib.compress(b"{not json")).decode(), "not valid JSON"),
     ],
 )
 def test_corrupt_annotation_falls_back_to_two_way_and_never_deletes(
