@@ -22,7 +22,7 @@ from reconciler import (
     NotFoundError,
     ResourceReconciler,
 )
-from tests.reconciler.conftest import Requests
+from tests.reconciler.conftest import Requests, wait_for
 
 MakeCM = Callable[..., dict[str, Any]]
 PRESENT, ABSENT, CREATED = DesiredState.PRESENT, DesiredState.ABSENT, DesiredState.CREATED
@@ -361,3 +361,52 @@ def test_misuse_is_a_type_or_value_error(rr: ResourceReconciler) -> None:
     with pytest.raises(ValueError, match=r"metadata\.name"):
         rr.reconcile_resource({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}}, PRESENT)
 
+
+
+class SteppingClock:
+    """A ``Clock`` whose ``sleep`` moves its time forward at once (no real waiting)."""
+
+    def __init__(self) -> None:
+        self.now = 1_000.0
+        self.slept = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def time(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        self.slept += seconds
+
+    def wait(self, condition: Any, timeout: float | None) -> None:
+        self.now += timeout or 0.0
+
+
+def test_recreate_gives_up_waiting_at_the_deadline_and_requeues(
+    client: KubernetesClient, ns: str
+) -> None:
+    clock = SteppingClock()
+    rr = ResourceReconciler(client, recreate=True, recreate_timeout=5.0, poll_interval=1.0,
+                            clock=clock)
+    held = deployment(ns, "held", app="a")
+    held["metadata"]["finalizers"] = ["example.com/hold"]
+    rr.reconcile_resource(held, PRESENT)
+    changed = deployment(ns, "held", app="b")
+    changed["metadata"]["finalizers"] = ["example.com/hold"]
+
+    result = rr.reconcile_resource(changed, PRESENT)
+    assert result.action is Action.DELETED
+    assert result.requeue_after == 2.0
+    assert clock.slept == 5.0
+    assert client.get("apps/v1", "Deployment", "held", namespace=ns)["metadata"][
+        "deletionTimestamp"]
+
+    client.patch("apps/v1", "Deployment", "held", {"metadata": {"finalizers": None}},
+                 patch_type="application/merge-patch+json", namespace=ns)
+    wait_for(lambda: rr.reconcile_resource(changed, PRESENT).action is Action.CREATED)
+    live = client.get("apps/v1", "Deployment", "held", namespace=ns)
+    assert live["spec"]["selector"] == {"matchLabels": {"app": "b"}}
+    client.patch("apps/v1", "Deployment", "held", {"metadata": {"finalizers": None}},
+                 patch_type="application/merge-patch+json", namespace=ns)
