@@ -206,28 +206,30 @@ def _diff_map(
             sub_trie = _sub_trie(trie, key)
             if sub_trie is True:
                 continue
-            if patch is None:
-                patch = {}
-            child = walk.child(node, key)
-            if walk.strategic and child is not None and child.merges_items:
-                # Only the items we set go: others' items of a merged list stay.
-                change = _diff_merged_list(current[key], [], was, child, sub_trie or None, walk,
-                                           key)
-                if isinstance(change, _ListEntries):
-                    patch.update(change.entries)
-                continue
-            if _is_map(was) and _is_map(current[key]):
-                # Only the keys we set go: others' keys of the map stay.
-                sub = _diff_map(current[key], {}, was, child, sub_trie or None, walk)
-                if sub:
-                    patch[key] = sub
-                elif not current[key]:  # an empty map we set (``emptyDir: {}``) goes too
-                    patch[key] = None
-                continue
-            patch[key] = None
+            deletion = _deletion(current[key], was, walk.child(node, key), sub_trie or None,
+                                 walk, key)
+            if deletion:
+                patch = {**patch, **deletion} if patch is not None else deletion
     if patch and walk.strategic and node is not None and node.retains_keys:
         patch["$retainKeys"] = sorted(key for key, value in desired.items() if value is not None)
     return patch
+
+
+def _deletion(
+    have: Any, was: Any, node: SchemaNode | None, trie: Trie | None, walk: _Walk, key: str
+) -> dict[str, Any]:
+    """The patch entries deleting field ``key``, which desired dropped: only what we set goes."""
+    if walk.strategic and node is not None and node.merges_items:
+        # Our items of a merged list go; others' items stay.
+        change = _diff_merged_list(have, [], was, node, trie, walk, key)
+        return change.entries if isinstance(change, _ListEntries) else {}
+    if _is_map(was) and _is_map(have):
+        # Our keys of a map go; others' keys stay. An empty map we set (``emptyDir: {}``) goes.
+        sub = _diff_map(have, {}, was, node, trie, walk)
+        if sub:
+            return {key: sub}
+        return {} if have else {key: None}
+    return {key: None}
 
 
 def _diff_value(
@@ -241,9 +243,8 @@ def _diff_value(
 ) -> Any:
     if _is_map(want):
         if _is_map(have):
-            sub = _diff_map(have, want, was if _is_map(was) else None, node, trie,
-                            walk)
-            return _SAME if sub is None else sub
+            sub = _diff_map(have, want, was if _is_map(was) else None, node, trie, walk)
+            return sub if sub else _SAME
         if have is None and _is_blank(want):
             return _SAME
         return _clean(want)

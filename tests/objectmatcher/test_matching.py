@@ -292,6 +292,16 @@ def test_finalizers_merge_as_a_set() -> None:
         "kubernetes.io/pvc-protection"]
 
 
+def test_dropped_list_with_none_of_ours_left_is_no_diff() -> None:
+    desired, live = live_from_fixture("persistentvolumeclaim.json")
+    original = {**desired, "metadata": {"name": "data", "finalizers": ["example.com/gone"]}}
+    live = with_annotation(live, original)  # ours was already removed by someone else
+    assert live["metadata"]["finalizers"] == ["kubernetes.io/pvc-protection"]
+    result = calculate_patch(live, desired)
+    assert result.patch == {"metadata": {"annotations": {
+        LAST_APPLIED_ANNOTATION: result.patch["metadata"]["annotations"][LAST_APPLIED_ANNOTATION]}}}
+
+
 def test_ignore_field_hands_a_field_to_someone_else() -> None:
     desired, live = _deployment()
     desired["spec"]["replicas"] = 2
