@@ -33,27 +33,29 @@ class RequestAccounting:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._counts: Counter[RequestKey] = Counter()
+        self._counts: Counter[tuple[str, str, int]] = Counter()
 
     def record(self, *, verb: str, resource: str, code: int) -> None:
         """Count one answered request."""
-        key = RequestKey(verb=verb, resource=resource, code=code)
         with self._lock:
-            self._counts[key] += 1
+            self._counts[(verb, resource, code)] += 1
 
     def by_verb(self) -> dict[str, int]:
         """Cumulative requests per Kubernetes verb; every verb of ``VERBS`` is present."""
         totals = dict.fromkeys(VERBS, 0)
         with self._lock:
-            for key, count in self._counts.items():
-                if key.verb in totals:
-                    totals[key.verb] += count
+            for (verb, _, _), count in self._counts.items():
+                if verb in totals:
+                    totals[verb] += count
         return totals
 
     def breakdown(self) -> dict[RequestKey, int]:
         """Every (verb, resource, code) cell with its count."""
         with self._lock:
-            return dict(sorted(self._counts.items()))
+            return {
+                RequestKey(verb=verb, resource=resource, code=code): count
+                for (verb, resource, code), count in sorted(self._counts.items())
+            }
 
     def reset(self) -> None:
         """Start counting from zero."""

@@ -65,12 +65,16 @@ class FaultDecision:
     retry_after: int | None = None
 
 
+_NO_FAULTS = Faults()
+_NO_DECISION = FaultDecision()
+
+
 class FaultInjector:
     """Holds the current ``Faults`` and draws decisions from it."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._faults = Faults()
+        self._faults = _NO_FAULTS
         self._random = random.Random(0)
 
     @property
@@ -81,7 +85,8 @@ class FaultInjector:
     def set(self, faults: Faults) -> Faults:
         """Install ``faults``; returns the previous value."""
         with self._lock:
-            previous, self._faults = self._faults, faults
+            previous = self._faults
+            self._faults = _NO_FAULTS if faults == _NO_FAULTS else faults
             self._random = random.Random(faults.seed)
             return previous
 
@@ -95,8 +100,8 @@ class FaultInjector:
     def decide(self, verb: str, resource: str) -> FaultDecision:
         """Draw the fault (if any) for one request."""
         faults = self._faults
-        if faults == Faults() or not self.applies(verb, resource):
-            return FaultDecision()
+        if faults is _NO_FAULTS or not self.applies(verb, resource):
+            return _NO_DECISION
         with self._lock:
             draw = self._random.random()
         if draw < faults.error_rate:

@@ -25,6 +25,7 @@ from aiohttp import web
 
 from reconciler.embedded import _discovery, _openapi
 from reconciler.embedded._accounting import RequestAccounting
+from reconciler.embedded._encoding import EncodeCache, encode
 from reconciler.embedded._faults import FaultInjector
 from reconciler.embedded._kinds import ResourceType
 from reconciler.embedded._operations import ListQuery, Operations
@@ -91,7 +92,7 @@ def parse_resource_path(path: str) -> ResourcePath | None:
 def _json_response(body: Any, *, status: int = 200,
                    headers: Mapping[str, str] | None = None) -> web.Response:
     return web.Response(
-        body=json.dumps(body, separators=(",", ":")).encode(),
+        body=encode(body),
         status=status, content_type=_JSON, headers=headers,
     )
 
@@ -183,6 +184,7 @@ class ApiApplication:
         self.address = address
         self.bookmark_interval = bookmark_interval
         self._expected_auth = f"Bearer {token}".encode()
+        self._cache = EncodeCache()
 
     def make_app(self) -> web.Application:
         """The aiohttp application (one catch-all route)."""
@@ -375,7 +377,7 @@ class ApiApplication:
             obj = ops.get(rt, namespace, str(path.name))
             if table:
                 return _json_response(_table([obj], {}, include))
-            return _json_response(obj)
+            return web.Response(body=self._cache.encode(obj), content_type=_JSON)
         if verb == "list":
             body = ops.list(rt, path.namespace, self._list_query(request, rt))
             if table:
@@ -458,5 +460,5 @@ class ApiApplication:
         )
         return await serve_watch(
             request, self.ops, watch_request, faults=self.faults.current,
-            bookmark_interval=self.bookmark_interval,
+            bookmark_interval=self.bookmark_interval, cache=self._cache,
         )

@@ -12,7 +12,6 @@ shows. Injected faults can end streams early or force that 410.
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -21,6 +20,7 @@ from typing import Any
 import attrs
 from aiohttp import web
 
+from reconciler.embedded._encoding import EncodeCache, encode
 from reconciler.embedded._faults import Faults
 from reconciler.embedded._kinds import ResourceType
 from reconciler.embedded._operations import Operations
@@ -75,7 +75,7 @@ def translate(request: WatchRequest, event: StoredEvent) -> tuple[str, Mapping[s
 
 
 def _line(event_type: str, obj: Mapping[str, Any]) -> bytes:
-    return json.dumps({"type": event_type, "object": obj}, separators=(",", ":")).encode() + b"\n"
+    return encode({"type": event_type, "object": obj}) + b"\n"
 
 
 def _bookmark(
@@ -95,6 +95,7 @@ async def serve_watch(
     *,
     faults: Faults,
     bookmark_interval: float,
+    cache: EncodeCache,
 ) -> web.StreamResponse:
     """Stream the events of ``request`` until its timeout, a fault, or the client leaves."""
     response = web.StreamResponse(status=200)
@@ -161,7 +162,7 @@ async def serve_watch(
     try:
         pending = initial + [t for t in (translate(request, e) for e in replay) if t]
         for event_type, obj in pending:
-            await response.write(_line(event_type, served(obj)))
+            await response.write(cache.event_line(event_type, served(obj)))
             sent += 1
             if limit is not None and sent >= limit:
                 return response
@@ -178,7 +179,8 @@ async def serve_watch(
             if request.bookmarks:
                 wait = min(wait, max(next_bookmark - now, 0.0))
             try:
-                event = await asyncio.wait_for(queue.get(), timeout=wait)
+                async with asyncio.timeout(wait):
+                    event = await queue.get()
             except TimeoutError:
                 if request.bookmarks and time.monotonic() >= next_bookmark:
                     bookmark = _bookmark(rt, ops.storage.resource_version, None)
@@ -191,13 +193,18 @@ async def serve_watch(
             batch = [event]
             while not queue.empty():
                 batch.append(queue.get_nowait())
+            lines = []
             for item in batch:
                 translated = translate(request, item)
                 if translated is None:
                     continue
-                await response.write(_line(translated[0], served(translated[1])))
+                lines.append(cache.event_line(translated[0], served(translated[1])))
                 sent += 1
                 if limit is not None and sent >= limit:
-                    return response
+                    break
+            if lines:
+                await response.write(b"".join(lines))
+            if limit is not None and sent >= limit:
+                return response
     finally:
         ops.storage.unsubscribe(deliver)
