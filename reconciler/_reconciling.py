@@ -13,6 +13,7 @@ Running many children of one parent is ``reconciler._parents``' job.
 from __future__ import annotations
 
 import enum
+import threading
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
@@ -22,6 +23,7 @@ from builders import DesiredState
 from objectmatcher import (
     LAST_APPLIED_ANNOTATION,
     calculate_patch,
+    has_builtin_schema,
     set_last_applied,
 )
 from reconciler._caches import PassThroughCache, ReadCache
@@ -33,12 +35,14 @@ from reconciler._errors import (
     InvalidError,
     NotFoundError,
     ObjectRef,
+    ReconcilerError,
 )
 
 __all__ = [
     "DEFAULT_RECREATE_KINDS",
     "Action",
     "ApiCall",
+    "CrdSchemas",
     "ImmutableFieldError",
     "ReconcileResult",
     "ResourceReconciler",
@@ -161,6 +165,52 @@ def is_owned(live: KubeObject, *, owner_uid: str | None = None) -> tuple[bool, s
     )
 
 
+class CrdSchemas:
+    """Custom resources' ``openAPIV3Schema`` by (apiVersion, kind), read from the CRDs.
+
+    ``objectmatcher`` merges lists of custom resources item by item only when it is given the
+    schema that declares their list-map keys. All CRDs are read with one LIST the first time an
+    unknown custom kind is compared (and again for a kind still unknown), then kept.
+    """
+
+    def __init__(self, client: ClusterClient) -> None:
+        self._client = client
+        self._schemas: dict[tuple[str, str], Mapping[str, Any] | None] = {}
+        self._lock = threading.Lock()
+
+    def get(
+        self, api_version: str, kind: str, *, calls: _Calls | None = None
+    ) -> Mapping[str, Any] | None:
+        """The schema of a custom kind; None for built-in kinds and kinds no CRD defines."""
+        if has_builtin_schema(api_version, kind):
+            return None
+        key = (api_version, kind)
+        with self._lock:
+            if key in self._schemas:
+                return self._schemas[key]
+        if calls is not None:
+            calls.add("list")
+        try:
+            crds = self._client.list(_CRD_API, "CustomResourceDefinition")["items"]
+        except ReconcilerError:
+            return None  # not cached: the next comparison tries again
+        found: dict[tuple[str, str], Mapping[str, Any] | None] = {}
+        for crd in crds:
+            spec = crd.get("spec") or {}
+            names = spec.get("names") or {}
+            for version in spec.get("versions") or ():
+                schema = (version.get("schema") or {}).get("openAPIV3Schema")
+                found[(f"{spec.get('group')}/{version.get('name')}", str(names.get("kind")))] = (
+                    schema if isinstance(schema, Mapping) else None
+                )
+        with self._lock:
+            self._schemas.update(found)
+            return self._schemas.setdefault(key, None)
+
+
+_CRD_API = "apiextensions.k8s.io/v1"
+
+
 class _Calls:
     """The requests one reconcile made, recorded as it goes."""
 
@@ -213,6 +263,7 @@ class ResourceReconciler:
         self.conflict_retries = conflict_retries
         self.deleting_requeue = deleting_requeue
         self.clock: Clock = clock if clock is not None else RealClock()
+        self.crd_schemas = CrdSchemas(client)
 
     # -- entry point ------------------------------------------------------------------------
 
@@ -380,7 +431,12 @@ class _Run:
             desired = self.state.before_update(live, self.obj)
             if not self.state.should_update(live, desired):
                 return self.result(Action.UNCHANGED, live=live, reason="should_update said no")
-            patch_result = calculate_patch(live, desired, *self.r.match_options)
+            patch_result = calculate_patch(
+                live, desired, *self.r.match_options,
+                crd_schema=self.r.crd_schemas.get(
+                    self.ref.api_version, self.ref.kind, calls=self.calls
+                ),
+            )
             if patch_result.is_empty:
                 return self.result(Action.UNCHANGED, live=live)
             body = self._patch_body(patch_result.patch, live)

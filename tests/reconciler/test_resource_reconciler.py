@@ -7,13 +7,14 @@ the server's accounting where "no write" is the promise.
 from __future__ import annotations
 
 import copy
+import uuid
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from builders import DesiredState, keep_cluster_ip
-from objectmatcher import LAST_APPLIED_ANNOTATION
+from objectmatcher import LAST_APPLIED_ANNOTATION, calculate_patch
 from reconciler import (
     Action,
     ConflictError,
@@ -410,3 +411,43 @@ def test_recreate_gives_up_waiting_at_the_deadline_and_requeues(
     assert live["spec"]["selector"] == {"matchLabels": {"app": "b"}}
     client.patch("apps/v1", "Deployment", "held", {"metadata": {"finalizers": None}},
                  patch_type="application/merge-patch+json", namespace=ns)
+
+
+def test_custom_resource_lists_compare_by_the_crd_list_map_keys(
+    rr: ResourceReconciler, client: KubernetesClient, ns: str
+) -> None:
+    group = f"lm{uuid.uuid4().hex[:8]}.example.com"
+    client.create({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"routes.{group}"},
+        "spec": {"group": group, "scope": "Namespaced",
+                 "names": {"kind": "Route", "plural": "routes"},
+                 "versions": [{"name": "v1", "served": True, "storage": True, "schema": {
+                     "openAPIV3Schema": {"type": "object", "properties": {"spec": {
+                         "type": "object", "properties": {"rules": {
+                             "type": "array", "x-kubernetes-list-type": "map",
+                             "x-kubernetes-list-map-keys": ["name"],
+                             "items": {"type": "object", "properties": {
+                                 "name": {"type": "string"}, "to": {"type": "string"}}},
+                         }}}}}}}]},
+    })
+    api_version = f"{group}/v1"
+    wait_for(lambda: client.is_served(api_version, "Route"))
+    route = {"apiVersion": api_version, "kind": "Route",
+             "metadata": {"name": "r", "namespace": ns},
+             "spec": {"rules": [{"name": "main", "to": "svc-a"}, {"name": "alt", "to": "svc-b"}]}}
+    rr.reconcile_resource(route, PRESENT)
+    # Another actor writes the same rules in another order: for a list keyed by name (as the
+    # CRD declares) that is no difference; compared by position it would be.
+    client.patch(api_version, "Route", "r",
+                 {"spec": {"rules": list(reversed(route["spec"]["rules"]))}},
+                 patch_type="application/merge-patch+json", namespace=ns)
+    assert rr.reconcile_resource(route, PRESENT).action is Action.UNCHANGED
+    assert not calculate_patch(client.get(api_version, "Route", "r", namespace=ns),
+                               route).is_empty  # what the matcher says without the schema
+
+    changed = copy.deepcopy(route)
+    changed["spec"]["rules"][0]["to"] = "svc-c"
+    assert rr.reconcile_resource(changed, PRESENT).action is Action.UPDATED
+    rules = client.get(api_version, "Route", "r", namespace=ns)["spec"]["rules"]
+    assert sorted((r["name"], r["to"]) for r in rules) == [("alt", "svc-b"), ("main", "svc-c")]
