@@ -238,3 +238,33 @@ def test_the_annotation_round_trips(spec: dict[str, Any], labels: dict[str, str]
     assert json.dumps(obj, sort_keys=True) == frozen
     assert get_last_applied(annotated) == _without_nulls(obj)
     assert get_last_applied(set_last_applied(annotated)) == _without_nulls(obj)
+
+
+_MAPS = st.recursive(
+    st.booleans() | st.integers(-5, 5) | _VALUES,
+    lambda inner: st.dictionaries(_NAMES, inner | st.none(), max_size=3),
+    max_leaves=8,
+)
+
+
+@given(spec=st.dictionaries(_NAMES, _MAPS, max_size=3),
+       patch=st.dictionaries(_NAMES, _MAPS | st.none(), max_size=3))
+def test_strategic_merge_without_lists_is_a_json_merge(
+    spec: dict[str, Any], patch: dict[str, Any]
+) -> None:
+    """Fields without patch metadata (a ConfigMap's ``data`` here) merge as in RFC 7386."""
+    obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": spec}
+    body = {"data": patch}
+    assert apply_patch(obj, body, patch_type="application/strategic-merge-patch+json") == (
+        apply_patch(obj, body, patch_type="application/merge-patch+json"))
+
+
+@given(before=st.dictionaries(_NAMES, _JSON, max_size=4),
+       after=st.dictionaries(_NAMES, _JSON, max_size=4))
+def test_json_patches_made_by_jsonpatch_apply(
+    before: dict[str, Any], after: dict[str, Any]
+) -> None:
+    import jsonpatch
+
+    operations = jsonpatch.make_patch(before, after).patch
+    assert apply_patch(before, operations, patch_type="application/json-patch+json") == after
