@@ -19,7 +19,7 @@ from typing import Any
 
 import attrs
 
-from builders import DesiredState
+from builders import DesiredState, is_client_model, to_plain_object
 from objectmatcher import (
     LAST_APPLIED_ANNOTATION,
     calculate_patch,
@@ -269,7 +269,7 @@ class ResourceReconciler:
 
     def reconcile_resource(
         self,
-        obj: KubeObject,
+        obj: KubeObject | object,
         state: DesiredState,
         *,
         owner_uid: str | None = None,
@@ -277,7 +277,7 @@ class ResourceReconciler:
         adopt: bool | None = None,
         recreate: bool | None = None,
     ) -> ReconcileResult:
-        """Bring the object named by ``obj`` to ``state``; returns what was done.
+        """Bring the object named by ``obj`` (a dict, or an official model) to ``state``.
 
         ``live`` may pass the live object (or None for "known missing") when the caller already
         read it, e.g. from one list of all children; otherwise it is read through ``reader``.
@@ -286,6 +286,8 @@ class ResourceReconciler:
         Failures raise the ``reconciler`` error tree (``ImmutableFieldError`` for a refused
         immutable change; the last ``ConflictError`` when retries run out).
         """
+        if is_client_model(obj):  # an official model at the public edge
+            obj = to_plain_object(obj)
         if not isinstance(obj, Mapping):
             raise TypeError(
                 f"reconcile_resource needs a JSON-shaped dict, got {type(obj).__name__}"

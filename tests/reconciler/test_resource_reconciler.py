@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from kubernetes import client as k8s
 
 from builders import DesiredState, keep_cluster_ip
 from objectmatcher import LAST_APPLIED_ANNOTATION, calculate_patch
@@ -353,6 +354,16 @@ def test_secret_values_never_appear_in_the_result(
     annotation = client.get("v1", "Secret", "creds", namespace=ns)["metadata"]["annotations"][
         LAST_APPLIED_ANNOTATION]
     assert "correct-horse" not in annotation
+
+
+def test_official_models_are_accepted(
+    rr: ResourceReconciler, client: KubernetesClient, ns: str
+) -> None:
+    model = k8s.V1ConfigMap(api_version="v1", kind="ConfigMap", data={"k": "v"},
+                            metadata=k8s.V1ObjectMeta(name="modelled", namespace=ns))
+    assert rr.reconcile_resource(model, PRESENT).action is Action.CREATED
+    assert rr.reconcile_resource(model, PRESENT).action is Action.UNCHANGED
+    assert client.get("v1", "ConfigMap", "modelled", namespace=ns)["data"] == {"k": "v"}
 
 
 def test_misuse_is_a_type_or_value_error(rr: ResourceReconciler) -> None:
