@@ -24,8 +24,10 @@ from builders import (
     OWNER_UID_LABEL,
     DesiredState,
     ResourceBuilder,
+    is_client_model,
     label_value,
     owner_reference,
+    to_plain_object,
 )
 from reconciler._caches import PassThroughCache, ReadCache
 from reconciler._clients import ClusterClient, KubeObject
@@ -208,6 +210,8 @@ class ParentReconciler:
     def reconcile(self, parent: KubeObject) -> ParentResult:
         """Reconcile every child of ``parent`` (a live object with a uid); never raises for a
         child's failure: those are in ``ParentResult.errors`` and in the parent's status."""
+        if is_client_model(parent):
+            parent = to_plain_object(parent)
         parent_ref = ObjectRef.of(parent)
         uid = _meta(parent).get("uid")
         if not uid or not parent_ref.name:
@@ -218,12 +222,13 @@ class ParentReconciler:
     # -- identity ---------------------------------------------------------------------------
 
     def decorate(self, parent: KubeObject, obj: KubeObject, state: DesiredState) -> dict[str, Any]:
-        """``obj`` with the namespace, labels and controller owner reference of section 5."""
-        child = dict(obj)
-        meta = dict(_meta(obj))
+        """``obj`` (a dict or an official model) with the namespace, labels and controller owner
+        reference of section 5."""
+        child = to_plain_object(obj) if is_client_model(obj) else dict(obj)
+        meta = dict(_meta(child))
         parent_meta = _meta(parent)
         parent_ns = parent_meta.get("namespace") or None
-        api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
+        api_version, kind = str(child.get("apiVersion", "")), str(child.get("kind", ""))
         try:
             namespaced = self.client.is_namespaced(api_version, kind)
         except NotFoundError:

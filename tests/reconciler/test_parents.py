@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from kubernetes import client as k8s
 
 from builders import DesiredState, ResourceBuilder
 from reconciler import (
@@ -247,3 +248,16 @@ def test_parent_without_uid_is_a_value_error(client: KubernetesClient) -> None:
                           resources=ResourceReconciler(client))
     with pytest.raises(ValueError, match="uid"):
         pr.reconcile({"apiVersion": API, "kind": "Stack", "metadata": {"name": uuid.uuid4().hex}})
+
+
+def test_builders_may_return_official_models(
+    client: KubernetesClient, parent: dict[str, Any], ns: str
+) -> None:
+    model = k8s.V1ConfigMap(api_version="v1", kind="ConfigMap", data={"m": "1"},
+                            metadata=k8s.V1ObjectMeta(name="demo-model"))
+    pr = ParentReconciler(client, lambda p: [lambda: (model, PRESENT)],
+                          operator_name="stack-operator", events=False)
+    assert pr.reconcile(parent).children[0].action is Action.CREATED
+    live = client.get("v1", "ConfigMap", "demo-model", namespace=ns)
+    assert live["metadata"]["labels"]["optk.dev/owner-uid"] == parent["metadata"]["uid"]
+    assert pr.reconcile(fresh(client, parent)).children[0].action is Action.UNCHANGED
