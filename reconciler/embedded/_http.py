@@ -29,7 +29,7 @@ from reconciler.embedded._encoding import EncodeCache, encode
 from reconciler.embedded._faults import FaultInjector
 from reconciler.embedded._kinds import ResourceType
 from reconciler.embedded._operations import ListQuery, Operations
-from reconciler.embedded._patching import PATCH_TYPES
+from reconciler.embedded._patching import APPLY_PATCH, PATCH_TYPES
 from reconciler.embedded._selectors import parse_field_selector, parse_label_selector
 from reconciler.embedded._statuses import (
     ApiStatusError,
@@ -373,6 +373,8 @@ class ApiApplication:
         table = self._table_request(request)
         if verb not in rt.verbs and path.subresource is None:
             raise method_not_allowed()
+        if path.subresource == "scale":
+            return await self._scale(request, rt, path, verb, dry_run)
         if verb == "get":
             obj = ops.get(rt, namespace, str(path.name))
             if table:
@@ -400,6 +402,11 @@ class ApiApplication:
             return _json_response(ops.served(obj, rt))
         if verb == "patch":
             raw = await self._read_body(request, allowed=PATCH_TYPES)
+            if _content_type(request) == APPLY_PATCH and path.subresource is None:
+                code, obj = ops.apply(rt, namespace, str(path.name), raw,
+                                      field_manager=request.query.get("fieldManager"),
+                                      dry_run=dry_run)
+                return _json_response(ops.served(obj, rt), status=code)
             obj = ops.patch(rt, namespace, str(path.name), raw, _content_type(request),
                             subresource=path.subresource, dry_run=dry_run)
             return _json_response(ops.served(obj, rt))
@@ -412,6 +419,23 @@ class ApiApplication:
             return _json_response(ops.delete_collection(
                 rt, path.namespace, self._list_query(request, rt), options, dry_run=dry_run
             ))
+        raise method_not_allowed()
+
+    async def _scale(
+        self, request: web.Request, rt: ResourceType, path: ResourcePath, verb: str,
+        dry_run: bool,
+    ) -> web.StreamResponse:
+        ops, namespace, name = self.ops, path.namespace or "", str(path.name)
+        if verb == "get":
+            return _json_response(ops.get_scale(rt, namespace, name))
+        if verb == "update":
+            raw = await self._read_body(request, allowed=_WRITE_TYPES)
+            body = self._decode_object(raw, _content_type(request))
+            return _json_response(ops.update_scale(rt, namespace, name, body, dry_run=dry_run))
+        if verb == "patch":
+            raw = await self._read_body(request, allowed=PATCH_TYPES)
+            return _json_response(ops.patch_scale(rt, namespace, name, raw,
+                                                  _content_type(request), dry_run=dry_run))
         raise method_not_allowed()
 
     async def _delete_options(self, request: web.Request) -> dict[str, Any]:

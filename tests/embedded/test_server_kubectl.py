@@ -96,6 +96,16 @@ def test_create_get_apply_patch_delete(kubectl: Kubectl, tmp_path: Path) -> None
     assert kubectl("get", "configmaps", "-o", "name").stdout == ""
 
 
+def test_server_side_apply_and_scale(kubectl: Kubectl, tmp_path: Path) -> None:
+    manifest = tmp_path / "app.yaml"
+    manifest.write_text(MANIFEST.replace("REPLICAS", "1"))
+    assert "serverside-applied" in kubectl("apply", "--server-side", "-f", str(manifest)).stdout
+    assert "deployment.apps/web scaled" in kubectl("scale", "deployment", "web",
+                                                   "--replicas=4").stdout
+    dep = json.loads(kubectl("get", "deployment", "web", "-o", "json").stdout)
+    assert dep["spec"]["replicas"] == 4
+
+
 def test_server_side_dry_run(kubectl: Kubectl) -> None:
     out = kubectl("apply", "--dry-run=server", "-f", "-",
                   stdin="apiVersion: v1\nkind: ConfigMap\nmetadata: {name: dry}\n").stdout
