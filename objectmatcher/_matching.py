@@ -40,7 +40,12 @@ from objectmatcher._patches import (
     strategic_merge,
 )
 from objectmatcher._quantities import quantities_equal
-from objectmatcher._schemas import SchemaNode, crd_schema_node, kind_schema
+from objectmatcher._schemas import (
+    SchemaNode,
+    crd_schema_node,
+    custom_resource_node,
+    kind_schema,
+)
 from objectmatcher._types import KubeObject
 
 __all__ = ["PatchResult", "calculate_patch"]
@@ -139,6 +144,15 @@ def _sub_trie(trie: Trie | None, key: str) -> Trie | bool | None:
     return found
 
 
+def _blank_as_absent(value: Any, node: SchemaNode | None) -> bool:
+    """Whether desired's ``value`` equals an absent live field.
+
+    ``None``, an empty list or a map of blanks is what a server drops (Go's ``omitempty`` on maps
+    and slices). A struct the schema knows (``emptyDir: {}``) is a value: the server keeps it.
+    """
+    return (node is None or node.kind != "object") and _is_blank(value)
+
+
 def _is_blank(value: Any) -> bool:
     """``None``, an empty list, or a map holding only blanks: what a server drops."""
     if value is None:
@@ -223,12 +237,14 @@ def _deletion(
         # Our items of a merged list go; others' items stay.
         change = _diff_merged_list(have, [], was, node, trie, walk, key)
         return change.entries if isinstance(change, _ListEntries) else {}
-    if _is_map(was) and _is_map(have):
-        # Our keys of a map go; others' keys stay. An empty map we set (``emptyDir: {}``) goes.
+    if node is not None and node.kind == "map" and _is_map(was) and _is_map(have):
+        # Our keys of a map (labels, annotations, data) go; others' keys stay.
         sub = _diff_map(have, {}, was, node, trie, walk)
         if sub:
             return {key: sub}
         return {} if have else {key: None}
+    # Anything else goes whole, as kubectl deletes it: a struct emptied key by key would stay
+    # behind as ``{}`` (and a one-of such as a volume source would then have two members).
     return {key: None}
 
 
@@ -245,7 +261,7 @@ def _diff_value(
         if _is_map(have):
             sub = _diff_map(have, want, was if _is_map(was) else None, node, trie, walk)
             return sub if sub else _SAME
-        if have is None and _is_blank(want):
+        if have is None and _blank_as_absent(want, node):
             return _SAME
         return _clean(want)
     if isinstance(want, list):
@@ -332,7 +348,7 @@ def _agrees(
         return True
     if _is_map(want):
         if not _is_map(have):
-            return have is None and _is_blank(want)
+            return have is None and _blank_as_absent(want, node)
         for key, value in want.items():
             sub_trie = _sub_trie(trie, key)
             if value is None or sub_trie is True:
@@ -489,8 +505,9 @@ def calculate_patch(
     kind = desired["kind"]
     node = kind_schema(desired["apiVersion"], kind, kubernetes_version)
     walk = _Walk(strategic=node is not None, custom=node is None)
-    if node is None and crd_schema is not None:
-        node = crd_schema_node(crd_schema)
+    if node is None:
+        crd_node = crd_schema_node(crd_schema) if crd_schema is not None else None
+        node = custom_resource_node(crd_node, kubernetes_version)
     trie = ignore_trie(options, kind)
     desired = _prune(without_annotation(desired), trie)
     original, reason = read_original(current)

@@ -28,6 +28,7 @@ __all__ = [
     "SchemaNode",
     "available_versions",
     "crd_schema_node",
+    "custom_resource_node",
     "has_builtin_schema",
     "kind_schema",
     "normalize_version",
@@ -293,3 +294,25 @@ def _crd_node(prop: Mapping[str, Any]) -> SchemaNode:
 def has_builtin_schema(api_version: str, kind: str, kubernetes_version: str | None = None) -> bool:
     """Whether ``kind`` of ``api_version`` is a built-in kind (strategic merge patch applies)."""
     return kind_schema(api_version, kind, kubernetes_version) is not None
+
+
+_OBJECT_META: Final = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+
+
+def custom_resource_node(
+    crd_node: SchemaNode | None, kubernetes_version: str | None = None
+) -> SchemaNode:
+    """The root node of a custom resource: its CRD schema's fields, and the built-in ObjectMeta.
+
+    Every custom resource has standard ``metadata`` (labels and annotations are maps whose keys
+    belong to several actors) whatever its CRD says; the rest comes from ``crd_node`` when given.
+    """
+    meta = _definitions(normalize_version(kubernetes_version)).object_node(_OBJECT_META)
+
+    def fields() -> dict[str, SchemaNode]:
+        own = dict(crd_node._fields or {}) if crd_node is not None else {}
+        if crd_node is not None and crd_node._fields is None and crd_node.kind == _KIND_OBJECT:
+            own = dict(crd_node._resolver())
+        return {**own, "metadata": meta}
+
+    return SchemaNode(_KIND_OBJECT, resolver=fields)

@@ -32,6 +32,7 @@ _QUANTITIES = {"1000m": "1", "500m": "500m", "0.5": "500m", "1024Mi": "1Gi", "2G
 _OTHER_LABEL = "other.example.com/owner"
 _INJECTED_ENV = "INJECTED"
 _INJECTED_CONTAINER = "injected-sidecar"
+_OTHER_FINALIZER = "other.example.com/cleanup"
 
 
 def _unique_by(key: str, items: st.SearchStrategy[dict[str, Any]]) -> Any:
@@ -74,7 +75,16 @@ def deployments(draw: st.DrawFn) -> dict[str, Any]:
         spec["replicas"] = draw(st.integers(0, 5))
     if draw(st.booleans()):
         spec["strategy"] = {"type": "Recreate"}
+    volumes = draw(_unique_by("name", st.builds(
+        lambda name, source: {"name": name, **source}, _NAMES,
+        st.sampled_from([{"emptyDir": {}}, {"configMap": {"name": "cm"}},
+                         {"secret": {"secretName": "s"}}]))))
+    if volumes:
+        spec["template"]["spec"]["volumes"] = volumes
     metadata: dict[str, Any] = {"name": "web", "namespace": "ns", "labels": labels}
+    finalizers = draw(st.lists(st.sampled_from(["a.io/x", "b.io/y", "c.io/z"]), unique=True))
+    if finalizers:
+        metadata["finalizers"] = finalizers
     annotations = draw(st.dictionaries(_NAMES, _VALUES, max_size=2))
     if annotations:
         metadata["annotations"] = annotations
@@ -111,8 +121,14 @@ def server_defaults(obj: dict[str, Any], *, others: bool) -> dict[str, Any]:
         for port in container.get("ports", ()):
             port.setdefault("protocol", "TCP")
     live["status"] = {"observedGeneration": 3, "replicas": spec["replicas"]}
+    for volume in pod.get("volumes", ()):
+        for source in ("configMap", "secret"):
+            if source in volume:
+                volume[source].setdefault("defaultMode", 420)
     if others:
         meta.setdefault("labels", {})[_OTHER_LABEL] = "yes"
+        if _OTHER_FINALIZER not in meta.setdefault("finalizers", []):
+            meta["finalizers"].append(_OTHER_FINALIZER)
         pod["containers"][0].setdefault("env", []).append({"name": _INJECTED_ENV, "value": "1"})
         if not any(c["name"] == _INJECTED_CONTAINER for c in pod["containers"]):
             pod["containers"].append({"name": _INJECTED_CONTAINER, "image": "mesh:1"})
@@ -173,8 +189,18 @@ def test_a_changed_desired_converges_and_keeps_others_fields(
     names = [c["name"] for c in after["spec"]["template"]["spec"]["containers"]]
     wanted = [c["name"] for c in changed["spec"]["template"]["spec"]["containers"]]
     assert names[: len(wanted)] == wanted
+    finalizers = after["metadata"].get("finalizers", [])
+    assert set(changed["metadata"].get("finalizers", [])) <= set(finalizers)
+    for dropped in set(desired["metadata"].get("finalizers", [])) - set(
+            changed["metadata"].get("finalizers", [])):
+        assert dropped not in finalizers
+    volumes = {v["name"]: v for v in after["spec"]["template"]["spec"].get("volumes", [])}
+    for volume in changed["spec"]["template"]["spec"].get("volumes", []):
+        sources = set(volumes[volume["name"]]) - {"name"}
+        assert sources == set(volume) - {"name"}, "retainKeys left another volume source"
     if others:
         assert labels[_OTHER_LABEL] == "yes"
+        assert _OTHER_FINALIZER in finalizers
         assert names[len(wanted):] == [_INJECTED_CONTAINER]
         first = after["spec"]["template"]["spec"]["containers"][0]
         if first["name"] == desired["spec"]["template"]["spec"]["containers"][0]["name"]:

@@ -84,6 +84,36 @@ def test_volumes_items_carry_retain_keys() -> None:
         {"name": "data", "configMap": {"name": "cm"}}]
 
 
+def test_switching_a_volume_source_to_an_empty_struct_converges() -> None:
+    desired: dict[str, Any] = {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "x"}],
+                 "volumes": [{"name": "data", "configMap": {"name": "cm"}}]},
+    }
+    live = with_annotation(desired, desired)
+    live["spec"]["volumes"][0]["configMap"]["defaultMode"] = 420  # a server default
+    changed = copy.deepcopy(desired)
+    changed["spec"]["volumes"] = [{"name": "data", "emptyDir": {}}]  # {} is a value here
+    after = converge(live, changed)
+    assert after["spec"]["volumes"] == [{"name": "data", "emptyDir": {}}]
+
+
+def test_custom_resource_metadata_maps_keep_others_keys() -> None:
+    desired: dict[str, Any] = {
+        "apiVersion": "example.com/v1", "kind": "Gadget",
+        "metadata": {"name": "g", "labels": {"ours": "1"}}, "spec": {"a": {"b": 1}},
+    }
+    live = with_annotation(desired, desired)
+    live["metadata"]["labels"]["theirs"] = "2"
+    changed = {**desired, "metadata": {"name": "g"}, "spec": {}}
+    result = calculate_patch(live, changed)
+    assert result.patch["metadata"]["labels"] == {"ours": None}
+    assert result.patch["spec"] == {"a": None}  # a struct we dropped goes whole
+    after = converge(live, changed)
+    assert after["metadata"]["labels"] == {"theirs": "2"}
+    assert after["spec"] == {}
+
+
 def test_custom_resource_resource_maps_compare_as_quantities() -> None:
     desired: dict[str, Any] = {
         "apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g"},
