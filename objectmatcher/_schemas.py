@@ -142,6 +142,7 @@ def available_versions() -> tuple[str, ...]:
     return tuple(f"{major}.{minor}" for major, minor in sorted(found))
 
 
+@functools.lru_cache(maxsize=64)
 def normalize_version(version: str | None) -> str:
     """``"v1.27.3"``, ``"1.27"`` or ``None`` (the default) as ``"major.minor"``.
 
@@ -307,12 +308,18 @@ def custom_resource_node(
     Every custom resource has standard ``metadata`` (labels and annotations are maps whose keys
     belong to several actors) whatever its CRD says; the rest comes from ``crd_node`` when given.
     """
+    if crd_node is None:
+        return _schemaless_custom_resource_node(normalize_version(kubernetes_version))
     meta = _definitions(normalize_version(kubernetes_version)).object_node(_OBJECT_META)
 
     def fields() -> dict[str, SchemaNode]:
-        own = dict(crd_node._fields or {}) if crd_node is not None else {}
-        if crd_node is not None and crd_node._fields is None and crd_node.kind == _KIND_OBJECT:
-            own = dict(crd_node._resolver())
-        return {**own, "metadata": meta}
+        own = crd_node._fields if crd_node.kind == _KIND_OBJECT else None
+        return {**(own or {}), "metadata": meta}
 
     return SchemaNode(_KIND_OBJECT, resolver=fields)
+
+
+@functools.cache
+def _schemaless_custom_resource_node(version: str) -> SchemaNode:
+    meta = _definitions(version).object_node(_OBJECT_META)
+    return SchemaNode(_KIND_OBJECT, fields={"metadata": meta})
