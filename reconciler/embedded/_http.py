@@ -35,6 +35,7 @@ from reconciler.embedded._statuses import (
     ApiStatusError,
     bad_request,
     method_not_allowed,
+    not_found,
     status_body,
     unsupported_media_type,
 )
@@ -307,6 +308,9 @@ class ApiApplication:
         if rt is None:
             raise ApiStatusError(404, _NOT_FOUND_TEXT)
         if path.subresource is not None and path.subresource not in rt.subresources:
+            if rt.is_custom and path.name:
+                # a custom resource's handler answers every sub-path, with a NotFound Status
+                raise not_found(rt, path.name)
             raise ApiStatusError(404, _NOT_FOUND_TEXT)
         if path.namespace is not None and not rt.namespaced:
             raise ApiStatusError(404, _NOT_FOUND_TEXT)

@@ -442,6 +442,8 @@ class Operations:
         else:
             meta = _meta(new)
             for field in _SERVER_METADATA:
+                if field == "uid" and meta.get("uid"):
+                    continue  # a changed uid is the strategies' to refuse (field is immutable)
                 if field in old_meta:
                     meta[field] = copy_json(old_meta[field])
                 else:
