@@ -271,6 +271,7 @@ class _ParentRun:
         self.results: list[ReconcileResult] = []
         self.errors: list[ChildError] = []
         self.changes: dict[str, list[ObjectRef]] = {}
+        self.build_failed = False
         self.selector = f"{OWNER_UID_LABEL}={label_value(uid)}"
 
     def execute(self) -> ParentResult:
@@ -305,6 +306,7 @@ class _ParentRun:
         try:
             builders = list(self.o.build(self.parent))
         except Exception as exc:
+            self.build_failed = True
             self._fail(self.ref, f"build failed: {exc}", exc)
             return built
         for index, builder in enumerate(builders):
@@ -312,6 +314,7 @@ class _ParentRun:
                 obj, state = builder()
                 child = self.o.decorate(self.parent, obj, state)
             except Exception as exc:
+                self.build_failed = True
                 where = ObjectRef(api_version="", kind="builder", name=f"#{index}")
                 self._fail(where, f"builder failed: {exc}", exc)
                 continue
@@ -399,6 +402,9 @@ class _ParentRun:
     ) -> list[ReconcileResult]:
         pruned: list[ReconcileResult] = []
         if not self.o.prune_kinds:
+            return pruned
+        if self.build_failed:  # an object a failed builder would have built is not "unbuilt"
+            _log.warning("not pruning children of %s: a builder failed", self.ref)
             return pruned
         for key, obj in sorted(live.items(), key=lambda kv: str(kv[0])):
             if key in built or (key[0], key[1]) not in self.o.prune_kinds:

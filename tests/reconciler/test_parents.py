@@ -261,3 +261,23 @@ def test_builders_may_return_official_models(
     live = client.get("v1", "ConfigMap", "demo-model", namespace=ns)
     assert live["metadata"]["labels"]["optk.dev/owner-uid"] == parent["metadata"]["uid"]
     assert pr.reconcile(fresh(client, parent)).children[0].action is Action.UNCHANGED
+
+
+def test_nothing_is_pruned_when_a_builder_fails(
+    client: KubernetesClient, parent: dict[str, Any], ns: str
+) -> None:
+    broken = {"now": False}
+
+    def build(p: Any) -> list[ResourceBuilder]:
+        if broken["now"]:
+            raise RuntimeError("cannot read the spec today")
+        return builders_of((cm("demo-kept", a="1"), PRESENT))
+
+    pr = ParentReconciler(client, build, operator_name="stack-operator",
+                          prune_kinds={("v1", "ConfigMap")}, events=False)
+    assert pr.reconcile(parent).ok
+    broken["now"] = True
+    result = pr.reconcile(fresh(client, parent))
+    assert not result.ok
+    assert result.pruned == ()
+    client.get("v1", "ConfigMap", "demo-kept", namespace=ns)
