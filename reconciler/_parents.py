@@ -138,7 +138,9 @@ def parent_conditions(
     """The ``Reconciled`` and ``Ready`` conditions for one outcome (without transition times).
 
     ``Reconciled`` says whether every child was applied; ``Ready`` additionally needs nothing
-    pending (no child waiting for a deletion to finish). Messages list the per-child errors.
+    pending: no child waiting for a deletion to finish (reason ``ChildrenPending``) and none
+    skipped because it is not ours (``ChildrenSkipped``). Messages list the per-child errors and
+    reasons.
     """
     if errors:
         listed = "; ".join(f"{e.ref}: {e.message}" for e in errors)
@@ -155,8 +157,9 @@ def parent_conditions(
     )
     if pending:
         waiting = "; ".join(f"{r.ref}: {r.reason}" for r in pending)
-        ready = _condition("Ready", False, reason="ChildrenPending", message=waiting[:4096],
-                           generation=generation)
+        skipped = any(r.requeue_after is None for r in pending)
+        ready = _condition("Ready", False, reason="ChildrenSkipped" if skipped else
+                           "ChildrenPending", message=waiting[:4096], generation=generation)
     else:
         ready = _condition("Ready", True, reason="ChildrenReady",
                            message=f"all {children} children are as desired", generation=generation)
@@ -429,7 +432,10 @@ class _ParentRun:
             return False, ""
         meta = _meta(self.parent)
         generation = meta.get("generation")
-        pending = [r for r in (*self.results, *pruned) if r.requeue_after]
+        pending = [
+            r for r in (*self.results, *pruned)
+            if r.requeue_after is not None or r.action is Action.SKIPPED
+        ]
         wanted = parent_conditions(
             generation=generation, errors=self.errors, pending=pending,
             children=len(self.results) + len(self.errors),

@@ -281,3 +281,22 @@ def test_nothing_is_pruned_when_a_builder_fails(
     assert not result.ok
     assert result.pruned == ()
     client.get("v1", "ConfigMap", "demo-kept", namespace=ns)
+
+
+def test_a_child_that_is_not_ours_keeps_the_parent_not_ready(
+    client: KubernetesClient, parent: dict[str, Any], ns: str
+) -> None:
+    client.create({**cm("demo-taken", a="theirs"),
+                   "metadata": {"name": "demo-taken", "namespace": ns}})
+    pr = ParentReconciler(client, lambda p: builders_of((cm("demo-taken", a="ours"), PRESENT)),
+                          operator_name="stack-operator", events=False)
+    result = pr.reconcile(parent)
+    assert result.ok
+    assert result.children[0].action is Action.SKIPPED
+    # Not in our labelled list: a create is tried, refused (AlreadyExists), the object read.
+    assert [c.verb for c in result.children[0].api_calls] == ["create", "get"]
+    conditions = {c["type"]: c for c in fresh(client, parent)["status"]["conditions"]}
+    assert conditions["Ready"]["status"] == "False"
+    assert conditions["Ready"]["reason"] == "ChildrenSkipped"
+    assert "demo-taken" in conditions["Ready"]["message"]
+    assert client.get("v1", "ConfigMap", "demo-taken", namespace=ns)["data"] == {"a": "theirs"}
