@@ -32,12 +32,16 @@ def run_apiserver(
     def _on_signal(signum: int, _frame: FrameType | None) -> None:
         stop.set()
 
-    previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         server = EmbeddedApiServer(
             host=host, port=port, kubeconfig_path=kubeconfig,
             allow_non_loopback=allow_non_loopback,
         )
+    except ValueError as exc:
+        print(f"optk apiserver: error: {exc}", file=sys.stderr)
+        return 2
+    previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
         with server:
             print(f"embedded Kubernetes API server listening on {server.url}", file=stream)
             print(f"kubeconfig: {server.kubeconfig_path}", file=stream)

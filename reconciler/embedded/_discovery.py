@@ -81,7 +81,8 @@ def api_group(registry: KindRegistry, group: str) -> dict[str, Any] | None:
 def _resource_entry(rt: ResourceType) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "name": rt.plural,
-        "singularName": rt.singular,
+        # a 1.25 server publishes singular names only for custom resources
+        "singularName": rt.singular if rt.is_custom else "",
         "namespaced": rt.namespaced,
         "kind": rt.kind,
         "verbs": list(rt.verbs),
