@@ -17,6 +17,7 @@ from kubernetes import client as k8s
 
 from reconciler import (
     AlreadyExistsError,
+    ApiError,
     ClientUsageError,
     ConflictError,
     GoneError,
@@ -176,3 +177,13 @@ def test_throttling_carries_retry_after(
         client.patch("v1", "ConfigMap", "throttled", {"data": {"a": "b"}},
                      patch_type="application/merge-patch+json", namespace=ns)
     assert throttled.value.retry_after == 7.0
+
+
+def test_a_silent_watch_ends_at_the_inactivity_timeout(client: KubernetesClient, ns: str) -> None:
+    rv = client.list("v1", "ConfigMap", namespace=ns)["metadata"]["resourceVersion"]
+    stream = client.watch("v1", "ConfigMap", namespace=ns, resource_version=rv,
+                          allow_bookmarks=False, inactivity_timeout=0.3)
+    with pytest.raises(ApiError) as dead:
+        next(iter(stream))
+    assert dead.value.code == 0
+    assert "broke" in str(dead.value)
