@@ -236,7 +236,8 @@ def _merge_map(
     for field, order in orders:
         if isinstance(result.get(field), list) and isinstance(order, list):
             child = node.field(field) if node is not None else None
-            result[field] = _reorder(result[field], order, child)
+            before = original.get(field) if isinstance(original, Mapping) else None
+            result[field] = _reorder(result[field], order, child, before)
     return result
 
 
@@ -279,22 +280,47 @@ def _merge_list(original: Any, patch: list[Any], node: SchemaNode | None) -> lis
     return current
 
 
-def _reorder(items: list[Any], order: list[Any], node: SchemaNode | None) -> list[Any]:
-    """Items named in ``order`` first, in that order; the others keep their relative places."""
+def _reorder(
+    items: list[Any], order: list[Any], node: SchemaNode | None, server: Any
+) -> list[Any]:
+    """``items`` in the order ``$setElementOrder`` asks, as the API server orders them.
+
+    Items named in ``order`` follow it; the others (only the server had them) keep their relative
+    order and their places in front of the named items they preceded in ``server`` (the list
+    before the patch), as ``normalizeElementOrder`` of ``strategicpatch`` does.
+    """
     key = node.merge_key if node is not None else None
 
     def identity(item: Any) -> Any:
-        if key is not None and isinstance(item, Mapping):
-            return item.get(key)
-        return item
+        found = item.get(key) if key is not None and isinstance(item, Mapping) else item
+        return found if _hashable(found) else repr(found)
 
-    wanted = [identity(entry) if isinstance(entry, Mapping) else entry for entry in order]
-    ranked = {value: rank for rank, value in enumerate(wanted) if _hashable(value)}
-    listed = [item for item in items if _hashable(identity(item)) and identity(item) in ranked]
-    listed.sort(key=lambda item: ranked[identity(item)])
-    others = [item for item in items if not (_hashable(identity(item))
-                                             and identity(item) in ranked)]
-    return listed + others
+    ranked: dict[Any, int] = {}
+    for rank, entry in enumerate(order):
+        ranked.setdefault(identity(entry), rank)
+    named = sorted((item for item in items if identity(item) in ranked),
+                   key=lambda item: ranked[identity(item)])
+    server_only = [item for item in items if identity(item) not in ranked]
+    position: dict[Any, int] = {}
+    for index, item in enumerate(server if isinstance(server, list) else ()):
+        position.setdefault(identity(item), index)
+    merged: list[Any] = []
+    i = j = 0
+    while i < len(server_only) or j < len(named):
+        if j >= len(named):
+            merged.append(server_only[i])
+            i += 1
+            continue
+        if i < len(server_only):
+            left = position.get(identity(server_only[i]))
+            right = position.get(identity(named[j]))
+            if left is not None and right is not None and left < right:
+                merged.append(server_only[i])
+                i += 1
+                continue
+        merged.append(named[j])
+        j += 1
+    return merged
 
 
 def _hashable(value: Any) -> bool:

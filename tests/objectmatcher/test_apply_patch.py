@@ -163,6 +163,17 @@ def test_strategic_merge_directives() -> None:
     assert [c["name"] for c in _containers(result)] == ["c", "b"]
 
 
+def test_set_element_order_keeps_server_only_items_in_place() -> None:
+    obj = _demo_deployment()
+    _containers(obj).insert(0, {"name": "injected", "image": "mesh"})
+    patch = {"spec": {"template": {"spec": {
+        "$setElementOrder/containers": [{"name": "b"}, {"name": "a"}, {"name": "c"}],
+        "containers": [{"name": "c", "image": "c"}],
+    }}}}
+    result = apply_patch(obj, patch, patch_type=STRATEGIC_MERGE_PATCH)
+    assert [c["name"] for c in _containers(result)] == ["injected", "b", "a", "c"]
+
+
 def test_strategic_merge_replace_directives() -> None:
     obj = _demo_deployment()
     replaced_list = {"spec": {"template": {"spec": {"containers": [
