@@ -128,7 +128,8 @@ def _json_patch(obj: KubeObject, patch: Any) -> Any:
         raise PatchError("a JSON patch must be a list of operations", patch_type=JSON_PATCH,
                          object_ref=_ref(obj))
     try:
-        return jsonpatch.JsonPatch(list(patch)).apply(deep_copy(obj), in_place=True)
+        # Copies of both: jsonpatch inserts the operations' values by reference.
+        return jsonpatch.JsonPatch(deep_copy(patch)).apply(deep_copy(obj), in_place=True)
     except jsonpatch.JsonPatchTestFailed as error:
         raise PatchError(f"test operation failed: {error}", patch_type=JSON_PATCH,
                          object_ref=_ref(obj)) from error

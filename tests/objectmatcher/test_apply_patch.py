@@ -121,9 +121,12 @@ def test_inputs_are_never_mutated_and_the_result_shares_nothing() -> None:
         result = apply_patch(obj, patch, patch_type=patch_type)
         result["spec"]["selector"]["matchLabels"]["app"] = "changed"
         _containers(result)[0]["image"] = "changed"
-    result = apply_patch(obj, [{"op": "replace", "path": "/spec/replicas", "value": 3}],
-                         patch_type=JSON_PATCH)
+    operations = [{"op": "add", "path": "/spec/template/metadata/labels", "value": {"x": "y"}}]
+    frozen_operations = json.dumps(operations)
+    result = apply_patch(obj, operations, patch_type=JSON_PATCH)
     result["spec"]["selector"]["matchLabels"]["app"] = "changed"
+    result["spec"]["template"]["metadata"]["labels"]["x"] = "changed"
+    assert json.dumps(operations) == frozen_operations
     assert json.dumps(obj) == frozen_obj
     assert json.dumps(patch) == frozen_patch
 
