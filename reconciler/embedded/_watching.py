@@ -96,8 +96,13 @@ async def serve_watch(
     faults: Faults,
     bookmark_interval: float,
     cache: EncodeCache,
+    max_pending: int = 50_000,
 ) -> web.StreamResponse:
-    """Stream the events of ``request`` until its timeout, a fault, or the client leaves."""
+    """Stream the events of ``request`` until its timeout, a fault, or the client leaves.
+
+    A watcher that falls ``max_pending`` events behind is ended (as a real server ends a watch
+    whose client cannot keep up), so a stalled client never makes the server hoard memory.
+    """
     response = web.StreamResponse(status=200)
     response.content_type = "application/json"
     response.enable_chunked_encoding()
@@ -107,7 +112,13 @@ async def serve_watch(
     loop_thread = threading.get_ident()
     queue: asyncio.Queue[StoredEvent] = asyncio.Queue()
 
+    overflowed = False
+
     def deliver(event: StoredEvent) -> None:
+        nonlocal overflowed
+        if queue.qsize() >= max_pending:
+            overflowed = True  # a client too slow to read: end its stream, it will re-watch
+            return
         if threading.get_ident() == loop_thread:
             queue.put_nowait(event)
         else:
@@ -173,7 +184,7 @@ async def serve_watch(
             )))
         while True:
             now = time.monotonic()
-            if now >= deadline:
+            if now >= deadline or overflowed:
                 return response
             wait = deadline - now
             if request.bookmarks:

@@ -1,0 +1,75 @@
+"""The store: one global resourceVersion, the bounded event window, snapshots and indexes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from reconciler.embedded._storage import Storage, StoredEvent, TooOld
+
+BUCKET = ("", "configmaps")
+
+
+def _write(storage: Storage, name: str, event: str = "ADDED", **extra: Any) -> dict[str, Any]:
+    old = storage.get(BUCKET, "ns", name)
+    obj = {"metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}",
+                        "resourceVersion": str(storage.next_resource_version()), **extra}}
+    storage.commit(BUCKET, obj, event_type=event, old=old)
+    return obj
+
+
+def test_versions_are_global_and_consecutive() -> None:
+    storage = Storage()
+    _write(storage, "a")
+    _write(storage, "b")
+    _write(storage, "a", "MODIFIED")
+    assert storage.resource_version == 3
+    with pytest.raises(RuntimeError, match="out-of-order"):
+        storage.commit(BUCKET, {"metadata": {"name": "x", "resourceVersion": "9"}},
+                       event_type="ADDED", old=None)
+
+
+def test_window_eviction_makes_old_versions_too_old() -> None:
+    storage = Storage(history_size=3)
+    for i in range(5):
+        _write(storage, f"o{i}")
+    assert storage.oldest_resource_version == 2
+    with pytest.raises(TooOld) as caught:
+        storage.subscribe_since(1, lambda event: None)
+    assert str(caught.value) == "too old resource version: 1 (2)"
+    replay = storage.subscribe_since(2, lambda event: None)
+    assert [e.resource_version for e in replay] == [3, 4, 5]
+
+
+def test_snapshot_undoes_later_events() -> None:
+    storage = Storage()
+    _write(storage, "a", data="1")
+    _write(storage, "b")
+    at = storage.resource_version
+    _write(storage, "a", "MODIFIED", data="2")
+    storage.commit(BUCKET, {"metadata": {"name": "b", "namespace": "ns", "uid": "uid-b",
+                                         "resourceVersion": str(storage.next_resource_version())}},
+                   event_type="DELETED", old=storage.get(BUCKET, "ns", "b"))
+    _write(storage, "c")
+    snapshot = storage.snapshot(BUCKET, at)
+    assert [(o["metadata"]["name"], o["metadata"].get("data")) for o in snapshot] == [
+        ("a", "1"), ("b", None)
+    ]
+    storage.compact()
+    with pytest.raises(TooOld):
+        storage.snapshot(BUCKET, at)
+
+
+def test_subscribers_and_owner_index() -> None:
+    storage = Storage()
+    seen: list[StoredEvent] = []
+    storage.subscribe_since(None, seen.append)
+    owner = _write(storage, "owner")
+    _write(storage, "dep", ownerReferences=[{"uid": owner["metadata"]["uid"]}])
+    assert storage.dependents("uid-owner") == [("", "configmaps", "ns", "dep")]
+    assert storage.get_by_uid("uid-dep") is not None
+    assert [e.type for e in seen] == ["ADDED", "ADDED"]
+    storage.unsubscribe(seen.append)
+    _write(storage, "later")
+    assert len(seen) == 2
