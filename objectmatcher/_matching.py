@@ -278,7 +278,7 @@ def _diff_value(
 def _keyed(items: Any, key: str) -> dict[Any, Any]:
     if not isinstance(items, list):
         return {}
-    return {item[key]: item for item in items if _is_map(item) and key in item}
+    return {_json_key(item[key]): item for item in items if _is_map(item) and key in item}
 
 
 def _diff_merged_list(
@@ -312,7 +312,7 @@ def _diff_merged_list(
         return _SAME
     patch_items: list[Any] = []
     for item in want:
-        name = item[merge_key]
+        name = _json_key(item[merge_key])
         live = current.get(name)
         if live is None:
             patch_items.append(_clean(item))
@@ -321,11 +321,11 @@ def _diff_merged_list(
         if sub:
             if node.retains_keys:
                 sub["$retainKeys"] = sorted(k for k, v in item.items() if v is not None)
-            patch_items.append({merge_key: name, **sub})
-    wanted = {item[merge_key] for item in want}
-    for name in original:
+            patch_items.append({merge_key: item[merge_key], **sub})
+    wanted = {_json_key(item[merge_key]) for item in want}
+    for name, old in original.items():
         if name not in wanted and name in current:
-            patch_items.append({merge_key: name, "$patch": "delete"})
+            patch_items.append({merge_key: old[merge_key], "$patch": "delete"})
     if not patch_items:
         return _SAME
     return _ListEntries({
@@ -388,7 +388,7 @@ def _pair_items(
     old_list = was if isinstance(was, list) else []
     if keys and all(_is_map(item) for item in (*have, *want, *old_list)):
         def ident(item: Mapping[str, Any]) -> tuple[Any, ...]:
-            return tuple(json_key(item.get(key)) for key in keys)
+            return tuple(_json_key(item.get(key)) for key in keys)
 
         live = {ident(item): item for item in have}
         old = {ident(item): item for item in old_list}
@@ -405,17 +405,16 @@ def _pair_items(
             for i, (live, item) in enumerate(zip(have, want, strict=True))]
 
 
-def json_key(value: Any) -> Any:
+def _json_key(value: Any) -> Any:
     """A hashable stand-in for a JSON value used as a list-map key."""
     return value if isinstance(value, str | int | float | bool) or value is None else repr(value)
 
 
 def _check_same_object(current: KubeObject, desired: KubeObject) -> None:
-    for field in ("kind",):
-        if current[field] != desired[field]:
-            raise InvalidObjectError(
-                f"current is a {current[field]!r} but desired a {desired[field]!r}",
-                field=field, object_ref=object_ref(desired))
+    if current["kind"] != desired["kind"]:
+        raise InvalidObjectError(
+            f"current is a {current['kind']!r} but desired a {desired['kind']!r}",
+            field="kind", object_ref=object_ref(desired))
     group = current["apiVersion"].rpartition("/")[0]
     if group != desired["apiVersion"].rpartition("/")[0]:
         raise InvalidObjectError(
