@@ -85,6 +85,8 @@ class ParentResult:
     """Every request of this reconcile: lists, child reads and writes, status, events."""
     requeue_after: float | None = None
     """Seconds until the parent should be reconciled again (a child asked, or was throttled)."""
+    dry_run: bool = False
+    """True when nothing was written (no child, Event or status): a plan of what would be."""
 
     @property
     def ok(self) -> bool:
@@ -173,9 +175,10 @@ class ParentReconciler:
     fills the ``app.kubernetes.io/managed-by`` label and is the Events' reporting component.
     ``prune_kinds`` lists the ``(apiVersion, kind)`` pairs whose unbuilt children (ours, found by
     the ``optk.dev/owner-uid`` label) are deleted; pruning is off when it is empty. Events and
-    status writing can be switched off. ``status_refresh`` bounds how stale the recorded last
-    reconcile time may get when nothing else in the status changes (so a steady state makes no
-    writes, yet a restarted driver finds a recent time).
+    status writing can be switched off. ``dry_run`` writes nothing (server-side dry runs for
+    creates and patches, no Events, no status): the result is a plan. ``status_refresh`` bounds
+    how stale the recorded last reconcile time may get when nothing else in the status changes
+    (so a steady state makes no writes, yet a restarted driver finds a recent time).
     """
 
     def __init__(
@@ -190,6 +193,7 @@ class ParentReconciler:
         events: bool = True,
         write_status: bool = True,
         status_refresh: float = 3600.0,
+        dry_run: bool = False,
         clock: Clock | None = None,
     ) -> None:
         self.client = client
@@ -198,13 +202,16 @@ class ParentReconciler:
         self.clock: Clock = clock if clock is not None else RealClock()
         self.reader: ReadCache = reader if reader is not None else PassThroughCache(client)
         self.resources = resources if resources is not None else ResourceReconciler(
-            client, reader=self.reader, clock=self.clock
+            client, reader=self.reader, clock=self.clock, dry_run=dry_run
         )
+        if self.resources.dry_run != dry_run:
+            raise ValueError("ParentReconciler(dry_run=...) must match its resources' dry_run")
+        self.dry_run = dry_run
         self.prune_kinds = frozenset(prune_kinds)
         self.recorder = EventRecorder(client, component=operator_name, clock=self.clock) if (
-            events
+            events and not dry_run
         ) else None
-        self.write_status = write_status
+        self.write_status = write_status and not dry_run
         self.status_refresh = status_refresh
         self._no_status_subresource: set[tuple[str, str]] = set()
 
@@ -300,6 +307,7 @@ class _ParentRun:
             parent=self.ref, children=tuple(self.results), pruned=tuple(pruned),
             errors=tuple(self.errors), status_written=status_written, status_error=status_error,
             api_calls=tuple(self.calls), requeue_after=min(requeues) if requeues else None,
+            dry_run=self.o.dry_run,
         )
 
     # -- children ---------------------------------------------------------------------------

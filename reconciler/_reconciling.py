@@ -94,6 +94,8 @@ class ReconcileResult:
     """Why the object was skipped or left as it is, for people."""
     live: Mapping[str, Any] | None = attrs.field(default=None, repr=False, eq=False)
     """The object as the server returned it after the last request, when known."""
+    dry_run: bool = False
+    """True when nothing was written: the action is what a real run would do."""
 
     @property
     def requeue(self) -> bool:
@@ -248,6 +250,7 @@ class ResourceReconciler:
         poll_interval: float = 0.2,
         conflict_retries: int = 3,
         deleting_requeue: float = 2.0,
+        dry_run: bool = False,
         clock: Clock | None = None,
     ) -> None:
         if conflict_retries < 0:
@@ -262,6 +265,7 @@ class ResourceReconciler:
         self.poll_interval = poll_interval
         self.conflict_retries = conflict_retries
         self.deleting_requeue = deleting_requeue
+        self.dry_run = dry_run
         self.clock: Clock = clock if clock is not None else RealClock()
         self.crd_schemas = CrdSchemas(client)
 
@@ -367,7 +371,7 @@ class _Run:
         return ReconcileResult(
             action=action, ref=self.ref, diff=tuple(diff),
             api_calls=tuple(self.calls.calls), requeue_after=requeue_after, reason=reason,
-            live=live,
+            live=live, dry_run=self.r.dry_run,
         )
 
     def _ownership(self, live: KubeObject) -> str:
@@ -398,7 +402,7 @@ class _Run:
     def create(self) -> ReconcileResult:
         self.calls.add("create")
         try:
-            created = self.client.create(self._create_body())
+            created = self.client.create(self._create_body(), dry_run=self.r.dry_run)
         except AlreadyExistsError:
             live = self.r._read_live(self.ref, self.calls)
             if live is None:  # deleted again in between: the next reconcile creates it
@@ -449,6 +453,7 @@ class _Run:
                 patched = self.client.patch(
                     self.ref.api_version, self.ref.kind, self.ref.name, body,
                     patch_type=patch_result.patch_type, namespace=self.ref.namespace,
+                    dry_run=self.r.dry_run,
                 )
             except ConflictError as exc:
                 attempts += 1
@@ -500,6 +505,9 @@ class _Run:
         key = kind_key(self.ref)
         if not self.recreate or key not in self.r.recreate_kinds:
             raise ImmutableFieldError(exc, fields=fields, kind_key=key) from exc
+        if self.r.dry_run:
+            return self.result(Action.RECREATED, diff=diff,
+                               reason=f"would delete and recreate: {', '.join(fields)} changed")
         self._delete(live, propagation="Foreground")
         return self.create_after_gone(diff)
 
@@ -528,7 +536,10 @@ class _Run:
     # -- delete -----------------------------------------------------------------------------
 
     def _delete(self, live: KubeObject, *, propagation: str | None = None) -> bool:
-        """Delete ``live`` if it is still the same object; False when it was already gone."""
+        """Delete ``live`` if it is still the same object; False when it was already gone.
+        In a dry run nothing is sent (a delete has no server-side dry run in the protocol)."""
+        if self.r.dry_run:
+            return True
         uid = _meta(live).get("uid")
         self.calls.add("delete")
         try:

@@ -300,3 +300,29 @@ def test_a_child_that_is_not_ours_keeps_the_parent_not_ready(
     assert conditions["Ready"]["reason"] == "ChildrenSkipped"
     assert "demo-taken" in conditions["Ready"]["message"]
     assert client.get("v1", "ConfigMap", "demo-taken", namespace=ns)["data"] == {"a": "theirs"}
+
+
+def test_a_dry_run_is_a_plan_that_writes_nothing(
+    client: KubernetesClient, parent: dict[str, Any], ns: str
+) -> None:
+    spec = {"data": "1"}
+
+    def build(p: Any) -> list[ResourceBuilder]:
+        return builders_of((cm("demo-planned", a=spec["data"]), PRESENT))
+
+    plan = ParentReconciler(client, build, operator_name="stack-operator", dry_run=True,
+                            prune_kinds={("v1", "ConfigMap")})
+    result = plan.reconcile(parent)
+    assert result.dry_run
+    assert [(r.ref.name, r.action) for r in result.children] == [("demo-planned", Action.CREATED)]
+    with pytest.raises(NotFoundError):
+        client.get("v1", "ConfigMap", "demo-planned", namespace=ns)
+    assert "status" not in fresh(client, parent)
+    assert client.list("v1", "Event", namespace=ns)["items"] == []
+
+    ParentReconciler(client, build, operator_name="stack-operator").reconcile(parent)
+    spec["data"] = "2"
+    changed = plan.reconcile(fresh(client, parent)).children[0]
+    assert changed.action is Action.UPDATED
+    assert ("data", "a") in [d.path for d in changed.diff]
+    assert client.get("v1", "ConfigMap", "demo-planned", namespace=ns)["data"] == {"a": "1"}

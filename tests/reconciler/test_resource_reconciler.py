@@ -462,3 +462,20 @@ def test_custom_resource_lists_compare_by_the_crd_list_map_keys(
     assert rr.reconcile_resource(changed, PRESENT).action is Action.UPDATED
     rules = client.get(api_version, "Route", "r", namespace=ns)["spec"]["rules"]
     assert sorted((r["name"], r["to"]) for r in rules) == [("alt", "svc-b"), ("main", "svc-c")]
+
+
+def test_dry_run_reports_recreate_and_delete_without_writing(
+    client: KubernetesClient, ns: str
+) -> None:
+    ResourceReconciler(client).reconcile_resource(deployment(ns, "planned", app="a"), PRESENT)
+    before = client.get("apps/v1", "Deployment", "planned", namespace=ns)
+    plan = ResourceReconciler(client, dry_run=True, recreate=True)
+    recreate = plan.reconcile_resource(deployment(ns, "planned", app="b"), PRESENT)
+    assert recreate.action is Action.RECREATED
+    assert recreate.dry_run
+    assert "spec.selector" in recreate.reason
+    delete = plan.reconcile_resource(deployment(ns, "planned"), ABSENT)
+    assert delete.action is Action.DELETED
+    assert delete.writes == 0
+    after = client.get("apps/v1", "Deployment", "planned", namespace=ns)
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
