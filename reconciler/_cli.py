@@ -29,7 +29,27 @@ def build_parser() -> argparse.ArgumentParser:
                      help="serve /metrics, /healthz, /readyz on this port (0: any free port)")
     run.add_argument("--log-format", choices=("text", "json"), default="text")
     run.set_defaults(handler=_run_operator)
+    plan = subparsers.add_parser(
+        "plan", help="show what an operator would create, update, recreate or delete; no writes"
+    )
+    plan.add_argument("target", metavar="MODULE[:ATTR]", help="module and Operator attribute")
+    plan.add_argument("-f", "--filename", action="append", required=True, dest="files",
+                      help="YAML file of parent objects (repeatable)")
+    plan.add_argument("--kubeconfig", default=None, help="kubeconfig of the cluster")
+    plan.add_argument("--show-unchanged", action="store_true", help="list unchanged children too")
+    plan.set_defaults(handler=_run_plan)
     return parser
+
+
+def _run_plan(args: argparse.Namespace) -> int:
+    from reconciler._plans import plan_command
+
+    try:
+        return plan_command(args.target, files=args.files, kubeconfig=args.kubeconfig,
+                            show_unchanged=args.show_unchanged)
+    except (ValueError, OSError) as error:
+        print(f"optk plan: {error}", file=sys.stderr)
+        return 2
 
 
 def _run_operator(args: argparse.Namespace) -> int:

@@ -1,0 +1,124 @@
+"""``optk plan``: what an operator would do to a cluster for given parents, writing nothing.
+
+A plan is a dry-run parent reconcile (``ParentReconciler(dry_run=True)``): creates and patches go
+to the server with ``dryRun=All`` so defaulting and validation are the server's own, deletes and
+recreations are reported without being sent, and no Event or status is written. This module turns
+the results into the text people read (one line per child, the field diff under each update,
+Secret values redacted by ``objectmatcher``) and implements the command behind the CLI.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Collection, Iterable, Sequence
+from typing import Any, TextIO
+
+from builders import ResourceBuilder
+from objectmatcher import LAST_APPLIED_ANNOTATION, format_diff
+from reconciler._clients import ClusterClient, KubeObject
+from reconciler._errors import NotFoundError, ObjectRef, ReconcilerError
+from reconciler._parents import ParentReconciler, ParentResult
+from reconciler._reconciling import Action, ResourceReconciler
+
+__all__ = ["format_plan", "plan_command", "plan_parents"]
+
+_ANNOTATION_PATH = ("metadata", "annotations", LAST_APPLIED_ANNOTATION)
+_VERBS = {
+    Action.CREATED: "create",
+    Action.UPDATED: "update",
+    Action.RECREATED: "recreate",
+    Action.DELETED: "delete",
+    Action.SKIPPED: "skip",
+    Action.UNCHANGED: "unchanged",
+}
+
+
+def _live_parent(client: ClusterClient, parent: KubeObject) -> dict[str, Any]:
+    """The parent as stored (with its uid), or, when it does not exist yet, the given one with
+    a placeholder uid so that its children can be planned all the same."""
+    ref = ObjectRef.of(parent)
+    try:
+        return client.get(ref.api_version, ref.kind, ref.name, namespace=ref.namespace)
+    except NotFoundError:
+        meta = dict(parent.get("metadata") or {})
+        meta.setdefault("uid", f"planned-{ref.name}")
+        return {**parent, "metadata": meta}
+
+
+def plan_parents(
+    client: ClusterClient,
+    build: Callable[[KubeObject], Iterable[ResourceBuilder]],
+    parents: Iterable[KubeObject],
+    *,
+    operator_name: str,
+    prune_kinds: Collection[tuple[str, str]] = (),
+    recreate: bool = False,
+) -> list[ParentResult]:
+    """The dry-run result of reconciling each parent (read from the cluster when it exists)."""
+    resources = ResourceReconciler(client, recreate=recreate, dry_run=True)
+    planner = ParentReconciler(
+        client, build, operator_name=operator_name, resources=resources,
+        prune_kinds=prune_kinds, dry_run=True,
+    )
+    return [planner.reconcile(_live_parent(client, parent)) for parent in parents]
+
+
+def format_plan(results: Sequence[ParentResult], *, show_unchanged: bool = False) -> str:
+    """People's view of a plan: per parent, one line per child, diffs indented under updates."""
+    lines: list[str] = []
+    for result in results:
+        lines.append(f"{result.parent}:")
+        for child in (*result.children, *result.pruned):
+            if child.action is Action.UNCHANGED and not show_unchanged:
+                continue
+            line = f"  {_VERBS[child.action]:<9} {child.ref}"
+            if child.reason and child.action is not Action.UNCHANGED:
+                line += f"  ({child.reason})"
+            lines.append(line)
+            shown = [d for d in child.diff if tuple(d.path[:3]) != _ANNOTATION_PATH]
+            if child.action in (Action.UPDATED, Action.RECREATED) and shown:
+                lines.extend(f"      {row}" for row in format_diff(shown).splitlines())
+        for error in result.errors:
+            lines.append(f"  {'error':<9} {error.ref}  ({error.message})")
+        unchanged = sum(1 for c in result.children if c.action is Action.UNCHANGED)
+        if unchanged and not show_unchanged:
+            lines.append(f"  ({unchanged} unchanged)")
+        if not result.children and not result.pruned and not result.errors:
+            lines.append("  (no children)")
+    return "\n".join(lines)
+
+
+def plan_command(
+    target: str,
+    *,
+    files: Sequence[str],
+    kubeconfig: str | None = None,
+    show_unchanged: bool = False,
+    out: TextIO = sys.stdout,
+) -> int:
+    """``optk plan MODULE[:ATTR] -f PARENT.yaml``: print the plan; 1 when a child would fail."""
+    import yaml
+    from kubernetes import config
+
+    from reconciler._kubernetes import KubernetesClient
+    from reconciler._operators import load_operator
+
+    operator = load_operator(target)
+    parents: list[KubeObject] = []
+    for path in files:
+        with open(path, encoding="utf-8") as stream:
+            parents.extend(doc for doc in yaml.safe_load_all(stream) if doc)
+    api_client = config.new_client_from_config(  # type: ignore[no-untyped-call]
+        config_file=kubeconfig
+    )
+    client = KubernetesClient(api_client)
+    try:
+        results = plan_parents(
+            client, operator.build, parents, operator_name=operator.name,
+            prune_kinds=operator.prune, recreate=operator.recreate,
+        )
+    except ReconcilerError as error:
+        print(f"optk plan: {error}", file=sys.stderr)
+        return 2
+    print(format_plan(results, show_unchanged=show_unchanged), file=out)
+    return 0 if all(r.ok for r in results) else 1

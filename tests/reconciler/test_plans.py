@@ -1,0 +1,79 @@
+"""``optk plan``: a dry-run parent reconcile, printed; nothing is written to the cluster."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from reconciler import KubernetesClient, NotFoundError, ParentReconciler
+from reconciler._cli import main
+from reconciler._plans import format_plan, plan_command, plan_parents
+from tests.reconciler import plan_operator
+from tests.reconciler.conftest import install_crd
+
+API = "plans.optk.dev/v1"
+
+
+@pytest.fixture(scope="module")
+def stack_kind(client: KubernetesClient) -> None:
+    if not client.is_served(API, "Stack"):
+        install_crd(client, group="plans.optk.dev", kind="Stack", plural="stacks", status=True)
+
+
+def stack(ns: str, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": API, "kind": "Stack", "metadata": {"name": "s", "namespace": ns},
+            "spec": spec}
+
+
+def test_plan_of_a_new_parent_lists_creates_and_writes_nothing(
+    client: KubernetesClient, stack_kind: None, ns: str
+) -> None:
+    [result] = plan_parents(client, plan_operator.build, [stack(ns, size=2)],
+                            operator_name="plan-operator")
+    text = format_plan([result])
+    assert f"create    ConfigMap.v1 {ns}/s-config" in text
+    assert f"create    Secret.v1 {ns}/s-secret" in text
+    with pytest.raises(NotFoundError):
+        client.get("v1", "ConfigMap", "s-config", namespace=ns)
+    with pytest.raises(NotFoundError):
+        client.get(API, "Stack", "s", namespace=ns)
+
+
+def test_plan_shows_the_field_diff_with_secret_values_redacted(
+    client: KubernetesClient, stack_kind: None, ns: str
+) -> None:
+    parent = client.create(stack(ns, size=1, password="old-secret"))
+    ParentReconciler(client, plan_operator.build, operator_name="plan-operator").reconcile(parent)
+    changed = client.patch(API, "Stack", "s", {"spec": {"size": 3, "password": "new-secret"}},
+                           patch_type="application/merge-patch+json", namespace=ns)
+    [result] = plan_parents(client, plan_operator.build, [changed],
+                            operator_name="plan-operator")
+    text = format_plan([result])
+    assert f"update    ConfigMap.v1 {ns}/s-config" in text
+    assert '~ data.size: "1" -> "3"' in text
+    assert "last-applied" not in text
+    assert f"update    Secret.v1 {ns}/s-secret" in text
+    assert "old-secret" not in text
+    assert "new-secret" not in text
+    assert client.get("v1", "ConfigMap", "s-config", namespace=ns)["data"] == {"size": "1"}
+
+
+def test_optk_plan_command(
+    kube_api: Any, client: KubernetesClient, stack_kind: None, ns: str, tmp_path: Path
+) -> None:
+    parent_file = tmp_path / "parent.yaml"
+    parent_file.write_text(yaml.safe_dump(stack(ns, size=5)))
+    out = io.StringIO()
+    code = plan_command("tests.reconciler.plan_operator", files=[str(parent_file)],
+                        kubeconfig=str(kube_api.kubeconfig_path), out=out)
+    assert code == 0
+    assert f"create    ConfigMap.v1 {ns}/s-config" in out.getvalue()
+    with pytest.raises(NotFoundError):
+        client.get("v1", "ConfigMap", "s-config", namespace=ns)
+
+    assert main(["plan", "tests.reconciler.plan_operator", "-f", str(parent_file),
+                 "--kubeconfig", str(kube_api.kubeconfig_path)]) == 0
