@@ -305,8 +305,10 @@ class Informer:
         inactivity_timeout: float = 360.0,
         page_size: int = 500,
         backoff: ExponentialBackoff | None = None,
+        initial_events: bool = True,
     ) -> None:
         self.client = client
+        self.initial_events = initial_events
         self.api_version = api_version
         self.kind = kind
         self.namespace = namespace
@@ -448,13 +450,15 @@ class Informer:
             if not token:
                 break
         self.stats.lists += 1
+        with self._cond:
+            quiet = not self._synced and not self.initial_events
         seen: set[tuple[str, str]] = set()
         for obj in items:
             obj.setdefault("apiVersion", self.api_version)
             obj.setdefault("kind", self.kind)
             seen.add(object_key(obj))
             old, stored = self.cache.upsert(obj)
-            if stored and (old is None or _rv(old) != _rv(obj)):
+            if stored and not quiet and (old is None or _rv(old) != _rv(obj)):
                 self._dispatch("ADDED" if old is None else "MODIFIED", old, obj)
         for namespace, name in set(self.cache.keys()) - seen:
             gone = self.cache.get(namespace, name)
@@ -532,7 +536,9 @@ class InformerManager:
 
     ``use(user, types)`` declares the types one parent (``user``) needs now; informers for new
     types start at once, and a type no user needs any more has its informer stopped. ``ensure``
-    starts an informer without attributing it (the reconcile's first read of a type).
+    starts an informer without attributing it (the reconcile's first read of a type). The
+    first list of a new informer dispatches no events: objects that merely exist are no change
+    (the parent that needed the type is being reconciled already); later relists do.
     """
 
     def __init__(
@@ -566,7 +572,8 @@ class InformerManager:
             if informer is None:
                 informer = Informer(
                     self._client, api_version, kind, namespace=self._namespace,
-                    label_selector=self._label_selector, clock=self._clock, **self._options,
+                    label_selector=self._label_selector, clock=self._clock,
+                    initial_events=False, **self._options,
                 )
                 informer.add_handler(
                     lambda event, old, new: self._handler(key, event, old, new)

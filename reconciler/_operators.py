@@ -602,11 +602,14 @@ class OperatorRuntime:
         retry_after = getattr(error, "retry_after", None) or 0.0
         if result is not None:
             retry_after = max([retry_after, *(e.retry_after or 0.0 for e in result.errors)])
-        delay = self.queue.add_rate_limited(key, at_least=retry_after)
         if self.schedule.policy.retry_failed_by_backoff:
+            delay = self.queue.add_rate_limited(key, at_least=retry_after)
             self.schedule.suspend(key)
-        else:
+        else:  # failures wait for the next event or the periodic resync
             self.schedule.reconciled(key, parent, self.clock.time())
+            due = self.schedule.due_at(key)
+            delay = 0.0 if due is None else due - self.clock.time()
+            self._kick_timer()
         reason = str(error) if error is not None else "; ".join(
             [f"{e.ref}: {e.message}" for e in (result.errors if result else ())]
             + ([result.status_error] if result is not None and result.status_error else [])
@@ -652,6 +655,7 @@ class OperatorRuntime:
             due = self.schedule.observe(key, new, now)
             if parent_needs_reconcile(new) or due <= now:
                 self.stats.triggers["parent-new"] += 1
+                self.schedule.remove(key)  # the reconcile sets its next time
                 self.queue.add(key)
             self._kick_timer()
             return

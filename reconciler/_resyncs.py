@@ -10,7 +10,8 @@ than its interval, never later, so parents reconciled together drift apart. Any 
 the parent's timer. Due times are computed from the wall-clock time of the last reconcile, which
 the parent's status records, so after a restart parents that are due are queued at once and the
 others keep their schedule. A parent whose reconcile failed is, by default, left to the work
-queue's backoff and taken off the timer until it succeeds.
+queue's backoff and taken off the timer until it succeeds; with ``retry_failed_by_backoff=False``
+it is not retried by backoff and waits for its next event or periodic resync instead.
 
 This module holds the policy and the schedule; the thread that feeds due keys to the work queue
 lives in ``reconciler._operators``.

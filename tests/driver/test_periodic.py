@@ -1,0 +1,185 @@
+"""Periodic resync in virtual time against the embedded server: fires at the interval and not
+before, resets on any reconcile, survives a restart, follows the ConfigMap, backs off failures."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from reconciler import KubernetesClient
+from reconciler._clocks import VirtualClock
+from reconciler._events import rfc3339
+from reconciler._operators import OperatorRuntime
+from reconciler._resyncs import ResyncPolicy
+from tests.driver.conftest import child_data, make_operator, running, thing, wait_until
+from tests.driver.sample_operator import API_VERSION
+from tests.driver.sample_operator import build as base
+
+HOUR = 3600.0
+MERGE = "application/merge-patch+json"
+
+
+def _count(runtime: OperatorRuntime, ns: str, name: str) -> int:
+    return runtime.stats.reconciles[(ns, name)]
+
+
+def _quiet(runtime: OperatorRuntime) -> None:
+    """Let every thread react to the last clock move, then check nothing is left running."""
+    time.sleep(0.2)
+    assert runtime.wait_idle(5, settle=0.1)
+
+
+def test_resync_fires_at_the_interval_and_not_before(client: KubernetesClient, ns: str) -> None:
+    clock = VirtualClock()
+    with running(make_operator(ns, resync_interval="2h"), client, clock=clock) as runtime:
+        client.create(thing(ns, "a"))
+        assert wait_until(lambda: _count(runtime, ns, "a") == 1)
+        _quiet(runtime)
+        due = runtime.schedule.due_at((ns, "a"))
+        assert due is not None
+        assert clock.time() + 0.9 * 2 * HOUR <= due <= clock.time() + 2 * HOUR
+        clock.advance(due - clock.time() - 1)
+        _quiet(runtime)
+        assert _count(runtime, ns, "a") == 1
+        clock.advance(1)
+        assert wait_until(lambda: _count(runtime, ns, "a") == 2)
+        assert runtime.triggers()["resync"] == 1
+
+
+def test_an_event_driven_reconcile_resets_the_timer(client: KubernetesClient, ns: str) -> None:
+    clock = VirtualClock()
+    with running(make_operator(ns, resync_interval="2h"), client, clock=clock) as runtime:
+        client.create(thing(ns, "a"))
+        assert wait_until(lambda: _count(runtime, ns, "a") == 1)
+        _quiet(runtime)
+        first_due = runtime.schedule.due_at((ns, "a"))
+        assert first_due is not None
+        clock.advance(HOUR)
+        client.delete("v1", "ConfigMap", "a-cfg", namespace=ns)  # drift: repaired by the watch
+        assert wait_until(lambda: _count(runtime, ns, "a") == 2)
+        _quiet(runtime)
+        second_due = runtime.schedule.due_at((ns, "a"))
+        assert second_due == first_due + HOUR
+        clock.advance(first_due - clock.time() + 1)
+        _quiet(runtime)
+        assert _count(runtime, ns, "a") == 2  # the old due time no longer fires
+        clock.advance(second_due - clock.time())
+        assert wait_until(lambda: _count(runtime, ns, "a") == 3)
+
+
+def test_a_restart_reconciles_due_parents_at_once_and_keeps_the_others_schedule(
+    client: KubernetesClient, ns: str
+) -> None:
+    clock = VirtualClock()
+    operator = make_operator(ns, resync_interval="2h")
+    with running(operator, client, clock=clock) as runtime:
+        for name in ("overdue", "recent"):
+            client.create(thing(ns, name))
+        assert wait_until(lambda: _count(runtime, ns, "overdue") == _count(
+            runtime, ns, "recent") == 1)
+        _quiet(runtime)
+        recent_due = runtime.schedule.due_at((ns, "recent"))
+    # while the operator is down: one parent's last reconcile is 3 h old, one parent is new
+    client.patch(API_VERSION, "Thing", "overdue",
+                 {"status": {"lastReconcileTime": rfc3339(clock.time() - 3 * HOUR)}},
+                 patch_type=MERGE, namespace=ns, subresource="status")
+    client.create(thing(ns, "new"))
+    clock.advance(600)
+    with running(operator, client, clock=clock) as restarted:
+        ok = wait_until(lambda: _count(restarted, ns, "overdue") == 1
+                          and _count(restarted, ns, "new") == 1)
+        assert ok, (restarted.stats, restarted.triggers())
+        _quiet(restarted)
+        assert _count(restarted, ns, "recent") == 0  # no herd at start
+        assert restarted.schedule.due_at((ns, "recent")) == recent_due  # schedule kept
+        assert recent_due is not None
+        clock.advance(recent_due - clock.time())
+        assert wait_until(lambda: _count(restarted, ns, "recent") == 1)
+
+
+def test_the_watched_configmap_changes_the_interval_without_a_restart(
+    client: KubernetesClient, ns: str
+) -> None:
+    clock = VirtualClock()
+    operator = make_operator(ns, config_map=f"{ns}/optk-config")
+    with running(operator, client, clock=clock) as runtime:
+        assert runtime.schedule.policy.interval == 10 * HOUR
+        client.create(thing(ns, "a"))
+        assert wait_until(lambda: _count(runtime, ns, "a") == 1)
+        client.create({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "optk-config", "namespace": ns},
+                       "data": {"resyncInterval": "30m"}})
+        assert wait_until(lambda: runtime.schedule.policy.interval == 1800)
+        due = runtime.schedule.due_at((ns, "a"))
+        assert due is not None
+        assert due <= clock.time() + 1800
+        client.patch("v1", "ConfigMap", "optk-config", {"data": {"resyncInterval": "bogus"}},
+                     patch_type=MERGE, namespace=ns)
+        client.patch("v1", "ConfigMap", "optk-config", {"data": {"resyncInterval": "1h"}},
+                     patch_type=MERGE, namespace=ns)
+        assert wait_until(lambda: runtime.schedule.policy.interval == HOUR)
+        client.delete("v1", "ConfigMap", "optk-config", namespace=ns)
+        assert wait_until(lambda: runtime.schedule.policy.interval == 10 * HOUR)
+
+
+def test_the_resync_annotation_sets_one_parents_interval_within_bounds(
+    client: KubernetesClient, ns: str
+) -> None:
+    clock = VirtualClock()
+    operator = make_operator(ns, resync=ResyncPolicy(min_interval=600))
+    with running(operator, client, clock=clock) as runtime:
+        client.create(thing(ns, "fast", annotations={"optk.dev/resync-interval": "1s"}))
+        assert wait_until(lambda: _count(runtime, ns, "fast") == 1)
+        _quiet(runtime)
+        due = runtime.schedule.due_at((ns, "fast"))
+        assert due is not None
+        assert clock.time() + 0.9 * 600 <= due <= clock.time() + 600
+
+
+def _failing(parent: Any) -> Any:
+    if (parent.get("spec") or {}).get("fail"):
+        raise RuntimeError("this parent cannot be built")
+    return base(parent)
+
+
+def test_a_failing_parent_is_retried_by_backoff_not_by_the_timer(
+    client: KubernetesClient, ns: str
+) -> None:
+    clock = VirtualClock()
+    operator = make_operator(ns, build=_failing, resync_interval="1h")
+    with running(operator, client, clock=clock) as runtime:
+        parent = thing(ns, "bad")
+        parent["spec"]["fail"] = True
+        client.create(parent)
+        assert wait_until(lambda: runtime.stats.failures[(ns, "bad")] == 1)
+        assert runtime.schedule.due_at((ns, "bad")) is None  # off the timer
+        for _ in range(20):  # one virtual second: retries at 5, 10, 20, 40 ... ms
+            clock.advance(0.05)
+            time.sleep(0.02)
+        _quiet(runtime)
+        failures = runtime.stats.failures[(ns, "bad")]
+        assert 4 <= failures <= 12, failures
+        assert runtime.queue.retries((ns, "bad")) == failures
+        client.patch(API_VERSION, "Thing", "bad", {"spec": {"fail": None}}, patch_type=MERGE,
+                     namespace=ns)
+        assert wait_until(lambda: child_data(client, ns, "bad") is not None)
+        assert wait_until(lambda: runtime.schedule.due_at((ns, "bad")) is not None)
+        assert runtime.queue.retries((ns, "bad")) == 0
+
+
+def test_failures_can_wait_for_the_timer_instead(client: KubernetesClient, ns: str) -> None:
+    clock = VirtualClock()
+    policy = ResyncPolicy(interval=HOUR, retry_failed_by_backoff=False)
+    operator = make_operator(ns, build=_failing, resync=policy)
+    with running(operator, client, clock=clock) as runtime:
+        parent = thing(ns, "bad")
+        parent["spec"]["fail"] = True
+        client.create(parent)
+        assert wait_until(lambda: runtime.stats.failures[(ns, "bad")] == 1)
+        clock.advance(60)
+        _quiet(runtime)
+        assert runtime.stats.failures[(ns, "bad")] == 1
+        due = runtime.schedule.due_at((ns, "bad"))
+        assert due is not None
+        clock.advance(due - clock.time())
+        assert wait_until(lambda: runtime.stats.failures[(ns, "bad")] == 2)

@@ -1,0 +1,182 @@
+"""The operator runtime: definition checks, leader election and failover, metrics endpoints,
+graceful shutdown, and ``optk run``."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reconciler import KubernetesClient
+from reconciler._clocks import VirtualClock
+from reconciler._leadership import LeaderElector, LeaseConfig
+from reconciler._operators import Operator, load_operator
+from tests.driver.conftest import child_data, make_operator, running, thing, wait_until
+from tests.driver.sample_operator import build as base
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_definitions_are_checked_and_the_environment_overrides_code() -> None:
+    with pytest.raises(ValueError, match="workers"):
+        Operator(api_version="v1", kind="ConfigMap", build=base, workers=0)
+    with pytest.raises(ValueError, match="namespace/name"):
+        Operator(api_version="v1", kind="ConfigMap", build=base, config_map="nope")
+    operator = Operator(api_version="v1", kind="ConfigMap", build=base, resync_interval="2h")
+    assert operator.policy({}).interval == 7200
+    assert operator.policy({"OPTK_RESYNC_INTERVAL": "15m"}).interval == 900
+    with pytest.raises(ValueError, match="OPTK_RESYNC_INTERVAL"):
+        operator.policy({"OPTK_RESYNC_INTERVAL": "often"})
+
+
+def test_operators_are_loaded_by_module_and_attribute() -> None:
+    assert load_operator("tests.driver.sample_operator").name == "sample"
+    assert load_operator("tests.driver.sample_operator:operator").kind == "Thing"
+    with pytest.raises(ValueError, match="is not an Operator"):
+        load_operator("tests.driver.sample_operator:build")
+    with pytest.raises(ValueError, match="cannot import"):
+        load_operator("tests.driver.no_such_module")
+
+
+def _get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, ""
+
+
+def test_metrics_and_health_endpoints_answer(client: KubernetesClient, ns: str) -> None:
+    operator = make_operator(ns)
+    with running(operator, client, metrics_port=0) as runtime:
+        assert runtime.health is not None
+        url = runtime.health.url
+        client.create(thing(ns, "a"))
+        assert wait_until(lambda: child_data(client, ns, "a") is not None)
+        assert runtime.wait_idle(5)
+        assert _get(url + "/healthz") == (200, "ok")
+        assert _get(url + "/readyz") == (200, "ok")
+        status, body = _get(url + "/metrics")
+        assert status == 200
+        name = operator.name
+        assert f'controller_runtime_reconcile_total{{controller="{name}",result="success"}} 1.0' \
+            in body
+        assert f'workqueue_adds_total{{name="{name}"}}' in body
+        assert f'controller_runtime_active_workers{{controller="{name}"}} 0.0' in body
+
+
+def test_shutdown_lets_an_in_flight_reconcile_finish(client: KubernetesClient, ns: str) -> None:
+    started = threading.Event()
+
+    def slow(parent: Any) -> Any:
+        started.set()
+        time.sleep(0.5)
+        return base(parent)
+
+    runtime = make_operator(ns, build=slow).start(client)
+    assert runtime.wait_synced(10)
+    client.create(thing(ns, "a", "done"))
+    assert started.wait(10)
+    assert runtime.stop(timeout=10) is True
+    assert child_data(client, ns, "a") == {"value": "done"}
+    assert runtime.finished
+
+
+def test_a_standby_takes_over_within_the_lease_duration(client: KubernetesClient, ns: str) -> None:
+    operator = make_operator(ns, leader_election=True, lease_namespace=ns, lease_duration=1.0,
+                             renew_deadline=0.8, retry_period=0.1)
+    one = operator.start(client, identity="one")
+    two = operator.start(client, identity="two")
+    try:
+        assert wait_until(lambda: one.leading or two.leading)
+        time.sleep(0.3)
+        assert one.leading != two.leading
+        leader, standby = (one, two) if one.leading else (two, one)
+        client.create(thing(ns, "a", "first"))
+        assert wait_until(lambda: child_data(client, ns, "a") == {"value": "first"})
+        assert wait_until(lambda: standby.parents.cache.get(ns, "a") is not None)  # warm
+        assert standby.stats.total == 0
+        crashed = time.monotonic()
+        leader.stop(timeout=5, release_lease=False)  # renewals stop; the lease must expire
+        assert wait_until(lambda: standby.leading, 5)
+        assert time.monotonic() - crashed <= 1.0 + 0.6
+        client.create(thing(ns, "b", "second"))
+        assert wait_until(lambda: child_data(client, ns, "b") == {"value": "second"})
+        assert standby.stats.reconciles[(ns, "b")] == 1
+    finally:
+        one.stop(5)
+        two.stop(5)
+
+
+def test_a_released_lease_is_taken_over_at_once(client: KubernetesClient, ns: str) -> None:
+    clock = VirtualClock()
+    config = LeaseConfig(name="lease", namespace=ns)
+    leading: list[str] = []
+    first = LeaderElector(client, config, identity="first", clock=clock,
+                          on_started=lambda: leading.append("first"))
+    second = LeaderElector(client, config, identity="second", clock=clock,
+                           on_started=lambda: leading.append("second"))
+    threads = [threading.Thread(target=e.run) for e in (first, second)]
+    threads[0].start()
+    assert wait_until(lambda: first.is_leader)
+    threads[1].start()
+    for _ in range(40):  # 40 virtual seconds: first renews every 2 s, so the lease never expires
+        assert clock.wait_for_waiters(2)
+        clock.advance(1)
+        time.sleep(0.01)
+    assert leading == ["first"]
+    first.stop()  # ...until first releases it
+    threads[0].join(5)
+    for _ in range(20):
+        clock.advance(2.5)
+        if wait_until(lambda: second.is_leader, 0.1):
+            break
+    assert leading == ["first", "second"]
+    lease = client.get("coordination.k8s.io/v1", "Lease", "lease", namespace=ns)
+    assert lease["spec"]["holderIdentity"] == "second"
+    assert lease["spec"]["leaseTransitions"] == 0  # a released lease is not a takeover
+    second.stop()
+    threads[1].join(5)
+
+
+def test_optk_run_serves_an_operator_until_sigterm() -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "reconciler", "run", "tests.driver.sample_operator:operator",
+         "--embedded", "--log-format", "json", "--metrics-port", "0"],
+        cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True,
+    )
+    assert process.stderr is not None
+    lines: list[dict[str, Any]] = []
+    try:
+        for raw in process.stderr:
+            if raw.startswith("{"):
+                lines.append(json.loads(raw))
+            if "started" in raw:
+                break
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert any("operator sample started" in line["msg"] for line in lines)
+    assert all({"ts", "level", "logger", "msg"} <= set(line) for line in lines)
+
+
+def test_optk_run_refuses_a_target_that_is_no_operator() -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    result = subprocess.run(
+        [sys.executable, "-m", "reconciler", "run", "tests.driver.sample_operator:build",
+         "--embedded"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 2
+    assert "is not an Operator" in result.stderr
