@@ -327,3 +327,26 @@ def test_a_dry_run_is_a_plan_that_writes_nothing(
     assert changed.action is Action.UPDATED
     assert ("data", "a") in [d.path for d in changed.diff]
     assert client.get("v1", "ConfigMap", "demo-planned", namespace=ns)["data"] == {"a": "1"}
+
+
+def test_events_record_updates_and_deletes_on_the_parent(
+    client: KubernetesClient, parent: dict[str, Any], ns: str
+) -> None:
+    state = {"value": "1", "second": PRESENT}
+
+    def build(p: Any) -> list[ResourceBuilder]:
+        return builders_of((cm("demo-e1", a=state["value"]), PRESENT),
+                           (cm("demo-e2", a="x"), state["second"]))
+
+    pr = ParentReconciler(client, build, operator_name="stack-operator")
+    pr.reconcile(parent)
+    state.update(value="2", second=ABSENT)
+    pr.reconcile(fresh(client, parent))
+
+    events = client.list("v1", "Event", namespace=ns)["items"]
+    by_reason = {e["reason"]: e for e in events}
+    assert "2 children" in by_reason["Created"]["message"]
+    assert "demo-e1" in by_reason["Updated"]["message"]
+    assert "demo-e2" in by_reason["Deleted"]["message"]
+    assert {e["involvedObject"]["name"] for e in events} == {"demo"}
+    assert {e["source"]["component"] for e in events} == {"stack-operator"}
