@@ -294,3 +294,53 @@ def test_json_patches_made_by_jsonpatch_apply(
 
     operations = jsonpatch.make_patch(before, after).patch
     assert apply_patch(before, operations, patch_type="application/json-patch+json") == after
+
+
+_ODD_KEYS = st.sampled_from(["image", "ports", "env", "value", "args", "emptyDir", "configMap",
+                             "resources", "limits", "cpu", "protocol"])
+_ODD_LEAVES = st.none() | st.booleans() | st.integers(0, 3) | st.sampled_from(["a", "1000m", "1"])
+_ODD_JSON = st.recursive(
+    _ODD_LEAVES,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_ODD_KEYS, inner, max_size=4),
+    max_leaves=10,
+)
+_ODD_ITEMS = st.dictionaries(_ODD_KEYS, _ODD_JSON, max_size=3) | st.fixed_dictionaries(
+    {"name": st.sampled_from(["a", "b", "c"])},
+    optional={"image": _ODD_LEAVES, "env": st.lists(st.fixed_dictionaries(
+        {"name": st.sampled_from(["X", "Y"])}, optional={"value": _ODD_LEAVES}),
+        max_size=2, unique_by=lambda env: env["name"])},
+)
+
+
+def _odd_lists() -> Any:
+    named = st.lists(_ODD_ITEMS, max_size=3).filter(
+        lambda items: len([i["name"] for i in items if "name" in i])
+        == len({i["name"] for i in items if "name" in i}))
+    return st.none() | named
+
+
+@st.composite
+def odd_deployments(draw: st.DrawFn) -> dict[str, Any]:
+    """Deployments with odd but well-keyed shapes at merge-keyed paths (items without keys too)."""
+    pod: dict[str, Any] = {}
+    for field in ("containers", "volumes"):
+        items = draw(_odd_lists())
+        if items is not None:
+            pod[field] = items
+    metadata: dict[str, Any] = {"name": "n"}
+    finalizers = draw(st.none() | st.lists(st.sampled_from(["f1", "f2", "f3"]), max_size=3))
+    if finalizers is not None:
+        metadata["finalizers"] = finalizers
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": metadata,
+            "spec": {"template": {"spec": pod}}}
+
+
+@given(current=odd_deployments(), desired=odd_deployments(), original=odd_deployments())
+def test_odd_shapes_never_raise_and_converge(
+    current: dict[str, Any], desired: dict[str, Any], original: dict[str, Any]
+) -> None:
+    annotations = set_last_applied(original)["metadata"]["annotations"]
+    current = {**current, "metadata": {**current["metadata"], "annotations": annotations}}
+    result = calculate_patch(current, desired)
+    after = apply_patch(current, result.patch, patch_type=result.patch_type)
+    assert calculate_patch(after, desired).is_empty, (result.patch, after)
