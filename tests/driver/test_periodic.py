@@ -29,14 +29,20 @@ def _quiet(runtime: OperatorRuntime) -> None:
     assert runtime.wait_idle(5, settle=0.1)
 
 
+def _created_and_due(client: KubernetesClient, runtime: OperatorRuntime, ns: str) -> float:
+    """Create Thing ``a``, wait for its first reconcile; its next due time."""
+    client.create(thing(ns, "a"))
+    assert wait_until(lambda: _count(runtime, ns, "a") == 1)
+    _quiet(runtime)
+    due = runtime.schedule.due_at((ns, "a"))
+    assert due is not None
+    return due
+
+
 def test_resync_fires_at_the_interval_and_not_before(client: KubernetesClient, ns: str) -> None:
     clock = VirtualClock()
     with running(make_operator(ns, resync_interval="2h"), client, clock=clock) as runtime:
-        client.create(thing(ns, "a"))
-        assert wait_until(lambda: _count(runtime, ns, "a") == 1)
-        _quiet(runtime)
-        due = runtime.schedule.due_at((ns, "a"))
-        assert due is not None
+        due = _created_and_due(client, runtime, ns)
         assert clock.time() + 0.9 * 2 * HOUR <= due <= clock.time() + 2 * HOUR
         clock.advance(due - clock.time() - 1)
         _quiet(runtime)
@@ -49,11 +55,7 @@ def test_resync_fires_at_the_interval_and_not_before(client: KubernetesClient, n
 def test_an_event_driven_reconcile_resets_the_timer(client: KubernetesClient, ns: str) -> None:
     clock = VirtualClock()
     with running(make_operator(ns, resync_interval="2h"), client, clock=clock) as runtime:
-        client.create(thing(ns, "a"))
-        assert wait_until(lambda: _count(runtime, ns, "a") == 1)
-        _quiet(runtime)
-        first_due = runtime.schedule.due_at((ns, "a"))
-        assert first_due is not None
+        first_due = _created_and_due(client, runtime, ns)
         clock.advance(HOUR)
         client.delete("v1", "ConfigMap", "a-cfg", namespace=ns)  # drift: repaired by the watch
         assert wait_until(lambda: _count(runtime, ns, "a") == 2)
