@@ -290,10 +290,15 @@ class _ParentRun:
         built_keys = set()
         for key, obj, state in built:
             built_keys.add(key)
-            if key in live:
+            failure = unlisted.get((key[0], key[1], key[2]))
+            if failure is not None:
+                # The list of its kind failed (throttled, server error): one GET per child
+                # would only add load; the child fails with the list's error and is retried.
+                self._fail(_ref_of_key(key), f"listing its kind failed: {failure}", failure)
+            elif key in live:
                 self._child(key, obj, state, live[key])
-            elif state.is_absent or (key[0], key[1], key[2]) in unlisted:
-                # Not labelled as ours (or the list failed): ABSENT must still find it by name.
+            elif state.is_absent:
+                # Not labelled as ours: ABSENT must still find it by name.
                 self._child(key, obj, state, _READ)
             else:
                 # Missing from our labelled children: create; a taken name becomes an update.
@@ -338,15 +343,15 @@ class _ParentRun:
 
     def _prefetch(
         self, built: Sequence[tuple[_Key, dict[str, Any], DesiredState]]
-    ) -> tuple[dict[_Key, dict[str, Any]], set[tuple[str, str, str | None]]]:
+    ) -> tuple[dict[_Key, dict[str, Any]], dict[tuple[str, str, str | None], ReconcilerError]]:
         """Our live children, by one LIST per (kind, namespace) with the owner-uid selector;
-        and the scopes whose list failed."""
+        and the scopes whose list failed, with the error."""
         scopes: set[tuple[str, str, str | None]] = {(k[0], k[1], k[2]) for k, _, _ in built}
         parent_ns = self.ref.namespace
         for api_version, kind in self.o.prune_kinds:
             scopes.add((api_version, kind, parent_ns))
         live: dict[_Key, dict[str, Any]] = {}
-        failed: set[tuple[str, str, str | None]] = set()
+        failed: dict[tuple[str, str, str | None], ReconcilerError] = {}
         for api_version, kind, namespace in sorted(scopes, key=str):
             if not self.o.reader.from_memory:
                 self.calls.append(ApiCall(
@@ -359,8 +364,8 @@ class _ParentRun:
                 )
             except ReconcilerError as exc:
                 _log.warning("listing %s %s for %s failed: %s", kind, api_version, self.ref, exc)
-                failed.add((api_version, kind, namespace))
-                continue  # each child then reads on its own and reports its own error
+                failed[(api_version, kind, namespace)] = exc
+                continue
             for item in items:
                 live[_key(item)] = item
         return live, failed

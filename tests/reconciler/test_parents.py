@@ -25,6 +25,7 @@ from reconciler import (
     ResourceReconciler,
 )
 from reconciler._clocks import VirtualClock
+from reconciler.embedded import Faults
 from tests.reconciler.conftest import Requests, install_crd
 
 GROUP = "parents.optk.dev"
@@ -350,3 +351,21 @@ def test_events_record_updates_and_deletes_on_the_parent(
     assert "demo-e2" in by_reason["Deleted"]["message"]
     assert {e["involvedObject"]["name"] for e in events} == {"demo"}
     assert {e["source"]["component"] for e in events} == {"stack-operator"}
+
+
+def test_a_failed_list_fails_its_children_without_a_read_each(
+    client: KubernetesClient, parent: dict[str, Any], kube_api: Any,
+    requests: Callable[[], Requests],
+) -> None:
+    children = [cm(f"demo-f{i}", a="1") for i in range(3)]
+    pr = ParentReconciler(client, lambda p: builders_of(*[(c, PRESENT) for c in children]),
+                          operator_name="stack-operator", events=False, write_status=False)
+    assert pr.reconcile(parent).ok
+    with kube_api.faults(Faults(error_rate=1.0, verbs={"list"}, resources={"configmaps"})), \
+            requests() as r:
+        result = pr.reconcile(fresh(client, parent))
+    assert not result.ok
+    assert sorted(e.ref.name for e in result.errors) == ["demo-f0", "demo-f1", "demo-f2"]
+    assert all("listing its kind failed" in e.message for e in result.errors)
+    assert r.count("get") == 1  # fresh() only
+    assert r.writes == 0
