@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import datetime
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -282,8 +283,9 @@ def validate_against_schema(
 ) -> list[Cause]:
     """The causes a real server gives for ``value`` against a structural schema.
 
-    Checks ``type`` (``x-kubernetes-int-or-string`` honoured), ``nullable``, ``required`` and
-    ``enum``, at every depth. ``path`` is the field path of ``value`` (``spec.size``).
+    Checks ``type`` (``x-kubernetes-int-or-string`` honoured), ``nullable``, ``required``,
+    ``enum``, numeric bounds, string length and ``pattern``, and list length, at every depth.
+    ``path`` is the field path of ``value`` (``spec.size``).
     """
     if schema is None:
         return []
@@ -303,6 +305,8 @@ def validate_against_schema(
     enum = schema.get("enum")
     if isinstance(enum, list) and value not in enum:
         causes.append(not_supported(path, _enum_repr(value), [_enum_repr(e) for e in enum]))
+    causes += [invalid(path, _value_repr(value), f"{name} in body {problem}")
+               for problem in _bound_problems(value, schema)]
     if isinstance(value, dict):
         for key in schema.get("required") or ():
             if key not in value:
@@ -321,6 +325,57 @@ def validate_against_schema(
             for index, item in enumerate(value):
                 causes += validate_against_schema(item, items, f"{path}[{index}]")
     return causes
+
+
+def _value_repr(value: Any) -> str:
+    # Go's %v of the value in "Invalid value: ...": strings quoted, numbers bare.
+    if isinstance(value, str):
+        return go_quote(value)
+    if isinstance(value, list):
+        return str(len(value))
+    return json.dumps(value)
+
+
+def _bound_problems(value: Any, schema: Mapping[str, Any]) -> list[str]:
+    """kube-openapi's wording for each violated bound of ``value``."""
+    problems = []
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        minimum, maximum = schema.get("minimum"), schema.get("maximum")
+        if minimum is not None:
+            if schema.get("exclusiveMinimum") and value <= minimum:
+                problems.append(f"should be greater than {_number(minimum)}")
+            elif value < minimum:
+                problems.append(f"should be greater than or equal to {_number(minimum)}")
+        if maximum is not None:
+            if schema.get("exclusiveMaximum") and value >= maximum:
+                problems.append(f"should be less than {_number(maximum)}")
+            elif value > maximum:
+                problems.append(f"should be less than or equal to {_number(maximum)}")
+    if isinstance(value, str):
+        if schema.get("minLength") is not None and len(value) < schema["minLength"]:
+            problems.append(f"should be at least {schema['minLength']} chars long")
+        if schema.get("maxLength") is not None and len(value) > schema["maxLength"]:
+            problems.append(f"should be at most {schema['maxLength']} chars long")
+        pattern = schema.get("pattern")
+        if pattern is not None and not _pattern_matches(str(pattern), value):
+            problems.append(f"should match '{pattern}'")
+    if isinstance(value, list):
+        if schema.get("minItems") is not None and len(value) < schema["minItems"]:
+            problems.append(f"should have at least {schema['minItems']} items")
+        if schema.get("maxItems") is not None and len(value) > schema["maxItems"]:
+            problems.append(f"should have at most {schema['maxItems']} items")
+    return problems
+
+
+def _number(bound: Any) -> str:
+    return str(int(bound)) if isinstance(bound, float) and bound.is_integer() else str(bound)
+
+
+def _pattern_matches(pattern: str, value: str) -> bool:
+    try:
+        return re.search(pattern, value) is not None
+    except re.error:  # an ECMA-262 construct Python does not know: not enforced
+        return True
 
 
 def _enum_repr(value: Any) -> str:

@@ -305,3 +305,22 @@ def test_strategies_keep_the_metadata_dict_the_core_holds() -> None:
         held = new["metadata"]
         prepare(new)
         assert new["metadata"] is held
+
+
+def test_bounds_lengths_patterns_and_item_counts() -> None:
+    schema = {"type": "object", "properties": {
+        "replicas": {"type": "integer", "minimum": 1, "maximum": 10},
+        "ratio": {"type": "number", "minimum": 0, "exclusiveMinimum": True},
+        "name": {"type": "string", "minLength": 1, "maxLength": 5, "pattern": "^[a-z]+$"},
+        "tags": {"type": "array", "maxItems": 1, "items": {"type": "string"}},
+    }}
+    ok = {"replicas": 10, "ratio": 0.5, "name": "abc", "tags": ["x"]}
+    assert validate_against_schema(ok, schema) == []
+    bad = {"replicas": 0, "ratio": 0, "name": "ABCDEF", "tags": ["x", "y"]}
+    assert [(c["field"], c["message"]) for c in validate_against_schema(bad, schema)] == [
+        ("replicas", "Invalid value: 0: replicas in body should be greater than or equal to 1"),
+        ("ratio", "Invalid value: 0: ratio in body should be greater than 0"),
+        ("name", 'Invalid value: "ABCDEF": name in body should be at most 5 chars long'),
+        ("name", "Invalid value: \"ABCDEF\": name in body should match '^[a-z]+$'"),
+        ("tags", "Invalid value: 2: tags in body should have at most 1 items"),
+    ]
