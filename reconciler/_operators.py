@@ -156,6 +156,8 @@ class Operator:
     holds objects (e.g. the parent's CRD) created at start when missing. ``event_coalesce``
     bounds event-driven reconciles of one parent to one per that many seconds: the first event
     after a quiet period is handled at once, a burst is folded into one reconcile per window.
+    ``watch_children=False`` ignores child events (drift waits for the periodic resync): the
+    periodic-only configuration, kept for comparison and for very large, rarely drifting fleets.
     """
 
     api_version: str
@@ -177,6 +179,7 @@ class Operator:
     metrics_port: int | None = None
     shutdown_timeout: float = 30.0
     event_coalesce: float = 0.05
+    watch_children: bool = True
     events: bool = True
     install: Sequence[KubeObject] = ()
 
@@ -670,7 +673,7 @@ class OperatorRuntime:
         if self.client.is_own_echo(event_type, new):
             self.stats.triggers["own-echo"] += 1
             return
-        if not child_event_triggers(event_type, old, new):
+        if not self.operator.watch_children or not child_event_triggers(event_type, old, new):
             return
         for uid in owner_uids(new):
             parent = self.parents.cache.get_by_uid(uid)
