@@ -587,8 +587,13 @@ class InformerManager:
             return informer
 
     def use(self, user: Hashable, types: Iterable[TypeKey]) -> None:
-        """``user`` needs exactly ``types`` now: start new informers, stop unneeded ones."""
-        wanted = frozenset(types)
+        """``user`` needs exactly ``types`` now: start new informers, stop unneeded ones.
+
+        Types the server does not serve are left out until it does.
+        """
+        # A kind not served yet (its CRD is missing) is not watched; the parent's retry will
+        # declare it again once the CRD exists.
+        wanted = frozenset(t for t in types if self._client.is_served(*t))
         for api_version, kind in wanted:
             self.ensure(api_version, kind)
         unused: list[Informer] = []
