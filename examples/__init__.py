@@ -1,0 +1,5 @@
+"""Example operators built on operator-toolkit, kept in the repository as a user's own code.
+
+Not an installed package: run them from the repository root (``python -m examples.thanos.demo``,
+``optk run examples.thanos.operator:operator``).
+"""

@@ -1,0 +1,225 @@
+"""The pure builders of the Thanos example: one ``Component`` of children per spec block.
+
+``build(parent, service_monitors=...)`` is the whole operator as a function of a ``Thanos`` parent:
+each of ``query``, ``queryFrontend``, ``storeGateway`` and ``rule`` that is present in the spec
+gets its workload (Deployment, or StatefulSet for the stateful two), its Service, an Ingress when
+the block asks for one, and a ServiceMonitor when ``service_monitors`` says their CRD is served;
+a missing block turns the same identities into ABSENT stubs, so switching a component off
+deletes what it had. Defaults (image, replicas, ports, storage) are filled in here, never
+stored in the parent. Nothing here reads a cluster: whether ServiceMonitors are served is an
+argument, decided by ``examples.thanos.operator``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+import builders as b
+from examples.thanos.crds import SERVICE_MONITOR_API_VERSION, SERVICE_MONITOR_KIND
+
+OPERATOR_NAME = "thanos-operator"
+"""The ``app.kubernetes.io/managed-by`` value of every child."""
+
+DEFAULT_IMAGE = "quay.io/thanos/thanos:v0.34.1"
+"""The image when the parent names none."""
+
+HTTP_PORT = 10902
+GRPC_PORT = 10901
+FRONTEND_PORT = 9090
+OBJSTORE_PATH = "/etc/thanos/objstore"
+
+
+@attrs.frozen(kw_only=True)
+class ComponentKind:
+    """What is fixed about one Thanos component: its spec block, name suffix and shape."""
+
+    key: str
+    """The block of ``spec`` that switches it on (``queryFrontend``)."""
+    component: str
+    """The ``app.kubernetes.io/component`` value and name suffix (``query-frontend``)."""
+    stateful: bool = False
+    """A StatefulSet with a headless Service and a data volume, else a Deployment."""
+    exposable: bool = False
+    """Whether the block may ask for an Ingress."""
+    http_port: int = HTTP_PORT
+    """The HTTP (metrics, UI, API) port."""
+    grpc: bool = True
+    """Whether it serves the Store API on ``GRPC_PORT``."""
+
+
+QUERY = ComponentKind(key="query", component="query", exposable=True)
+QUERY_FRONTEND = ComponentKind(
+    key="queryFrontend", component="query-frontend", exposable=True, http_port=FRONTEND_PORT,
+    grpc=False,
+)
+STORE_GATEWAY = ComponentKind(key="storeGateway", component="store-gateway", stateful=True)
+RULE = ComponentKind(key="rule", component="rule", stateful=True)
+COMPONENTS = (QUERY, QUERY_FRONTEND, STORE_GATEWAY, RULE)
+"""Every component, in the order their children are built."""
+
+
+def _spec(parent: Mapping[str, Any]) -> Mapping[str, Any]:
+    spec = parent.get("spec")
+    return spec if isinstance(spec, Mapping) else {}
+
+
+def block(parent: Mapping[str, Any], kind: ComponentKind) -> Mapping[str, Any] | None:
+    """The parent's block for ``kind``, or None when the component is switched off."""
+    value = _spec(parent).get(kind.key)
+    return value if isinstance(value, Mapping) else None
+
+
+def _meta(parent: Mapping[str, Any], kind: ComponentKind) -> dict[str, Any]:
+    return b.child_meta(parent, component=kind.component, managed_by=OPERATOR_NAME)
+
+
+def _name(parent: Mapping[str, Any], kind: ComponentKind) -> str:
+    return b.child_name(str(parent["metadata"]["name"]), kind.component)
+
+
+def _service_host(parent: Mapping[str, Any], kind: ComponentKind) -> str:
+    return f"{_name(parent, kind)}.{parent['metadata'].get('namespace', 'default')}.svc"
+
+
+def _ports(kind: ComponentKind) -> dict[str, int]:
+    return {"http": kind.http_port, **({"grpc": GRPC_PORT} if kind.grpc else {})}
+
+
+def _args(parent: Mapping[str, Any], kind: ComponentKind, config: Mapping[str, Any]) -> list[str]:
+    args = [
+        "store" if kind is STORE_GATEWAY else kind.component,
+        f"--log.level={config.get('logLevel', 'info')}",
+        f"--http-address=0.0.0.0:{kind.http_port}",
+    ]
+    if kind.grpc:
+        args.append(f"--grpc-address=0.0.0.0:{GRPC_PORT}")
+    if kind is QUERY:
+        # Query fans out to every Store API the parent runs, found by DNS SRV records.
+        args += [
+            f"--endpoint=dnssrv+_grpc._tcp.{_service_host(parent, other)}"
+            for other in (STORE_GATEWAY, RULE)
+            if block(parent, other) is not None
+        ]
+    if kind is QUERY_FRONTEND:
+        args.append(
+            f"--query-frontend.downstream-url=http://{_service_host(parent, QUERY)}:{HTTP_PORT}"
+        )
+    if kind.stateful:
+        args.append("--data-dir=/var/thanos/data")
+        if _spec(parent).get("objectStorageSecret"):
+            args.append(f"--objstore.config-file={OBJSTORE_PATH}/objstore.yml")
+    return args
+
+
+@b.resource_builder
+def workload(parent: Mapping[str, Any], kind: ComponentKind) -> dict[str, Any]:
+    """The component's Deployment, or StatefulSet (with a data volume claim) if it is stateful."""
+    config = block(parent, kind) or {}
+    secret = _spec(parent).get("objectStorageSecret") if kind.stateful else None
+    mounts = [b.volume_mount(name="data", mount_path="/var/thanos/data")] if kind.stateful else []
+    if secret:
+        mounts.append(b.volume_mount(name="objstore", mount_path=OBJSTORE_PATH, read_only=True))
+    container = b.container(
+        name="thanos",
+        image=str(_spec(parent).get("image") or DEFAULT_IMAGE),
+        args=_args(parent, kind, config),
+        ports=_ports(kind),
+        liveness_probe=b.probe(port="http", path="/-/healthy"),
+        readiness_probe=b.probe(port="http", path="/-/ready"),
+        volume_mounts=mounts or None,
+    )
+    common: dict[str, Any] = {
+        "metadata": _meta(parent, kind),
+        "selector_labels": b.selector_labels(parent, component=kind.component),
+        "containers": [container],
+        "replicas": int(config.get("replicas", 1)),
+        "volumes": [b.volume(name="objstore", secret=str(secret))] if secret else None,
+    }
+    if not kind.stateful:
+        return b.deployment(**common)
+    claim = {
+        "metadata": {"name": "data"},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": str(config.get("storage", "10Gi"))}},
+        },
+    }
+    return b.statefulset(
+        **common, service_name=_name(parent, kind), volume_claim_templates=[claim]
+    )
+
+
+@b.resource_builder
+def service(parent: Mapping[str, Any], kind: ComponentKind) -> dict[str, Any]:
+    """The component's Service (headless for a StatefulSet, which needs one for pod DNS)."""
+    make = b.headless_service if kind.stateful else b.service
+    return make(
+        metadata=_meta(parent, kind),
+        selector=b.selector_labels(parent, component=kind.component),
+        ports=_ports(kind),
+    )
+
+
+@b.resource_builder
+def ingress(parent: Mapping[str, Any], kind: ComponentKind) -> dict[str, Any]:
+    """The component's Ingress for ``<block>.ingress.host`` (only built when that is set)."""
+    settings = (block(parent, kind) or {})["ingress"]
+    return b.ingress(
+        metadata=_meta(parent, kind),
+        host=settings["host"],
+        service_name=_name(parent, kind),
+        service_port="http",
+        ingress_class_name=settings.get("ingressClassName"),
+    )
+
+
+@b.resource_builder
+def service_monitor(parent: Mapping[str, Any], kind: ComponentKind) -> dict[str, Any]:
+    """The component's ServiceMonitor: Prometheus scrapes its Service's ``http`` port."""
+    return {
+        "apiVersion": SERVICE_MONITOR_API_VERSION,
+        "kind": SERVICE_MONITOR_KIND,
+        "metadata": _meta(parent, kind),
+        "spec": {
+            "selector": {"matchLabels": b.selector_labels(parent, component=kind.component)},
+            "endpoints": [{"port": "http", "path": "/metrics", "interval": "30s"}],
+        },
+    }
+
+
+def component(
+    parent: Mapping[str, Any], kind: ComponentKind, *, service_monitors: bool
+) -> b.Component:
+    """One component's children: PRESENT (with defaults) when its block is there, else ABSENT."""
+    config = block(parent, kind)
+    on = config is not None
+    items: list[b.ResourceBuilder] = [
+        b.present_if(on, workload(parent, kind)),
+        b.present_if(on, service(parent, kind)),
+    ]
+    if kind.exposable:
+        wants_ingress = on and isinstance((config or {}).get("ingress"), Mapping)
+        items.append(
+            ingress(parent, kind) if wants_ingress else b.absent(
+                "networking.k8s.io/v1", "Ingress", name=_name(parent, kind),
+                namespace=parent["metadata"].get("namespace"),
+            )
+        )
+    if service_monitors:
+        monitored = on and _spec(parent).get("serviceMonitors", True) is not False
+        items.append(b.present_if(monitored, service_monitor(parent, kind)))
+    return b.Component(name=kind.component, builders=items)
+
+
+def build(parent: Mapping[str, Any], *, service_monitors: bool = False) -> list[b.ResourceBuilder]:
+    """Every child of a ``Thanos`` parent, in order.
+
+    ``service_monitors`` says whether the ServiceMonitor kind is served; when it is not, no
+    ServiceMonitor is built at all (not even an ABSENT stub: there is nothing to delete).
+    """
+    return b.compose(
+        *(component(parent, kind, service_monitors=service_monitors) for kind in COMPONENTS)
+    )

@@ -1,0 +1,100 @@
+"""The Thanos operator: the ``Operator`` definition, plus the watch that enables ServiceMonitors.
+
+``operator`` is what ``optk run examples.thanos.operator:operator`` runs: ``Thanos`` parents, the
+pure ``build`` of ``examples.thanos.builders``, the Thanos CRD installed at start, and pruning of
+the kinds it builds. ServiceMonitors are built only while their CRD is served:
+``ServiceMonitorSwitch`` holds that fact for ``build`` and, once ``watch(...)`` is started next
+to the runtime, keeps it current from a CRD informer and resyncs every parent the moment the CRD
+appears or goes. ``start_operator(client)`` starts both; ``optk run`` starts only the operator
+(the toolkit's ``Operator`` has no start hook yet), so there ServiceMonitors stay off.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from builders import ResourceBuilder
+from examples.thanos import builders as thanos
+from examples.thanos.crds import API_VERSION, KIND, SERVICE_MONITOR_CRD_NAME, THANOS_CRD
+from reconciler import ClusterClient, Informer, Operator, OperatorRuntime
+
+CRD_API_VERSION = "apiextensions.k8s.io/v1"
+
+
+def crd_established(crd: Mapping[str, Any] | None) -> bool:
+    """Whether a CustomResourceDefinition is serving: Established and not being deleted."""
+    if not crd or (crd.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    conditions = (crd.get("status") or {}).get("conditions") or ()
+    return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+
+
+class ServiceMonitorSwitch:
+    """Whether the ServiceMonitor CRD is served, as ``build`` sees it; safe across threads."""
+
+    def __init__(self) -> None:
+        self._served = False
+        self._lock = threading.Lock()
+
+    @property
+    def served(self) -> bool:
+        """The last state seen by the watch (False until it reports)."""
+        with self._lock:
+            return self._served
+
+    def build(self, parent: Mapping[str, Any]) -> list[ResourceBuilder]:
+        """The operator's builders for ``parent`` with ServiceMonitors as currently served."""
+        return thanos.build(parent, service_monitors=self.served)
+
+    def watch(self, client: ClusterClient, runtime: OperatorRuntime) -> Informer:
+        """Start an informer on the ServiceMonitor CRD; each flip resyncs every parent."""
+        informer = Informer(
+            client, CRD_API_VERSION, "CustomResourceDefinition",
+            field_selector=f"metadata.name={SERVICE_MONITOR_CRD_NAME}",
+        )
+
+        def on_event(event_type: str, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
+            served = event_type != "DELETED" and crd_established(new)
+            with self._lock:
+                changed, self._served = served != self._served, served
+            if changed:
+                runtime.resync_all()
+
+        informer.add_handler(on_event)
+        return informer.start()
+
+
+PRUNE = (
+    ("apps/v1", "Deployment"),
+    ("apps/v1", "StatefulSet"),
+    ("v1", "Service"),
+    ("networking.k8s.io/v1", "Ingress"),
+)
+"""Kinds whose children of a parent that are no longer built are deleted (renames, leftovers)."""
+
+
+def make_operator(switch: ServiceMonitorSwitch) -> Operator:
+    """The Thanos ``Operator`` building with ``switch``."""
+    return Operator(
+        api_version=API_VERSION, kind=KIND, build=switch.build, name=thanos.OPERATOR_NAME,
+        install=[THANOS_CRD], prune=PRUNE,
+    )
+
+
+service_monitors = ServiceMonitorSwitch()
+"""The switch ``operator`` builds with."""
+
+operator = make_operator(service_monitors)
+"""The Thanos operator, as ``optk run examples.thanos.operator:operator`` loads it."""
+
+
+def start_operator(client: ClusterClient) -> tuple[OperatorRuntime, Informer]:
+    """Start a fresh Thanos operator against ``client`` with the ServiceMonitor watch beside it.
+
+    Returns the runtime and the CRD informer; stop both when done (the informer first).
+    """
+    switch = ServiceMonitorSwitch()
+    runtime = make_operator(switch).start(client)
+    return runtime, switch.watch(client, runtime)
