@@ -2,7 +2,8 @@
 
 The server runs in a subprocess (``optk apiserver``) so the figures of this process are the
 operator's own; requests are counted by the server (``/debug/optk/requests``). Parents are a
-``Drive`` custom resource with five children each (three ConfigMaps, a Service, a Deployment).
+``Drive`` custom resource with five children each (three ConfigMaps, a headless Service, a
+Deployment; headless because 1,100 Services would exhaust the server's service IP range).
 
 - ``cold_start``: parents exist, the operator starts: seconds until every parent is reconciled
   and the queue is idle, and the CPU seconds the operator used (process CPU minus the benchmark's
@@ -73,7 +74,7 @@ CRD: dict[str, Any] = {
 
 
 def children(parent: Any) -> list[ResourceBuilder]:
-    """Three ConfigMaps, a Service and a Deployment for one parent."""
+    """Three ConfigMaps, a headless Service and a Deployment for one parent."""
     name = parent["metadata"]["name"]
     size = str((parent.get("spec") or {}).get("size", 1))
     labels = {"app": name}
@@ -83,7 +84,7 @@ def children(parent: Any) -> list[ResourceBuilder]:
         for i in range(3)
     ]
     objects.append({"apiVersion": "v1", "kind": "Service", "metadata": {"name": f"{name}-svc"},
-                    "spec": {"selector": labels,
+                    "spec": {"selector": labels, "clusterIP": "None",
                              "ports": [{"name": "http", "port": 80, "targetPort": 8080}]}})
     objects.append({
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": f"{name}-app"},
