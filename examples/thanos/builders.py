@@ -107,6 +107,8 @@ def _args(parent: Mapping[str, Any], kind: ComponentKind, config: Mapping[str, A
         args.append(
             f"--query-frontend.downstream-url=http://{_service_host(parent, QUERY)}:{HTTP_PORT}"
         )
+    if kind is RULE and block(parent, QUERY) is not None:
+        args.append(f"--query={_service_host(parent, QUERY)}:{HTTP_PORT}")
     if kind.stateful:
         args.append("--data-dir=/var/thanos/data")
         if _spec(parent).get("objectStorageSecret"):

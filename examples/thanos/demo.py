@@ -1,0 +1,445 @@
+"""``make demo``: the Thanos operator end to end against the embedded API server, as a check.
+
+``python -m examples.thanos.demo [--timeout SECONDS] [--json] [--verbose]`` starts an
+``EmbeddedApiServer``, starts the operator in this process (which installs the Thanos CRD),
+applies two ``Thanos`` parents and then drives the cluster through DESIGN.md section 8: the
+children converge; drift (a deleted Service, a hand-scaled Deployment, a removed label) is
+repaired; a component is switched off and on; the ServiceMonitor CRD appears and ServiceMonitors
+follow; a forced resync of every parent in the steady state writes nothing; a deleted parent's
+children are garbage-collected. Each step waits, with a bound, until the cluster holds exactly
+what the builders say (``objectmatcher.calculate_patch`` finds nothing to change), and prints a
+timestamped line. The summary counts objects, reconciles and API writes (the server's
+``request_counts()``). The exit code is 0 only when every step converged and the steady-state
+resync wrote nothing, so the demo is also a test (``tests/examples/test_demo.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+import attrs
+
+from builders import run_builders
+from examples.thanos import builders as thanos
+from examples.thanos.crds import API_VERSION, KIND, SERVICE_MONITOR_CRD
+from examples.thanos.operator import start_operator
+from objectmatcher import MERGE_PATCH, calculate_patch
+from reconciler import KubernetesClient, NotFoundError, OperatorRuntime
+from reconciler.embedded import EmbeddedApiServer
+
+NAMESPACE = "demo"
+WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
+"""The verbs of ``request_counts()`` that change the cluster."""
+
+SAMPLES: tuple[dict[str, Any], ...] = (
+    {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {"name": "observatory", "namespace": NAMESPACE},
+        "spec": {
+            "query": {"replicas": 2, "ingress": {"host": "query.observatory.example"}},
+            "queryFrontend": {"ingress": {"host": "thanos.observatory.example"}},
+            "storeGateway": {"storage": "20Gi"},
+            "rule": {"logLevel": "debug"},
+            "objectStorageSecret": "thanos-objstore",
+        },
+    },
+    {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {"name": "edge", "namespace": NAMESPACE},
+        "spec": {"query": {}},
+    },
+)
+"""The sample parents: every component of ``observatory``, only Query for ``edge``."""
+
+
+@attrs.frozen(kw_only=True)
+class Step:
+    """One step of the demo: whether the cluster converged within the bound, and how fast."""
+
+    name: str
+    converged: bool
+    seconds: float
+    detail: str
+
+
+@attrs.frozen(kw_only=True)
+class Summary:
+    """What the demo did and found; ``ok`` is what its exit code reports."""
+
+    steps: tuple[Step, ...]
+    objects: int
+    """Objects the server stores at the end."""
+    reconciles: int
+    """Parent reconciles the operator ran."""
+    operator_writes: int
+    """Writes the operator's reconciles reported (children, status, Events)."""
+    api_requests: Mapping[str, int]
+    """The server's ``request_counts()`` at the end (everyone's requests, by verb)."""
+    steady_state_reconciles: int
+    """Reconciles run by the forced resync of every parent in the steady state."""
+    steady_state_writes: int
+    """Writes the server saw during that resync (must be zero)."""
+    seconds: float
+
+    @property
+    def api_writes(self) -> int:
+        """Writes of every client (the demo's own applies and drift included)."""
+        return sum(self.api_requests.get(verb, 0) for verb in WRITE_VERBS)
+
+    @property
+    def ok(self) -> bool:
+        """Every step converged and the steady-state resync wrote nothing."""
+        return (
+            bool(self.steps)
+            and all(step.converged for step in self.steps)
+            and self.steady_state_reconciles > 0
+            and self.steady_state_writes == 0
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The summary as a JSON-shaped dict (``--json`` prints it as the last line)."""
+        return {
+            "ok": self.ok,
+            "steps": [attrs.asdict(step) for step in self.steps],
+            "objects": self.objects,
+            "reconciles": self.reconciles,
+            "operator_writes": self.operator_writes,
+            "api_writes": self.api_writes,
+            "api_requests": dict(self.api_requests),
+            "steady_state_reconciles": self.steady_state_reconciles,
+            "steady_state_writes": self.steady_state_writes,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+class DemoFailedError(AssertionError):
+    """A step that did not converge within its bound (the demo stops there)."""
+
+
+Check = Callable[[], tuple[bool, str]]
+
+
+class Demo:
+    """The demo's state: the server, the operator and the progress it prints."""
+
+    def __init__(self, server: EmbeddedApiServer, *, timeout: float, out: TextIO) -> None:
+        self.server = server
+        self.client = KubernetesClient(server.api_client())
+        self.timeout = timeout
+        self.out = out
+        self.started = time.monotonic()
+        self.steps: list[Step] = []
+        self.service_monitors = False
+        self.runtime: OperatorRuntime | None = None
+
+    # --- output and waiting ------------------------------------------------------------------
+
+    def say(self, message: str) -> None:
+        """One timestamped progress line (wall clock, then seconds since the start)."""
+        now = datetime.now(UTC).strftime("%H:%M:%S.%f")[:-3]
+        print(f"{now} +{time.monotonic() - self.started:6.2f}s  {message}", file=self.out,
+              flush=True)
+
+    def step(self, name: str, check: Check) -> Step:
+        """Wait until ``check`` passes (or the timeout), record and print the step."""
+        began = time.monotonic()
+        converged, detail = check()
+        while not converged and time.monotonic() - began < self.timeout:
+            time.sleep(0.05)
+            converged, detail = check()
+        result = Step(name=name, converged=converged, seconds=round(time.monotonic() - began, 3),
+                      detail=detail)
+        self.steps.append(result)
+        mark = "ok  " if converged else "FAIL"
+        self.say(f"  {mark} {name}: {detail} ({result.seconds:.2f}s)")
+        if not converged:
+            raise DemoFailedError(f"step {name!r} did not converge in {self.timeout}s: {detail}")
+        return result
+
+    # --- reading the cluster -----------------------------------------------------------------
+
+    def live(self, api_version: str, kind: str, name: str) -> dict[str, Any] | None:
+        """The live object, or None when it (or its kind) is missing."""
+        try:
+            return self.client.get(api_version, kind, name, namespace=NAMESPACE)
+        except NotFoundError:
+            return None
+
+    def parent(self, name: str) -> dict[str, Any] | None:
+        """The live parent ``name``."""
+        return self.live(API_VERSION, KIND, name)
+
+    def converged(self, name: str) -> Check:
+        """A check: parent ``name`` is Ready for its generation and every child is as built."""
+
+        def check() -> tuple[bool, str]:
+            parent = self.parent(name)
+            if parent is None:
+                return False, f"{name} not found"
+            children = run_builders(
+                thanos.build(parent, service_monitors=self.service_monitors), parent=parent
+            )
+            pending: list[str] = []
+            present: Counter[str] = Counter()
+            for desired, state in children:
+                meta = desired["metadata"]
+                live = self.live(desired["apiVersion"], desired["kind"], meta["name"])
+                label = f"{desired['kind']} {meta['name']}"
+                if state.is_absent:
+                    if live is not None and not live["metadata"].get("deletionTimestamp"):
+                        pending.append(f"{label} still exists")
+                elif live is None:
+                    pending.append(f"{label} missing")
+                elif not calculate_patch(live, desired).is_empty:
+                    pending.append(f"{label} differs")
+                else:
+                    present[desired["kind"]] += 1
+            if not _ready(parent):
+                pending.append(f"{name} not Ready for generation "
+                               f"{parent['metadata'].get('generation')}")
+            if pending:
+                return False, "; ".join(pending)
+            kinds = ", ".join(f"{count} {kind}" for kind, count in sorted(present.items()))
+            return True, f"{sum(present.values())} children of {name} as built ({kinds})"
+
+        return check
+
+    def collected(self, name: str, kinds: Sequence[tuple[str, str]]) -> Check:
+        """A check: nothing labelled as a child of parent ``name`` is left."""
+
+        def check() -> tuple[bool, str]:
+            left = [
+                f"{item['kind']} {item['metadata']['name']}"
+                for api_version, kind in kinds
+                for item in self.client.list(
+                    api_version, kind, namespace=NAMESPACE,
+                    label_selector=f"app.kubernetes.io/instance={name}",
+                ).get("items", [])
+            ]
+            if self.parent(name) is not None:
+                left.append(f"{KIND} {name}")
+            if left:
+                return False, f"still there: {', '.join(left)}"
+            return True, f"{name} and all its children are gone"
+
+        return check
+
+    # --- writing (the demo's own writes, as a user or another controller would) --------------
+
+    def merge_patch(self, api_version: str, kind: str, name: str, patch: Mapping[str, Any]) -> None:
+        """A JSON merge patch, as ``kubectl patch --type merge`` sends it."""
+        self.client.patch(api_version, kind, name, patch, patch_type=MERGE_PATCH,
+                          namespace=NAMESPACE)
+
+
+def _ready(parent: Mapping[str, Any]) -> bool:
+    generation = parent["metadata"].get("generation")
+    for condition in (parent.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == "Ready":
+            return bool(
+                condition.get("status") == "True"
+                and condition.get("observedGeneration", generation) == generation
+            )
+    return False
+
+
+CHILD_KINDS = (
+    ("apps/v1", "Deployment"),
+    ("apps/v1", "StatefulSet"),
+    ("v1", "Service"),
+    ("networking.k8s.io/v1", "Ingress"),
+    ("monitoring.coreos.com/v1", "ServiceMonitor"),
+)
+
+
+def _script(demo: Demo) -> tuple[int, int]:
+    """The demo's steps; returns the steady-state resync's reconciles and writes."""
+    client = demo.client
+    runtime = demo.runtime
+    assert runtime is not None
+    demo.say("1. apply the sample parents")
+    client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+    for sample in SAMPLES:
+        client.create(sample)
+        demo.say(f"   created {KIND} {NAMESPACE}/{sample['metadata']['name']} "
+                 f"with {', '.join(k for k in sample['spec'] if k in _BLOCKS)}")
+    for sample in SAMPLES:
+        name = sample["metadata"]["name"]
+        demo.step(f"converge {name}", demo.converged(name))
+        live = demo.parent(name) or sample
+        demo.say(f"   {name}: " + ", ".join(
+            f"{obj['kind']} {obj['metadata']['name']}"
+            for obj, state in run_builders(thanos.build(live), parent=live)
+            if state.is_present
+        ))
+
+    demo.say("2. drift: someone else changes the children")
+    service = demo.live("v1", "Service", "observatory-query")
+    assert service is not None
+    client.delete("v1", "Service", "observatory-query", namespace=NAMESPACE)
+    demo.say("   deleted Service observatory-query")
+    demo.step("recreate the deleted Service", _all(
+        demo.converged("observatory"),
+        _changed_uid(demo, "v1", "Service", "observatory-query", service["metadata"]["uid"]),
+    ))
+    demo.merge_patch("apps/v1", "Deployment", "observatory-query", {"spec": {"replicas": 5}})
+    demo.say("   scaled Deployment observatory-query to 5 replicas by hand")
+    demo.step("scale the Deployment back to 2", demo.converged("observatory"))
+    demo.merge_patch("apps/v1", "StatefulSet", "observatory-store-gateway",
+                     {"metadata": {"labels": {"app.kubernetes.io/component": None}}})
+    demo.say("   removed label app.kubernetes.io/component of StatefulSet "
+             "observatory-store-gateway")
+    demo.step("restore the label", demo.converged("observatory"))
+
+    demo.say("3. switch the ruler off and on again")
+    demo.merge_patch(API_VERSION, KIND, "observatory", {"spec": {"rule": None}})
+    demo.say("   removed spec.rule of observatory")
+    demo.step("delete the ruler's children", demo.converged("observatory"))
+    demo.merge_patch(API_VERSION, KIND, "observatory", {"spec": {"rule": {"replicas": 1}}})
+    demo.say("   set spec.rule of observatory")
+    demo.step("create the ruler's children", demo.converged("observatory"))
+
+    demo.say("4. the ServiceMonitor CRD appears")
+    client.create(SERVICE_MONITOR_CRD)
+    demo.service_monitors = True
+    demo.say(f"   created CustomResourceDefinition {SERVICE_MONITOR_CRD['metadata']['name']}")
+    for sample in SAMPLES:
+        demo.step(f"add ServiceMonitors to {sample['metadata']['name']}",
+                  demo.converged(sample["metadata"]["name"]))
+
+    demo.say("5. steady state: resync every parent and count writes")
+    if not runtime.wait_idle(demo.timeout, settle=0.3):
+        raise DemoFailedError("the operator did not go idle before the steady-state resync")
+    before_reconciles = runtime.stats.total
+    before = demo.server.request_counts()
+    queued = runtime.resync_all()
+    demo.step("resync every parent", _resynced(runtime, before_reconciles + queued, queued))
+    after = demo.server.request_counts()
+    writes = sum(after.get(v, 0) - before.get(v, 0) for v in WRITE_VERBS)
+    reconciles = runtime.stats.total - before_reconciles
+    demo.say(f"   {reconciles} reconciles, {writes} writes "
+             f"(reads: {after.get('get', 0) - before.get('get', 0)} get, "
+             f"{after.get('list', 0) - before.get('list', 0)} list)")
+
+    demo.say("6. delete a parent: its children are garbage-collected")
+    client.delete(API_VERSION, KIND, "observatory", namespace=NAMESPACE)
+    demo.say(f"   deleted {KIND} {NAMESPACE}/observatory")
+    demo.step("collect observatory's children", demo.collected("observatory", CHILD_KINDS))
+    demo.step("edge is untouched", demo.converged("edge"))
+    return reconciles, writes
+
+
+_BLOCKS = tuple(kind.key for kind in thanos.COMPONENTS)
+
+
+def _all(*checks: Check) -> Check:
+    def check() -> tuple[bool, str]:
+        results = [c() for c in checks]
+        failed = [detail for ok, detail in results if not ok]
+        return (not failed, "; ".join(failed) if failed else results[0][1])
+
+    return check
+
+
+def _changed_uid(demo: Demo, api_version: str, kind: str, name: str, uid: str) -> Check:
+    def check() -> tuple[bool, str]:
+        live = demo.live(api_version, kind, name)
+        if live is None or live["metadata"]["uid"] == uid:
+            return False, f"{kind} {name} not recreated yet"
+        return True, f"{kind} {name} recreated"
+
+    return check
+
+
+def _resynced(runtime: OperatorRuntime, target: int, queued: int) -> Check:
+    def check() -> tuple[bool, str]:
+        done = runtime.stats.total >= target and runtime.wait_idle(0.5, settle=0.2)
+        return done, f"{queued} parents queued, {runtime.stats.total} reconciles in all"
+
+    return check
+
+
+def run_demo(*, timeout: float = 20.0, out: TextIO | None = None) -> Summary:
+    """Run the whole demo; returns its summary (``ok`` False if a step failed to converge)."""
+    out = sys.stdout if out is None else out
+    started = time.monotonic()
+    with EmbeddedApiServer() as server:
+        demo = Demo(server, timeout=timeout, out=out)
+        demo.say(f"embedded API server at {server.url} (kubeconfig {server.kubeconfig_path})")
+        runtime, crd_watch = start_operator(demo.client)
+        demo.runtime = runtime
+        steady: tuple[int, int] = (0, -1)
+        try:
+            if not runtime.wait_synced(timeout):
+                raise DemoFailedError("the operator's caches did not sync")
+            demo.say(f"operator {runtime.operator.name} started; {KIND} CRD installed")
+            steady = _script(demo)
+        except DemoFailedError as error:
+            demo.say(f"demo failed: {error}")
+        finally:
+            crd_watch.stop()
+            runtime.stop(timeout=5.0)
+        summary = Summary(
+            steps=tuple(demo.steps),
+            objects=server.object_count(),
+            reconciles=runtime.stats.total,
+            operator_writes=runtime.stats.writes,
+            api_requests=server.request_counts(),
+            steady_state_reconciles=steady[0],
+            steady_state_writes=steady[1],
+            seconds=time.monotonic() - started,
+        )
+    _print_summary(summary, out)
+    return summary
+
+
+def _print_summary(summary: Summary, out: TextIO) -> None:
+    requests = summary.api_requests
+    converged = sum(step.converged for step in summary.steps)
+    lines = [
+        "",
+        "summary",
+        f"  steps converged       {converged}/{len(summary.steps)}",
+        f"  objects in the server {summary.objects}",
+        f"  parent reconciles     {summary.reconciles}",
+        f"  API writes            {summary.api_writes} ("
+        + ", ".join(f"{requests.get(v, 0)} {v}" for v in WRITE_VERBS) + "); "
+        f"{summary.operator_writes} by the operator",
+        f"  API reads             {requests.get('get', 0)} get, {requests.get('list', 0)} list",
+        f"  steady-state resync   {summary.steady_state_reconciles} reconciles, "
+        f"{summary.steady_state_writes} writes",
+        f"  result                {'OK' if summary.ok else 'FAILED'} in {summary.seconds:.1f}s",
+    ]
+    print("\n".join(lines), file=out, flush=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m examples.thanos.demo``: 0 when everything converged, 1 otherwise."""
+    parser = argparse.ArgumentParser(prog="python -m examples.thanos.demo",
+                                     description="the Thanos example operator end to end")
+    parser.add_argument("--timeout", type=float, default=20.0,
+                        help="seconds each step may take to converge (default 20)")
+    parser.add_argument("--json", action="store_true",
+                        help="print the summary as one JSON object on the last line")
+    parser.add_argument("--verbose", action="store_true", help="show the operator's own log")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.ERROR,
+                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    summary = run_demo(timeout=args.timeout)
+    if args.json:
+        print(json.dumps(summary.to_json()))
+    return 0 if summary.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
