@@ -27,7 +27,7 @@ from typing import Any, TextIO
 
 import attrs
 
-from builders import run_builders
+from builders import INSTANCE_LABEL, MANAGED_BY_LABEL, run_builders
 from examples.thanos import builders as thanos
 from examples.thanos.crds import API_VERSION, KIND, SERVICE_MONITOR_CRD
 from examples.thanos.operator import start_operator
@@ -179,6 +179,14 @@ class Demo:
         """The live parent ``name``."""
         return self.live(API_VERSION, KIND, name)
 
+    def children(self, api_version: str, kind: str, name: str) -> list[dict[str, Any]]:
+        """Objects of one kind labelled as children of parent ``name`` (none if not served)."""
+        if not self.client.is_served(api_version, kind):
+            return []
+        selector = f"{INSTANCE_LABEL}={name},{MANAGED_BY_LABEL}={thanos.OPERATOR_NAME}"
+        found = self.client.list(api_version, kind, namespace=NAMESPACE, label_selector=selector)
+        return list(found.get("items", []))
+
     def converged(self, name: str) -> Check:
         """A check: parent ``name`` is Ready for its generation and every child is as built."""
 
@@ -221,10 +229,7 @@ class Demo:
             left = [
                 f"{item['kind']} {item['metadata']['name']}"
                 for api_version, kind in kinds
-                for item in self.client.list(
-                    api_version, kind, namespace=NAMESPACE,
-                    label_selector=f"app.kubernetes.io/instance={name}",
-                ).get("items", [])
+                for item in self.children(api_version, kind, name)
             ]
             if self.parent(name) is not None:
                 left.append(f"{KIND} {name}")

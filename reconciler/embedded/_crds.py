@@ -188,11 +188,19 @@ def _properties(schema: Mapping[str, Any]) -> Mapping[str, Any]:
     return props if isinstance(props, Mapping) else {}
 
 
-def prune(value: Any, schema: Mapping[str, Any] | None, *, root: bool = False) -> Any:
+def prune(
+    value: Any,
+    schema: Mapping[str, Any] | None,
+    *,
+    root: bool = False,
+    dropped: list[str] | None = None,
+    path: str = "",
+) -> Any:
     """``value`` without the fields its structural schema does not specify (a new object).
 
     Fields under ``x-kubernetes-preserve-unknown-fields: true`` are kept; at the root (and in
-    embedded resources) ``apiVersion``, ``kind`` and ``metadata`` always are.
+    embedded resources) ``apiVersion``, ``kind`` and ``metadata`` always are. The paths of the
+    dropped fields are appended to ``dropped`` when given.
     """
     if schema is None:
         return copy.deepcopy(value)
@@ -203,18 +211,25 @@ def prune(value: Any, schema: Mapping[str, Any] | None, *, root: bool = False) -
         embedded = root or bool(schema.get("x-kubernetes-embedded-resource"))
         result: dict[str, Any] = {}
         for key, item in value.items():
+            child = _join(path, str(key))
             if key in props:
-                result[key] = prune(item, props[key])
+                result[key] = prune(item, props[key], dropped=dropped, path=child)
             elif isinstance(additional, Mapping):
-                result[key] = prune(item, additional)
+                result[key] = prune(item, additional, dropped=dropped, path=child)
             elif preserve or additional is True or (
                 embedded and key in ("apiVersion", "kind", "metadata")
             ):
                 result[key] = copy.deepcopy(item)
+            elif dropped is not None:
+                dropped.append(child)
         return result
     if isinstance(value, list):
         items = schema.get("items")
-        return [prune(item, items if isinstance(items, Mapping) else None) for item in value]
+        return [
+            prune(item, items if isinstance(items, Mapping) else None, dropped=dropped,
+                  path=f"{path}[{index}]")
+            for index, item in enumerate(value)
+        ]
     return value
 
 
@@ -445,6 +460,13 @@ class CustomResourceStrategy(KindStrategy):
     def list_map_keys(self) -> Mapping[tuple[str, ...], tuple[str, ...]]:
         """The schema's list-map keys by field path (see ``list_map_keys``)."""
         return self._list_map_keys
+
+    def unknown_fields(self, obj: Mapping[str, Any]) -> list[str]:
+        """The paths of the fields pruning would drop (none without a schema)."""
+        dropped: list[str] = []
+        if self.schema is not None:
+            prune(obj, self.schema, root=True, dropped=dropped)
+        return dropped
 
     def _structural(self, obj: dict[str, Any]) -> None:
         # In place, and with the same metadata dict: the caller may hold on to it.

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import base64
 import copy
+import functools
+import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from reconciler.embedded._kinds import Invalid, ServerContext
@@ -33,6 +36,7 @@ __all__ = [
     "default_secret",
     "default_service",
     "default_statefulset",
+    "drop_unknown_fields",
     "initial_status",
     "keep_all_but_status",
     "keep_allocated_service_values",
@@ -43,6 +47,81 @@ __all__ = [
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 DEFAULT_FILE_MODE = 420  # 0644, the defaultMode of secret/configMap/projected volumes
+
+
+# --- unknown fields ----------------------------------------------------------------------------
+# A real server decodes a body into its Go types, so fields they do not have are dropped (with a
+# warning, or a 400 under fieldValidation=Strict). The types are those of the 1.25 schemas that
+# ``kubernetes-validate`` ships, the version of the recordings.
+
+SCHEMA_VERSION = "1.25"
+
+
+@functools.cache
+def _builtin_schemas() -> tuple[dict[str, Any], dict[tuple[str, str], str]]:
+    import kubernetes_validate
+
+    root = Path(kubernetes_validate.__file__).resolve().parent / "kubernetes-json-schema"
+    path = root / f"v{SCHEMA_VERSION}.0-local" / "_definitions.json"
+    definitions: dict[str, Any] = json.loads(path.read_text())["$defs"]
+    by_kind: dict[tuple[str, str], str] = {}
+    for name, definition in definitions.items():
+        for gvk in definition.get("x-kubernetes-group-version-kind") or ():
+            group, version = gvk.get("group", ""), gvk.get("version", "")
+            by_kind[(f"{group}/{version}" if group else version, gvk.get("kind", ""))] = name
+    return definitions, by_kind
+
+
+def _resolve(schema: Mapping[str, Any], definitions: Mapping[str, Any]) -> Mapping[str, Any]:
+    while "$ref" in schema:
+        schema = definitions[str(schema["$ref"]).rsplit("/", 1)[1]]
+    return schema
+
+
+def _unknown(
+    value: Any,
+    schema: Mapping[str, Any],
+    definitions: Mapping[str, Any],
+    path: str,
+    found: list[str],
+    *,
+    drop: bool,
+) -> None:
+    schema = _resolve(schema, definitions)
+    if isinstance(value, dict):
+        properties = schema.get("properties")
+        additional = schema.get("additionalProperties")
+        if isinstance(properties, Mapping):
+            for key in [k for k in value if k not in properties]:
+                found.append(f"{path}.{key}" if path else str(key))
+                if drop:
+                    del value[key]
+            for key, item in value.items():
+                if key in properties:
+                    child = f"{path}.{key}" if path else str(key)
+                    _unknown(item, properties[key], definitions, child, found, drop=drop)
+        elif isinstance(additional, Mapping):
+            for key, item in value.items():
+                _unknown(item, additional, definitions, f"{path}.{key}", found, drop=drop)
+    elif isinstance(value, list):
+        items = schema.get("items")
+        if isinstance(items, Mapping):
+            for index, item in enumerate(value):
+                _unknown(item, items, definitions, f"{path}[{index}]", found, drop=drop)
+
+
+def drop_unknown_fields(obj: dict[str, Any], *, drop: bool = True) -> list[str]:
+    """The paths (``spec.replica``, ``spec.template.spec.containers[0].imagePolicy``) of fields
+    the object's built-in type does not have; with ``drop`` they are also removed, in place.
+
+    Kinds without a built-in schema (custom resources) report nothing.
+    """
+    definitions, by_kind = _builtin_schemas()
+    name = by_kind.get((str(obj.get("apiVersion", "")), str(obj.get("kind", ""))))
+    found: list[str] = []
+    if name is not None:
+        _unknown(obj, definitions[name], definitions, "", found, drop=drop)
+    return found
 
 
 def _child(obj: dict[str, Any], key: str) -> dict[str, Any]:

@@ -165,6 +165,14 @@ class KindStrategy:
         """
         return {}
 
+    def unknown_fields(self, obj: Mapping[str, Any]) -> list[str]:
+        """Paths of fields the kind does not have (``spec.replica``), which ``prepare_*`` drop.
+
+        For ``fieldValidation``: ``Strict`` answers 400 ``strict decoding error: unknown field
+        "spec.replica"``, ``Warn`` sends a warning per path. Does not change ``obj``.
+        """
+        return []
+
 
 class KindRegistry(Protocol):
     """The served resource types and their strategies; CRDs add and remove types at run time.

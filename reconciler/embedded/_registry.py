@@ -245,8 +245,14 @@ class BuiltinStrategy(KindStrategy):
         """Whether ``/status`` is served, so the main resource ignores ``status``."""
         return "status" in self.resource_type.subresources
 
+    def unknown_fields(self, obj: Mapping[str, Any]) -> list[str]:
+        """Paths of the fields the kind's 1.25 schema does not have."""
+        return _defaulting.drop_unknown_fields(dict(obj), drop=False)
+
     def prepare_create(self, obj: dict[str, Any], ctx: ServerContext) -> None:
-        """Reset the status of a kind with a status subresource, then fill the defaults."""
+        """Drop unknown fields, reset the status of a kind with a status subresource (what was
+        sent is ignored), then fill the defaults."""
+        _defaulting.drop_unknown_fields(obj)
         if self.has_status_subresource:
             rt = self.resource_type
             status = _defaulting.initial_status(rt.group, rt.kind)
@@ -269,7 +275,9 @@ class BuiltinStrategy(KindStrategy):
     def prepare_update(
         self, old: Mapping[str, Any], new: dict[str, Any], ctx: ServerContext
     ) -> None:
-        """Keep the stored status (status subresource) and creationTimestamp, then default."""
+        """Drop unknown fields, keep the stored status (status subresource) and
+        creationTimestamp, then default."""
+        _defaulting.drop_unknown_fields(new)
         _defaulting.keep_server_fields(
             old, new, status_subresource=self.has_status_subresource
         )
@@ -287,8 +295,9 @@ class BuiltinStrategy(KindStrategy):
             raise Invalid(causes)
 
     def prepare_status_update(self, old: Mapping[str, Any], new: dict[str, Any]) -> None:
-        """Through ``/status``: keep everything of ``old`` except ``status``."""
+        """Through ``/status``: keep everything of ``old`` except ``status`` (pruned)."""
         _defaulting.keep_all_but_status(old, new)
+        _defaulting.drop_unknown_fields(new)
 
     def spec_changed(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
         """Whether ``generation_fields`` differ (only for kinds with a generation)."""

@@ -324,3 +324,11 @@ def test_bounds_lengths_patterns_and_item_counts() -> None:
         ("name", "Invalid value: \"ABCDEF\": name in body should match '^[a-z]+$'"),
         ("tags", "Invalid value: 2: tags in body should have at most 1 items"),
     ]
+
+
+def test_custom_resource_unknown_fields_are_reported() -> None:
+    _, strategy = served(gadget_crd(status=True))
+    sent = {**gadget(colour="red", extra={"kept": 1}, ports=[{"name": "a", "junk": 1}]),
+            "top": 1}
+    assert strategy.unknown_fields(sent) == ["spec.colour", "spec.ports[0].junk", "top"]
+    assert strategy.unknown_fields(stored(strategy, sent)) == []

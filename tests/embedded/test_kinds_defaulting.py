@@ -402,3 +402,31 @@ def test_hpa_defaults_metrics_and_completes_behavior() -> None:
     assert spec["behavior"]["scaleUp"]["policies"][0] == {
         "type": "Pods", "value": 4, "periodSeconds": 15}
     assert hpa["status"] == {"desiredReplicas": 0}
+
+
+def test_unknown_fields_are_reported_and_dropped() -> None:
+    strategy = strategy_for("apps/v1", "Deployment")
+    sent = workload("Deployment", replica=3)
+    sent["spec"]["template"]["spec"]["containers"][0]["imagePolicy"] = "Always"
+    sent["status"] = {"replicas": 1}  # reset anyway: status subresource
+    sent["extra"] = True
+    assert strategy.unknown_fields(sent) == [
+        "extra", "spec.replica", "spec.template.spec.containers[0].imagePolicy"]
+    assert "replica" in sent["spec"]  # reporting does not change the object
+    stored = created(sent)
+    assert strategy.unknown_fields(stored) == []
+    assert "extra" not in stored
+    assert "replica" not in stored["spec"]
+    configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+                 "data": {"any-key": "kept"}, "status": {"phase": "none"}}
+    assert created(configmap)["data"] == {"any-key": "kept"}
+    assert "status" not in created(configmap)
+
+
+def test_every_recorded_object_has_only_known_fields() -> None:
+    # The 1.25 schemas the pruning uses know every field a real 1.25 server returned.
+    for name in ("deployment.json", "statefulset.json", "service-clusterip.json",
+                 "secret.json", "persistentvolumeclaim.json", "customresourcedefinition.json"):
+        returned = load_fixture(name)["returned"]
+        strategy = strategy_for(returned["apiVersion"], returned["kind"])
+        assert strategy.unknown_fields(returned) == [], name
