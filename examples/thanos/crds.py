@@ -59,133 +59,99 @@ def _storage() -> dict[str, Any]:
     return {"type": "string", "pattern": "^[1-9][0-9]{0,3}(Mi|Gi|Ti)$"}
 
 
-THANOS_CRD: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": f"thanoses.{GROUP}"},
-    "spec": {
-        "group": GROUP,
-        "scope": "Namespaced",
-        "names": {
-            "plural": "thanoses",
-            "singular": "thanos",
-            "kind": KIND,
-            "listKind": "ThanosList",
-            "shortNames": ["th"],
+def _crd(
+    *,
+    group: str,
+    version: str,
+    kind: str,
+    plural: str,
+    spec: dict[str, Any],
+    short_names: tuple[str, ...] = (),
+    status: bool = False,
+) -> dict[str, Any]:
+    """A namespaced, single-version CRD whose objects have ``spec`` (and ``status``)."""
+    properties: dict[str, Any] = {"spec": spec}
+    served: dict[str, Any] = {"name": version, "served": True, "storage": True}
+    if status:
+        properties["status"] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+        served["subresources"] = {"status": {}}
+    served["schema"] = {"openAPIV3Schema": {"type": "object", "properties": properties}}
+    names: dict[str, Any] = {
+        "plural": plural, "singular": kind.lower(), "kind": kind, "listKind": f"{kind}List",
+    }
+    if short_names:
+        names["shortNames"] = list(short_names)
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {"group": group, "scope": "Namespaced", "names": names, "versions": [served]},
+    }
+
+
+THANOS_CRD: dict[str, Any] = _crd(
+    group=GROUP,
+    version=VERSION,
+    kind=KIND,
+    plural="thanoses",
+    short_names=("th",),
+    status=True,
+    spec={
+        "type": "object",
+        "properties": {
+            "image": {"type": "string", "pattern": _IMAGE_PATTERN},
+            "serviceMonitors": {
+                "type": "boolean",
+                "description": "Build ServiceMonitors when their CRD is served (default true).",
+            },
+            "objectStorageSecret": {
+                "type": "string",
+                "description": "Secret holding objstore.yml for the store gateway and the ruler.",
+                "pattern": "^[a-z]([-a-z0-9]{0,30}[a-z0-9])?$",
+            },
+            "query": _component(
+                "Thanos Query: the PromQL API over every store.", ingress=_ingress()
+            ),
+            "queryFrontend": _component(
+                "Thanos Query Frontend: splitting and caching in front of Query.",
+                ingress=_ingress(),
+            ),
+            "storeGateway": _component(
+                "Thanos Store Gateway: blocks from object storage.", storage=_storage()
+            ),
+            "rule": _component("Thanos Ruler: recording and alerting rules.", storage=_storage()),
         },
-        "versions": [
-            {
-                "name": VERSION,
-                "served": True,
-                "storage": True,
-                "subresources": {"status": {}},
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "properties": {
-                            "spec": {
-                                "type": "object",
-                                "properties": {
-                                    "image": {
-                                        "type": "string",
-                                        "pattern": _IMAGE_PATTERN,
-                                    },
-                                    "serviceMonitors": {
-                                        "type": "boolean",
-                                        "description": "Build ServiceMonitors when their CRD is "
-                                        "served (default true).",
-                                    },
-                                    "objectStorageSecret": {
-                                        "type": "string",
-                                        "description": "Secret holding objstore.yml for the store "
-                                        "gateway and the ruler.",
-                                        "pattern": "^[a-z]([-a-z0-9]{0,30}[a-z0-9])?$",
-                                    },
-                                    "query": _component(
-                                        "Thanos Query: the PromQL API over every store.",
-                                        ingress=_ingress(),
-                                    ),
-                                    "queryFrontend": _component(
-                                        "Thanos Query Frontend: splitting and caching in front of "
-                                        "Query.",
-                                        ingress=_ingress(),
-                                    ),
-                                    "storeGateway": _component(
-                                        "Thanos Store Gateway: blocks from object storage.",
-                                        storage=_storage(),
-                                    ),
-                                    "rule": _component(
-                                        "Thanos Ruler: recording and alerting rules.",
-                                        storage=_storage(),
-                                    ),
-                                },
-                            },
-                            "status": {
-                                "type": "object",
-                                "x-kubernetes-preserve-unknown-fields": True,
-                            },
-                        },
-                    }
-                },
-            }
-        ],
     },
-}
+)
 """The ``Thanos`` CRD: structural schema, status subresource, four optional component blocks."""
 
-SERVICE_MONITOR_CRD: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": SERVICE_MONITOR_CRD_NAME},
-    "spec": {
-        "group": SERVICE_MONITOR_GROUP,
-        "scope": "Namespaced",
-        "names": {
-            "plural": "servicemonitors",
-            "singular": "servicemonitor",
-            "kind": SERVICE_MONITOR_KIND,
-            "listKind": "ServiceMonitorList",
-        },
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "properties": {
-                            "spec": {
-                                "type": "object",
-                                "required": ["selector", "endpoints"],
-                                "properties": {
-                                    "selector": {
-                                        "type": "object",
-                                        "properties": {
-                                            "matchLabels": {
-                                                "type": "object",
-                                                "additionalProperties": {"type": "string"},
-                                            }
-                                        },
-                                    },
-                                    "endpoints": {
-                                        "type": "array",
-                                        "items": {
-                                            "type": "object",
-                                            "properties": {
-                                                "port": {"type": "string"},
-                                                "path": {"type": "string"},
-                                                "interval": {"type": "string"},
-                                            },
-                                        },
-                                    },
-                                },
-                            }
-                        },
-                    }
+SERVICE_MONITOR_CRD: dict[str, Any] = _crd(
+    group=SERVICE_MONITOR_GROUP,
+    version="v1",
+    kind=SERVICE_MONITOR_KIND,
+    plural="servicemonitors",
+    spec={
+        "type": "object",
+        "required": ["selector", "endpoints"],
+        "properties": {
+            "selector": {
+                "type": "object",
+                "properties": {
+                    "matchLabels": {"type": "object", "additionalProperties": {"type": "string"}},
                 },
-            }
-        ],
+            },
+            "endpoints": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "port": {"type": "string"},
+                        "path": {"type": "string"},
+                        "interval": {"type": "string"},
+                    },
+                },
+            },
+        },
     },
-}
+)
 """A minimal ``monitoring.coreos.com/v1`` ServiceMonitor CRD (the fields the example sets)."""
