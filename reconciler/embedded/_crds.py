@@ -143,6 +143,12 @@ def validate_crd(obj: Mapping[str, Any]) -> list[Cause]:
     elif "." not in group:
         causes.append(invalid("spec.group", go_quote(group),
                               "should be a domain with at least one dot"))
+    elif _is_protected(group) and _APPROVAL not in (meta.get("annotations") or {}):
+        causes.append(required(
+            f"metadata.annotations[{_APPROVAL}]",
+            f'protected groups must have approval annotation "{_APPROVAL}", see '
+            "https://github.com/kubernetes/enhancements/pull/1111",
+        ))
     scope = spec.get("scope")
     if not scope:
         causes.append(required("spec.scope"))
@@ -167,6 +173,14 @@ def validate_crd(obj: Mapping[str, Any]) -> list[Cause]:
             causes.append(required(f"spec.versions[{index}].schema.openAPIV3Schema",
                                    "schemas are required"))
     return causes
+
+
+_APPROVAL = "api-approved.kubernetes.io"
+
+
+def _is_protected(group: str) -> bool:
+    return any(group == domain or group.endswith(f".{domain}")
+               for domain in ("k8s.io", "kubernetes.io"))
 
 
 def validate_crd_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:

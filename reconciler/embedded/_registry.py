@@ -146,11 +146,12 @@ class Registry:
         self._rebuild()
 
     def _rebuild(self) -> None:
-        types = list(self._builtin)
-        for served in self._custom.values():
-            types.extend(served)
-        by_path = {(t.group, t.version, t.plural): t for t in types}
-        by_kind = {(t.api_version, t.kind): t for t in types}
+        by_path = {(t.group, t.version, t.plural): t for t in self._builtin}
+        by_kind = {(t.api_version, t.kind): t for t in self._builtin}
+        for served in self._custom.values():  # a built-in type is never shadowed
+            for t in served:
+                by_path.setdefault((t.group, t.version, t.plural), t)
+                by_kind.setdefault((t.api_version, t.kind), t)
         strategies: dict[ResourceType, KindStrategy] = {}
         for t in self._builtin:
             strategies[t] = self._strategies.get(t) or self._make_strategy(t)

@@ -332,3 +332,27 @@ def test_custom_resource_unknown_fields_are_reported() -> None:
             "top": 1}
     assert strategy.unknown_fields(sent) == ["spec.colour", "spec.ports[0].junk", "top"]
     assert strategy.unknown_fields(stored(strategy, sent)) == []
+
+
+def test_protected_groups_need_approval_and_never_shadow_builtins() -> None:
+    crd = gadget_crd(status=False)
+    crd["metadata"]["name"] = "deployments.apps.k8s.io"
+    crd["spec"]["group"] = "apps.k8s.io"
+    crd["spec"]["names"] = {"kind": "Deployment", "plural": "deployments"}
+    registry = make_registry()
+    crd_type = registry.by_kind("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+    assert crd_type is not None
+    with pytest.raises(Invalid) as raised:
+        stored(registry.strategy(crd_type), crd)
+    assert [c["field"] for c in raised.value.causes] == [
+        "metadata.annotations[api-approved.kubernetes.io]"]
+    crd["metadata"]["annotations"] = {"api-approved.kubernetes.io": "unapproved, testing"}
+    stored(registry.strategy(crd_type), crd)
+
+    clash = gadget_crd(status=False)
+    clash["spec"]["group"], clash["spec"]["versions"][0]["name"] = "", "v1"
+    clash["spec"]["names"] = {"kind": "ConfigMap", "plural": "configmaps"}
+    builtin = registry.lookup("", "v1", "configmaps")
+    registry.crd_applied(clash)  # even if one got through, the built-in type stays
+    assert registry.lookup("", "v1", "configmaps") is builtin
+    assert registry.by_kind("v1", "ConfigMap") is builtin
