@@ -32,5 +32,10 @@ layers: $(STAMP)
 pytest: $(STAMP)
 	$(BIN)/pytest
 
+# The Thanos example operator end to end on the embedded API server (docs/demo.md); exits
+# non-zero when a step does not converge or the steady-state resync writes anything.
+demo: $(STAMP)
+	$(BIN)/python -m examples.thanos.demo
+
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache *.egg-info
