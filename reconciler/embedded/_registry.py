@@ -451,6 +451,20 @@ class _Job(BuiltinStrategy):
         return _validating.validate_job_update(old, new)
 
 
+class _CoreEvent(BuiltinStrategy):
+    def validate(self, obj: Mapping[str, Any]) -> list[Cause]:
+        return _validating.validate_core_event(obj)
+
+
+class _EventsEvent(BuiltinStrategy):
+    def validate_create(self, obj: dict[str, Any]) -> None:
+        # Only a new events.k8s.io Event must carry these; updates of old ones need not.
+        super().validate_create(obj)
+        causes = _validating.validate_events_event(obj)
+        if causes:
+            raise Invalid(causes)
+
+
 class _Ingress(BuiltinStrategy):
     def validate(self, obj: Mapping[str, Any]) -> list[Cause]:
         return _validating.validate_ingress(obj)
@@ -513,8 +527,8 @@ def _builtin_strategies() -> dict[tuple[str, str], StrategyFactory]:
         ("", "ConfigMap"): _ConfigMap,
         ("", "PersistentVolumeClaim"): _PersistentVolumeClaim,
         ("", "ServiceAccount"): BuiltinStrategy,
-        ("", "Event"): BuiltinStrategy,
-        ("events.k8s.io", "Event"): BuiltinStrategy,
+        ("", "Event"): _CoreEvent,
+        ("events.k8s.io", "Event"): _EventsEvent,
         ("apps", "Deployment"): _Deployment,
         ("apps", "StatefulSet"): _StatefulSet,
         ("apps", "DaemonSet"): _Workload,

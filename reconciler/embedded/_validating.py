@@ -28,6 +28,8 @@ __all__ = [
     "required",
     "selector_matches",
     "validate_configmap_update",
+    "validate_core_event",
+    "validate_events_event",
     "validate_hpa",
     "validate_ingress",
     "validate_job",
@@ -515,6 +517,31 @@ def validate_pvc_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[
     return [forbidden(
         "spec", "spec is immutable after creation except resources.requests for bound claims"
     )]
+
+
+def validate_core_event(obj: Mapping[str, Any]) -> list[Cause]:
+    """A ``v1`` Event: ``involvedObject.namespace`` agrees with the Event's namespace."""
+    involved = str((obj.get("involvedObject") or {}).get("namespace") or "")
+    namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+    agrees = namespace in ("", "default") if not involved else namespace == involved
+    if agrees:
+        return []
+    return [invalid("involvedObject.namespace", go_quote(involved),
+                    "does not match event.namespace")]
+
+
+def validate_events_event(obj: Mapping[str, Any]) -> list[Cause]:
+    """An ``events.k8s.io/v1`` Event: the fields that API requires of a new event."""
+    causes: list[Cause] = []
+    if not obj.get("eventTime"):
+        causes.append(required("eventTime"))
+    event_type = str(obj.get("type") or "")
+    if event_type not in ("Normal", "Warning"):
+        causes.append(invalid("type", '""', f"has invalid value: {event_type}"))
+    for key in ("reportingController", "reportingInstance", "action", "reason"):
+        if not obj.get(key):
+            causes.append(required(key))
+    return causes
 
 
 def validate_uid_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:

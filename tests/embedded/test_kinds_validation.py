@@ -420,3 +420,29 @@ def test_unbound_claim_spec_is_immutable() -> None:
     bound = {**claim, "status": {"phase": "Bound"}}
     assert update_causes(bound, grow) == []
     assert update_causes(claim, {"metadata": {"labels": {"a": "b"}}}) == []
+
+
+def test_event_rules_of_both_apis() -> None:
+    core = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e", "namespace": "a"},
+            "involvedObject": {"kind": "Pod", "name": "p", "namespace": "b"}}
+    assert create_causes(core) == [{
+        "reason": "FieldValueInvalid",
+        "message": 'Invalid value: "b": does not match event.namespace',
+        "field": "involvedObject.namespace",
+    }]
+    core["involvedObject"]["namespace"] = "a"
+    assert create_causes(core) == []
+    cluster_scoped = {**core, "metadata": {"name": "e", "namespace": "default"},
+                      "involvedObject": {"kind": "Node", "name": "n"}}
+    assert create_causes(cluster_scoped) == []
+
+    events = {"apiVersion": "events.k8s.io/v1", "kind": "Event",
+              "metadata": {"name": "e", "namespace": "a"}, "type": "Info"}
+    assert [(c["field"], c["reason"]) for c in create_causes(events)] == [
+        ("eventTime", "FieldValueRequired"),
+        ("type", "FieldValueInvalid"),
+        ("reportingController", "FieldValueRequired"),
+        ("reportingInstance", "FieldValueRequired"),
+        ("action", "FieldValueRequired"),
+        ("reason", "FieldValueRequired"),
+    ]
