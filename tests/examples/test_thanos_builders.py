@@ -242,3 +242,27 @@ def test_the_switch_builds_with_the_served_state() -> None:
                 "metadata": {"name": "x", "deletionTimestamp": "2026-01-01T00:00:00Z"}}
     assert not crd_established(deleting)
     assert not crd_established({"metadata": {"name": "x"}})
+
+
+PUBLIC_FACADES = {"builders", "builders.testing", "objectmatcher", "reconciler",
+                  "reconciler.embedded"}
+
+
+def test_the_example_imports_only_public_facades() -> None:
+    """DESIGN.md section 1: the example is a user's code; it never reaches a private module."""
+    import ast
+    from pathlib import Path
+
+    import examples.thanos
+
+    toolkit = ("builders", "objectmatcher", "reconciler")
+    for path in sorted(Path(examples.thanos.__file__).parent.glob("*.py")):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            names = (
+                [alias.name for alias in node.names] if isinstance(node, ast.Import)
+                else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            )
+            for name in names:
+                if name.split(".")[0] in toolkit:
+                    assert name in PUBLIC_FACADES, f"{path.name} imports {name}"
