@@ -6,6 +6,7 @@ import base64
 import copy
 from typing import Any
 
+import kubernetes_validate
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -378,6 +379,7 @@ def test_defaulting_is_idempotent_and_keeps_what_was_set(
     once = created(obj)
     twice = created(once)
     assert twice == once
+    kubernetes_validate.validate(once, "1.25", strict=True)  # defaults have the right shapes
     for sent, stored in zip(containers, once["spec"]["template"]["spec"]["containers"],
                             strict=True):
         scalars = {k: v for k, v in sent.items() if isinstance(v, str)}
