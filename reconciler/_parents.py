@@ -22,8 +22,10 @@ from builders import (
     INSTANCE_LABEL,
     MANAGED_BY_LABEL,
     OWNER_UID_LABEL,
+    BuildError,
     DesiredState,
     ResourceBuilder,
+    evaluate,
     is_client_model,
     label_value,
     owner_reference,
@@ -327,11 +329,14 @@ class _ParentRun:
             return built
         for index, builder in enumerate(builders):
             try:
-                obj, state = builder()
+                # evaluate() converts client models, checks identity, and names the builder
+                # and the parent in the BuildError it raises.
+                obj, state = evaluate(builder, parent=self.parent)
                 child = self.o.decorate(self.parent, obj, state)
             except Exception as exc:
                 self.build_failed = True
-                where = ObjectRef(api_version="", kind="builder", name=f"#{index}")
+                name = exc.builder if isinstance(exc, BuildError) else f"#{index}"
+                where = ObjectRef(api_version="", kind="builder", name=name)
                 self._fail(where, f"builder failed: {exc}", exc)
                 continue
             built.append((_key(child), child, state))
