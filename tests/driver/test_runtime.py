@@ -111,7 +111,7 @@ def test_a_standby_takes_over_within_the_lease_duration(client: KubernetesClient
         assert time.monotonic() - crashed <= 1.0 + 0.6
         client.create(thing(ns, "b", "second"))
         assert wait_until(lambda: child_data(client, ns, "b") == {"value": "second"})
-        assert standby.stats.reconciles[(ns, "b")] == 1
+        assert wait_until(lambda: standby.stats.reconciles[(ns, "b")] == 1)
     finally:
         one.stop(5)
         two.stop(5)
