@@ -32,7 +32,7 @@ from examples.thanos import builders as thanos
 from examples.thanos.crds import API_VERSION, KIND, SERVICE_MONITOR_CRD
 from examples.thanos.operator import start_operator
 from objectmatcher import MERGE_PATCH, calculate_patch
-from reconciler import KubernetesClient, NotFoundError, OperatorRuntime
+from reconciler import ApiError, KubernetesClient, NotFoundError, OperatorRuntime
 from reconciler.embedded import EmbeddedApiServer
 
 NAMESPACE = "demo"
@@ -81,6 +81,8 @@ class Summary:
     """Objects the server stores at the end."""
     reconciles: int
     """Parent reconciles the operator ran."""
+    triggers: Mapping[str, int] = attrs.field(factory=dict)
+    """What queued those reconciles, by cause (``OperatorRuntime.triggers()``)."""
     operator_writes: int
     """Writes the operator's reconciles reported (children, status, Events)."""
     api_requests: Mapping[str, int]
@@ -113,6 +115,7 @@ class Summary:
             "steps": [attrs.asdict(step) for step in self.steps],
             "objects": self.objects,
             "reconciles": self.reconciles,
+            "triggers": dict(self.triggers),
             "operator_writes": self.operator_writes,
             "api_writes": self.api_writes,
             "api_requests": dict(self.api_requests),
@@ -389,8 +392,8 @@ def run_demo(*, timeout: float = 20.0, out: TextIO | None = None) -> Summary:
                 raise DemoFailedError("the operator's caches did not sync")
             demo.say(f"operator {runtime.operator.name} started; {KIND} CRD installed")
             steady = _script(demo)
-        except DemoFailedError as error:
-            demo.say(f"demo failed: {error}")
+        except (DemoFailedError, ApiError) as error:
+            demo.say(f"demo failed: {type(error).__name__}: {error}")
         finally:
             crd_watch.stop()
             runtime.stop(timeout=5.0)
@@ -398,6 +401,7 @@ def run_demo(*, timeout: float = 20.0, out: TextIO | None = None) -> Summary:
             steps=tuple(demo.steps),
             objects=server.object_count(),
             reconciles=runtime.stats.total,
+            triggers=runtime.triggers(),
             operator_writes=runtime.stats.writes,
             api_requests=server.request_counts(),
             steady_state_reconciles=steady[0],
@@ -416,7 +420,10 @@ def _print_summary(summary: Summary, out: TextIO) -> None:
         "summary",
         f"  steps converged       {converged}/{len(summary.steps)}",
         f"  objects in the server {summary.objects}",
-        f"  parent reconciles     {summary.reconciles}",
+        f"  parent reconciles     {summary.reconciles} (queued by: "
+        + ", ".join(f"{cause} {n}" for cause, n in sorted(summary.triggers.items())
+                    if cause != "own-echo")
+        + f"; echoes of its own writes ignored: {summary.triggers.get('own-echo', 0)})",
         f"  API writes            {summary.api_writes} ("
         + ", ".join(f"{requests.get(v, 0)} {v}" for v in WRITE_VERBS) + "); "
         f"{summary.operator_writes} by the operator",
