@@ -143,7 +143,7 @@ def _namespace(client: KubernetesClient, name: str) -> str:
     return name
 
 
-def _create_parents(client: KubernetesClient, namespace: str, count: int) -> None:
+def _create_parents(client: KubernetesClient, namespace: str, *, count: int) -> None:
     def create(start: int) -> None:
         for i in range(start, count, 4):
             client.create({"apiVersion": API_VERSION, "kind": "Drive",
@@ -162,7 +162,7 @@ def _operator(namespace: str, **options: Any) -> Operator:
                     namespace=namespace, workers=4, **options)
 
 
-def _wait_converged(runtime: OperatorRuntime, parents: int, timeout: float = 600.0) -> None:
+def _wait_converged(runtime: OperatorRuntime, parents: int, *, timeout: float = 600.0) -> None:
     deadline = time.monotonic() + timeout
     while len(runtime.stats.reconciles) < parents:
         if time.monotonic() > deadline:
@@ -176,11 +176,11 @@ def _wait_converged(runtime: OperatorRuntime, parents: int, timeout: float = 600
 
 
 def cold_start(
-    client: KubernetesClient, counts: Callable[[], dict[str, int]], parents: int
+    client: KubernetesClient, counts: Callable[[], dict[str, int]], *, parents: int
 ) -> tuple[dict[str, Any], OperatorRuntime, str]:
     """Start an operator on ``parents`` existing parents; figures and the running runtime."""
     namespace = _namespace(client, f"cold-{parents}")
-    _create_parents(client, namespace, parents)
+    _create_parents(client, namespace, count=parents)
     before = counts()
     cpu, main = time.process_time(), time.thread_time()
     started = time.perf_counter()
@@ -198,7 +198,7 @@ def cold_start(
 
 
 def steady_state(
-    runtime: OperatorRuntime, counts: Callable[[], dict[str, int]], parents: int
+    runtime: OperatorRuntime, counts: Callable[[], dict[str, int]], *, parents: int
 ) -> dict[str, Any]:
     """Queue every parent as a due resync would; writes and GETs of that pass."""
     before = counts()
@@ -221,7 +221,7 @@ def steady_state(
     }
 
 
-def _repaired(client: KubernetesClient, namespace: str, name: str, expected: str) -> bool:
+def _repaired(client: KubernetesClient, namespace: str, *, name: str, expected: str) -> bool:
     try:
         cm = client.get("v1", "ConfigMap", name, namespace=namespace)
     except NotFoundError:
@@ -230,8 +230,8 @@ def _repaired(client: KubernetesClient, namespace: str, name: str, expected: str
 
 
 def drift_repair(
-    client: KubernetesClient, namespace: str, parents: int, samples: int,
-    *, timeout: float = 30.0,
+    client: KubernetesClient, namespace: str, *, parents: int, samples: int,
+    timeout: float = 30.0,
 ) -> dict[str, Any]:
     """Break a child ``samples`` times (delete or edit, alternately); repair latency in ms."""
     latencies: list[float] = []
@@ -245,7 +245,7 @@ def drift_repair(
         else:
             client.patch("v1", "ConfigMap", name, {"data": {"index": "edited"}},
                          patch_type=MERGE, namespace=namespace)
-        while not _repaired(client, namespace, name, str(index)):
+        while not _repaired(client, namespace, name=name, expected=str(index)):
             if time.perf_counter() - started > timeout:
                 raise TimeoutError(f"{name} was not repaired within {timeout}s")
             time.sleep(0.001)
@@ -284,7 +284,7 @@ def bytes_per_cached_object(client: KubernetesClient, namespace: str) -> dict[st
 # --- main ---------------------------------------------------------------------------------
 
 
-def run(sizes: list[int], samples: int, periodic_interval: float) -> dict[str, Any]:
+def run(sizes: list[int], *, samples: int, periodic_interval: float) -> dict[str, Any]:
     """Every measurement; the JSON-ready result."""
     result: dict[str, Any] = {"cold_start": {}}
     with apiserver() as (client, counts):
@@ -296,7 +296,7 @@ def run(sizes: list[int], samples: int, periodic_interval: float) -> dict[str, A
             time.sleep(0.05)
         largest: tuple[OperatorRuntime, str, int] | None = None
         for size in sorted(sizes):
-            figures, runtime, namespace = cold_start(client, counts, size)
+            figures, runtime, namespace = cold_start(client, counts, parents=size)
             result["cold_start"][str(size)] = figures
             print(f"cold start {size}: {figures}", file=sys.stderr)
             if largest is not None:
@@ -304,20 +304,21 @@ def run(sizes: list[int], samples: int, periodic_interval: float) -> dict[str, A
             largest = (runtime, namespace, size)
         assert largest is not None
         runtime, namespace, size = largest
-        result["steady_state"] = steady_state(runtime, counts, size)
+        result["steady_state"] = steady_state(runtime, counts, parents=size)
         print(f"steady state: {result['steady_state']}", file=sys.stderr)
-        watch = drift_repair(client, namespace, size, samples)
+        watch = drift_repair(client, namespace, parents=size, samples=samples)
         print(f"drift repair, watch: {watch}", file=sys.stderr)
         runtime.stop(10)
         result["bytes_per_cached_object"] = bytes_per_cached_object(client, namespace)["bytes"]
         periodic_ns = _namespace(client, "periodic-only")
         small = min(sizes)
-        _create_parents(client, periodic_ns, small)
+        _create_parents(client, periodic_ns, count=small)
         policy = ResyncPolicy(interval=periodic_interval, min_interval=0.1)
         periodic = _operator(periodic_ns, resync=policy, watch_children=False).start(client)
         try:
             _wait_converged(periodic, small)
-            periodic_only = drift_repair(client, periodic_ns, small, max(10, samples // 10),
+            periodic_only = drift_repair(client, periodic_ns, parents=small,
+                                         samples=max(10, samples // 10),
                                          timeout=periodic_interval * 3)
         finally:
             periodic.stop(10)
@@ -340,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sizes = [int(s) for s in re.split(r"[,\s]+", args.sizes) if s]
     try:
-        result = run(sizes, args.samples, args.periodic_interval)
+        result = run(sizes, samples=args.samples, periodic_interval=args.periodic_interval)
     except (ApiError, TimeoutError) as error:
         print(f"benchmark failed: {error}", file=sys.stderr)
         return 1

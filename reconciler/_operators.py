@@ -105,7 +105,9 @@ def parent_needs_reconcile(parent: KubeObject) -> bool:
     return requested is not None and requested > last
 
 
-def parent_event_triggers(event_type: str, old: KubeObject | None, new: KubeObject) -> bool:
+def parent_event_triggers(
+    event_type: str, new: KubeObject, *, old: KubeObject | None = None
+) -> bool:
     """Whether a parent's watch event (not the toolkit's own write) calls for a reconcile.
 
     Creation, deletion, a ``metadata.generation`` change, a newly set ``deletionTimestamp`` and a
@@ -134,7 +136,9 @@ def _without_volatile(obj: KubeObject) -> dict[str, Any]:
     return rest
 
 
-def child_event_triggers(event_type: str, old: KubeObject | None, new: KubeObject) -> bool:
+def child_event_triggers(
+    event_type: str, new: KubeObject, *, old: KubeObject | None = None
+) -> bool:
     """Whether a child's watch event (not the toolkit's own write) calls for its parent's reconcile.
 
     Every creation, deletion and change passes (a user's edit of a labelled ConfigMap included)
@@ -591,7 +595,7 @@ class OperatorRuntime:
             self.informers.use(key, self._types_of(result))
         if result is not None and result.ok:
             self.queue.forget(key)
-            self.schedule.reconciled(key, parent, self.clock.time())
+            self.schedule.reconciled(key, parent, at=self.clock.time())
             self._kick_timer()
             if result.requeue_after is not None:
                 self.queue.add_after(key, result.requeue_after)
@@ -609,7 +613,7 @@ class OperatorRuntime:
             delay = self.queue.add_rate_limited(key, at_least=retry_after)
             self.schedule.suspend(key)
         else:  # failures wait for the next event or the periodic resync
-            self.schedule.reconciled(key, parent, self.clock.time())
+            self.schedule.reconciled(key, parent, at=self.clock.time())
             due = self.schedule.due_at(key)
             delay = 0.0 if due is None else due - self.clock.time()
             self._kick_timer()
@@ -655,14 +659,14 @@ class OperatorRuntime:
             return
         if old is None:
             now = self.clock.time()
-            due = self.schedule.observe(key, new, now)
+            due = self.schedule.observe(key, new, now=now)
             if parent_needs_reconcile(new) or due <= now:
                 self.stats.triggers["parent-new"] += 1
                 self.schedule.remove(key)  # the reconcile sets its next time
                 self.queue.add(key)
             self._kick_timer()
             return
-        if parent_event_triggers(event_type, old, new):
+        if parent_event_triggers(event_type, new, old=old):
             self.stats.triggers["parent-changed"] += 1
             self._event_add(key)
 
@@ -673,7 +677,7 @@ class OperatorRuntime:
         if self.client.is_own_echo(event_type, new):
             self.stats.triggers["own-echo"] += 1
             return
-        if not self.operator.watch_children or not child_event_triggers(event_type, old, new):
+        if not self.operator.watch_children or not child_event_triggers(event_type, new, old=old):
             return
         for uid in owner_uids(new):
             parent = self.parents.cache.get_by_uid(uid)

@@ -195,7 +195,7 @@ class ResyncSchedule:
             for key, entry in list(self._entries.items()):
                 self._put_locked(key, entry.parent, entry.last)
 
-    def observe(self, key: Hashable, parent: Mapping[str, Any], now: float) -> float:
+    def observe(self, key: Hashable, parent: Mapping[str, Any], *, now: float) -> float:
         """Schedule a parent seen for the first time; returns its due time (``<= now``: due).
 
         The last reconcile time comes from the parent's status; a parent without one is due now.
@@ -206,7 +206,7 @@ class ResyncSchedule:
                 return now
             return self._put_locked(key, parent, last)
 
-    def reconciled(self, key: Hashable, parent: Mapping[str, Any], at: float) -> float:
+    def reconciled(self, key: Hashable, parent: Mapping[str, Any], *, at: float) -> float:
         """The parent was just reconciled at wall time ``at``: restart its timer."""
         with self._lock:
             return self._put_locked(key, parent, at)

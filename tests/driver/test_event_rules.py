@@ -30,18 +30,18 @@ def _thing(*, generation: int = 1, observed: int | None = 1, last: float | None 
 
 def test_parent_generation_change_deletion_and_manual_trigger_pass() -> None:
     base = _thing()
-    assert parent_event_triggers("MODIFIED", base, _thing(generation=2))
-    assert parent_event_triggers("MODIFIED", base, _thing(deleting=True))
-    assert parent_event_triggers("DELETED", base, base)
-    assert parent_event_triggers("ADDED", None, base)
+    assert parent_event_triggers("MODIFIED", _thing(generation=2), old=base)
+    assert parent_event_triggers("MODIFIED", _thing(deleting=True), old=base)
+    assert parent_event_triggers("DELETED", base, old=base)
+    assert parent_event_triggers("ADDED", base, old=None)
     requested = _thing(annotations={REQUESTED_AT_ANNOTATION: "2024-05-01T00:00:00Z"})
-    assert parent_event_triggers("MODIFIED", base, requested)
+    assert parent_event_triggers("MODIFIED", requested, old=base)
 
 
 def test_parent_status_and_unrelated_metadata_changes_do_not_pass() -> None:
     base = _thing()
-    assert not parent_event_triggers("MODIFIED", base, _thing(status_extra={"ready": True}))
-    assert not parent_event_triggers("MODIFIED", base, _thing(annotations={"note": "x"}))
+    assert not parent_event_triggers("MODIFIED", _thing(status_extra={"ready": True}), old=base)
+    assert not parent_event_triggers("MODIFIED", _thing(annotations={"note": "x"}), old=base)
 
 
 def test_a_labelled_child_edit_passes_even_without_a_generation() -> None:
@@ -50,9 +50,9 @@ def test_a_labelled_child_edit_passes_even_without_a_generation() -> None:
            "data": {"k": "v"}}
     edited = {**old, "metadata": {**old["metadata"], "resourceVersion": "2"}, "data": {"k": "x"}}
     relabelled = {**old, "metadata": {**old["metadata"], "resourceVersion": "3", "labels": {}}}
-    assert child_event_triggers("MODIFIED", old, edited)
-    assert child_event_triggers("MODIFIED", old, relabelled)
-    assert child_event_triggers("DELETED", old, old)
+    assert child_event_triggers("MODIFIED", edited, old=old)
+    assert child_event_triggers("MODIFIED", relabelled, old=old)
+    assert child_event_triggers("DELETED", old, old=old)
 
 
 def test_a_child_status_only_change_does_not_pass() -> None:
@@ -61,7 +61,7 @@ def test_a_child_status_only_change_does_not_pass() -> None:
            "status": {"readyReplicas": 0}}
     new = {**old, "metadata": {"name": "d", "resourceVersion": "2"},
            "status": {"readyReplicas": 1}}
-    assert not child_event_triggers("MODIFIED", old, new)
+    assert not child_event_triggers("MODIFIED", new, old=old)
 
 
 def test_at_start_a_parent_is_reconciled_only_when_it_needs_it() -> None:
@@ -78,4 +78,4 @@ def test_at_start_a_parent_is_reconciled_only_when_it_needs_it() -> None:
 def test_a_spec_change_passes_even_for_a_parent_kind_without_generation() -> None:
     old = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "p"}, "data": {"a": "1"}}
     new = {**old, "data": {"a": "2"}}
-    assert parent_event_triggers("MODIFIED", old, new)
+    assert parent_event_triggers("MODIFIED", new, old=old)

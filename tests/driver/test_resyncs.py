@@ -107,9 +107,9 @@ def test_after_a_restart_due_parents_are_due_at_once_and_others_keep_their_sched
     never = _parent("never")
     overdue = _parent("overdue", last=now - 11 * HOUR)
     recent = _parent("recent", last=now - 1 * HOUR)
-    assert schedule.observe("never", never, now) == now
-    assert schedule.observe("overdue", overdue, now) <= now
-    recent_due = schedule.observe("recent", recent, now)
+    assert schedule.observe("never", never, now=now) == now
+    assert schedule.observe("overdue", overdue, now=now) <= now
+    recent_due = schedule.observe("recent", recent, now=now)
     assert now + 8 * HOUR <= recent_due <= now + 9 * HOUR
     assert sorted(map(str, schedule.pop_due(now))) == ["overdue"]
     assert schedule.pop_due(now + 8 * HOUR) == []
@@ -119,8 +119,8 @@ def test_after_a_restart_due_parents_are_due_at_once_and_others_keep_their_sched
 def test_a_reconcile_resets_the_timer() -> None:
     schedule = ResyncSchedule(ResyncPolicy())
     parent = _parent("a")
-    first = schedule.reconciled("a", parent, 0.0)
-    second = schedule.reconciled("a", parent, 5 * HOUR)
+    first = schedule.reconciled("a", parent, at=0.0)
+    second = schedule.reconciled("a", parent, at=5 * HOUR)
     assert second == first + 5 * HOUR
     assert schedule.pop_due(first) == []
     assert schedule.next_due() == second
@@ -130,7 +130,7 @@ def test_a_reconcile_resets_the_timer() -> None:
 
 def test_a_suspended_parent_leaves_the_timer_until_its_next_reconcile() -> None:
     schedule = ResyncSchedule(ResyncPolicy())
-    schedule.reconciled("a", _parent("a"), 0.0)
+    schedule.reconciled("a", _parent("a"), at=0.0)
     schedule.suspend("a")
     assert schedule.due_at("a") is None
     assert schedule.pop_due(100 * HOUR) == []
@@ -138,7 +138,7 @@ def test_a_suspended_parent_leaves_the_timer_until_its_next_reconcile() -> None:
 
 def test_a_new_policy_reschedules_every_parent() -> None:
     schedule = ResyncSchedule(ResyncPolicy())
-    schedule.reconciled("a", _parent("a"), 0.0)
+    schedule.reconciled("a", _parent("a"), at=0.0)
     schedule.set_policy(ResyncPolicy(interval=HOUR))
     due = schedule.due_at("a")
     assert due is not None
@@ -149,6 +149,6 @@ def test_a_new_policy_reschedules_every_parent() -> None:
 def test_many_resets_keep_one_live_entry_per_parent() -> None:
     schedule = ResyncSchedule(ResyncPolicy())
     for i in range(1000):
-        schedule.reconciled(i % 3, _parent(str(i % 3)), float(i))
+        schedule.reconciled(i % 3, _parent(str(i % 3)), at=float(i))
     assert len(schedule) == 3
     assert sorted(map(int, schedule.pop_due(1e9))) == [0, 1, 2]
