@@ -221,6 +221,8 @@ class BuiltinStrategy(KindStrategy):
     """
 
     name_rule: NameRule = staticmethod(dns1123_subdomain)
+    changes_first: bool = False  # the order of the causes: immutable fields before the rest
+
 
     def default(self, obj: dict[str, Any], ctx: ServerContext) -> None:
         """Fill the fields the server defaults for this kind (create and update)."""
@@ -286,11 +288,9 @@ class BuiltinStrategy(KindStrategy):
 
     def validate_update(self, old: Mapping[str, Any], new: dict[str, Any]) -> None:
         """``metadata.uid``, labels and the like, the kind's own rules, its immutable fields."""
-        causes = (
-            _validating.validate_uid_update(old, new)
-            + validate_metadata(new)
-            + self.validate(new)
-            + self.validate_changes(old, new)
+        own, changes = self.validate(new), self.validate_changes(old, new)
+        causes = _validating.validate_uid_update(old, new) + validate_metadata(new) + (
+            changes + own if self.changes_first else own + changes
         )
         if causes:
             raise Invalid(causes)
@@ -316,6 +316,7 @@ class _Namespace(BuiltinStrategy):
 
 class _Service(BuiltinStrategy):
     name_rule = staticmethod(dns1035_label)
+    changes_first = True
 
     def prepare_update(
         self, old: Mapping[str, Any], new: dict[str, Any], ctx: ServerContext
@@ -380,14 +381,24 @@ def _qos_class(spec: Mapping[str, Any]) -> str:
 
 
 class _Secret(BuiltinStrategy):
+    changes_first = True
+
     def default(self, obj: dict[str, Any], ctx: ServerContext) -> None:
         _defaulting.default_secret(obj)
+
+    def validate(self, obj: Mapping[str, Any]) -> list[Cause]:
+        return _validating.validate_secret(obj)
 
     def validate_changes(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
         return _validating.validate_secret_update(old, new)
 
 
 class _ConfigMap(BuiltinStrategy):
+    changes_first = True
+
+    def validate(self, obj: Mapping[str, Any]) -> list[Cause]:
+        return _validating.validate_configmap(obj)
+
     def validate_changes(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
         return _validating.validate_configmap_update(old, new)
 

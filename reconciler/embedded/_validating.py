@@ -12,6 +12,7 @@ rules a client is likely to meet are implemented; this is not the whole of Kuber
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -27,6 +28,7 @@ __all__ = [
     "not_supported",
     "required",
     "selector_matches",
+    "validate_configmap",
     "validate_configmap_update",
     "validate_core_event",
     "validate_events_event",
@@ -40,6 +42,7 @@ __all__ = [
     "validate_pvc_update",
     "validate_role_binding",
     "validate_role_binding_update",
+    "validate_secret",
     "validate_secret_update",
     "validate_service",
     "validate_service_update",
@@ -352,6 +355,76 @@ def validate_service_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> l
 
 
 _IMMUTABLE_DETAIL = "field is immutable when `immutable` is set"
+_CONFIG_KEY = re.compile(r"[-._a-zA-Z0-9]+")
+_CONFIG_KEY_MSG = (
+    "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. "
+    "'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')"
+)
+MAX_DATA_SIZE = 1024 * 1024  # ConfigMap and Secret payloads
+
+
+def _config_key_causes(data: Any, field: str) -> list[Cause]:
+    causes = []
+    for key in sorted(data) if isinstance(data, Mapping) else ():
+        at = f"{field}[{key}]"
+        if len(key) > 253:
+            causes.append(invalid(at, go_quote(key), "must be no more than 253 characters"))
+        if not _CONFIG_KEY.fullmatch(key):
+            causes.append(invalid(at, go_quote(key), _CONFIG_KEY_MSG))
+        if key in (".", ".."):
+            causes.append(invalid(at, go_quote(key), f"must not be '{key}'"))
+    return causes
+
+
+def _size(data: Any) -> int:
+    if not isinstance(data, Mapping):
+        return 0
+    return sum(len(str(k)) + len(str(v or "")) for k, v in data.items())
+
+
+def _too_long(field: str) -> Cause:
+    return {
+        "reason": "FieldValueTooLong",
+        "message": f"Too long: must have at most {MAX_DATA_SIZE} bytes",
+        "field": field,
+    }
+
+
+def validate_configmap(obj: Mapping[str, Any]) -> list[Cause]:
+    """ConfigMap keys are config keys, not both in ``data`` and ``binaryData``; 1 MiB in all."""
+    data, binary = obj.get("data") or {}, obj.get("binaryData") or {}
+    causes = _config_key_causes(data, "data") + _config_key_causes(binary, "binaryData")
+    for key in sorted(set(data) & set(binary)):
+        causes.append(invalid(f"data[{key}]", go_quote(key),
+                              "duplicate of key present in binaryData"))
+    if _size(data) + _size(binary) > MAX_DATA_SIZE:
+        causes.append(_too_long(""))
+    return causes
+
+
+_SECRET_REQUIRED_KEYS = {
+    "kubernetes.io/tls": ("tls.crt", "tls.key"),
+    "kubernetes.io/dockerconfigjson": (".dockerconfigjson",),
+    "kubernetes.io/dockercfg": (".dockercfg",),
+    "kubernetes.io/ssh-auth": ("ssh-privatekey",),
+}
+
+
+def validate_secret(obj: Mapping[str, Any]) -> list[Cause]:
+    """Secret keys are config keys, 1 MiB in all, and typed Secrets carry their keys."""
+    data = obj.get("data") or {}
+    causes = _config_key_causes(data, "data")
+    if _size(data) > MAX_DATA_SIZE:
+        causes.append(_too_long("data"))
+    secret_type = obj.get("type")
+    for key in _SECRET_REQUIRED_KEYS.get(str(secret_type), ()):
+        if key not in data:
+            causes.append(required(f"data[{key}]"))
+    if secret_type == "kubernetes.io/basic-auth" and not (
+        "username" in data or "password" in data
+    ):
+        causes += [required("data[username]"), required("data[password]")]
+    return causes
 
 
 def validate_configmap_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:

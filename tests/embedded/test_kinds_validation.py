@@ -251,7 +251,8 @@ def test_secret_type_and_immutable_data() -> None:
                       "immutable": True, "data": {"k": "dg=="}})
     causes = update_causes(secret, {"type": "kubernetes.io/tls", "data": {"k": "dw=="}})
     assert [(c["reason"], c["field"]) for c in causes] == [
-        ("FieldValueInvalid", "type"), ("FieldValueForbidden", "data")]
+        ("FieldValueInvalid", "type"), ("FieldValueForbidden", "data"),
+        ("FieldValueRequired", "data[tls.crt]"), ("FieldValueRequired", "data[tls.key]")]
     assert update_causes(secret, {"metadata": {"labels": {"a": "b"}}}) == []
 
 
@@ -446,3 +447,29 @@ def test_event_rules_of_both_apis() -> None:
         ("action", "FieldValueRequired"),
         ("reason", "FieldValueRequired"),
     ]
+
+
+def test_config_keys_sizes_and_typed_secrets() -> None:
+    configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+                 "data": {"ok.key_1": "v", "bad key": "v", "both": "v"},
+                 "binaryData": {"both": "dg=="}}
+    assert [(c["field"], c["message"]) for c in create_causes(configmap)] == [
+        ("data[bad key]", 'Invalid value: "bad key": a valid config key must consist of '
+                          "alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or "
+                          "'KEY_NAME',  or 'key-name', regex used for validation is "
+                          "'[-._a-zA-Z0-9]+')"),
+        ("data[both]", 'Invalid value: "both": duplicate of key present in binaryData'),
+    ]
+    big = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+           "data": {"k": "x" * (1024 * 1024)}}
+    assert [c["reason"] for c in create_causes(big)] == ["FieldValueTooLong"]
+
+    tls = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+           "type": "kubernetes.io/tls", "stringData": {"tls.crt": "cert"}}
+    assert create_causes(tls) == [
+        {"reason": "FieldValueRequired", "message": "Required value", "field": "data[tls.key]"}]
+    tls["stringData"]["tls.key"] = "key"
+    assert create_causes(tls) == []
+    basic = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+             "type": "kubernetes.io/basic-auth"}
+    assert [c["field"] for c in create_causes(basic)] == ["data[username]", "data[password]"]
