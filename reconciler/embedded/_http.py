@@ -340,7 +340,7 @@ class ApiApplication:
             if content_type == "application/yaml":
                 return yaml.safe_load(raw)
             return json.loads(raw)
-        except (ValueError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError, yaml.YAMLError) as exc:
             raise bad_request(
                 f"the object provided is unrecognized: couldn't get version/kind; json parse "
                 f"error: {exc}"
@@ -463,6 +463,9 @@ class ApiApplication:
         table_include: str | None,
     ) -> web.StreamResponse:
         query = self._list_query(request, rt)
+        rv_text = query.resource_version
+        if rv_text and not rv_text.isdigit():
+            raise bad_request(f"invalid resource version: {rv_text}")
         timeout_text = request.query.get("timeoutSeconds")
         try:
             timeout = float(timeout_text) if timeout_text else None

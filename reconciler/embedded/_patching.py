@@ -48,7 +48,7 @@ _REJECTED = "the server rejected our request due to an error in our request"
 def _decode(body: bytes) -> Any:
     try:
         return json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise bad_request("Invalid JSON Patch") from exc
 
 
