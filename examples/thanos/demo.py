@@ -144,6 +144,7 @@ class Demo:
         self.steps: list[Step] = []
         self.service_monitors = False
         self.runtime: OperatorRuntime | None = None
+        self.seen_events: dict[str, int] = {}
 
     # --- output and waiting ------------------------------------------------------------------
 
@@ -153,8 +154,9 @@ class Demo:
         print(f"{now} +{time.monotonic() - self.started:6.2f}s  {message}", file=self.out,
               flush=True)
 
-    def step(self, name: str, check: Check) -> Step:
-        """Wait until ``check`` passes (or the timeout), record and print the step."""
+    def step(self, name: str, check: Check, *, events: bool = True) -> Step:
+        """Wait until ``check`` passes (or the timeout), record and print the step (and, with
+        ``events``, the Events the operator recorded meanwhile)."""
         began = time.monotonic()
         converged, detail = check()
         while not converged and time.monotonic() - began < self.timeout:
@@ -167,7 +169,23 @@ class Demo:
         self.say(f"  {mark} {name}: {detail} ({result.seconds:.2f}s)")
         if not converged:
             raise DemoFailedError(f"step {name!r} did not converge in {self.timeout}s: {detail}")
+        if events:
+            self.report_events()
         return result
+
+    def report_events(self) -> None:
+        """Print the Events the operator recorded on its parents since the last call."""
+        if self.runtime is not None:
+            self.runtime.wait_idle(2.0, settle=0.05)  # its Events follow the children's writes
+        events = self.client.list("v1", "Event", namespace=NAMESPACE).get("items", [])
+        for event in sorted(events, key=lambda e: int(e["metadata"]["resourceVersion"])):
+            uid, count = event["metadata"]["uid"], int(event.get("count") or 1)
+            if self.seen_events.get(uid) == count:
+                continue
+            self.seen_events[uid] = count
+            message = str(event.get("message", ""))
+            message = message if len(message) <= 110 else message[:107] + "..."
+            self.say(f"        event on {event['involvedObject']['name']}: {message}")
 
     # --- reading the cluster -----------------------------------------------------------------
 
@@ -331,7 +349,8 @@ def _script(demo: Demo) -> tuple[int, int]:
     before_reconciles = runtime.stats.total
     before = demo.server.request_counts()
     queued = runtime.resync_all()
-    demo.step("resync every parent", _resynced(runtime, before_reconciles + queued, queued))
+    demo.step("resync every parent", _resynced(runtime, before_reconciles + queued, queued),
+              events=False)
     after = demo.server.request_counts()
     writes = sum(after.get(v, 0) - before.get(v, 0) for v in WRITE_VERBS)
     reconciles = runtime.stats.total - before_reconciles

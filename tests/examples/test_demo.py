@@ -81,6 +81,12 @@ def test_the_steps_are_printed_with_timestamps(demo_run: tuple[Summary, str]) ->
     for line in step_lines:  # wall clock, then seconds since the start
         assert re.match(r"\d\d:\d\d:\d\d\.\d{3} \+ *\d+\.\d\ds  ", line), line
     assert "deleted Service observatory-query" in output
+    # The operator's Events show each repair.
+    assert "event on observatory: Created child: Service.v1 demo/observatory-query" in output
+    assert ("event on observatory: Updated child: Deployment.apps/v1 demo/observatory-query"
+            in output)
+    assert ("event on observatory: Deleted 2 children: StatefulSet.apps/v1 demo/observatory-rule, "
+            "Service.v1 demo/observatory-rule") in output
 
 
 def test_a_step_that_cannot_converge_fails_the_demo() -> None:
