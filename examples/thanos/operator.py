@@ -5,8 +5,9 @@ pure ``build`` of ``examples.thanos.builders``, the Thanos CRD installed at star
 the kinds it builds. ServiceMonitors are built only while their CRD is served:
 ``ServiceMonitorSwitch`` holds that fact for ``build`` and, once ``watch(...)`` is started next
 to the runtime, keeps it current from a CRD informer and resyncs every parent the moment the CRD
-appears or goes. ``start_operator(client)`` starts both; ``optk run`` starts only the operator
-(the toolkit's ``Operator`` has no start hook yet), so there ServiceMonitors stay off.
+appears or goes. ``start_operator(client)`` starts both (``python -m examples.thanos`` and the
+demo use it); ``optk run`` starts only the operator (the toolkit's ``Operator`` has no start hook
+yet), so there ServiceMonitors stay off.
 """
 
 from __future__ import annotations

@@ -1,0 +1,78 @@
+"""``python -m examples.thanos``: run the Thanos operator with its ServiceMonitor watch.
+
+``optk run examples.thanos.operator:operator`` runs the ``Operator`` alone; this runs it the way
+the demo does, through ``start_operator`` (the operator plus the CRD informer that turns
+ServiceMonitors on when their CRD appears), against ``--kubeconfig PATH`` (default: the usual
+kubeconfig, else in-cluster) or a fresh ``--embedded`` API server, until SIGTERM or SIGINT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from kubernetes import client as kube_client
+from kubernetes import config as kube_config
+
+from examples.thanos.operator import start_operator
+from reconciler import KubernetesClient
+from reconciler.embedded import EmbeddedApiServer
+
+_log = logging.getLogger("thanos-operator")
+
+
+def _api_client(kubeconfig: str | None) -> Any:
+    try:
+        return kube_config.new_client_from_config(  # type: ignore[no-untyped-call]
+            config_file=kubeconfig
+        )
+    except kube_config.ConfigException:
+        if kubeconfig is not None:
+            raise
+        kube_config.load_incluster_config()  # type: ignore[no-untyped-call]
+        return kube_client.ApiClient()
+
+
+def serve(api_client: Any, stop: threading.Event) -> int:
+    """Run the operator and its watch on ``api_client`` until ``stop``; the exit code."""
+    client = KubernetesClient(api_client)
+    runtime, crd_watch = start_operator(client)
+    _log.info("thanos-operator running (identity %s)", runtime.identity)
+    try:
+        while not stop.is_set() and not runtime.finished:
+            stop.wait(0.2)
+    finally:
+        crd_watch.stop()
+        clean = runtime.stop()
+    _log.info("thanos-operator stopped")
+    return 0 if clean else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse the arguments, run until a signal; 0 after a clean shutdown."""
+    parser = argparse.ArgumentParser(prog="python -m examples.thanos",
+                                     description="run the Thanos example operator")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--kubeconfig", default=None, help="kubeconfig of the cluster")
+    where.add_argument("--embedded", action="store_true", help="run a fresh embedded API server")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    if args.embedded:
+        with EmbeddedApiServer() as server:
+            _log.info("embedded API server at %s (kubeconfig %s)", server.url,
+                      server.kubeconfig_path)
+            return serve(server.api_client(), stop)
+    return serve(_api_client(args.kubeconfig), stop)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

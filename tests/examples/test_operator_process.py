@@ -1,0 +1,81 @@
+"""``python -m examples.thanos`` as a process against a cluster: children, then ServiceMonitors.
+
+The operator runs in its own process with a kubeconfig, as it would against a real cluster; the
+test plays the user: it waits for the Thanos CRD the operator installs, creates a parent, sees
+its children, installs the ServiceMonitor CRD and sees the ServiceMonitor follow without touching
+the parent, then stops the process with SIGTERM and expects a clean exit.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from examples.thanos.crds import API_VERSION, KIND, SERVICE_MONITOR_CRD
+from reconciler import KubernetesClient, NotFoundError
+from reconciler.embedded import EmbeddedApiServer
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def eventually(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def exists(client: KubernetesClient, api_version: str, kind: str, name: str) -> bool:
+    try:
+        client.get(api_version, kind, name, namespace="team")
+    except NotFoundError:
+        return False
+    return True
+
+
+@pytest.fixture
+def running() -> Iterator[tuple[KubernetesClient, subprocess.Popen[str]]]:
+    with EmbeddedApiServer() as server:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "examples.thanos", "--kubeconfig",
+             str(server.kubeconfig_path)],
+            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        )
+        try:
+            yield KubernetesClient(server.api_client()), process
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait(10)
+
+
+def test_the_operator_process_builds_children_and_follows_the_servicemonitor_crd(
+    running: tuple[KubernetesClient, subprocess.Popen[str]],
+) -> None:
+    client, process = running
+    eventually(lambda: client.is_served(API_VERSION, KIND), "the Thanos CRD")
+    client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}})
+    client.create({"apiVersion": API_VERSION, "kind": KIND,
+                   "metadata": {"name": "metrics", "namespace": "team"},
+                   "spec": {"query": {}}})
+    eventually(lambda: exists(client, "apps/v1", "Deployment", "metrics-query"), "the Deployment")
+    assert exists(client, "v1", "Service", "metrics-query")
+
+    client.create(SERVICE_MONITOR_CRD)
+    eventually(
+        lambda: exists(client, "monitoring.coreos.com/v1", "ServiceMonitor", "metrics-query"),
+        "the ServiceMonitor",
+    )
+
+    process.send_signal(signal.SIGTERM)
+    output, _ = process.communicate(timeout=30)
+    assert process.returncode == 0, output
+    assert "thanos-operator stopped" in output
