@@ -733,7 +733,8 @@ class RecordingClient:
     ``is_own_echo(event_type, obj)`` tells whether a watch event is the echo of a write made
     through this client: a created/patched/replaced object arriving with exactly the
     ``resourceVersion`` the write returned, or the deletion of an object (by uid) it deleted.
-    Each record is consumed by its echo; a bounded number are kept per object.
+    Each record is consumed by its echo; a bounded number are kept per object, and only for
+    types with an informer (when ``informers`` is given), so unwatched writes leave no record.
     """
 
     def __init__(
@@ -846,11 +847,14 @@ class RecordingClient:
             while key in self._inflight and time.monotonic() < deadline:
                 self._settled.wait(deadline - time.monotonic())
             if event_type == "DELETED":
+                self._versions.pop(key, None)
                 return self._deleted_uids.pop(str(meta.get("uid") or ""), 1) is None
             versions = self._versions.get(key)
             rv = str(meta.get("resourceVersion") or "")
             if versions and rv in versions:
                 versions.remove(rv)
+                if not versions:
+                    del self._versions[key]
                 return True
             return False
 
@@ -859,18 +863,20 @@ class RecordingClient:
     ) -> dict[str, Any]:
         if dry_run or not isinstance(result, dict):
             return result
+        informer = None
+        if self._informers is not None and result.get("kind") and result.get("apiVersion"):
+            informer = self._informers(str(result["apiVersion"]), str(result["kind"]))
         rv = _rv(result)
         with self._lock:
             if count:
                 self.writes += 1
-            if rv:
+            # Only writes to watched types have echoes to recognise (not Events, say).
+            if rv and (self._informers is None or informer is not None):
                 versions = self._versions.setdefault(self._key(result), [])
                 versions.append(rv)
                 del versions[: -self._keep]
-        if self._informers is not None and result.get("kind") and result.get("apiVersion"):
-            informer = self._informers(str(result["apiVersion"]), str(result["kind"]))
-            if informer is not None and informer.accepts(result):
-                informer.cache.upsert(result)
+        if informer is not None and informer.accepts(result):
+            informer.cache.upsert(result)
         return result
 
     @staticmethod

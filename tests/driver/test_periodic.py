@@ -3,8 +3,11 @@ before, resets on any reconcile, survives a restart, follows the ConfigMap, back
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
+
+import pytest
 
 from reconciler import KubernetesClient
 from reconciler._clocks import VirtualClock
@@ -145,8 +148,9 @@ def _failing(parent: Any) -> Any:
 
 
 def test_a_failing_parent_is_retried_by_backoff_not_by_the_timer(
-    client: KubernetesClient, ns: str
+    client: KubernetesClient, ns: str, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.WARNING, logger="optk.operator")
     clock = VirtualClock()
     operator = make_operator(ns, build=_failing, resync_interval="1h")
     with running(operator, client, clock=clock) as runtime:
@@ -162,6 +166,10 @@ def test_a_failing_parent_is_retried_by_backoff_not_by_the_timer(
         failures = runtime.stats.failures[(ns, "bad")]
         assert 4 <= failures <= 12, failures
         assert runtime.queue.retries((ns, "bad")) == failures
+        failed = [r for r in caplog.records if "reconcile failed" in r.getMessage()]
+        assert failed
+        assert all(getattr(r, "parent", None) == f"{ns}/bad" for r in failed)
+        assert all(r.getMessage().startswith(f"[{ns}/bad]") for r in failed)
         client.patch(API_VERSION, "Thing", "bad", {"spec": {"fail": None}}, patch_type=MERGE,
                      namespace=ns)
         assert wait_until(lambda: child_data(client, ns, "bad") is not None)

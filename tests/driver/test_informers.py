@@ -1,0 +1,83 @@
+"""Informers and the own-write recorder against the embedded server."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from reconciler import KubernetesClient
+from reconciler._informers import Informer, RecordingClient
+from tests.driver.conftest import wait_until
+
+MERGE = "application/merge-patch+json"
+
+
+def _cm(ns: str, name: str, **data: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": ns, "labels": {"team": "a"}},
+            "data": dict(data)}
+
+
+def test_an_informer_lists_then_follows_every_change(client: KubernetesClient, ns: str) -> None:
+    client.create(_cm(ns, "before", v="1"))
+    seen: list[tuple[str, str]] = []
+    lock = threading.Lock()
+
+    def record(event: str, old: Any, new: Any) -> None:
+        with lock:
+            seen.append((event, new["metadata"]["name"]))
+
+    informer = Informer(client, "v1", "ConfigMap", namespace=ns, label_selector="team=a")
+    informer.add_handler(record)
+    informer.start()
+    try:
+        assert informer.wait_synced(10)
+        assert seen == [("ADDED", "before")]
+        client.create(_cm(ns, "after", v="1"))
+        client.patch("v1", "ConfigMap", "before", {"data": {"v": "2"}}, patch_type=MERGE,
+                     namespace=ns)
+        client.delete("v1", "ConfigMap", "after", namespace=ns)
+        client.create({**_cm(ns, "other"), "metadata": {"name": "other", "namespace": ns}})
+        assert wait_until(lambda: len(seen) == 4)
+        assert seen[1:] == [("ADDED", "after"), ("MODIFIED", "before"), ("DELETED", "after")]
+        assert informer.cache.get(ns, "before")["data"] == {"v": "2"}  # type: ignore[index]
+        assert informer.cache.get(ns, "after") is None
+        assert informer.cache.get(ns, "other") is None  # outside the label selector
+        assert [o["metadata"]["name"] for o in informer.cache.by_label("team", "a")] == ["before"]
+    finally:
+        informer.stop()
+
+
+def test_the_echo_of_an_own_write_is_recognised_and_a_foreign_edit_is_not(
+    client: KubernetesClient, ns: str
+) -> None:
+    informer = Informer(client, "v1", "ConfigMap", namespace=ns).start()
+    recording = RecordingClient(
+        client, informers=lambda api, kind: informer if kind == "ConfigMap" else None
+    )
+    echoes: list[tuple[str, bool]] = []
+    informer.add_handler(
+        lambda event, old, new: echoes.append((event, recording.is_own_echo(event, new)))
+    )
+    try:
+        assert informer.wait_synced(10)
+        created = recording.create(_cm(ns, "mine", v="1"))
+        assert informer.cache.get(ns, "mine") == created  # written through at once
+        recording.patch("v1", "ConfigMap", "mine", {"data": {"v": "2"}}, patch_type=MERGE,
+                        namespace=ns)
+        client.patch("v1", "ConfigMap", "mine", {"data": {"v": "3"}}, patch_type=MERGE,
+                     namespace=ns)
+        recording.delete("v1", "ConfigMap", "mine", namespace=ns)
+        assert wait_until(lambda: len(echoes) == 4)
+        assert echoes == [("ADDED", True), ("MODIFIED", True), ("MODIFIED", False),
+                          ("DELETED", True)]
+        event = recording.create({"apiVersion": "v1", "kind": "Event",
+                                  "metadata": {"name": "e1", "namespace": ns},
+                                  "involvedObject": {"kind": "ConfigMap", "name": "mine",
+                                                     "namespace": ns},
+                                  "reason": "Test", "message": "m"})
+        assert event["kind"] == "Event"
+        assert recording.writes == 4
+        assert recording._versions == {}  # nothing left behind, the Event not recorded
+    finally:
+        informer.stop()
