@@ -21,7 +21,6 @@ from typing import Any
 from reconciler.embedded._kinds import Invalid, ServerContext
 
 __all__ = [
-    "default_clusterrolebinding",
     "default_daemonset",
     "default_deployment",
     "default_hpa",
@@ -32,7 +31,7 @@ __all__ = [
     "default_pod_template",
     "default_pvc",
     "default_replicaset",
-    "default_rolebinding",
+    "default_role_binding",
     "default_secret",
     "default_service",
     "default_statefulset",
@@ -500,13 +499,9 @@ def _default_subjects(obj: dict[str, Any]) -> None:
         role_ref["apiGroup"] = RBAC_GROUP
 
 
-def default_rolebinding(obj: dict[str, Any]) -> None:
-    """``SetDefaults_RoleBinding``: the RBAC API group on ``roleRef`` and User/Group subjects."""
-    _default_subjects(obj)
-
-
-def default_clusterrolebinding(obj: dict[str, Any]) -> None:
-    """``SetDefaults_ClusterRoleBinding``: as for a RoleBinding."""
+def default_role_binding(obj: dict[str, Any]) -> None:
+    """``SetDefaults_(Cluster)RoleBinding``: the RBAC API group on ``roleRef`` and on User and
+    Group subjects."""
     _default_subjects(obj)
 
 

@@ -495,7 +495,7 @@ class _Rbac(BuiltinStrategy):
 
 class _RoleBinding(_Rbac):
     def default(self, obj: dict[str, Any], ctx: ServerContext) -> None:
-        _defaulting.default_rolebinding(obj)
+        _defaulting.default_role_binding(obj)
 
     def validate(self, obj: Mapping[str, Any]) -> list[Cause]:
         cluster = self.resource_type.kind == "ClusterRoleBinding"
