@@ -23,9 +23,11 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, TextIO
 
 import attrs
+import yaml
 
 from builders import INSTANCE_LABEL, MANAGED_BY_LABEL, run_builders
 from examples.thanos import builders as thanos
@@ -39,27 +41,13 @@ NAMESPACE = "demo"
 WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
 """The verbs of ``request_counts()`` that change the cluster."""
 
-SAMPLES: tuple[dict[str, Any], ...] = (
-    {
-        "apiVersion": API_VERSION,
-        "kind": KIND,
-        "metadata": {"name": "observatory", "namespace": NAMESPACE},
-        "spec": {
-            "query": {"replicas": 2, "ingress": {"host": "query.observatory.example"}},
-            "queryFrontend": {"ingress": {"host": "thanos.observatory.example"}},
-            "storeGateway": {"storage": "20Gi"},
-            "rule": {"logLevel": "debug"},
-            "objectStorageSecret": "thanos-objstore",
-        },
-    },
-    {
-        "apiVersion": API_VERSION,
-        "kind": KIND,
-        "metadata": {"name": "edge", "namespace": NAMESPACE},
-        "spec": {"query": {}},
-    },
+SAMPLES_FILE = Path(__file__).with_name("samples.yaml")
+
+SAMPLES: tuple[dict[str, Any], ...] = tuple(
+    doc for doc in yaml.safe_load_all(SAMPLES_FILE.read_text()) if doc
 )
-"""The sample parents: every component of ``observatory``, only Query for ``edge``."""
+"""The sample parents of ``samples.yaml``: every component of ``observatory``, only Query for
+``edge``."""
 
 
 @attrs.frozen(kw_only=True)

@@ -79,3 +79,26 @@ def test_the_operator_process_builds_children_and_follows_the_servicemonitor_crd
     output, _ = process.communicate(timeout=30)
     assert process.returncode == 0, output
     assert "thanos-operator stopped" in output
+
+
+def test_optk_plan_shows_what_the_samples_would_create_and_writes_nothing() -> None:
+    from examples.thanos.crds import THANOS_CRD
+    from examples.thanos.demo import SAMPLES_FILE
+
+    with EmbeddedApiServer() as server:
+        client = KubernetesClient(server.api_client())
+        client.create(THANOS_CRD)
+        client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "demo"}})
+        objects = server.object_count()
+        done = subprocess.run(
+            [sys.executable, "-m", "reconciler", "plan", "examples.thanos.operator:operator",
+             "-f", str(SAMPLES_FILE), "--kubeconfig", str(server.kubeconfig_path)],
+            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
+            text=True, timeout=60, check=False,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "create    StatefulSet.apps/v1 demo/observatory-store-gateway" in done.stdout
+        assert "create    Deployment.apps/v1 demo/edge-query" in done.stdout
+        # edge's switched-off components are ABSENT and already missing: nothing to do.
+        assert "edge-query-frontend" not in done.stdout
+        assert server.object_count() == objects
