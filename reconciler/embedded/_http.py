@@ -12,7 +12,6 @@ client falls back. ``as=Table`` requests (kubectl get) get server-side tables.
 from __future__ import annotations
 
 import asyncio
-import datetime
 import hmac
 import json
 import logging
@@ -24,11 +23,12 @@ import yaml
 from aiohttp import web
 
 from reconciler.embedded import _discovery, _openapi
+from reconciler.embedded import _tables as tables
 from reconciler.embedded._accounting import RequestAccounting
 from reconciler.embedded._encoding import EncodeCache, encode
 from reconciler.embedded._faults import FaultInjector
 from reconciler.embedded._kinds import ResourceType
-from reconciler.embedded._operations import ListQuery, Operations
+from reconciler.embedded._operations import CRDS, ListQuery, Operations
 from reconciler.embedded._patching import APPLY_PATCH, PATCH_TYPES
 from reconciler.embedded._selectors import parse_field_selector, parse_label_selector
 from reconciler.embedded._statuses import (
@@ -116,53 +116,6 @@ def _verb(method: str, path: ResourcePath | None, watch: bool) -> str:
         "POST": "create", "PUT": "update", "PATCH": "patch",
         "DELETE": "delete" if path.name else "deletecollection",
     }.get(method, method.lower())
-
-
-def _age(timestamp: Any) -> str:
-    try:
-        created = datetime.datetime.strptime(str(timestamp), "%Y-%m-%dT%H:%M:%SZ").replace(
-            tzinfo=datetime.UTC
-        )
-    except ValueError:
-        return "<unknown>"
-    seconds = int((datetime.datetime.now(datetime.UTC) - created).total_seconds())
-    seconds = max(seconds, 0)
-    if seconds < 120:
-        return f"{seconds}s"
-    if seconds < 7200:
-        return f"{seconds // 60}m"
-    if seconds < 172800:
-        return f"{seconds // 3600}h"
-    return f"{seconds // 86400}d"
-
-
-_COLUMNS = [
-    {"name": "Name", "type": "string", "format": "name", "priority": 0,
-     "description": "Name must be unique within a namespace."},
-    {"name": "Age", "type": "string", "format": "", "priority": 0,
-     "description": "CreationTimestamp is a timestamp representing the server time when this "
-                    "object was created."},
-]
-
-
-def _table_row(obj: Mapping[str, Any], include_object: str) -> dict[str, Any]:
-    meta = obj.get("metadata") or {}
-    if include_object == "Object":
-        embedded: Mapping[str, Any] = obj
-    else:
-        embedded = {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
-                    "metadata": meta}
-    return {"cells": [meta.get("name", ""), _age(meta.get("creationTimestamp"))],
-            "object": embedded}
-
-
-def _table(items: list[Mapping[str, Any]], metadata: Mapping[str, Any], include_object: str,
-           *, columns: bool = True) -> dict[str, Any]:
-    return {
-        "kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": dict(metadata),
-        "columnDefinitions": _COLUMNS if columns else [],
-        "rows": [_table_row(obj, include_object) for obj in items],
-    }
 
 
 class ApiApplication:
@@ -382,12 +335,14 @@ class ApiApplication:
         if verb == "get":
             obj = ops.get(rt, namespace, str(path.name))
             if table:
-                return _json_response(_table([obj], {}, include))
+                return _json_response(self._table(rt, [obj], {}, include))
             return web.Response(body=self._cache.encode(obj), content_type=_JSON)
         if verb == "list":
             body = ops.list(rt, path.namespace, self._list_query(request, rt))
             if table:
-                return _json_response(_table(body["items"], body["metadata"], include))
+                return _json_response(
+                    self._table(rt, body["items"], body["metadata"], include)
+                )
             return _json_response(body)
         if verb == "watch":
             return await self._watch(request, rt, path, include if table else None)
@@ -442,6 +397,19 @@ class ApiApplication:
                                                   _content_type(request), dry_run=dry_run))
         raise method_not_allowed()
 
+    def _table(
+        self, rt: ResourceType, items: list[Mapping[str, Any]], metadata: Mapping[str, Any],
+        include: str, *, with_columns: bool = True,
+    ) -> dict[str, Any]:
+        printer_columns = None
+        if rt.is_custom:
+            crd = self.ops.storage.get(CRDS, "", f"{rt.plural}.{rt.group}") or {}
+            for version in (crd.get("spec") or {}).get("versions") or ():
+                if version.get("name") == rt.version:
+                    printer_columns = version.get("additionalPrinterColumns")
+        return tables.table(rt.kind, items, metadata, include_object=include,
+                            with_columns=with_columns, printer_columns=printer_columns)
+
     async def _delete_options(self, request: web.Request) -> dict[str, Any]:
         options: dict[str, Any] = {}
         if request.body_exists:
@@ -476,7 +444,7 @@ class ApiApplication:
             include = table_include
 
             def wrap(obj: Mapping[str, Any], first: bool) -> Mapping[str, Any]:
-                return _table([obj], {}, include, columns=first)
+                return self._table(rt, [obj], {}, include, with_columns=first)
 
         watch_request = WatchRequest(
             rt=rt,

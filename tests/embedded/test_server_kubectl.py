@@ -75,9 +75,11 @@ def test_create_get_apply_patch_delete(kubectl: Kubectl, tmp_path: Path) -> None
     manifest = tmp_path / "app.yaml"
     manifest.write_text(MANIFEST.replace("REPLICAS", "2"))
     assert "deployment.apps/web created" in kubectl("create", "-f", str(manifest)).stdout
-    table = kubectl("get", "deployments,configmaps").stdout
-    assert "deployment.apps/web" in table
-    assert "configmap/cfg" in table
+    table = kubectl("get", "deployments,configmaps").stdout.splitlines()
+    assert table[0].split() == ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]
+    assert table[1].split()[:4] == ["deployment.apps/web", "0/2", "0", "0"]
+    assert table[3].split() == ["NAME", "DATA", "AGE"]
+    assert table[4].split()[:2] == ["configmap/cfg", "1"]
     kubectl("apply", "-f", str(manifest))
     manifest.write_text(MANIFEST.replace("REPLICAS", "3"))
     assert "deployment.apps/web configured" in kubectl("apply", "-f", str(manifest)).stdout
