@@ -118,13 +118,18 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
 )
 
 StrategyFactory = Callable[[ResourceType], KindStrategy]
+_Tables = tuple[
+    dict[tuple[str, str, str], ResourceType],
+    dict[tuple[str, str], ResourceType],
+    dict[ResourceType, KindStrategy],
+]
 
 
 class Registry:
     """The ``KindRegistry`` of one server: built-in types plus the types CRDs register.
 
-    Safe to use from several threads: changes (a CRD applied or removed) swap whole tables under
-    a lock, and readers see either the old or the new table.
+    Safe to use from several threads: changes (a CRD applied or removed) are made under a lock
+    and published as one new snapshot of all tables, so a reader sees the old or the new one.
     """
 
     def __init__(
@@ -136,10 +141,9 @@ class Registry:
         self._lock = threading.Lock()
         self._strategy_factories: dict[tuple[str, str], StrategyFactory] = dict(strategies or {})
         self._builtin = builtin
-        # (group, version, plural) -> type; (apiVersion, kind) -> type; type -> strategy
-        self._by_path: dict[tuple[str, str, str], ResourceType] = {}
-        self._by_kind: dict[tuple[str, str], ResourceType] = {}
-        self._strategies: dict[ResourceType, KindStrategy] = {}
+        # One snapshot, swapped whole: (group, version, plural) -> type; (apiVersion, kind) ->
+        # type; type -> strategy.
+        self._tables: _Tables = ({}, {}, {})
         # CRD name -> the types it serves
         self._custom: dict[str, tuple[ResourceType, ...]] = {}
         self._custom_strategies: dict[ResourceType, KindStrategy] = {}
@@ -152,11 +156,12 @@ class Registry:
             for t in served:
                 by_path.setdefault((t.group, t.version, t.plural), t)
                 by_kind.setdefault((t.api_version, t.kind), t)
+        previous = self._tables[2]
         strategies: dict[ResourceType, KindStrategy] = {}
         for t in self._builtin:
-            strategies[t] = self._strategies.get(t) or self._make_strategy(t)
+            strategies[t] = previous.get(t) or self._make_strategy(t)
         strategies.update(self._custom_strategies)
-        self._by_path, self._by_kind, self._strategies = by_path, by_kind, strategies
+        self._tables = (by_path, by_kind, strategies)
 
     def _make_strategy(self, resource_type: ResourceType) -> KindStrategy:
         factory = self._strategy_factories.get((resource_type.group, resource_type.kind))
@@ -164,19 +169,19 @@ class Registry:
 
     def lookup(self, group: str, version: str, plural: str) -> ResourceType | None:
         """The type served at ``/apis/<group>/<version>/<plural>``, or None."""
-        return self._by_path.get((group, version, plural))
+        return self._tables[0].get((group, version, plural))
 
     def by_kind(self, api_version: str, kind: str) -> ResourceType | None:
         """The type for an object's ``apiVersion``/``kind``, or None."""
-        return self._by_kind.get((api_version, kind))
+        return self._tables[1].get((api_version, kind))
 
     def all_types(self) -> list[ResourceType]:
         """Every served type, built-in first, for discovery."""
-        return list(self._by_path.values())
+        return list(self._tables[0].values())
 
     def strategy(self, resource_type: ResourceType) -> KindStrategy:
         """The behaviour of a served type (a base ``KindStrategy`` for an unknown one)."""
-        found = self._strategies.get(resource_type)
+        found = self._tables[2].get(resource_type)
         return found if found is not None else KindStrategy(resource_type)
 
     def crd_applied(self, crd: Mapping[str, Any]) -> None:

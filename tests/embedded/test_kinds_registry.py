@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -92,3 +93,35 @@ def test_crd_update_replaces_its_versions() -> None:
     registry.crd_applied({**crd, "spec": {**crd["spec"], "versions": [unserved, v1]}})
     assert registry.lookup("example.com", "v1alpha1", "widgets") is None
     assert registry.lookup("example.com", "v1", "widgets") is not None
+
+
+def test_concurrent_crd_changes_never_show_a_half_built_registry() -> None:
+    registry = make_registry()
+    crd = load_fixture("customresourcedefinition.json")["sent"]
+    stop = threading.Event()
+    problems: list[str] = []
+
+    def churn() -> None:
+        while not stop.is_set():
+            registry.crd_applied(crd)
+            registry.crd_removed(crd)
+
+    def read() -> None:
+        for _ in range(3000):
+            widget = registry.lookup("example.com", "v1alpha1", "widgets")
+            if widget is not None and registry.by_kind("v1", "ConfigMap") is None:
+                problems.append("built-in type missing while a CRD type is served")
+            types = registry.all_types()
+            if len({(t.group, t.version, t.plural) for t in types}) != len(types):
+                problems.append("duplicate types")
+
+    writer = threading.Thread(target=churn)
+    writer.start()
+    readers = [threading.Thread(target=read) for _ in range(2)]
+    for reader in readers:
+        reader.start()
+    for reader in readers:
+        reader.join()
+    stop.set()
+    writer.join()
+    assert problems == []
