@@ -217,5 +217,7 @@ async def serve_watch(
                 await response.write(b"".join(lines))
             if limit is not None and sent >= limit:
                 return response
+    except ConnectionResetError:
+        return response  # the client went away (aiohttp's reset error subclasses this)
     finally:
         ops.storage.unsubscribe(deliver)
