@@ -109,14 +109,19 @@ def _unknown(
                 _unknown(item, items, definitions, f"{path}[{index}]", found, drop=drop)
 
 
-def drop_unknown_fields(obj: dict[str, Any], *, drop: bool = True) -> list[str]:
+def drop_unknown_fields(
+    obj: dict[str, Any], *, drop: bool = True, api_version: str = "", kind: str = ""
+) -> list[str]:
     """The paths (``spec.replica``, ``spec.template.spec.containers[0].imagePolicy``) of fields
     the object's built-in type does not have; with ``drop`` they are also removed, in place.
 
-    Kinds without a built-in schema (custom resources) report nothing.
+    The type is ``api_version``/``kind`` when given, else the object's own. Kinds without a
+    built-in schema (custom resources) report nothing.
     """
     definitions, by_kind = _builtin_schemas()
-    name = by_kind.get((str(obj.get("apiVersion", "")), str(obj.get("kind", ""))))
+    name = by_kind.get((
+        api_version or str(obj.get("apiVersion", "")), kind or str(obj.get("kind", ""))
+    ))
     found: list[str] = []
     if name is not None:
         _unknown(obj, definitions[name], definitions, "", found, drop=drop)

@@ -255,12 +255,18 @@ class BuiltinStrategy(KindStrategy):
 
     def unknown_fields(self, obj: Mapping[str, Any]) -> list[str]:
         """Paths of the fields the kind's 1.25 schema does not have."""
-        return _defaulting.drop_unknown_fields(dict(obj), drop=False)
+        return self._drop_unknown(dict(obj), drop=False)
+
+    def _drop_unknown(self, obj: dict[str, Any], *, drop: bool = True) -> list[str]:
+        rt = self.resource_type
+        return _defaulting.drop_unknown_fields(
+            obj, drop=drop, api_version=rt.api_version, kind=rt.kind
+        )
 
     def prepare_create(self, obj: dict[str, Any], ctx: ServerContext) -> None:
         """Drop unknown fields, reset the status of a kind with a status subresource (what was
         sent is ignored), then fill the defaults."""
-        _defaulting.drop_unknown_fields(obj)
+        self._drop_unknown(obj)
         if self.has_status_subresource:
             rt = self.resource_type
             status = _defaulting.initial_status(rt.group, rt.kind)
@@ -285,7 +291,7 @@ class BuiltinStrategy(KindStrategy):
     ) -> None:
         """Drop unknown fields, keep the stored status (status subresource) and
         creationTimestamp, then default."""
-        _defaulting.drop_unknown_fields(new)
+        self._drop_unknown(new)
         _defaulting.keep_server_fields(
             old, new, status_subresource=self.has_status_subresource
         )
@@ -303,7 +309,7 @@ class BuiltinStrategy(KindStrategy):
     def prepare_status_update(self, old: Mapping[str, Any], new: dict[str, Any]) -> None:
         """Through ``/status``: keep everything of ``old`` except ``status`` (pruned)."""
         _defaulting.keep_all_but_status(old, new)
-        _defaulting.drop_unknown_fields(new)
+        self._drop_unknown(new)
 
     def spec_changed(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
         """Whether ``generation_fields`` differ (only for kinds with a generation)."""

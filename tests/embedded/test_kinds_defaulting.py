@@ -434,3 +434,11 @@ def test_every_recorded_object_has_only_known_fields() -> None:
         returned = load_fixture(name)["returned"]
         strategy = strategy_for(returned["apiVersion"], returned["kind"])
         assert strategy.unknown_fields(returned) == [], name
+
+
+def test_unknown_fields_are_dropped_even_without_kind_in_the_body() -> None:
+    strategy = strategy_for("v1", "ConfigMap")
+    body: dict[str, Any] = {"metadata": {"name": "c"}, "data": {"a": "1"}, "junk": 1}
+    assert strategy.unknown_fields(body) == ["junk"]
+    strategy.prepare_create(body, ServerContext())
+    assert body == {"metadata": {"name": "c"}, "data": {"a": "1"}}
