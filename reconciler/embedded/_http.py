@@ -364,6 +364,7 @@ class ApiApplication:
             if _content_type(request) == APPLY_PATCH and path.subresource is None:
                 code, obj = ops.apply(rt, namespace, str(path.name), raw,
                                       field_manager=request.query.get("fieldManager"),
+                                      force=request.query.get("force", "") in _TRUE,
                                       dry_run=dry_run)
                 return _json_response(ops.served(obj, rt), status=code)
             obj = ops.patch(rt, namespace, str(path.name), raw, _content_type(request),

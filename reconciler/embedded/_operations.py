@@ -24,6 +24,7 @@ from typing import Any
 import attrs
 import yaml
 
+from reconciler.embedded._applying import apply_fields, managed_after_apply, remove_fields
 from reconciler.embedded._kinds import Invalid, KindRegistry, ResourceType, ServerContext
 from reconciler.embedded._patching import MERGE_PATCH, STRATEGIC_MERGE_PATCH, apply_patch
 from reconciler.embedded._selectors import FieldSelector, LabelSelector
@@ -60,6 +61,10 @@ _CONTINUE_TOO_OLD = (
     "results in an inconsistent list - objects that were created, modified, or deleted between "
     "the time the first chunk was returned and now may show up in the list."
 )
+
+
+ManagedFields = list[dict[str, Any]]
+"""``metadata.managedFields`` entries."""
 
 
 def copy_json(value: Any) -> Any:
@@ -276,7 +281,8 @@ class Operations:
     # -- create ---------------------------------------------------------------------------
 
     def create(
-        self, rt: ResourceType, namespace: str, body: Any, *, dry_run: bool = False
+        self, rt: ResourceType, namespace: str, body: Any, *, dry_run: bool = False,
+        managed_fields: ManagedFields | None = None,
     ) -> dict[str, Any]:
         """POST: a new object with server metadata, defaults and validation; 201 body."""
         obj = self._check_body(rt, body, namespace, None)
@@ -290,6 +296,8 @@ class Operations:
         for field in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds",
                       "selfLink", "managedFields"):
             meta.pop(field, None)
+        if managed_fields:
+            meta["managedFields"] = managed_fields
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now_timestamp()
         if rt.has_generation:
@@ -345,12 +353,12 @@ class Operations:
 
     def apply(
         self, rt: ResourceType, namespace: str, name: str, body: bytes, *,
-        field_manager: str | None, dry_run: bool = False,
+        field_manager: str | None, force: bool = False, dry_run: bool = False,
     ) -> tuple[int, dict[str, Any]]:
-        """Server-side apply, simplified: create when missing, else merge the applied config.
+        """Server-side apply: create when missing, else merge the applied configuration.
 
-        Field ownership is not tracked: there are no apply conflicts and fields an earlier
-        apply set are not removed when a later one omits them (see the docs' differences).
+        Field ownership per apply manager is kept in ``metadata.managedFields`` (``_applying``):
+        conflicts answer 409 unless ``force``; fields the manager no longer applies are removed.
         Returns the HTTP code (201 when created) and the object.
         """
         if not field_manager:
@@ -371,14 +379,20 @@ class Operations:
         with self.storage.lock:
             existing = self.storage.get(self.bucket(rt), namespace if rt.namespaced else "",
                                         name)
+            owned, removed = apply_fields(existing, applied, manager=field_manager, force=force)
+            managed = managed_after_apply(existing, manager=field_manager,
+                                          api_version=rt.api_version, owned=owned, force=force)
             if existing is None:
                 obj = self._check_body(rt, applied, namespace, name)
-                return 201, self.create(rt, namespace, obj, dry_run=dry_run)
+                return 201, self.create(rt, namespace, obj, dry_run=dry_run,
+                                        managed_fields=managed)
             patch_type = MERGE_PATCH if rt.is_custom else STRATEGIC_MERGE_PATCH
             raw = json.dumps(applied).encode()
             patched = apply_patch(self.served(existing, rt), raw, patch_type, rt)
             new = self._check_body(rt, patched, namespace, name)
-            return 200, self._update(rt, existing, new, subresource=None, dry_run=dry_run)
+            remove_fields(new, removed)
+            return 200, self._update(rt, existing, new, subresource=None, dry_run=dry_run,
+                                     managed_fields=managed)
 
     # -- the scale subresource -------------------------------------------------------------
 
@@ -423,6 +437,7 @@ class Operations:
     def _update(
         self, rt: ResourceType, old: Mapping[str, Any], new: dict[str, Any], *,
         subresource: str | None, dry_run: bool,
+        managed_fields: ManagedFields | None = None,
     ) -> dict[str, Any]:
         old_meta = _meta(old)
         name = str(old_meta.get("name"))
@@ -449,6 +464,10 @@ class Operations:
                 else:
                     meta.pop(field, None)
             meta.pop("managedFields", None)
+            if managed_fields is not None:
+                meta["managedFields"] = managed_fields
+            elif "managedFields" in old_meta:
+                meta["managedFields"] = copy_json(old_meta["managedFields"])
             if "status" in rt.subresources:
                 if "status" in old:
                     new["status"] = copy_json(old["status"])

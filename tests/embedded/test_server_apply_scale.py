@@ -33,6 +33,34 @@ def test_apply_creates_then_is_a_no_op(raw: RawClient, kube_namespace: str) -> N
     assert changed["data"]["key"] == "b"
 
 
+def _comparable(obj: dict[str, object]) -> dict[str, object]:
+    meta = dict(obj["metadata"])  # type: ignore[arg-type]
+    for key in ("uid", "resourceVersion", "creationTimestamp", "namespace"):
+        meta.pop(key, None)
+    meta["managedFields"] = [
+        {k: v for k, v in entry.items() if k != "time"}
+        for entry in meta.get("managedFields", [])  # type: ignore[attr-defined]
+        if entry["operation"] == "Apply"
+    ]
+    return {**obj, "metadata": meta}
+
+
+def test_apply_replays_the_recorded_ownership(raw: RawClient, kube_namespace: str) -> None:
+    """Create, no-op, conflict, force, and removal of fields op-a no longer applies."""
+    steps = load_fixture("server-side-apply.json")["steps"][:5]
+    base = f"/api/v1/namespaces/{kube_namespace}/configmaps/ssa-demo"
+    for step in steps:
+        request = step["request"]
+        query = "&".join(f"{k}={v}" for k, v in request["query"].items())
+        code, body = raw.json("PATCH", f"{base}?{query}", raw=request["body"].encode(),
+                              content_type=APPLY)
+        assert code == step["status"], step["note"]
+        if code == 409:
+            assert body == step["response"]
+        else:
+            assert _comparable(body) == _comparable(step["response"]), step["note"]
+
+
 def test_apply_without_field_manager_is_invalid(raw: RawClient, kube_namespace: str) -> None:
     step = _ssa_step("apply without fieldManager: 422 Invalid (PatchOptions)")
     code, body = raw.json("PATCH", f"/api/v1/namespaces/{kube_namespace}/configmaps/x",
