@@ -31,8 +31,11 @@ from reconciler.embedded._names import validate_metadata_name as _validate_name
 from reconciler.embedded._validating import (
     Cause,
     invalid,
+    json_type_matches,
+    json_type_name,
     not_supported,
     required,
+    type_invalid,
     validate_uid_update,
 )
 
@@ -275,38 +278,6 @@ def default_from_schema(value: Any, schema: Mapping[str, Any] | None) -> Any:
     return value
 
 
-_JSON_TYPES = {
-    "object": (dict,),
-    "array": (list,),
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-}
-
-
-def _json_type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
-
-
-def _type_matches(value: Any, expected: str) -> bool:
-    if isinstance(value, bool) and expected in ("integer", "number"):
-        return False
-    if expected == "integer" and isinstance(value, float):
-        return value.is_integer()
-    return isinstance(value, _JSON_TYPES.get(expected, (object,)))
-
-
 def validate_against_schema(
     value: Any, schema: Mapping[str, Any] | None, path: str = ""
 ) -> list[Cause]:
@@ -322,14 +293,14 @@ def validate_against_schema(
     expected = schema.get("type")
     if value is None:
         if expected and not schema.get("nullable"):
-            return [_type_invalid(path, name, "null", str(expected))]
+            return [type_invalid(path, "null", str(expected))]
         return []
     if schema.get("x-kubernetes-int-or-string"):
         if not isinstance(value, (int, str)) or isinstance(value, bool):
-            actual = _json_type_name(value)
-            return [_type_invalid(path, name, actual, "integer,string")]
-    elif expected and not _type_matches(value, str(expected)):
-        return [_type_invalid(path, name, _json_type_name(value), str(expected))]
+            actual = json_type_name(value)
+            return [type_invalid(path, actual, "integer,string")]
+    elif expected and not json_type_matches(value, str(expected)):
+        return [type_invalid(path, json_type_name(value), str(expected))]
     causes: list[Cause] = []
     enum = schema.get("enum")
     if isinstance(enum, list) and value not in enum:
@@ -413,17 +384,6 @@ def _enum_repr(value: Any) -> str:
 
 def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
-
-
-def _type_invalid(path: str, name: str, actual: str, expected: str) -> Cause:
-    return {
-        "reason": "FieldValueTypeInvalid",
-        "message": (
-            f"Invalid value: {go_quote(actual)}: {name} in body must be of type {expected}: "
-            f"{go_quote(actual)}"
-        ),
-        "field": path,
-    }
 
 
 def list_map_keys(schema: Mapping[str, Any] | None) -> ListMapKeys:

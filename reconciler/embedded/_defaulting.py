@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.embedded._kinds import Invalid, ServerContext
+from reconciler.embedded._validating import json_type_matches, json_type_name, type_invalid
 
 __all__ = [
+    "decode_builtin",
     "default_daemonset",
     "default_deployment",
     "default_hpa",
@@ -42,6 +44,7 @@ __all__ = [
     "keep_creation_timestamp",
     "keep_server_fields",
     "keep_status",
+    "wrong_types",
 ]
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
@@ -77,36 +80,79 @@ def _resolve(schema: Mapping[str, Any], definitions: Mapping[str, Any]) -> Mappi
     return schema
 
 
-def _unknown(
+def _schema_types(schema: Mapping[str, Any]) -> list[str] | None:
+    """The JSON types a (resolved) schema allows, ``None`` when free-form."""
+    if "oneOf" in schema:
+        allowed: list[str] = []
+        for branch in schema["oneOf"]:
+            types = _schema_types(branch) if isinstance(branch, Mapping) else None
+            if types is None:
+                return None
+            allowed.extend(types)
+        return allowed
+    declared = schema.get("type")
+    if declared is None:
+        return None
+    return [declared] if isinstance(declared, str) else [str(t) for t in declared]
+
+
+class _Findings:
+    def __init__(self, *, drop: bool) -> None:
+        self.drop = drop
+        self.unknown: list[str] = []
+        self.wrong_types: list[dict[str, str]] = []
+
+
+def _walk(
     value: Any,
     schema: Mapping[str, Any],
     definitions: Mapping[str, Any],
     path: str,
-    found: list[str],
-    *,
-    drop: bool,
+    findings: _Findings,
 ) -> None:
     schema = _resolve(schema, definitions)
+    if value is None:
+        return  # null decodes to the zero value
+    types = _schema_types(schema)
+    if types is not None and not any(
+        json_type_matches(value, t) for t in types if t != "null"
+    ):
+        expected = ",".join(t for t in types if t != "null")
+        findings.wrong_types.append(type_invalid(path, json_type_name(value), expected))
+        return
     if isinstance(value, dict):
         properties = schema.get("properties")
         additional = schema.get("additionalProperties")
         if isinstance(properties, Mapping):
             for key in [k for k in value if k not in properties]:
-                found.append(f"{path}.{key}" if path else str(key))
-                if drop:
+                findings.unknown.append(f"{path}.{key}" if path else str(key))
+                if findings.drop:
                     del value[key]
             for key, item in value.items():
                 if key in properties:
                     child = f"{path}.{key}" if path else str(key)
-                    _unknown(item, properties[key], definitions, child, found, drop=drop)
+                    _walk(item, properties[key], definitions, child, findings)
         elif isinstance(additional, Mapping):
             for key, item in value.items():
-                _unknown(item, additional, definitions, f"{path}.{key}", found, drop=drop)
+                _walk(item, additional, definitions, f"{path}.{key}", findings)
     elif isinstance(value, list):
         items = schema.get("items")
         if isinstance(items, Mapping):
             for index, item in enumerate(value):
-                _unknown(item, items, definitions, f"{path}[{index}]", found, drop=drop)
+                _walk(item, items, definitions, f"{path}[{index}]", findings)
+
+
+def _check_builtin(
+    obj: dict[str, Any], *, drop: bool, api_version: str, kind: str
+) -> _Findings:
+    definitions, by_kind = _builtin_schemas()
+    name = by_kind.get((
+        api_version or str(obj.get("apiVersion", "")), kind or str(obj.get("kind", ""))
+    ))
+    findings = _Findings(drop=drop)
+    if name is not None:
+        _walk(obj, definitions[name], definitions, "", findings)
+    return findings
 
 
 def drop_unknown_fields(
@@ -118,14 +164,25 @@ def drop_unknown_fields(
     The type is ``api_version``/``kind`` when given, else the object's own. Kinds without a
     built-in schema (custom resources) report nothing.
     """
-    definitions, by_kind = _builtin_schemas()
-    name = by_kind.get((
-        api_version or str(obj.get("apiVersion", "")), kind or str(obj.get("kind", ""))
-    ))
-    found: list[str] = []
-    if name is not None:
-        _unknown(obj, definitions[name], definitions, "", found, drop=drop)
-    return found
+    return _check_builtin(obj, drop=drop, api_version=api_version, kind=kind).unknown
+
+
+def wrong_types(
+    obj: Mapping[str, Any], *, api_version: str = "", kind: str = ""
+) -> list[dict[str, str]]:
+    """``FieldValueTypeInvalid`` causes for values of the wrong JSON type (``spec.replicas:
+    "three"``), which a real server cannot decode into its Go types."""
+    return _check_builtin(
+        dict(obj), drop=False, api_version=api_version, kind=kind
+    ).wrong_types
+
+
+def decode_builtin(obj: dict[str, Any], *, api_version: str, kind: str) -> None:
+    """What decoding into the Go types does to a body, in one pass: ``Invalid`` for values of
+    the wrong type, unknown fields dropped (in place)."""
+    findings = _check_builtin(obj, drop=True, api_version=api_version, kind=kind)
+    if findings.wrong_types:
+        raise Invalid(findings.wrong_types)
 
 
 def _child(obj: dict[str, Any], key: str) -> dict[str, Any]:

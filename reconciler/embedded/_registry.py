@@ -255,18 +255,19 @@ class BuiltinStrategy(KindStrategy):
 
     def unknown_fields(self, obj: Mapping[str, Any]) -> list[str]:
         """Paths of the fields the kind's 1.25 schema does not have."""
-        return self._drop_unknown(dict(obj), drop=False)
-
-    def _drop_unknown(self, obj: dict[str, Any], *, drop: bool = True) -> list[str]:
         rt = self.resource_type
         return _defaulting.drop_unknown_fields(
-            obj, drop=drop, api_version=rt.api_version, kind=rt.kind
+            dict(obj), drop=False, api_version=rt.api_version, kind=rt.kind
         )
 
+    def _decode(self, obj: dict[str, Any]) -> None:
+        rt = self.resource_type
+        _defaulting.decode_builtin(obj, api_version=rt.api_version, kind=rt.kind)
+
     def prepare_create(self, obj: dict[str, Any], ctx: ServerContext) -> None:
-        """Drop unknown fields, reset the status of a kind with a status subresource (what was
-        sent is ignored), then fill the defaults."""
-        self._drop_unknown(obj)
+        """Refuse values of the wrong type, drop unknown fields, reset the status of a kind with
+        a status subresource (what was sent is ignored), then fill the defaults."""
+        self._decode(obj)
         if self.has_status_subresource:
             rt = self.resource_type
             status = _defaulting.initial_status(rt.group, rt.kind)
@@ -289,9 +290,9 @@ class BuiltinStrategy(KindStrategy):
     def prepare_update(
         self, old: Mapping[str, Any], new: dict[str, Any], ctx: ServerContext
     ) -> None:
-        """Drop unknown fields, keep the stored status (status subresource) and
-        creationTimestamp, then default."""
-        self._drop_unknown(new)
+        """Refuse values of the wrong type, drop unknown fields, keep the stored status (status
+        subresource) and creationTimestamp, then default."""
+        self._decode(new)
         _defaulting.keep_server_fields(
             old, new, status_subresource=self.has_status_subresource
         )
@@ -309,7 +310,8 @@ class BuiltinStrategy(KindStrategy):
     def prepare_status_update(self, old: Mapping[str, Any], new: dict[str, Any]) -> None:
         """Through ``/status``: keep everything of ``old`` except ``status`` (pruned)."""
         _defaulting.keep_all_but_status(old, new)
-        self._drop_unknown(new)
+        rt = self.resource_type
+        _defaulting.drop_unknown_fields(new, api_version=rt.api_version, kind=rt.kind)
 
     def spec_changed(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
         """Whether ``generation_fields`` differ (only for kinds with a generation)."""

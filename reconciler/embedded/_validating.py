@@ -25,9 +25,12 @@ __all__ = [
     "go_selector",
     "go_string_list",
     "invalid",
+    "json_type_matches",
+    "json_type_name",
     "not_supported",
     "required",
     "selector_matches",
+    "type_invalid",
     "validate_configmap",
     "validate_configmap_update",
     "validate_core_event",
@@ -137,6 +140,53 @@ def go_selector(selector: Any) -> str:
 def _json_repr(value: Any) -> str:
     # Where the real message is a Go struct dump too long to mimic, the value as compact JSON.
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+_JSON_TYPES = {
+    "object": (dict,),
+    "array": (list,),
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+}
+
+
+def json_type_name(value: Any) -> str:
+    """The JSON type of a decoded value: ``null``, ``boolean``, ``integer``, ``number``, ..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def json_type_matches(value: Any, expected: str) -> bool:
+    """Whether a decoded value has the JSON-schema type ``expected`` (``1.0`` is an integer)."""
+    if isinstance(value, bool) and expected in ("integer", "number"):
+        return False
+    if expected == "integer" and isinstance(value, float):
+        return value.is_integer()
+    return isinstance(value, _JSON_TYPES.get(expected, (object,)))
+
+
+def type_invalid(path: str, actual: str, expected: str) -> Cause:
+    """A ``FieldValueTypeInvalid`` cause in kube-openapi's wording."""
+    name = path or "<root>"
+    return {
+        "reason": "FieldValueTypeInvalid",
+        "message": (
+            f"Invalid value: {go_quote(actual)}: {name} in body must be of type {expected}: "
+            f"{go_quote(actual)}"
+        ),
+        "field": path,
+    }
 
 
 # --- selectors -------------------------------------------------------------------------------

@@ -377,3 +377,24 @@ def test_server_invalid_message_deduplicates(recorded_namespace: Raw) -> None:
     status, got = raw.send("PATCH", path, step["request"]["body"], step["request"]["contentType"])
     assert status == 422
     assert got["message"] == step["response"]["message"].replace("imm-cm", "uid-cm")
+
+
+def test_server_refuses_a_patch_with_a_wrong_type(recorded_namespace: Raw) -> None:
+    # patch-types.json "type error in a patch": 422 Invalid (the real message quotes the whole
+    # patched object; ours names the field).
+    raw = recorded_namespace
+    step = next(s for s in load_fixture("patch-types.json")["steps"]
+                if s["note"] == "type error in a patch")
+    deployment = {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "patch-demo"},
+        "spec": {"selector": {"matchLabels": {"app": "p"}},
+                 "template": {"metadata": {"labels": {"app": "p"}},
+                              "spec": {"containers": [{"name": "b", "image": "busybox:1.36"}]}}},
+    }
+    before = _create(raw, "/apis/apps/v1/namespaces/fixtures/deployments", deployment)
+    request = step["request"]
+    status, got = raw.send("PATCH", request["path"], request["body"], request["contentType"])
+    assert (status, got["reason"]) == (step["status"], step["response"]["reason"])
+    assert got["details"]["causes"][0]["field"] == "spec.replicas"
+    after = raw.send("GET", request["path"])[1]
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]

@@ -35,8 +35,8 @@ def strategy_for(api_version: str, kind: str) -> KindStrategy:
 def create_causes(obj: dict[str, Any]) -> list[dict[str, str]]:
     obj = copy.deepcopy(obj)
     strategy = strategy_for(obj["apiVersion"], obj["kind"])
-    strategy.prepare_create(obj, ServerContext())
-    try:
+    try:  # as the server does: both steps may refuse the object
+        strategy.prepare_create(obj, ServerContext())
         strategy.validate_create(obj)
     except Invalid as error:
         return error.causes
@@ -58,8 +58,8 @@ def update_causes(
     """Causes of a merge patch of ``old`` (only the shallow merges the recordings use)."""
     new = merge_patch(old, patch)
     strategy = strategy_for(old["apiVersion"], old["kind"])
-    strategy.prepare_update(old, new, ctx or ServerContext())
     try:
+        strategy.prepare_update(old, new, ctx or ServerContext())
         strategy.validate_update(old, new)
     except Invalid as error:
         return error.causes
@@ -473,3 +473,31 @@ def test_config_keys_sizes_and_typed_secrets() -> None:
     basic = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
              "type": "kubernetes.io/basic-auth"}
     assert [c["field"] for c in create_causes(basic)] == ["data[username]", "data[password]"]
+
+
+def test_values_of_the_wrong_type_are_refused_before_defaulting() -> None:
+    deployment = {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+        "spec": {"replicas": "three", "selector": {"matchLabels": {"app": "x"}},
+                 "template": {"metadata": {"labels": {"app": "x"}},
+                              "spec": {"containers": [{"name": "c", "image": "i",
+                                                       "ports": [{"containerPort": "80"}]}]}}},
+    }
+    assert create_causes(deployment) == [
+        {"reason": "FieldValueTypeInvalid",
+         "message": 'Invalid value: "string": spec.replicas in body must be of type integer: '
+                    '"string"',
+         "field": "spec.replicas"},
+        {"reason": "FieldValueTypeInvalid",
+         "message": 'Invalid value: "string": spec.template.spec.containers[0].ports[0]'
+                    '.containerPort in body must be of type integer: "string"',
+         "field": "spec.template.spec.containers[0].ports[0].containerPort"},
+    ]
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+               "spec": {"ports": [{"port": 80, "targetPort": "http", "nodePort": None}]}}
+    assert create_causes(service) == []  # int-or-string, and null decodes to zero
+    configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+                 "data": {"n": 1}}
+    assert [c["field"] for c in create_causes(configmap)] == ["data.n"]
+    old = created({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}})
+    assert [c["field"] for c in update_causes(old, {"data": ["a"]})] == ["data"]
