@@ -218,8 +218,9 @@ Cause = _validating.Cause
 class BuiltinStrategy(KindStrategy):
     """The behaviour shared by built-in kinds; subclasses supply the per-kind steps.
 
-    Create: a kind with a status subresource starts from its initial status (what was sent is
-    dropped), then ``default``. Update through the main resource: the stored status and
+    Every write is first "decoded" against the kind's 1.25 schema: values of the wrong type are
+    refused, unknown fields dropped. Create: a kind with a status subresource starts from its
+    initial status (what was sent is dropped), then ``default_on_create``. Update through the main resource: the stored status and
     ``creationTimestamp`` are kept, then ``default``. Validation: the name (``name_rule``) on
     create, ``metadata.uid`` on update, ``validate`` on both, and ``validate_changes`` (immutable
     fields) on update. ``generation`` follows ``generation_fields``.
@@ -227,7 +228,6 @@ class BuiltinStrategy(KindStrategy):
 
     name_rule: NameRule = staticmethod(dns1123_subdomain)
     changes_first: bool = False  # the order of the causes: immutable fields before the rest
-
 
     def default(self, obj: dict[str, Any], ctx: ServerContext) -> None:
         """Fill the fields the server defaults for this kind (create and update)."""
