@@ -220,10 +220,11 @@ class BuiltinStrategy(KindStrategy):
 
     Every write is first "decoded" against the kind's 1.25 schema: values of the wrong type are
     refused, unknown fields dropped. Create: a kind with a status subresource starts from its
-    initial status (what was sent is dropped), then ``default_on_create``. Update through the main resource: the stored status and
-    ``creationTimestamp`` are kept, then ``default``. Validation: the name (``name_rule``) on
-    create, ``metadata.uid`` on update, ``validate`` on both, and ``validate_changes`` (immutable
-    fields) on update. ``generation`` follows ``generation_fields``.
+    initial status (what was sent is dropped), then ``default_on_create``. Update through the
+    main resource: the stored status and ``creationTimestamp`` are kept, then ``default``.
+    Validation: the name (``name_rule``) on create, ``metadata.uid`` on update, ``validate`` on
+    both, and ``validate_changes`` (immutable fields) on update. ``generation`` follows
+    ``generation_fields``.
     """
 
     name_rule: NameRule = staticmethod(dns1123_subdomain)
