@@ -230,10 +230,10 @@ class Operator:
         metrics_port: int | None = None,
     ) -> int:
         """Run until SIGTERM/SIGINT (or lost leadership); returns the process exit code."""
-        stop = threading.Event()
+        stop = _StopFlag()
         if threading.current_thread() is threading.main_thread():
             for signum in (signal.SIGTERM, signal.SIGINT):
-                signal.signal(signum, lambda *_: stop.set())
+                signal.signal(signum, stop.on_signal)
         if embedded:
             from reconciler.embedded import EmbeddedApiServer
 
@@ -256,19 +256,31 @@ class Operator:
             api_client = kube_client.ApiClient()
         return self._run_with(api_client, stop, metrics_port)
 
-    def _run_with(self, api_client: Any, stop: threading.Event, metrics_port: int | None) -> int:
+    def _run_with(self, api_client: Any, stop: _StopFlag, metrics_port: int | None) -> int:
         from reconciler._kubernetes import KubernetesClient
 
         runtime = self.start(KubernetesClient(api_client), metrics_port=metrics_port)
         _log.info("operator %s started (identity %s)", self.name, runtime.identity)
         try:
-            while not stop.is_set() and not runtime.finished:
-                stop.wait(0.5)
+            while not stop.requested and not runtime.finished:
+                time.sleep(0.2)  # a signal interrupts the sleep and runs its handler
         finally:
             clean = runtime.stop(timeout=self.shutdown_timeout)
-        lost = runtime.finished and not stop.is_set()
+        lost = not stop.requested
         _log.info("operator %s stopped%s", self.name, " (leadership lost)" if lost else "")
         return 1 if lost or not clean else 0
+
+
+class _StopFlag:
+    """Set by SIGTERM/SIGINT. A plain attribute: a handler must take no lock the interrupted
+    main thread may hold (``Event.set`` could deadlock against ``Event.wait``)."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def on_signal(self, signum: int, frame: Any) -> None:
+        """The signal handler."""
+        self.requested = True
 
 
 @attrs.define

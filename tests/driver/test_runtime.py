@@ -164,7 +164,9 @@ def test_optk_run_serves_an_operator_until_sigterm() -> None:
             if "started" in raw:
                 break
         process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=30) == 0
+        code = process.wait(timeout=30)
+        rest = process.stderr.read()
+        assert code == 0, rest[-3000:]
     finally:
         if process.poll() is None:
             process.kill()
