@@ -30,6 +30,7 @@ from reconciler.embedded._faults import FaultInjector
 from reconciler.embedded._kinds import ResourceType
 from reconciler.embedded._operations import CRDS, ListQuery, Operations
 from reconciler.embedded._patching import APPLY_PATCH, PATCH_TYPES
+from reconciler.embedded._protobuf import PROTOBUF, UnsupportedProtobuf, decode_object
 from reconciler.embedded._selectors import parse_field_selector, parse_label_selector
 from reconciler.embedded._statuses import (
     ApiStatusError,
@@ -50,7 +51,7 @@ MAX_BODY_BYTES = 3 * 1024 * 1024
 
 _JSON = "application/json"
 _NOT_FOUND_TEXT = "404 page not found\n"
-_WRITE_TYPES = (_JSON, "application/yaml", "*/*", "")
+_WRITE_TYPES = (_JSON, "application/yaml", PROTOBUF, "*/*", "")
 _TRUE = ("true", "1")
 
 
@@ -288,7 +289,13 @@ class ApiApplication:
         ))
 
     @staticmethod
-    def _decode_object(raw: bytes, content_type: str) -> Any:
+    def _decode_object(raw: bytes, content_type: str, rt: ResourceType | None = None) -> Any:
+        if content_type == PROTOBUF:
+            try:
+                return decode_object(raw, api_version=rt.api_version if rt else "",
+                                     kind=rt.kind if rt else "")
+            except (UnsupportedProtobuf, UnicodeDecodeError) as exc:
+                raise unsupported_media_type([_JSON, "application/yaml"]) from exc
         try:
             if content_type == "application/yaml":
                 return yaml.safe_load(raw)
@@ -350,13 +357,13 @@ class ApiApplication:
             if path.name is not None:
                 raise method_not_allowed()
             raw = await self._read_body(request, allowed=_WRITE_TYPES)
-            obj = ops.create(rt, namespace, self._decode_object(raw, _content_type(request)),
+            obj = ops.create(rt, namespace, self._decode_object(raw, _content_type(request), rt),
                              dry_run=dry_run)
             return _json_response(ops.served(obj, rt), status=201)
         if verb == "update":
             raw = await self._read_body(request, allowed=_WRITE_TYPES)
             obj = ops.update(rt, namespace, str(path.name),
-                             self._decode_object(raw, _content_type(request)),
+                             self._decode_object(raw, _content_type(request), rt),
                              subresource=path.subresource, dry_run=dry_run)
             return _json_response(ops.served(obj, rt))
         if verb == "patch":
@@ -390,7 +397,7 @@ class ApiApplication:
             return _json_response(ops.get_scale(rt, namespace, name))
         if verb == "update":
             raw = await self._read_body(request, allowed=_WRITE_TYPES)
-            body = self._decode_object(raw, _content_type(request))
+            body = self._decode_object(raw, _content_type(request), rt)
             return _json_response(ops.update_scale(rt, namespace, name, body, dry_run=dry_run))
         if verb == "patch":
             raw = await self._read_body(request, allowed=PATCH_TYPES)

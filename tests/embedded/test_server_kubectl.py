@@ -108,6 +108,25 @@ def test_server_side_apply_and_scale(kubectl: Kubectl, tmp_path: Path) -> None:
     assert dep["spec"]["replicas"] == 4
 
 
+def test_typed_generators_send_protobuf(kubectl: Kubectl) -> None:
+    kubectl("create", "configmap", "gen", "--from-literal=a=b")
+    kubectl("create", "secret", "generic", "sec", "--from-literal=p=q")
+    kubectl("create", "serviceaccount", "robot")
+    cfg = json.loads(kubectl("get", "configmap", "gen", "-o", "json").stdout)
+    assert cfg["data"] == {"a": "b"}
+    assert set(cfg["metadata"]) == {"name", "namespace", "uid", "resourceVersion",
+                                    "creationTimestamp"}
+    sec = json.loads(kubectl("get", "secret", "sec", "-o", "json").stdout)
+    assert sec["data"] == {"p": "cQ=="}
+    assert sec["type"] == "Opaque"
+    assert kubectl("get", "serviceaccount", "robot", "-o", "name").stdout.strip() == (
+        "serviceaccount/robot"
+    )
+    refused = kubectl("create", "deployment", "d", "--image=nginx", check=False)
+    assert refused.returncode != 0
+    assert "unknown format" in refused.stderr
+
+
 def test_server_side_dry_run(kubectl: Kubectl) -> None:
     out = kubectl("apply", "--dry-run=server", "-f", "-",
                   stdin="apiVersion: v1\nkind: ConfigMap\nmetadata: {name: dry}\n").stdout
