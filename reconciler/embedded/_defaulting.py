@@ -436,9 +436,7 @@ def default_service(obj: dict[str, Any], ctx: ServerContext, *, creating: bool =
     ports_before = set(ctx.allocated_node_ports)
     try:
         _allocate_cluster_ip(spec, ctx, creating=creating)
-        if spec["type"] == "NodePort" or (
-            spec["type"] == "LoadBalancer" and spec["allocateLoadBalancerNodePorts"]
-        ):
+        if _needs_node_ports(spec):
             _allocate_node_ports(spec, ctx, creating=creating)
     except Invalid:
         # Nothing of a rejected Service stays allocated.
@@ -496,16 +494,40 @@ def invalid_cause(field: str, value_repr: str, detail: str) -> dict[str, str]:
     }
 
 
+def _needs_cluster_ip(spec: Mapping[str, Any]) -> bool:
+    return bool(spec.get("type", "ClusterIP") != "ExternalName")
+
+
+def _needs_node_ports(spec: Mapping[str, Any]) -> bool:
+    service_type = spec.get("type", "ClusterIP")
+    return service_type == "NodePort" or (
+        service_type == "LoadBalancer" and bool(spec.get("allocateLoadBalancerNodePorts", True))
+    )
+
+
 def keep_allocated_service_values(old: Mapping[str, Any], new: dict[str, Any]) -> None:
     """An update that leaves out ``clusterIP``/``clusterIPs`` or a port's ``nodePort`` keeps
-    the allocated values (node ports matched by port name), as ``patchAllocatedValues`` does."""
+    the allocated values (node ports matched by port name), as ``patchAllocatedValues`` does;
+    a type change that no longer uses them clears the ones left as they were, as
+    ``dropTypeDependentFields`` does (the values are not returned to the pools)."""
     old_spec = old.get("spec") or {}
     new_spec = _child(new, "spec")
-    if not new_spec.get("clusterIP") and not new_spec.get("clusterIPs"):
+    if _needs_cluster_ip(old_spec) and not _needs_cluster_ip(new_spec):
+        if new_spec.get("clusterIPs") in (None, old_spec.get("clusterIPs")):
+            for key in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"):
+                new_spec.pop(key, None)
+    elif not new_spec.get("clusterIP") and not new_spec.get("clusterIPs"):
         for key in ("clusterIP", "clusterIPs"):
             if key in old_spec:
                 new_spec[key] = copy.deepcopy(old_spec[key])
     old_ports = {p.get("name", ""): p.get("nodePort") for p in _items(old_spec, "ports")}
+    if _needs_node_ports(old_spec) and not _needs_node_ports(new_spec):
+        for port in _items(new_spec, "ports"):
+            if port.get("nodePort") is not None and port.get("nodePort") == old_ports.get(
+                port.get("name", "")
+            ):
+                del port["nodePort"]
+        return
     used = {p.get("nodePort") for p in _items(new_spec, "ports") if p.get("nodePort")}
     for port in _items(new_spec, "ports"):
         kept = old_ports.get(port.get("name", ""))

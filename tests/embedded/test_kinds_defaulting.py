@@ -442,3 +442,25 @@ def test_unknown_fields_are_dropped_even_without_kind_in_the_body() -> None:
     assert strategy.unknown_fields(body) == ["junk"]
     strategy.prepare_create(body, ServerContext())
     assert body == {"metadata": {"name": "c"}, "data": {"a": "1"}}
+
+
+def test_type_changes_clear_what_the_new_type_does_not_use() -> None:
+    ctx = ServerContext()
+    strategy = strategy_for("v1", "Service")
+    node_port = created(service("np", type="NodePort"), ctx)
+    to_cluster_ip = merge_patch(node_port, {"spec": {"type": "ClusterIP"}})
+    strategy.prepare_update(node_port, to_cluster_ip, ctx)
+    strategy.validate_update(node_port, to_cluster_ip)
+    assert "nodePort" not in to_cluster_ip["spec"]["ports"][0]
+    assert to_cluster_ip["spec"]["clusterIP"] == node_port["spec"]["clusterIP"]
+
+    to_external = merge_patch(node_port, {"spec": {"type": "ExternalName",
+                                                   "externalName": "example.com"}})
+    strategy.prepare_update(node_port, to_external, ctx)
+    strategy.validate_update(node_port, to_external)
+    assert not {"clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"} & set(
+        to_external["spec"])
+
+    back = merge_patch(to_external, {"spec": {"type": "ClusterIP", "externalName": None}})
+    strategy.prepare_update(to_external, back, ctx)
+    assert back["spec"]["clusterIP"] not in (None, node_port["spec"]["clusterIP"])
