@@ -452,7 +452,8 @@ class CustomResourceStrategy(KindStrategy):
             obj["metadata"] = metadata
 
     def prepare_create(self, obj: dict[str, Any], ctx: ServerContext) -> None:
-        """Drop ``status`` (status subresource), prune and default."""
+        """Decode metadata, drop ``status`` (status subresource), prune and default."""
+        _defaulting.decode_metadata(obj)
         if self.has_status_subresource:
             obj.pop("status", None)
         self._structural(obj)
@@ -479,7 +480,9 @@ class CustomResourceStrategy(KindStrategy):
     def prepare_update(
         self, old: Mapping[str, Any], new: dict[str, Any], ctx: ServerContext
     ) -> None:
-        """Keep the stored status (status subresource) and creationTimestamp; prune, default."""
+        """Decode metadata, keep the stored status (status subresource) and creationTimestamp;
+        prune, default."""
+        _defaulting.decode_metadata(new)
         _defaulting.keep_server_fields(
             old, new, status_subresource=self.has_status_subresource
         )

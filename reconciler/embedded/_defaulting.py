@@ -23,6 +23,7 @@ from reconciler.embedded._validating import json_type_matches, json_type_name, t
 
 __all__ = [
     "decode_builtin",
+    "decode_metadata",
     "default_daemonset",
     "default_deployment",
     "default_hpa",
@@ -175,6 +176,21 @@ def wrong_types(
     return _check_builtin(
         dict(obj), drop=False, api_version=api_version, kind=kind
     ).wrong_types
+
+
+_OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+
+
+def decode_metadata(obj: dict[str, Any]) -> None:
+    """``metadata`` decoded as ``ObjectMeta`` (for custom resources, whose schema leaves it out):
+    ``Invalid`` for values of the wrong type, unknown metadata fields dropped (in place)."""
+    if "metadata" not in obj:
+        return
+    definitions, _ = _builtin_schemas()
+    findings = _Findings(drop=True)
+    _walk(obj["metadata"], definitions[_OBJECT_META], definitions, "metadata", findings)
+    if findings.wrong_types:
+        raise Invalid(findings.wrong_types)
 
 
 def decode_builtin(obj: dict[str, Any], *, api_version: str, kind: str) -> None:

@@ -11,12 +11,15 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kubernetes import dynamic
 
 from reconciler.embedded import EmbeddedApiServer
 from reconciler.embedded._defaulting import initial_status
-from reconciler.embedded._kinds import ServerContext
+from reconciler.embedded._kinds import Invalid, ServerContext
 from reconciler.embedded._registry import BUILTIN_TYPES, make_registry
+from tests.conftest import load_fixture
 
 _TEMPLATE = {
     "metadata": {"labels": {"app": "x"}},
@@ -149,3 +152,67 @@ def test_defaulted_minimal_objects_are_valid_1_25_objects(rt: Any) -> None:
     strategy.prepare_create(body, ServerContext())
     strategy.validate_create(body)
     kubernetes_validate.validate(body, "1.25", strict=True)
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 70000) | st.text(max_size=4),
+    lambda children: st.lists(children, max_size=3)
+    | st.dictionaries(st.sampled_from(
+        ["spec", "metadata", "status", "name", "ports", "containers", "selector", "template",
+         "replicas", "type", "data", "clusterIP", "labels", "port", "nodePort", "roleRef"]),
+        children, max_size=4),
+    max_leaves=15,
+)
+
+
+def _widget_type() -> Any:
+    registry = make_registry()
+    registry.crd_applied(load_fixture("customresourcedefinition.json")["sent"])
+    return registry, registry.lookup("example.com", "v1alpha1", "widgets")
+
+
+WIDGETS, WIDGET = _widget_type()
+
+
+@given(rt=st.sampled_from([*BUILTIN_TYPES, WIDGET]), garbage=st.dictionaries(
+    st.sampled_from(["spec", "metadata", "status", "data", "roleRef", "subjects", "rules"]),
+    _json_values, max_size=3))
+@settings(max_examples=150)
+def test_strategies_refuse_garbage_with_invalid_and_never_crash(
+    rt: Any, garbage: dict[str, Any]
+) -> None:
+    # Whatever the body, a strategy answers with an object or Invalid (a 422), never a 500.
+    strategy = WIDGETS.strategy(rt)
+    base = {"spec": {"color": "red"}} if rt is WIDGET else minimal(rt, "x")
+    body = {**base, **garbage, "apiVersion": rt.api_version, "kind": rt.kind}
+    ctx = ServerContext()
+    try:
+        strategy.prepare_create(body, ctx)
+        strategy.validate_create(body)
+    except Invalid:
+        return
+    update = {**copy.deepcopy(body), **garbage}
+    try:
+        strategy.prepare_update(body, update, ctx)
+        strategy.validate_update(body, update)
+        strategy.spec_changed(body, update)
+    except Invalid:
+        pass
+    strategy.prepare_status_update(body, copy.deepcopy(update))
+
+
+@given(rt=st.sampled_from([WIDGET, *BUILTIN_TYPES[:3]]), metadata=st.dictionaries(
+    st.sampled_from(["name", "labels", "annotations", "finalizers", "ownerReferences", "uid",
+                     "generateName", "junk"]),
+    _json_values, max_size=4) | _json_values)
+@settings(max_examples=150)
+def test_any_metadata_is_refused_with_invalid_or_accepted(rt: Any, metadata: Any) -> None:
+    strategy = WIDGETS.strategy(rt)
+    base = {"spec": {"color": "red"}} if rt is WIDGET else minimal(rt, "x")
+    body = {**base, "metadata": metadata, "apiVersion": rt.api_version, "kind": rt.kind}
+    try:
+        strategy.prepare_create(body, ServerContext())
+        strategy.validate_create(body)
+    except Invalid:
+        return
+    assert "junk" not in body["metadata"]
