@@ -156,7 +156,8 @@ def _conflict_error(conflicts: list[tuple[str, Path]]) -> ApiStatusError:
         listed = "\n".join(f'- conflict with "{who}": .{".".join(path)}'
                            for who, path in conflicts)
         message = f"Apply failed with {len(conflicts)} conflicts:\n{listed}"
-    return ApiStatusError(409, status_body(409, "Conflict", message, details={"causes": causes}))
+    body = status_body(409, "Conflict", message=message, details={"causes": causes})
+    return ApiStatusError(409, body)
 
 
 def managed_after_apply(

@@ -27,6 +27,7 @@ from reconciler.embedded._operations import (
     NAMESPACES,
     ORPHAN_FINALIZER,
     Operations,
+    Target,
     copy_json,
 )
 from reconciler.embedded._statuses import ApiStatusError
@@ -42,6 +43,11 @@ _NAMESPACE_FINALIZER = "kubernetes"
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     meta = obj.get("metadata")
     return meta if isinstance(meta, Mapping) else {}
+
+
+def _target(rt: ResourceType, obj: Mapping[str, Any]) -> Target:
+    meta = _meta(obj)
+    return Target(rt=rt, namespace=str(meta.get("namespace") or ""), name=str(meta.get("name")))
 
 
 class GarbageCollector:
@@ -122,22 +128,23 @@ class GarbageCollector:
     def _type_of(self, key: Key, obj: Mapping[str, Any]) -> ResourceType | None:
         return self.ops.registry.by_kind(str(obj.get("apiVersion")), str(obj.get("kind")))
 
-    def _delete(self, rt: ResourceType, obj: Mapping[str, Any], policy: str) -> None:
+    def _delete(self, rt: ResourceType, obj: Mapping[str, Any], *, policy: str) -> None:
         meta = _meta(obj)
         if meta.get("deletionTimestamp"):
             return  # already being deleted; deleting again would only re-add finalizers
         try:
-            self.ops.delete(rt, str(meta.get("namespace") or ""), str(meta.get("name")),
-                            {"propagationPolicy": policy})
+            self.ops.delete(_target(rt, obj), options={"propagationPolicy": policy})
         except ApiStatusError as exc:
             if exc.code != 404:
                 raise
 
-    def _remove_finalizer(self, rt: ResourceType, obj: Mapping[str, Any], finalizer: str) -> None:
+    def _remove_finalizer(
+        self, rt: ResourceType, obj: Mapping[str, Any], *, finalizer: str
+    ) -> None:
         new = copy_json(obj)
         meta = new["metadata"]
         meta["finalizers"] = [f for f in meta.get("finalizers") or () if f != finalizer]
-        self.ops.update(rt, str(meta.get("namespace") or ""), str(meta["name"]), new)
+        self.ops.update(_target(rt, new), new)
 
     def _live_owner(self, uid: str) -> bool:
         return self.ops.storage.get_by_uid(uid) is not None
@@ -151,7 +158,7 @@ class GarbageCollector:
             return
         rt = self._type_of(key, obj)
         if rt is not None:
-            self._delete(rt, obj, "Background")
+            self._delete(rt, obj, policy="Background")
 
     def _finish(self, key: Key) -> None:
         obj = self.ops.storage.get((key[0], key[1]), key[2], key[3])
@@ -170,16 +177,16 @@ class GarbageCollector:
         if ORPHAN_FINALIZER in finalizers:
             for dep_key in self.ops.storage.dependents(uid):
                 self._orphan(dep_key, uid)
-            self._remove_finalizer(rt, obj, ORPHAN_FINALIZER)
+            self._remove_finalizer(rt, obj, finalizer=ORPHAN_FINALIZER)
         elif FOREGROUND_FINALIZER in finalizers:
             dependents = self.ops.storage.dependents(uid)
             for dep_key in dependents:
                 dep = self.ops.storage.get((dep_key[0], dep_key[1]), dep_key[2], dep_key[3])
                 dep_rt = self._type_of(dep_key, dep) if dep is not None else None
                 if dep is not None and dep_rt is not None:
-                    self._delete(dep_rt, dep, "Background")
+                    self._delete(dep_rt, dep, policy="Background")
             if not self.ops.storage.dependents(uid):
-                self._remove_finalizer(rt, obj, FOREGROUND_FINALIZER)
+                self._remove_finalizer(rt, obj, finalizer=FOREGROUND_FINALIZER)
         else:
             self._terminating.discard(key)
 
@@ -197,7 +204,7 @@ class GarbageCollector:
             new["metadata"]["ownerReferences"] = refs
         else:
             new["metadata"].pop("ownerReferences", None)
-        self.ops.update(rt, dep_key[2], dep_key[3], new)
+        self.ops.update(_target(rt, new), new)
 
     def _finish_namespace(self, rt: ResourceType, ns: Mapping[str, Any]) -> None:
         name = str(_meta(ns).get("name"))
@@ -205,7 +212,7 @@ class GarbageCollector:
         for bucket, obj in remaining:
             obj_rt = self._type_of((bucket[0], bucket[1], name, ""), obj)
             if obj_rt is not None:
-                self._delete(obj_rt, obj, "Background")
+                self._delete(obj_rt, obj, policy="Background")
         if self.ops.storage.in_namespace(name):
             return
         if _meta(ns).get("finalizers"):

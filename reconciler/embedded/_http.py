@@ -28,7 +28,7 @@ from reconciler.embedded._accounting import RequestAccounting
 from reconciler.embedded._encoding import EncodeCache, encode
 from reconciler.embedded._faults import FaultInjector
 from reconciler.embedded._kinds import ResourceType
-from reconciler.embedded._operations import CRDS, ListQuery, Operations
+from reconciler.embedded._operations import CRDS, ListQuery, Operations, Target
 from reconciler.embedded._patching import APPLY_PATCH, PATCH_TYPES
 from reconciler.embedded._protobuf import PROTOBUF, UnsupportedProtobuf, decode_object
 from reconciler.embedded._selectors import parse_field_selector, parse_label_selector
@@ -106,7 +106,7 @@ def _content_type(request: web.Request) -> str:
     return media or _JSON
 
 
-def _verb(method: str, path: ResourcePath | None, watch: bool) -> str:
+def _verb(method: str, path: ResourcePath | None, *, watch: bool) -> str:
     if path is None:
         return method.lower()
     if method == "GET":
@@ -153,11 +153,11 @@ class ApiApplication:
         """Authenticate, route, answer and count one request."""
         path = parse_resource_path(request.path)
         watch = request.query.get("watch", "").lower() in _TRUE
-        verb = _verb(request.method, path, watch)
+        verb = _verb(request.method, path, watch=watch)
         resource = self._resource_label(path)
         code = 500
         try:
-            response = await self._answer(request, path, verb, resource)
+            response = await self._answer(request, path, verb=verb, resource=resource)
             code = response.status
             return response
         except ApiStatusError as exc:
@@ -171,7 +171,7 @@ class ApiApplication:
                           request.path)
             code = 500
             return _json_response(
-                status_body(500, "InternalError", "Internal error occurred: see server log",
+                status_body(500, "InternalError", message="Internal error occurred: see server log",
                             details={}),
                 status=500,
             )
@@ -196,10 +196,10 @@ class ApiApplication:
         return hmac.compare_digest(header, self._expected_auth)
 
     async def _answer(
-        self, request: web.Request, path: ResourcePath | None, verb: str, resource: str
+        self, request: web.Request, path: ResourcePath | None, *, verb: str, resource: str
     ) -> web.StreamResponse:
         if not self._authenticated(request):
-            raise ApiStatusError(401, status_body(401, "Unauthorized", "Unauthorized"))
+            raise ApiStatusError(401, status_body(401, "Unauthorized", message="Unauthorized"))
         if path is None:
             return self._non_resource(request)
         decision = self.faults.decide(verb, resource)
@@ -216,9 +216,9 @@ class ApiApplication:
             details: dict[str, Any] = {}
             if decision.retry_after:
                 details["retryAfterSeconds"] = decision.retry_after
-            raise ApiStatusError(code, status_body(code, reason, message, details=details),
+            raise ApiStatusError(code, status_body(code, reason, message=message, details=details),
                                  headers=headers)
-        return await self._resource(request, path, verb)
+        return await self._resource(request, path, verb=verb)
 
     # -- non-resource endpoints -----------------------------------------------------------
 
@@ -285,11 +285,13 @@ class ApiApplication:
     def _too_large() -> ApiStatusError:
         return ApiStatusError(413, status_body(
             413, "RequestEntityTooLarge",
-            f"Request entity too large: limit is {MAX_BODY_BYTES}", details={},
+            message=f"Request entity too large: limit is {MAX_BODY_BYTES}", details={},
         ))
 
     @staticmethod
-    def _decode_object(raw: bytes, content_type: str, rt: ResourceType | None = None) -> Any:
+    def _decode_object(
+        raw: bytes, *, content_type: str, rt: ResourceType | None = None
+    ) -> Any:
         if content_type == PROTOBUF:
             try:
                 return decode_object(raw, api_version=rt.api_version if rt else "",
@@ -327,7 +329,7 @@ class ApiApplication:
         return "as=Table" in accept
 
     async def _resource(
-        self, request: web.Request, path: ResourcePath, verb: str
+        self, request: web.Request, path: ResourcePath, *, verb: str
     ) -> web.StreamResponse:
         rt = self._lookup(path)
         ops = self.ops
@@ -338,76 +340,83 @@ class ApiApplication:
         if verb not in rt.verbs and path.subresource is None:
             raise method_not_allowed()
         if path.subresource == "scale":
-            return await self._scale(request, rt, path, verb, dry_run)
+            return await self._scale(request, self._target(rt, path), verb=verb,
+                                     dry_run=dry_run)
         if verb == "get":
-            obj = ops.get(rt, namespace, str(path.name))
+            obj = ops.get(self._target(rt, path))
             if table:
-                return _json_response(self._table(rt, [obj], {}, include))
+                return _json_response(self._table(rt, [obj], metadata={}, include=include))
             return web.Response(body=self._cache.encode(obj), content_type=_JSON)
         if verb == "list":
-            body = ops.list(rt, path.namespace, self._list_query(request, rt))
+            body = ops.list(rt, namespace=path.namespace, query=self._list_query(request, rt))
             if table:
-                return _json_response(
-                    self._table(rt, body["items"], body["metadata"], include)
-                )
+                return _json_response(self._table(
+                    rt, body["items"], metadata=body["metadata"], include=include
+                ))
             return _json_response(body)
         if verb == "watch":
-            return await self._watch(request, rt, path, include if table else None)
+            return await self._watch(request, rt, path=path,
+                                     table_include=include if table else None)
         if verb == "create":
             if path.name is not None:
                 raise method_not_allowed()
             raw = await self._read_body(request, allowed=_WRITE_TYPES)
-            obj = ops.create(rt, namespace, self._decode_object(raw, _content_type(request), rt),
-                             dry_run=dry_run)
+            decoded = self._decode_object(raw, content_type=_content_type(request), rt=rt)
+            obj = ops.create(rt, decoded, namespace=namespace, dry_run=dry_run)
             return _json_response(ops.served(obj, rt), status=201)
         if verb == "update":
             raw = await self._read_body(request, allowed=_WRITE_TYPES)
-            obj = ops.update(rt, namespace, str(path.name),
-                             self._decode_object(raw, _content_type(request), rt),
-                             subresource=path.subresource, dry_run=dry_run)
+            decoded = self._decode_object(raw, content_type=_content_type(request), rt=rt)
+            obj = ops.update(self._target(rt, path), decoded, subresource=path.subresource,
+                             dry_run=dry_run)
             return _json_response(ops.served(obj, rt))
         if verb == "patch":
             raw = await self._read_body(request, allowed=PATCH_TYPES)
             if _content_type(request) == APPLY_PATCH and path.subresource is None:
-                code, obj = ops.apply(rt, namespace, str(path.name), raw,
+                code, obj = ops.apply(self._target(rt, path), raw,
                                       field_manager=request.query.get("fieldManager"),
                                       force=request.query.get("force", "") in _TRUE,
                                       dry_run=dry_run)
                 return _json_response(ops.served(obj, rt), status=code)
-            obj = ops.patch(rt, namespace, str(path.name), raw, _content_type(request),
+            obj = ops.patch(self._target(rt, path), raw, content_type=_content_type(request),
                             subresource=path.subresource, dry_run=dry_run)
             return _json_response(ops.served(obj, rt))
         if verb in ("delete", "deletecollection"):
             options = await self._delete_options(request)
             dry_run = dry_run or "All" in (options.get("dryRun") or ())
             if verb == "delete":
-                result = ops.delete(rt, namespace, str(path.name), options, dry_run=dry_run)
+                result = ops.delete(self._target(rt, path), options=options, dry_run=dry_run)
                 return _json_response(result)
             return _json_response(ops.delete_collection(
-                rt, path.namespace, self._list_query(request, rt), options, dry_run=dry_run
+                rt, namespace=path.namespace, query=self._list_query(request, rt),
+                options=options, dry_run=dry_run,
             ))
         raise method_not_allowed()
 
+    @staticmethod
+    def _target(rt: ResourceType, path: ResourcePath) -> Target:
+        return Target(rt=rt, namespace=path.namespace or "", name=str(path.name))
+
     async def _scale(
-        self, request: web.Request, rt: ResourceType, path: ResourcePath, verb: str,
-        dry_run: bool,
+        self, request: web.Request, target: Target, *, verb: str, dry_run: bool,
     ) -> web.StreamResponse:
-        ops, namespace, name = self.ops, path.namespace or "", str(path.name)
+        ops = self.ops
         if verb == "get":
-            return _json_response(ops.get_scale(rt, namespace, name))
+            return _json_response(ops.get_scale(target))
         if verb == "update":
             raw = await self._read_body(request, allowed=_WRITE_TYPES)
-            body = self._decode_object(raw, _content_type(request), rt)
-            return _json_response(ops.update_scale(rt, namespace, name, body, dry_run=dry_run))
+            body = self._decode_object(raw, content_type=_content_type(request))
+            return _json_response(ops.update_scale(target, body, dry_run=dry_run))
         if verb == "patch":
             raw = await self._read_body(request, allowed=PATCH_TYPES)
-            return _json_response(ops.patch_scale(rt, namespace, name, raw,
-                                                  _content_type(request), dry_run=dry_run))
+            return _json_response(ops.patch_scale(
+                target, raw, content_type=_content_type(request), dry_run=dry_run
+            ))
         raise method_not_allowed()
 
     def _table(
-        self, rt: ResourceType, items: list[Mapping[str, Any]], metadata: Mapping[str, Any],
-        include: str, *, with_columns: bool = True,
+        self, rt: ResourceType, items: list[Mapping[str, Any]], *, metadata: Mapping[str, Any],
+        include: str, with_columns: bool = True,
     ) -> dict[str, Any]:
         printer_columns = None
         if rt.is_custom:
@@ -423,7 +432,7 @@ class ApiApplication:
         if request.body_exists:
             raw = await self._read_body(request, allowed=_WRITE_TYPES)
             if raw.strip():
-                decoded = self._decode_object(raw, _content_type(request))
+                decoded = self._decode_object(raw, content_type=_content_type(request))
                 if not isinstance(decoded, Mapping):
                     raise bad_request("DeleteOptions must be an object")
                 options.update(decoded)
@@ -435,7 +444,7 @@ class ApiApplication:
         return options
 
     async def _watch(
-        self, request: web.Request, rt: ResourceType, path: ResourcePath,
+        self, request: web.Request, rt: ResourceType, *, path: ResourcePath,
         table_include: str | None,
     ) -> web.StreamResponse:
         query = self._list_query(request, rt)
@@ -452,7 +461,8 @@ class ApiApplication:
             include = table_include
 
             def wrap(obj: Mapping[str, Any], first: bool) -> Mapping[str, Any]:
-                return self._table(rt, [obj], {}, include, with_columns=first)
+                return self._table(rt, [obj], metadata={}, include=include,
+                                   with_columns=first)
 
         watch_request = WatchRequest(
             rt=rt,

@@ -42,7 +42,7 @@ from reconciler.embedded._statuses import (
 )
 from reconciler.embedded._storage import Bucket, Storage, TooOld
 
-__all__ = ["ListQuery", "Operations", "copy_json", "now_timestamp"]
+__all__ = ["ListQuery", "Operations", "Target", "copy_json", "now_timestamp"]
 
 NAMESPACES: Bucket = ("", "namespaces")
 CRDS: Bucket = ("apiextensions.k8s.io", "customresourcedefinitions")
@@ -98,6 +98,20 @@ class ListQuery:
     resource_version_match: str | None = None
 
 
+@attrs.frozen(kw_only=True)
+class Target:
+    """The object a request addresses: its type, namespace ("" when cluster-scoped) and name."""
+
+    rt: ResourceType
+    namespace: str
+    name: str
+
+    @property
+    def storage_namespace(self) -> str:
+        """The namespace objects of this type are stored under ("" for cluster-scoped)."""
+        return self.namespace if self.rt.namespaced else ""
+
+
 def _encode_continue(rv: int, start: str) -> str:
     raw = json.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": start}, separators=(",", ":"))
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
@@ -146,23 +160,25 @@ class Operations:
         """``obj`` with the ``apiVersion``/``kind`` of the endpoint it is served from."""
         return _served(obj, rt)
 
-    def _existing(self, rt: ResourceType, namespace: str, name: str) -> Mapping[str, Any]:
-        obj = self.storage.get(self.bucket(rt), namespace if rt.namespaced else "", name)
+    def _existing(self, target: Target) -> Mapping[str, Any]:
+        obj = self.storage.get(
+            self.bucket(target.rt), target.storage_namespace, target.name
+        )
         if obj is None:
-            raise not_found(rt, name)
+            raise not_found(target.rt, target.name)
         return obj
 
-    def _check_namespace(self, rt: ResourceType, namespace: str, name: str) -> None:
+    def _check_namespace(self, rt: ResourceType, *, namespace: str, name: str) -> None:
         if not rt.namespaced:
             return
         ns = self.storage.get(NAMESPACES, "", namespace)
         if ns is None:
             raise not_found(None, namespace, plural="namespaces")
         if _meta(ns).get("deletionTimestamp"):
-            raise namespace_terminating(rt, name, namespace)
+            raise namespace_terminating(rt, name, namespace=namespace)
 
     def _check_body(
-        self, rt: ResourceType, body: Any, namespace: str, name: str | None
+        self, rt: ResourceType, body: Any, *, namespace: str, name: str | None
     ) -> dict[str, Any]:
         if not isinstance(body, Mapping):
             raise bad_request(
@@ -208,8 +224,8 @@ class Operations:
             meta["name"] = name
         return obj
 
-    def _invalid(self, rt: ResourceType, obj: Mapping[str, Any], exc: Invalid) -> ApiStatusError:
-        return invalid(rt, str(_meta(obj).get("name") or ""), exc.causes)
+    def _invalid(self, rt: ResourceType, exc: Invalid, *, obj: Mapping[str, Any]) -> ApiStatusError:
+        return invalid(rt, str(_meta(obj).get("name") or ""), causes=exc.causes)
 
     def _commit(
         self, rt: ResourceType, obj: dict[str, Any], *, event_type: str,
@@ -222,11 +238,13 @@ class Operations:
 
     # -- reads ----------------------------------------------------------------------------
 
-    def get(self, rt: ResourceType, namespace: str, name: str) -> Mapping[str, Any]:
+    def get(self, target: Target) -> Mapping[str, Any]:
         """The stored object (404 when missing)."""
-        return self.served(self._existing(rt, namespace, name), rt)
+        return self.served(self._existing(target), target.rt)
 
-    def list(self, rt: ResourceType, namespace: str | None, query: ListQuery) -> dict[str, Any]:
+    def list(
+        self, rt: ResourceType, *, namespace: str | None, query: ListQuery
+    ) -> dict[str, Any]:
         """A list body honouring selectors, ``limit``/``continue`` and ``resourceVersion``."""
         bucket = self.bucket(rt)
         ns = namespace if rt.namespaced else None
@@ -281,18 +299,18 @@ class Operations:
     # -- create ---------------------------------------------------------------------------
 
     def create(
-        self, rt: ResourceType, namespace: str, body: Any, *, dry_run: bool = False,
+        self, rt: ResourceType, body: Any, *, namespace: str, dry_run: bool = False,
         managed_fields: ManagedFields | None = None,
     ) -> dict[str, Any]:
         """POST: a new object with server metadata, defaults and validation; 201 body."""
-        obj = self._check_body(rt, body, namespace, None)
+        obj = self._check_body(rt, body, namespace=namespace, name=None)
         meta = _meta(obj)
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = str(meta["generateName"]) + "".join(
                 random.choice(_NAME_CHARS) for _ in range(5)
             )
         name = str(meta.get("name") or "")
-        self._check_namespace(rt, namespace, name)
+        self._check_namespace(rt, namespace=namespace, name=name)
         for field in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds",
                       "selfLink", "managedFields"):
             meta.pop(field, None)
@@ -309,9 +327,9 @@ class Operations:
             strategy.prepare_create(obj, self.context)
             strategy.validate_create(obj)
         except Invalid as exc:
-            raise self._invalid(rt, obj, exc) from exc
+            raise self._invalid(rt, exc, obj=obj) from exc
         if not name:
-            raise invalid(rt, "", [{
+            raise invalid(rt, "", causes=[{
                 "reason": "FieldValueRequired",
                 "message": "Required value: name or generateName is required",
                 "field": "metadata.name",
@@ -331,28 +349,30 @@ class Operations:
     # -- update and patch -----------------------------------------------------------------
 
     def update(
-        self, rt: ResourceType, namespace: str, name: str, body: Any, *,
-        subresource: str | None = None, dry_run: bool = False,
+        self, target: Target, body: Any, *, subresource: str | None = None,
+        dry_run: bool = False,
     ) -> dict[str, Any]:
         """PUT: replace the object (``resourceVersion`` in the body is a precondition)."""
-        new = self._check_body(rt, body, namespace, name)
+        new = self._check_body(target.rt, body, namespace=target.namespace, name=target.name)
         with self.storage.lock:
-            old = self._existing(rt, namespace, name)
-            return self._update(rt, old, new, subresource=subresource, dry_run=dry_run)
+            old = self._existing(target)
+            return self._update(target.rt, old, new=new, subresource=subresource,
+                                dry_run=dry_run)
 
     def patch(
-        self, rt: ResourceType, namespace: str, name: str, body: bytes, content_type: str, *,
+        self, target: Target, body: bytes, *, content_type: str,
         subresource: str | None = None, dry_run: bool = False,
     ) -> dict[str, Any]:
         """PATCH with a JSON, merge or strategic merge patch; then as an update."""
+        rt = target.rt
         with self.storage.lock:
-            old = self._existing(rt, namespace, name)
-            patched = apply_patch(self.served(old, rt), body, content_type, rt)
-            new = self._check_body(rt, patched, namespace, name)
-            return self._update(rt, old, new, subresource=subresource, dry_run=dry_run)
+            old = self._existing(target)
+            patched = apply_patch(self.served(old, rt), body, content_type=content_type, rt=rt)
+            new = self._check_body(rt, patched, namespace=target.namespace, name=target.name)
+            return self._update(rt, old, new=new, subresource=subresource, dry_run=dry_run)
 
     def apply(
-        self, rt: ResourceType, namespace: str, name: str, body: bytes, *,
+        self, target: Target, body: bytes, *,
         field_manager: str | None, force: bool = False, dry_run: bool = False,
     ) -> tuple[int, dict[str, Any]]:
         """Server-side apply: create when missing, else merge the applied configuration.
@@ -361,12 +381,13 @@ class Operations:
         conflicts answer 409 unless ``force``; fields the manager no longer applies are removed.
         Returns the HTTP code (201 when created) and the object.
         """
+        rt, namespace, name = target.rt, target.namespace, target.name
         if not field_manager:
             cause = {"reason": "FieldValueRequired", "field": "fieldManager",
                      "message": "Required value: is required for apply patch"}
             raise ApiStatusError(422, status_body(
                 422, "Invalid",
-                'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is '
+                message='PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is '
                 "required for apply patch",
                 details={"group": "meta.k8s.io", "kind": "PatchOptions", "causes": [cause]},
             ))
@@ -377,41 +398,41 @@ class Operations:
         if not isinstance(applied, Mapping):
             raise bad_request("the apply configuration must be an object")
         with self.storage.lock:
-            existing = self.storage.get(self.bucket(rt), namespace if rt.namespaced else "",
-                                        name)
+            existing = self.storage.get(self.bucket(rt), target.storage_namespace, name)
             owned, removed = apply_fields(existing, applied, manager=field_manager, force=force)
             managed = managed_after_apply(existing, manager=field_manager,
                                           api_version=rt.api_version, owned=owned, force=force)
             if existing is None:
-                obj = self._check_body(rt, applied, namespace, name)
-                return 201, self.create(rt, namespace, obj, dry_run=dry_run,
+                obj = self._check_body(rt, applied, namespace=namespace, name=name)
+                return 201, self.create(rt, obj, namespace=namespace, dry_run=dry_run,
                                         managed_fields=managed)
             patch_type = MERGE_PATCH if rt.is_custom else STRATEGIC_MERGE_PATCH
             raw = json.dumps(applied).encode()
-            patched = apply_patch(self.served(existing, rt), raw, patch_type, rt)
-            new = self._check_body(rt, patched, namespace, name)
+            patched = apply_patch(self.served(existing, rt), raw, content_type=patch_type, rt=rt)
+            new = self._check_body(rt, patched, namespace=namespace, name=name)
             remove_fields(new, removed)
-            return 200, self._update(rt, existing, new, subresource=None, dry_run=dry_run,
+            return 200, self._update(rt, existing, new=new, subresource=None, dry_run=dry_run,
                                      managed_fields=managed)
 
     # -- the scale subresource -------------------------------------------------------------
 
-    def get_scale(self, rt: ResourceType, namespace: str, name: str) -> dict[str, Any]:
+    def get_scale(self, target: Target) -> dict[str, Any]:
         """GET ``.../scale``: the ``autoscaling/v1`` Scale of a workload."""
-        return _scale_of(self._existing(rt, namespace, name))
+        return _scale_of(self._existing(target))
 
     def update_scale(
-        self, rt: ResourceType, namespace: str, name: str, body: Any, *, dry_run: bool = False,
+        self, target: Target, body: Any, *, dry_run: bool = False,
     ) -> dict[str, Any]:
         """PUT ``.../scale``: set ``spec.replicas`` (the Scale's version is a precondition)."""
+        rt, name = target.rt, target.name
         with self.storage.lock:
-            old = self._existing(rt, namespace, name)
+            old = self._existing(target)
             if not isinstance(body, Mapping):
                 raise bad_request("the Scale must be an object")
             spec = body.get("spec") or {}
             replicas = spec.get("replicas") if isinstance(spec, Mapping) else None
             if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
-                raise invalid(rt, name, [{
+                raise invalid(rt, name, causes=[{
                     "reason": "FieldValueInvalid", "field": "spec.replicas",
                     "message": f"Invalid value: {json.dumps(replicas)}: must be greater than or "
                                "equal to 0",
@@ -420,22 +441,21 @@ class Operations:
             new.setdefault("spec", {})["replicas"] = replicas
             wanted_rv = (body.get("metadata") or {}).get("resourceVersion")
             _meta(new)["resourceVersion"] = wanted_rv or _meta(old).get("resourceVersion")
-            return _scale_of(self._update(rt, old, new, subresource=None, dry_run=dry_run))
+            return _scale_of(self._update(rt, old, new=new, subresource=None, dry_run=dry_run))
 
     def patch_scale(
-        self, rt: ResourceType, namespace: str, name: str, body: bytes, content_type: str, *,
-        dry_run: bool = False,
+        self, target: Target, body: bytes, *, content_type: str, dry_run: bool = False,
     ) -> dict[str, Any]:
         """PATCH ``.../scale``: patch the Scale, then as ``update_scale``."""
         with self.storage.lock:
-            scale = _scale_of(self._existing(rt, namespace, name))
-            scale_type = attrs.evolve(rt, group="autoscaling", version="v1", kind="Scale",
+            scale = _scale_of(self._existing(target))
+            scale_type = attrs.evolve(target.rt, group="autoscaling", version="v1", kind="Scale",
                                       plural="scales", singular="scale", is_custom=False)
-            patched = apply_patch(scale, body, content_type, scale_type)
-            return self.update_scale(rt, namespace, name, patched, dry_run=dry_run)
+            patched = apply_patch(scale, body, content_type=content_type, rt=scale_type)
+            return self.update_scale(target, patched, dry_run=dry_run)
 
     def _update(
-        self, rt: ResourceType, old: Mapping[str, Any], new: dict[str, Any], *,
+        self, rt: ResourceType, old: Mapping[str, Any], *, new: dict[str, Any],
         subresource: str | None, dry_run: bool,
         managed_fields: ManagedFields | None = None,
     ) -> dict[str, Any]:
@@ -484,12 +504,12 @@ class Operations:
                                    f"being deleted, found new finalizers []string{{{quoted}}}",
                         "field": "metadata.finalizers",
                     }
-                    raise invalid(rt, name, [cause])
+                    raise invalid(rt, name, causes=[cause])
             try:
                 strategy.prepare_update(old, new, self.context)
                 strategy.validate_update(old, new)
             except Invalid as exc:
-                raise self._invalid(rt, new, exc) from exc
+                raise self._invalid(rt, exc, obj=new) from exc
             if rt.has_generation and strategy.spec_changed(old, new):
                 meta["generation"] = int(old_meta.get("generation") or 0) + 1
         meta = _meta(new)
@@ -511,19 +531,19 @@ class Operations:
     # -- delete ---------------------------------------------------------------------------
 
     def delete(
-        self, rt: ResourceType, namespace: str, name: str, options: Mapping[str, Any], *,
-        dry_run: bool = False,
+        self, target: Target, *, options: Mapping[str, Any], dry_run: bool = False,
     ) -> Mapping[str, Any]:
         """DELETE: mark for deletion (finalizers pending) or remove; the object or a Status."""
+        rt, name = target.rt, target.name
         with self.storage.lock:
-            old = self._existing(rt, namespace, name)
+            old = self._existing(target)
             old_meta = _meta(old)
-            self._check_preconditions(rt, old, options.get("preconditions"))
+            self._check_preconditions(rt, old, preconditions=options.get("preconditions"))
             policy = options.get("propagationPolicy")
             if policy is None and options.get("orphanDependents") is True:
                 policy = "Orphan"
             if policy not in (None, "Orphan", "Background", "Foreground"):
-                raise invalid(rt, name, [{
+                raise invalid(rt, name, causes=[{
                     "reason": "FieldValueNotSupported",
                     "message": f'Unsupported value: "{policy}": supported values: "Foreground", '
                                '"Background", "Orphan"',
@@ -541,9 +561,9 @@ class Operations:
             is_namespace = self.bucket(rt) == NAMESPACES
             if not finalizers and not is_namespace:
                 if dry_run:
-                    return success_status(rt, name, str(old_meta.get("uid")))
+                    return success_status(rt, name, uid=str(old_meta.get("uid")))
                 self._remove(rt, old, final=copy_json(old))
-                return success_status(rt, name, str(old_meta.get("uid")))
+                return success_status(rt, name, uid=str(old_meta.get("uid")))
             if old_meta.get("deletionTimestamp") and finalizers == list(
                 old_meta.get("finalizers") or ()
             ):
@@ -564,7 +584,7 @@ class Operations:
             return self._commit(rt, new, event_type="MODIFIED", old=old)
 
     def _check_preconditions(
-        self, rt: ResourceType, old: Mapping[str, Any], preconditions: Any
+        self, rt: ResourceType, old: Mapping[str, Any], *, preconditions: Any
     ) -> None:
         if not isinstance(preconditions, Mapping):
             return
@@ -573,7 +593,7 @@ class Operations:
         for field, label in (("uid", "UID"), ("resourceVersion", "ResourceVersion")):
             wanted = preconditions.get(field)
             if wanted and str(wanted) != str(meta.get(field)):
-                raise conflict(rt, name, (
+                raise conflict(rt, name, message=(
                     f'Operation cannot be fulfilled on {rt.qualified_kind} "{name}": the {label} '
                     f"in the precondition ({wanted}) does not match the {label} in record "
                     f"({meta.get(field)}). The object might have been modified"
@@ -612,19 +632,19 @@ class Operations:
         self.registry.crd_removed(crd)
 
     def delete_collection(
-        self, rt: ResourceType, namespace: str | None, query: ListQuery,
-        options: Mapping[str, Any], *, dry_run: bool = False,
+        self, rt: ResourceType, *, namespace: str | None, query: ListQuery,
+        options: Mapping[str, Any], dry_run: bool = False,
     ) -> dict[str, Any]:
         """DELETE on a collection: delete each selected object; the list of what was deleted."""
-        listed = self.list(rt, namespace, ListQuery(labels=query.labels, fields=query.fields))
+        listed = self.list(rt, namespace=namespace,
+                           query=ListQuery(labels=query.labels, fields=query.fields))
         deleted = []
         for item in listed["items"]:
             meta = _meta(item)
             try:
-                result = self.delete(
-                    rt, str(meta.get("namespace") or ""), str(meta.get("name")), options,
-                    dry_run=dry_run,
-                )
+                target = Target(rt=rt, namespace=str(meta.get("namespace") or ""),
+                                name=str(meta.get("name")))
+                result = self.delete(target, options=options, dry_run=dry_run)
             except ApiStatusError as exc:
                 if exc.code == 404:
                     continue

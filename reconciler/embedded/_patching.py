@@ -53,11 +53,11 @@ def _decode(body: bytes) -> Any:
 
 
 def _rejected() -> ApiStatusError:
-    return ApiStatusError(422, status_body(422, "Invalid", _REJECTED, details={}))
+    return ApiStatusError(422, status_body(422, "Invalid", message=_REJECTED, details={}))
 
 
 def apply_patch(
-    current: Mapping[str, Any], body: bytes, content_type: str, rt: ResourceType
+    current: Mapping[str, Any], body: bytes, *, content_type: str, rt: ResourceType
 ) -> dict[str, Any]:
     """The object ``current`` becomes under the patch ``body`` of ``content_type``."""
     custom_types = [JSON_PATCH, MERGE_PATCH, APPLY_PATCH]

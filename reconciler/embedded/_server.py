@@ -127,9 +127,9 @@ class EmbeddedApiServer:
         self._tls = generate_tls(self._workdir, hosts=hosts)
         for name in _INITIAL_NAMESPACES:
             if self._storage.get(("", "namespaces"), "", name) is None:
-                self._ops.create(self._namespace_type(), "", {
+                self._ops.create(self._namespace_type(), {
                     "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name},
-                })
+                }, namespace="")
 
     def _namespace_type(self) -> Any:
         rt = self._registry.lookup("", "v1", "namespaces")

@@ -50,8 +50,8 @@ class ApiStatusError(Exception):
 def status_body(
     code: int,
     reason: str,
-    message: str,
     *,
+    message: str,
     details: Mapping[str, Any] | None = None,
     metadata: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
@@ -85,35 +85,37 @@ def not_found(rt: ResourceType | None, name: str, *, plural: str | None = None) 
     resource = plural or (rt.group_resource if rt else "")
     details = _details(rt, name, kind=plural or (rt.plural if rt else ""))
     return ApiStatusError(
-        404, status_body(404, "NotFound", f'{resource} "{name}" not found', details=details)
+        404, status_body(404, "NotFound", message=f'{resource} "{name}" not found', details=details)
     )
 
 
 def already_exists(rt: ResourceType, name: str) -> ApiStatusError:
     """409 ``AlreadyExists`` on a create of a taken name."""
     return ApiStatusError(409, status_body(
-        409, "AlreadyExists", f'{rt.group_resource} "{name}" already exists',
+        409, "AlreadyExists", message=f'{rt.group_resource} "{name}" already exists',
         details=_details(rt, name),
     ))
 
 
-def conflict(rt: ResourceType, name: str, message: str | None = None) -> ApiStatusError:
+def conflict(rt: ResourceType, name: str, *, message: str | None = None) -> ApiStatusError:
     """409 ``Conflict``: a stale ``resourceVersion`` or a failed delete precondition."""
     text = message or (
         f'Operation cannot be fulfilled on {rt.group_resource} "{name}": the object has been '
         "modified; please apply your changes to the latest version and try again"
     )
-    return ApiStatusError(409, status_body(409, "Conflict", text, details=_details(rt, name)))
+    body = status_body(409, "Conflict", message=text, details=_details(rt, name))
+    return ApiStatusError(409, body)
 
 
 def invalid(
-    rt: ResourceType | None, name: str, causes: Sequence[Mapping[str, str]]
+    rt: ResourceType | None, name: str, *, causes: Sequence[Mapping[str, str]]
 ) -> ApiStatusError:
     """422 ``Invalid``: ``<Kind.group> "<name>" is invalid: <field>: <message>``.
 
     Several causes are listed in brackets, comma-separated, as the Go aggregate error prints them.
     """
-    parts = [f"{c.get('field', '')}: {c.get('message', '')}" for c in causes]
+    # the Go aggregate error prints each distinct message once; details keep every cause
+    parts = list(dict.fromkeys(f"{c.get('field', '')}: {c.get('message', '')}" for c in causes))
     joined = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
     qualified = rt.qualified_kind if rt else ""
     details: dict[str, Any] = {}
@@ -125,15 +127,15 @@ def invalid(
         details["kind"] = rt.kind
     details["causes"] = [dict(c) for c in causes]
     message = f'{qualified} "{name}" is invalid: {joined}'
-    return ApiStatusError(422, status_body(422, "Invalid", message, details=details))
+    return ApiStatusError(422, status_body(422, "Invalid", message=message, details=details))
 
 
 def bad_request(message: str) -> ApiStatusError:
     """400 ``BadRequest`` with no details (as the recordings show for malformed requests)."""
-    return ApiStatusError(400, status_body(400, "BadRequest", message))
+    return ApiStatusError(400, status_body(400, "BadRequest", message=message))
 
 
-def namespace_terminating(rt: ResourceType, name: str, namespace: str) -> ApiStatusError:
+def namespace_terminating(rt: ResourceType, name: str, *, namespace: str) -> ApiStatusError:
     """403 ``Forbidden``: a create in a namespace that is being deleted."""
     details = _details(rt, name)
     details["causes"] = [{
@@ -145,13 +147,13 @@ def namespace_terminating(rt: ResourceType, name: str, namespace: str) -> ApiSta
         f'{rt.group_resource} "{name}" is forbidden: unable to create new content in namespace '
         f"{namespace} because it is being terminated"
     )
-    return ApiStatusError(403, status_body(403, "Forbidden", message, details=details))
+    return ApiStatusError(403, status_body(403, "Forbidden", message=message, details=details))
 
 
 def expired(message: str, *, continue_token: str | None = None) -> ApiStatusError:
     """410 ``Expired``: a list or continue token older than the retained window."""
     metadata = {"continue": continue_token} if continue_token else None
-    return ApiStatusError(410, status_body(410, "Expired", message, metadata=metadata))
+    return ApiStatusError(410, status_body(410, "Expired", message=message, metadata=metadata))
 
 
 def unsupported_media_type(accepted: Sequence[str]) -> ApiStatusError:
@@ -160,18 +162,19 @@ def unsupported_media_type(accepted: Sequence[str]) -> ApiStatusError:
         "the body of the request was in an unknown format - accepted media types include: "
         + ", ".join(accepted)
     )
-    return ApiStatusError(415, status_body(415, "UnsupportedMediaType", message))
+    return ApiStatusError(415, status_body(415, "UnsupportedMediaType", message=message))
 
 
 def method_not_allowed() -> ApiStatusError:
     """405 ``MethodNotAllowed`` for a verb the resource does not serve."""
     return ApiStatusError(405, status_body(
-        405, "MethodNotAllowed", "the server does not allow this method on the requested resource",
+        405, "MethodNotAllowed",
+        message="the server does not allow this method on the requested resource",
         details={},
     ))
 
 
-def success_status(rt: ResourceType, name: str, uid: str) -> dict[str, Any]:
+def success_status(rt: ResourceType, name: str, *, uid: str) -> dict[str, Any]:
     """The ``Status`` a DELETE answers with once the object is gone."""
     details = _details(rt, name)
     details["uid"] = uid

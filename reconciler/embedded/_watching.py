@@ -137,7 +137,7 @@ async def serve_watch(
 
     if faults.watch_gone:
         rv = ops.storage.resource_version
-        gone = status_body(410, "Expired", f"too old resource version: {rv} ({rv + 1})")
+        gone = status_body(410, "Expired", message=f"too old resource version: {rv} ({rv + 1})")
         await response.write(_line("ERROR", gone))
         return response
 
@@ -155,11 +155,11 @@ async def serve_watch(
             else:
                 replay = ops.storage.subscribe_since(int(str(rv_text)), deliver)
     except TooOld as exc:
-        await response.write(_line("ERROR", status_body(410, "Expired", str(exc))))
+        await response.write(_line("ERROR", status_body(410, "Expired", message=str(exc))))
         return response
     except ValueError:
         await response.write(_line("ERROR", status_body(
-            400, "BadRequest", f"invalid resource version: {rv_text}"
+            400, "BadRequest", message=f"invalid resource version: {rv_text}"
         )))
         return response
 
