@@ -150,7 +150,7 @@ class GarbageCollector:
         return self.ops.storage.get_by_uid(uid) is not None
 
     def _collect_if_orphaned(self, key: Key) -> None:
-        obj = self.ops.storage.get((key[0], key[1]), key[2], key[3])
+        obj = self.ops.storage.lookup(key)
         if obj is None:
             return
         owners = list(iter_owner_uids(obj))
@@ -161,7 +161,7 @@ class GarbageCollector:
             self._delete(rt, obj, policy="Background")
 
     def _finish(self, key: Key) -> None:
-        obj = self.ops.storage.get((key[0], key[1]), key[2], key[3])
+        obj = self.ops.storage.lookup(key)
         if obj is None:
             self._terminating.discard(key)
             return
@@ -181,7 +181,7 @@ class GarbageCollector:
         elif FOREGROUND_FINALIZER in finalizers:
             dependents = self.ops.storage.dependents(uid)
             for dep_key in dependents:
-                dep = self.ops.storage.get((dep_key[0], dep_key[1]), dep_key[2], dep_key[3])
+                dep = self.ops.storage.lookup(dep_key)
                 dep_rt = self._type_of(dep_key, dep) if dep is not None else None
                 if dep is not None and dep_rt is not None:
                     self._delete(dep_rt, dep, policy="Background")
@@ -191,7 +191,7 @@ class GarbageCollector:
             self._terminating.discard(key)
 
     def _orphan(self, dep_key: Key, owner_uid: str) -> None:
-        dep = self.ops.storage.get((dep_key[0], dep_key[1]), dep_key[2], dep_key[3])
+        dep = self.ops.storage.lookup(dep_key)
         if dep is None:
             return
         rt = self._type_of(dep_key, dep)

@@ -94,7 +94,9 @@ def _resource_entry(rt: ResourceType) -> dict[str, Any]:
     return entry
 
 
-def resource_list(registry: KindRegistry, group: str, version: str) -> dict[str, Any] | None:
+def resource_list(
+    registry: KindRegistry, *, group: str, version: str
+) -> dict[str, Any] | None:
     """``/api/v1`` or ``/apis/<group>/<version>``: the resources and subresources served there."""
     types = sorted(
         (rt for rt in registry.all_types() if rt.group == group and rt.version == version),

@@ -240,11 +240,11 @@ class ApiApplication:
         elif p == "/debug/optk/requests":
             body = self.accounting.as_json()
         elif p == "/api/v1":
-            body = _discovery.resource_list(registry, "", "v1")
+            body = _discovery.resource_list(registry, group="", version="v1")
         elif len(segments) == 2 and segments[0] == "apis":
             body = _discovery.api_group(registry, segments[1])
         elif len(segments) == 3 and segments[0] == "apis":
-            body = _discovery.resource_list(registry, segments[1], segments[2])
+            body = _discovery.resource_list(registry, group=segments[1], version=segments[2])
         elif p == "/openapi/v2":
             body = _openapi.openapi_v2(registry)
         elif p == "/openapi/v3":
@@ -420,11 +420,11 @@ class ApiApplication:
     ) -> dict[str, Any]:
         printer_columns = None
         if rt.is_custom:
-            crd = self.ops.storage.get(CRDS, "", f"{rt.plural}.{rt.group}") or {}
+            crd = self.ops.storage.get(CRDS, namespace="", name=f"{rt.plural}.{rt.group}") or {}
             for version in (crd.get("spec") or {}).get("versions") or ():
                 if version.get("name") == rt.version:
                     printer_columns = version.get("additionalPrinterColumns")
-        return tables.table(rt.kind, items, metadata, include_object=include,
+        return tables.table(rt.kind, items, metadata=metadata, include_object=include,
                             with_columns=with_columns, printer_columns=printer_columns)
 
     async def _delete_options(self, request: web.Request) -> dict[str, Any]:
@@ -476,6 +476,6 @@ class ApiApplication:
             wrap=wrap,
         )
         return await serve_watch(
-            request, self.ops, watch_request, faults=self.faults.current,
+            request, watch_request, ops=self.ops, faults=self.faults.current,
             bookmark_interval=self.bookmark_interval, cache=self._cache,
         )

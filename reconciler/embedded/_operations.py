@@ -162,7 +162,7 @@ class Operations:
 
     def _existing(self, target: Target) -> Mapping[str, Any]:
         obj = self.storage.get(
-            self.bucket(target.rt), target.storage_namespace, target.name
+            self.bucket(target.rt), namespace=target.storage_namespace, name=target.name
         )
         if obj is None:
             raise not_found(target.rt, target.name)
@@ -171,7 +171,7 @@ class Operations:
     def _check_namespace(self, rt: ResourceType, *, namespace: str, name: str) -> None:
         if not rt.namespaced:
             return
-        ns = self.storage.get(NAMESPACES, "", namespace)
+        ns = self.storage.get(NAMESPACES, namespace="", name=namespace)
         if ns is None:
             raise not_found(None, namespace, plural="namespaces")
         if _meta(ns).get("deletionTimestamp"):
@@ -254,7 +254,7 @@ class Operations:
             if query.continue_token:
                 snapshot_rv, start = _decode_continue(query.continue_token)
                 try:
-                    items = self.storage.snapshot(bucket, snapshot_rv, ns)
+                    items = self.storage.snapshot(bucket, snapshot_rv, namespace=ns)
                 except TooOld as exc:
                     fresh = _encode_continue(-1, start)
                     raise expired(_CONTINUE_TOO_OLD, continue_token=fresh) from exc
@@ -272,7 +272,7 @@ class Operations:
                             f"invalid resource version: {query.resource_version}"
                         ) from exc
                     try:
-                        items = self.storage.snapshot(bucket, snapshot_rv, ns)
+                        items = self.storage.snapshot(bucket, snapshot_rv, namespace=ns)
                     except TooOld as exc:
                         raise expired(_LIST_TOO_OLD) from exc
                 else:
@@ -335,7 +335,9 @@ class Operations:
                 "field": "metadata.name",
             }])
         with self.storage.lock:
-            if self.storage.get(self.bucket(rt), namespace if rt.namespaced else "", name):
+            if self.storage.get(
+                self.bucket(rt), namespace=namespace if rt.namespaced else "", name=name
+            ):
                 strategy.on_delete(obj, self.context)
                 raise already_exists(rt, name)
             if dry_run:
@@ -398,7 +400,8 @@ class Operations:
         if not isinstance(applied, Mapping):
             raise bad_request("the apply configuration must be an object")
         with self.storage.lock:
-            existing = self.storage.get(self.bucket(rt), target.storage_namespace, name)
+            existing = self.storage.get(self.bucket(rt), namespace=target.storage_namespace,
+                                        name=name)
             owned, removed = apply_fields(existing, applied, manager=field_manager, force=force)
             managed = managed_after_apply(existing, manager=field_manager,
                                           api_version=rt.api_version, owned=owned, force=force)
@@ -608,7 +611,8 @@ class Operations:
     def force_remove(self, rt: ResourceType, obj: Mapping[str, Any]) -> None:
         """Remove ``obj`` now, whatever its finalizers (the namespace controller's last step)."""
         with self.storage.lock:
-            current = self.storage.get(self.bucket(rt), *_key_parts(obj))
+            namespace, name = _key_parts(obj)
+            current = self.storage.get(self.bucket(rt), namespace=namespace, name=name)
             if current is not None:
                 final = copy_json(current)
                 meta = _meta(final)

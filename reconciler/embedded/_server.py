@@ -126,7 +126,7 @@ class EmbeddedApiServer:
         hosts = tuple(dict.fromkeys(("127.0.0.1", "::1", self._host)))
         self._tls = generate_tls(self._workdir, hosts=hosts)
         for name in _INITIAL_NAMESPACES:
-            if self._storage.get(("", "namespaces"), "", name) is None:
+            if self._storage.get(("", "namespaces"), namespace="", name=name) is None:
                 self._ops.create(self._namespace_type(), {
                     "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name},
                 }, namespace="")

@@ -98,10 +98,14 @@ class Storage:
 
     # -- reads ----------------------------------------------------------------------------
 
-    def get(self, bucket: Bucket, namespace: str, name: str) -> Mapping[str, Any] | None:
+    def get(self, bucket: Bucket, *, namespace: str, name: str) -> Mapping[str, Any] | None:
         """The stored object or None."""
         with self.lock:
             return self._buckets.get(bucket, {}).get((namespace, name))
+
+    def lookup(self, key: Key) -> Mapping[str, Any] | None:
+        """The stored object at ``key`` or None."""
+        return self.get((key[0], key[1]), namespace=key[2], name=key[3])
 
     def get_by_uid(self, uid: str) -> tuple[Key, Mapping[str, Any]] | None:
         """The stored object with this ``uid`` and its key, or None."""
@@ -247,7 +251,7 @@ class Storage:
             return len(self._subscribers)
 
     def snapshot(
-        self, bucket: Bucket, resource_version: int, namespace: str | None = None
+        self, bucket: Bucket, resource_version: int, *, namespace: str | None = None
     ) -> list[Mapping[str, Any]]:
         """The objects of a bucket as they were at ``resource_version`` (undoing later events).
 

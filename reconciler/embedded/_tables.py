@@ -127,8 +127,8 @@ def _custom_columns(printer_columns: Sequence[Mapping[str, Any]]) -> list[tuple[
 def table(
     kind: str,
     items: Sequence[Mapping[str, Any]],
-    metadata: Mapping[str, Any],
     *,
+    metadata: Mapping[str, Any],
     include_object: str,
     with_columns: bool = True,
     printer_columns: Sequence[Mapping[str, Any]] | None = None,

@@ -79,7 +79,7 @@ def _line(event_type: str, obj: Mapping[str, Any]) -> bytes:
 
 
 def _bookmark(
-    rt: ResourceType, resource_version: int, annotations: Mapping[str, str] | None
+    rt: ResourceType, resource_version: int, *, annotations: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
     metadata: dict[str, Any] = {"resourceVersion": str(resource_version),
                                 "creationTimestamp": None}
@@ -90,9 +90,9 @@ def _bookmark(
 
 async def serve_watch(
     http_request: web.Request,
-    ops: Operations,
     request: WatchRequest,
     *,
+    ops: Operations,
     faults: Faults,
     bookmark_interval: float,
     cache: EncodeCache,
@@ -180,7 +180,8 @@ async def serve_watch(
         if request.send_initial_events and request.bookmarks:
             # the watch-list protocol: this bookmark says the initial state is complete
             await response.write(_line("BOOKMARK", _bookmark(
-                rt, ops.storage.resource_version, {"k8s.io/initial-events-end": "true"}
+                rt, ops.storage.resource_version,
+                annotations={"k8s.io/initial-events-end": "true"},
             )))
         while True:
             now = time.monotonic()
@@ -194,7 +195,7 @@ async def serve_watch(
                     event = await queue.get()
             except TimeoutError:
                 if request.bookmarks and time.monotonic() >= next_bookmark:
-                    bookmark = _bookmark(rt, ops.storage.resource_version, None)
+                    bookmark = _bookmark(rt, ops.storage.resource_version)
                     await response.write(_line("BOOKMARK", bookmark))
                     remaining = deadline - time.monotonic()
                     next_bookmark = time.monotonic() + min(

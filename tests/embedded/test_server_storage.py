@@ -12,7 +12,7 @@ BUCKET = ("", "configmaps")
 
 
 def _write(storage: Storage, name: str, event: str = "ADDED", **extra: Any) -> dict[str, Any]:
-    old = storage.get(BUCKET, "ns", name)
+    old = storage.get(BUCKET, namespace="ns", name=name)
     obj = {"metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}",
                         "resourceVersion": str(storage.next_resource_version()), **extra}}
     storage.commit(BUCKET, obj, event_type=event, old=old)
@@ -50,7 +50,7 @@ def test_snapshot_undoes_later_events() -> None:
     _write(storage, "a", "MODIFIED", data="2")
     storage.commit(BUCKET, {"metadata": {"name": "b", "namespace": "ns", "uid": "uid-b",
                                          "resourceVersion": str(storage.next_resource_version())}},
-                   event_type="DELETED", old=storage.get(BUCKET, "ns", "b"))
+                   event_type="DELETED", old=storage.get(BUCKET, namespace="ns", name="b"))
     _write(storage, "c")
     snapshot = storage.snapshot(BUCKET, at)
     assert [(o["metadata"]["name"], o["metadata"].get("data")) for o in snapshot] == [
