@@ -129,18 +129,37 @@ def _walk(
                 findings.unknown.append(f"{path}.{key}" if path else str(key))
                 if findings.drop:
                     del value[key]
+            if findings.drop:  # a null field decodes to its zero value: left out
+                for key in [k for k, v in value.items() if v is None]:
+                    del value[key]
             for key, item in value.items():
                 if key in properties:
                     child = f"{path}.{key}" if path else str(key)
                     _walk(item, properties[key], definitions, child, findings)
         elif isinstance(additional, Mapping):
             for key, item in value.items():
-                _walk(item, additional, definitions, f"{path}.{key}", findings)
+                if item is None and findings.drop:
+                    value[key] = _zero(additional, definitions)
+                _walk(value[key], additional, definitions, f"{path}.{key}", findings)
     elif isinstance(value, list):
         items = schema.get("items")
         if isinstance(items, Mapping):
             for index, item in enumerate(value):
-                _walk(item, items, definitions, f"{path}[{index}]", findings)
+                if item is None and findings.drop:
+                    value[index] = _zero(items, definitions)
+                _walk(value[index], items, definitions, f"{path}[{index}]", findings)
+
+
+_ZEROS: dict[str, Any] = {"string": "", "integer": 0, "number": 0, "boolean": False}
+
+
+def _zero(schema: Mapping[str, Any], definitions: Mapping[str, Any]) -> Any:
+    # What Go decodes a null map value or list item into: "" for a string, {} for a struct.
+    types = _schema_types(_resolve(schema, definitions)) or ["object"]
+    kind = next((t for t in types if t != "null"), "object")
+    if kind == "array":
+        return []
+    return {} if kind == "object" else _ZEROS.get(kind)
 
 
 def _check_builtin(

@@ -311,8 +311,11 @@ class BuiltinStrategy(KindStrategy):
     def prepare_status_update(self, old: Mapping[str, Any], new: dict[str, Any]) -> None:
         """Through ``/status``: keep everything of ``old`` except ``status`` (pruned)."""
         _defaulting.keep_all_but_status(old, new)
-        rt = self.resource_type
-        _defaulting.drop_unknown_fields(new, api_version=rt.api_version, kind=rt.kind)
+        if "status" in new:  # only the status is the client's; the rest is stored as it was
+            rt = self.resource_type
+            _defaulting.drop_unknown_fields(
+                {"status": new["status"]}, api_version=rt.api_version, kind=rt.kind
+            )
 
     def spec_changed(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
         """Whether ``generation_fields`` differ (only for kinds with a generation)."""
@@ -490,6 +493,11 @@ class _EventsEvent(BuiltinStrategy):
             raise Invalid(causes)
 
 
+class _PodDisruptionBudget(BuiltinStrategy):
+    def validate(self, obj: Mapping[str, Any]) -> list[Cause]:
+        return _validating.validate_pdb(obj)
+
+
 class _Ingress(BuiltinStrategy):
     def validate(self, obj: Mapping[str, Any]) -> list[Cause]:
         return _validating.validate_ingress(obj)
@@ -561,7 +569,7 @@ def _builtin_strategies() -> dict[tuple[str, str], StrategyFactory]:
         ("batch", "Job"): _Job,
         ("coordination.k8s.io", "Lease"): BuiltinStrategy,
         ("networking.k8s.io", "Ingress"): _Ingress,
-        ("policy", "PodDisruptionBudget"): BuiltinStrategy,
+        ("policy", "PodDisruptionBudget"): _PodDisruptionBudget,
         ("autoscaling", "HorizontalPodAutoscaler"): _HorizontalPodAutoscaler,
         (rbac, "Role"): _Rbac,
         (rbac, "ClusterRole"): _Rbac,

@@ -39,6 +39,7 @@ __all__ = [
     "validate_ingress",
     "validate_job",
     "validate_job_update",
+    "validate_pdb",
     "validate_pod",
     "validate_pod_update",
     "validate_pvc",
@@ -665,6 +666,15 @@ def validate_events_event(obj: Mapping[str, Any]) -> list[Cause]:
         if not obj.get(key):
             causes.append(required(key))
     return causes
+
+
+def validate_pdb(obj: Mapping[str, Any]) -> list[Cause]:
+    """A PodDisruptionBudget sets at most one of ``minAvailable`` and ``maxUnavailable``."""
+    spec = obj.get("spec") or {}
+    if spec.get("minAvailable") is not None and spec.get("maxUnavailable") is not None:
+        return [invalid("spec", _json_repr(spec),
+                        "minAvailable and maxUnavailable cannot be both set")]
+    return []
 
 
 def validate_uid_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:

@@ -501,3 +501,28 @@ def test_values_of_the_wrong_type_are_refused_before_defaulting() -> None:
     assert [c["field"] for c in create_causes(configmap)] == ["data.n"]
     old = created({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}})
     assert [c["field"] for c in update_causes(old, {"data": ["a"]})] == ["data"]
+
+
+def test_pdb_sets_one_bound() -> None:
+    pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "p"},
+           "spec": {"minAvailable": 1, "maxUnavailable": "50%",
+                    "selector": {"matchLabels": {"app": "x"}}}}
+    causes = create_causes(pdb)
+    assert [(c["field"], c["message"].rsplit(": ", 1)[1]) for c in causes] == [
+        ("spec", "minAvailable and maxUnavailable cannot be both set")]
+    del pdb["spec"]["maxUnavailable"]
+    assert create_causes(pdb) == []
+
+
+def test_nulls_decode_to_zero_values() -> None:
+    configmap = created({"apiVersion": "v1", "kind": "ConfigMap",
+                         "metadata": {"name": "c", "labels": {"a": None}, "annotations": None},
+                         "data": {"k": None}})
+    assert configmap["metadata"] == {"name": "c", "labels": {"a": ""},
+                                     "uid": "4c2b3a96-da6c-42e4-b9df-19476e211914"}
+    assert configmap["data"] == {"k": ""}
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+               "metadata": {"name": "b"}, "roleRef": {"kind": "ClusterRole", "name": "r"},
+               "subjects": [None]}
+    assert [c["field"] for c in create_causes(binding)] == ["subjects[0].kind",
+                                                            "subjects[0].name"]
