@@ -42,8 +42,8 @@ __all__ = ["EmbeddedApiServer", "ServerNotRunningError"]
 _INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
-class ServerNotRunningError(RuntimeError):
-    """The server was used before ``start()`` or after ``stop()``."""
+class ServerNotRunningError(RuntimeError, ValueError):
+    """Misuse: the server was used before ``start()`` or after ``stop()``."""
 
 
 def _is_loopback(host: str) -> bool:

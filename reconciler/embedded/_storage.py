@@ -79,6 +79,7 @@ class Storage:
         self._subscribers: list[Callable[[StoredEvent], None]] = []
         self._by_uid: dict[str, Key] = {}
         self._dependents: dict[str, set[Key]] = {}
+        self._by_namespace: dict[str, set[Key]] = {}
 
     # -- versions -------------------------------------------------------------------------
 
@@ -135,22 +136,15 @@ class Storage:
         with self.lock:
             return list(self._buckets)
 
-    def namespace_is_empty(self, namespace: str) -> bool:
-        """Whether no object of any bucket lives in ``namespace``."""
-        with self.lock:
-            return not any(
-                k[0] == namespace for objects in self._buckets.values() for k in objects
-            )
-
     def in_namespace(self, namespace: str) -> list[tuple[Bucket, Mapping[str, Any]]]:
-        """Every object stored in ``namespace``, with its bucket."""
+        """Every object stored in ``namespace``, with its bucket (from an index)."""
         with self.lock:
-            return [
-                (bucket, obj)
-                for bucket, objects in self._buckets.items()
-                for (ns, _), obj in sorted(objects.items())
-                if ns == namespace
-            ]
+            found = []
+            for key in sorted(self._by_namespace.get(namespace, ())):
+                obj = self.lookup(key)
+                if obj is not None:
+                    found.append(((key[0], key[1]), obj))
+            return found
 
     def count(self) -> int:
         """How many objects are stored."""
@@ -200,6 +194,8 @@ class Storage:
         uid = _meta(obj).get("uid")
         if uid:
             self._by_uid[str(uid)] = key
+        if key[2]:
+            self._by_namespace.setdefault(key[2], set()).add(key)
         for owner in _owner_uids(obj):
             self._dependents.setdefault(owner, set()).add(key)
 
@@ -207,6 +203,11 @@ class Storage:
         uid = _meta(obj).get("uid")
         if uid and self._by_uid.get(str(uid)) == key:
             del self._by_uid[str(uid)]
+        in_namespace = self._by_namespace.get(key[2])
+        if in_namespace is not None:
+            in_namespace.discard(key)
+            if not in_namespace:
+                del self._by_namespace[key[2]]
         for owner in _owner_uids(obj):
             keys = self._dependents.get(owner)
             if keys is not None:
