@@ -175,3 +175,13 @@ def test_deployment_generation_and_status_subresource(
     assert status.status.replicas == 3
     assert status.spec.replicas == 3
     assert status.metadata.generation == 2
+
+
+def test_connection_data_needs_a_running_server() -> None:
+    from reconciler.embedded import ServerNotRunningError
+
+    server = EmbeddedApiServer()
+    with pytest.raises(ServerNotRunningError):
+        _ = server.url
+    with pytest.raises(ValueError, match="not running"):
+        server.api_client()

@@ -73,3 +73,15 @@ def test_subscribers_and_owner_index() -> None:
     storage.unsubscribe(seen.append)
     _write(storage, "later")
     assert len(seen) == 2
+
+
+def test_namespace_index_follows_writes_and_deletes() -> None:
+    storage = Storage()
+    _write(storage, "a")
+    _write(storage, "b")
+    assert [obj["metadata"]["name"] for _, obj in storage.in_namespace("ns")] == ["a", "b"]
+    storage.commit(BUCKET, {"metadata": {"name": "a", "namespace": "ns", "uid": "uid-a",
+                                         "resourceVersion": str(storage.next_resource_version())}},
+                   event_type="DELETED", old=storage.get(BUCKET, namespace="ns", name="a"))
+    assert [obj["metadata"]["name"] for _, obj in storage.in_namespace("ns")] == ["b"]
+    assert storage.in_namespace("other") == []
