@@ -216,3 +216,70 @@ def test_any_metadata_is_refused_with_invalid_or_accepted(rt: Any, metadata: Any
     except Invalid:
         return
     assert "junk" not in body["metadata"]
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [prefix] if prefix else []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += _paths(item, (*prefix, index))
+    return found
+
+
+@st.composite
+def _mutated(draw: st.DrawFn) -> tuple[Any, dict[str, Any]]:
+    rt = draw(st.sampled_from([*BUILTIN_TYPES, WIDGET]))
+    body = {"spec": {"color": "red"}} if rt is WIDGET else minimal(rt, "x")
+    body = {**body, "metadata": {"name": "things.gx.example.com"
+                                 if rt.kind == "CustomResourceDefinition" else "n"}}
+    for _ in range(draw(st.integers(1, 3))):
+        paths = _paths(body)
+        if not paths:
+            break
+        *parent_path, last = draw(st.sampled_from(paths))
+        parent: Any = body
+        for step in parent_path:
+            parent = parent[step]
+        parent[last] = draw(_mutation(parent[last]))
+    return rt, body
+
+
+def _mutation(value: Any) -> st.SearchStrategy[Any]:
+    """Mostly values of the same JSON type (which get past decoding), sometimes anything."""
+    same: st.SearchStrategy[Any]
+    if isinstance(value, bool):
+        same = st.booleans()
+    elif isinstance(value, int):
+        same = st.integers(-2, 70000)
+    elif isinstance(value, str):
+        same = st.sampled_from(["", "-", "A_b", "x" * 70, "None", "/", "10.0.0.2", value])
+    elif isinstance(value, list):
+        same = st.just([]) | st.just(value * 2) | st.just(value[:-1])
+    elif isinstance(value, dict):
+        same = st.just({}) | st.sampled_from(list(value) or [""]).map(
+            lambda key: {k: v for k, v in value.items() if k != key})
+    else:
+        same = st.none()
+    return st.one_of(same, same, same, st.none(), _json_values)
+
+
+@given(case=_mutated())
+@settings(max_examples=200)
+def test_mutated_valid_objects_give_an_object_or_invalid(case: tuple[Any, dict[str, Any]]) -> None:
+    rt, body = case
+    strategy = WIDGETS.strategy(rt)
+    body = {**body, "apiVersion": rt.api_version, "kind": rt.kind}
+    ctx = ServerContext()
+    try:
+        strategy.prepare_create(body, ctx)
+        strategy.validate_create(body)
+        update = copy.deepcopy(body)
+        strategy.prepare_update(body, update, ctx)
+        strategy.validate_update(body, update)
+        assert update == body  # an identical update changes nothing: a no-op for the core
+        assert not strategy.spec_changed(body, update)
+    except Invalid:
+        return
