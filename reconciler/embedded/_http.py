@@ -140,6 +140,7 @@ class ApiApplication:
         self.bookmark_interval = bookmark_interval
         self._expected_auth = f"Bearer {token}".encode()
         self._cache = EncodeCache()
+        self.active_watches = 0
 
     def make_app(self) -> web.Application:
         """The aiohttp application (one catch-all route)."""
@@ -238,7 +239,7 @@ class ApiApplication:
         elif p in ("/healthz", "/livez", "/readyz"):
             return web.Response(text="ok", content_type="text/plain")
         elif p == "/debug/optk/requests":
-            body = self.accounting.as_json()
+            body = {**self.accounting.as_json(), "activeWatches": self.active_watches}
         elif p == "/api/v1":
             body = _discovery.resource_list(registry, group="", version="v1")
         elif len(segments) == 2 and segments[0] == "apis":
@@ -475,7 +476,11 @@ class ApiApplication:
             send_initial_events=request.query.get("sendInitialEvents", "").lower() in _TRUE,
             wrap=wrap,
         )
-        return await serve_watch(
-            request, watch_request, ops=self.ops, faults=self.faults.current,
-            bookmark_interval=self.bookmark_interval, cache=self._cache,
-        )
+        self.active_watches += 1
+        try:
+            return await serve_watch(
+                request, watch_request, ops=self.ops, faults=self.faults.current,
+                bookmark_interval=self.bookmark_interval, cache=self._cache,
+            )
+        finally:
+            self.active_watches -= 1

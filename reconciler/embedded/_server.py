@@ -100,6 +100,7 @@ class EmbeddedApiServer:
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
         self._collector: GarbageCollector | None = None
+        self._application: ApiApplication | None = None
         self._bound_port: int | None = None
         self._workdir: Path | None = None
         self._tls: TlsFiles | None = None
@@ -144,6 +145,7 @@ class EmbeddedApiServer:
             address=lambda: f"{self._host}:{self._bound_port}",
             bookmark_interval=self._bookmark_interval,
         )
+        self._application = application
         self._runner = web.AppRunner(
             application.make_app(), access_log=None, handle_signals=False,
             shutdown_timeout=0.5,
@@ -349,6 +351,10 @@ class EmbeddedApiServer:
     def resource_version(self) -> int:
         """The latest committed ``resourceVersion``."""
         return self._storage.resource_version
+
+    def active_watches(self) -> int:
+        """How many watch streams are open right now (informers, kubectl --watch, ...)."""
+        return self._application.active_watches if self._application is not None else 0
 
     def object_count(self) -> int:
         """How many objects the server stores."""

@@ -246,11 +246,6 @@ class Storage:
         with self.lock, contextlib.suppress(ValueError):
             self._subscribers.remove(subscriber)
 
-    def subscriber_count(self) -> int:
-        """How many watchers (and internal subscribers) are attached."""
-        with self.lock:
-            return len(self._subscribers)
-
     def snapshot(
         self, bucket: Bucket, resource_version: int, *, namespace: str | None = None
     ) -> list[Mapping[str, Any]]:

@@ -166,3 +166,24 @@ def test_every_watcher_gets_every_event(
     for response in responses:
         lines = [json.loads(x) for x in response.data.decode().splitlines() if x]
         assert [e["object"]["metadata"]["name"] for e in lines] == ["m0", "m1", "m2"]
+
+
+def test_active_watches_are_counted_and_released() -> None:
+    with ServerClass() as server:
+        raw = RawClient(server)
+        assert server.active_watches() == 0
+        stream = raw.request("GET", "/api/v1/namespaces/default/configmaps?watch=1"
+                                    f"&resourceVersion={server.resource_version}"
+                                    "&timeoutSeconds=1", preload=False)
+        deadline = time.monotonic() + 5
+        while server.active_watches() != 1:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        code, body = raw.json("GET", "/debug/optk/requests")
+        assert code == 200
+        assert body["activeWatches"] == 1
+        stream.read()
+        stream.release_conn()
+        while server.active_watches() != 0 or server.request_counts()["watch"] != 1:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
