@@ -2,9 +2,9 @@
 
 Built on every request from the ``KindRegistry`` (so a CRD's types appear as soon as it is
 created and vanish when it is deleted), in the shapes ``discovery.json`` records. Clients that ask
-for aggregated discovery (kubectl 1.26+) get the legacy documents with a plain
-``application/json`` content type, which makes them fall back to these endpoints, as they do
-against a 1.25 server.
+for aggregated discovery (kubectl 1.26+: ``Accept: application/json;g=apidiscovery.k8s.io;v=v2;
+as=APIGroupDiscoveryList``) get it from ``/api`` and ``/apis``; the others get the legacy
+documents, as from a 1.25 server.
 """
 
 from __future__ import annotations
@@ -14,7 +14,14 @@ from typing import Any
 
 from reconciler.embedded._kinds import KindRegistry, ResourceType
 
-__all__ = ["api_group", "api_group_list", "api_versions", "resource_list", "version_info"]
+__all__ = [
+    "aggregated_discovery",
+    "api_group",
+    "api_group_list",
+    "api_versions",
+    "resource_list",
+    "version_info",
+]
 
 _SUBRESOURCE_VERBS = {"status": ["get", "patch", "update"], "scale": ["get", "patch", "update"],
                       "finalize": ["update"]}
@@ -121,3 +128,54 @@ def resource_list(
         "groupVersion": f"{group}/{version}" if group else version,
         "resources": resources,
     }
+
+
+def _aggregated_resource(rt: ResourceType) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "resource": rt.plural,
+        "responseKind": {"group": rt.group, "version": rt.version, "kind": rt.kind},
+        "scope": "Namespaced" if rt.namespaced else "Cluster",
+        "singularResource": rt.singular,
+        "verbs": list(rt.verbs),
+    }
+    if rt.short_names:
+        entry["shortNames"] = list(rt.short_names)
+    if rt.categories:
+        entry["categories"] = list(rt.categories)
+    subresources = []
+    for sub in sorted(rt.subresources):
+        kind = ({"group": "autoscaling", "version": "v1", "kind": "Scale"} if sub == "scale"
+                else {"group": rt.group, "version": rt.version, "kind": rt.kind})
+        subresources.append({"subresource": sub, "responseKind": kind,
+                             "verbs": _SUBRESOURCE_VERBS.get(sub, ["get"])})
+    if subresources:
+        entry["subresources"] = subresources
+    return entry
+
+
+def aggregated_discovery(
+    registry: KindRegistry, *, core: bool, api_version: str = "apidiscovery.k8s.io/v2"
+) -> dict[str, Any]:
+    """Aggregated discovery (``APIGroupDiscoveryList``): ``/api`` (core) or ``/apis``.
+
+    Clients that ask for it (kubectl 1.26+) learn every group, version and resource in one
+    request instead of one per group-version.
+    """
+    groups: dict[str, dict[str, list[ResourceType]]] = {}
+    for rt in registry.all_types():
+        if (rt.group == "") == core:
+            groups.setdefault(rt.group, {}).setdefault(rt.version, []).append(rt)
+    items = []
+    for group in sorted(groups):
+        versions = sorted(groups[group], key=version_priority)
+        items.append({
+            "metadata": {"name": group, "creationTimestamp": None},
+            "versions": [{
+                "version": version,
+                "resources": [_aggregated_resource(rt) for rt in
+                              sorted(groups[group][version], key=lambda rt: rt.plural)],
+                "freshness": "Current",
+            } for version in versions],
+        })
+    return {"kind": "APIGroupDiscoveryList", "apiVersion": api_version, "metadata": {},
+            "items": items}

@@ -106,6 +106,19 @@ def _content_type(request: web.Request) -> str:
     return media or _JSON
 
 
+def _aggregated_version(request: web.Request) -> str | None:
+    """The aggregated discovery version the client accepts first (``v2``/``v2beta1``), if any."""
+    for media in request.headers.get("Accept", "").split(","):
+        params = dict(
+            part.strip().split("=", 1) for part in media.split(";")[1:] if "=" in part
+        )
+        if (params.get("g") == "apidiscovery.k8s.io"
+                and params.get("as") == "APIGroupDiscoveryList"
+                and params.get("v") in ("v2", "v2beta1")):
+            return params["v"]
+    return None
+
+
 def _verb(method: str, path: ResourcePath | None, *, watch: bool) -> str:
     if path is None:
         return method.lower()
@@ -232,6 +245,15 @@ class ApiApplication:
         body: Any = None
         if p == "/version":
             body = _discovery.version_info()
+        elif p in ("/api", "/apis") and (aggregated := _aggregated_version(request)):
+            body = _discovery.aggregated_discovery(
+                registry, core=p == "/api", api_version=f"apidiscovery.k8s.io/{aggregated}"
+            )
+            return web.Response(
+                body=encode(body),
+                headers={"Content-Type": f"application/json;g=apidiscovery.k8s.io;"
+                                         f"v={aggregated};as=APIGroupDiscoveryList"},
+            )
         elif p == "/api":
             body = _discovery.api_versions(self.address())
         elif p == "/apis":

@@ -53,11 +53,31 @@ def test_version_api_and_groups(raw: RawClient) -> None:
                     "preferredVersion": {"groupVersion": "apps/v1", "version": "v1"}}
 
 
-def test_aggregated_discovery_requests_get_the_legacy_documents(raw: RawClient) -> None:
+def test_aggregated_discovery_when_asked(raw: RawClient) -> None:
     accept = ("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
               "application/json")
     response = raw.request("GET", "/apis", headers={"Accept": accept})
     assert response.status == 200
+    assert response.headers["Content-Type"] == (
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+    )
+    body = response.json()
+    assert body["kind"] == "APIGroupDiscoveryList"
+    assert body["apiVersion"] == "apidiscovery.k8s.io/v2"
+    apps = next(i for i in body["items"] if i["metadata"]["name"] == "apps")
+    deployments = next(r for r in apps["versions"][0]["resources"]
+                       if r["resource"] == "deployments")
+    assert deployments["responseKind"] == {"group": "apps", "version": "v1",
+                                           "kind": "Deployment"}
+    assert deployments["scope"] == "Namespaced"
+    assert [s["subresource"] for s in deployments["subresources"]] == ["scale", "status"]
+    core = raw.request("GET", "/api", headers={"Accept": accept}).json()
+    assert [i["metadata"]["name"] for i in core["items"]] == [""]
+    assert "configmaps" in [r["resource"] for r in core["items"][0]["versions"][0]["resources"]]
+
+
+def test_plain_clients_get_the_legacy_documents(raw: RawClient) -> None:
+    response = raw.request("GET", "/apis", headers={"Accept": "application/json"})
     assert response.headers["Content-Type"].startswith("application/json")
     assert response.json()["kind"] == "APIGroupList"
 
