@@ -504,8 +504,10 @@ class Informer:
             self._dispatch("DELETED", old, obj)
         elif kind in ("ADDED", "MODIFIED"):
             old, stored = self.cache.upsert(obj)
-            if stored:
-                self._dispatch(str(kind), old, obj)
+            # Not stored: the cache already holds a newer version written through by our own
+            # write. The event is still a change (maybe a foreign one our write built on), so it
+            # is dispatched, without an ``old`` to compare with.
+            self._dispatch(str(kind), old if stored else None, obj)
         with self._cond:
             if version:
                 self._resource_version = version

@@ -669,7 +669,7 @@ class OperatorRuntime:
             self.stats.triggers["parent-deleted"] += 1
             self.queue.add(key)
             return
-        if old is None:
+        if event_type == "ADDED" and old is None:  # first sight: startup, or a new parent
             now = self.clock.time()
             due = self.schedule.observe(key, new, now=now)
             if parent_needs_reconcile(new) or due <= now:
