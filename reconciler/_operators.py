@@ -414,6 +414,7 @@ class OperatorRuntime:
             _log.info("metrics and health on %s", self.health.url)
         if self.elector is not None:
             self.metrics.set_leader(self.elector.config.name, False)
+            self._spawn(self._warm_children, "optk-warm")
             self._spawn(self.elector.run, "optk-leader")
         else:
             self._start_workers()
@@ -535,6 +536,27 @@ class OperatorRuntime:
                 worker.start()
         if self.elector is not None:
             self.metrics.set_leader(self.elector.config.name, True)
+
+    def _warm_children(self) -> None:
+        """On a standby: start the child informers its parents' builders need, so that a
+        takeover reconciles from warm caches (builders are pure, so building costs no request)."""
+        if not self.parents.wait_synced(None):
+            return
+        parents = self.parents.cache.keys()
+        for key in parents:
+            with self._lock:
+                if self._stopping or self._workers:
+                    return  # leading already: reconciles declare their own types
+            parent = self.parents.cache.get(*key)
+            if parent is None:
+                continue
+            try:
+                built = [builder()[0] for builder in self.operator.build(parent)]
+            except Exception as error:  # the leader reports build failures; a standby only warms
+                _log.debug("warming for %s/%s: build failed: %s", key[0], key[1], error)
+                continue
+            self.informers.use(key, {(str(o.get("apiVersion")), str(o.get("kind")))
+                                     for o in built})
 
     def _lost_leadership(self) -> None:
         if self.elector is not None:

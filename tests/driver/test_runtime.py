@@ -105,6 +105,14 @@ def test_a_standby_takes_over_within_the_lease_duration(client: KubernetesClient
         assert wait_until(lambda: child_data(client, ns, "a") == {"value": "first"})
         assert wait_until(lambda: standby.parents.cache.get(ns, "a") is not None)  # warm
         assert standby.stats.total == 0
+        assert standby.stats.total == 0
+        # a standby that started after the parent existed warms its child caches from builders
+        late = operator.start(client, identity="late")
+        try:
+            assert wait_until(lambda: ("v1", "ConfigMap") in late.informers.types())
+            assert late.stats.total == 0
+        finally:
+            late.stop(5)
         crashed = time.monotonic()
         leader.stop(timeout=5, release_lease=False)  # renewals stop; the lease must expire
         assert wait_until(lambda: standby.leading, 5)
