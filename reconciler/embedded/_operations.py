@@ -227,6 +227,10 @@ class Operations:
     def _invalid(self, rt: ResourceType, exc: Invalid, *, obj: Mapping[str, Any]) -> ApiStatusError:
         return invalid(rt, str(_meta(obj).get("name") or ""), causes=exc.causes)
 
+    def _restore_allocations(self, allocated: set[str]) -> None:
+        self.context.allocated_cluster_ips.clear()
+        self.context.allocated_cluster_ips.update(allocated)
+
     def _commit(
         self, rt: ResourceType, obj: dict[str, Any], *, event_type: str,
         old: Mapping[str, Any] | None,
@@ -323,27 +327,32 @@ class Operations:
         else:
             meta.pop("generation", None)
         strategy = self.registry.strategy(rt)
+        # allocations (ClusterIPs) of a create that is refused or only dry-run are given back
+        allocated = set(self.context.allocated_cluster_ips)
         try:
-            strategy.prepare_create(obj, self.context)
-            strategy.validate_create(obj)
-        except Invalid as exc:
-            raise self._invalid(rt, exc, obj=obj) from exc
-        if not name:
-            raise invalid(rt, "", causes=[{
-                "reason": "FieldValueRequired",
-                "message": "Required value: name or generateName is required",
-                "field": "metadata.name",
-            }])
-        with self.storage.lock:
-            if self.storage.get(
-                self.bucket(rt), namespace=namespace if rt.namespaced else "", name=name
-            ):
-                strategy.on_delete(obj, self.context)
-                raise already_exists(rt, name)
-            if dry_run:
-                strategy.on_delete(obj, self.context)
-                return obj
-            self._commit(rt, obj, event_type="ADDED", old=None)
+            try:
+                strategy.prepare_create(obj, self.context)
+                strategy.validate_create(obj)
+            except Invalid as exc:
+                raise self._invalid(rt, exc, obj=obj) from exc
+            if not name:
+                raise invalid(rt, "", causes=[{
+                    "reason": "FieldValueRequired",
+                    "message": "Required value: name or generateName is required",
+                    "field": "metadata.name",
+                }])
+            with self.storage.lock:
+                if self.storage.get(
+                    self.bucket(rt), namespace=namespace if rt.namespaced else "", name=name
+                ):
+                    raise already_exists(rt, name)
+                if dry_run:
+                    self._restore_allocations(allocated)
+                    return obj
+                self._commit(rt, obj, event_type="ADDED", old=None)
+        except ApiStatusError:
+            self._restore_allocations(allocated)
+            raise
         if self.bucket(rt) == CRDS:
             self.registry.crd_applied(obj)
         return obj

@@ -249,3 +249,25 @@ def test_server_survives_garbage(raw: RawClient, kube_namespace: str) -> None:
         assert 400 <= response.status < 500, (method, path, response.status)
     code, _ = raw.json("GET", "/api/v1/namespaces")
     assert code == 200
+
+
+def test_refused_and_dry_run_creates_give_their_cluster_ip_back(
+    raw: RawClient, kube_namespace: str
+) -> None:
+    path = f"/api/v1/namespaces/{kube_namespace}/services"
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "svc"},
+               "spec": {"ports": [{"port": 80}]}}
+    code, first = raw.json("POST", path, body=service)
+    assert code == 201
+    code, _ = raw.json("POST", path, body=service)
+    assert code == 409
+    code, dry = raw.json("POST", path + "?dryRun=All",
+                         body={**service, "metadata": {"name": "svc-dry"}})
+    assert code == 201
+    code, second = raw.json("POST", path, body={**service, "metadata": {"name": "svc-2"}})
+    assert code == 201
+    # neither the refused nor the dry-run create kept an address: the next one is reused
+    assert second["spec"]["clusterIP"] == dry["spec"]["clusterIP"]
+    assert second["spec"]["clusterIP"] != first["spec"]["clusterIP"]
+    code, _ = raw.json("GET", f"{path}/svc")
+    assert code == 200
