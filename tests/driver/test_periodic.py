@@ -14,6 +14,7 @@ from reconciler._clocks import VirtualClock
 from reconciler._events import rfc3339
 from reconciler._operators import OperatorRuntime
 from reconciler._resyncs import ResyncPolicy
+from reconciler.embedded import Faults
 from tests.driver.conftest import child_data, make_operator, running, thing, wait_until
 from tests.driver.sample_operator import API_VERSION
 from tests.driver.sample_operator import build as base
@@ -193,3 +194,22 @@ def test_failures_can_wait_for_the_timer_instead(client: KubernetesClient, ns: s
         assert due is not None
         clock.advance(due - clock.time())
         assert wait_until(lambda: runtime.stats.failures[(ns, "bad")] == 2)
+
+
+def test_a_throttled_reconcile_waits_for_retry_after(
+    client: KubernetesClient, ns: str, kube_api: Any
+) -> None:
+    clock = VirtualClock()
+    throttle = Faults(throttle_rate=1.0, retry_after=30, verbs={"create"},
+                      resources={"configmaps"})
+    with running(make_operator(ns), client, clock=clock) as runtime:
+        with kube_api.faults(throttle):
+            client.create(thing(ns, "a", "x"))
+            assert wait_until(lambda: runtime.stats.failures[(ns, "a")] == 1)
+            for _ in range(29):  # the backoff alone would have retried within milliseconds
+                clock.advance(1)
+                time.sleep(0.005)
+            _quiet(runtime)
+            assert runtime.stats.failures[(ns, "a")] == 1
+        clock.advance(1.5)
+        assert wait_until(lambda: child_data(client, ns, "a") == {"value": "x"})
