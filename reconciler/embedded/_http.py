@@ -154,6 +154,7 @@ class ApiApplication:
         self._expected_auth = f"Bearer {token}".encode()
         self._cache = EncodeCache()
         self.active_watches = 0
+        self._watch_tasks: set[asyncio.Task[Any]] = set()
 
     def make_app(self) -> web.Application:
         """The aiohttp application (one catch-all route)."""
@@ -499,6 +500,9 @@ class ApiApplication:
             wrap=wrap,
         )
         self.active_watches += 1
+        task = asyncio.current_task()
+        if task is not None:
+            self._watch_tasks.add(task)
         try:
             return await serve_watch(
                 request, watch_request, ops=self.ops, faults=self.faults.current,
@@ -506,3 +510,10 @@ class ApiApplication:
             )
         finally:
             self.active_watches -= 1
+            if task is not None:
+                self._watch_tasks.discard(task)
+
+    def end_watches(self) -> None:
+        """End every open watch stream now (the server is shutting down)."""
+        for task in list(self._watch_tasks):
+            task.cancel()

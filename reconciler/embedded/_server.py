@@ -166,6 +166,9 @@ class EmbeddedApiServer:
     async def _shutdown(self) -> None:
         if self._collector is not None:
             self._collector.stop()
+        if self._application is not None:
+            self._application.end_watches()
+            await asyncio.sleep(0)  # let the cancelled watches unwind before closing
         if self._runner is not None:
             await self._runner.cleanup()
 

@@ -6,11 +6,13 @@ Expectations come from ``watch.json`` and ``watch-410-after-restart.json``.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from typing import Any
 
 import kubernetes.client
 import pytest
+import urllib3
 from kubernetes import watch
 
 from reconciler.embedded import EmbeddedApiServer
@@ -187,3 +189,27 @@ def test_active_watches_are_counted_and_released() -> None:
         while server.active_watches() != 0 or server.request_counts()["watch"] != 1:
             assert time.monotonic() < deadline
             time.sleep(0.01)
+
+
+def test_stopping_the_server_ends_open_watches() -> None:
+    server = ServerClass().start()
+    raw = RawClient(server)
+    stream = raw.request("GET", "/api/v1/namespaces/default/configmaps?watch=1", preload=False)
+    ended = threading.Event()
+
+    def reader() -> None:
+        try:
+            for _ in stream:
+                pass
+        except urllib3.exceptions.ProtocolError:
+            pass  # the server aborted the stream: the expected ending
+        ended.set()
+
+    thread = threading.Thread(target=reader, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 5
+    while server.active_watches() != 1:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    server.stop()
+    assert ended.wait(5)
