@@ -9,6 +9,7 @@ import time
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from reconciler._clocks import VirtualClock
 from reconciler._queues import (
@@ -187,3 +188,62 @@ def test_concurrent_workers_never_hold_the_same_key() -> None:
         worker.join(timeout=5)
     assert overlap == []
     assert 5 <= processed[0] < 2000  # bursts coalesced
+
+
+class QueueMachine(RuleBasedStateMachine):
+    """Random adds, delays, takes, completions and clock moves against a model of the queue."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.clock = VirtualClock()
+        self.queue = _queue(self.clock)
+        self.held: set[str] = set()
+        self.owed: set[str] = set()  # keys added (and due) since they were last handed out
+        self.delayed: dict[str, float] = {}  # key -> earliest due time (virtual)
+
+    keys = st.sampled_from(["a", "b", "c", "d"])
+
+    @rule(key=keys)
+    def add(self, key: str) -> None:
+        self.queue.add(key)
+        self.owed.add(key)
+
+    @rule(key=keys, delay=st.floats(0.001, 5.0))
+    def add_after(self, key: str, delay: float) -> None:
+        self.queue.add_after(key, delay)
+        due = self.clock.monotonic() + delay
+        self.delayed[key] = min(due, self.delayed.get(key, due))
+
+    @rule(seconds=st.floats(0.0, 3.0))
+    def advance(self, seconds: float) -> None:
+        self.clock.advance(seconds)
+        now = self.clock.monotonic()
+        for key, due in list(self.delayed.items()):
+            if due <= now:
+                self.owed.add(key)
+                del self.delayed[key]
+
+    @rule()
+    def take(self) -> None:
+        key = self.queue.get(timeout=0)
+        if key is None:
+            assert self.owed <= self.held  # nothing owed is left waiting for a free worker
+            return
+        assert key not in self.held  # never two workers on one key
+        assert key in self.owed  # nothing is handed out that was not asked for
+        self.held.add(key)
+        self.owed.discard(key)
+
+    @rule(data=st.data())
+    def finish(self, data: st.DataObject) -> None:
+        if self.held:
+            key = data.draw(st.sampled_from(sorted(self.held)))
+            self.held.discard(key)
+            self.queue.done(key)
+
+    @invariant()
+    def ready_keys_are_owed_and_unique(self) -> None:
+        assert len(self.queue) <= len(self.owed - self.held)
+
+
+TestQueueMachine = QueueMachine.TestCase
