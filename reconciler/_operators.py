@@ -62,7 +62,9 @@ __all__ = [
     "OperatorRuntime",
     "ParentKey",
     "child_event_triggers",
+    "load_operator",
     "parent_event_triggers",
+    "parent_needs_reconcile",
     "run_command",
 ]
 
