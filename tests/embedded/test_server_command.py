@@ -44,6 +44,7 @@ def test_optk_apiserver_serves_until_sigterm(tmp_path: Path) -> None:
         out, _ = process.communicate(timeout=15)
     assert process.returncode == 0
     assert "stopped" in out
+    assert not kubeconfig.exists()  # its token and CA died with the server
 
 
 def test_optk_apiserver_refuses_a_public_host() -> None:
