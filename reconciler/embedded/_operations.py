@@ -49,6 +49,11 @@ CRDS: Bucket = ("apiextensions.k8s.io", "customresourcedefinitions")
 ORPHAN_FINALIZER = "orphan"
 FOREGROUND_FINALIZER = "foregroundDeletion"
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+# Kinds whose registry answers a DELETE with the deleted object instead of a Success Status
+# (``ReturnDeletedObject`` in kube-apiserver's storage for them).
+_RETURNS_DELETED_OBJECT: frozenset[Bucket] = frozenset({
+    ("", "pods"), ("", "services"), ("", "serviceaccounts"),
+})
 _SERVER_METADATA = (
     "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
     "generation", "selfLink",
@@ -572,9 +577,11 @@ class Operations:
                     finalizers.append(wanted)
             is_namespace = self.bucket(rt) == NAMESPACES
             if not finalizers and not is_namespace:
-                if dry_run:
-                    return success_status(rt, name, uid=str(old_meta.get("uid")))
-                self._remove(rt, old, final=copy_json(old))
+                final = copy_json(old)
+                if not dry_run:
+                    self._remove(rt, old, final=final)
+                if self.bucket(rt) in _RETURNS_DELETED_OBJECT:
+                    return self.served(final, rt)
                 return success_status(rt, name, uid=str(old_meta.get("uid")))
             if old_meta.get("deletionTimestamp") and finalizers == list(
                 old_meta.get("finalizers") or ()

@@ -192,3 +192,17 @@ def test_namespace_deletion_removes_its_objects(
         return code == 404
 
     wait_until(namespace_gone)
+
+
+def test_pods_services_and_service_accounts_answer_delete_with_the_object(
+    raw: RawClient, kube_namespace: str
+) -> None:
+    base = f"/api/v1/namespaces/{kube_namespace}"
+    raw.json("POST", f"{base}/serviceaccounts", body={"metadata": {"name": "robot"}})
+    code, body = raw.json("DELETE", f"{base}/serviceaccounts/robot")
+    assert code == 200
+    assert body["kind"] == "ServiceAccount"
+    assert body["metadata"]["name"] == "robot"
+    raw.json("POST", f"{base}/configmaps", body=configmap("plain"))
+    code, body = raw.json("DELETE", f"{base}/configmaps/plain")
+    assert body["kind"] == "Status"
