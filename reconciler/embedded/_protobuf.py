@@ -1,6 +1,7 @@
 """Decoding of Kubernetes protobuf request bodies for the few kinds kubectl sends that way.
 
-kubectl's typed generators (``kubectl create configmap|secret|namespace|serviceaccount``) send
+kubectl's typed generators (``kubectl create configmap|secret|namespace|serviceaccount|
+deployment|service``) send
 ``application/vnd.kubernetes.protobuf``: the ``k8s\\x00`` magic, then a ``runtime.Unknown``
 envelope (type meta and the raw message). This module decodes those kinds' messages into the
 JSON shape (field numbers from ``k8s.io/api`` ``generated.proto``); any other kind raises
@@ -81,13 +82,37 @@ def _bytes(value: int | bytes) -> str:
 
 
 def _bool(value: int | bytes) -> bool:
+    """A pointer bool (``*bool``): false is a value."""
+    return bool(value)
+
+
+def _flag(value: int | bytes) -> bool:
+    """A plain bool: Go writes false too, its JSON omits it (dropped as a zero value)."""
     return bool(value)
 
 
 def _int(value: int | bytes) -> int:
+    """A plain integer: zero is dropped, as Go's JSON omits it."""
     if not isinstance(value, int):
         raise UnsupportedProtobuf("expected an integer")
     return value
+
+
+def _count(value: int | bytes) -> int:
+    """A pointer integer (``*int32``, e.g. ``replicas``): zero is a value."""
+    return _int(value)
+
+
+def _quantity(value: int | bytes) -> str:
+    return next((_string(v) for n, v in _fields(_raw(value)) if n == 1), "")
+
+
+def _int_or_string(value: int | bytes) -> int | str:
+    fields = dict(_fields(_raw(value)))
+    if fields.get(1) == 1:
+        return _string(fields.get(3, b""))
+    number = fields.get(2, 0)
+    return number if isinstance(number, int) else 0
 
 
 def _time(value: int | bytes) -> str:
@@ -134,6 +159,68 @@ _SCHEMAS: dict[str, Schema] = {
         5: ("apiVersion", _string, "one"),
     },
     "NamespaceSpec": {1: ("finalizers", _string, "list")},
+    "LabelSelector": {
+        1: ("matchLabels", _string, "map"),
+        2: ("matchExpressions", _message("LabelSelectorRequirement"), "list"),
+    },
+    "LabelSelectorRequirement": {
+        1: ("key", _string, "one"), 2: ("operator", _string, "one"),
+        3: ("values", _string, "list"),
+    },
+    "PodTemplateSpec": {
+        1: ("metadata", _message("ObjectMeta"), "one"),
+        2: ("spec", _message("PodSpec"), "one"),
+    },
+    "PodSpec": {
+        2: ("containers", _message("Container"), "list"),
+        3: ("restartPolicy", _string, "one"),
+        4: ("terminationGracePeriodSeconds", _count, "one"),
+        6: ("dnsPolicy", _string, "one"), 7: ("nodeSelector", _string, "map"),
+        8: ("serviceAccountName", _string, "one"),
+        20: ("initContainers", _message("Container"), "list"),
+    },
+    "Container": {
+        1: ("name", _string, "one"), 2: ("image", _string, "one"),
+        3: ("command", _string, "list"), 4: ("args", _string, "list"),
+        5: ("workingDir", _string, "one"),
+        6: ("ports", _message("ContainerPort"), "list"),
+        8: ("resources", _message("ResourceRequirements"), "one"),
+        14: ("imagePullPolicy", _string, "one"), 16: ("stdin", _flag, "one"),
+        17: ("stdinOnce", _flag, "one"), 18: ("tty", _flag, "one"),
+    },
+    "ContainerPort": {
+        1: ("name", _string, "one"), 2: ("hostPort", _int, "one"),
+        3: ("containerPort", _int, "one"), 4: ("protocol", _string, "one"),
+    },
+    "ResourceRequirements": {
+        1: ("limits", _quantity, "map"), 2: ("requests", _quantity, "map"),
+    },
+    "DeploymentSpec": {
+        1: ("replicas", _count, "one"),
+        2: ("selector", _message("LabelSelector"), "one"),
+        3: ("template", _message("PodTemplateSpec"), "one"),
+        4: ("strategy", _message("DeploymentStrategy"), "one"),
+        5: ("minReadySeconds", _int, "one"), 6: ("revisionHistoryLimit", _count, "one"),
+        7: ("paused", _flag, "one"), 9: ("progressDeadlineSeconds", _count, "one"),
+    },
+    "DeploymentStrategy": {
+        1: ("type", _string, "one"),
+        2: ("rollingUpdate", _message("RollingUpdateDeployment"), "one"),
+    },
+    "RollingUpdateDeployment": {
+        1: ("maxUnavailable", _int_or_string, "one"), 2: ("maxSurge", _int_or_string, "one"),
+    },
+    "ServiceSpec": {
+        1: ("ports", _message("ServicePort"), "list"), 2: ("selector", _string, "map"),
+        3: ("clusterIP", _string, "one"), 4: ("type", _string, "one"),
+        5: ("externalIPs", _string, "list"), 7: ("sessionAffinity", _string, "one"),
+        10: ("externalName", _string, "one"), 18: ("clusterIPs", _string, "list"),
+    },
+    "ServicePort": {
+        1: ("name", _string, "one"), 2: ("protocol", _string, "one"),
+        3: ("port", _int, "one"), 4: ("targetPort", _int_or_string, "one"),
+        5: ("nodePort", _int, "one"),
+    },
     "ConfigMap": {
         1: ("metadata", _message("ObjectMeta"), "one"), 2: ("data", _string, "map"),
         3: ("binaryData", _bytes, "map"), 4: ("immutable", _bool, "one"),
@@ -147,6 +234,14 @@ _SCHEMAS: dict[str, Schema] = {
         1: ("metadata", _message("ObjectMeta"), "one"),
         2: ("spec", _message("NamespaceSpec"), "one"),
     },
+    "Deployment": {
+        1: ("metadata", _message("ObjectMeta"), "one"),
+        2: ("spec", _message("DeploymentSpec"), "one"),
+    },
+    "Service": {
+        1: ("metadata", _message("ObjectMeta"), "one"),
+        2: ("spec", _message("ServiceSpec"), "one"),
+    },
     "ServiceAccount": {
         1: ("metadata", _message("ObjectMeta"), "one"),
         2: ("secrets", _message("ObjectReference"), "list"),
@@ -154,6 +249,13 @@ _SCHEMAS: dict[str, Schema] = {
         4: ("automountServiceAccountToken", _bool, "one"),
     },
 }
+
+
+# The kinds whose protobuf bodies are decoded, by apiVersion (what kubectl's generators send).
+_TOP_LEVEL = frozenset({
+    ("v1", "ConfigMap"), ("v1", "Secret"), ("v1", "Namespace"), ("v1", "ServiceAccount"),
+    ("v1", "Service"), ("apps/v1", "Deployment"),
+})
 
 
 def _decode(data: bytes, schema: Schema) -> dict[str, Any]:
@@ -166,7 +268,7 @@ def _decode(data: bytes, schema: Schema) -> dict[str, Any]:
         if kind == "one":
             decoded = decoder(value)
             # Go writes non-pointer fields even when zero; its JSON omits them (omitempty)
-            if decoder is not _bool and decoded in ("", 0):
+            if decoder not in (_bool, _count) and decoded in ("", 0):
                 continue
             out[name] = decoded
         elif kind == "list":
@@ -186,7 +288,7 @@ def decode_object(body: bytes, *, api_version: str, kind: str) -> dict[str, Any]
     type_meta = dict(_fields(_raw(envelope.get(1, b""))))
     sent_version = _string(type_meta.get(1, b"")) or api_version
     sent_kind = _string(type_meta.get(2, b"")) or kind
-    schema = _SCHEMAS.get(sent_kind) if api_version == "v1" else None
+    schema = _SCHEMAS.get(sent_kind) if (api_version, sent_kind) in _TOP_LEVEL else None
     if schema is None or sent_kind != kind:
         raise UnsupportedProtobuf(f"protobuf bodies of {sent_kind} are not supported")
     obj = _decode(_raw(envelope.get(2, b"")), schema)

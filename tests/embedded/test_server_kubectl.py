@@ -122,7 +122,18 @@ def test_typed_generators_send_protobuf(kubectl: Kubectl) -> None:
     assert kubectl("get", "serviceaccount", "robot", "-o", "name").stdout.strip() == (
         "serviceaccount/robot"
     )
-    refused = kubectl("create", "deployment", "d", "--image=nginx", check=False)
+    kubectl("create", "deployment", "web", "--image=nginx:1.25", "--replicas=0", "--port=80")
+    dep = json.loads(kubectl("get", "deployment", "web", "-o", "json").stdout)
+    assert dep["spec"]["replicas"] == 0  # a pointer field: zero is kept
+    container = dep["spec"]["template"]["spec"]["containers"][0]
+    assert (container["name"], container["image"]) == ("nginx", "nginx:1.25")
+    assert container["ports"] == [{"containerPort": 80, "protocol": "TCP"}]
+    assert "stdin" not in container  # a plain bool: false is omitted, as Go's JSON does
+    kubectl("create", "service", "clusterip", "web", "--tcp=80:8080")
+    svc = json.loads(kubectl("get", "service", "web", "-o", "json").stdout)
+    assert svc["spec"]["ports"][0]["targetPort"] == 8080
+    assert svc["spec"]["selector"] == {"app": "web"}
+    refused = kubectl("create", "job", "j", "--image=busybox", check=False)
     assert refused.returncode != 0
     assert "unknown format" in refused.stderr
 

@@ -47,9 +47,35 @@ def test_decodes_a_configmap() -> None:
     }
 
 
+def test_decodes_a_deployment_with_pointer_and_plain_fields() -> None:
+    container = (_field(1, "c") + _field(2, "busybox") + _field(16, 0)
+                 + _field(6, _field(3, 80) + _field(4, "TCP") + _field(2, 0)))
+    template = _field(1, _entry(11, "app", "d")) + _field(2, _field(2, container))
+    selector = _entry(1, "app", "d")
+    strategy = _field(1, "RollingUpdate") + _field(2, _field(1, _field(1, 1) + _field(3, "25%"))
+                                                   + _field(2, _field(2, 2)))
+    spec = (_field(1, 0) + _field(2, selector) + _field(3, template) + _field(4, strategy)
+            + _field(5, 0) + _field(7, 0))
+    body = _envelope("apps/v1", "Deployment", _field(1, _field(1, "d")) + _field(2, spec))
+    assert decode_object(body, api_version="apps/v1", kind="Deployment") == {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"app": "d"}},
+            "template": {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [
+                {"name": "c", "image": "busybox",
+                 "ports": [{"containerPort": 80, "protocol": "TCP"}]},
+            ]}},
+            "strategy": {"type": "RollingUpdate",
+                         "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": 2}},
+        },
+    }
+
+
 @pytest.mark.parametrize("body", [
     b"not protobuf",
     MAGIC + b"\xff",
+    _envelope("batch/v1", "Job", b""),
     _envelope("apps/v1", "Deployment", b""),
 ])
 def test_refuses_what_it_cannot_decode(body: bytes) -> None:
@@ -63,8 +89,8 @@ def test_server_accepts_protobuf_creates(raw: RawClient, kube_namespace: str) ->
                           content_type="application/vnd.kubernetes.protobuf")
     assert code == 201
     assert body["data"] == {"k": "v"}
-    code, body = raw.json("POST", f"/apis/apps/v1/namespaces/{kube_namespace}/deployments",
-                          raw=_envelope("apps/v1", "Deployment", b""),
+    code, body = raw.json("POST", f"/apis/batch/v1/namespaces/{kube_namespace}/jobs",
+                          raw=_envelope("batch/v1", "Job", b""),
                           content_type="application/vnd.kubernetes.protobuf")
     assert code == 415
     assert body["reason"] == "UnsupportedMediaType"
