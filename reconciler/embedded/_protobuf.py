@@ -1,7 +1,7 @@
 """Decoding of Kubernetes protobuf request bodies for the few kinds kubectl sends that way.
 
 kubectl's typed generators (``kubectl create configmap|secret|namespace|serviceaccount|
-deployment|service``) send
+deployment|service|role|rolebinding|clusterrole|clusterrolebinding``) send
 ``application/vnd.kubernetes.protobuf``: the ``k8s\\x00`` magic, then a ``runtime.Unknown``
 envelope (type meta and the raw message). This module decodes those kinds' messages into the
 JSON shape (field numbers from ``k8s.io/api`` ``generated.proto``); any other kind raises
@@ -234,6 +234,37 @@ _SCHEMAS: dict[str, Schema] = {
         1: ("metadata", _message("ObjectMeta"), "one"),
         2: ("spec", _message("NamespaceSpec"), "one"),
     },
+    "PolicyRule": {
+        1: ("verbs", _string, "list"), 2: ("apiGroups", _string, "list"),
+        3: ("resources", _string, "list"), 4: ("resourceNames", _string, "list"),
+        5: ("nonResourceURLs", _string, "list"),
+    },
+    "Subject": {
+        1: ("kind", _string, "one"), 2: ("apiGroup", _string, "one"),
+        3: ("name", _string, "one"), 4: ("namespace", _string, "one"),
+    },
+    "RoleRef": {
+        1: ("apiGroup", _string, "one"), 2: ("kind", _string, "one"),
+        3: ("name", _string, "one"),
+    },
+    "Role": {
+        1: ("metadata", _message("ObjectMeta"), "one"),
+        2: ("rules", _message("PolicyRule"), "list"),
+    },
+    "ClusterRole": {
+        1: ("metadata", _message("ObjectMeta"), "one"),
+        2: ("rules", _message("PolicyRule"), "list"),
+    },
+    "RoleBinding": {
+        1: ("metadata", _message("ObjectMeta"), "one"),
+        2: ("subjects", _message("Subject"), "list"),
+        3: ("roleRef", _message("RoleRef"), "one"),
+    },
+    "ClusterRoleBinding": {
+        1: ("metadata", _message("ObjectMeta"), "one"),
+        2: ("subjects", _message("Subject"), "list"),
+        3: ("roleRef", _message("RoleRef"), "one"),
+    },
     "Deployment": {
         1: ("metadata", _message("ObjectMeta"), "one"),
         2: ("spec", _message("DeploymentSpec"), "one"),
@@ -255,6 +286,9 @@ _SCHEMAS: dict[str, Schema] = {
 _TOP_LEVEL = frozenset({
     ("v1", "ConfigMap"), ("v1", "Secret"), ("v1", "Namespace"), ("v1", "ServiceAccount"),
     ("v1", "Service"), ("apps/v1", "Deployment"),
+    ("rbac.authorization.k8s.io/v1", "Role"), ("rbac.authorization.k8s.io/v1", "ClusterRole"),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
 })
 
 

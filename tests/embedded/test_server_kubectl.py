@@ -138,6 +138,19 @@ def test_typed_generators_send_protobuf(kubectl: Kubectl) -> None:
     assert "unknown format" in refused.stderr
 
 
+def test_rbac_generators(kubectl: Kubectl) -> None:
+    kubectl("create", "role", "reader", "--verb=get,list", "--resource=pods,configmaps")
+    role = json.loads(kubectl("get", "role", "reader", "-o", "json").stdout)
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["pods", "configmaps"],
+                              "verbs": ["get", "list"]}]
+    kubectl("create", "rolebinding", "rb", "--role=reader", "--user=alice")
+    binding = json.loads(kubectl("get", "rolebinding", "rb", "-o", "json").stdout)
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                  "name": "reader"}
+    assert binding["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                                    "name": "alice"}]
+
+
 def test_server_side_dry_run(kubectl: Kubectl) -> None:
     out = kubectl("apply", "--dry-run=server", "-f", "-",
                   stdin="apiVersion: v1\nkind: ConfigMap\nmetadata: {name: dry}\n").stdout
