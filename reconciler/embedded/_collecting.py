@@ -31,7 +31,7 @@ from reconciler.embedded._operations import (
     copy_json,
 )
 from reconciler.embedded._statuses import ApiStatusError
-from reconciler.embedded._storage import Key, StoredEvent, iter_owner_uids
+from reconciler.embedded._storage import Key, StoredEvent
 
 __all__ = ["GarbageCollector"]
 
@@ -146,15 +146,23 @@ class GarbageCollector:
         meta["finalizers"] = [f for f in meta.get("finalizers") or () if f != finalizer]
         self.ops.update(_target(rt, new), new)
 
-    def _live_owner(self, uid: str) -> bool:
-        return self.ops.storage.get_by_uid(uid) is not None
+    def _owner_may_exist(self, ref: Mapping[str, Any]) -> bool:
+        """Whether an owner reference may still point at a live owner.
+
+        An owner of a kind the server does not serve cannot be looked up; like
+        kube-controller-manager, the collector then leaves the dependent alone.
+        """
+        if self.ops.storage.get_by_uid(str(ref.get("uid"))) is not None:
+            return True
+        kind = self.ops.registry.by_kind(str(ref.get("apiVersion")), str(ref.get("kind")))
+        return kind is None
 
     def _collect_if_orphaned(self, key: Key) -> None:
         obj = self.ops.storage.lookup(key)
         if obj is None:
             return
-        owners = list(iter_owner_uids(obj))
-        if not owners or any(self._live_owner(uid) for uid in owners):
+        refs = [r for r in _meta(obj).get("ownerReferences") or () if isinstance(r, Mapping)]
+        if not refs or any(self._owner_may_exist(ref) for ref in refs):
             return
         rt = self._type_of(key, obj)
         if rt is not None:

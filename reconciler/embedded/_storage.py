@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -273,7 +273,3 @@ class Storage:
                 state[k] for k in sorted(state) if namespace is None or k[0] == namespace
             ]
 
-
-def iter_owner_uids(obj: Mapping[str, Any]) -> Iterable[str]:
-    """The ``uid`` of each owner reference of ``obj``."""
-    return sorted(_owner_uids(obj))

@@ -206,3 +206,20 @@ def test_pods_services_and_service_accounts_answer_delete_with_the_object(
     raw.json("POST", f"{base}/configmaps", body=configmap("plain"))
     code, body = raw.json("DELETE", f"{base}/configmaps/plain")
     assert body["kind"] == "Status"
+
+
+def test_dependent_of_an_unserved_owner_kind_is_kept(
+    core: kubernetes.client.CoreV1Api, kube_namespace: str
+) -> None:
+    body = configmap("node-owned")
+    body["metadata"]["ownerReferences"] = [{
+        "apiVersion": "v1", "kind": "Node", "name": "node-1",
+        "uid": "00000000-0000-0000-0000-000000000002",
+    }]
+    core.create_namespaced_config_map(kube_namespace, body)
+    ghost = kubernetes.client.V1ConfigMap(metadata=kubernetes.client.V1ObjectMeta(
+        name="ghost", uid="00000000-0000-0000-0000-000000000003"))
+    core.create_namespaced_config_map(kube_namespace, _owned("dangling-served", ghost))
+    # the served kind's dangling dependent goes; the unresolvable owner's dependent stays
+    wait_until(lambda: not _exists(core, kube_namespace, "dangling-served"))
+    assert _exists(core, kube_namespace, "node-owned")
