@@ -71,8 +71,12 @@ def test_no_op_update_keeps_the_resource_version(
     core: kubernetes.client.CoreV1Api, kube_namespace: str
 ) -> None:
     created = core.create_namespaced_config_map(kube_namespace, configmap("same", k="1"))
+    replaced = core.replace_namespaced_config_map("same", kube_namespace, created)
+    assert replaced.metadata.resource_version == created.metadata.resource_version
     patched = core.patch_namespaced_config_map("same", kube_namespace, {"data": {"k": "1"}})
     assert patched.metadata.resource_version == created.metadata.resource_version
+    changed = core.patch_namespaced_config_map("same", kube_namespace, {"data": {"k": "2"}})
+    assert int(changed.metadata.resource_version) > int(created.metadata.resource_version)
 
 
 def test_missing_object_and_missing_namespace_are_not_found(
