@@ -1,7 +1,7 @@
 """Decoding of Kubernetes protobuf request bodies for the few kinds kubectl sends that way.
 
 kubectl's typed generators (``kubectl create configmap|secret|namespace|serviceaccount|
-deployment|service|role|rolebinding|clusterrole|clusterrolebinding``) send
+deployment|service|job|role|rolebinding|clusterrole|clusterrolebinding``) send
 ``application/vnd.kubernetes.protobuf``: the ``k8s\\x00`` magic, then a ``runtime.Unknown``
 envelope (type meta and the raw message). This module decodes those kinds' messages into the
 JSON shape (field numbers from ``k8s.io/api`` ``generated.proto``); any other kind raises
@@ -265,6 +265,19 @@ _SCHEMAS: dict[str, Schema] = {
         2: ("subjects", _message("Subject"), "list"),
         3: ("roleRef", _message("RoleRef"), "one"),
     },
+    "JobSpec": {
+        1: ("parallelism", _count, "one"), 2: ("completions", _count, "one"),
+        3: ("activeDeadlineSeconds", _count, "one"),
+        4: ("selector", _message("LabelSelector"), "one"),
+        5: ("manualSelector", _bool, "one"),
+        6: ("template", _message("PodTemplateSpec"), "one"),
+        7: ("backoffLimit", _count, "one"), 8: ("ttlSecondsAfterFinished", _count, "one"),
+        9: ("completionMode", _string, "one"), 10: ("suspend", _bool, "one"),
+    },
+    "Job": {
+        1: ("metadata", _message("ObjectMeta"), "one"),
+        2: ("spec", _message("JobSpec"), "one"),
+    },
     "Deployment": {
         1: ("metadata", _message("ObjectMeta"), "one"),
         2: ("spec", _message("DeploymentSpec"), "one"),
@@ -285,7 +298,7 @@ _SCHEMAS: dict[str, Schema] = {
 # The kinds whose protobuf bodies are decoded, by apiVersion (what kubectl's generators send).
 _TOP_LEVEL = frozenset({
     ("v1", "ConfigMap"), ("v1", "Secret"), ("v1", "Namespace"), ("v1", "ServiceAccount"),
-    ("v1", "Service"), ("apps/v1", "Deployment"),
+    ("v1", "Service"), ("apps/v1", "Deployment"), ("batch/v1", "Job"),
     ("rbac.authorization.k8s.io/v1", "Role"), ("rbac.authorization.k8s.io/v1", "ClusterRole"),
     ("rbac.authorization.k8s.io/v1", "RoleBinding"),
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),

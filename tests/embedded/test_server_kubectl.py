@@ -133,7 +133,12 @@ def test_typed_generators_send_protobuf(kubectl: Kubectl) -> None:
     svc = json.loads(kubectl("get", "service", "web", "-o", "json").stdout)
     assert svc["spec"]["ports"][0]["targetPort"] == 8080
     assert svc["spec"]["selector"] == {"app": "web"}
-    refused = kubectl("create", "job", "j", "--image=busybox", check=False)
+    kubectl("create", "job", "once", "--image=busybox", "--", "echo", "hi")
+    job = json.loads(kubectl("get", "job", "once", "-o", "json").stdout)
+    pod_spec = job["spec"]["template"]["spec"]
+    assert pod_spec["restartPolicy"] == "Never"
+    assert pod_spec["containers"][0]["command"] == ["echo", "hi"]
+    refused = kubectl("create", "ingress", "ing", "--rule=a.example/=web:80", check=False)
     assert refused.returncode != 0
     assert "unknown format" in refused.stderr
 

@@ -75,7 +75,7 @@ def test_decodes_a_deployment_with_pointer_and_plain_fields() -> None:
 @pytest.mark.parametrize("body", [
     b"not protobuf",
     MAGIC + b"\xff",
-    _envelope("batch/v1", "Job", b""),
+    _envelope("networking.k8s.io/v1", "Ingress", b""),
     _envelope("apps/v1", "Deployment", b""),
 ])
 def test_refuses_what_it_cannot_decode(body: bytes) -> None:
@@ -89,8 +89,9 @@ def test_server_accepts_protobuf_creates(raw: RawClient, kube_namespace: str) ->
                           content_type="application/vnd.kubernetes.protobuf")
     assert code == 201
     assert body["data"] == {"k": "v"}
-    code, body = raw.json("POST", f"/apis/batch/v1/namespaces/{kube_namespace}/jobs",
-                          raw=_envelope("batch/v1", "Job", b""),
+    code, body = raw.json("POST",
+                          f"/apis/networking.k8s.io/v1/namespaces/{kube_namespace}/ingresses",
+                          raw=_envelope("networking.k8s.io/v1", "Ingress", b""),
                           content_type="application/vnd.kubernetes.protobuf")
     assert code == 415
     assert body["reason"] == "UnsupportedMediaType"
