@@ -164,6 +164,9 @@ class LabelSelector:
 # --- the cache ---------------------------------------------------------------------------------
 
 
+_MAX_TOMBSTONES = 10_000
+
+
 class IndexedCache:
     """The objects of one type, indexed by namespace/name, uid, owner uid and label; thread-safe.
 
@@ -176,6 +179,9 @@ class IndexedCache:
         self._by_uid: dict[str, tuple[str, str]] = {}
         self._by_owner: dict[str, set[tuple[str, str]]] = {}
         self._by_label: dict[tuple[str, str], set[tuple[str, str]]] = {}
+        # uids deleted by our own writes whose DELETED event has not arrived yet: a late
+        # ADDED/MODIFIED event of such an object must not bring it back into the cache.
+        self._tombstones: dict[str, None] = {}
 
     def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
         """The object named ``namespace/name`` (namespace None or "" for cluster scope)."""
@@ -228,8 +234,11 @@ class IndexedCache:
     def upsert(self, obj: dict[str, Any]) -> tuple[dict[str, Any] | None, bool]:
         """Store ``obj`` unless the cache holds a newer version; ``(old, stored)``."""
         key = object_key(obj)
+        uid = str((obj.get("metadata") or {}).get("uid") or "")
         with self._lock:
             old = self._objects.get(key)
+            if uid and uid in self._tombstones:
+                return old, False
             if old is not None and not _newer_or_equal(_rv(obj), _rv(old)):
                 return old, False
             if old is not None:
@@ -239,13 +248,31 @@ class IndexedCache:
             return old, True
 
     def remove(self, obj: KubeObject) -> dict[str, Any] | None:
-        """Drop the object named like ``obj``; returns what was cached."""
+        """Drop the object named like ``obj`` (its DELETED event); returns what was cached."""
         key = object_key(obj)
         with self._lock:
+            self._tombstones.pop(str((obj.get("metadata") or {}).get("uid") or ""), None)
             old = self._objects.pop(key, None)
             if old is not None:
                 self._unindex(key, old)
             return old
+
+    def forget(self, obj: KubeObject, *, uid: str) -> None:
+        """Drop an object our own write just deleted, before its DELETED event arrives.
+
+        The uid is kept as a tombstone until that event (``remove``), so that an older event of
+        the same object arriving in between does not bring it back: a reconcile reading the
+        cache right after its delete must not see the deleted child as still there.
+        """
+        key = object_key(obj)
+        with self._lock:
+            self._tombstones[uid] = None
+            while len(self._tombstones) > _MAX_TOMBSTONES:
+                del self._tombstones[next(iter(self._tombstones))]
+            old = self._objects.get(key)
+            if old is not None and str((old.get("metadata") or {}).get("uid") or "") == uid:
+                del self._objects[key]
+                self._unindex(key, old)
 
     def _index(self, key: tuple[str, str], obj: KubeObject) -> None:
         meta = obj.get("metadata") or {}
@@ -819,9 +846,21 @@ class RecordingClient:
                     self._deleted_uids[str(uid)] = None
                     while len(self._deleted_uids) > 10_000:
                         del self._deleted_uids[next(iter(self._deleted_uids))]
-            if result.get("kind") != "Status" and result.get("metadata"):
-                self._record(result, False, count=False)
+            meta = result.get("metadata") or {} if result.get("kind") != "Status" else {}
+            if meta.get("deletionTimestamp") and meta.get("finalizers"):
+                self._record(result, False, count=False)  # still there: finalizers pending
+            elif uid:  # gone (a Status, or the object's last state as some kinds answer)
+                self._forget(api_version, kind, name, kwargs.get("namespace"), str(uid))
             return result
+
+    def _forget(
+        self, api_version: str, kind: str, name: str, namespace: str | None, uid: str
+    ) -> None:
+        """Write a completed deletion through to the type's informer cache, if any."""
+        informer = self._informers(api_version, kind) if self._informers is not None else None
+        if informer is not None:
+            meta = {"name": name, **({"namespace": namespace} if namespace else {})}
+            informer.cache.forget({"metadata": meta}, uid=uid)
 
     @contextlib.contextmanager
     def _writing(self, key: tuple[str, str, str, str]) -> Iterator[None]:

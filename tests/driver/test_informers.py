@@ -124,3 +124,32 @@ def test_concurrent_first_uses_of_a_type_share_one_informer(
         assert manager.types() == set()
     finally:
         manager.stop()
+
+
+def test_an_own_delete_leaves_the_cache_at_once_and_late_events_do_not_revive_it(
+    client: KubernetesClient, ns: str
+) -> None:
+    """A reconcile right after its own delete must not read the deleted child from the cache:
+    the DELETED event that follows is an echo (no trigger), so a stale read would never be
+    corrected until the periodic resync."""
+    informer = Informer(client, "v1", "ConfigMap", namespace=ns).start()
+    recording = RecordingClient(
+        client, informers=lambda api, kind: informer if kind == "ConfigMap" else None
+    )
+    try:
+        assert informer.wait_synced(10)
+        live = recording.create(_cm(ns, "gone", v="1"))
+        recording.delete("v1", "ConfigMap", "gone", namespace=ns,
+                         propagation_policy="Background")
+        assert informer.cache.get(ns, "gone") is None  # written through, not awaited
+        # An event of the object from before the delete, arriving late, does not revive it.
+        informer.cache.upsert(live)
+        assert informer.cache.get(ns, "gone") is None
+        # Its DELETED event clears the tombstone: a new object of that name is cached again.
+        informer.cache.remove(live)
+        again = client.create(_cm(ns, "gone", v="2"))
+        assert wait_until(lambda: informer.cache.get(ns, "gone") is not None)
+        assert informer.cache.get(ns, "gone")["metadata"]["uid"] == (  # type: ignore[index]
+            again["metadata"]["uid"])
+    finally:
+        informer.stop()
