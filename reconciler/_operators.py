@@ -25,6 +25,7 @@ import logging
 import os
 import signal
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -71,6 +72,9 @@ __all__ = [
 REQUESTED_AT_ANNOTATION = "optk.dev/reconcile-requested-at"
 
 ParentKey = tuple[str, str]
+
+StartHook = Callable[["OperatorRuntime"], "Callable[[], object] | None"]
+"""An ``Operator.on_start`` hook: called with the running runtime; may return a cleanup."""
 """``(namespace, name)`` of a parent (namespace ``""`` for cluster-scoped parents)."""
 
 _log = logging.getLogger("optk.operator")
@@ -164,6 +168,9 @@ class Operator:
     after a quiet period is handled at once, a burst is folded into one reconcile per window.
     ``watch_children=False`` ignores child events (drift waits for the periodic resync): the
     periodic-only configuration, kept for comparison and for very large, rarely drifting fleets.
+    ``on_start`` hooks are called with the runtime once its parent informer runs and before any
+    worker starts (e.g. to watch what ``build`` depends on, such as whether a CRD is served);
+    each may return a cleanup callable, run in reverse order when the runtime stops.
     """
 
     api_version: str
@@ -188,6 +195,7 @@ class Operator:
     watch_children: bool = True
     events: bool = True
     install: Sequence[KubeObject] = ()
+    on_start: Sequence[StartHook] = ()
 
     def __attrs_post_init__(self) -> None:
         if self.workers < 1:
@@ -355,6 +363,7 @@ class OperatorRuntime:
             clock=self.clock,
         )
         self.client = RecordingClient(client, informers=self._informer_of)
+        self._cleanups: list[Callable[[], object]] = []
         self.informers = InformerManager(
             client, handler=self._on_child, clock=self.clock, namespace=operator.namespace,
             label_selector=f"{MANAGED_BY_LABEL}={operator.name}",
@@ -409,6 +418,14 @@ class OperatorRuntime:
         if self.config_informer is not None:
             self.config_informer.add_handler(self._on_config)
             self.config_informer.start()
+        try:
+            for hook in self.operator.on_start:
+                cleanup = hook(self)
+                if cleanup is not None:
+                    self._cleanups.append(cleanup)
+        except Exception:
+            self.stop(timeout=0.0)
+            raise
         self._spawn(self._timer, "optk-resync")
         if self._metrics_port is not None:
             self.health = HealthServer(self.metrics, ready=lambda: self.ready,
@@ -443,6 +460,12 @@ class OperatorRuntime:
             self.elector.stop(release=release_lease)
         for thread in self._threads:
             thread.join(max(0.0, min(5.0, deadline - time.monotonic())))
+        for cleanup in reversed(self._cleanups):
+            try:
+                cleanup()
+            except Exception:
+                _log.exception("shutdown: an on_start cleanup of %s failed", self.operator.name)
+        self._cleanups.clear()
         self.parents.stop()
         self.informers.stop()
         if self.config_informer is not None:
@@ -754,6 +777,9 @@ def load_operator(target: str) -> Operator:
     Raises ``ValueError`` naming the target when it cannot be imported or is no ``Operator``.
     """
     module_name, _, attr = target.partition(":")
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)  # as `python -m` and `kopf run -m` find the user's modules
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:

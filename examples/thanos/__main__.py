@@ -1,9 +1,9 @@
 """``python -m examples.thanos``: run the Thanos operator with its ServiceMonitor watch.
 
-``optk run examples.thanos.operator:operator`` runs the ``Operator`` alone; this runs it the way
-the demo does, through ``start_operator`` (the operator plus the CRD informer that turns
-ServiceMonitors on when their CRD appears), against ``--kubeconfig PATH`` (default: the usual
-kubeconfig, else in-cluster) or a fresh ``--embedded`` API server, until SIGTERM or SIGINT.
+The same as ``optk run examples.thanos.operator:operator``, written out as a user's own entry
+point would be: ``start_operator`` (the operator, whose ``on_start`` hook runs the CRD informer
+that turns ServiceMonitors on when their CRD appears) against ``--kubeconfig PATH`` (default: the
+usual kubeconfig, else in-cluster) or a fresh ``--embedded`` API server, until SIGTERM or SIGINT.
 """
 
 from __future__ import annotations
@@ -41,13 +41,12 @@ def _api_client(kubeconfig: str | None) -> Any:
 def serve(api_client: Any, stop: threading.Event) -> int:
     """Run the operator and its watch on ``api_client`` until ``stop``; the exit code."""
     client = KubernetesClient(api_client)
-    runtime, crd_watch = start_operator(client)
+    runtime = start_operator(client)
     _log.info("thanos-operator running (identity %s)", runtime.identity)
     try:
         while not stop.is_set() and not runtime.finished:
             stop.wait(0.2)
     finally:
-        crd_watch.stop()
         clean = runtime.stop()
     _log.info("thanos-operator stopped")
     return 0 if clean else 1

@@ -391,7 +391,7 @@ def run_demo(*, timeout: float = 20.0, out: TextIO | None = None) -> Summary:
     with EmbeddedApiServer() as server:
         demo = Demo(server, timeout=timeout, out=out)
         demo.say(f"embedded API server at {server.url} (kubeconfig {server.kubeconfig_path})")
-        runtime, crd_watch = start_operator(demo.client)
+        runtime = start_operator(demo.client)
         demo.runtime = runtime
         steady: tuple[int, int] = (0, -1)
         try:
@@ -402,7 +402,6 @@ def run_demo(*, timeout: float = 20.0, out: TextIO | None = None) -> Summary:
         except (DemoFailedError, ApiError) as error:
             demo.say(f"demo failed: {type(error).__name__}: {error}")
         finally:
-            crd_watch.stop()
             runtime.stop(timeout=5.0)
         summary = Summary(
             steps=tuple(demo.steps),

@@ -13,7 +13,7 @@ yet), so there ServiceMonitors stay off.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from builders import ResourceBuilder
@@ -66,6 +66,10 @@ class ServiceMonitorSwitch:
         informer.add_handler(on_event)
         return informer.start()
 
+    def on_start(self, runtime: OperatorRuntime) -> Callable[[], None]:
+        """The operator's ``on_start`` hook: run the CRD watch beside it; stop it with it."""
+        return self.watch(runtime.client, runtime).stop
+
 
 PRUNE = (
     ("apps/v1", "Deployment"),
@@ -80,7 +84,7 @@ def make_operator(switch: ServiceMonitorSwitch) -> Operator:
     """The Thanos ``Operator`` building with ``switch``."""
     return Operator(
         api_version=API_VERSION, kind=KIND, build=switch.build, name=thanos.OPERATOR_NAME,
-        install=[THANOS_CRD], prune=PRUNE,
+        install=[THANOS_CRD], prune=PRUNE, on_start=[switch.on_start],
     )
 
 
@@ -91,11 +95,7 @@ operator = make_operator(service_monitors)
 """The Thanos operator, as ``optk run examples.thanos.operator:operator`` loads it."""
 
 
-def start_operator(client: ClusterClient) -> tuple[OperatorRuntime, Informer]:
-    """Start a fresh Thanos operator against ``client`` with the ServiceMonitor watch beside it.
-
-    Returns the runtime and the CRD informer; stop both when done (the informer first).
-    """
-    switch = ServiceMonitorSwitch()
-    runtime = make_operator(switch).start(client)
-    return runtime, switch.watch(client, runtime)
+def start_operator(client: ClusterClient) -> OperatorRuntime:
+    """Start a fresh Thanos operator against ``client``; its ServiceMonitor CRD watch runs as an
+    ``on_start`` hook and stops with the runtime."""
+    return make_operator(ServiceMonitorSwitch()).start(client)
