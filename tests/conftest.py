@@ -28,6 +28,13 @@ def load_fixture(name: str) -> Any:
     return json.loads((FIXTURES / name).read_text())
 
 
+def object_fixture_names() -> list[str]:
+    """The object recordings (``sent``/``returned`` pairs) that ``index.json`` lists, CRDs first
+    (a custom resource recording needs its type served)."""
+    names = list(load_fixture("index.json")["objectFixtures"]["files"])
+    return sorted(names, key=lambda name: (name != "customresourcedefinition.json", name))
+
+
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
     """The folder of the real-apiserver recordings (``shared/`` beside the repository)."""

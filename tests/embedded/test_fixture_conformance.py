@@ -20,22 +20,9 @@ import urllib3
 
 from reconciler.embedded._kinds import ServerContext
 from reconciler.embedded._registry import Registry, make_registry
-from tests.conftest import load_fixture
+from tests.conftest import load_fixture, object_fixture_names
 
-OBJECT_FIXTURES = [
-    "customresourcedefinition.json",  # first: the CR below needs its type
-    "customresource.json",
-    "deployment.json",
-    "statefulset.json",
-    "service-clusterip.json",
-    "service-headless.json",
-    "serviceaccount.json",
-    "configmap.json",
-    "secret.json",
-    "clusterrole.json",
-    "clusterrolebinding.json",
-    "persistentvolumeclaim.json",
-]
+OBJECT_FIXTURES = object_fixture_names()
 RECORDED_NAMESPACE = "fixtures"
 _TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 _IGNORED_KEYS = {"uid", "resourceVersion", "managedFields", "creationTimestamp"}

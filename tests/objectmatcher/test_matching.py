@@ -20,22 +20,10 @@ from objectmatcher import (
     ignore_pvc_template_type_meta_and_status,
     ignore_status_fields,
 )
+from tests.conftest import object_fixture_names
 from tests.objectmatcher.helpers import apply_result, converge, live_from_fixture, with_annotation
 
-OBJECT_FIXTURES = [
-    "deployment.json",
-    "statefulset.json",
-    "service-clusterip.json",
-    "service-headless.json",
-    "serviceaccount.json",
-    "configmap.json",
-    "secret.json",
-    "clusterrole.json",
-    "clusterrolebinding.json",
-    "persistentvolumeclaim.json",
-    "customresource.json",
-    "customresourcedefinition.json",
-]
+OBJECT_FIXTURES = object_fixture_names()
 
 
 def _containers(obj: dict[str, Any]) -> list[dict[str, Any]]:
