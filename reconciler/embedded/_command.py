@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import signal
 import sys
-import threading
+import time
 from types import FrameType
 from typing import TextIO
 
@@ -27,10 +27,12 @@ def run_apiserver(
 ) -> int:
     """Serve until SIGINT/SIGTERM; returns the process exit code."""
     stream = out or sys.stdout
-    stop = threading.Event()
+    # The handler only flips a flag: taking a lock there (threading.Event.set) can deadlock
+    # when the signal lands while the main thread holds that same lock, or on a second signal.
+    stopping = [False]
 
     def _on_signal(signum: int, _frame: FrameType | None) -> None:
-        stop.set()
+        stopping[0] = True
 
     try:
         server = EmbeddedApiServer(
@@ -47,8 +49,8 @@ def run_apiserver(
             print(f"kubeconfig: {server.kubeconfig_path}", file=stream)
             print(f"try: kubectl --kubeconfig {server.kubeconfig_path} get namespaces",
                   file=stream, flush=True)
-            while not stop.wait(0.5):
-                pass
+            while not stopping[0]:
+                time.sleep(0.1)
         print("embedded Kubernetes API server stopped", file=stream, flush=True)
         return 0
     finally:

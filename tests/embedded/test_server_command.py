@@ -47,6 +47,23 @@ def test_optk_apiserver_serves_until_sigterm(tmp_path: Path) -> None:
     assert not kubeconfig.exists()  # its token and CA died with the server
 
 
+def test_optk_apiserver_survives_a_burst_of_signals(tmp_path: Path) -> None:
+    """Repeated SIGTERM/SIGINT (a user pressing Ctrl-C twice, a supervisor retrying) must
+    still stop the server, never deadlock its signal handling."""
+    kubeconfig = tmp_path / "kubeconfig"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "reconciler", "apiserver", "--kubeconfig", str(kubeconfig)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    assert process.stdout is not None
+    assert "listening on" in process.stdout.readline()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGTERM, signal.SIGTERM, signal.SIGINT):
+        process.send_signal(sig)
+    out, _ = process.communicate(timeout=15)
+    assert process.returncode == 0
+    assert "stopped" in out
+
+
 def test_optk_apiserver_refuses_a_public_host() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "reconciler", "apiserver", "--host", "0.0.0.0"],
