@@ -52,6 +52,9 @@ MAX_BODY_BYTES = 3 * 1024 * 1024
 _JSON = "application/json"
 _NOT_FOUND_TEXT = "404 page not found\n"
 _WRITE_TYPES = (_JSON, "application/yaml", PROTOBUF, "*/*", "")
+_COUNTED = web.RequestKey("optk.counted", bool)
+"""Request key: this request was already accounted (a watch, when its stream started)."""
+
 _TRUE = ("true", "1")
 
 
@@ -191,7 +194,7 @@ class ApiApplication:
                 status=500,
             )
         finally:
-            if path is not None:
+            if path is not None and not request.get(_COUNTED):
                 self.accounting.record(verb=verb, resource=resource, code=code)
 
     def _error_response(self, exc: ApiStatusError) -> web.Response:
@@ -503,10 +506,17 @@ class ApiApplication:
         task = asyncio.current_task()
         if task is not None:
             self._watch_tasks.add(task)
+        def started() -> None:
+            # A watch is counted when its stream starts, not when it ends: request_counts()
+            # must show the watches a client holds open.
+            self.accounting.record(verb="watch", resource=self._resource_label(path), code=200)
+            request[_COUNTED] = True
+
         try:
             return await serve_watch(
                 request, watch_request, ops=self.ops, faults=self.faults.current,
                 bookmark_interval=self.bookmark_interval, cache=self._cache,
+                on_started=started,
             )
         finally:
             self.active_watches -= 1

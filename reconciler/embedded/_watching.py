@@ -97,16 +97,20 @@ async def serve_watch(
     bookmark_interval: float,
     cache: EncodeCache,
     max_pending: int = 50_000,
+    on_started: Callable[[], None] | None = None,
 ) -> web.StreamResponse:
     """Stream the events of ``request`` until its timeout, a fault, or the client leaves.
 
     A watcher that falls ``max_pending`` events behind is ended (as a real server ends a watch
     whose client cannot keep up), so a stalled client never makes the server hoard memory.
+    ``on_started`` is called once the 200 headers are sent (the watch is then accounted).
     """
     response = web.StreamResponse(status=200)
     response.content_type = "application/json"
     response.enable_chunked_encoding()
     await response.prepare(http_request)
+    if on_started is not None:
+        on_started()
 
     loop = asyncio.get_running_loop()
     loop_thread = threading.get_ident()

@@ -191,6 +191,32 @@ def test_active_watches_are_counted_and_released() -> None:
             time.sleep(0.01)
 
 
+def test_an_open_watch_is_counted_when_it_starts_and_only_once() -> None:
+    with ServerClass() as server:
+        raw = RawClient(server)
+        stream = raw.request("GET", "/api/v1/namespaces/default/configmaps?watch=1"
+                                    f"&resourceVersion={server.resource_version}"
+                                    "&timeoutSeconds=1", preload=False)
+        deadline = time.monotonic() + 5
+        while server.request_counts()["watch"] != 1:  # while the stream is still open
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert server.active_watches() == 1
+        stream.read()
+        stream.release_conn()
+        while server.active_watches() != 0:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert server.request_counts()["watch"] == 1
+        [key] = [k for k in server.request_breakdown() if k.verb == "watch"]
+        assert (key.resource, key.code) == ("configmaps", 200)
+        # A watch refused before its stream starts is counted with its code, once.
+        code, _ = raw.json("GET", "/api/v1/namespaces/default/configmaps?watch=1"
+                                  "&resourceVersion=abc")
+        assert code == 400
+        assert server.request_counts()["watch"] == 2
+
+
 def test_stopping_the_server_ends_open_watches() -> None:
     server = ServerClass().start()
     raw = RawClient(server)
