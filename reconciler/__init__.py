@@ -24,7 +24,13 @@ from reconciler._errors import (
     UnsupportedMediaTypeError,
 )
 from reconciler._events import EventRecorder
-from reconciler._informers import IndexedCache, Informer, InformerManager, RecordingClient
+from reconciler._informers import (
+    IndexedCache,
+    Informer,
+    InformerManager,
+    InformerReader,
+    RecordingClient,
+)
 from reconciler._kubernetes import ClientUsageError, KubernetesClient, ResourceInfo
 from reconciler._leadership import LeaderElector, LeaseConfig
 from reconciler._metrics import HealthServer, OperatorMetrics
@@ -66,6 +72,7 @@ __all__ = [
     "IndexedCache",
     "Informer",
     "InformerManager",
+    "InformerReader",
     "InvalidError",
     "KubeObject",
     "KubernetesClient",
