@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import urllib3
 
+from reconciler.embedded import EmbeddedApiServer
 from reconciler.embedded._kinds import ServerContext
 from reconciler.embedded._registry import Registry, make_registry
 from tests.conftest import load_fixture, object_fixture_names
@@ -104,11 +105,7 @@ def test_strategies_store_what_a_real_server_returns(
 
 @pytest.fixture(scope="module")
 def live_api() -> Iterator[Any]:
-    embedded = pytest.importorskip("reconciler.embedded")
-    server_class = getattr(embedded, "EmbeddedApiServer", None)
-    if server_class is None:
-        pytest.skip("reconciler.embedded.EmbeddedApiServer is not built yet (issue 3 core)")
-    with server_class() as server:
+    with EmbeddedApiServer() as server:
         yield server
 
 

