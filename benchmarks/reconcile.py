@@ -1,39 +1,67 @@
 """Benchmark: the parent reconcile against the naive CreateOrUpdate loop a Python user writes today.
 
 For 1, 100 and 1,000 children (half Deployments, a tenth Services, the rest ConfigMaps) of one
-custom-resource parent, against the embedded API server over HTTPS (a fresh one per size), it
-measures three cases: the first reconcile (everything is created), a reconcile with nothing
-changed, and a reconcile after one child's spec changed. Each case runs for ``ParentReconciler``
-("ours", events and status on) and for the peer: typed official-client calls per child (read,
-compare the whole object after copying the desired fields over the live one, replace when
-different, create on 404), as controller-runtime's ``CreateOrUpdate`` does. Requests come from
-the server's ``request_counts()``; ``seconds`` is wall time of the client loop; ``cpu_seconds``
-is the client thread's CPU time (the server runs in other threads of the same process).
+custom-resource parent, against the embedded API server run as a subprocess (``optk apiserver``,
+a fresh one per size and configuration, so this process's CPU is the client's own and one side's
+objects never load the other's server), it measures three cases: the first reconcile (everything
+is created), a reconcile with nothing changed, and a reconcile after one child's spec changed.
 
-Run: ``python -m benchmarks.reconcile [--json] [--sizes 1,100,1000]``.
+Three configurations, each in the same run:
+
+- ``ours``: ``ParentReconciler`` doing the peer's job (no Events, no parent status) and reading
+  children as the driver does in production: from informer caches (``InformerManager`` +
+  ``InformerReader``, writes fed back through ``RecordingClient``). The informers are started
+  and synced before the measured window; their one-off list+watch per type is reported as
+  ``informer_setup``.
+- ``ours_full``: the whole bookkeeping: Events and parent status on, reads passed through to the
+  server (one LIST per kind per reconcile), so readers see the price of each part.
+- ``peer``: typed official-client calls per child (read, copy the desired fields over the live
+  object, compare whole objects, replace when different, create on 404), as controller-runtime's
+  ``CreateOrUpdate`` does.
+
+Both sides build their desired children inside the measured window. Requests come from the
+server's request counts; ``seconds`` is wall time of the reconcile call, ``cpu_seconds`` the
+calling thread's CPU time, ``process_cpu_seconds`` the whole client process's (for ``ours`` this
+includes the informer threads decoding the watch events of its own writes: the window closes
+when every informer has seen them). Each cycle (first, unchanged, one_changed) runs ``repeats``
+times in fresh namespaces; figures are medians.
+
+Run: ``python -m benchmarks.reconcile [--json] [--sizes 1,100,1000] [--repeats 21,5,2]``.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import copy
 import json
 import os
 import platform
+import statistics
 import sys
 import time
 import uuid
-from collections.abc import Callable, Mapping
-from functools import partial
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
-from builders import DesiredState, ResourceBuilder
-from reconciler import KubernetesClient, NotFoundError, ParentReconciler
-from reconciler.embedded import EmbeddedApiServer
+from benchmarks.driver import apiserver
+from builders import MANAGED_BY_LABEL, DesiredState, ResourceBuilder
+from reconciler import (
+    InformerManager,
+    InformerReader,
+    KubernetesClient,
+    ParentReconciler,
+    ParentResult,
+    RecordingClient,
+    ResourceReconciler,
+)
 
 _WRITES = ("create", "update", "patch", "delete", "deletecollection")
 _READS = ("get", "list", "watch")
+CHILD_TYPES = (("apps/v1", "Deployment"), ("v1", "Service"), ("v1", "ConfigMap"))
+OPERATOR = "bench"
+CONFIGS = ("ours", "ours_full", "peer")
+DEFAULT_REPEATS = {1: 21, 100: 5, 1000: 2}
 GROUP = "bench.optk.dev"
 PARENT_API = f"{GROUP}/v1"
 
@@ -158,19 +186,43 @@ class NaivePeer:
                 replace(name, namespace, mutated)
 
 
-def _measure(server: Any, action: Callable[[], Any]) -> dict[str, Any]:
-    before = dict(server.request_counts())
-    wall, cpu = time.perf_counter(), time.thread_time()
-    action()
+Counts = Callable[[], dict[str, int]]
+
+
+def _measure(
+    counts: Counts, action: Callable[[], Any], settle: Callable[[Any], None] | None = None,
+) -> dict[str, Any]:
+    """Requests, wall time and CPU of ``action``; ``settle(outcome)`` waits for the client's
+    background work caused by the action (informer events), inside the process CPU window."""
+    before = counts()
+    wall, cpu, process = time.perf_counter(), time.thread_time(), time.process_time()
+    outcome = action()
     wall, cpu = time.perf_counter() - wall, time.thread_time() - cpu
-    after = server.request_counts()
+    if settle is not None:
+        settle(outcome)
+    process = time.process_time() - process
+    after = counts()
     delta = {verb: after.get(verb, 0) - before.get(verb, 0) for verb in set(after) | set(before)}
     return {
         "writes": sum(delta.get(v, 0) for v in _WRITES),
         "reads": sum(delta.get(v, 0) for v in _READS),
-        "seconds": round(wall, 4),
-        "cpu_seconds": round(cpu, 4),
+        "seconds": wall,
+        "cpu_seconds": cpu,
+        "process_cpu_seconds": process,
     }
+
+
+def _median(samples: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per key, the median of the samples (requests as the lower median: they are integers)."""
+    out: dict[str, Any] = {}
+    for key in samples[0]:
+        values = [s[key] for s in samples]
+        if isinstance(values[0], float):
+            out[key] = round(statistics.median(values), 5)
+        else:
+            out[key] = statistics.median_low(values)
+    out["repeats"] = len(samples)
+    return out
 
 
 def _present(obj: dict[str, Any]) -> ResourceBuilder:
@@ -194,62 +246,192 @@ def _parent(client: KubernetesClient, namespace: str) -> dict[str, Any]:
     })
 
 
-def warm_up(client: KubernetesClient) -> None:
-    """Pay one-time costs (discovery, schema loading, connections) for both sides, unmeasured:
-    a running operator has paid them long before."""
-    namespace = _namespace(client, "warm")
-    parent = _parent(client, namespace)
-    objs = children(namespace, 4, None)
-    ours = ParentReconciler(client, lambda p: _builders(objs), operator_name="warm")
-    for _ in range(2):
-        ours.reconcile(parent)
-    peer_objs = [{**o, "metadata": {**o["metadata"], "name": f"peer-{o['metadata']['name']}"}}
-                 for o in objs]
-    for _ in range(2):
-        NaivePeer(client.api_client, parent).reconcile(peer_objs)
+class Side:
+    """What the configurations under test share: their subclasses' ``reconcile(parent)`` builds
+    the parent's children (at ``changed``'s version for the changed child) and brings them to
+    the cluster; ``settle`` and ``close`` do nothing unless there is background work."""
+
+    name = ""
+
+    def __init__(self, client: KubernetesClient, size: int) -> None:
+        self.client = client
+        self.size = size
+        self.changed: int | None = None
+
+    def desired(self, parent: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The parent's children as built now."""
+        return children(str(parent["metadata"]["namespace"]), self.size, self.changed)
+
+    def settle(self, outcome: Any) -> None:
+        """Wait for the background work ``outcome`` caused (nothing by default)."""
+
+    def close(self) -> None:
+        """Stop background work."""
 
 
-def run_size(server: Any, client: KubernetesClient, size: int) -> dict[str, dict[str, Any]]:
-    """The three cases for one size, ours and the peer's, each in its own namespace."""
-    warm_up(client)
-    ours_ns, peer_ns = _namespace(client, "ours"), _namespace(client, "peer")
-    parent, peer_parent = _parent(client, ours_ns), _parent(client, peer_ns)
-    state: dict[str, int | None] = {"changed": None}
+class Peer(Side):
+    """The naive CreateOrUpdate loop."""
 
-    def build(p: Mapping[str, Any]) -> list[ResourceBuilder]:
-        return _builders(children(ours_ns, size, state["changed"]))
+    name = "peer"
 
-    ours = ParentReconciler(client, build, operator_name="bench")
-    peer = NaivePeer(client.api_client, peer_parent)
+    def reconcile(self, parent: Mapping[str, Any]) -> Any:
+        """Read, compare, replace or create, child by child."""
+        NaivePeer(self.client.api_client, parent).reconcile(self.desired(parent))
 
-    bookkeeping: list[int] = []
 
-    def reconcile_ours() -> None:
-        result = ours.reconcile(parent)
-        if not result.ok:
-            problem = result.errors or result.status_error
-            raise RuntimeError(f"benchmark reconcile failed: {problem}")
-        bookkeeping.append(sum(
-            1 for c in result.api_calls
-            if c.ref.kind == "Event" or (c.verb == "patch" and c.ref.kind == "Bench")
-        ))
+def _checked(result: ParentResult) -> ParentResult:
+    if not result.ok:
+        problem = result.errors or result.status_error
+        raise RuntimeError(f"benchmark reconcile failed: {problem}")
+    return result
 
+
+class OursFull(Side):
+    """``ParentReconciler`` with Events and status, reading through to the server."""
+
+    name = "ours_full"
+
+    def __init__(self, client: KubernetesClient, size: int) -> None:
+        super().__init__(client, size)
+        self.reconciler = ParentReconciler(client, self.builders, operator_name=OPERATOR)
+
+    def builders(self, parent: Mapping[str, Any]) -> list[ResourceBuilder]:
+        """The builder list ``ParentReconciler`` calls."""
+        return _builders(self.desired(parent))
+
+    def reconcile(self, parent: Mapping[str, Any]) -> Any:
+        """One parent reconcile (raises when a child failed)."""
+        return _checked(self.reconciler.reconcile(parent))
+
+
+class Ours(OursFull):
+    """``ParentReconciler`` doing the peer's job, reading from synced informer caches."""
+
+    name = "ours"
+
+    def __init__(self, client: KubernetesClient, size: int) -> None:
+        Side.__init__(self, client, size)
+        self.manager = InformerManager(
+            client, handler=lambda *_: None, label_selector=f"{MANAGED_BY_LABEL}={OPERATOR}",
+        )
+        writer = RecordingClient(client, informers=self.manager.informer)
+        reader = InformerReader(client, self.manager)
+        self.reconciler = ParentReconciler(
+            writer, self.builders, operator_name=OPERATOR, reader=reader,
+            resources=ResourceReconciler(writer, reader=reader), events=False,
+            write_status=False,
+        )
+
+    def start_informers(self) -> None:
+        """Start one informer per child type and wait for their first lists."""
+        for api_version, kind in CHILD_TYPES:
+            self.manager.ensure(api_version, kind)
+        for api_version, kind in CHILD_TYPES:
+            informer = self.manager.informer(api_version, kind)
+            if informer is None or not informer.wait_synced(60):
+                raise RuntimeError(f"the {kind} informer did not sync")
+
+    def settle(self, outcome: Any) -> None:
+        """Wait until each informer has seen the last write of its type (its echo decoded)."""
+        newest: dict[tuple[str, str], int] = {}
+        for result in outcome.children:
+            rv = (result.live or {}).get("metadata", {}).get("resourceVersion")
+            if result.writes and rv:
+                key = (result.ref.api_version, result.ref.kind)
+                newest[key] = max(newest.get(key, 0), int(rv))
+        deadline = time.monotonic() + 30
+        for (api_version, kind), rv in newest.items():
+            informer = self.manager.informer(api_version, kind)
+            while informer is not None and int(informer.resource_version or 0) < rv:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the {kind} informer never saw version {rv}")
+                time.sleep(0.0005)
+
+    def close(self) -> None:
+        """Stop the informers."""
+        self.manager.stop()
+
+
+SIDES: dict[str, type[Peer | OursFull]] = {"ours": Ours, "ours_full": OursFull, "peer": Peer}
+
+
+@contextmanager
+def _server() -> Iterator[tuple[KubernetesClient, Counts]]:
+    """A fresh ``optk apiserver`` subprocess serving the ``Bench`` kind."""
+    with apiserver() as (client, counts):
+        client.create(parent_crd())
+        deadline = time.monotonic() + 30
+        while not client.is_served(PARENT_API, "Bench"):
+            if time.monotonic() > deadline:
+                raise RuntimeError("the Bench CRD never became served")
+            time.sleep(0.05)
+        yield client, counts
+
+
+def _cycle(
+    side: Peer | OursFull, counts: Counts, parent: dict[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """First, unchanged and one_changed reconciles of one fresh parent."""
     figures: dict[str, dict[str, Any]] = {}
     for case, changed in (("first", None), ("unchanged", None), ("one_changed", 0)):
-        state["changed"] = changed
-        peer_children = children(peer_ns, size, changed)
-        figures[case] = {
-            "ours": _measure(server, reconcile_ours),
-            "peer": _measure(server, partial(peer.reconcile, peer_children)),
-        }
-        # Of ours' writes, how many were the parent's Events and status (the peer has neither).
-        figures[case]["ours"]["event_and_status_writes"] = bookkeeping[-1]
+        side.changed = changed
+        outcome: list[Any] = []
+
+        def act(parent: dict[str, Any] = parent, outcome: list[Any] = outcome) -> Any:
+            outcome.append(side.reconcile(parent))
+            return outcome[-1]
+
+        figures[case] = _measure(counts, act, side.settle)
+        if isinstance(outcome[-1], ParentResult):
+            # Of the writes, how many were the parent's Events and status (the peer has neither).
+            figures[case]["event_and_status_writes"] = sum(
+                1 for c in outcome[-1].api_calls
+                if c.ref.kind == "Event" or (c.verb == "patch" and c.ref.kind == "Bench")
+            )
         # The driver hands each reconcile the parent as its watch last saw it.
-        parent = client.get(PARENT_API, "Bench", "bench", namespace=ours_ns)
-    for ns in (ours_ns, peer_ns):
-        with contextlib.suppress(NotFoundError):
-            client.delete("v1", "Namespace", ns)
+        parent = side.client.get(PARENT_API, "Bench", "bench",
+                                 namespace=parent["metadata"]["namespace"])
     return figures
+
+
+def run_side(name: str, size: int, repeats: int) -> tuple[dict[str, dict[str, Any]], Any]:
+    """``repeats`` cycles of one configuration on its own server: median figures per case,
+    and (for ``ours``) the informers' setup cost."""
+    with _server() as (client, counts):
+        side = SIDES[name](client, size)
+        setup = None
+        try:
+            if isinstance(side, Ours):
+                setup = _measure(counts, side.start_informers)
+                setup["types"] = len(CHILD_TYPES)
+            # Unmeasured warm-up (connections, schema loading): a running operator paid it
+            # long ago. Four children, reconciled twice.
+            side.size = 4
+            warm_parent = _parent(client, _namespace(client, "warm"))
+            for _ in range(2):
+                side.settle(side.reconcile(warm_parent))
+            side.size = size
+            samples: dict[str, list[dict[str, Any]]] = {}
+            for _ in range(repeats):
+                parent = _parent(client, _namespace(client, name.replace("_", "-")))
+                side.changed = None
+                for case, figures in _cycle(side, counts, parent).items():
+                    samples.setdefault(case, []).append(figures)
+        finally:
+            side.close()
+    return {case: _median(s) for case, s in samples.items()}, setup
+
+
+def run_size(size: int, repeats: int) -> tuple[dict[str, dict[str, Any]], Any]:
+    """The three cases for one size, each configuration on its own server."""
+    figures: dict[str, dict[str, Any]] = {}
+    setup = None
+    for name in CONFIGS:
+        per_case, side_setup = run_side(name, size, repeats)
+        setup = setup or side_setup
+        for case, values in per_case.items():
+            figures.setdefault(case, {})[name] = values
+    return figures, setup
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -257,28 +439,26 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.reconcile")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON last")
     parser.add_argument("--sizes", default="1,100,1000", help="comma-separated child counts")
+    parser.add_argument("--repeats", default="",
+                        help="cycles per size, comma-separated (default 21 / 5 / 2 for 1 / 100 "
+                             "/ 1000 children, 1 for other sizes)")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
+    given = [int(r) for r in args.repeats.split(",") if r]
+    repeats = {size: given[i] if i < len(given) else DEFAULT_REPEATS.get(size, 1)
+               for i, size in enumerate(sizes)}
     report: dict[str, Any] = {
-        "python": platform.python_version(), "cpus": os.cpu_count(),
+        "python": platform.python_version(), "cpus": os.cpu_count(), "informer_setup": {},
     }
     for size in sizes:
-        with EmbeddedApiServer() as server:  # a fresh server per size: no state carried over
-            client = KubernetesClient(server.api_client())
-            client.create(parent_crd())
-            deadline = time.monotonic() + 30
-            while not client.is_served(PARENT_API, "Bench"):
-                if time.monotonic() > deadline:
-                    raise RuntimeError("the Bench CRD never became served")
-                time.sleep(0.05)
-            report[str(size)] = run_size(server, client, size)
-            if not args.json:
-                for case, pair in report[str(size)].items():
-                    for who in ("ours", "peer"):
-                        f = pair[who]
-                        print(f"{size:>5} {case:<12} {who:<5} writes={f['writes']:<5} "
-                              f"reads={f['reads']:<5} seconds={f['seconds']:<8} "
-                              f"cpu={f['cpu_seconds']}")
+        report[str(size)], report["informer_setup"][str(size)] = run_size(size, repeats[size])
+        if not args.json:
+            for case, by_side in report[str(size)].items():
+                for who, f in by_side.items():
+                    print(f"{size:>5} {case:<12} {who:<9} writes={f['writes']:<5} "
+                          f"reads={f['reads']:<5} seconds={f['seconds']:<8} "
+                          f"cpu={f['cpu_seconds']:<8} process_cpu={f['process_cpu_seconds']}")
+            print(f"{size:>5} informer setup: {report['informer_setup'][str(size)]}")
     if args.json:
         print(json.dumps(report, sort_keys=True))
     return 0
