@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Sequence
 
@@ -37,12 +38,19 @@ def build_parser() -> argparse.ArgumentParser:
                       help="YAML file of parent objects (repeatable)")
     plan.add_argument("--kubeconfig", default=None, help="kubeconfig of the cluster")
     plan.add_argument("--show-unchanged", action="store_true", help="list unchanged children too")
+    plan.add_argument("-v", "--verbose", action="store_true",
+                      help="also log what the dry-run reconcile does (stderr)")
     plan.set_defaults(handler=_run_plan)
     return parser
 
 
 def _run_plan(args: argparse.Namespace) -> int:
     from reconciler._plans import plan_command
+
+    # The printed plan carries every child's outcome, errors included: the reconcile's own
+    # warnings would only repeat it on stderr.
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.ERROR,
+                        format="optk plan: %(levelname)s %(name)s: %(message)s")
 
     try:
         return plan_command(args.target, files=args.files, kubeconfig=args.kubeconfig,

@@ -77,3 +77,23 @@ def test_optk_plan_command(
 
     assert main(["plan", "tests.reconciler.plan_operator", "-f", str(parent_file),
                  "--kubeconfig", str(kube_api.kubeconfig_path)]) == 0
+
+
+def test_optk_plan_prints_each_outcome_once(
+    kube_api: Any, stack_kind: None, tmp_path: Path
+) -> None:
+    """A child that would fail is in the printed plan, not repeated as log lines on stderr."""
+    import subprocess
+    import sys
+
+    parent_file = tmp_path / "parent.yaml"
+    parent_file.write_text(yaml.safe_dump(stack("no-such-namespace", size=1)))
+    done = subprocess.run(
+        [sys.executable, "-m", "reconciler", "plan", "tests.reconciler.plan_operator",
+         "-f", str(parent_file), "--kubeconfig", str(kube_api.kubeconfig_path)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "error     ConfigMap.v1 no-such-namespace/s-config" in done.stdout
+    assert 'namespaces "no-such-namespace" not found' in done.stdout
+    assert done.stderr == ""
