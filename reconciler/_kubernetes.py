@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -38,6 +39,13 @@ _PATCH_TYPES = frozenset({
     "application/json-patch+json",
     "application/apply-patch+yaml",
 })
+
+
+_AUTH_TTL = 1.0
+"""Seconds one read of the configuration's bearer token serves requests. Reading it runs the
+kubeconfig loader's refresh hook, which re-applies the whole configuration (setting ``host``
+rescans the environment for proxies): about a fifth of a small request's client CPU. Tokens
+that expire are refreshed by that hook minutes before their expiry, so a second's reuse is safe."""
 
 
 class ClientUsageError(ReconcilerError, ValueError):
@@ -157,6 +165,7 @@ class KubernetesClient:
         self._timeout = request_timeout
         self._lock = threading.Lock()
         self._discovery: dict[str, dict[str, ResourceInfo] | None] = {}
+        self._auth_cache: tuple[float, Any] = (float("-inf"), None)
 
     @property
     def api_client(self) -> Any:
@@ -164,6 +173,16 @@ class KubernetesClient:
         return self._api
 
     # -- the one HTTP boundary -------------------------------------------------------------
+
+    def _bearer_auth(self) -> Any:
+        """The configuration's bearer-token auth setting, read at most once per ``_AUTH_TTL``."""
+        now = time.monotonic()
+        until, setting = self._auth_cache
+        if now < until:
+            return setting
+        setting = self._api.configuration.auth_settings().get("BearerToken")
+        self._auth_cache = (now + _AUTH_TTL, setting)
+        return setting
 
     def _send(
         self,
@@ -187,6 +206,7 @@ class KubernetesClient:
                 query_params=query or None,
                 header_params=headers,
                 auth_settings=["BearerToken"],
+                _request_auth=self._bearer_auth(),
             )
             response = self._api.call_api(
                 method, url, header_params=headers, body=body,

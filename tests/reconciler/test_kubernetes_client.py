@@ -8,6 +8,7 @@ arrives as the reconciler's error tree with the ``Status`` data.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -25,6 +26,7 @@ from reconciler import (
     KubernetesClient,
     NotFoundError,
     TooManyRequestsError,
+    UnauthorizedError,
 )
 from reconciler.embedded import Faults
 from tests.reconciler.conftest import Requests, install_crd
@@ -187,3 +189,27 @@ def test_a_silent_watch_ends_at_the_inactivity_timeout(client: KubernetesClient,
         next(iter(stream))
     assert dead.value.code == 0
     assert "broke" in str(dead.value)
+
+
+def test_the_token_is_read_once_a_second_and_a_new_token_is_used(kube_api: Any, ns: str) -> None:
+    # The kubeconfig loader's refresh hook re-applies the whole configuration on every read of
+    # the token; the client reads it at most once a second, yet a rotated token is still used.
+    api_client = kube_api.api_client()
+    config = api_client.configuration
+    hook_runs: list[float] = []
+    config.refresh_api_key_hook = lambda conf: hook_runs.append(time.monotonic())
+    client = KubernetesClient(api_client)
+    started = time.monotonic()
+    for _ in range(20):
+        client.list("v1", "ConfigMap", namespace=ns)
+    assert 1 <= len(hook_runs) <= 1 + int(time.monotonic() - started) + 1
+
+    [key] = config.api_key  # "authorization" here; "BearerToken" from a kubeconfig
+    token = config.api_key[key]
+    config.api_key[key] = "not-the-token"
+    time.sleep(1.1)
+    with pytest.raises(UnauthorizedError):
+        client.list("v1", "ConfigMap", namespace=ns)
+    config.api_key[key] = token
+    time.sleep(1.1)
+    assert client.list("v1", "ConfigMap", namespace=ns)["items"] == []
