@@ -1,7 +1,8 @@
 """Decoding of Kubernetes protobuf request bodies for the few kinds kubectl sends that way.
 
 kubectl's typed generators (``kubectl create configmap|secret|namespace|serviceaccount|
-deployment|service|job|role|rolebinding|clusterrole|clusterrolebinding``) send
+deployment|service|job|role|rolebinding|clusterrole|clusterrolebinding|ingress|
+poddisruptionbudget``) send
 ``application/vnd.kubernetes.protobuf``: the ``k8s\\x00`` magic, then a ``runtime.Unknown``
 envelope (type meta and the raw message). This module decodes those kinds' messages into the
 JSON shape (field numbers from ``k8s.io/api`` ``generated.proto``); any other kind raises
@@ -113,6 +114,19 @@ def _int_or_string(value: int | bytes) -> int | str:
         return _string(fields.get(3, b""))
     number = fields.get(2, 0)
     return number if isinstance(number, int) else 0
+
+
+def _pointer_int_or_string(value: int | bytes) -> int | str:
+    """An ``*intstr.IntOrString`` (e.g. a PDB's ``minAvailable``): zero is a value."""
+    return _int_or_string(value)
+
+
+def _inline_http(value: int | bytes) -> Any:
+    """An ``IngressRuleValue``, inlined in JSON: its ``http`` member, or "" (dropped) if unset."""
+    for number, member in _fields(_raw(value)):
+        if number == 1:
+            return _decode(_raw(member), _SCHEMAS["HTTPIngressRuleValue"])
+    return ""
 
 
 def _time(value: int | bytes) -> str:
@@ -286,6 +300,45 @@ _SCHEMAS: dict[str, Schema] = {
         1: ("metadata", _message("ObjectMeta"), "one"),
         2: ("spec", _message("ServiceSpec"), "one"),
     },
+    "TypedLocalObjectReference": {
+        1: ("apiGroup", _string, "one"), 2: ("kind", _string, "one"),
+        3: ("name", _string, "one"),
+    },
+    "ServiceBackendPort": {1: ("name", _string, "one"), 2: ("number", _int, "one")},
+    "IngressServiceBackend": {
+        1: ("name", _string, "one"), 2: ("port", _message("ServiceBackendPort"), "one"),
+    },
+    "IngressBackend": {
+        3: ("resource", _message("TypedLocalObjectReference"), "one"),
+        4: ("service", _message("IngressServiceBackend"), "one"),
+    },
+    "HTTPIngressPath": {
+        1: ("path", _string, "one"), 2: ("backend", _message("IngressBackend"), "one"),
+        3: ("pathType", _string, "one"),
+    },
+    "HTTPIngressRuleValue": {1: ("paths", _message("HTTPIngressPath"), "list")},
+    "IngressRule": {1: ("host", _string, "one"), 2: ("http", _inline_http, "one")},
+    "IngressTLS": {1: ("hosts", _string, "list"), 2: ("secretName", _string, "one")},
+    "IngressSpec": {
+        1: ("defaultBackend", _message("IngressBackend"), "one"),
+        2: ("tls", _message("IngressTLS"), "list"),
+        3: ("rules", _message("IngressRule"), "list"),
+        4: ("ingressClassName", _string, "one"),
+    },
+    "Ingress": {
+        1: ("metadata", _message("ObjectMeta"), "one"),
+        2: ("spec", _message("IngressSpec"), "one"),
+    },
+    "PodDisruptionBudgetSpec": {
+        1: ("minAvailable", _pointer_int_or_string, "one"),
+        2: ("selector", _message("LabelSelector"), "one"),
+        3: ("maxUnavailable", _pointer_int_or_string, "one"),
+        4: ("unhealthyPodEvictionPolicy", _string, "one"),
+    },
+    "PodDisruptionBudget": {
+        1: ("metadata", _message("ObjectMeta"), "one"),
+        2: ("spec", _message("PodDisruptionBudgetSpec"), "one"),
+    },
     "ServiceAccount": {
         1: ("metadata", _message("ObjectMeta"), "one"),
         2: ("secrets", _message("ObjectReference"), "list"),
@@ -302,6 +355,7 @@ _TOP_LEVEL = frozenset({
     ("rbac.authorization.k8s.io/v1", "Role"), ("rbac.authorization.k8s.io/v1", "ClusterRole"),
     ("rbac.authorization.k8s.io/v1", "RoleBinding"),
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+    ("networking.k8s.io/v1", "Ingress"), ("policy/v1", "PodDisruptionBudget"),
 })
 
 
@@ -315,7 +369,7 @@ def _decode(data: bytes, schema: Schema) -> dict[str, Any]:
         if kind == "one":
             decoded = decoder(value)
             # Go writes non-pointer fields even when zero; its JSON omits them (omitempty)
-            if decoder not in (_bool, _count) and decoded in ("", 0):
+            if decoder not in (_bool, _count, _pointer_int_or_string) and decoded in ("", 0):
                 continue
             out[name] = decoded
         elif kind == "list":

@@ -143,9 +143,25 @@ def test_typed_generators_send_protobuf(kubectl: Kubectl) -> None:
     pod_spec = job["spec"]["template"]["spec"]
     assert pod_spec["restartPolicy"] == "Never"
     assert pod_spec["containers"][0]["command"] == ["echo", "hi"]
-    refused = kubectl("create", "ingress", "ing", "--rule=a.example/=web:80", check=False)
-    assert refused.returncode != 0
-    assert "unknown format" in refused.stderr
+
+
+def test_ingress_and_pdb_generators(kubectl: Kubectl) -> None:
+    kubectl("create", "ingress", "ing", "--class=nginx", "--rule=a.example/=web:80",
+            "--rule=b.example/api*=api:http,tls=cert")
+    ing = json.loads(kubectl("get", "ingress", "ing", "-o", "json").stdout)
+    assert ing["spec"]["ingressClassName"] == "nginx"
+    first, second = ing["spec"]["rules"]
+    assert first["host"] == "a.example"
+    assert first["http"]["paths"] == [{"path": "/", "pathType": "Exact", "backend": {
+        "service": {"name": "web", "port": {"number": 80}}}}]
+    assert second["http"]["paths"] == [{"path": "/api", "pathType": "Prefix", "backend": {
+        "service": {"name": "api", "port": {"name": "http"}}}}]
+    assert ing["spec"]["tls"] == [{"hosts": ["b.example"], "secretName": "cert"}]
+    kubectl("create", "poddisruptionbudget", "budget", "--selector=app=web",
+            "--min-available=0")
+    pdb = json.loads(kubectl("get", "pdb", "budget", "-o", "json").stdout)
+    assert pdb["spec"]["minAvailable"] == 0  # a pointer IntOrString: zero is kept
+    assert pdb["spec"]["selector"] == {"matchLabels": {"app": "web"}}
 
 
 def test_rbac_generators(kubectl: Kubectl) -> None:
