@@ -14,13 +14,14 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
 from aiohttp import web
 
-from reconciler.embedded._encoding import EncodeCache, encode
+from reconciler.embedded._encoding import EncodeCache, encode, http_chunk
 from reconciler.embedded._faults import Faults
 from reconciler.embedded._kinds import ResourceType
 from reconciler.embedded._operations import Operations
@@ -88,6 +89,119 @@ def _bookmark(
     return {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": metadata}
 
 
+class _Stream:
+    """The live side of one watch stream: where its events go and when it ends.
+
+    Until ``go_live`` (while the replay is written) events wait in ``pending``. Live, an event
+    committed on the event loop thread is translated and written to the connection at once,
+    inside the commit: no queue, no task wake-up, no timer per event. The bytes of an event's
+    line are built once (``EncodeCache.event_chunk``) for every watcher that sees it the same
+    way. A commit on another thread hops to the loop thread once per event and watcher.
+    """
+
+    def __init__(
+        self,
+        http_request: web.Request,
+        request: WatchRequest,
+        *,
+        ops: Operations,
+        cache: EncodeCache,
+        limit: int | None,
+        max_pending: int,
+    ) -> None:
+        self._http_request = http_request
+        self._request = request
+        self._ops = ops
+        self._cache = cache
+        self._limit = limit
+        self._max_pending = max_pending
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        self._pending: deque[StoredEvent] = deque()
+        self._live = False
+        self._first_wrap = True
+        self._behind = 0
+        self.sent = 0
+        self.finished: asyncio.Future[None] = self._loop.create_future()
+
+    @property
+    def at_limit(self) -> bool:
+        """The injected ``watch_max_events`` fault says this stream has sent enough."""
+        return self._limit is not None and self.sent >= self._limit
+
+    def _finish(self) -> None:
+        if not self.finished.done():
+            self.finished.set_result(None)
+
+    def _wrapped(self, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+        assert self._request.wrap is not None
+        wrapped = self._request.wrap(self._ops.served(obj, self._request.rt), self._first_wrap)
+        self._first_wrap = False
+        return wrapped
+
+    def line(self, event_type: str, obj: Mapping[str, Any]) -> bytes:
+        """The line of one event, as this watcher is served it (for aiohttp's writer)."""
+        if self._request.wrap is None:
+            return self._cache.event_line(event_type, self._ops.served(obj, self._request.rt))
+        return _line(event_type, self._wrapped(obj))
+
+    def chunk(self, event_type: str, obj: Mapping[str, Any]) -> bytes:
+        """``line`` framed as one HTTP chunk, shared by the watchers that see it the same way."""
+        if self._request.wrap is None:
+            return self._cache.event_chunk(event_type, self._ops.served(obj, self._request.rt))
+        return http_chunk(_line(event_type, self._wrapped(obj)))
+
+    def write(self, data: bytes) -> None:
+        """Write chunk-framed bytes to the connection; a closed connection ends the stream.
+
+        The 200 headers were sent by ``prepare``, so raw chunks follow aiohttp's own framing
+        (aiohttp writes the last, empty chunk when the handler returns).
+        """
+        transport = self._http_request.transport
+        if transport is None or transport.is_closing():
+            self._finish()
+            return
+        transport.write(data)
+        if self._http_request.protocol.writing_paused:
+            # the client does not keep up: end its stream once it is max_pending events behind
+            # (as a real server ends a watch whose client cannot keep up; it will re-watch)
+            self._behind += 1
+            if self._behind >= self._max_pending:
+                self._finish()
+        else:
+            self._behind = 0
+
+    def deliver(self, event: StoredEvent) -> None:
+        """The ``Storage`` subscriber: called inside every commit, on any thread."""
+        if threading.get_ident() == self._loop_thread:
+            self._receive(event)
+        else:
+            self._loop.call_soon_threadsafe(self._receive, event)
+
+    def _receive(self, event: StoredEvent) -> None:
+        if self.finished.done():
+            return
+        if not self._live:
+            if len(self._pending) >= self._max_pending:
+                self._finish()  # a replay too slow to write: end the stream, it will re-watch
+            else:
+                self._pending.append(event)
+            return
+        translated = translate(self._request, event)
+        if translated is None:
+            return
+        self.write(self.chunk(*translated))
+        self.sent += 1
+        if self.at_limit:
+            self._finish()
+
+    def go_live(self) -> None:
+        """Write the events that arrived during the replay; from now on write each at once."""
+        self._live = True
+        while self._pending and not self.finished.done():
+            self._receive(self._pending.popleft())
+
+
 async def serve_watch(
     http_request: web.Request,
     request: WatchRequest,
@@ -112,39 +226,15 @@ async def serve_watch(
     if on_started is not None:
         on_started()
 
-    loop = asyncio.get_running_loop()
-    loop_thread = threading.get_ident()
-    queue: asyncio.Queue[StoredEvent] = asyncio.Queue()
-
-    overflowed = False
-
-    def deliver(event: StoredEvent) -> None:
-        nonlocal overflowed
-        if queue.qsize() >= max_pending:
-            overflowed = True  # a client too slow to read: end its stream, it will re-watch
-            return
-        if threading.get_ident() == loop_thread:
-            queue.put_nowait(event)
-        else:
-            loop.call_soon_threadsafe(queue.put_nowait, event)
-
     rt = request.rt
-    first_wrap = True
-
-    def served(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-        nonlocal first_wrap
-        out = ops.served(obj, rt)
-        if request.wrap is not None:
-            out = request.wrap(out, first_wrap)
-            first_wrap = False
-        return out
-
     if faults.watch_gone:
         rv = ops.storage.resource_version
         gone = status_body(410, "Expired", message=f"too old resource version: {rv} ({rv + 1})")
         await response.write(_line("ERROR", gone))
         return response
 
+    stream = _Stream(http_request, request, ops=ops, cache=cache,
+                     limit=faults.watch_max_events, max_pending=max_pending)
     initial: list[tuple[str, Mapping[str, Any]]] = []
     rv_text = request.resource_version
     try:
@@ -155,9 +245,9 @@ async def serve_watch(
                     ("ADDED", obj) for obj in ops.storage.items(bucket, request.namespace)
                     if _matches(request, obj)
                 ]
-                replay = ops.storage.subscribe_since(None, deliver)
+                replay = ops.storage.subscribe_since(None, stream.deliver)
             else:
-                replay = ops.storage.subscribe_since(int(str(rv_text)), deliver)
+                replay = ops.storage.subscribe_since(int(str(rv_text)), stream.deliver)
     except TooOld as exc:
         await response.write(_line("ERROR", status_body(410, "Expired", message=str(exc))))
         return response
@@ -167,19 +257,18 @@ async def serve_watch(
         )))
         return response
 
-    sent = 0
-    limit = faults.watch_max_events
     timeout = request.timeout if request.timeout is not None else _DEFAULT_TIMEOUT
     if faults.watch_max_seconds is not None:
         timeout = min(timeout, faults.watch_max_seconds)
     deadline = time.monotonic() + timeout
     next_bookmark = time.monotonic() + min(bookmark_interval, max(timeout - 1.5, 0.0))
     try:
+        # The replay goes through aiohttp's writer, which waits for a slow client to read.
         pending = initial + [t for t in (translate(request, e) for e in replay) if t]
         for event_type, obj in pending:
-            await response.write(cache.event_line(event_type, served(obj)))
-            sent += 1
-            if limit is not None and sent >= limit:
+            await response.write(stream.line(event_type, obj))
+            stream.sent += 1
+            if stream.at_limit:
                 return response
         if request.send_initial_events and request.bookmarks:
             # the watch-list protocol: this bookmark says the initial state is complete
@@ -187,42 +276,24 @@ async def serve_watch(
                 rt, ops.storage.resource_version,
                 annotations={"k8s.io/initial-events-end": "true"},
             )))
-        while True:
+        stream.go_live()
+        while not stream.finished.done():
             now = time.monotonic()
-            if now >= deadline or overflowed:
+            if now >= deadline:
                 return response
             wait = deadline - now
             if request.bookmarks:
                 wait = min(wait, max(next_bookmark - now, 0.0))
-            try:
-                async with asyncio.timeout(wait):
-                    event = await queue.get()
-            except TimeoutError:
-                if request.bookmarks and time.monotonic() >= next_bookmark:
-                    bookmark = _bookmark(rt, ops.storage.resource_version)
-                    await response.write(_line("BOOKMARK", bookmark))
-                    remaining = deadline - time.monotonic()
-                    next_bookmark = time.monotonic() + min(
-                        bookmark_interval, max(remaining - 1.5, 0.0)
-                    ) if remaining > 1.5 else deadline + 1
-                continue
-            batch = [event]
-            while not queue.empty():
-                batch.append(queue.get_nowait())
-            lines = []
-            for item in batch:
-                translated = translate(request, item)
-                if translated is None:
-                    continue
-                lines.append(cache.event_line(translated[0], served(translated[1])))
-                sent += 1
-                if limit is not None and sent >= limit:
-                    break
-            if lines:
-                await response.write(b"".join(lines))
-            if limit is not None and sent >= limit:
-                return response
+            await asyncio.wait((stream.finished,), timeout=wait)
+            if request.bookmarks and time.monotonic() >= next_bookmark:
+                bookmark = _bookmark(rt, ops.storage.resource_version)
+                stream.write(http_chunk(_line("BOOKMARK", bookmark)))
+                remaining = deadline - time.monotonic()
+                next_bookmark = time.monotonic() + min(
+                    bookmark_interval, max(remaining - 1.5, 0.0)
+                ) if remaining > 1.5 else deadline + 1
+        return response
     except ConnectionResetError:
         return response  # the client went away (aiohttp's reset error subclasses this)
     finally:
-        ops.storage.unsubscribe(deliver)
+        ops.storage.unsubscribe(stream.deliver)
