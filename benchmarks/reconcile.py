@@ -251,8 +251,6 @@ class Side:
     the parent's children (at ``changed``'s version for the changed child) and brings them to
     the cluster; ``settle`` and ``close`` do nothing unless there is background work."""
 
-    name = ""
-
     def __init__(self, client: KubernetesClient, size: int) -> None:
         self.client = client
         self.size = size
@@ -272,11 +270,16 @@ class Side:
 class Peer(Side):
     """The naive CreateOrUpdate loop."""
 
-    name = "peer"
+    def __init__(self, client: KubernetesClient, size: int) -> None:
+        super().__init__(client, size)
+        self.peers: dict[str, NaivePeer] = {}
 
     def reconcile(self, parent: Mapping[str, Any]) -> Any:
-        """Read, compare, replace or create, child by child."""
-        NaivePeer(self.client.api_client, parent).reconcile(self.desired(parent))
+        """Read, compare, replace or create, child by child (one ``NaivePeer`` per parent)."""
+        uid = str(parent["metadata"]["uid"])
+        if uid not in self.peers:
+            self.peers[uid] = NaivePeer(self.client.api_client, parent)
+        self.peers[uid].reconcile(self.desired(parent))
 
 
 def _checked(result: ParentResult) -> ParentResult:
@@ -288,8 +291,6 @@ def _checked(result: ParentResult) -> ParentResult:
 
 class OursFull(Side):
     """``ParentReconciler`` with Events and status, reading through to the server."""
-
-    name = "ours_full"
 
     def __init__(self, client: KubernetesClient, size: int) -> None:
         super().__init__(client, size)
@@ -306,8 +307,6 @@ class OursFull(Side):
 
 class Ours(OursFull):
     """``ParentReconciler`` doing the peer's job, reading from synced informer caches."""
-
-    name = "ours"
 
     def __init__(self, client: KubernetesClient, size: int) -> None:
         Side.__init__(self, client, size)
