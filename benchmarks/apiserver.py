@@ -1,14 +1,16 @@
 """Throughput and watch latency of the embedded API server, from one client process.
 
-The server runs in its own process (``python -m reconciler apiserver``), so the client and the
-server never share a GIL; the client is this process, speaking HTTPS with keep-alive through
-aiohttp. Measured: GETs per second of one ConfigMap, PATCHes (merge patch, each one a real write)
-per second, the time
-of one LIST of 1,000 ConfigMaps, and watch event delivery latency with 1 and 20 concurrent
-watchers, from sending a write to the event arriving at each watcher (``watch_latency_ms``: it
-includes the write's own round trip, an upper bound) and from the write's response arriving to
-the event arriving (``watch_after_write_response_ms``: the fan-out itself). Run as
-``python -m benchmarks.apiserver [--json]``.
+The server runs in its own process (``python -m reconciler apiserver``, as ``optk apiserver``
+runs it), so the client and the server never share a GIL; the client is this process, speaking
+HTTPS with keep-alive through aiohttp. Measured: GETs per second of one ConfigMap, PATCHes
+(merge patch, each one a real write) per second, the time of one LIST of 1,000 ConfigMaps, and
+watch event delivery latency with 1 and 20 concurrent watchers, from sending a write to the
+event arriving at each watcher (``watch_latency_ms``: it includes the write's own request, an
+upper bound of the delivery). A watcher only stamps the arrival time of each line; lines are
+decoded after the run, so the client's JSON decoding of one watcher's event is not charged to
+the next watcher. For comparison, ``in_process_watch_latency_ms`` repeats the watch case with
+the server in a thread of this process (one GIL for both sides, as a test suite runs it).
+Run as ``python -m benchmarks.apiserver [--json] [--writes N] [--no-in-process]``.
 """
 
 from __future__ import annotations
@@ -32,12 +34,29 @@ from typing import Any
 import aiohttp
 import yaml
 
+from reconciler.embedded import EmbeddedApiServer
+
 NAMESPACE = "default"
 CONCURRENCY = 8
 
 
 class Server:
-    """``optk apiserver`` in a child process, and how to reach it."""
+    """A running embedded API server, and how to reach it (from its kubeconfig)."""
+
+    def __init__(self, kubeconfig: Path) -> None:
+        config = yaml.safe_load(kubeconfig.read_text())
+        cluster = config["clusters"][0]["cluster"]
+        self.url = str(cluster["server"])
+        self.token = str(config["users"][0]["user"]["token"])
+        ca = base64.b64decode(cluster["certificate-authority-data"]).decode()
+        self.ssl = ssl.create_default_context(cadata=ca)
+
+    def stop(self) -> None:
+        """Stop the server."""
+
+
+class ProcessServer(Server):
+    """``optk apiserver`` in a child process."""
 
     def __init__(self) -> None:
         self.directory = tempfile.TemporaryDirectory(prefix="optk-bench-")
@@ -52,18 +71,25 @@ class Server:
             raise RuntimeError(f"the apiserver did not start: {line!r}")
         while not kubeconfig.exists():
             time.sleep(0.01)
-        config = yaml.safe_load(kubeconfig.read_text())
-        cluster = config["clusters"][0]["cluster"]
-        self.url = str(cluster["server"])
-        self.token = str(config["users"][0]["user"]["token"])
-        ca = base64.b64decode(cluster["certificate-authority-data"]).decode()
-        self.ssl = ssl.create_default_context(cadata=ca)
+        super().__init__(kubeconfig)
 
     def stop(self) -> None:
         """Stop the child process (SIGTERM, as a user would)."""
         self.process.send_signal(signal.SIGTERM)
         self.process.wait(timeout=10)
         self.directory.cleanup()
+
+
+class ThreadServer(Server):
+    """``EmbeddedApiServer`` in a background thread of this process (for comparison only)."""
+
+    def __init__(self) -> None:
+        self.server = EmbeddedApiServer().start()
+        super().__init__(self.server.kubeconfig_path)
+
+    def stop(self) -> None:
+        """Stop the server thread."""
+        self.server.stop()
 
 
 async def _rate(session: aiohttp.ClientSession, method: str, url: str, *, seconds: float,
@@ -108,32 +134,27 @@ def _percentiles(values: list[float]) -> dict[str, float]:
 
 
 async def _watch_latency(session: aiohttp.ClientSession, base: str, *, watchers: int,
-                         writes: int) -> tuple[dict[str, float], dict[str, float]]:
-    """(from sending each write, from receiving the write's response) to each watcher's event."""
+                         writes: int) -> dict[str, float]:
+    """From sending each write to each watcher's event: p50 and p99 in milliseconds."""
     ns_url = f"{base}/api/v1/namespaces/{NAMESPACE}/configmaps"
     async with session.get(f"{ns_url}?limit=1") as response:
         start_rv = (await response.json())["metadata"]["resourceVersion"]
     sent_at: dict[str, float] = {}
-    acked_at: dict[str, float] = {}
-    arrivals: list[tuple[str, float]] = []
+    arrivals: list[tuple[bytes, float]] = []
     ready = 0
 
     async def watcher() -> None:
         nonlocal ready
-        url = (f"{ns_url}?watch=1&resourceVersion={start_rv}&timeoutSeconds=120"
+        url = (f"{ns_url}?watch=1&resourceVersion={start_rv}&timeoutSeconds=300"
                "&fieldSelector=metadata.name%3Dlatency")
         async with session.get(url, timeout=aiohttp.ClientTimeout(total=None)) as response:
             ready += 1
             received = 0
             async for line in response.content:
-                now = time.perf_counter()
-                event = json.loads(line)
-                value = (event["object"].get("data") or {}).get("n")
-                if value in sent_at:
-                    arrivals.append((value, now))
-                    received += 1
-                    if received == writes:
-                        return
+                arrivals.append((line, time.perf_counter()))  # decoded after the run
+                received += 1
+                if received == writes:
+                    return
 
     tasks = [asyncio.create_task(watcher()) for _ in range(watchers)]
     while ready < watchers:
@@ -144,27 +165,43 @@ async def _watch_latency(session: aiohttp.ClientSession, base: str, *, watchers:
         async with session.patch(f"{ns_url}/latency", data=json.dumps({"data": {"n": str(n)}}),
                                  headers={"Content-Type": "application/merge-patch+json"}) as r:
             await r.read()
-        acked_at[str(n)] = time.perf_counter()
         await asyncio.sleep(0.01)
-    await asyncio.wait_for(asyncio.gather(*tasks), timeout=60)
-    from_send = [(at - sent_at[n]) * 1000 for n, at in arrivals]
-    # an event may arrive before the write's own response: that counts as no delay
-    from_ack = [max(at - acked_at[n], 0.0) * 1000 for n, at in arrivals]
-    return _percentiles(from_send), _percentiles(from_ack)
+    await asyncio.wait_for(asyncio.gather(*tasks), timeout=120)
+    latencies = []
+    for line, at in arrivals:
+        value = str((json.loads(line)["object"].get("data") or {}).get("n"))
+        latencies.append((at - sent_at[value]) * 1000)
+    if len(latencies) != watchers * writes:
+        raise RuntimeError(f"{len(latencies)} events arrived, expected {watchers * writes}")
+    return _percentiles(latencies)
 
 
-async def _run(server: Server, seconds: float) -> dict[str, Any]:
+async def _watch_cases(server: Server, *, writes: int) -> dict[str, dict[str, float]]:
+    """``_watch_latency`` for 1 and 20 watchers, keyed by the number of watchers."""
+    async with _session(server) as session:
+        ns_url = f"{server.url}/api/v1/namespaces/{NAMESPACE}/configmaps"
+        async with session.get(f"{ns_url}/latency") as response:
+            if response.status == 404:
+                async with session.post(ns_url, json={"metadata": {"name": "latency"}}) as r:
+                    await r.read()
+        return {str(n): await _watch_latency(session, server.url, watchers=n, writes=writes)
+                for n in (1, 20)}
+
+
+def _session(server: Server) -> aiohttp.ClientSession:
     headers = {"Authorization": f"Bearer {server.token}", "Accept": "application/json"}
     connector = aiohttp.TCPConnector(ssl=server.ssl, limit=64)
-    async with aiohttp.ClientSession(headers=headers, connector=connector) as session:
+    return aiohttp.ClientSession(headers=headers, connector=connector)
+
+
+async def _run(server: Server, *, seconds: float, writes: int) -> dict[str, Any]:
+    async with _session(server) as session:
         ns_url = f"{server.url}/api/v1/namespaces/{NAMESPACE}/configmaps"
         for i in range(1000):
             body = {"metadata": {"name": f"item-{i:04d}", "labels": {"bench": "list"}},
                     "data": {"key": "value" * 4}}
             async with session.post(ns_url, json=body) as response:
                 await response.read()
-        async with session.post(ns_url, json={"metadata": {"name": "latency"}}) as response:
-            await response.read()
         figures: dict[str, Any] = {}
         figures["get_per_s"] = round(
             await _rate(session, "GET", f"{ns_url}/item-0000", seconds=seconds), 1)
@@ -175,24 +212,31 @@ async def _run(server: Server, seconds: float) -> dict[str, Any]:
         ), 1)
         figures["list_1000_ms"] = round(await _list_ms(session, f"{ns_url}?labelSelector="
                                                                  "bench%3Dlist"), 2)
-        figures["watch_latency_ms"] = {}
-        figures["watch_after_write_response_ms"] = {}
-        for n in (1, 20):
-            from_send, from_ack = await _watch_latency(session, server.url, watchers=n,
-                                                       writes=200)
-            figures["watch_latency_ms"][str(n)] = from_send
-            figures["watch_after_write_response_ms"][str(n)] = from_ack
-        return figures
+    figures["watch_latency_ms"] = await _watch_cases(server, writes=writes)
+    return figures
 
 
-def run(seconds: float = 3.0) -> dict[str, Any]:
-    """Start a server process, measure, stop it; the figures as a dict."""
-    server = Server()
+def run(seconds: float = 3.0, *, writes: int = 500, in_process: bool = True) -> dict[str, Any]:
+    """Start a server process, measure, stop it; the figures as a dict.
+
+    With ``in_process``, the watch cases are repeated against a server in a thread of this
+    process (``in_process_watch_latency_ms``).
+    """
+    server: Server = ProcessServer()
     try:
-        figures = asyncio.run(_run(server, seconds))
+        figures = asyncio.run(_run(server, seconds=seconds, writes=writes))
     finally:
         server.stop()
+    if in_process:
+        server = ThreadServer()
+        try:
+            figures["in_process_watch_latency_ms"] = asyncio.run(
+                _watch_cases(server, writes=writes))
+        finally:
+            server.stop()
     figures["client_concurrency"] = CONCURRENCY
+    figures["watch_writes"] = writes
+    figures["load_average"] = [round(x, 2) for x in os.getloadavg()]
     figures["python"] = platform.python_version()
     figures["cpus"] = os.cpu_count()
     return figures
@@ -203,14 +247,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--json", action="store_true", help="end with one JSON line")
     parser.add_argument("--seconds", type=float, default=3.0, help="seconds per rate case")
+    parser.add_argument("--writes", type=int, default=500, help="writes per watch case")
+    parser.add_argument("--no-in-process", dest="in_process", action="store_false",
+                        help="skip the comparison with a server in this process")
     args = parser.parse_args(argv)
-    figures = run(args.seconds)
+    figures = run(args.seconds, writes=args.writes, in_process=args.in_process)
     print(f"GET/s {figures['get_per_s']}  PATCH/s {figures['patch_per_s']}  "
           f"LIST 1000 {figures['list_1000_ms']} ms")
     for watchers, lat in figures["watch_latency_ms"].items():
-        ack = figures["watch_after_write_response_ms"][watchers]
-        print(f"watch latency, {watchers:>2} watchers: p50 {lat['p50']} ms  p99 {lat['p99']} ms"
-              f"  (after the write's response: p50 {ack['p50']} ms  p99 {ack['p99']} ms)")
+        line = (f"watch latency, {watchers:>2} watchers: p50 {lat['p50']} ms  "
+                f"p99 {lat['p99']} ms")
+        if "in_process_watch_latency_ms" in figures:
+            same = figures["in_process_watch_latency_ms"][watchers]
+            line += f"  (server in this process: p50 {same['p50']} ms  p99 {same['p99']} ms)"
+        print(line)
+    print(f"load average {figures['load_average']}")
     if args.json:
         print(json.dumps(figures, sort_keys=True))
     return 0
