@@ -390,13 +390,13 @@ class ApiApplication:
             raw = await self._read_body(request, allowed=_WRITE_TYPES)
             decoded = self._decode_object(raw, content_type=_content_type(request), rt=rt)
             obj = ops.create(rt, decoded, namespace=namespace, dry_run=dry_run)
-            return _json_response(ops.served(obj, rt), status=201)
+            return self._written(ops.served(obj, rt), status=201, dry_run=dry_run)
         if verb == "update":
             raw = await self._read_body(request, allowed=_WRITE_TYPES)
             decoded = self._decode_object(raw, content_type=_content_type(request), rt=rt)
             obj = ops.update(self._target(rt, path), decoded, subresource=path.subresource,
                              dry_run=dry_run)
-            return _json_response(ops.served(obj, rt))
+            return self._written(ops.served(obj, rt), status=200, dry_run=dry_run)
         if verb == "patch":
             raw = await self._read_body(request, allowed=PATCH_TYPES)
             if _content_type(request) == APPLY_PATCH and path.subresource is None:
@@ -404,10 +404,10 @@ class ApiApplication:
                                       field_manager=request.query.get("fieldManager"),
                                       force=request.query.get("force", "") in _TRUE,
                                       dry_run=dry_run)
-                return _json_response(ops.served(obj, rt), status=code)
+                return self._written(ops.served(obj, rt), status=code, dry_run=dry_run)
             obj = ops.patch(self._target(rt, path), raw, content_type=_content_type(request),
                             subresource=path.subresource, dry_run=dry_run)
-            return _json_response(ops.served(obj, rt))
+            return self._written(ops.served(obj, rt), status=200, dry_run=dry_run)
         if verb in ("delete", "deletecollection"):
             options = await self._delete_options(request)
             dry_run = dry_run or "All" in (options.get("dryRun") or ())
@@ -419,6 +419,12 @@ class ApiApplication:
                 options=options, dry_run=dry_run,
             ))
         raise method_not_allowed()
+
+    def _written(self, obj: Mapping[str, Any], *, status: int, dry_run: bool) -> web.Response:
+        """The response to a write: a committed object is stored and never changes, so its
+        encoding is shared with the watch events that carry it (encoded once for both)."""
+        body = encode(obj) if dry_run else self._cache.encode(obj)
+        return web.Response(body=body, status=status, content_type=_JSON)
 
     @staticmethod
     def _target(rt: ResourceType, path: ResourcePath) -> Target:
