@@ -11,7 +11,7 @@ It is used only on the server's event loop thread.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 __all__ = ["EncodeCache", "encode", "http_chunk"]
@@ -34,7 +34,7 @@ class EncodeCache:
         self._size = size
         self._entries: dict[int, tuple[Mapping[str, Any], bytes]] = {}
         self._chunk_size = chunk_size
-        self._chunks: dict[tuple[str, int], tuple[Mapping[str, Any], bytes]] = {}
+        self._chunks: dict[tuple[str, str, int], tuple[Mapping[str, Any], bytes]] = {}
 
     def encode(self, obj: Mapping[str, Any]) -> bytes:
         """The JSON bytes of ``obj`` (a stored object, never mutated)."""
@@ -51,14 +51,26 @@ class EncodeCache:
         """One watch line: ``{"type":...,"object":...}`` and a newline."""
         return b'{"type":"' + event_type.encode() + b'","object":' + self.encode(obj) + b"}\n"
 
-    def event_chunk(self, event_type: str, obj: Mapping[str, Any]) -> bytes:
-        """``event_line`` framed as one HTTP chunk; built once per event for all its watchers."""
-        key = (event_type, id(obj))
+    def event_chunk(
+        self,
+        event_type: str,
+        stored: Mapping[str, Any],
+        *,
+        served: Callable[[Mapping[str, Any]], Mapping[str, Any]],
+        version: str,
+    ) -> bytes:
+        """``event_line`` of ``served(stored)`` framed as one HTTP chunk.
+
+        Built once per stored object, event type and served ``version`` (a custom resource
+        served at a version is a new dict each time, so the key is the stored object) and
+        shared by every watcher that sees the event that way.
+        """
+        key = (event_type, version, id(stored))
         hit = self._chunks.get(key)
-        if hit is not None and hit[0] is obj:
+        if hit is not None and hit[0] is stored:
             return hit[1]
-        data = http_chunk(self.event_line(event_type, obj))
+        data = http_chunk(self.event_line(event_type, served(stored)))
         if len(self._chunks) >= self._chunk_size:
             self._chunks.clear()
-        self._chunks[key] = (obj, data)
+        self._chunks[key] = (stored, data)
         return data

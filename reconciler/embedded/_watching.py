@@ -127,6 +127,9 @@ class _Stream:
         self.sent = 0
         self.finished: asyncio.Future[None] = self._loop.create_future()
 
+    def _served(self, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+        return self._ops.served(obj, self._request.rt)
+
     @property
     def at_limit(self) -> bool:
         """The injected ``watch_max_events`` fault says this stream has sent enough."""
@@ -149,7 +152,8 @@ class _Stream:
     def chunk(self, event_type: str, obj: Mapping[str, Any]) -> bytes:
         """``line`` framed as one HTTP chunk, shared by the watchers that see it the same way."""
         if self._request.wrap is None:
-            return self._cache.event_chunk(event_type, self._ops.served(obj, self._request.rt))
+            return self._cache.event_chunk(event_type, obj, served=self._served,
+                                           version=self._request.rt.api_version)
         return http_chunk(self.line(event_type, obj))
 
     def write(self, data: bytes) -> None:
