@@ -54,7 +54,12 @@ from reconciler._metrics import HealthServer, OperatorMetrics
 from reconciler._parents import ParentReconciler, ParentResult
 from reconciler._queues import WorkQueue
 from reconciler._reconciling import ResourceReconciler
-from reconciler._resyncs import ResyncPolicy, ResyncSchedule, last_reconcile_time
+from reconciler._resyncs import (
+    HeartbeatStore,
+    ResyncPolicy,
+    ResyncSchedule,
+    last_reconcile_time,
+)
 
 __all__ = [
     "REQUESTED_AT_ANNOTATION",
@@ -94,8 +99,10 @@ def _annotation(obj: KubeObject | None, name: str) -> Any:
 def parent_needs_reconcile(parent: KubeObject) -> bool:
     """Whether a parent seen for the first time must be reconciled regardless of its schedule.
 
-    True when it was never reconciled, its spec changed since (``observedGeneration``), it is
-    being deleted, or a manual trigger is newer than its last reconcile.
+    True when it was never reconciled, its last reconcile failed (its ``Reconciled`` condition
+    is not true: failures are retried by backoff, off the periodic grid), its spec changed since
+    (``observedGeneration``), it is being deleted, or a manual trigger is newer than its last
+    reconcile.
     """
     meta = _meta(parent)
     status = parent.get("status")
@@ -103,6 +110,12 @@ def parent_needs_reconcile(parent: KubeObject) -> bool:
     last = last_reconcile_time(parent)
     if last is None or meta.get("deletionTimestamp"):
         return True
+    conditions = status.get("conditions")
+    for condition in conditions if isinstance(conditions, list) else ():
+        if isinstance(condition, Mapping) and condition.get("type") == "Reconciled" and (
+            condition.get("status") != "True"
+        ):
+            return True
     if meta.get("generation") is not None and status.get("observedGeneration") != meta.get(
         "generation"
     ):
@@ -171,6 +184,11 @@ class Operator:
     ``on_start`` hooks are called with the runtime once its parent informer runs and before any
     worker starts (e.g. to watch what ``build`` depends on, such as whether a CRD is served);
     each may return a cleanup callable, run in reverse order when the runtime stops.
+    ``resync_heartbeat`` is the period (seconds) of the one write that makes the periodic
+    resync restart-proof: the leader records in the Lease ``<name>-resync`` (in
+    ``lease_namespace``) up to when every due parent was reconciled; a restart reconciles at once
+    only the parents whose grid time passed since (see ``reconciler._resyncs``). ``None`` turns
+    it off: a restart then trusts only the parents' ``status.lastReconcileTime``.
     """
 
     api_version: str
@@ -179,6 +197,7 @@ class Operator:
     name: str = "optk"
     resync_interval: float | str | None = None
     resync: ResyncPolicy = attrs.field(factory=ResyncPolicy)
+    resync_heartbeat: float | None = 60.0
     workers: int = 4
     recreate: bool = False
     prune: Collection[tuple[str, str]] = ()
@@ -208,6 +227,9 @@ class Operator:
             )
         if not callable(self.build):
             raise TypeError(f"operator {self.name!r}: build must be callable")
+        if self.resync_heartbeat is not None and not self.resync_heartbeat > 0:
+            raise ValueError(f"operator {self.name!r}: resync_heartbeat must be positive or None, "
+                             f"got {self.resync_heartbeat}")
 
     def policy(self, environ: Mapping[str, str] | None = None) -> ResyncPolicy:
         """The resync policy from code and environment (the ConfigMap applies at run time)."""
@@ -300,6 +322,7 @@ class RuntimeStats:
     reconciles: Counter[ParentKey] = attrs.field(factory=Counter)
     failures: Counter[ParentKey] = attrs.field(factory=Counter)
     writes: int = 0
+    heartbeats: int = 0
     triggers: Counter[str] = attrs.field(factory=Counter)
 
     @property
@@ -385,6 +408,12 @@ class OperatorRuntime:
                 client, "v1", "ConfigMap", namespace=namespace,
                 field_selector=f"metadata.name={name}", clock=self.clock,
             )
+        self.heartbeats: HeartbeatStore | None = None
+        if operator.resync_heartbeat is not None:
+            self.heartbeats = HeartbeatStore(
+                client, name=f"{operator.name}-resync", namespace=operator.lease_namespace,
+                identity=self.identity,
+            )
         self.elector: LeaderElector | None = None
         if operator.leader_election:
             self.elector = LeaderElector(
@@ -400,6 +429,7 @@ class OperatorRuntime:
         self.health: HealthServer | None = None
         self._lock = threading.Condition()
         self._timer_cond = threading.Condition()
+        self._beat_cond = threading.Condition()
         self._threads: list[threading.Thread] = []
         self._workers: list[threading.Thread] = []
         self._stopping = False
@@ -413,6 +443,8 @@ class OperatorRuntime:
     def start(self) -> OperatorRuntime:
         """Start informers, timer, health server and (when leading, or without election) workers."""
         self._install()
+        if self.elector is None:
+            self._resume()
         self.parents.add_handler(self._on_parent)
         self.parents.start()
         if self.config_informer is not None:
@@ -427,6 +459,8 @@ class OperatorRuntime:
             self.stop(timeout=0.0)
             raise
         self._spawn(self._timer, "optk-resync")
+        if self.heartbeats is not None:
+            self._spawn(self._beat, "optk-heartbeat")
         if self._metrics_port is not None:
             self.health = HealthServer(self.metrics, ready=lambda: self.ready,
                                        port=self._metrics_port).start()
@@ -449,13 +483,16 @@ class OperatorRuntime:
         with self._lock:
             self._stopping = True
         self.queue.shutdown()
-        with self._timer_cond:
-            self._timer_cond.notify_all()
+        for condition in (self._timer_cond, self._beat_cond):
+            with condition:
+                condition.notify_all()
         deadline = time.monotonic() + timeout
         clean = True
         for worker in list(self._workers):
             worker.join(max(0.0, deadline - time.monotonic()))
             clean = clean and not worker.is_alive()
+        if self._workers:
+            self._write_heartbeat()  # the last word: what this run covered
         if self.elector is not None:
             self.elector.stop(release=release_lease)
         for thread in self._threads:
@@ -551,6 +588,13 @@ class OperatorRuntime:
         return thread
 
     def _start_workers(self) -> None:
+        if self.elector is not None:  # taking over: resume from the previous leader's heartbeat
+            self._resume()
+            known = self.parents.cache.keys()
+            for key in known:
+                parent = self.parents.cache.get(*key)
+                if parent is not None and self.schedule.due_at(key) is not None:
+                    self._first_sight(key, parent)
         with self._lock:
             if self._stopping or self._workers:
                 return
@@ -559,6 +603,9 @@ class OperatorRuntime:
                                           daemon=True)
                 self._workers.append(worker)
                 worker.start()
+        self._kick_timer()
+        with self._beat_cond:  # a new leader records its heartbeat at once
+            self._beat_cond.notify_all()
         if self.elector is not None:
             self.metrics.set_leader(self.elector.config.name, True)
 
@@ -598,12 +645,56 @@ class OperatorRuntime:
                 with self._lock:
                     if self._stopping:
                         return
+                    leading = bool(self._workers)
+                if not leading:  # a standby keeps its schedule; the leader's timer fires
+                    self.clock.wait(self._timer_cond, None)
+                    continue
                 for key in self.schedule.pop_due(self.clock.time()):
                     self.stats.triggers["resync"] += 1
                     self.queue.add(cast(ParentKey, key))
                 due = self.schedule.next_due()
                 wait = None if due is None else max(0.0, due - self.clock.time())
                 self.clock.wait(self._timer_cond, wait)
+
+    def _resume(self) -> None:
+        """Read the previous run's heartbeat so first-seen parents keep their grid times."""
+        if self.heartbeats is None:
+            return
+        try:
+            heartbeat = self.heartbeats.read()
+        except ApiError as error:
+            _log.warning("reading the resync heartbeat failed (%s); restarting from the "
+                         "parents' status alone", error)
+            heartbeat = None
+        if heartbeat is not None:
+            _log.info("resuming the periodic resync: covered until %.0f", heartbeat.covered)
+        self.schedule.resume_from(heartbeat)
+
+    def _beat(self) -> None:
+        """Record what this run covered, every ``resync_heartbeat`` seconds while leading."""
+        period = self.operator.resync_heartbeat or 60.0
+        next_beat = self.clock.monotonic()
+        while True:
+            with self._lock:
+                if self._stopping:
+                    return
+                leading = bool(self._workers)
+            now = self.clock.monotonic()
+            if leading and now >= next_beat:
+                self._write_heartbeat()
+                next_beat = now + period
+            wait = next_beat - now if leading and now < next_beat else period
+            with self._beat_cond:
+                self.clock.wait(self._beat_cond, wait)
+
+    def _write_heartbeat(self) -> None:
+        if self.heartbeats is None:
+            return
+        try:
+            self.heartbeats.write(self.schedule.heartbeat(self.clock.time()))
+            self.stats.heartbeats += 1
+        except ApiError as error:  # a missed beat only widens what a restart re-checks
+            _log.warning("writing the resync heartbeat failed: %s", error)
 
     def _kick_timer(self) -> None:
         with self._timer_cond:
@@ -717,17 +808,22 @@ class OperatorRuntime:
             self.queue.add(key)
             return
         if event_type == "ADDED" and old is None:  # first sight: startup, or a new parent
-            now = self.clock.time()
-            due = self.schedule.observe(key, new, now=now)
-            if parent_needs_reconcile(new) or due <= now:
-                self.stats.triggers["parent-new"] += 1
-                self.schedule.remove(key)  # the reconcile sets its next time
-                self.queue.add(key)
-            self._kick_timer()
+            self._first_sight(key, new)
             return
         if parent_event_triggers(event_type, new, old=old):
             self.stats.triggers["parent-changed"] += 1
             self._event_add(key)
+
+    def _first_sight(self, key: ParentKey, parent: KubeObject) -> None:
+        """Schedule a parent seen for the first time (or afresh at a takeover): queue it now
+        when it needs a reconcile or its grid time passed while no one was watching."""
+        now = self.clock.time()
+        due = self.schedule.observe(key, parent, now=now)
+        if parent_needs_reconcile(parent) or due <= now:
+            self.stats.triggers["parent-new"] += 1
+            self.schedule.take(key)  # in flight: the reconcile sets its next time
+            self.queue.add(key)
+        self._kick_timer()
 
     def _on_child(
         self, type_key: TypeKey, event_type: str, old: dict[str, Any] | None,

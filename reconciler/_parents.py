@@ -178,9 +178,11 @@ class ParentReconciler:
     ``prune_kinds`` lists the ``(apiVersion, kind)`` pairs whose unbuilt children (ours, found by
     the ``optk.dev/owner-uid`` label) are deleted; pruning is off when it is empty. Events and
     status writing can be switched off. ``dry_run`` writes nothing (server-side dry runs for
-    creates and patches, no Events, no status): the result is a plan. ``status_refresh`` bounds
-    how stale the recorded last reconcile time may get when nothing else in the status changes
-    (so a steady state makes no writes, yet a restarted driver finds a recent time).
+    creates and patches, no Events, no status): the result is a plan. The status (with
+    ``lastReconcileTime``) is written only when its conditions or ``observedGeneration`` change,
+    so a steady state makes no writes; the driver's restart-proof resync schedule needs no fresher
+    time (it rests on its own heartbeat). ``status_refresh`` (seconds, default ``None``: off)
+    optionally also rewrites the time once it is that old, at one write per parent per period.
     """
 
     def __init__(
@@ -194,7 +196,7 @@ class ParentReconciler:
         prune_kinds: Collection[tuple[str, str]] = (),
         events: bool = True,
         write_status: bool = True,
-        status_refresh: float = 3600.0,
+        status_refresh: float | None = None,
         dry_run: bool = False,
         clock: Clock | None = None,
     ) -> None:
@@ -463,7 +465,8 @@ class _ParentRun:
         now = self.o.clock.time()
         conditions, changed = _merge_conditions(current.get("conditions"), wanted, rfc3339(now))
         last = parse_rfc3339(current.get("lastReconcileTime"))
-        stale = last is None or now - last >= self.o.status_refresh
+        refresh = self.o.status_refresh
+        stale = last is None or (refresh is not None and now - last >= refresh)
         if not changed and current.get("observedGeneration") == generation and not stale:
             return False, ""
         patch = {"status": {

@@ -4,30 +4,45 @@ DESIGN.md section 6 and issue 6: every parent is reconciled at least every inter
 10 h). The interval is set per operator in code, overridden by the environment
 (``OPTK_RESYNC_INTERVAL``), overridden again by a ConfigMap the operator watches (key
 ``resyncInterval``, effective without a restart), and per parent by the annotation
-``optk.dev/resync-interval`` clamped into the policy's bounds. A stable per-object offset (a hash
-of the parent's uid, up to ``spread`` of the interval) makes each parent due a little *earlier*
-than its interval, never later, so parents reconciled together drift apart. Any reconcile resets
-the parent's timer. Due times are computed from the wall-clock time of the last reconcile, which
-the parent's status records, so after a restart parents that are due are queued at once and the
-others keep their schedule. A parent whose reconcile failed is, by default, left to the work
-queue's backoff and taken off the timer until it succeeds; with ``retry_failed_by_backoff=False``
-it is not retried by backoff and waits for its next event or periodic resync instead.
+``optk.dev/resync-interval`` clamped into the policy's bounds.
 
-This module holds the policy and the schedule; the thread that feeds due keys to the work queue
-lives in ``reconciler._operators``.
+Due times lie on a per-parent grid: ticks ``ticks`` times per interval (spacing ``s = interval /
+ticks``), shifted by a stable offset in ``[0, s)`` hashed from the parent's uid so that parents
+spread evenly. After a reconcile at ``t`` the parent is next due at the latest tick at or
+before ``t + interval``: never later than the interval, and at least ``interval - s`` later, so
+any reconcile resets the timer (to within one tick). Because due times are grid points, a
+restart needs no per-parent record: the running driver writes one small ``Heartbeat`` (a Lease)
+every few seconds saying up to which time ``covered`` every due parent was reconciled. After a
+restart a parent is safe until its first tick at or after ``covered``; if that tick has passed
+(the downtime spanned it) the parent is due at once, otherwise it waits for that tick. So a
+steady-state resync writes nothing per parent (the heartbeat is one write per period for the
+whole operator), a restart after a short downtime reconciles only the few parents whose ticks
+fell into it, and none waits longer than its interval plus the heartbeat period. The
+``status.lastReconcileTime`` a reconcile records when it writes the status anyway tightens
+this: it is a second lower bound of the last reconcile, so a parent recently reconciled keeps
+its exact schedule. A parent whose reconcile failed is, by default, left to the work queue's
+backoff and taken off the timer until it succeeds; with ``retry_failed_by_backoff=False`` it is
+not retried by backoff and waits for its next event or periodic resync instead.
+
+This module holds the policy, the schedule and the heartbeat's storage; the threads that feed
+due keys to the work queue and beat live in ``reconciler._operators``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import heapq
+import math
 import re
 import threading
 from collections.abc import Hashable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 import attrs
 
+from reconciler._clients import ClusterClient
+from reconciler._errors import ConflictError, NotFoundError
 from reconciler._events import parse_rfc3339
 
 __all__ = [
@@ -35,6 +50,8 @@ __all__ = [
     "RESYNC_ANNOTATION",
     "RESYNC_CONFIGMAP_KEY",
     "RESYNC_ENV",
+    "Heartbeat",
+    "HeartbeatStore",
     "ResyncPolicy",
     "ResyncSchedule",
     "last_reconcile_time",
@@ -85,13 +102,33 @@ def last_reconcile_time(
 
 
 @attrs.frozen(kw_only=True)
+class Heartbeat:
+    """How far a running driver's periodic resync got, as it last recorded it.
+
+    Every parent due before ``covered`` (wall-clock seconds) had been reconciled; ``interval``
+    and ``ticks`` are the policy's grid at the time, so a restart under another policy can
+    translate the promise.
+    """
+
+    covered: float
+    interval: float
+    ticks: int
+
+
+@attrs.frozen(kw_only=True)
 class ResyncPolicy:
-    """How often parents are resynced, and from where the interval may be overridden."""
+    """How often parents are resynced, and from where the interval may be overridden.
+
+    ``ticks`` grid points per interval: 1 keeps every parent on a fixed grid (a reconcile does
+    not move its next resync; a restart keeps every schedule exactly); the default 2 lets any
+    reconcile push the next resync to between half and one interval later, at the price that a
+    restart may resync a parent half an interval early once.
+    """
 
     interval: float = DEFAULT_RESYNC_INTERVAL
     min_interval: float = 60.0
     max_interval: float = 7 * 86400.0
-    spread: float = 0.1
+    ticks: int = 2
     annotation: str = RESYNC_ANNOTATION
     status_field: str = "lastReconcileTime"
     retry_failed_by_backoff: bool = True
@@ -107,8 +144,8 @@ class ResyncPolicy:
                 f"resync interval {self.interval}s is outside its bounds "
                 f"{self.min_interval}..{self.max_interval}s"
             )
-        if not 0 <= self.spread < 1:
-            raise ValueError(f"spread is a fraction in [0, 1), got {self.spread}")
+        if not 1 <= self.ticks <= 60:
+            raise ValueError(f"resync ticks per interval must be in 1..60, got {self.ticks}")
 
     def with_interval_text(self, text: str | None, *, source: str) -> ResyncPolicy:
         """This policy with the interval from ``text`` (clamped); unchanged when ``text`` is None.
@@ -134,31 +171,73 @@ class ResyncPolicy:
         where = f"ConfigMap {meta.get('namespace')}/{meta.get('name')} key {RESYNC_CONFIGMAP_KEY}"
         return self.with_interval_text(data.get(RESYNC_CONFIGMAP_KEY), source=where)
 
-    def interval_for(self, parent: Mapping[str, Any]) -> float:
-        """The parent's interval: its annotation clamped into bounds, else the policy's."""
+    def interval_for(self, parent: Mapping[str, Any], *, default: float | None = None) -> float:
+        """The parent's interval: its annotation clamped into bounds, else the policy's.
+
+        ``default`` replaces the policy's interval (a previous run's, from its heartbeat).
+        """
+        fallback = self.interval if default is None else default
         annotations = (parent.get("metadata") or {}).get("annotations") or {}
         text = annotations.get(self.annotation)
         if isinstance(text, str):
             try:
                 return self._clamp(parse_duration(text))
             except ValueError:
-                return self.interval  # a bad annotation must not stop the parent's resync
-        return self.interval
+                return fallback  # a bad annotation must not stop the parent's resync
+        return fallback
 
-    def offset_for(self, uid: str, interval: float) -> float:
-        """A stable offset in ``[0, spread * interval)`` from the parent's uid."""
+    def offset_for(self, uid: str, interval: float, *, ticks: int | None = None) -> float:
+        """The parent's stable grid offset in ``[0, interval / ticks)``, from its uid."""
         digest = hashlib.sha256(uid.encode()).digest()
         fraction = int.from_bytes(digest[:8], "big") / 2.0**64
-        return fraction * self.spread * interval
+        return fraction * interval / (self.ticks if ticks is None else ticks)
 
     def due_time(self, parent: Mapping[str, Any], last_reconciled: float) -> float:
-        """When the parent is next due, given the wall time of its last reconcile."""
+        """When the parent is next due: its latest tick at or before its last reconcile plus
+        its interval (so within ``(last + interval - interval / ticks, last + interval]``)."""
         interval = self.interval_for(parent)
-        uid = str((parent.get("metadata") or {}).get("uid", ""))
-        return last_reconciled + interval - self.offset_for(uid, interval)
+        return _tick_at_or_before(
+            last_reconciled + interval, interval / self.ticks, self._offset(parent, interval)
+        )
+
+    def last_reconcile_bound(
+        self, parent: Mapping[str, Any], heartbeat: Heartbeat | None
+    ) -> float | None:
+        """A time the parent's last reconcile is known not to precede, or ``None`` (unknown).
+
+        Two lower bounds, the later wins: the status' recorded time, and the previous run's
+        heartbeat (on its grid the parent was reconciled at most one interval before its first
+        tick at or after ``covered``).
+        """
+        bounds = [last_reconcile_time(parent, field=self.status_field)]
+        if heartbeat is not None:
+            interval = self.interval_for(parent, default=heartbeat.interval)
+            spacing = interval / heartbeat.ticks
+            offset = self.offset_for(_uid(parent), interval, ticks=heartbeat.ticks)
+            bounds.append(_tick_at_or_after(heartbeat.covered, spacing, offset) - interval)
+        known = [bound for bound in bounds if bound is not None]
+        return max(known) if known else None
+
+    def _offset(self, parent: Mapping[str, Any], interval: float) -> float:
+        return self.offset_for(_uid(parent), interval)
 
     def _clamp(self, seconds: float) -> float:
         return min(self.max_interval, max(self.min_interval, seconds))
+
+
+def _uid(parent: Mapping[str, Any]) -> str:
+    return str((parent.get("metadata") or {}).get("uid", ""))
+
+
+_SLACK = 1e-7  # of a tick: a moment computed as "on a tick" counts as on it despite rounding
+
+
+def _tick_at_or_before(moment: float, spacing: float, offset: float) -> float:
+    return offset + spacing * math.floor((moment - offset) / spacing + _SLACK)
+
+
+def _tick_at_or_after(moment: float, spacing: float, offset: float) -> float:
+    return offset + spacing * math.ceil((moment - offset) / spacing - _SLACK)
 
 
 @attrs.frozen(kw_only=True)
@@ -171,14 +250,18 @@ class _Entry:
 class ResyncSchedule:
     """Due times per parent key, in wall-clock seconds; thread-safe.
 
-    ``reconciled`` resets a parent's timer, ``observe`` schedules a parent first seen (from its
-    status), ``suspend`` takes a failing parent off the timer, ``pop_due`` hands out what is due.
+    ``resume_from`` sets the previous run's heartbeat, ``observe`` schedules a parent first seen
+    (from the heartbeat and its status), ``reconciled`` resets a parent's timer, ``suspend``
+    takes a failing parent off the timer, ``pop_due`` and ``take`` hand out what is due (the
+    parent stays "in flight" until reconciled), ``covered`` is what the heartbeat may promise.
     """
 
     def __init__(self, policy: ResyncPolicy) -> None:
         self._policy = policy
+        self._heartbeat: Heartbeat | None = None
         self._lock = threading.Lock()
         self._entries: dict[Hashable, _Entry] = {}
+        self._in_flight: dict[Hashable, _Entry] = {}
         self._heap: list[tuple[float, int, Hashable]] = []
         self._seq = 0
 
@@ -189,27 +272,46 @@ class ResyncSchedule:
             return self._policy
 
     def set_policy(self, policy: ResyncPolicy) -> None:
-        """Switch policy (a ConfigMap changed); every parent's due time is recomputed."""
+        """Switch policy (a ConfigMap changed): every due time moves to the new grid, computed
+        from the parent's last reconcile (a shorter interval may make parents due at once)."""
         with self._lock:
             self._policy = policy
             for key, entry in list(self._entries.items()):
                 self._put_locked(key, entry.parent, entry.last)
+            for key, entry in list(self._in_flight.items()):
+                self._in_flight[key] = self._entry_locked(entry.parent, entry.last)
+
+    def resume_from(self, heartbeat: Heartbeat | None) -> None:
+        """Use the previous run's heartbeat for the parents observed from now on."""
+        with self._lock:
+            self._heartbeat = heartbeat
 
     def observe(self, key: Hashable, parent: Mapping[str, Any], *, now: float) -> float:
         """Schedule a parent seen for the first time; returns its due time (``<= now``: due).
 
-        The last reconcile time comes from the parent's status; a parent without one is due now.
+        A parent of which neither the heartbeat nor the status tells a last reconcile is due now
+        and not put on the timer (its reconcile will).
         """
         with self._lock:
-            last = last_reconcile_time(parent, field=self._policy.status_field)
+            last = self._policy.last_reconcile_bound(parent, self._heartbeat)
             if last is None:
+                self._drop_locked(key)
                 return now
             return self._put_locked(key, parent, last)
 
     def reconciled(self, key: Hashable, parent: Mapping[str, Any], *, at: float) -> float:
         """The parent was just reconciled at wall time ``at``: restart its timer."""
         with self._lock:
+            self._in_flight.pop(key, None)
             return self._put_locked(key, parent, at)
+
+    def take(self, key: Hashable) -> None:
+        """Take a parent off the timer because it is queued now; it stays in flight (holding
+        back ``covered``) until ``reconciled``, ``suspend`` or ``remove``."""
+        with self._lock:
+            entry = self._entries.pop(key, None)
+            if entry is not None:
+                self._in_flight[key] = entry
 
     def suspend(self, key: Hashable) -> None:
         """Take a parent off the timer (its retries are the work queue's backoff)."""
@@ -218,7 +320,7 @@ class ResyncSchedule:
     def remove(self, key: Hashable) -> None:
         """Forget a parent (deleted, or no longer ours)."""
         with self._lock:
-            self._entries.pop(key, None)
+            self._drop_locked(key)
 
     def due_at(self, key: Hashable) -> float | None:
         """The parent's due time, or ``None`` when it is not on the timer."""
@@ -227,13 +329,13 @@ class ResyncSchedule:
             return None if entry is None else entry.due
 
     def next_due(self) -> float | None:
-        """The earliest due time of any parent."""
+        """The earliest due time of any parent on the timer."""
         with self._lock:
             self._drop_stale_locked()
             return self._heap[0][0] if self._heap else None
 
     def pop_due(self, now: float) -> list[Hashable]:
-        """Keys due at ``now``, removed from the timer until their next ``reconciled``."""
+        """Keys due at ``now``: off the timer and in flight until their next ``reconciled``."""
         due: list[Hashable] = []
         with self._lock:
             while True:
@@ -241,23 +343,50 @@ class ResyncSchedule:
                 if not self._heap or self._heap[0][0] > now:
                     return due
                 _, _, key = heapq.heappop(self._heap)
-                del self._entries[key]
+                self._in_flight[key] = self._entries.pop(key)
                 due.append(key)
+
+    def covered(self, now: float) -> float:
+        """The time before which every due parent has been reconciled (what a heartbeat records):
+        the earliest due time of a parent on the timer or in flight; ``now`` when there is none.
+
+        It may lie in the future: parents' due times are grid points, so a parent due later was
+        reconciled at most one interval before its first grid point at or after it.
+        """
+        with self._lock:
+            self._drop_stale_locked()
+            dues = [e.due for e in self._in_flight.values()]
+            if self._heap:
+                dues.append(self._heap[0][0])
+            return min(dues) if dues else now
+
+    def heartbeat(self, now: float) -> Heartbeat:
+        """The heartbeat to record at ``now``."""
+        policy = self.policy
+        return Heartbeat(covered=self.covered(now), interval=policy.interval, ticks=policy.ticks)
 
     def __len__(self) -> int:
         """Parents on the timer."""
         with self._lock:
             return len(self._entries)
 
+    def _entry_locked(self, parent: Mapping[str, Any], last: float) -> _Entry:
+        return _Entry(parent=parent, last=last, due=self._policy.due_time(parent, last))
+
     def _put_locked(self, key: Hashable, parent: Mapping[str, Any], last: float) -> float:
-        due = self._policy.due_time(parent, last)
-        self._entries[key] = _Entry(parent=parent, last=last, due=due)
+        entry = self._entry_locked(parent, last)
+        self._in_flight.pop(key, None)
+        self._entries[key] = entry
         self._seq += 1
-        heapq.heappush(self._heap, (due, self._seq, key))
+        heapq.heappush(self._heap, (entry.due, self._seq, key))
         if len(self._heap) > 64 and len(self._heap) > 4 * len(self._entries):
             self._heap = [(e.due, i, k) for i, (k, e) in enumerate(self._entries.items())]
             heapq.heapify(self._heap)
-        return due
+        return entry.due
+
+    def _drop_locked(self, key: Hashable) -> None:
+        self._entries.pop(key, None)
+        self._in_flight.pop(key, None)
 
     def _drop_stale_locked(self) -> None:
         while self._heap:
@@ -266,3 +395,91 @@ class ResyncSchedule:
             if entry is not None and entry.due == due:
                 return
             heapq.heappop(self._heap)
+
+
+_INTERVAL_ANNOTATION = "optk.dev/resync-interval-seconds"
+_TICKS_ANNOTATION = "optk.dev/resync-ticks"
+
+
+def _micro_time(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _parse_micro_time(value: Any) -> float | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC).timestamp()
+    except ValueError:
+        return parse_rfc3339(value)
+
+
+class HeartbeatStore:
+    """The heartbeat as a ``coordination.k8s.io/v1`` Lease: ``spec.renewTime`` is ``covered``,
+    two annotations hold the grid. One write (a PUT) per beat; a GET only on a conflict.
+
+    API errors propagate (``reconciler.ApiError``); the caller decides whether a missed beat
+    matters (it does not: the next restart merely treats more parents as possibly missed).
+    """
+
+    def __init__(
+        self, client: ClusterClient, *, name: str, namespace: str, identity: str
+    ) -> None:
+        self.client = client
+        self.name = name
+        self.namespace = namespace
+        self.identity = identity
+        self._lease: dict[str, Any] | None = None
+
+    def read(self) -> Heartbeat | None:
+        """The recorded heartbeat, or ``None`` when there is none (or it is unreadable)."""
+        try:
+            lease = self.client.get(
+                "coordination.k8s.io/v1", "Lease", self.name, namespace=self.namespace
+            )
+        except NotFoundError:
+            return None
+        self._lease = lease
+        annotations = (lease.get("metadata") or {}).get("annotations") or {}
+        covered = _parse_micro_time((lease.get("spec") or {}).get("renewTime"))
+        try:
+            interval = parse_duration(str(annotations.get(_INTERVAL_ANNOTATION)))
+            ticks = int(str(annotations.get(_TICKS_ANNOTATION)))
+        except ValueError:
+            return None
+        if covered is None or ticks < 1:
+            return None
+        return Heartbeat(covered=covered, interval=interval, ticks=ticks)
+
+    def write(self, heartbeat: Heartbeat) -> None:
+        """Record ``heartbeat`` (creating the Lease the first time)."""
+        annotations = {_INTERVAL_ANNOTATION: repr(heartbeat.interval),
+                       _TICKS_ANNOTATION: str(heartbeat.ticks)}
+        spec = {"holderIdentity": self.identity, "renewTime": _micro_time(heartbeat.covered)}
+        for _ in range(3):
+            try:
+                self._lease = self._put(annotations, spec)
+                return
+            except (ConflictError, NotFoundError):
+                self._lease = None  # someone else wrote it (or deleted it): read afresh
+        raise ConflictError(
+            f"heartbeat Lease {self.namespace}/{self.name} kept changing under the writer"
+        )
+
+    def _put(self, annotations: Mapping[str, str], spec: Mapping[str, Any]) -> dict[str, Any]:
+        if self._lease is None:
+            try:
+                self._lease = self.client.get(
+                    "coordination.k8s.io/v1", "Lease", self.name, namespace=self.namespace
+                )
+            except NotFoundError:
+                return self.client.create({
+                    "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                    "metadata": {"name": self.name, "namespace": self.namespace,
+                                 "annotations": dict(annotations)},
+                    "spec": dict(spec),
+                })
+        meta = dict(self._lease.get("metadata") or {})
+        meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
+        new_spec = {**(self._lease.get("spec") or {}), **spec}
+        return self.client.replace({**self._lease, "metadata": meta, "spec": new_spec})

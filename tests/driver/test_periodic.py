@@ -11,7 +11,6 @@ import pytest
 
 from reconciler import KubernetesClient
 from reconciler._clocks import VirtualClock
-from reconciler._events import rfc3339
 from reconciler._operators import OperatorRuntime
 from reconciler._resyncs import ResyncPolicy
 from reconciler.embedded import Faults
@@ -47,7 +46,7 @@ def test_resync_fires_at_the_interval_and_not_before(client: KubernetesClient, n
     clock = VirtualClock()
     with running(make_operator(ns, resync_interval="2h"), client, clock=clock) as runtime:
         due = _created_and_due(client, runtime, ns)
-        assert clock.time() + 0.9 * 2 * HOUR <= due <= clock.time() + 2 * HOUR
+        assert clock.time() + HOUR < due <= clock.time() + 2 * HOUR  # half to one interval
         clock.advance(due - clock.time() - 1)
         _quiet(runtime)
         assert _count(runtime, ns, "a") == 1
@@ -73,34 +72,63 @@ def test_an_event_driven_reconcile_resets_the_timer(client: KubernetesClient, ns
         assert wait_until(lambda: _count(runtime, ns, "a") == 3)
 
 
-def test_a_restart_reconciles_due_parents_at_once_and_keeps_the_others_schedule(
+def _two_parents_and_their_dues(
+    client: KubernetesClient, runtime: OperatorRuntime, ns: str
+) -> tuple[tuple[str, float], tuple[str, float]]:
+    """Create Things ``p`` and ``q``; (name, due) of the one due first, then the other."""
+    for name in ("p", "q"):
+        client.create(thing(ns, name))
+    assert wait_until(lambda: _count(runtime, ns, "p") == _count(runtime, ns, "q") == 1)
+    _quiet(runtime)
+    dues = sorted((runtime.schedule.due_at((ns, n)) or 0.0, n) for n in ("p", "q"))
+    assert dues[0][0] + 2 < dues[1][0]
+    return (dues[0][1], dues[0][0]), (dues[1][1], dues[1][0])
+
+
+def test_a_restart_reconciles_the_parents_whose_time_passed_while_down_and_no_other(
     client: KubernetesClient, ns: str
 ) -> None:
     clock = VirtualClock()
     operator = make_operator(ns, resync_interval="2h")
     with running(operator, client, clock=clock) as runtime:
-        for name in ("overdue", "recent"):
-            client.create(thing(ns, name))
-        assert wait_until(lambda: _count(runtime, ns, "overdue") == _count(
-            runtime, ns, "recent") == 1)
-        _quiet(runtime)
-        recent_due = runtime.schedule.due_at((ns, "recent"))
-    # while the operator is down: one parent's last reconcile is 3 h old, one parent is new
-    client.patch(API_VERSION, "Thing", "overdue",
-                 {"status": {"lastReconcileTime": rfc3339(clock.time() - 3 * HOUR)}},
-                 patch_type=MERGE, namespace=ns, subresource="status")
-    client.create(thing(ns, "new"))
-    clock.advance(600)
+        (missed, missed_due), (kept, kept_due) = _two_parents_and_their_dues(client, runtime, ns)
+    assert runtime.stats.heartbeats >= 1  # at least the last word at stop
+    client.create(thing(ns, "new"))  # while the operator is down
+    clock.advance(missed_due - clock.time() + 1)  # the downtime spans one parent's due time
     with running(operator, client, clock=clock) as restarted:
-        ok = wait_until(lambda: _count(restarted, ns, "overdue") == 1
-                          and _count(restarted, ns, "new") == 1)
+        ok = wait_until(lambda: _count(restarted, ns, missed) == 1
+                        and _count(restarted, ns, "new") == 1)
         assert ok, (restarted.stats, restarted.triggers())
         _quiet(restarted)
-        assert _count(restarted, ns, "recent") == 0  # no herd at start
-        assert restarted.schedule.due_at((ns, "recent")) == recent_due  # schedule kept
-        assert recent_due is not None
-        clock.advance(recent_due - clock.time())
-        assert wait_until(lambda: _count(restarted, ns, "recent") == 1)
+        assert _count(restarted, ns, kept) == 0  # no herd at start
+        assert restarted.schedule.due_at((ns, kept)) == kept_due  # its schedule kept
+        clock.advance(kept_due - clock.time())
+        assert wait_until(lambda: _count(restarted, ns, kept) == 1)
+
+
+def test_a_restart_with_no_missed_time_reconciles_nothing_and_keeps_every_schedule(
+    client: KubernetesClient, ns: str
+) -> None:
+    clock = VirtualClock()
+    operator = make_operator(ns, resync_interval="2h")
+    with running(operator, client, clock=clock) as runtime:
+        (first, first_due), (second, second_due) = _two_parents_and_their_dues(client, runtime, ns)
+        clock.advance(first_due - clock.time())  # a zero-write periodic resync of the first
+        assert wait_until(lambda: _count(runtime, ns, first) == 2)
+        _quiet(runtime)
+        first_next = runtime.schedule.due_at((ns, first))
+        assert first_next is not None
+        assert first_next > second_due
+    clock.advance(second_due - clock.time() - 1)  # down until just before the next due time
+    with running(operator, client, clock=clock) as restarted:
+        _quiet(restarted)
+        assert restarted.stats.total == 0
+        assert restarted.schedule.due_at((ns, second)) == second_due
+        due = restarted.schedule.due_at((ns, first))
+        assert due is not None
+        assert clock.time() < due <= first_next
+        clock.advance(1)
+        assert wait_until(lambda: _count(restarted, ns, second) == 1)
 
 
 def test_the_watched_configmap_changes_the_interval_without_a_restart(
@@ -139,7 +167,7 @@ def test_the_resync_annotation_sets_one_parents_interval_within_bounds(
         _quiet(runtime)
         due = runtime.schedule.due_at((ns, "fast"))
         assert due is not None
-        assert clock.time() + 0.9 * 600 <= due <= clock.time() + 600
+        assert clock.time() + 300 < due <= clock.time() + 600
 
 
 def _failing(parent: Any) -> Any:

@@ -215,6 +215,20 @@ def test_status_time_is_refreshed_only_after_the_refresh_interval(
     assert fresh(client, parent)["status"]["lastReconcileTime"] > first
 
 
+def test_by_default_an_unchanged_status_is_never_rewritten_however_old(
+    client: KubernetesClient, parent: dict[str, Any]
+) -> None:
+    clock = VirtualClock()
+    pr = ParentReconciler(client, lambda p: builders_of((cm("demo-d", a="1"), PRESENT)),
+                          operator_name="stack-operator", clock=clock, events=False)
+    assert pr.status_refresh is None
+    assert pr.reconcile(parent).status_written
+    clock.advance(30 * 86400)  # a month: no refresh just to age the recorded time
+    result = pr.reconcile(fresh(client, parent))
+    assert not result.status_written
+    assert result.writes == 0
+
+
 def test_generation_change_is_observed(client: KubernetesClient, parent: dict[str, Any]) -> None:
     pr = ParentReconciler(client, lambda p: builders_of((cm("demo-g", a="1"), PRESENT)),
                           operator_name="stack-operator", events=False)
