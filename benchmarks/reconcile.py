@@ -26,7 +26,7 @@ includes the informer threads decoding the watch events of its own writes: the w
 when every informer has seen them). Each cycle (first, unchanged, one_changed) runs ``repeats``
 times in fresh namespaces; figures are medians.
 
-Run: ``python -m benchmarks.reconcile [--json] [--sizes 1,100,1000] [--repeats 21,5,2]``.
+Run: ``python -m benchmarks.reconcile [--json] [--sizes 1,100,1000] [--repeats 51,5,2]``.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ _READS = ("get", "list", "watch")
 CHILD_TYPES = (("apps/v1", "Deployment"), ("v1", "Service"), ("v1", "ConfigMap"))
 OPERATOR = "bench"
 CONFIGS = ("ours", "ours_full", "peer")
-DEFAULT_REPEATS = {1: 21, 100: 5, 1000: 2}
+DEFAULT_REPEATS = {1: 51, 100: 5, 1000: 2}
 GROUP = "bench.optk.dev"
 PARENT_API = f"{GROUP}/v1"
 
@@ -439,7 +439,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the figures as JSON last")
     parser.add_argument("--sizes", default="1,100,1000", help="comma-separated child counts")
     parser.add_argument("--repeats", default="",
-                        help="cycles per size, comma-separated (default 21 / 5 / 2 for 1 / 100 "
+                        help="cycles per size, comma-separated (default 51 / 5 / 2 for 1 / 100 "
                              "/ 1000 children, 1 for other sizes)")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
