@@ -465,9 +465,9 @@ class OperatorRuntime:
             self.health = HealthServer(self.metrics, ready=lambda: self.ready,
                                        port=self._metrics_port).start()
             _log.info("metrics and health on %s", self.health.url)
+        self._spawn(self._warm_children, "optk-warm")
         if self.elector is not None:
             self.metrics.set_leader(self.elector.config.name, False)
-            self._spawn(self._warm_children, "optk-warm")
             self._spawn(self.elector.run, "optk-leader")
         else:
             self._start_workers()
@@ -610,15 +610,19 @@ class OperatorRuntime:
             self.metrics.set_leader(self.elector.config.name, True)
 
     def _warm_children(self) -> None:
-        """On a standby: start the child informers its parents' builders need, so that a
-        takeover reconciles from warm caches (builders are pure, so building costs no request)."""
+        """Start the child informers the parents' builders need, so that a takeover reconciles
+        from warm caches and, after a restart, drift of children whose parents are not due yet is
+        seen at once (builders are pure, so building costs no request). A parent already
+        reconciled by this runtime has declared its own types and is skipped."""
         if not self.parents.wait_synced(None):
             return
         parents = self.parents.cache.keys()
         for key in parents:
             with self._lock:
-                if self._stopping or self._workers:
-                    return  # leading already: reconciles declare their own types
+                if self._stopping:
+                    return
+            if self.stats.reconciles.get(key):
+                continue  # its reconcile declared its types
             parent = self.parents.cache.get(*key)
             if parent is None:
                 continue

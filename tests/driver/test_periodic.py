@@ -12,8 +12,8 @@ import pytest
 from reconciler import KubernetesClient
 from reconciler._clocks import VirtualClock
 from reconciler._operators import OperatorRuntime
-from reconciler._resyncs import ResyncPolicy
-from reconciler.embedded import Faults
+from reconciler._resyncs import DEFAULT_RESYNC_INTERVAL, ResyncPolicy
+from reconciler.embedded import EmbeddedApiServer, Faults
 from tests.driver.conftest import child_data, make_operator, running, thing, wait_until
 from tests.driver.sample_operator import API_VERSION
 from tests.driver.sample_operator import build as base
@@ -241,3 +241,49 @@ def test_a_throttled_reconcile_waits_for_retry_after(
             assert runtime.stats.failures[(ns, "a")] == 1
         clock.advance(1.5)
         assert wait_until(lambda: child_data(client, ns, "a") == {"value": "x"})
+
+
+WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
+
+
+def test_a_steady_state_resync_at_the_default_interval_writes_only_the_heartbeat(
+    client: KubernetesClient, ns: str, kube_api: EmbeddedApiServer
+) -> None:
+    """Counted by the server: a full periodic pass at the default 10 h makes no write and no
+    GET but the operator's heartbeat (one Lease update per period, not per parent)."""
+    clock = VirtualClock()
+    names = [f"s{i}" for i in range(5)]
+    with running(make_operator(ns), client, clock=clock) as runtime:
+        assert runtime.schedule.policy.interval == DEFAULT_RESYNC_INTERVAL
+        for name in names:
+            client.create(thing(ns, name))
+        assert wait_until(lambda: all(_count(runtime, ns, n) == 1 for n in names))
+        _quiet(runtime)
+        before, beats = kube_api.request_breakdown(), runtime.stats.heartbeats
+        clock.advance(DEFAULT_RESYNC_INTERVAL + 1)  # every parent's grid time passes once
+        assert wait_until(lambda: all(_count(runtime, ns, n) == 2 for n in names))
+        _quiet(runtime)
+        after, heartbeats = kube_api.request_breakdown(), runtime.stats.heartbeats - beats
+    assert runtime.triggers()["resync"] == len(names)
+    delta = {key: n - before.get(key, 0) for key, n in after.items() if n > before.get(key, 0)}
+    writes = {key: n for key, n in delta.items() if key.verb in WRITE_VERBS}
+    assert 1 <= heartbeats <= 2  # one beat as the clock moved (plus the last word at stop)
+    assert {key.resource for key in writes} == {"leases.coordination.k8s.io"}
+    assert sum(writes.values()) == heartbeats
+    assert not [k for k in delta if k.verb == "get" and k.resource != "leases.coordination.k8s.io"]
+
+
+def test_after_a_restart_drift_of_a_parent_not_yet_due_is_repaired_at_once(
+    client: KubernetesClient, ns: str
+) -> None:
+    clock = VirtualClock()
+    operator = make_operator(ns)
+    with running(operator, client, clock=clock) as runtime:
+        client.create(thing(ns, "a", "v"))
+        assert wait_until(lambda: child_data(client, ns, "a") == {"value": "v"})
+        _quiet(runtime)
+    with running(operator, client, clock=clock) as restarted:
+        _quiet(restarted)
+        assert restarted.stats.total == 0  # not due: no reconcile at start
+        client.delete("v1", "ConfigMap", "a-cfg", namespace=ns)  # yet its child is watched
+        assert wait_until(lambda: child_data(client, ns, "a") == {"value": "v"})
