@@ -138,6 +138,10 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:_HASH_LENGTH]
 
 
+_SAFE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+"""What child_name keeps as it is: a DNS-1123 label shape (no dots), within ``max_length``."""
+
+
 def _sanitize(text: str) -> str:
     text = re.sub(r"[^a-z0-9-]+", "-", text.lower())
     return re.sub(r"-{2,}", "-", text).strip("-")
@@ -159,6 +163,8 @@ def child_name(parent_name: str, *parts: str, max_length: int = 63) -> str:
     if not 16 <= max_length <= 253:
         raise ValueError(f"child_name: max_length must be in 16..253, got {max_length}")
     full = "-".join([parent_name, *parts])
+    if len(full) <= max_length and _SAFE_NAME.fullmatch(full):
+        return full  # already DNS-safe ("a--b" included): kept exactly, no hash
     name = _sanitize(full)
     if not name:
         raise InvalidSpecError(

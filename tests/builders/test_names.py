@@ -16,6 +16,13 @@ from tests.builders.helpers import make_parent
 def test_short_safe_names_are_kept_verbatim() -> None:
     assert b.child_name("web", "query") == "web-query"
     assert b.child_name("web", "query", "grpc") == "web-query-grpc"
+    assert b.child_name("a--a", "query") == "a--a-query"  # '--' is DNS-safe: no rewrite, no hash
+
+
+@given(name=st.from_regex(r"[a-z0-9]([-a-z0-9]{0,40}[a-z0-9])?", fullmatch=True),
+       part=st.from_regex(r"[a-z0-9]{1,10}", fullmatch=True))
+def test_every_safe_name_within_the_limit_is_kept_verbatim(name: str, part: str) -> None:
+    assert b.child_name(name, part) == f"{name}-{part}"
 
 
 def test_long_names_truncate_with_a_stable_hash_suffix() -> None:

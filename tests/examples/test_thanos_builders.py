@@ -101,7 +101,8 @@ def test_switching_a_component_keeps_every_identity(
     }
     labels = {o["metadata"]["name"] for o, _ in built(on, service_monitors=service_monitors)}
     assert switched, f"switching {kind.key} changed nothing among {sorted(labels)}"
-    assert {name for _, _, _, name in switched} == {f"{obj['metadata']['name']}-{kind.component}"}
+    assert {name for _, _, _, name in switched} == {
+        b.child_name(obj["metadata"]["name"], kind.component)}
 
 
 def test_every_block_yields_its_children() -> None:
