@@ -55,6 +55,7 @@ from reconciler._parents import ParentReconciler, ParentResult
 from reconciler._queues import WorkQueue
 from reconciler._reconciling import ResourceReconciler
 from reconciler._resyncs import (
+    Heartbeat,
     HeartbeatStore,
     ResyncPolicy,
     ResyncSchedule,
@@ -185,9 +186,10 @@ class Operator:
     worker starts (e.g. to watch what ``build`` depends on, such as whether a CRD is served);
     each may return a cleanup callable, run in reverse order when the runtime stops.
     ``resync_heartbeat`` is the period (seconds) of the one write that makes the periodic
-    resync restart-proof: the leader records in the Lease ``<name>-resync`` (in
-    ``lease_namespace``) up to when every due parent was reconciled; a restart reconciles at once
-    only the parents whose grid time passed since (see ``reconciler._resyncs``). ``None`` turns
+    resync restart-proof (skipped when nothing was reconciled since): the leader records in
+    the Lease ``<name>-resync`` (in ``lease_namespace``) up to when every due parent was
+    reconciled; a restart reconciles at once only the parents whose grid time passed since
+    (see ``reconciler._resyncs``). ``None`` turns
     it off: a restart then trusts only the parents' ``status.lastReconcileTime``.
     """
 
@@ -430,6 +432,7 @@ class OperatorRuntime:
         self._lock = threading.Condition()
         self._timer_cond = threading.Condition()
         self._beat_cond = threading.Condition()
+        self._last_heartbeat: Heartbeat | None = None
         self._threads: list[threading.Thread] = []
         self._workers: list[threading.Thread] = []
         self._stopping = False
@@ -692,11 +695,17 @@ class OperatorRuntime:
                 self.clock.wait(self._beat_cond, wait)
 
     def _write_heartbeat(self) -> None:
+        """Record the schedule's heartbeat unless it is the one recorded last (a record stays
+        true as time passes: only a reconcile moves ``covered``)."""
         if self.heartbeats is None:
             return
+        heartbeat = self.schedule.heartbeat(self.clock.time())
+        if heartbeat == self._last_heartbeat:
+            return
         try:
-            self.heartbeats.write(self.schedule.heartbeat(self.clock.time()))
+            self.heartbeats.write(heartbeat)
             self.stats.heartbeats += 1
+            self._last_heartbeat = heartbeat
         except ApiError as error:  # a missed beat only widens what a restart re-checks
             _log.warning("writing the resync heartbeat failed: %s", error)
 
