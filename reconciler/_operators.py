@@ -433,6 +433,8 @@ class OperatorRuntime:
         self._timer_cond = threading.Condition()
         self._beat_cond = threading.Condition()
         self._last_heartbeat: Heartbeat | None = None
+        self._standby_events: dict[ParentKey, float] = {}
+        self._taking_over = False
         self._threads: list[threading.Thread] = []
         self._workers: list[threading.Thread] = []
         self._stopping = False
@@ -591,13 +593,8 @@ class OperatorRuntime:
         return thread
 
     def _start_workers(self) -> None:
-        if self.elector is not None:  # taking over: resume from the previous leader's heartbeat
-            self._resume()
-            known = self.parents.cache.keys()
-            for key in known:
-                parent = self.parents.cache.get(*key)
-                if parent is not None and self.schedule.due_at(key) is not None:
-                    self._first_sight(key, parent)
+        if self.elector is not None:
+            self._take_over()
         with self._lock:
             if self._stopping or self._workers:
                 return
@@ -611,6 +608,37 @@ class OperatorRuntime:
             self._beat_cond.notify_all()
         if self.elector is not None:
             self.metrics.set_leader(self.elector.config.name, True)
+
+    def _take_over(self) -> None:
+        """Becoming leader: resume the schedule from the previous leader's heartbeat, queue the
+        parents whose status or grid time calls for it, and replay the events held as standby
+        that came after the previous leader's last possible renewal (one lease duration ago);
+        earlier ones it handled while it renewed. No herd: the rest keep their grid times."""
+        with self._lock:
+            self._taking_over = True
+            held, self._standby_events = self._standby_events, {}
+        self._resume()
+        known = self.parents.cache.keys()
+        for key in known:
+            parent = self.parents.cache.get(*key)
+            if parent is not None:
+                self._first_sight(key, parent)
+        horizon = self.clock.monotonic() - self.operator.lease_duration
+        for key, seen in held.items():
+            if seen >= horizon:
+                self.stats.triggers["standby-event"] += 1
+                self.queue.add(key)
+
+    def _standby_holds(self, key: ParentKey) -> bool:
+        """On a standby, remember an event's parent instead of queueing it (the leader handles
+        it; ``_take_over`` replays the recent ones)."""
+        if self.elector is None:
+            return False
+        with self._lock:
+            if self._workers or self._taking_over:
+                return False
+            self._standby_events[key] = self.clock.monotonic()
+            return True
 
     def _warm_children(self) -> None:
         """Start the child informers the parents' builders need, so that a takeover reconciles
@@ -797,6 +825,8 @@ class OperatorRuntime:
 
     def _event_add(self, key: ParentKey) -> None:
         """Queue ``key`` for an event: at once after a quiet window, else at the window's end."""
+        if self._standby_holds(key):
+            return
         window = self.operator.event_coalesce
         with self._lock:
             last = self._last_started.get(key)
@@ -818,7 +848,8 @@ class OperatorRuntime:
         key = object_key(new)
         if event_type == "DELETED":
             self.stats.triggers["parent-deleted"] += 1
-            self.queue.add(key)
+            if not self._standby_holds(key):
+                self.queue.add(key)
             return
         if event_type == "ADDED" and old is None:  # first sight: startup, or a new parent
             self._first_sight(key, new)
@@ -832,7 +863,8 @@ class OperatorRuntime:
         when it needs a reconcile or its grid time passed while no one was watching."""
         now = self.clock.time()
         due = self.schedule.observe(key, parent, now=now)
-        if parent_needs_reconcile(parent) or due <= now:
+        standby = self.elector is not None and not self.leading and not self._taking_over
+        if (parent_needs_reconcile(parent) or due <= now) and not standby:  # else: takeover
             self.stats.triggers["parent-new"] += 1
             self.schedule.take(key)  # in flight: the reconcile sets its next time
             self.queue.add(key)

@@ -190,3 +190,32 @@ def test_optk_run_refuses_a_target_that_is_no_operator() -> None:
     )
     assert result.returncode == 2
     assert "is not an Operator" in result.stderr
+
+
+def test_a_standby_taking_over_resumes_the_leaders_schedule_without_a_herd(
+    client: KubernetesClient, ns: str
+) -> None:
+    """The leader's heartbeat hands its schedule over: the new leader reconciles none of the
+    parents the old one had reconciled, and keeps each one's grid time."""
+    operator = make_operator(ns, leader_election=True, lease_namespace=ns, lease_duration=1.0,
+                             renew_deadline=0.8, retry_period=0.1)
+    one = operator.start(client, identity="one")
+    two = operator.start(client, identity="two")
+    try:
+        assert wait_until(lambda: one.leading or two.leading)
+        leader, standby = (one, two) if one.leading else (two, one)
+        names = [f"h{i}" for i in range(4)]
+        for name in names:
+            client.create(thing(ns, name))
+        assert wait_until(lambda: all(leader.stats.reconciles[(ns, n)] == 1 for n in names))
+        assert leader.wait_idle(5)
+        dues = {n: leader.schedule.due_at((ns, n)) for n in names}
+        leader.stop(timeout=5, release_lease=False)  # a crash, after its last heartbeat
+        assert leader.stats.heartbeats >= 1
+        assert wait_until(lambda: standby.leading, 5)
+        assert standby.wait_idle(5, settle=0.3)
+        assert standby.stats.total == 0  # no parent reconciled again at the takeover
+        assert {n: standby.schedule.due_at((ns, n)) for n in names} == dues
+    finally:
+        one.stop(5)
+        two.stop(5)
