@@ -12,7 +12,7 @@ import pytest
 from reconciler import KubernetesClient
 from reconciler._clocks import VirtualClock
 from reconciler._operators import OperatorRuntime
-from reconciler._resyncs import DEFAULT_RESYNC_INTERVAL, ResyncPolicy
+from reconciler._resyncs import DEFAULT_RESYNC_INTERVAL, Heartbeat, HeartbeatStore, ResyncPolicy
 from reconciler.embedded import EmbeddedApiServer, Faults
 from tests.driver.conftest import child_data, make_operator, running, thing, wait_until
 from tests.driver.sample_operator import API_VERSION
@@ -287,3 +287,32 @@ def test_after_a_restart_drift_of_a_parent_not_yet_due_is_repaired_at_once(
         assert restarted.stats.total == 0  # not due: no reconcile at start
         client.delete("v1", "ConfigMap", "a-cfg", namespace=ns)  # yet its child is watched
         assert wait_until(lambda: child_data(client, ns, "a") == {"value": "v"})
+
+
+def test_the_heartbeat_lease_round_trips_and_survives_a_concurrent_writer(
+    client: KubernetesClient, ns: str
+) -> None:
+    store = HeartbeatStore(client, name="hb", namespace=ns, identity="me")
+    assert store.read() is None  # no Lease yet: no promise
+    first = Heartbeat(covered=1_700_000_123.456789, interval=7200.0, ticks=2)
+    store.write(first)
+    assert HeartbeatStore(client, name="hb", namespace=ns, identity="other").read() == first
+    other = HeartbeatStore(client, name="hb", namespace=ns, identity="other")
+    other.write(Heartbeat(covered=1_700_000_200.0, interval=7200.0, ticks=2))
+    second = Heartbeat(covered=1_700_000_300.0, interval=36000.0, ticks=1)
+    store.write(second)  # its cached version is stale: 409, read afresh, written
+    assert other.read() == second
+
+
+def test_an_unreadable_heartbeat_promises_nothing(client: KubernetesClient, ns: str) -> None:
+    client.create({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                   "metadata": {"name": "hb", "namespace": ns,
+                                "annotations": {"optk.dev/resync-ticks": "two"}},
+                   "spec": {"renewTime": "2026-01-01T00:00:00.000000Z"}})
+    assert HeartbeatStore(client, name="hb", namespace=ns, identity="me").read() is None
+
+
+def test_the_heartbeat_period_must_be_positive(ns: str) -> None:
+    with pytest.raises(ValueError, match="resync_heartbeat"):
+        make_operator(ns, resync_heartbeat=0)
+    assert make_operator(ns, resync_heartbeat=None).resync_heartbeat is None
