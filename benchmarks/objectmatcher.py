@@ -33,7 +33,7 @@ import jsonpatch
 
 from objectmatcher import LAST_APPLIED_ANNOTATION, calculate_patch, set_last_applied
 
-FIXTURE = (Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "real-apiserver"
+FIXTURE = (Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "real-apiserver"
            / "deployment.json")
 PEERS = ("objectmatcher", "objectmatcher_cold", "json_roundtrip", "dictdiffer", "jsonpatch")
 

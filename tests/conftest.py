@@ -1,4 +1,9 @@
-"""Suite-wide settings: Hypothesis profiles and the path of the real-apiserver recordings."""
+"""Suite-wide settings: Hypothesis profiles and the path of the real-apiserver recordings.
+
+The recordings live in the repository (``tests/fixtures/real-apiserver/``, listed by its
+``index.json``): they are data captured from a real kube-apiserver, so a fresh clone runs every
+test with nothing beside it. See ``tests/README.md`` for the layout.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "real-apiserver"
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "real-apiserver"
 
 # Two cores run the whole suite; keep property tests meaningful but bounded.
 settings.register_profile(
@@ -24,7 +29,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
 def load_fixture(name: str) -> Any:
-    """One recording of ``shared/fixtures/real-apiserver`` as parsed JSON."""
+    """One recording of ``tests/fixtures/real-apiserver`` as parsed JSON."""
     return json.loads((FIXTURES / name).read_text())
 
 
@@ -37,6 +42,6 @@ def object_fixture_names() -> list[str]:
 
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
-    """The folder of the real-apiserver recordings (``shared/`` beside the repository)."""
+    """The folder of the real-apiserver recordings (``tests/fixtures/real-apiserver``)."""
     assert FIXTURES.is_dir(), f"recordings not found at {FIXTURES}"
     return FIXTURES
