@@ -1,24 +1,27 @@
 """Kubernetes JSON schemas for validation and generation, from the ``kubernetes-validate`` package.
 
 Both the object helpers' tests and the testing kit need to know whether an object is valid for
-its kind, and ``from_schema`` needs the schema itself. This module loads the schemas shipped in
-``kubernetes-validate`` (strict variant: unknown fields are errors) once per Kubernetes version,
-caches one compiled validator per kind, and validates custom resources against a CRD's structural
-(OpenAPI v3) schema. It never talks to a cluster.
+its kind, and ``from_schema`` needs the schema itself. This module reads the schemas shipped in
+``kubernetes-validate`` (strict variant: unknown fields are errors) through objectmatcher, the one
+owner of schema files and of the Kubernetes version policy (``objectmatcher.schema_directory``,
+``objectmatcher.schema_definitions``): an unknown version is an :class:`InvalidSpecError` naming
+it and the available ones. It caches one compiled validator per kind, and validates custom
+resources against a CRD's structural (OpenAPI v3) schema. It never talks to a cluster.
 """
 
 from __future__ import annotations
 
 import copy
 import functools
+import json
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
 import kubernetes_validate
 import referencing
-from kubernetes_validate import utils as kv_utils
 
 import objectmatcher
 from builders._errors import InvalidSpecError
@@ -49,34 +52,21 @@ class UnknownKindError(InvalidSpecError):
     """No schema is known for this apiVersion/kind (and no CRD schema was given)."""
 
 
-def _schema_dir(kubernetes_version: str | None) -> tuple[str, str]:
-    wanted = (kubernetes_version or DEFAULT_KUBERNETES_VERSION).removeprefix("v")
-    wanted_mm = kv_utils.major_minor(wanted)
-    available = [
-        v
-        for v in kv_utils.all_versions()
-        if _version_key(kv_utils.major_minor(v)) <= _version_key(wanted_mm)
-    ]
-    if not available:
+def _schema_dir(kubernetes_version: str | None) -> Path:
+    """The strict schema folder of ``kubernetes_version`` (objectmatcher's version policy)."""
+    try:
+        return objectmatcher.schema_directory(kubernetes_version, strict=True)
+    except objectmatcher.UnsupportedVersionError as error:
         raise InvalidSpecError(
-            field="kubernetes_version",
-            value=kubernetes_version,
-            reason=f"no schemas shipped by kubernetes-validate {kubernetes_validate.__version__}",
-        )
-    version = available[-1]
-    return version, f"kubernetes-json-schema/v{version}-local-strict"
-
-
-def _version_key(major_minor: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in major_minor.split(".") if p.isdigit())
+            field="kubernetes_version", value=kubernetes_version, reason=str(error)
+        ) from error
 
 
 @functools.cache
 def definitions(kubernetes_version: str | None = None) -> Mapping[str, Any]:
     """The shared ``$defs`` of one Kubernetes version (cached; do not mutate)."""
-    version, directory = _schema_dir(kubernetes_version)
-    data: Mapping[str, Any] = kv_utils.schema_contents(f"{directory}/_definitions.json", version)
-    return data
+    _schema_dir(kubernetes_version)  # the version policy, with this package's error type
+    return objectmatcher.schema_definitions(kubernetes_version, strict=True)
 
 
 def _api_version_slug(api_version: str) -> str:
@@ -88,10 +78,9 @@ def builtin_schema(
     api_version: str, kind: str, *, kubernetes_version: str | None = None
 ) -> Mapping[str, Any] | None:
     """The JSON schema of a built-in kind, or None when the version ships none (cached)."""
-    version, directory = _schema_dir(kubernetes_version)
-    path = f"{directory}/{kind.lower()}-{_api_version_slug(api_version)}.json"
+    path = _schema_dir(kubernetes_version) / f"{kind.lower()}-{_api_version_slug(api_version)}.json"
     try:
-        schema: Mapping[str, Any] = kv_utils.schema_contents(path, version)
+        schema: Mapping[str, Any] = json.loads(path.read_text())
     except FileNotFoundError:
         return None
     kinds = schema.get("properties", {}).get("kind", {}).get("enum")

@@ -42,6 +42,9 @@ from objectmatcher._schemas import (
     DEFAULT_KUBERNETES_VERSION,
     available_versions,
     has_builtin_schema,
+    normalize_version,
+    schema_definitions,
+    schema_directory,
 )
 from objectmatcher._types import KubeObject
 
@@ -74,7 +77,10 @@ __all__ = [
     "ignore_field",
     "ignore_pvc_template_type_meta_and_status",
     "ignore_status_fields",
+    "normalize_version",
     "parse_quantity",
     "quantities_equal",
+    "schema_definitions",
+    "schema_directory",
     "set_last_applied",
 ]

@@ -9,6 +9,15 @@ module turns them into :class:`SchemaNode` trees, loading a version's definition
 process) and resolving each definition once. Custom resources get the same nodes from their CRD's
 ``openAPIV3Schema`` (:func:`crd_schema_node`), which only knows list-map keys.
 
+This module is also the one owner of the Kubernetes schemas and versions for the whole project:
+:data:`DEFAULT_KUBERNETES_VERSION`, the version policy (:func:`normalize_version`: ``"v1.27.3"``,
+``"1.27"`` or ``None`` for the default; a version without installed schemas is an
+:class:`UnsupportedVersionError` naming it and the available ones, never a silent fallback), the
+folder of a version's schema files (:func:`schema_directory`) and the parsed ``_definitions.json``
+(:func:`schema_definitions`, loaded once per process). ``builders`` (validation, generation) and
+the embedded API server (unknown-field decoding, OpenAPI documents) read their schemas through
+these functions, so every layer agrees on which schemas a version means.
+
 The boundary: no comparison or patching happens here, only lookups.
 """
 
@@ -32,6 +41,8 @@ __all__ = [
     "has_builtin_schema",
     "kind_schema",
     "normalize_version",
+    "schema_definitions",
+    "schema_directory",
 ]
 
 #: The version whose schemas are used when none is given: the one the real-apiserver recordings
@@ -157,12 +168,40 @@ def normalize_version(version: str | None) -> str:
     return normalized
 
 
+def schema_directory(kubernetes_version: str | None = None, *, strict: bool = False) -> Path:
+    """The folder of ``kubernetes-validate``'s JSON schema files for one Kubernetes version.
+
+    ``kubernetes_version`` is resolved by :func:`normalize_version` (``None``: the default; a
+    version without schemas raises :class:`UnsupportedVersionError`). ``strict`` picks the variant
+    in which unknown fields are errors (``additionalProperties: false``), for validation.
+    """
+    version = normalize_version(kubernetes_version)
+    return _schemas_root() / f"v{version}.0-local{'-strict' if strict else ''}"
+
+
+def schema_definitions(
+    kubernetes_version: str | None = None, *, strict: bool = False
+) -> Mapping[str, Any]:
+    """The parsed ``_definitions.json`` of one version (``{"$defs": {name: schema}}``).
+
+    Loaded once per process and variant, and shared by every caller: do not mutate it. The
+    version and ``strict`` mean what they mean for :func:`schema_directory`.
+    """
+    return _load_definitions(normalize_version(kubernetes_version), strict)
+
+
+@functools.cache
+def _load_definitions(version: str, strict: bool) -> Mapping[str, Any]:
+    path = schema_directory(version, strict=strict) / "_definitions.json"
+    loaded: Mapping[str, Any] = json.loads(path.read_text())
+    return loaded
+
+
 class _Definitions:
     """The ``$defs`` of one Kubernetes version, resolved into nodes on demand."""
 
     def __init__(self, version: str) -> None:
-        path = _schemas_root() / f"v{version}.0-local" / "_definitions.json"
-        self._defs: dict[str, Any] = json.loads(path.read_text())["$defs"]
+        self._defs: Mapping[str, Any] = schema_definitions(version)["$defs"]
         self._objects: dict[str, SchemaNode] = {}
         self.kinds: dict[tuple[str, str], str] = {}
         for name, definition in self._defs.items():

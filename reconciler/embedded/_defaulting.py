@@ -13,11 +13,10 @@ from __future__ import annotations
 import base64
 import copy
 import functools
-import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
+from objectmatcher import DEFAULT_KUBERNETES_VERSION, schema_definitions
 from reconciler.embedded._kinds import Invalid, ServerContext
 from reconciler.embedded._validating import json_type_matches, json_type_name, type_invalid
 
@@ -54,19 +53,14 @@ DEFAULT_FILE_MODE = 420  # 0644, the defaultMode of secret/configMap/projected v
 
 # --- unknown fields ----------------------------------------------------------------------------
 # A real server decodes a body into its Go types, so fields they do not have are dropped (with a
-# warning, or a 400 under fieldValidation=Strict). The types are those of the 1.25 schemas that
-# ``kubernetes-validate`` ships, the version of the recordings.
-
-SCHEMA_VERSION = "1.25"
+# warning, or a 400 under fieldValidation=Strict). The types are those of the schemas of
+# objectmatcher's DEFAULT_KUBERNETES_VERSION (1.25, the version of the recordings), loaded by
+# objectmatcher, the one owner of schema files.
 
 
 @functools.cache
-def _builtin_schemas() -> tuple[dict[str, Any], dict[tuple[str, str], str]]:
-    import kubernetes_validate
-
-    root = Path(kubernetes_validate.__file__).resolve().parent / "kubernetes-json-schema"
-    path = root / f"v{SCHEMA_VERSION}.0-local" / "_definitions.json"
-    definitions: dict[str, Any] = json.loads(path.read_text())["$defs"]
+def _builtin_schemas() -> tuple[Mapping[str, Any], dict[tuple[str, str], str]]:
+    definitions: Mapping[str, Any] = schema_definitions(DEFAULT_KUBERNETES_VERSION)["$defs"]
     by_kind: dict[tuple[str, str], str] = {}
     for name, definition in definitions.items():
         for gvk in definition.get("x-kubernetes-group-version-kind") or ():

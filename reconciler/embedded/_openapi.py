@@ -1,4 +1,5 @@
-"""``/openapi/v2`` and ``/openapi/v3``, built from the schemas shipped in ``kubernetes-validate``.
+"""``/openapi/v2`` and ``/openapi/v3``, built from the schemas shipped in ``kubernetes-validate``
+(read through ``objectmatcher.schema_definitions``, the one schema loader).
 
 kubectl reads these for strategic-merge metadata (``x-kubernetes-patch-merge-key``/``-strategy``)
 and for ``kubectl explain``. ``kubernetes-validate`` ships JSON Schema (draft 2020-12); this module
@@ -12,27 +13,21 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-import kubernetes_validate
-
+from objectmatcher import schema_definitions, schema_directory
 from reconciler.embedded._kinds import KindRegistry
 
 __all__ = ["openapi_v2", "openapi_v3_document", "openapi_v3_index"]
 
-_SCHEMA_VERSION = "v1.25.0-local"
+# The schemas of objectmatcher's DEFAULT_KUBERNETES_VERSION, whose folder name ("v1.25.0-local")
+# also seeds the documents' hashes.
+_SCHEMA_VERSION = schema_directory().name
 _KEPT = frozenset({
     "description", "type", "format", "items", "properties", "additionalProperties", "$ref",
     "required", "enum", "default",
 })
-
-
-def _schema_file() -> Path:
-    root = Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema"
-    return root / _SCHEMA_VERSION / "_definitions.json"
 
 
 def _convert(node: Any, ref_prefix: str) -> Any:
@@ -69,7 +64,7 @@ def _convert(node: Any, ref_prefix: str) -> Any:
 
 @functools.lru_cache(maxsize=2)
 def _definitions(ref_prefix: str) -> dict[str, Any]:
-    raw = json.loads(_schema_file().read_text())["$defs"]
+    raw: Mapping[str, Any] = schema_definitions()["$defs"]
     converted: dict[str, Any] = {}
     for name, schema in raw.items():
         doc = _convert(schema, ref_prefix)
