@@ -28,7 +28,7 @@ from builders._compose import (
     run_builders,
 )
 from builders._convert import is_client_model, to_plain, to_plain_object
-from builders._errors import BuilderError, BuildError, InvalidSpecError
+from builders._errors import BuilderError, BuilderFailedError, InvalidSpecError
 from builders._names import (
     COMPONENT_LABEL,
     INSTANCE_LABEL,
@@ -111,8 +111,8 @@ __all__ = [
     "BeforeCreate",
     "BeforeDelete",
     "BeforeUpdate",
-    "BuildError",
     "BuilderError",
+    "BuilderFailedError",
     "Builders",
     "Component",
     "DesiredState",

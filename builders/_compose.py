@@ -6,7 +6,8 @@ function of the parent (and config) into a builder, :func:`compose` flattens bui
 components, :func:`present_if` turns a builder into an ABSENT stub of the same identity when a
 condition is false, :func:`for_each` repeats one, and :class:`Component` names an ordered list.
 :func:`run_builders` evaluates builders into ``(dict, DesiredState)`` pairs, converting client
-models and turning every failure into a :class:`BuildError` naming the builder and the parent.
+models and turning every failure into a :class:`BuilderFailedError` naming the builder and the
+parent.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any, ClassVar, Concatenate, ParamSpec, TypeAlias
 import attrs
 
 from builders._convert import to_plain_object
-from builders._errors import BuildError
+from builders._errors import BuilderFailedError
 from builders._names import identity_of
 from builders._state import DesiredState, KubeObject
 
@@ -94,22 +95,22 @@ def _normalize(result: Any) -> tuple[dict[str, Any], DesiredState]:
 def evaluate(
     builder: ResourceBuilder | Callable[[], Any], *, parent: KubeObject | None = None
 ) -> tuple[dict[str, Any], DesiredState]:
-    """Run one builder: a fresh plain dict and its state, or a BuildError.
+    """Run one builder: a fresh plain dict and its state, or a BuilderFailedError.
 
     The builder may return an object or ``(object, DesiredState)``; objects may be dicts or
     official client models. A builder that raises, or returns something without identity
-    (apiVersion, kind, metadata.name), yields BuildError naming the builder and ``parent`` (or
-    the parent the builder was bound to), with the original error as its cause.
+    (apiVersion, kind, metadata.name), yields BuilderFailedError naming the builder and ``parent``
+    (or the parent the builder was bound to), with the original error as its cause.
     """
     bound_parent = getattr(builder, "parent", None)
     if parent is None and isinstance(bound_parent, Mapping):
         parent = bound_parent
     try:
         return _normalize(builder())
-    except BuildError:
+    except BuilderFailedError:
         raise
     except Exception as exc:
-        raise BuildError(
+        raise BuilderFailedError(
             builder=builder_name(builder),
             parent=describe_parent(parent),
             reason=f"{type(exc).__name__}: {exc}",
@@ -141,17 +142,17 @@ class BoundBuilder:
 
     @property
     def name(self) -> str:
-        """The function's qualified name (used in BuildError messages)."""
+        """The function's qualified name (used in BuilderFailedError messages)."""
         return builder_name(self.function)
 
     def __call__(self) -> tuple[KubeObject, DesiredState]:
-        """Build: ``(object, state)`` as a fresh dict, or a BuildError."""
+        """Build: ``(object, state)`` as a fresh dict, or a BuilderFailedError."""
         try:
             return _normalize(self.function(self.parent, *self.args, **self.kwargs))
-        except BuildError:
+        except BuilderFailedError:
             raise
         except Exception as exc:
-            raise BuildError(
+            raise BuilderFailedError(
                 builder=self.name,
                 parent=describe_parent(self.parent),
                 reason=f"{type(exc).__name__}: {exc}",
@@ -169,7 +170,7 @@ def resource_builder(
     The function returns an object (dict or client model; the state is then PRESENT) or
     ``(object, DesiredState)``. Calling the decorated name with the parent (and config) does not
     build anything yet; it returns a :data:`ResourceBuilder` that does, naming the function and
-    the parent in any BuildError::
+    the parent in any BuilderFailedError::
 
         @resource_builder
         def config(parent, settings):
@@ -233,7 +234,7 @@ class WrappingBuilder:
 
     @property
     def name(self) -> str:
-        """``label(inner builder name)``, as BuildError messages show it."""
+        """``label(inner builder name)``, as BuilderFailedError messages show it."""
         inner = builder_name(self.builder) if self.builder is not None else "identity"
         return f"{self.wrapper_label}({inner})"
 

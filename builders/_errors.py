@@ -1,4 +1,14 @@
-"""The error tree of ``builders``: one root, a failed-builder error and a misuse error.
+"""The error tree of ``builders``: every exception the package raises is defined here.
+
+::
+
+    BuilderError (Exception)                root: ``except BuilderError`` catches all
+    ├── BuilderFailedError                  a builder raised or returned no usable object
+    │                                       (.builder, .parent, .reason; the cause is chained)
+    └── InvalidSpecError (ValueError)       a field value is invalid, before any cluster I/O
+        │                                   (.field, .value, .reason)
+        ├── SchemaValidationError           an object does not validate against its kind's schema
+        └── UnknownKindError                no schema for this apiVersion/kind
 
 Errors carry data (the builder, the parent, the field, the value) so that callers and the testing
 kit can report them precisely; their messages name the object and the field.
@@ -8,14 +18,20 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["BuildError", "BuilderError", "InvalidSpecError"]
+__all__ = [
+    "BuilderError",
+    "BuilderFailedError",
+    "InvalidSpecError",
+    "SchemaValidationError",
+    "UnknownKindError",
+]
 
 
 class BuilderError(Exception):
     """Root of every error raised by ``builders``."""
 
 
-class BuildError(BuilderError):
+class BuilderFailedError(BuilderError):
     """A builder raised, or returned something that is not an object with identity.
 
     ``builder`` is the builder's readable name, ``parent`` the parent's ``kind/namespace/name``
@@ -43,3 +59,11 @@ class InvalidSpecError(BuilderError, ValueError):
         self.value = value
         self.reason = reason
         super().__init__(f"invalid {field}: {value!r}: {reason}")
+
+
+class SchemaValidationError(InvalidSpecError):
+    """An object does not validate against the schema of its kind; names the field path."""
+
+
+class UnknownKindError(InvalidSpecError):
+    """No schema is known for this apiVersion/kind (and no CRD schema was given)."""

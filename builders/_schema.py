@@ -24,7 +24,7 @@ import kubernetes_validate
 import referencing
 
 import objectmatcher
-from builders._errors import InvalidSpecError
+from builders._errors import InvalidSpecError, SchemaValidationError, UnknownKindError
 
 __all__ = [
     "DEFAULT_KUBERNETES_VERSION",
@@ -42,14 +42,6 @@ __all__ = [
 DEFAULT_KUBERNETES_VERSION: str = objectmatcher.DEFAULT_KUBERNETES_VERSION
 
 _DEFS_URI = "https://kubernetes.io/api/_definitions.json"
-
-
-class SchemaValidationError(InvalidSpecError):
-    """An object does not validate against the schema of its kind; names the field path."""
-
-
-class UnknownKindError(InvalidSpecError):
-    """No schema is known for this apiVersion/kind (and no CRD schema was given)."""
 
 
 def _schema_dir(kubernetes_version: str | None) -> Path:

@@ -1,4 +1,13 @@
-"""The error tree of ``objectmatcher``.
+"""The error tree of ``objectmatcher``: every exception the package raises is defined here.
+
+::
+
+    ObjectMatcherError (Exception)              root: ``except ObjectMatcherError`` catches all
+    ├── InvalidObjectError (ValueError)          an input is not a usable object (.field, .reason)
+    ├── InvalidOptionError (ValueError)          a MatchOption from an unusable path (.path)
+    ├── UnsupportedVersionError (ValueError)     no schemas for a Kubernetes version (.available)
+    └── PatchError (ValueError)                  a patch cannot be applied (.patch_type, .reason)
+        └── UnsupportedPatchError                the patch type does not apply to this object
 
 One root, :class:`ObjectMatcherError`; misuse (bad objects, bad options, unknown versions) also
 subclasses ``ValueError`` so callers that only know the standard library still catch it. Patch
@@ -11,6 +20,7 @@ from __future__ import annotations
 
 __all__ = [
     "InvalidObjectError",
+    "InvalidOptionError",
     "ObjectMatcherError",
     "PatchError",
     "UnsupportedPatchError",
@@ -36,6 +46,15 @@ class InvalidObjectError(ObjectMatcherError, ValueError):
         where = f" ({object_ref})" if object_ref else ""
         at = f" at {field!r}" if field else ""
         super().__init__(f"invalid object{where}{at}: {reason}")
+
+
+class InvalidOptionError(ObjectMatcherError, ValueError):
+    """An option was built from an unusable path (``path`` is the rejected path)."""
+
+    def __init__(self, reason: str, *, path: object) -> None:
+        self.reason = reason
+        self.path = path
+        super().__init__(f"invalid field path {path!r}: {reason}")
 
 
 class UnsupportedVersionError(ObjectMatcherError, ValueError):

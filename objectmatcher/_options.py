@@ -17,7 +17,7 @@ from typing import Any, Final
 import attrs
 
 from objectmatcher._annotations import LAST_APPLIED_ANNOTATION
-from objectmatcher._errors import ObjectMatcherError
+from objectmatcher._errors import InvalidOptionError
 
 __all__ = [
     "WILDCARD",
@@ -43,15 +43,6 @@ SERVER_MANAGED_METADATA: Final = (
     "deletionTimestamp",
     "deletionGracePeriodSeconds",
 )
-
-
-class InvalidOptionError(ObjectMatcherError, ValueError):
-    """An option was built from an unusable path."""
-
-    def __init__(self, reason: str, *, path: object) -> None:
-        self.reason = reason
-        self.path = path
-        super().__init__(f"invalid field path {path!r}: {reason}")
 
 
 @attrs.frozen(kw_only=True)

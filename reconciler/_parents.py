@@ -22,7 +22,7 @@ from builders import (
     INSTANCE_LABEL,
     MANAGED_BY_LABEL,
     OWNER_UID_LABEL,
-    BuildError,
+    BuilderFailedError,
     DesiredState,
     ResourceBuilder,
     evaluate,
@@ -332,12 +332,12 @@ class _ParentRun:
         for index, builder in enumerate(builders):
             try:
                 # evaluate() converts client models, checks identity, and names the builder
-                # and the parent in the BuildError it raises.
+                # and the parent in the BuilderFailedError it raises.
                 obj, state = evaluate(builder, parent=self.parent)
                 child = self.o.decorate(self.parent, obj, state)
             except Exception as exc:
                 self.build_failed = True
-                name = exc.builder if isinstance(exc, BuildError) else f"#{index}"
+                name = exc.builder if isinstance(exc, BuilderFailedError) else f"#{index}"
                 where = ObjectRef(api_version="", kind="builder", name=name)
                 self._fail(where, f"builder failed: {exc}", exc)
                 continue

@@ -28,7 +28,7 @@ from builders import (
     INSTANCE_LABEL,
     MANAGED_BY_LABEL,
     OWNER_UID_LABEL,
-    BuildError,
+    BuilderFailedError,
     DesiredState,
     InvalidSpecError,
     KubeObject,
@@ -104,7 +104,7 @@ def assert_builds(build: Build, parent: KubeObject) -> Built:
     """Build the children of ``parent``; AssertionError ('builds') if any builder fails."""
     try:
         return run_builders(compose(list(build(parent))), parent=parent)
-    except (BuildError, InvalidSpecError, TypeError) as exc:
+    except (BuilderFailedError, InvalidSpecError, TypeError) as exc:
         raise _fail("builds", str(exc), parent=parent) from exc
 
 

@@ -89,7 +89,7 @@ def test_for_each_repeats_a_builder_per_item() -> None:
 def test_a_raising_builder_is_a_build_error_naming_builder_and_parent() -> None:
     parent = make_parent()
     del parent["spec"]["image"]
-    with pytest.raises(b.BuildError) as caught:
+    with pytest.raises(b.BuilderFailedError) as caught:
         site_deployment(parent)()
     error = caught.value
     assert error.builder.endswith("site_deployment")
@@ -104,7 +104,9 @@ def test_plain_callables_get_the_parent_from_run_builders() -> None:
     def nameless() -> Any:
         return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}}
 
-    with pytest.raises(b.BuildError, match=r"nameless for parent Site team-a/web.*metadata.name"):
+    with pytest.raises(
+        b.BuilderFailedError, match=r"nameless for parent Site team-a/web.*metadata.name"
+    ):
         b.run_builders([nameless], parent=parent)
 
 
@@ -117,7 +119,7 @@ def test_results_without_identity_are_build_errors(result: Any) -> None:
     def broken(parent: b.KubeObject) -> Any:
         return result
 
-    with pytest.raises(b.BuildError, match="broken"):
+    with pytest.raises(b.BuilderFailedError, match="broken"):
         broken(make_parent())()
 
 
