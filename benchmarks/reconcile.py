@@ -45,7 +45,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from benchmarks.driver import apiserver
-from builders import MANAGED_BY_LABEL, DesiredState, ResourceBuilder
+from builders import DesiredState, ResourceBuilder
+from builders.names import MANAGED_BY_LABEL
 from reconciler import (
     InformerManager,
     InformerReader,

@@ -1,13 +1,17 @@
 """Pure desired-state builders: what an operator wants the cluster to hold, as plain functions.
 
 A :data:`ResourceBuilder` is a zero-argument callable returning ``(object, DesiredState)``; an
-operator is a function of its parent object returning a list of them. This package holds the
-builder model (:class:`DesiredState` and its hooks), the ways to make and combine builders
-(:func:`resource_builder`, :func:`compose`, :func:`present_if`, :func:`for_each`,
-:class:`Component`), identity and labels (DESIGN.md section 5), keyword-only object helpers whose
-output validates against the Kubernetes schemas, and :func:`overrides`. It never talks to a
-cluster (that is ``reconciler``'s job) and imports neither ``kubernetes`` nor ``reconciler``.
-The Hypothesis testing kit lives in :mod:`builders.testing`. See ``docs/builders.md``.
+operator is a function of its parent object returning a list of them. This facade holds what an
+operator author calls: the builder model (:class:`DesiredState` and its hooks), the ways to make
+and combine builders (:func:`resource_builder`, :func:`compose`, :func:`present_if`,
+:func:`for_each`, :class:`Component`), the child identity helpers (DESIGN.md section 5),
+:func:`overrides` and the errors. The rest is in public submodules: :mod:`builders.objects`
+(keyword-only object helpers), :mod:`builders.names` (label keys, names, validators),
+:mod:`builders.schemas` (validation against the Kubernetes schemas), :mod:`builders.convert`
+(client models as dicts), :mod:`builders.composition` (running one builder, readable names) and
+the Hypothesis testing kit :mod:`builders.testing`. It never talks to a cluster (that is
+``reconciler``'s job) and imports neither ``kubernetes`` nor ``reconciler``. See
+``docs/builders.md``.
 """
 
 from __future__ import annotations
@@ -17,76 +21,16 @@ from builders._compose import (
     Component,
     ResourceBuilder,
     absent,
-    absent_stub,
-    builder_name,
     compose,
-    describe_parent,
-    evaluate,
     for_each,
     present_if,
     resource_builder,
     run_builders,
 )
-from builders._convert import is_client_model, to_plain, to_plain_object
 from builders._errors import BuilderError, BuilderFailedError, InvalidSpecError
-from builders._names import (
-    COMPONENT_LABEL,
-    INSTANCE_LABEL,
-    MANAGED_BY_LABEL,
-    NAME_LABEL,
-    OWNER_UID_LABEL,
-    PART_OF_LABEL,
-    VERSION_LABEL,
-    child_name,
-    identity_of,
-    is_dns1035_label,
-    is_dns1123_label,
-    is_dns1123_subdomain,
-    is_label_key,
-    is_label_value,
-    label_value,
-    owner_reference,
-    selector_labels,
-    standard_labels,
-    validate_label_key,
-    validate_label_value,
-    validate_labels,
-    validate_name,
-)
-from builders._objects import (
-    child_meta,
-    cluster_role,
-    cluster_role_binding,
-    config_map,
-    container,
-    daemonset,
-    deployment,
-    headless_service,
-    ingress,
-    object_meta,
-    pod_disruption_budget,
-    pod_template,
-    policy_rule,
-    probe,
-    resources,
-    role,
-    role_binding,
-    secret,
-    service,
-    service_account,
-    service_port,
-    statefulset,
-    subject,
-    volume,
-    volume_mount,
-)
+from builders._names import child_name, selector_labels, standard_labels
+from builders._objects import child_meta
 from builders._overrides import overrides, with_overrides
-from builders._schema import (
-    DEFAULT_KUBERNETES_VERSION,
-    SchemaValidationError,
-    UnknownKindError,
-    validate_object,
-)
 from builders._state import (
     BeforeCreate,
     BeforeDelete,
@@ -100,14 +44,6 @@ from builders._state import (
 )
 
 __all__ = [
-    "COMPONENT_LABEL",
-    "DEFAULT_KUBERNETES_VERSION",
-    "INSTANCE_LABEL",
-    "MANAGED_BY_LABEL",
-    "NAME_LABEL",
-    "OWNER_UID_LABEL",
-    "PART_OF_LABEL",
-    "VERSION_LABEL",
     "BeforeCreate",
     "BeforeDelete",
     "BeforeUpdate",
@@ -119,66 +55,20 @@ __all__ = [
     "InvalidSpecError",
     "KubeObject",
     "ResourceBuilder",
-    "SchemaValidationError",
     "ShouldUpdate",
     "StateKind",
-    "UnknownKindError",
     "absent",
-    "absent_stub",
-    "builder_name",
     "child_meta",
     "child_name",
-    "cluster_role",
-    "cluster_role_binding",
     "compose",
-    "config_map",
-    "container",
-    "daemonset",
-    "deployment",
-    "describe_parent",
-    "evaluate",
     "for_each",
-    "headless_service",
-    "identity_of",
-    "ingress",
-    "is_client_model",
-    "is_dns1035_label",
-    "is_dns1123_label",
-    "is_dns1123_subdomain",
-    "is_label_key",
-    "is_label_value",
     "keep_cluster_ip",
     "keep_hpa_replicas",
-    "label_value",
-    "object_meta",
     "overrides",
-    "owner_reference",
-    "pod_disruption_budget",
-    "pod_template",
-    "policy_rule",
     "present_if",
-    "probe",
     "resource_builder",
-    "resources",
-    "role",
-    "role_binding",
     "run_builders",
-    "secret",
     "selector_labels",
-    "service",
-    "service_account",
-    "service_port",
     "standard_labels",
-    "statefulset",
-    "subject",
-    "to_plain",
-    "to_plain_object",
-    "validate_label_key",
-    "validate_label_value",
-    "validate_labels",
-    "validate_name",
-    "validate_object",
-    "volume",
-    "volume_mount",
     "with_overrides",
 ]

@@ -27,7 +27,6 @@ import objectmatcher
 from builders._errors import InvalidSpecError, SchemaValidationError, UnknownKindError
 
 __all__ = [
-    "DEFAULT_KUBERNETES_VERSION",
     "SchemaValidationError",
     "UnknownKindError",
     "builtin_schema",
@@ -36,10 +35,6 @@ __all__ = [
     "resolve_ref",
     "validate_object",
 ]
-
-# The same default as objectmatcher's, so a helper's output validates against the schemas the
-# matcher merges with.
-DEFAULT_KUBERNETES_VERSION: str = objectmatcher.DEFAULT_KUBERNETES_VERSION
 
 _DEFS_URI = "https://kubernetes.io/api/_definitions.json"
 
@@ -166,8 +161,9 @@ def validate_object(
     """Validate ``obj`` against the schema of its kind; SchemaValidationError names the field.
 
     Built-in kinds use the ``kubernetes-validate`` schema of ``kubernetes_version`` (default
-    :data:`DEFAULT_KUBERNETES_VERSION`). Custom resources need ``crd_schema``: a CRD object or its
-    ``openAPIV3Schema``. An unknown kind without ``crd_schema`` raises UnknownKindError.
+    ``objectmatcher.DEFAULT_KUBERNETES_VERSION``). Custom resources need ``crd_schema``: a CRD
+    object or its ``openAPIV3Schema``. An unknown kind without ``crd_schema`` raises
+    UnknownKindError.
     """
     api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
     if crd_schema is not None:

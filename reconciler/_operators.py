@@ -35,7 +35,8 @@ from typing import Any, cast
 
 import attrs
 
-from builders import MANAGED_BY_LABEL, ResourceBuilder
+from builders import ResourceBuilder
+from builders.names import MANAGED_BY_LABEL
 from reconciler._clients import ClusterClient, KubeObject
 from reconciler._clocks import Clock, RealClock
 from reconciler._errors import AlreadyExistsError, ApiError

@@ -17,19 +17,16 @@ from typing import Any
 
 import attrs
 
-from builders import (
+from builders import BuilderFailedError, DesiredState, ResourceBuilder
+from builders.composition import evaluate
+from builders.convert import is_client_model, to_plain_object
+from builders.names import (
     COMPONENT_LABEL,
     INSTANCE_LABEL,
     MANAGED_BY_LABEL,
     OWNER_UID_LABEL,
-    BuilderFailedError,
-    DesiredState,
-    ResourceBuilder,
-    evaluate,
-    is_client_model,
     label_value,
     owner_reference,
-    to_plain_object,
 )
 from reconciler._caches import PassThroughCache, ReadCache
 from reconciler._clients import ClusterClient, KubeObject

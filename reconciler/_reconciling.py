@@ -19,7 +19,8 @@ from typing import Any
 
 import attrs
 
-from builders import DesiredState, is_client_model, to_plain_object
+from builders import DesiredState
+from builders.convert import is_client_model, to_plain_object
 from objectmatcher import (
     LAST_APPLIED_ANNOTATION,
     calculate_patch,

@@ -1,5 +1,5 @@
-"""The public surface: DESIGN.md section 2 names exist as written, and every public name of the
-facades has a docstring and is documented in ``docs/``.
+"""The public surface: DESIGN.md section 2 names exist as written, each facade's ``__all__`` is
+exactly its public names, and every public name has a docstring and is documented in ``docs/``.
 
 Acceptance checks outside the test suite use these names; renaming one is a breaking change.
 """
@@ -14,12 +14,25 @@ from pathlib import Path
 import pytest
 
 import builders
+import builders.names
+import builders.objects
 import builders.testing
 import objectmatcher
 import reconciler
 import reconciler.embedded
 
-FACADES = ("objectmatcher", "builders", "builders.testing", "reconciler", "reconciler.embedded")
+FACADES = (
+    "objectmatcher",
+    "builders",
+    "builders.composition",
+    "builders.convert",
+    "builders.names",
+    "builders.objects",
+    "builders.schemas",
+    "builders.testing",
+    "reconciler",
+    "reconciler.embedded",
+)
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
@@ -71,6 +84,31 @@ def test_embedded_server_names_of_design_section_2() -> None:
     assert set(counts) >= {"get", "list", "watch", "create", "update", "patch", "delete",
                            "deletecollection"}
     assert counts["list"] >= 1
+
+
+def _public_names(module: object) -> set[str]:
+    """What ``from module import *`` would offer without ``__all__``, minus submodules and the
+    ``from __future__ import annotations`` feature."""
+    return {
+        name for name, value in vars(module).items()
+        if not name.startswith("_") and not inspect.ismodule(value) and name != "annotations"
+    }
+
+
+@pytest.mark.parametrize("facade", FACADES)
+def test_all_is_exactly_the_public_names(facade: str) -> None:
+    module = importlib.import_module(facade)
+    declared, public = set(module.__all__), _public_names(module)
+    assert not declared - public, f"{facade}.__all__ names what is not there: {declared - public}"
+    assert not public - declared, f"{facade}: public but not in __all__: {public - declared}"
+
+
+def test_builders_facade_keeps_what_an_operator_calls() -> None:
+    # The object helpers, label keys, validators and conversions live in public submodules.
+    assert len(builders.__all__) <= 30
+    assert "deployment" not in builders.__all__
+    assert callable(builders.objects.deployment)
+    assert builders.names.MANAGED_BY_LABEL == "app.kubernetes.io/managed-by"
 
 
 @pytest.mark.parametrize("facade", FACADES)

@@ -24,24 +24,25 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from builders import (
-    COMPONENT_LABEL,
-    INSTANCE_LABEL,
-    MANAGED_BY_LABEL,
-    OWNER_UID_LABEL,
     BuilderFailedError,
     DesiredState,
     InvalidSpecError,
     KubeObject,
     ResourceBuilder,
-    UnknownKindError,
     compose,
+    run_builders,
+)
+from builders.names import (
+    COMPONENT_LABEL,
+    INSTANCE_LABEL,
+    MANAGED_BY_LABEL,
+    OWNER_UID_LABEL,
     is_dns1035_label,
     is_dns1123_label,
     is_dns1123_subdomain,
     label_value,
-    run_builders,
-    validate_object,
 )
+from builders.schemas import UnknownKindError, validate_object
 
 __all__ = [
     "INVARIANTS",

@@ -18,6 +18,7 @@ from typing import Any
 import attrs
 
 import builders as b
+from builders import objects
 from examples.thanos.crds import SERVICE_MONITOR_API_VERSION, SERVICE_MONITOR_KIND
 
 OPERATOR_NAME = "thanos-operator"
@@ -121,16 +122,20 @@ def workload(parent: Mapping[str, Any], kind: ComponentKind) -> dict[str, Any]:
     """The component's Deployment, or StatefulSet (with a data volume claim) if it is stateful."""
     config = block(parent, kind) or {}
     secret = _spec(parent).get("objectStorageSecret") if kind.stateful else None
-    mounts = [b.volume_mount(name="data", mount_path="/var/thanos/data")] if kind.stateful else []
+    mounts = (
+        [objects.volume_mount(name="data", mount_path="/var/thanos/data")] if kind.stateful else []
+    )
     if secret:
-        mounts.append(b.volume_mount(name="objstore", mount_path=OBJSTORE_PATH, read_only=True))
-    container = b.container(
+        mounts.append(
+            objects.volume_mount(name="objstore", mount_path=OBJSTORE_PATH, read_only=True)
+        )
+    container = objects.container(
         name="thanos",
         image=str(_spec(parent).get("image") or DEFAULT_IMAGE),
         args=_args(parent, kind, config),
         ports=_ports(kind),
-        liveness_probe=b.probe(port="http", path="/-/healthy"),
-        readiness_probe=b.probe(port="http", path="/-/ready"),
+        liveness_probe=objects.probe(port="http", path="/-/healthy"),
+        readiness_probe=objects.probe(port="http", path="/-/ready"),
         volume_mounts=mounts or None,
     )
     common: dict[str, Any] = {
@@ -138,10 +143,10 @@ def workload(parent: Mapping[str, Any], kind: ComponentKind) -> dict[str, Any]:
         "selector_labels": b.selector_labels(parent, component=kind.component),
         "containers": [container],
         "replicas": int(config.get("replicas", 1)),
-        "volumes": [b.volume(name="objstore", secret=str(secret))] if secret else None,
+        "volumes": [objects.volume(name="objstore", secret=str(secret))] if secret else None,
     }
     if not kind.stateful:
-        return b.deployment(**common)
+        return objects.deployment(**common)
     claim = {
         "metadata": {"name": "data"},
         "spec": {
@@ -149,7 +154,7 @@ def workload(parent: Mapping[str, Any], kind: ComponentKind) -> dict[str, Any]:
             "resources": {"requests": {"storage": str(config.get("storage", "10Gi"))}},
         },
     }
-    return b.statefulset(
+    return objects.statefulset(
         **common, service_name=_name(parent, kind), volume_claim_templates=[claim]
     )
 
@@ -157,7 +162,7 @@ def workload(parent: Mapping[str, Any], kind: ComponentKind) -> dict[str, Any]:
 @b.resource_builder
 def service(parent: Mapping[str, Any], kind: ComponentKind) -> dict[str, Any]:
     """The component's Service (headless for a StatefulSet, which needs one for pod DNS)."""
-    make = b.headless_service if kind.stateful else b.service
+    make = objects.headless_service if kind.stateful else objects.service
     return make(
         metadata=_meta(parent, kind),
         selector=b.selector_labels(parent, component=kind.component),
@@ -169,7 +174,7 @@ def service(parent: Mapping[str, Any], kind: ComponentKind) -> dict[str, Any]:
 def ingress(parent: Mapping[str, Any], kind: ComponentKind) -> dict[str, Any]:
     """The component's Ingress for ``<block>.ingress.host`` (only built when that is set)."""
     settings = (block(parent, kind) or {})["ingress"]
-    return b.ingress(
+    return objects.ingress(
         metadata=_meta(parent, kind),
         host=settings["host"],
         service_name=_name(parent, kind),

@@ -29,7 +29,8 @@ from typing import Any, TextIO
 import attrs
 import yaml
 
-from builders import INSTANCE_LABEL, MANAGED_BY_LABEL, run_builders
+from builders import run_builders
+from builders.names import INSTANCE_LABEL, MANAGED_BY_LABEL
 from examples.thanos import builders as thanos
 from examples.thanos.crds import API_VERSION, KIND, SERVICE_MONITOR_CRD
 from examples.thanos.operator import start_operator

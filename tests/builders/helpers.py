@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import builders as b
+from builders import objects
 
 MANAGED_BY = "demo-operator"
 
@@ -29,18 +30,20 @@ def meta(parent: b.KubeObject, component: str) -> dict[str, Any]:
 @b.resource_builder
 def site_deployment(parent: b.KubeObject) -> dict[str, Any]:
     """The Deployment of a Site."""
-    return b.deployment(
+    return objects.deployment(
         metadata=meta(parent, "server"),
         selector_labels=b.selector_labels(parent, component="server"),
         replicas=parent["spec"]["replicas"],
-        containers=[b.container(name="nginx", image=parent["spec"]["image"], ports={"http": 80})],
+        containers=[
+            objects.container(name="nginx", image=parent["spec"]["image"], ports={"http": 80})
+        ],
     )
 
 
 @b.resource_builder
 def site_service(parent: b.KubeObject) -> dict[str, Any]:
     """The Service of a Site, selecting the Deployment's pods."""
-    return b.service(
+    return objects.service(
         metadata=meta(parent, "server"),
         selector=b.selector_labels(parent, component="server"),
         ports={"http": 80},
@@ -50,7 +53,9 @@ def site_service(parent: b.KubeObject) -> dict[str, Any]:
 @b.resource_builder
 def site_config(parent: b.KubeObject) -> tuple[dict[str, Any], b.DesiredState]:
     """The Site's ConfigMap: present only when ``spec.config`` is set."""
-    obj = b.config_map(metadata=meta(parent, "config"), data=parent["spec"].get("config") or {})
+    obj = objects.config_map(
+        metadata=meta(parent, "config"), data=parent["spec"].get("config") or {}
+    )
     return obj, b.DesiredState.PRESENT
 
 

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import strategies as st
 
 import builders as b
+from builders import names, objects
 from builders import testing as bt
 from tests.builders.helpers import (
     MANAGED_BY,
@@ -102,7 +103,7 @@ def test_impure_builders_are_caught() -> None:
 
     @b.resource_builder
     def stamped(parent: b.KubeObject) -> dict[str, Any]:
-        return b.config_map(metadata=meta(parent, "stamp"), data={"n": str(next(counter))})
+        return objects.config_map(metadata=meta(parent, "stamp"), data={"n": str(next(counter))})
 
     message = _fails(lambda p: [*build_site(p), stamped(p)], "pure")
     assert "ConfigMap" in message
@@ -121,7 +122,7 @@ def test_unstable_names_are_caught() -> None:
 
     @b.resource_builder
     def moving(parent: b.KubeObject) -> dict[str, Any]:
-        return b.config_map(metadata=meta(parent, f"gen-{next(counter)}"))
+        return objects.config_map(metadata=meta(parent, f"gen-{next(counter)}"))
 
     message = _fails(lambda p: [moving(p)], "stable names", skip=("pure",))
     assert "gen-" in message
@@ -132,7 +133,7 @@ def test_unstable_names_are_caught() -> None:
 def test_invalid_names_are_caught() -> None:
     @b.resource_builder
     def raw_config(parent: b.KubeObject) -> dict[str, Any]:
-        obj = b.config_map(metadata=meta(parent, "config"))
+        obj = objects.config_map(metadata=meta(parent, "config"))
         obj["metadata"]["name"] = parent["metadata"]["name"] + "_Config"
         return obj
 
@@ -165,7 +166,7 @@ def test_missing_owner_reference_and_labels_are_caught() -> None:
 
     @b.resource_builder
     def unlabelled(parent: b.KubeObject) -> dict[str, Any]:
-        return b.config_map(metadata=b.object_meta(name="x", namespace="y"))
+        return objects.config_map(metadata=objects.object_meta(name="x", namespace="y"))
 
     assert "app.kubernetes.io/managed-by" in _fails(lambda p: [unlabelled(p)], "owned")
     message = _fails(build_site, "owned", managed_by="someone-else")
@@ -175,7 +176,7 @@ def test_missing_owner_reference_and_labels_are_caught() -> None:
 def test_selectors_that_select_nothing_are_caught() -> None:
     @b.resource_builder
     def stray_service(parent: b.KubeObject) -> dict[str, Any]:
-        return b.service(
+        return objects.service(
             metadata=meta(parent, "stray"),
             selector=b.selector_labels(parent, component="nothing"),
             ports={"http": 80},
@@ -251,8 +252,10 @@ def test_check_builders_rejects_unknown_skip_names(strategy: st.SearchStrategy[A
 def test_owner_references_across_namespaces_are_caught() -> None:
     parent = make_parent()
     meta_elsewhere = b.child_meta(parent, component="x", managed_by=MANAGED_BY, namespace="other")
-    good = b.config_map(metadata=meta_elsewhere)
+    good = objects.config_map(metadata=meta_elsewhere)
     bt.assert_owned([(good, b.DesiredState.PRESENT)], parent=parent, managed_by=MANAGED_BY)
-    bad = b.config_map(metadata={**meta_elsewhere, "ownerReferences": [b.owner_reference(parent)]})
+    bad = objects.config_map(
+        metadata={**meta_elsewhere, "ownerReferences": [names.owner_reference(parent)]}
+    )
     with pytest.raises(AssertionError, match="cannot have a controller owner reference"):
         bt.assert_owned([(bad, b.DesiredState.PRESENT)], parent=parent)

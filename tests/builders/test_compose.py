@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 import builders as b
+from builders import objects
 from tests.builders.helpers import build_site, make_parent, meta, site_config, site_deployment
 
 
@@ -76,7 +77,9 @@ def test_for_each_repeats_a_builder_per_item() -> None:
 
     @b.resource_builder
     def shard(parent: b.KubeObject, index: int) -> dict[str, Any]:
-        return b.config_map(metadata=meta(parent, f"shard-{index}"), data={"index": str(index)})
+        return objects.config_map(
+            metadata=meta(parent, f"shard-{index}"), data={"index": str(index)}
+        )
 
     built = b.run_builders(b.for_each(range(3), lambda i: shard(parent, i)))
     assert [o["metadata"]["name"] for o, _ in built] == [

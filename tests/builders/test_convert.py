@@ -9,6 +9,7 @@ import pytest
 from kubernetes import client
 
 import builders as b
+from builders import convert, schemas
 
 
 def _model_deployment() -> client.V1Deployment:
@@ -36,20 +37,20 @@ def _model_deployment() -> client.V1Deployment:
 
 def test_models_convert_like_the_clients_serializer() -> None:
     model = _model_deployment()
-    plain = b.to_plain_object(model)
+    plain = convert.to_plain_object(model)
     assert plain == client.ApiClient().sanitize_for_serialization(model)
     assert plain["spec"]["template"]["spec"]["containers"][0]["ports"] == [{"containerPort": 80}]
-    b.validate_object(plain)
+    schemas.validate_object(plain)
 
 
 def test_dates_and_tuples_become_json() -> None:
     meta = client.V1ObjectMeta(
         name="x", creation_timestamp=datetime.datetime(2024, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
     )
-    assert b.to_plain(meta) == {"name": "x", "creationTimestamp": "2024-01-02T03:04:05+00:00"}
-    assert b.to_plain({"a": (1, 2)}) == {"a": [1, 2]}
+    assert convert.to_plain(meta) == {"name": "x", "creationTimestamp": "2024-01-02T03:04:05+00:00"}
+    assert convert.to_plain({"a": (1, 2)}) == {"a": [1, 2]}
     with pytest.raises(TypeError, match="object"):
-        b.to_plain({"a": object()})
+        convert.to_plain({"a": object()})
 
 
 def test_builders_may_return_models() -> None:

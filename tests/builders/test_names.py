@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import builders as b
+from builders import names, objects
 from tests.builders.helpers import make_parent
 
 
@@ -29,7 +30,7 @@ def test_long_names_truncate_with_a_stable_hash_suffix() -> None:
     long_parent = "a" * 70
     name = b.child_name(long_parent, "query")
     assert len(name) == 63
-    assert b.is_dns1123_label(name)
+    assert names.is_dns1123_label(name)
     assert name == b.child_name(long_parent, "query")  # stable
     assert name != b.child_name(long_parent, "store")  # distinct inputs stay distinct
     # a fixed value: names must never change between releases for the same input
@@ -45,7 +46,7 @@ def name_hash(parent: str) -> str:
 def test_unsafe_characters_are_replaced_without_collisions() -> None:
     dotted = b.child_name("my.app", "web")
     dashed = b.child_name("my-app", "web")
-    assert b.is_dns1123_label(dotted)
+    assert names.is_dns1123_label(dotted)
     assert dashed == "my-app-web"
     assert dotted != dashed
 
@@ -64,25 +65,25 @@ def test_child_name_is_always_dns_safe_or_rejected(
         return
     name = b.child_name(parent, *parts, max_length=max_length)
     assert len(name) <= max_length
-    assert b.is_dns1123_subdomain(name)
+    assert names.is_dns1123_subdomain(name)
     assert "." not in name
     assert name == b.child_name(parent, *parts, max_length=max_length)
 
 
 def test_invalid_names_and_labels_name_field_and_value() -> None:
     with pytest.raises(b.InvalidSpecError) as caught:
-        b.object_meta(name="Bad_Name")
+        objects.object_meta(name="Bad_Name")
     assert caught.value.field == "metadata.name"
     assert caught.value.value == "Bad_Name"
     assert isinstance(caught.value, ValueError)
     with pytest.raises(b.InvalidSpecError, match="team") as caught:
-        b.object_meta(name="ok", labels={"team": "a b"})
+        objects.object_meta(name="ok", labels={"team": "a b"})
     assert caught.value.field == "metadata.labels['team']"
     with pytest.raises(b.InvalidSpecError) as caught:
-        b.validate_labels({"bad key!": "x"})
+        names.validate_labels({"bad key!": "x"})
     assert caught.value.value == "bad key!"
     with pytest.raises(b.InvalidSpecError):
-        b.service(metadata={"name": "1st"}, selector=None, ports={"http": 80})
+        objects.service(metadata={"name": "1st"}, selector=None, ports={"http": 80})
 
 
 def test_standard_labels_and_owner_reference_follow_the_design() -> None:
@@ -95,7 +96,7 @@ def test_standard_labels_and_owner_reference_follow_the_design() -> None:
         "app.kubernetes.io/managed-by": "demo-operator",
         "optk.dev/owner-uid": "0b9c-11",
     }
-    assert b.owner_reference(parent) == {
+    assert names.owner_reference(parent) == {
         "apiVersion": "demo.optk.dev/v1alpha1",
         "kind": "Site",
         "name": "web",
@@ -104,14 +105,14 @@ def test_standard_labels_and_owner_reference_follow_the_design() -> None:
         "blockOwnerDeletion": True,
     }
     with pytest.raises(b.InvalidSpecError, match="uid"):
-        b.owner_reference({"apiVersion": "v1", "kind": "X", "metadata": {"name": "x"}})
+        names.owner_reference({"apiVersion": "v1", "kind": "X", "metadata": {"name": "x"}})
 
 
 def test_long_parent_names_still_give_valid_label_values() -> None:
     parent = make_parent(name="p" + "q" * 200)
     labels = b.standard_labels(parent, component="server", managed_by="op")
-    assert all(b.is_label_value(v) for v in labels.values())
-    assert labels[b.INSTANCE_LABEL] == b.label_value(parent["metadata"]["name"])
+    assert all(names.is_label_value(v) for v in labels.values())
+    assert labels[names.INSTANCE_LABEL] == names.label_value(parent["metadata"]["name"])
 
 
 def test_child_meta_of_cluster_scoped_child_keeps_owner_uid_only() -> None:
@@ -119,7 +120,7 @@ def test_child_meta_of_cluster_scoped_child_keeps_owner_uid_only() -> None:
     meta = b.child_meta(parent, component="reader", managed_by="op", cluster_scoped=True)
     assert "namespace" not in meta
     assert "ownerReferences" not in meta
-    assert meta["labels"][b.OWNER_UID_LABEL] == "0b9c-11"
+    assert meta["labels"][names.OWNER_UID_LABEL] == "0b9c-11"
     namespaced = b.child_meta(parent, component="reader", managed_by="op")
     assert namespaced["namespace"] == "team-a"
     assert namespaced["ownerReferences"][0]["controller"] is True
@@ -132,4 +133,4 @@ def test_child_meta_of_a_cluster_scoped_parent_owns_namespaced_children() -> Non
     assert meta["ownerReferences"][0]["uid"] == "u1"
     elsewhere = b.child_meta(make_parent(), component="x", managed_by="op", namespace="other")
     assert "ownerReferences" not in elsewhere
-    assert elsewhere["labels"][b.OWNER_UID_LABEL] == "0b9c-11"
+    assert elsewhere["labels"][names.OWNER_UID_LABEL] == "0b9c-11"

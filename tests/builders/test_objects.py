@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import builders as b
+from builders import objects, schemas
 from tests.builders.helpers import make_parent
 
 PARENT = make_parent()
@@ -20,77 +21,82 @@ def _meta(component: str, **kw: Any) -> dict[str, Any]:
 
 
 def _container() -> dict[str, Any]:
-    return b.container(
+    return objects.container(
         name="app",
         image="example/app:1",
         ports={"http": 8080, "metrics": 9090},
         args=["--v=2"],
         env={"MODE": "prod"},
-        resources=b.resources(requests={"cpu": "100m", "memory": "64Mi"}, limits={"cpu": 1}),
-        liveness_probe=b.probe(port="http", path="/healthz", period_seconds=10),
-        readiness_probe=b.probe(port=8080),
-        volume_mounts=[b.volume_mount(name="config", mount_path="/etc/app", read_only=True)],
+        resources=objects.resources(requests={"cpu": "100m", "memory": "64Mi"}, limits={"cpu": 1}),
+        liveness_probe=objects.probe(port="http", path="/healthz", period_seconds=10),
+        readiness_probe=objects.probe(port=8080),
+        volume_mounts=[objects.volume_mount(name="config", mount_path="/etc/app", read_only=True)],
     )
 
 
 HELPERS: dict[str, Callable[[], dict[str, Any]]] = {
-    "deployment": lambda: b.deployment(
+    "deployment": lambda: objects.deployment(
         metadata=_meta("server"),
         selector_labels=SELECTOR,
         containers=[_container()],
         replicas=3,
-        volumes=[b.volume(name="config", config_map="web-config")],
+        volumes=[objects.volume(name="config", config_map="web-config")],
         service_account_name="web-server",
     ),
-    "statefulset": lambda: b.statefulset(
+    "statefulset": lambda: objects.statefulset(
         metadata=_meta("store"),
         selector_labels=SELECTOR,
-        containers=[b.container(name="db", image="db:1", command=["db", "serve"])],
+        containers=[objects.container(name="db", image="db:1", command=["db", "serve"])],
         service_name="web-store",
-        volumes=[b.volume(name="data", empty_dir=True), b.volume(name="tls", secret="web-tls")],
+        volumes=[
+            objects.volume(name="data", empty_dir=True),
+            objects.volume(name="tls", secret="web-tls"),
+        ],
     ),
-    "daemonset": lambda: b.daemonset(
+    "daemonset": lambda: objects.daemonset(
         metadata=_meta("agent"),
         selector_labels=SELECTOR,
-        containers=[b.container(name="agent", image="agent:1", ports=[9100])],
-        volumes=[b.volume(name="claim", persistent_volume_claim="data")],
+        containers=[objects.container(name="agent", image="agent:1", ports=[9100])],
+        volumes=[objects.volume(name="claim", persistent_volume_claim="data")],
     ),
-    "service": lambda: b.service(
+    "service": lambda: objects.service(
         metadata=_meta("server"), selector=SELECTOR, ports={"http": 80}, type="NodePort"
     ),
-    "headless_service": lambda: b.headless_service(
+    "headless_service": lambda: objects.headless_service(
         metadata=_meta("store"),
         selector=SELECTOR,
-        ports=[b.service_port(name="grpc", port=10901, target_port="grpc")],
+        ports=[objects.service_port(name="grpc", port=10901, target_port="grpc")],
     ),
-    "service_account": lambda: b.service_account(metadata=_meta("server")),
-    "config_map": lambda: b.config_map(
+    "service_account": lambda: objects.service_account(metadata=_meta("server")),
+    "config_map": lambda: objects.config_map(
         metadata=_meta("config"), data={"a.yaml": "x: 1"}, binary_data={"b": b"\x00\x01"}
     ),
-    "secret": lambda: b.secret(metadata=_meta("creds"), data={"password": "s3cret", "k": b"\x01"}),
-    "role": lambda: b.role(
-        metadata=_meta("reader"),
-        rules=[b.policy_rule(api_groups=[""], resources=["pods"], verbs=["get", "list"])],
+    "secret": lambda: objects.secret(
+        metadata=_meta("creds"), data={"password": "s3cret", "k": b"\x01"}
     ),
-    "cluster_role": lambda: b.cluster_role(
+    "role": lambda: objects.role(
+        metadata=_meta("reader"),
+        rules=[objects.policy_rule(api_groups=[""], resources=["pods"], verbs=["get", "list"])],
+    ),
+    "cluster_role": lambda: objects.cluster_role(
         metadata=_meta("reader", cluster_scoped=True),
         rules=[
-            b.policy_rule(
+            objects.policy_rule(
                 api_groups=["apps"], resources=["deployments"], verbs=["get"], resource_names=["x"]
             )
         ],
     ),
-    "role_binding": lambda: b.role_binding(
+    "role_binding": lambda: objects.role_binding(
         metadata=_meta("reader"),
         role_name="web-reader",
-        subjects=[b.subject(name="web-server", namespace="team-a")],
+        subjects=[objects.subject(name="web-server", namespace="team-a")],
     ),
-    "cluster_role_binding": lambda: b.cluster_role_binding(
+    "cluster_role_binding": lambda: objects.cluster_role_binding(
         metadata=_meta("reader", cluster_scoped=True),
         role_name="web-reader",
-        subjects=[b.subject(name="admins", kind="Group")],
+        subjects=[objects.subject(name="admins", kind="Group")],
     ),
-    "ingress": lambda: b.ingress(
+    "ingress": lambda: objects.ingress(
         metadata=_meta("server"),
         host="web.example.com",
         service_name="web-server",
@@ -98,7 +104,7 @@ HELPERS: dict[str, Callable[[], dict[str, Any]]] = {
         ingress_class_name="nginx",
         tls_secret_name="web-tls",
     ),
-    "pod_disruption_budget": lambda: b.pod_disruption_budget(
+    "pod_disruption_budget": lambda: objects.pod_disruption_budget(
         metadata=_meta("server"), selector_labels=SELECTOR, max_unavailable="25%"
     ),
 }
@@ -107,7 +113,7 @@ HELPERS: dict[str, Callable[[], dict[str, Any]]] = {
 @pytest.mark.parametrize("helper", sorted(HELPERS))
 def test_helper_output_validates_against_the_schema(helper: str) -> None:
     obj = HELPERS[helper]()
-    b.validate_object(obj)
+    schemas.validate_object(obj)
     assert obj == HELPERS[helper]()  # deterministic
     assert obj is not HELPERS[helper]()
 
@@ -128,8 +134,8 @@ def test_secret_values_are_base64_encoded() -> None:
 
 def test_helpers_do_not_share_their_arguments() -> None:
     labels = {"tier": "web"}
-    containers = [b.container(name="a", image="a")]
-    obj = b.deployment(
+    containers = [objects.container(name="a", image="a")]
+    obj = objects.deployment(
         metadata=_meta("server", labels=labels), selector_labels=SELECTOR, containers=containers
     )
     obj["spec"]["template"]["spec"]["containers"][0]["image"] = "changed"
@@ -139,30 +145,37 @@ def test_helpers_do_not_share_their_arguments() -> None:
 def test_schema_validation_names_the_field() -> None:
     obj = HELPERS["deployment"]()
     obj["spec"]["replicas"] = "three"
-    with pytest.raises(b.SchemaValidationError) as caught:
-        b.validate_object(obj)
+    with pytest.raises(schemas.SchemaValidationError) as caught:
+        schemas.validate_object(obj)
     assert caught.value.field == "spec.replicas"
-    with pytest.raises(b.UnknownKindError):
-        b.validate_object({"apiVersion": "x.dev/v1", "kind": "Thing", "metadata": {"name": "t"}})
+    with pytest.raises(schemas.UnknownKindError):
+        schemas.validate_object(
+            {"apiVersion": "x.dev/v1", "kind": "Thing", "metadata": {"name": "t"}}
+        )
 
 
 @pytest.mark.parametrize(
     ("make", "field"),
     [
-        (lambda: b.resources(requests={"cpu": "lots"}), "resources.requests.cpu"),
-        (lambda: b.container(name="a", image="a", ports={"much-too-long-name": 1}), "ports"),
-        (lambda: b.probe(), "probe.port"),
-        (lambda: b.volume(name="v"), "volumes[v]"),
-        (lambda: b.volume(name="v", secret="s", empty_dir=True), "volumes[v]"),
-        (lambda: b.pod_disruption_budget(metadata={}, selector_labels=SELECTOR), "minAvailable"),
-        (lambda: b.subject(name="sa"), "subjects[].namespace"),
-        (lambda: b.policy_rule(api_groups=[""], resources=["x"], verbs=[]), "verbs"),
+        (lambda: objects.resources(requests={"cpu": "lots"}), "resources.requests.cpu"),
+        (lambda: objects.container(name="a", image="a", ports={"much-too-long-name": 1}), "ports"),
+        (lambda: objects.probe(), "probe.port"),
+        (lambda: objects.volume(name="v"), "volumes[v]"),
+        (lambda: objects.volume(name="v", secret="s", empty_dir=True), "volumes[v]"),
         (
-            lambda: b.ingress(metadata={}, host="Bad Host", service_name="s", service_port=80),
+            lambda: objects.pod_disruption_budget(metadata={}, selector_labels=SELECTOR),
+            "minAvailable",
+        ),
+        (lambda: objects.subject(name="sa"), "subjects[].namespace"),
+        (lambda: objects.policy_rule(api_groups=[""], resources=["x"], verbs=[]), "verbs"),
+        (
+            lambda: objects.ingress(
+                metadata={}, host="Bad Host", service_name="s", service_port=80
+            ),
             "host",
         ),
         (
-            lambda: b.deployment(metadata={"name": "x"}, selector_labels={}, containers=[{}]),
+            lambda: objects.deployment(metadata={"name": "x"}, selector_labels={}, containers=[{}]),
             "spec.selector",
         ),
     ],

@@ -7,6 +7,7 @@ import copy
 import pytest
 
 import builders as b
+from builders import objects, schemas
 from tests.builders.helpers import make_parent, site_deployment
 
 
@@ -31,7 +32,7 @@ def test_containers_merge_by_name_and_new_fields_are_added() -> None:
     assert containers[0]["image"] == "nginx:1.25"  # kept
     assert containers[0]["env"] == [{"name": "MODE", "value": "debug"}]
     assert built == snapshot
-    b.validate_object(merged)
+    schemas.validate_object(merged)
 
 
 def test_null_removes_and_empty_patch_changes_nothing() -> None:
@@ -66,13 +67,13 @@ def test_with_overrides_wraps_a_builder() -> None:
 
 
 def test_secret_values_never_appear_in_errors() -> None:
-    obj = b.secret(metadata={"name": "creds", "namespace": "n"}, data={"password": "hunter2"})
+    obj = objects.secret(metadata={"name": "creds", "namespace": "n"}, data={"password": "hunter2"})
     with pytest.raises(b.InvalidSpecError) as caught:
         b.overrides(obj, {"metadata": {"name": "other"}, "stringData": {"password": "hunter2"}})
     assert "hunter2" not in str(caught.value)
     assert "hunter2" not in repr(caught.value.value)
     obj["data"]["password"] = 12345
-    with pytest.raises(b.SchemaValidationError) as invalid:
-        b.validate_object(obj)
+    with pytest.raises(schemas.SchemaValidationError) as invalid:
+        schemas.validate_object(obj)
     assert invalid.value.field == "data.password"
     assert "12345" not in str(invalid.value)

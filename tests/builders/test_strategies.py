@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import builders as b
+from builders import names, objects, schemas
 from builders import testing as bt
 from tests.builders.helpers import SITE_CRD
 from tests.conftest import load_fixture
@@ -41,8 +42,8 @@ def test_from_schema_objects_validate(kind: str, api_version: str | None) -> Non
         if api_version:
             assert obj["apiVersion"] == api_version
         assert "status" not in obj
-        b.validate_object(obj)
-        b.validate_name(obj["metadata"]["name"])
+        schemas.validate_object(obj)
+        names.validate_name(obj["metadata"]["name"])
 
     check()
 
@@ -57,7 +58,7 @@ def test_from_schema_follows_a_crd_structural_schema(crd: dict[str, Any]) -> Non
     @given(bt.from_schema(crd))
     def check(obj: dict[str, Any]) -> None:
         assert obj["apiVersion"].startswith(f"{group}/")
-        b.validate_object(obj, crd_schema=crd)
+        schemas.validate_object(obj, crd_schema=crd)
 
     check()
 
@@ -100,11 +101,11 @@ def test_crd_constraints_are_honoured() -> None:
         assert 3 <= spec["size"] <= 5
         assert spec["mode"] in ("fast", "safe")
         assert len(spec["tags"]) >= 1
-        b.validate_object(obj, crd_schema=crd)
+        schemas.validate_object(obj, crd_schema=crd)
 
     check()
-    with pytest.raises(b.SchemaValidationError, match=r"spec\.size"):
-        b.validate_object(
+    with pytest.raises(schemas.SchemaValidationError, match=r"spec\.size"):
+        schemas.validate_object(
             {
                 "apiVersion": "x.dev/v1",
                 "kind": "Thing",
@@ -131,18 +132,18 @@ def test_unknown_kinds_are_rejected() -> None:
 def test_identifiers_are_valid(
     label: str, service_name: str, subdomain: str, key: str, value: str, labels: dict[str, str]
 ) -> None:
-    assert b.is_dns1123_label(label)
-    assert b.is_dns1035_label(service_name)
-    assert b.is_dns1123_subdomain(subdomain)
-    assert b.is_label_key(key)
-    assert b.is_label_value(value)
-    b.validate_labels(labels)
-    b.object_meta(name=subdomain, namespace=label, labels=labels)
+    assert names.is_dns1123_label(label)
+    assert names.is_dns1035_label(service_name)
+    assert names.is_dns1123_subdomain(subdomain)
+    assert names.is_label_key(key)
+    assert names.is_label_value(value)
+    names.validate_labels(labels)
+    objects.object_meta(name=subdomain, namespace=label, labels=labels)
 
 
 @given(quantity=bt.quantities())
 def test_quantities_are_accepted_by_the_helpers(quantity: str | int) -> None:
-    assert b.resources(requests={"cpu": quantity})["requests"]["cpu"] == quantity
+    assert objects.resources(requests={"cpu": quantity})["requests"]["cpu"] == quantity
 
 
 @given(meta=bt.object_metas(), ref=bt.owner_references(controller=True))
@@ -151,8 +152,8 @@ def test_metadata_and_owner_references_validate_in_an_object(
 ) -> None:
     assert ref["controller"] is True
     obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {**meta, "ownerReferences": [ref]}}
-    b.validate_object(obj)
-    b.identity_of(obj)
+    schemas.validate_object(obj)
+    names.identity_of(obj)
 
 
 @given(st.data())

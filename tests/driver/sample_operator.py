@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from builders import ResourceBuilder, child_name, config_map, resource_builder
+from builders import ResourceBuilder, child_name, resource_builder
+from builders.objects import config_map
 from reconciler._operators import Operator
 
 GROUP = "drivertest.optk.dev"

@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import builders as b
+from builders import names, schemas
 from builders.testing import check_builders, dns_labels, from_schema, object_metas
 from examples.thanos import builders as thanos
 from examples.thanos.crds import (
@@ -65,7 +66,7 @@ def child(obj: dict[str, Any], kind: str, name: str) -> dict[str, Any]:
 
 
 def identities(obj: dict[str, Any], *, service_monitors: bool) -> list[tuple[Any, ...]]:
-    return [b.identity_of(o) for o, _ in built(obj, service_monitors=service_monitors)]
+    return [names.identity_of(o) for o, _ in built(obj, service_monitors=service_monitors)]
 
 
 @pytest.mark.parametrize("service_monitors", [False, True])
@@ -91,7 +92,7 @@ def test_switching_a_component_keeps_every_identity(
         off, service_monitors=service_monitors
     )
     switched = {
-        b.identity_of(o)
+        names.identity_of(o)
         for (o, s_on), (_, s_off) in zip(
             built(on, service_monitors=service_monitors),
             built(off, service_monitors=service_monitors),
@@ -223,9 +224,9 @@ def test_the_demo_samples_validate_against_the_crd() -> None:
     from examples.thanos.demo import SAMPLES
 
     for sample in SAMPLES:
-        b.validate_object(sample, crd_schema=THANOS_CRD)
-    with pytest.raises(b.SchemaValidationError):
-        b.validate_object(parent({"query": {"replicas": "two"}}), crd_schema=THANOS_CRD)
+        schemas.validate_object(sample, crd_schema=THANOS_CRD)
+    with pytest.raises(schemas.SchemaValidationError):
+        schemas.validate_object(parent({"query": {"replicas": "two"}}), crd_schema=THANOS_CRD)
 
 
 def test_the_switch_builds_with_the_served_state() -> None:
@@ -245,8 +246,9 @@ def test_the_switch_builds_with_the_served_state() -> None:
     assert not crd_established({"metadata": {"name": "x"}})
 
 
-PUBLIC_FACADES = {"builders", "builders.testing", "objectmatcher", "reconciler",
-                  "reconciler.embedded"}
+PUBLIC_FACADES = {"builders", "builders.composition", "builders.convert", "builders.names",
+                  "builders.objects", "builders.schemas", "builders.testing", "objectmatcher",
+                  "reconciler", "reconciler.embedded"}
 
 
 def test_the_example_imports_only_public_facades() -> None:
@@ -260,10 +262,10 @@ def test_the_example_imports_only_public_facades() -> None:
     for path in sorted(Path(examples.thanos.__file__).parent.glob("*.py")):
         tree = ast.parse(path.read_text(), filename=str(path))
         for node in ast.walk(tree):
-            names = (
+            modules = (
                 [alias.name for alias in node.names] if isinstance(node, ast.Import)
                 else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             )
-            for name in names:
+            for name in modules:
                 if name.split(".")[0] in toolkit:
                     assert name in PUBLIC_FACADES, f"{path.name} imports {name}"

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from builders import MANAGED_BY_LABEL, DesiredState, ResourceBuilder
+from builders import DesiredState, ResourceBuilder
+from builders.names import MANAGED_BY_LABEL
 from reconciler import (
     Action,
     InformerManager,
