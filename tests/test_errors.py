@@ -1,11 +1,21 @@
-"""The reconciler's error tree is built from Status bodies as a real API server sends them."""
+"""The error trees: one root per package, errors defined in ``_errors.py``, and the reconciler's
+errors built from Status bodies as a real API server sends them."""
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import json
+import pkgutil
+from types import ModuleType
 
 import pytest
 
+import builders
+import builders.objects
+import builders.schemas
+import objectmatcher
+import reconciler.embedded
 from reconciler import (
     AlreadyExistsError,
     ApiError,
@@ -17,7 +27,77 @@ from reconciler import (
     TooManyRequestsError,
 )
 from reconciler._errors import api_error_from_status
+from reconciler.embedded import EmbeddedServerError
 from tests.conftest import FIXTURES
+
+
+def _modules(package: ModuleType) -> list[ModuleType]:
+    found = [package]
+    for info in pkgutil.walk_packages(package.__path__, prefix=f"{package.__name__}."):
+        if info.name.endswith("pytest_plugin"):
+            continue  # a pytest plugin, imported by pytest itself
+        found.append(importlib.import_module(info.name))
+    return found
+
+
+def _exceptions_defined_in(package: ModuleType) -> dict[type[BaseException], str]:
+    """Every public exception class defined (not imported) in the package's modules."""
+    found: dict[type[BaseException], str] = {}
+    for module in _modules(package):
+        for _, value in vars(module).items():
+            if (inspect.isclass(value) and issubclass(value, BaseException)
+                    and value.__module__ == module.__name__
+                    and not value.__name__.startswith("_")):
+                found[value] = module.__name__
+    return found
+
+
+@pytest.mark.parametrize(
+    ("package", "root", "home"),
+    [
+        (objectmatcher, objectmatcher.ObjectMatcherError, "objectmatcher._errors"),
+        (builders, builders.BuilderError, "builders._errors"),
+    ],
+)
+def test_pure_packages_define_their_errors_in_one_tree_in_errors_module(
+    package: ModuleType, root: type[Exception], home: str
+) -> None:
+    found = _exceptions_defined_in(package)
+    assert root in found
+    elsewhere = {cls.__name__: module for cls, module in found.items() if module != home}
+    assert not elsewhere, f"errors outside {home}: {elsewhere}"
+    strays = [cls.__name__ for cls in found if not issubclass(cls, root)]
+    assert not strays, f"errors without the {root.__name__} root: {strays}"
+    # Misuse errors are also the matching builtin; the tree is drawn in the module docstring.
+    doc = importlib.import_module(home).__doc__ or ""
+    assert all(cls.__name__ in doc for cls in found)
+
+
+def test_embedded_server_errors_share_one_root() -> None:
+    found = _exceptions_defined_in(reconciler.embedded)
+    assert len(found) >= 5
+    strays = [cls.__name__ for cls in found if not issubclass(cls, EmbeddedServerError)]
+    assert not strays, f"embedded server errors without the EmbeddedServerError root: {strays}"
+    doc = importlib.import_module("reconciler.embedded._errors").__doc__ or ""
+    assert all(cls.__name__ in doc for cls in found)
+
+
+def test_one_version_policy_for_every_layer() -> None:
+    """An unknown Kubernetes version is an error naming it and the available ones, whichever
+    layer is asked (no silent fallback to a neighbouring version)."""
+    available = objectmatcher.available_versions()
+    with pytest.raises(objectmatcher.UnsupportedVersionError) as matcher:
+        objectmatcher.schema_directory("1.99")
+    with pytest.raises(builders.InvalidSpecError) as builder:
+        builders.schemas.validate_object(
+            builders.objects.config_map(metadata={"name": "a"}), kubernetes_version="1.99"
+        )
+    for message in (str(matcher.value), str(builder.value)):
+        assert "'1.99'" in message
+        assert all(version in message for version in available)
+    assert builder.value.field == "kubernetes_version"
+    # One loader: the embedded server's and builders' schemas are objectmatcher's objects.
+    assert objectmatcher.schema_definitions() is objectmatcher.schema_definitions("v1.25.0")
 
 
 def _statuses() -> list[dict[str, object]]:

@@ -15,6 +15,8 @@ from typing import Any, Protocol
 
 import attrs
 
+from reconciler.embedded._errors import EmbeddedServerError
+
 __all__ = [
     "Invalid",
     "KindRegistry",
@@ -64,7 +66,7 @@ class ResourceType:
         return f"{self.kind}.{self.group}" if self.group else self.kind
 
 
-class Invalid(Exception):
+class Invalid(EmbeddedServerError):
     """Raised by a strategy when an object fails validation: the server answers 422 Invalid.
 
     ``causes`` are ``Status.details.causes`` entries: ``{"reason", "message", "field"}``, with the

@@ -17,13 +17,15 @@ import datetime
 from collections.abc import Callable
 from typing import Any
 
+from reconciler.embedded._errors import EmbeddedServerError
+
 __all__ = ["MAGIC", "PROTOBUF", "UnsupportedProtobuf", "decode_object"]
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 MAGIC = b"k8s\x00"
 
 
-class UnsupportedProtobuf(ValueError):
+class UnsupportedProtobuf(EmbeddedServerError, ValueError):
     """The body is not protobuf this server can decode."""
 
 

@@ -30,6 +30,7 @@ from aiohttp import web
 
 from reconciler.embedded._accounting import RequestAccounting, RequestKey
 from reconciler.embedded._collecting import GarbageCollector
+from reconciler.embedded._errors import EmbeddedServerError
 from reconciler.embedded._faults import FaultInjector, Faults
 from reconciler.embedded._http import ApiApplication
 from reconciler.embedded._kinds import KindRegistry, ServerContext
@@ -42,7 +43,7 @@ __all__ = ["EmbeddedApiServer", "ServerNotRunningError"]
 _INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
-class ServerNotRunningError(RuntimeError, ValueError):
+class ServerNotRunningError(EmbeddedServerError, RuntimeError, ValueError):
     """Misuse: the server was used before ``start()`` or after ``stop()``."""
 
 

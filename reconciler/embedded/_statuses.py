@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from reconciler.embedded._errors import EmbeddedServerError
 from reconciler.embedded._kinds import ResourceType
 
 __all__ = [
@@ -30,7 +31,7 @@ __all__ = [
 ]
 
 
-class ApiStatusError(Exception):
+class ApiStatusError(EmbeddedServerError):
     """A request failed: ``code`` and the ``Status`` body to answer with (plus extra headers)."""
 
     def __init__(

@@ -21,6 +21,8 @@ from typing import Any
 
 import attrs
 
+from reconciler.embedded._errors import EmbeddedServerError
+
 __all__ = ["Bucket", "Key", "Storage", "StoredEvent", "TooOld"]
 
 Bucket = tuple[str, str]
@@ -41,7 +43,7 @@ class StoredEvent:
     old: Mapping[str, Any] | None
 
 
-class TooOld(Exception):
+class TooOld(EmbeddedServerError):
     """The requested ``resourceVersion`` is older than the retained window."""
 
     def __init__(self, requested: int, oldest: int) -> None:
