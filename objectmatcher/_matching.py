@@ -21,6 +21,8 @@ import attrs
 
 from objectmatcher._annotations import (
     LAST_APPLIED_ANNOTATION,
+    ORIGINAL_FOREIGN,
+    ORIGINAL_RECORDED,
     compact,
     encode_compacted,
     is_secret,
@@ -61,8 +63,11 @@ class PatchResult:
     ``patch`` is ``{}`` when nothing needs writing (``is_empty``). A non-empty patch also refreshes
     the last-applied annotation. ``fallback_reason`` is ``None`` for a three-way comparison, or
     says why the annotation could not be used (absent, corrupt, recording another object): then
-    the comparison was two-way and never deletes. ``diff`` lists the field changes the patch
-    makes, Secret values redacted; ``repr``/``str`` never show the patch itself.
+    the comparison was two-way and never deletes. ``original_status`` says the same as a value
+    to branch on: ``"recorded"`` (three-way), ``"absent"`` (no annotation: an adopted object),
+    ``"unreadable"`` (corrupt, oversized or too deeply nested) or ``"foreign"`` (it records
+    another object); the last two deserve a warning naming the object. ``diff`` lists the field
+    changes the patch makes, Secret values redacted; ``repr``/``str`` never show the patch itself.
     """
 
     patch: dict[str, Any]
@@ -70,6 +75,7 @@ class PatchResult:
     diff: tuple[DiffItem, ...] = ()
     fallback_reason: str | None = None
     object_ref: str = ""
+    original_status: str = ORIGINAL_RECORDED
 
     @property
     def is_empty(self) -> bool:
@@ -96,7 +102,8 @@ class PatchResult:
     def __repr__(self) -> str:
         return (f"PatchResult(object_ref={self.object_ref!r}, is_empty={self.is_empty}, "
                 f"patch_type={self.patch_type!r}, diff={list(map(str, self.diff))!r}, "
-                f"fallback_reason={self.fallback_reason!r})")
+                f"fallback_reason={self.fallback_reason!r}, "
+                f"original_status={self.original_status!r})")
 
 
 def _is_map(value: Any) -> TypeGuard[Mapping[str, Any]]:
@@ -509,11 +516,11 @@ def calculate_patch(
         node = custom_resource_node(crd_node, kubernetes_version)
     trie = ignore_trie(options, kind)
     desired = _prune(without_annotation(desired), trie)
-    original, reason = read_original(current)
+    original, reason, status = read_original(current)
     if original is not None:
         reason = _foreign(original, desired)
         if reason is not None:
-            original = None
+            original, status = None, ORIGINAL_FOREIGN
     secret = is_secret(desired)
     wanted = _fold_string_data(desired) if secret else desired
     recorded = _fold_string_data(original) if secret and original is not None else original
@@ -532,13 +539,13 @@ def calculate_patch(
     ref = object_ref(desired)
     if not patch:
         return PatchResult(patch={}, patch_type=patch_type, fallback_reason=reason,
-                           object_ref=ref)
+                           object_ref=ref, original_status=status)
     patch = deep_copy(patch)
     after = (strategic_merge(current, patch, node, share=True) if walk.strategic
              else json_merge(current, patch))
     return PatchResult(patch=patch, patch_type=patch_type,
                        diff=compute_diff(*_footprints(current, after, patch), secret=secret),
-                       fallback_reason=reason, object_ref=ref)
+                       fallback_reason=reason, object_ref=ref, original_status=status)
 
 
 def _footprints(before: Any, after: Any, patch: Any) -> tuple[Any, Any]:
