@@ -29,7 +29,7 @@ from objectmatcher._errors import (
     UnsupportedPatchError,
     UnsupportedVersionError,
 )
-from objectmatcher._matching import PatchResult, calculate_patch
+from objectmatcher._matching import calculate_patch
 from objectmatcher._options import (
     InvalidOptionError,
     MatchOption,
@@ -50,6 +50,7 @@ from objectmatcher._quantities import (
     parse_quantity,
     quantities_equal,
 )
+from objectmatcher._results import PatchResult
 from objectmatcher._schemas import (
     DEFAULT_KUBERNETES_VERSION,
     available_versions,
