@@ -24,7 +24,7 @@ from objectmatcher import (
     get_last_applied,
     set_last_applied,
 )
-from objectmatcher._annotations import decode_annotation
+from objectmatcher._annotations import clear_annotation_cache, decode_annotation
 from tests.objectmatcher.helpers import apply_result, live_from_fixture
 
 _MIB = 1024 * 1024
@@ -59,7 +59,7 @@ def _deployment_with(annotation: str) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def _measured(text: str) -> tuple[Any, float, int]:
-    decode_annotation.cache_clear()  # type: ignore[attr-defined]
+    clear_annotation_cache()
     tracemalloc.start()
     started = time.process_time()
     try:
@@ -119,7 +119,7 @@ def test_just_below_the_bounds_is_still_read() -> None:
         inner["x"] = {}
         inner = inner["x"]
     text = set_last_applied(record)["metadata"]["annotations"][LAST_APPLIED_ANNOTATION]
-    decode_annotation.cache_clear()  # type: ignore[attr-defined]
+    clear_annotation_cache()
     original, reason = decode_annotation(text)
     assert reason is None
     assert original == json.loads(json.dumps(record))
