@@ -51,7 +51,7 @@ def load_case() -> tuple[dict[str, Any], dict[str, Any]]:
 def _clear_cache() -> None:
     from objectmatcher import _annotations  # the benchmark may reach the private cache
 
-    _annotations.decode_annotation.cache_clear()
+    _annotations.clear_annotation_cache()
 
 
 def _cold(live: dict[str, Any], desired: dict[str, Any]) -> Any:

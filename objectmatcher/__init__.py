@@ -10,6 +10,13 @@ the options.
 from objectmatcher._annotations import (
     LARGE_LEAF_CHARS,
     LAST_APPLIED_ANNOTATION,
+    MAX_ANNOTATION_CHARS,
+    MAX_RECORD_BYTES,
+    MAX_RECORD_DEPTH,
+    ORIGINAL_ABSENT,
+    ORIGINAL_FOREIGN,
+    ORIGINAL_RECORDED,
+    ORIGINAL_UNREADABLE,
     REDACTED,
     get_last_applied,
     set_last_applied,
@@ -22,7 +29,7 @@ from objectmatcher._errors import (
     UnsupportedPatchError,
     UnsupportedVersionError,
 )
-from objectmatcher._matching import PatchResult, calculate_patch
+from objectmatcher._matching import calculate_patch
 from objectmatcher._options import (
     InvalidOptionError,
     MatchOption,
@@ -37,7 +44,13 @@ from objectmatcher._patches import (
     STRATEGIC_MERGE_PATCH,
     apply_patch,
 )
-from objectmatcher._quantities import parse_quantity, quantities_equal
+from objectmatcher._quantities import (
+    InvalidQuantityError,
+    canonical_quantity,
+    parse_quantity,
+    quantities_equal,
+)
+from objectmatcher._results import PatchResult
 from objectmatcher._schemas import (
     DEFAULT_KUBERNETES_VERSION,
     available_versions,
@@ -53,7 +66,14 @@ __all__ = [
     "JSON_PATCH",
     "LARGE_LEAF_CHARS",
     "LAST_APPLIED_ANNOTATION",
+    "MAX_ANNOTATION_CHARS",
+    "MAX_RECORD_BYTES",
+    "MAX_RECORD_DEPTH",
     "MERGE_PATCH",
+    "ORIGINAL_ABSENT",
+    "ORIGINAL_FOREIGN",
+    "ORIGINAL_RECORDED",
+    "ORIGINAL_UNREADABLE",
     "PATCH_TYPES",
     "REDACTED",
     "REDACTED_VALUE",
@@ -61,6 +81,7 @@ __all__ = [
     "DiffItem",
     "InvalidObjectError",
     "InvalidOptionError",
+    "InvalidQuantityError",
     "KubeObject",
     "MatchOption",
     "ObjectMatcherError",
@@ -71,6 +92,7 @@ __all__ = [
     "apply_patch",
     "available_versions",
     "calculate_patch",
+    "canonical_quantity",
     "format_diff",
     "get_last_applied",
     "has_builtin_schema",

@@ -7,19 +7,25 @@ attack away from it) and every string leaf longer than :data:`LARGE_LEAF_CHARS` 
 marker. The copy is canonical JSON (sorted keys), zlib-compressed and base64-encoded behind a
 format prefix, so any object the API accepts gets an annotation far under the 256 KiB limit.
 
-Reading never raises: an absent, corrupt (bad prefix, base64, zlib or JSON) or non-object
-annotation reads as "no original" together with the reason. Decoding is cached by the annotation
-text, so a live object read from an informer cache is decoded once, not on every comparison.
+Reading never raises and is bounded: an absent, corrupt (bad prefix, base64, zlib or JSON),
+oversized (text over :data:`MAX_ANNOTATION_CHARS`, or decompressing past :data:`MAX_RECORD_BYTES`:
+decompression stops there), too deeply nested (over :data:`MAX_RECORD_DEPTH`, found by a
+non-recursive pre-scan before any JSON parsing) or non-object annotation reads as "no original"
+together with the reason and a status (:data:`ORIGINAL_ABSENT`, :data:`ORIGINAL_UNREADABLE`).
+Decoding is cached by the annotation text (small records only, so the cache stays small), so a
+live object read from an informer cache is decoded once, not on every comparison.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import functools
 import hashlib
 import json
+import re
+import threading
 import zlib
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -30,7 +36,15 @@ from objectmatcher._types import KubeObject
 __all__ = [
     "LARGE_LEAF_CHARS",
     "LAST_APPLIED_ANNOTATION",
+    "MAX_ANNOTATION_CHARS",
+    "MAX_RECORD_BYTES",
+    "MAX_RECORD_DEPTH",
+    "ORIGINAL_ABSENT",
+    "ORIGINAL_FOREIGN",
+    "ORIGINAL_RECORDED",
+    "ORIGINAL_UNREADABLE",
     "REDACTED",
+    "clear_annotation_cache",
     "compact",
     "decode_annotation",
     "encode_annotation",
@@ -50,6 +64,23 @@ LAST_APPLIED_ANNOTATION: Final = "optk.dev/last-applied"
 LARGE_LEAF_CHARS: Final = 256
 #: What a Secret value is recorded (and shown in diffs) as.
 REDACTED: Final = "optk:redacted"
+
+#: Annotation text longer than this is not read (a real server caps all annotations of an
+#: object at 256 KiB together).
+MAX_ANNOTATION_CHARS: Final = 512 * 1024
+#: Decompression stops past this many bytes; a larger record is not read.
+MAX_RECORD_BYTES: Final = 4 * 1024 * 1024
+#: A record nested deeper than this (objects and lists) is not read.
+MAX_RECORD_DEPTH: Final = 100
+
+#: ``PatchResult.original_status``: the annotation was read and records this object.
+ORIGINAL_RECORDED: Final = "recorded"
+#: ``PatchResult.original_status``: the object has no last-applied annotation.
+ORIGINAL_ABSENT: Final = "absent"
+#: ``PatchResult.original_status``: the annotation is corrupt, oversized or too deeply nested.
+ORIGINAL_UNREADABLE: Final = "unreadable"
+#: ``PatchResult.original_status``: the annotation records another kind or name.
+ORIGINAL_FOREIGN: Final = "foreign"
 
 _PREFIX: Final = "optk1:"
 _DIGEST_PREFIX: Final = "optk:sha256:"
@@ -138,27 +169,95 @@ def encode_compacted(record: Mapping[str, Any]) -> str:
     return _PREFIX + base64.b64encode(zlib.compress(text.encode(), 6)).decode("ascii")
 
 
-@functools.lru_cache(maxsize=512)
+_CACHE_SIZE: Final = 512
+_CACHED_RECORD_BYTES: Final = 64 * 1024
+_cache: OrderedDict[str, tuple[Mapping[str, Any] | None, str | None]] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
 def decode_annotation(text: str) -> tuple[Mapping[str, Any] | None, str | None]:
     """``(original, None)`` from annotation text, or ``(None, reason)`` when it is unreadable.
 
-    The returned mapping is shared by the cache: callers must not mutate it.
+    Never raises; bounded in time and memory (see the module docstring). The returned mapping is
+    shared by the cache: callers must not mutate it.
     """
+    with _cache_lock:
+        found = _cache.get(text)
+        if found is not None:
+            _cache.move_to_end(text)
+            return found
+    result, size = _decode(text)
+    if size <= _CACHED_RECORD_BYTES:
+        with _cache_lock:
+            _cache[text] = result
+            while len(_cache) > _CACHE_SIZE:
+                _cache.popitem(last=False)
+    return result
+
+
+def clear_annotation_cache() -> None:
+    """Forget every decoded annotation (benchmarks measure the cold path with it)."""
+    with _cache_lock:
+        _cache.clear()
+
+
+def _decode(text: str) -> tuple[tuple[Mapping[str, Any] | None, str | None], int]:
+    """:func:`decode_annotation` uncached, and the record's decompressed size."""
     if not text.startswith(_PREFIX):
-        return None, "the last-applied annotation has an unknown format"
+        return (None, "the last-applied annotation has an unknown format"), 0
+    if len(text) > MAX_ANNOTATION_CHARS:
+        return (None, f"the last-applied annotation is over {MAX_ANNOTATION_CHARS} characters"), 0
     try:
         raw = base64.b64decode(text[len(_PREFIX):].encode("ascii"), validate=True)
     except (binascii.Error, UnicodeEncodeError, ValueError):
-        return None, "the last-applied annotation is not valid base64"
+        return (None, "the last-applied annotation is not valid base64"), 0
     try:
-        original = json.loads(zlib.decompress(raw))
-    except zlib.error:
-        return None, "the last-applied annotation is not valid compressed data"
-    except (ValueError, UnicodeDecodeError):
-        return None, "the last-applied annotation is not valid JSON"
+        inflater = zlib.decompressobj()
+        data = inflater.decompress(raw, MAX_RECORD_BYTES + 1)
+        complete = inflater.eof
+    except (zlib.error, MemoryError):
+        return (None, "the last-applied annotation is not valid compressed data"), 0
+    if len(data) > MAX_RECORD_BYTES:
+        return (None, f"the last-applied annotation decompresses to over {MAX_RECORD_BYTES} "
+                      "bytes"), len(data)
+    if not complete:
+        return (None, "the last-applied annotation is not valid compressed data"), len(data)
+    try:
+        if _too_deep(data):
+            return (None, f"the last-applied annotation is nested over {MAX_RECORD_DEPTH} "
+                          "levels deep"), len(data)
+        original = json.loads(data)
+    except (ValueError, UnicodeDecodeError, RecursionError, MemoryError):
+        return (None, "the last-applied annotation is not valid JSON"), len(data)
     if not isinstance(original, dict):
-        return None, "the last-applied annotation does not record an object"
-    return original, None
+        return (None, "the last-applied annotation does not record an object"), len(data)
+    return (original, None), len(data)
+
+
+_ESCAPED: Final = re.compile(rb"\\.", re.DOTALL)
+_STRING: Final = re.compile(rb'"[^"]*"')
+_NOT_BRACKETS: Final = bytes(sorted(set(range(256)) - set(b"[]{}")))
+_BRACKET_KINDS: Final = bytes.maketrans(b"{}", b"[]")
+
+
+def _too_deep(data: bytes) -> bool:
+    """Whether JSON ``data`` nests objects and lists over :data:`MAX_RECORD_DEPTH` levels.
+
+    No recursion and no parsing: strings are cut out, the brackets kept, and the innermost pairs
+    removed one level per pass (C-speed ``bytes.replace``), at most ``MAX_RECORD_DEPTH`` passes.
+    Unbalanced brackets are left to the JSON parser, which rejects them, unless what stays open
+    is itself too deep (the parser would recurse into it before failing).
+    """
+    brackets = _STRING.sub(b"", _ESCAPED.sub(b"", data)).translate(_BRACKET_KINDS, _NOT_BRACKETS)
+    for _ in range(MAX_RECORD_DEPTH):
+        shorter = brackets.replace(b"[]", b"")
+        if len(shorter) == len(brackets):
+            return brackets.count(b"[") > MAX_RECORD_DEPTH
+        brackets = shorter
+    return b"[]" in brackets
+
+
+_NO_ANNOTATION: Final = "no last-applied annotation"
 
 
 def _annotation_text(obj: KubeObject) -> str | None:
@@ -170,12 +269,15 @@ def _annotation_text(obj: KubeObject) -> str | None:
     return text if isinstance(text, str) else None
 
 
-def read_original(obj: KubeObject) -> tuple[Mapping[str, Any] | None, str | None]:
-    """The recorded original of ``obj`` (shared, do not mutate) or ``None`` and the reason."""
+def read_original(obj: KubeObject) -> tuple[Mapping[str, Any] | None, str | None, str]:
+    """The recorded original of ``obj`` (shared, do not mutate) or ``None`` and the reason, and
+    the status (:data:`ORIGINAL_RECORDED`, :data:`ORIGINAL_ABSENT` or
+    :data:`ORIGINAL_UNREADABLE`)."""
     text = _annotation_text(obj)
     if text is None:
-        return None, "no last-applied annotation"
-    return decode_annotation(text)
+        return None, _NO_ANNOTATION, ORIGINAL_ABSENT
+    original, reason = decode_annotation(text)
+    return original, reason, ORIGINAL_RECORDED if original is not None else ORIGINAL_UNREADABLE
 
 
 def set_last_applied(obj: KubeObject) -> dict[str, Any]:
@@ -201,5 +303,5 @@ def get_last_applied(obj: KubeObject) -> dict[str, Any] | None:
     """
     if not isinstance(obj, Mapping):
         return None
-    original, _reason = read_original(obj)
+    original, _reason, _status = read_original(obj)
     return deep_copy(original) if original is not None else None

@@ -13,14 +13,14 @@ only computed for a non-empty patch (the empty patch's diff is empty by definiti
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Mapping
-from typing import Any, Final, TypeGuard
+from typing import Any, Final
 
 import attrs
 
 from objectmatcher._annotations import (
     LAST_APPLIED_ANNOTATION,
+    ORIGINAL_FOREIGN,
     compact,
     encode_compacted,
     is_secret,
@@ -29,9 +29,10 @@ from objectmatcher._annotations import (
     validate_object,
     without_annotation,
 )
-from objectmatcher._diffs import DiffItem, compute_diff, format_diff
-from objectmatcher._errors import InvalidObjectError
+from objectmatcher._diffs import compute_diff
+from objectmatcher._inputs import check_same_object, fold_string_data, foreign, prune
 from objectmatcher._options import WILDCARD, MatchOption, Trie, ignore_trie
+from objectmatcher._options import sub_trie as _sub_trie
 from objectmatcher._patches import (
     MERGE_PATCH,
     STRATEGIC_MERGE_PATCH,
@@ -40,6 +41,7 @@ from objectmatcher._patches import (
     strategic_merge,
 )
 from objectmatcher._quantities import quantities_equal
+from objectmatcher._results import PatchResult, footprints
 from objectmatcher._schemas import (
     SchemaNode,
     crd_schema_node,
@@ -47,61 +49,12 @@ from objectmatcher._schemas import (
     kind_schema,
 )
 from objectmatcher._types import KubeObject
+from objectmatcher._types import is_map as _is_map
 
 __all__ = ["PatchResult", "calculate_patch"]
 
 _RESOURCE_MAPS: Final = frozenset({"limits", "requests"})
 _QUANTITY_MAP: Final = SchemaNode("map", element=SchemaNode("quantity"))
-
-
-@attrs.frozen(kw_only=True, repr=False)
-class PatchResult:
-    """What ``calculate_patch`` found: the patch taking ``current`` to ``desired``, and why.
-
-    ``patch`` is ``{}`` when nothing needs writing (``is_empty``). A non-empty patch also refreshes
-    the last-applied annotation. ``fallback_reason`` is ``None`` for a three-way comparison, or
-    says why the annotation could not be used (absent, corrupt, recording another object): then
-    the comparison was two-way and never deletes. ``diff`` lists the field changes the patch
-    makes, Secret values redacted; ``repr``/``str`` never show the patch itself.
-    """
-
-    patch: dict[str, Any]
-    patch_type: str
-    diff: tuple[DiffItem, ...] = ()
-    fallback_reason: str | None = None
-    object_ref: str = ""
-
-    @property
-    def is_empty(self) -> bool:
-        """Whether no write is needed."""
-        return not self.patch
-
-    def _head(self) -> str:
-        head = f"{self.object_ref}: " + ("unchanged" if self.is_empty else
-                                         f"{len(self.diff)} field change(s) ({self.patch_type})")
-        if self.fallback_reason:
-            head += f"; two-way comparison because {self.fallback_reason}"
-        return head
-
-    def explain(self) -> str:
-        """A multi-line account: the object, the comparison used, then one line per field."""
-        head = self._head()
-        return head if self.is_empty else f"{head}\n{format_diff(self.diff)}"
-
-    def __str__(self) -> str:
-        """The same account on one line, for a log line."""
-        head = self._head()
-        return head if self.is_empty else f"{head}: " + "; ".join(map(str, self.diff))
-
-    def __repr__(self) -> str:
-        return (f"PatchResult(object_ref={self.object_ref!r}, is_empty={self.is_empty}, "
-                f"patch_type={self.patch_type!r}, diff={list(map(str, self.diff))!r}, "
-                f"fallback_reason={self.fallback_reason!r})")
-
-
-def _is_map(value: Any) -> TypeGuard[Mapping[str, Any]]:
-    """``isinstance(value, Mapping)``, fast for the common ``dict``."""
-    return type(value) is dict or isinstance(value, Mapping)
 
 
 class _Same:
@@ -119,13 +72,29 @@ class _ListEntries:
 
 
 class _Walk:
-    """The settings of one comparison."""
+    """The settings of one comparison (below one key of the root, for custom resources).
 
-    __slots__ = ("custom", "strategic")
+    ``go_typed`` says the server decodes these values into Go structs, whose ``omitempty`` drops
+    zero values: built-in kinds, and the ``metadata`` of custom resources (the rest of a custom
+    resource is stored as sent). ``roots`` is set on a custom resource's root walk only: the
+    walks for its keys (``metadata``, and every other key).
+    """
 
-    def __init__(self, *, strategic: bool, custom: bool) -> None:
+    __slots__ = ("custom", "go_typed", "roots", "strategic")
+
+    def __init__(self, *, strategic: bool, custom: bool, go_typed: bool,
+                 roots: tuple[_Walk, _Walk] | None = None) -> None:
         self.strategic = strategic
         self.custom = custom
+        self.go_typed = go_typed
+        self.roots = roots
+
+    def enter(self, key: str) -> _Walk:
+        """The walk below ``key``."""
+        roots = self.roots
+        if roots is None:
+            return self
+        return roots[0] if key == "metadata" else roots[1]
 
     def child(self, node: SchemaNode | None, key: str) -> SchemaNode | None:
         found = node.field(key) if node is not None else None
@@ -133,15 +102,6 @@ class _Walk:
                                                                                       "any")):
             return _QUANTITY_MAP
         return found
-
-
-def _sub_trie(trie: Trie | None, key: str) -> Trie | bool | None:
-    if trie is None:
-        return None
-    found = trie.get(key)
-    if found is None:
-        found = trie.get(WILDCARD)
-    return found
 
 
 def _blank_as_absent(value: Any, node: SchemaNode | None) -> bool:
@@ -204,7 +164,8 @@ def _diff_map(
             continue
         have = current.get(key) if current is not None else None
         was = original.get(key) if original is not None else None
-        change = _diff_value(have, want, was, walk.child(node, key), sub_trie or None, walk, key)
+        change = _diff_value(have, want, was, walk.child(node, key), sub_trie or None,
+                             walk.enter(key), key)
         if change is _SAME:
             continue
         if patch is None:
@@ -221,7 +182,7 @@ def _diff_map(
             if sub_trie is True:
                 continue
             deletion = _deletion(current[key], was, walk.child(node, key), sub_trie or None,
-                                 walk, key)
+                                 walk.enter(key), key)
             if deletion:
                 patch = {**patch, **deletion} if patch is not None else deletion
     if patch and walk.strategic and node is not None and node.retains_keys:
@@ -272,7 +233,26 @@ def _diff_value(
         if _agrees(have, want, was, node, trie, walk):
             return _SAME
         return _clean(want)
-    return _SAME if _scalar_equal(have, want, node) else want
+    if _scalar_equal(have, want, node) or _omitted_zero(have, want, was, walk):
+        return _SAME
+    return want
+
+
+_ZERO_TYPES: Final = (str, bool, int, float)
+
+
+def _omitted_zero(have: Any, want: Any, was: Any, walk: _Walk) -> bool:
+    """Whether desired's zero scalar ``want`` (``""``, ``false``, ``0``) against an absent live
+    field is Go's ``omitempty`` at work, not a difference.
+
+    Only where the server decodes into Go structs (``walk.go_typed``), and only when the original
+    records the same zero value: we wrote it and it is not there, so the server dropped it. Without
+    that record the field is written (once: the write records it): a pointer field such as
+    ``allowPrivilegeEscalation: false`` is kept by the server and means something else than absent,
+    and the schemas do not say which fields are pointers.
+    """
+    return (have is None and walk.go_typed and type(want) in _ZERO_TYPES and not want
+            and type(was) is type(want) and was == want)
 
 
 def _keyed(items: Any, key: str) -> dict[Any, Any]:
@@ -355,7 +335,7 @@ def _agrees(
                 continue
             sub_was = was.get(key) if _is_map(was) else None
             if not _agrees(have.get(key), value, sub_was, walk.child(node, key),
-                           sub_trie or None, walk):
+                           sub_trie or None, walk.enter(key)):
                 return False
         if _is_map(was):
             for key, value in have.items():
@@ -377,7 +357,7 @@ def _agrees(
             return False
         return all(_agrees(live, item, old, element, item_trie or None, walk)
                    for live, item, old in pairs)
-    return _scalar_equal(have, want, node)
+    return _scalar_equal(have, want, node) or _omitted_zero(have, want, was, walk)
 
 
 def _pair_items(
@@ -410,77 +390,6 @@ def _json_key(value: Any) -> Any:
     return value if isinstance(value, str | int | float | bool) or value is None else repr(value)
 
 
-def _check_same_object(current: KubeObject, desired: KubeObject) -> None:
-    if current["kind"] != desired["kind"]:
-        raise InvalidObjectError(
-            f"current is a {current['kind']!r} but desired a {desired['kind']!r}",
-            field="kind", object_ref=object_ref(desired))
-    group = current["apiVersion"].rpartition("/")[0]
-    if group != desired["apiVersion"].rpartition("/")[0]:
-        raise InvalidObjectError(
-            f"current is in API group {group!r} but desired in "
-            f"{desired['apiVersion'].rpartition('/')[0]!r}",
-            field="apiVersion", object_ref=object_ref(desired))
-    for field in ("name", "namespace"):
-        have, want = current["metadata"].get(field), desired["metadata"].get(field)
-        if have and want and have != want:
-            raise InvalidObjectError(f"current has {field} {have!r} but desired {want!r}",
-                                     field=f"metadata.{field}", object_ref=object_ref(desired))
-
-
-def _prune(value: Any, trie: Trie | None) -> Any:
-    """``value`` without the ignored paths of ``trie`` (``value`` itself when none is present)."""
-    if trie is None or not isinstance(value, Mapping | list):
-        return value
-    if isinstance(value, list):
-        sub = trie.get(WILDCARD)
-        if sub is True:
-            return []
-        pruned_items = [_prune(item, sub) for item in value]
-        same = all(new is old for new, old in zip(pruned_items, value, strict=True))
-        return value if same else pruned_items
-    keys = value.keys() if WILDCARD in trie else [key for key in trie if key in value]
-    changes: dict[str, Any] = {}
-    for key in keys:
-        sub = _sub_trie(trie, key)
-        if sub is True:
-            changes[key] = _DROP
-        elif isinstance(sub, dict):
-            pruned = _prune(value[key], sub)
-            if pruned is not value[key]:
-                changes[key] = pruned
-    if not changes:
-        return value
-    return {key: changes.get(key, item) for key, item in value.items()
-            if changes.get(key) is not _DROP}
-
-
-_DROP: Final = object()
-
-
-def _fold_string_data(secret: KubeObject) -> KubeObject:
-    """A Secret as the server stores it: ``stringData`` base64-encoded into ``data``."""
-    string_data = secret.get("stringData")
-    if not _is_map(string_data):
-        return secret
-    data = dict(secret.get("data") or {})
-    for key, value in string_data.items():
-        if isinstance(value, str):
-            data[key] = base64.b64encode(value.encode()).decode("ascii")
-    result = {k: v for k, v in secret.items() if k != "stringData"}
-    result["data"] = data
-    return result
-
-
-def _foreign(original: Mapping[str, Any], desired: KubeObject) -> str | None:
-    meta = original.get("metadata")
-    name = meta.get("name") if _is_map(meta) else None
-    if original.get("kind") != desired["kind"] or name != desired["metadata"]["name"]:
-        return (f"the last-applied annotation records {original.get('kind')!s} {name!s}, "
-                f"not {desired['kind']} {desired['metadata']['name']}")
-    return None
-
-
 def calculate_patch(
     current: KubeObject,
     desired: KubeObject,
@@ -500,29 +409,36 @@ def calculate_patch(
     """
     validate_object(current, role="current")
     validate_object(desired, role="desired")
-    _check_same_object(current, desired)
+    check_same_object(current, desired)
     kind = desired["kind"]
     node = kind_schema(desired["apiVersion"], kind, kubernetes_version)
-    walk = _Walk(strategic=node is not None, custom=node is None)
-    if node is None:
+    if node is not None:
+        walk = _Walk(strategic=True, custom=False, go_typed=True)
+    else:
+        walk = _Walk(strategic=False, custom=True, go_typed=False, roots=(
+            _Walk(strategic=False, custom=True, go_typed=True),
+            _Walk(strategic=False, custom=True, go_typed=False)))
         crd_node = crd_schema_node(crd_schema) if crd_schema is not None else None
         node = custom_resource_node(crd_node, kubernetes_version)
     trie = ignore_trie(options, kind)
-    desired = _prune(without_annotation(desired), trie)
-    original, reason = read_original(current)
+    desired = prune(without_annotation(desired), trie)
+    original, reason, status = read_original(current)
     if original is not None:
-        reason = _foreign(original, desired)
+        reason = foreign(original, desired)
         if reason is not None:
-            original = None
+            original, status = None, ORIGINAL_FOREIGN
     secret = is_secret(desired)
-    wanted = _fold_string_data(desired) if secret else desired
-    recorded = _fold_string_data(original) if secret and original is not None else original
+    wanted = fold_string_data(desired) if secret else desired
+    recorded = fold_string_data(original) if secret and original is not None else original
     patch = _diff_map(current, wanted, recorded, node, trie, walk) or {}
     # The record is fresh when it says what desired says, up to the fields we ignore (a record
     # written by ``set_last_applied`` may hold status or fields an option hands to others).
     if original is not None:
-        original = _prune(original, trie)
-    record = None if original is not None and original == desired else compact(desired)
+        original = prune(original, trie)
+    # A readable record is refreshed only along with a field change: a record that is merely
+    # stale (it lists a field desired dropped and someone else already removed) is no write.
+    stale = original is None or (patch and original != desired)
+    record = compact(desired) if stale else None
     if record is not None and original != record:
         meta = patch.setdefault("metadata", {})
         if not isinstance(meta.get("annotations"), dict):
@@ -532,33 +448,10 @@ def calculate_patch(
     ref = object_ref(desired)
     if not patch:
         return PatchResult(patch={}, patch_type=patch_type, fallback_reason=reason,
-                           object_ref=ref)
+                           object_ref=ref, original_status=status)
     patch = deep_copy(patch)
     after = (strategic_merge(current, patch, node, share=True) if walk.strategic
              else json_merge(current, patch))
     return PatchResult(patch=patch, patch_type=patch_type,
-                       diff=compute_diff(*_footprints(current, after, patch), secret=secret),
-                       fallback_reason=reason, object_ref=ref)
-
-
-def _footprints(before: Any, after: Any, patch: Any) -> tuple[Any, Any]:
-    """``before`` and ``after`` cut down to the fields ``patch`` touches (paths preserved).
-
-    The diff is then computed over the patched fields only, not the whole (often large, with
-    ``managedFields``) live object.
-    """
-    if not (_is_map(patch) and _is_map(before)
-            and _is_map(after)) or "$retainKeys" in patch or "$patch" in patch:
-        return before, after
-    cut_before: dict[str, Any] = {}
-    cut_after: dict[str, Any] = {}
-    for key, value in patch.items():
-        if key.startswith("$"):
-            key = key.partition("/")[2]
-            value = None
-        for side, cut in ((before, cut_before), (after, cut_after)):
-            if key in side:
-                cut[key] = side[key]
-        if _is_map(value) and key in cut_before and key in cut_after:
-            cut_before[key], cut_after[key] = _footprints(before[key], after[key], value)
-    return cut_before, cut_after
+                       diff=compute_diff(*footprints(current, after, patch), secret=secret),
+                       fallback_reason=reason, object_ref=ref, original_status=status)

@@ -27,6 +27,7 @@ __all__ = [
     "ignore_pvc_template_type_meta_and_status",
     "ignore_status_fields",
     "ignore_trie",
+    "sub_trie",
 ]
 
 #: A path segment matching any key of a map or any item of a list.
@@ -147,3 +148,13 @@ def _compiled_trie(options: tuple[MatchOption, ...], kind: str) -> Trie:
         else:
             node[path[-1]] = True
     return trie
+
+
+def sub_trie(trie: Trie | None, key: str) -> Trie | bool | None:
+    """The trie below ``key`` (a ``*`` entry matches any key); ``True`` means ignored."""
+    if trie is None:
+        return None
+    found = trie.get(key)
+    if found is None:
+        found = trie.get(WILDCARD)
+    return found

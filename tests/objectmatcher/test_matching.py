@@ -286,8 +286,9 @@ def test_dropped_list_with_none_of_ours_left_is_no_diff() -> None:
     live = with_annotation(live, original)  # ours was already removed by someone else
     assert live["metadata"]["finalizers"] == ["kubernetes.io/pvc-protection"]
     result = calculate_patch(live, desired)
-    assert result.patch == {"metadata": {"annotations": {
-        LAST_APPLIED_ANNOTATION: result.patch["metadata"]["annotations"][LAST_APPLIED_ANNOTATION]}}}
+    # issue 11: deleting what is already gone is a no-op, and a stale record alone is no write
+    assert result.is_empty
+    assert result.original_status == "recorded"
 
 
 def test_ignore_field_hands_a_field_to_someone_else() -> None:
