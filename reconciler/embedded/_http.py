@@ -7,6 +7,11 @@ content type, applies injected faults, dispatches to ``Operations`` (or ``_watch
 failure is answered with the ``Status`` body a real server sends; no request can crash the
 server. Bodies are JSON (YAML accepted on writes); protobuf ``Accept`` headers get JSON, as a
 client falls back. ``as=Table`` requests (kubectl get) get server-side tables.
+
+Bodies are bounded before anything trusts them: over ``MAX_BODY_BYTES`` answers 413, a YAML
+alias bomb 400 (``_encoding.load_yaml``; large YAML is decoded off the event loop), nesting
+deeper than ``MAX_DEPTH`` 422. A client that disconnects mid-request is neither an error nor
+counted: its handler just ends.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import aiohttp
 import attrs
 import yaml
 from aiohttp import web
@@ -25,7 +31,7 @@ from aiohttp import web
 from reconciler.embedded import _discovery, _openapi
 from reconciler.embedded import _tables as tables
 from reconciler.embedded._accounting import RequestAccounting
-from reconciler.embedded._encoding import EncodeCache, encode
+from reconciler.embedded._encoding import MAX_DEPTH, EncodeCache, encode, load_yaml, nesting_path
 from reconciler.embedded._faults import FaultInjector
 from reconciler.embedded._kinds import ResourceType
 from reconciler.embedded._operations import CRDS, ListQuery, Operations, Target
@@ -35,12 +41,13 @@ from reconciler.embedded._selectors import parse_field_selector, parse_label_sel
 from reconciler.embedded._statuses import (
     ApiStatusError,
     bad_request,
+    invalid,
     method_not_allowed,
     not_found,
     status_body,
     unsupported_media_type,
 )
-from reconciler.embedded._watching import WatchRequest, serve_watch
+from reconciler.embedded._watching import DEFAULT_WATCH_BUFFER_BYTES, WatchRequest, serve_watch
 
 __all__ = ["MAX_BODY_BYTES", "ApiApplication", "ResourcePath"]
 
@@ -56,6 +63,13 @@ _COUNTED = web.RequestKey("optk.counted", bool)
 """Request key: this request was already accounted (a watch, when its stream started)."""
 
 _TRUE = ("true", "1")
+
+_OFF_LOOP_BYTES = 64 * 1024
+"""YAML bodies larger than this are decoded in a worker thread, not on the event loop."""
+
+
+class ClientGoneError(ConnectionResetError):
+    """The client closed its connection before its request was read."""
 
 
 @attrs.frozen(kw_only=True)
@@ -92,6 +106,26 @@ def parse_resource_path(path: str) -> ResourcePath | None:
         name=rest[1] if len(rest) > 1 else None,
         subresource=rest[2] if len(rest) > 2 else None,
     )
+
+
+async def _decode_yaml(raw: bytes) -> Any:
+    """``load_yaml``, in a worker thread when the body is large (the loop keeps serving)."""
+    if len(raw) <= _OFF_LOOP_BYTES:
+        return load_yaml(raw)
+    return await asyncio.get_running_loop().run_in_executor(None, load_yaml, raw)
+
+
+def _check_depth(decoded: Any, rt: ResourceType | None) -> Any:
+    """``decoded``, or 422 Invalid when it nests deeper than the server processes."""
+    path = nesting_path(decoded)
+    if path is None:
+        return decoded
+    metadata = decoded.get("metadata") if isinstance(decoded, Mapping) else None
+    name = str(metadata.get("name") or "") if isinstance(metadata, Mapping) else ""
+    raise invalid(rt, name, causes=[{
+        "reason": "FieldValueInvalid", "field": path,
+        "message": f"Invalid value: nesting exceeds the maximum depth {MAX_DEPTH}",
+    }])
 
 
 def _json_response(body: Any, *, status: int = 200,
@@ -147,8 +181,10 @@ class ApiApplication:
         faults: FaultInjector,
         address: Callable[[], str],
         bookmark_interval: float = 60.0,
+        watch_buffer_bytes: int = DEFAULT_WATCH_BUFFER_BYTES,
     ) -> None:
         self.ops = ops
+        self.watch_buffer_bytes = watch_buffer_bytes
         self.token = token
         self.accounting = accounting
         self.faults = faults
@@ -181,9 +217,17 @@ class ApiApplication:
         except ApiStatusError as exc:
             code = exc.code
             return self._error_response(exc)
-        except asyncio.CancelledError:
-            code = 499
+        except (asyncio.CancelledError, ClientGoneError):
+            # the client went away (aiohttp cancels the handler of a closed connection, or
+            # its body ended early): nothing was answered, so nothing is counted or logged
+            request[_COUNTED] = True
             raise
+        except RecursionError:
+            code = 422
+            return self._error_response(invalid(None, "", causes=[{
+                "reason": "FieldValueInvalid", "field": "",
+                "message": f"Invalid value: nesting exceeds the maximum depth {MAX_DEPTH}",
+            }]))
         except Exception:
             log.exception("embedded apiserver: internal error on %s %s", request.method,
                           request.path)
@@ -307,6 +351,9 @@ class ApiApplication:
             return await request.read()
         except web.HTTPRequestEntityTooLarge as exc:
             raise self._too_large() from exc
+        except (ConnectionError, aiohttp.ClientPayloadError, aiohttp.ClientConnectionError,
+                aiohttp.http_exceptions.HttpProcessingError) as exc:
+            raise ClientGoneError(f"the client left mid-body: {exc}") from exc
 
     @staticmethod
     def _too_large() -> ApiStatusError:
@@ -316,24 +363,27 @@ class ApiApplication:
         ))
 
     @staticmethod
-    def _decode_object(
+    async def _decode_object(
         raw: bytes, *, content_type: str, rt: ResourceType | None = None
     ) -> Any:
         if content_type == PROTOBUF:
             try:
-                return decode_object(raw, api_version=rt.api_version if rt else "",
-                                     kind=rt.kind if rt else "")
+                decoded = decode_object(raw, api_version=rt.api_version if rt else "",
+                                        kind=rt.kind if rt else "")
             except (UnsupportedProtobuf, UnicodeDecodeError) as exc:
                 raise unsupported_media_type([_JSON, "application/yaml"]) from exc
+            return _check_depth(decoded, rt)
         try:
-            if content_type == "application/yaml":
-                return yaml.safe_load(raw)
-            return json.loads(raw)
+            if content_type in ("application/yaml", APPLY_PATCH):
+                decoded = await _decode_yaml(raw)
+            else:
+                decoded = json.loads(raw)
         except (ValueError, UnicodeDecodeError, RecursionError, yaml.YAMLError) as exc:
             raise bad_request(
                 f"the object provided is unrecognized: couldn't get version/kind; json parse "
                 f"error: {exc}"
             ) from exc
+        return _check_depth(decoded, rt)
 
     def _list_query(self, request: web.Request, rt: ResourceType) -> ListQuery:
         query = request.query
@@ -388,19 +438,22 @@ class ApiApplication:
             if path.name is not None:
                 raise method_not_allowed()
             raw = await self._read_body(request, allowed=_WRITE_TYPES)
-            decoded = self._decode_object(raw, content_type=_content_type(request), rt=rt)
+            decoded = await self._decode_object(raw, content_type=_content_type(request), rt=rt)
             obj = ops.create(rt, decoded, namespace=namespace, dry_run=dry_run)
             return self._written(ops.served(obj, rt), status=201, dry_run=dry_run)
         if verb == "update":
             raw = await self._read_body(request, allowed=_WRITE_TYPES)
-            decoded = self._decode_object(raw, content_type=_content_type(request), rt=rt)
+            decoded = await self._decode_object(raw, content_type=_content_type(request), rt=rt)
             obj = ops.update(self._target(rt, path), decoded, subresource=path.subresource,
                              dry_run=dry_run)
             return self._written(ops.served(obj, rt), status=200, dry_run=dry_run)
         if verb == "patch":
             raw = await self._read_body(request, allowed=PATCH_TYPES)
             if _content_type(request) == APPLY_PATCH and path.subresource is None:
-                code, obj = ops.apply(self._target(rt, path), raw,
+                applied: Any = raw
+                if request.query.get("fieldManager"):  # else 422 before decoding, as real
+                    applied = await self._decode_object(raw, content_type=APPLY_PATCH, rt=rt)
+                code, obj = ops.apply(self._target(rt, path), applied,
                                       field_manager=request.query.get("fieldManager"),
                                       force=request.query.get("force", "") in _TRUE,
                                       dry_run=dry_run)
@@ -438,7 +491,7 @@ class ApiApplication:
             return _json_response(ops.get_scale(target))
         if verb == "update":
             raw = await self._read_body(request, allowed=_WRITE_TYPES)
-            body = self._decode_object(raw, content_type=_content_type(request))
+            body = await self._decode_object(raw, content_type=_content_type(request))
             return _json_response(ops.update_scale(target, body, dry_run=dry_run))
         if verb == "patch":
             raw = await self._read_body(request, allowed=PATCH_TYPES)
@@ -465,7 +518,7 @@ class ApiApplication:
         if request.body_exists:
             raw = await self._read_body(request, allowed=_WRITE_TYPES)
             if raw.strip():
-                decoded = self._decode_object(raw, content_type=_content_type(request))
+                decoded = await self._decode_object(raw, content_type=_content_type(request))
                 if not isinstance(decoded, Mapping):
                     raise bad_request("DeleteOptions must be an object")
                 options.update(decoded)
@@ -522,7 +575,7 @@ class ApiApplication:
             return await serve_watch(
                 request, watch_request, ops=self.ops, faults=self.faults.current,
                 bookmark_interval=self.bookmark_interval, cache=self._cache,
-                on_started=started,
+                max_buffer_bytes=self.watch_buffer_bytes, on_started=started,
             )
         finally:
             self.active_watches -= 1
