@@ -17,6 +17,7 @@ counted: its handler just ends.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import json
 import logging
@@ -35,8 +36,14 @@ from reconciler.embedded._encoding import MAX_DEPTH, EncodeCache, encode, load_y
 from reconciler.embedded._faults import FaultInjector
 from reconciler.embedded._kinds import ResourceType
 from reconciler.embedded._operations import CRDS, ListQuery, Operations, Target
-from reconciler.embedded._patching import APPLY_PATCH, PATCH_TYPES
+from reconciler.embedded._patching import (
+    APPLY_PATCH,
+    MERGE_PATCH,
+    PATCH_TYPES,
+    STRATEGIC_MERGE_PATCH,
+)
 from reconciler.embedded._protobuf import PROTOBUF, UnsupportedProtobuf, decode_object
+from reconciler.embedded._ranges import find_range_error
 from reconciler.embedded._selectors import parse_field_selector, parse_label_selector
 from reconciler.embedded._statuses import (
     ApiStatusError,
@@ -125,6 +132,26 @@ def _check_depth(decoded: Any, rt: ResourceType | None) -> Any:
     raise invalid(rt, name, causes=[{
         "reason": "FieldValueInvalid", "field": path,
         "message": f"Invalid value: nesting exceeds the maximum depth {MAX_DEPTH}",
+    }])
+
+
+def _check_ranges(rt: ResourceType, decoded: Any, *, patch: bytes | None = None) -> None:
+    """400 (a body) or 422 (a patch) when a built-in kind's integer field cannot hold a value,
+    as the Go decoder of a real server refuses it."""
+    if rt.is_custom or not isinstance(decoded, Mapping):
+        return
+    error = find_range_error(decoded, group=rt.group, version=rt.version, kind=rt.kind)
+    if error is None:
+        return
+    if patch is None:
+        raise bad_request(
+            f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+            f"{error.message}"
+        )
+    raise invalid(None, "", causes=[{
+        "reason": "FieldValueInvalid", "field": "patch",
+        "message": f"Invalid value: {json.dumps(patch.decode(errors='replace'))}: "
+                   f"{error.message}",
     }])
 
 
@@ -439,11 +466,13 @@ class ApiApplication:
                 raise method_not_allowed()
             raw = await self._read_body(request, allowed=_WRITE_TYPES)
             decoded = await self._decode_object(raw, content_type=_content_type(request), rt=rt)
+            _check_ranges(rt, decoded)
             obj = ops.create(rt, decoded, namespace=namespace, dry_run=dry_run)
             return self._written(ops.served(obj, rt), status=201, dry_run=dry_run)
         if verb == "update":
             raw = await self._read_body(request, allowed=_WRITE_TYPES)
             decoded = await self._decode_object(raw, content_type=_content_type(request), rt=rt)
+            _check_ranges(rt, decoded)
             obj = ops.update(self._target(rt, path), decoded, subresource=path.subresource,
                              dry_run=dry_run)
             return self._written(ops.served(obj, rt), status=200, dry_run=dry_run)
@@ -453,11 +482,15 @@ class ApiApplication:
                 applied: Any = raw
                 if request.query.get("fieldManager"):  # else 422 before decoding, as real
                     applied = await self._decode_object(raw, content_type=APPLY_PATCH, rt=rt)
+                    _check_ranges(rt, applied)
                 code, obj = ops.apply(self._target(rt, path), applied,
                                       field_manager=request.query.get("fieldManager"),
                                       force=request.query.get("force", "") in _TRUE,
                                       dry_run=dry_run)
                 return self._written(ops.served(obj, rt), status=code, dry_run=dry_run)
+            if _content_type(request) in (MERGE_PATCH, STRATEGIC_MERGE_PATCH):
+                with contextlib.suppress(ValueError, RecursionError):
+                    _check_ranges(rt, json.loads(raw), patch=raw)
             obj = ops.patch(self._target(rt, path), raw, content_type=_content_type(request),
                             subresource=path.subresource, dry_run=dry_run)
             return self._written(ops.served(obj, rt), status=200, dry_run=dry_run)

@@ -122,6 +122,7 @@ class EmbeddedApiServer:
         self._application: ApiApplication | None = None
         self._bound_port: int | None = None
         self._workdir: Path | None = None
+        self._workdir_path: Path | None = None
         self._tls: TlsFiles | None = None
         self._kubeconfig: Path | None = None
         self._started = threading.Event()
@@ -141,8 +142,7 @@ class EmbeddedApiServer:
         self.stop()
 
     def _prepare(self) -> None:
-        self._workdir = Path(tempfile.mkdtemp(prefix="optk-apiserver-"))
-        os.chmod(self._workdir, 0o700)
+        self._workdir = self._make_workdir()
         if self._tls_material is None:
             hosts = tuple(dict.fromkeys(("127.0.0.1", "::1", self._host)))
             self._tls = generate_tls(self._workdir, hosts=hosts)
@@ -155,6 +155,17 @@ class EmbeddedApiServer:
                 self._ops.create(self._namespace_type(), {
                     "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name},
                 }, namespace="")
+
+    def _make_workdir(self) -> Path:
+        """A private directory; a restart gets the same path again (clients keep their CA
+        file path), or a new one if that path was taken meanwhile."""
+        if self._workdir_path is not None:
+            with contextlib.suppress(OSError):
+                os.mkdir(self._workdir_path, 0o700)
+                return self._workdir_path
+        self._workdir_path = Path(tempfile.mkdtemp(prefix="optk-apiserver-"))
+        os.chmod(self._workdir_path, 0o700)
+        return self._workdir_path
 
     def _namespace_type(self) -> Any:
         rt = self._registry.lookup("", "v1", "namespaces")
