@@ -4,14 +4,21 @@ server keeps serving; none is an internal error."""
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
+import signal
 import socket
 import ssl
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import urllib3
+import yaml
 
 from reconciler.embedded import EmbeddedApiServer
 from tests.embedded.helpers import RawClient, configmap, deployment, wait_until
@@ -191,3 +198,71 @@ def test_stalled_watcher_is_ended_and_the_rest_keep_going(own_server: EmbeddedAp
     wait_until(lambda: server.active_watches() == 1, timeout=5)
     reader.release_conn()
     stalled.close()
+
+
+def _rss_bytes(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc for RSS")
+def test_fifty_stalled_watchers_do_not_make_the_server_hoard_memory(tmp_path: Path) -> None:
+    """50 watch clients that never read and 300 writes of 64 KiB (about 19 MiB for each
+    watcher, 960 MiB in all if buffered): the server's memory stays bounded, it ends those
+    watches and keeps serving."""
+    kubeconfig = tmp_path / "config"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "reconciler", "apiserver", "--kubeconfig", str(kubeconfig)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    sockets: list[ssl.SSLSocket] = []
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().rsplit(" ", 1)[1].strip()
+        config = yaml.safe_load(kubeconfig.read_text())
+        token = config["users"][0]["user"]["token"]
+        ca = tmp_path / "ca.crt"
+        ca.write_bytes(base64.b64decode(config["clusters"][0]["cluster"][
+            "certificate-authority-data"]))
+        pool = urllib3.PoolManager(ca_certs=str(ca), retries=False)
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        port = int(url.rsplit(":", 1)[1])
+        context = ssl.create_default_context(cafile=str(ca))
+        for _ in range(50):
+            plain = socket.socket()
+            plain.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            plain.settimeout(5)
+            plain.connect(("127.0.0.1", port))
+            sock = context.wrap_socket(plain, server_hostname="127.0.0.1")
+            sock.sendall(f"GET /api/v1/namespaces/default/configmaps?watch=1 HTTP/1.1\r\n"
+                         f"Host: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
+            sockets.append(sock)
+
+        def active() -> int:
+            response = pool.request("GET", f"{url}/debug/optk/requests", headers=headers)
+            return int(json.loads(response.data)["activeWatches"])
+
+        wait_until(lambda: active() == 50, timeout=20)
+        before = _rss_bytes(process.pid)
+        path = f"{url}/api/v1/namespaces/default/configmaps"
+        started = time.monotonic()
+        for i in range(300):
+            body = json.dumps(configmap(f"big-{i}", v=f"{i:08d}" * 8192)).encode()
+            response = pool.request("POST", path, body=body, headers=headers)
+            assert response.status == 201, response.data[:200]
+            assert time.monotonic() - started < 120
+        grown = _rss_bytes(process.pid) - before
+        print(f"RSS {before / 2**20:.0f} MiB, grew by {grown / 2**20:.0f} MiB")
+        # 300 objects of 64 KiB are stored (about 20 MiB, their encodings cached too); the
+        # 50 watchers may hold 1 MiB each before they are ended
+        assert grown < 160 * 1024 * 1024, f"the server grew by {grown / 2**20:.0f} MiB"
+        wait_until(lambda: active() == 0, timeout=10)
+        response = pool.request("GET", f"{path}?limit=1", headers=headers)
+        assert response.status == 200
+    finally:
+        for sock in sockets:
+            sock.close()
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=15)
