@@ -3,18 +3,21 @@
 ``EmbeddedApiServer`` serves the kinds the toolkit uses (core, apps, batch, rbac, networking,
 coordination, apiextensions and every custom resource a CRD registers) so that the official
 client and kubectl work against it unchanged. ``Faults`` describes injected failures for
-reliability tests; ``RequestKey`` is one cell of the request accounting. The per-kind rules live
+reliability tests; ``RequestKey`` is one cell of the request accounting; ``KubeconfigError``
+refuses a kubeconfig path that holds something else than a kubeconfig. The per-kind rules live
 behind ``reconciler.embedded._kinds``; see ``docs/embedded-apiserver.md``.
 """
 
 from reconciler.embedded._accounting import VERBS, RequestKey
 from reconciler.embedded._faults import Faults
+from reconciler.embedded._kubeconfig import KubeconfigError
 from reconciler.embedded._server import EmbeddedApiServer, ServerNotRunningError
 
 __all__ = [
     "VERBS",
     "EmbeddedApiServer",
     "Faults",
+    "KubeconfigError",
     "RequestKey",
     "ServerNotRunningError",
 ]

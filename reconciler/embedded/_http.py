@@ -26,13 +26,13 @@ from typing import Any
 
 import aiohttp
 import attrs
-import yaml
 from aiohttp import web
 
 from reconciler.embedded import _discovery, _openapi
 from reconciler.embedded import _tables as tables
 from reconciler.embedded._accounting import RequestAccounting
-from reconciler.embedded._encoding import MAX_DEPTH, EncodeCache, encode, load_yaml, nesting_path
+from reconciler.embedded._bodies import check_ranges, decode_body
+from reconciler.embedded._encoding import MAX_DEPTH, EncodeCache, encode
 from reconciler.embedded._faults import FaultInjector
 from reconciler.embedded._kinds import ResourceType
 from reconciler.embedded._operations import CRDS, ListQuery, Operations, Target
@@ -42,8 +42,7 @@ from reconciler.embedded._patching import (
     PATCH_TYPES,
     STRATEGIC_MERGE_PATCH,
 )
-from reconciler.embedded._protobuf import PROTOBUF, UnsupportedProtobuf, decode_object
-from reconciler.embedded._ranges import find_range_error
+from reconciler.embedded._protobuf import PROTOBUF
 from reconciler.embedded._selectors import parse_field_selector, parse_label_selector
 from reconciler.embedded._statuses import (
     ApiStatusError,
@@ -70,10 +69,6 @@ _COUNTED = web.RequestKey("optk.counted", bool)
 """Request key: this request was already accounted (a watch, when its stream started)."""
 
 _TRUE = ("true", "1")
-
-_OFF_LOOP_BYTES = 64 * 1024
-"""YAML bodies larger than this are decoded in a worker thread, not on the event loop."""
-
 
 class ClientGoneError(ConnectionResetError):
     """The client closed its connection before its request was read."""
@@ -113,46 +108,6 @@ def parse_resource_path(path: str) -> ResourcePath | None:
         name=rest[1] if len(rest) > 1 else None,
         subresource=rest[2] if len(rest) > 2 else None,
     )
-
-
-async def _decode_yaml(raw: bytes) -> Any:
-    """``load_yaml``, in a worker thread when the body is large (the loop keeps serving)."""
-    if len(raw) <= _OFF_LOOP_BYTES:
-        return load_yaml(raw)
-    return await asyncio.get_running_loop().run_in_executor(None, load_yaml, raw)
-
-
-def _check_depth(decoded: Any, rt: ResourceType | None) -> Any:
-    """``decoded``, or 422 Invalid when it nests deeper than the server processes."""
-    path = nesting_path(decoded)
-    if path is None:
-        return decoded
-    metadata = decoded.get("metadata") if isinstance(decoded, Mapping) else None
-    name = str(metadata.get("name") or "") if isinstance(metadata, Mapping) else ""
-    raise invalid(rt, name, causes=[{
-        "reason": "FieldValueInvalid", "field": path,
-        "message": f"Invalid value: nesting exceeds the maximum depth {MAX_DEPTH}",
-    }])
-
-
-def _check_ranges(rt: ResourceType, decoded: Any, *, patch: bytes | None = None) -> None:
-    """400 (a body) or 422 (a patch) when a built-in kind's integer field cannot hold a value,
-    as the Go decoder of a real server refuses it."""
-    if rt.is_custom or not isinstance(decoded, Mapping):
-        return
-    error = find_range_error(decoded, group=rt.group, version=rt.version, kind=rt.kind)
-    if error is None:
-        return
-    if patch is None:
-        raise bad_request(
-            f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
-            f"{error.message}"
-        )
-    raise invalid(None, "", causes=[{
-        "reason": "FieldValueInvalid", "field": "patch",
-        "message": f"Invalid value: {json.dumps(patch.decode(errors='replace'))}: "
-                   f"{error.message}",
-    }])
 
 
 def _json_response(body: Any, *, status: int = 200,
@@ -389,29 +344,6 @@ class ApiApplication:
             message=f"Request entity too large: limit is {MAX_BODY_BYTES}", details={},
         ))
 
-    @staticmethod
-    async def _decode_object(
-        raw: bytes, *, content_type: str, rt: ResourceType | None = None
-    ) -> Any:
-        if content_type == PROTOBUF:
-            try:
-                decoded = decode_object(raw, api_version=rt.api_version if rt else "",
-                                        kind=rt.kind if rt else "")
-            except (UnsupportedProtobuf, UnicodeDecodeError) as exc:
-                raise unsupported_media_type([_JSON, "application/yaml"]) from exc
-            return _check_depth(decoded, rt)
-        try:
-            if content_type in ("application/yaml", APPLY_PATCH):
-                decoded = await _decode_yaml(raw)
-            else:
-                decoded = json.loads(raw)
-        except (ValueError, UnicodeDecodeError, RecursionError, yaml.YAMLError) as exc:
-            raise bad_request(
-                f"the object provided is unrecognized: couldn't get version/kind; json parse "
-                f"error: {exc}"
-            ) from exc
-        return _check_depth(decoded, rt)
-
     def _list_query(self, request: web.Request, rt: ResourceType) -> ListQuery:
         query = request.query
         try:
@@ -465,14 +397,14 @@ class ApiApplication:
             if path.name is not None:
                 raise method_not_allowed()
             raw = await self._read_body(request, allowed=_WRITE_TYPES)
-            decoded = await self._decode_object(raw, content_type=_content_type(request), rt=rt)
-            _check_ranges(rt, decoded)
+            decoded = await decode_body(raw, content_type=_content_type(request), rt=rt)
+            check_ranges(rt, decoded)
             obj = ops.create(rt, decoded, namespace=namespace, dry_run=dry_run)
             return self._written(ops.served(obj, rt), status=201, dry_run=dry_run)
         if verb == "update":
             raw = await self._read_body(request, allowed=_WRITE_TYPES)
-            decoded = await self._decode_object(raw, content_type=_content_type(request), rt=rt)
-            _check_ranges(rt, decoded)
+            decoded = await decode_body(raw, content_type=_content_type(request), rt=rt)
+            check_ranges(rt, decoded)
             obj = ops.update(self._target(rt, path), decoded, subresource=path.subresource,
                              dry_run=dry_run)
             return self._written(ops.served(obj, rt), status=200, dry_run=dry_run)
@@ -481,8 +413,8 @@ class ApiApplication:
             if _content_type(request) == APPLY_PATCH and path.subresource is None:
                 applied: Any = raw
                 if request.query.get("fieldManager"):  # else 422 before decoding, as real
-                    applied = await self._decode_object(raw, content_type=APPLY_PATCH, rt=rt)
-                    _check_ranges(rt, applied)
+                    applied = await decode_body(raw, content_type=APPLY_PATCH, rt=rt)
+                    check_ranges(rt, applied)
                 code, obj = ops.apply(self._target(rt, path), applied,
                                       field_manager=request.query.get("fieldManager"),
                                       force=request.query.get("force", "") in _TRUE,
@@ -490,7 +422,7 @@ class ApiApplication:
                 return self._written(ops.served(obj, rt), status=code, dry_run=dry_run)
             if _content_type(request) in (MERGE_PATCH, STRATEGIC_MERGE_PATCH):
                 with contextlib.suppress(ValueError, RecursionError):
-                    _check_ranges(rt, json.loads(raw), patch=raw)
+                    check_ranges(rt, json.loads(raw), patch=raw)
             obj = ops.patch(self._target(rt, path), raw, content_type=_content_type(request),
                             subresource=path.subresource, dry_run=dry_run)
             return self._written(ops.served(obj, rt), status=200, dry_run=dry_run)
@@ -524,7 +456,7 @@ class ApiApplication:
             return _json_response(ops.get_scale(target))
         if verb == "update":
             raw = await self._read_body(request, allowed=_WRITE_TYPES)
-            body = await self._decode_object(raw, content_type=_content_type(request))
+            body = await decode_body(raw, content_type=_content_type(request))
             return _json_response(ops.update_scale(target, body, dry_run=dry_run))
         if verb == "patch":
             raw = await self._read_body(request, allowed=PATCH_TYPES)
@@ -551,7 +483,7 @@ class ApiApplication:
         if request.body_exists:
             raw = await self._read_body(request, allowed=_WRITE_TYPES)
             if raw.strip():
-                decoded = await self._decode_object(raw, content_type=_content_type(request))
+                decoded = await decode_body(raw, content_type=_content_type(request))
                 if not isinstance(decoded, Mapping):
                     raise bad_request("DeleteOptions must be an object")
                 options.update(decoded)

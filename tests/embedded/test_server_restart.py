@@ -46,7 +46,7 @@ def test_restart_keeps_state_and_expires_old_watches() -> None:
                     resource_version=str(old_rv), timeout_seconds=60,
                 ):
                     seen.append(event["object"].metadata.name)
-            except Exception:  # noqa: BLE001 - the connection is cut by the restart
+            except Exception:  # the connection is cut by the restart
                 pass
             finally:
                 ended.set()
