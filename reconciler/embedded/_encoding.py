@@ -4,7 +4,8 @@ their encoding.
 A GET of a popular object, or one event fanned out to twenty watchers, is encoded once: the
 watch line of an event, framed as one HTTP chunk, is built once and the same bytes are written
 to every watcher that sees the event the same way. The cache holds a reference to each encoded
-object (so its ``id`` cannot be reused while cached) and is cleared when it grows past its size.
+object (so its ``id`` cannot be reused while cached) and is cleared when it grows past its size
+in entries or in bytes (``max_bytes``, 64 MiB by default).
 It is used only on the server's event loop thread.
 
 Decoding request bodies is bounded here too: ``load_yaml`` refuses documents whose aliases
@@ -140,11 +141,15 @@ def http_chunk(data: bytes) -> bytes:
 class EncodeCache:
     """Encodings of immutable stored objects, by identity."""
 
-    def __init__(self, size: int = 4096, *, chunk_size: int = 256) -> None:
+    def __init__(self, size: int = 4096, *, chunk_size: int = 256,
+                 max_bytes: int = 64 * 1024 * 1024) -> None:
         self._size = size
         self._entries: dict[int, tuple[Mapping[str, Any], bytes]] = {}
         self._chunk_size = chunk_size
         self._chunks: dict[tuple[str, str, int], tuple[Mapping[str, Any], bytes]] = {}
+        self._max_bytes = max_bytes
+        self._entry_bytes = 0
+        self._chunk_bytes = 0
 
     def encode(self, obj: Mapping[str, Any]) -> bytes:
         """The JSON bytes of ``obj`` (a stored object, never mutated)."""
@@ -152,9 +157,11 @@ class EncodeCache:
         if hit is not None and hit[0] is obj:
             return hit[1]
         data = encode(obj)
-        if len(self._entries) >= self._size:
+        if len(self._entries) >= self._size or self._entry_bytes + len(data) > self._max_bytes:
             self._entries.clear()
+            self._entry_bytes = 0
         self._entries[id(obj)] = (obj, data)
+        self._entry_bytes += len(data)
         return data
 
     def event_line(self, event_type: str, obj: Mapping[str, Any]) -> bytes:
@@ -180,7 +187,10 @@ class EncodeCache:
         if hit is not None and hit[0] is stored:
             return hit[1]
         data = http_chunk(self.event_line(event_type, served(stored)))
-        if len(self._chunks) >= self._chunk_size:
+        if (len(self._chunks) >= self._chunk_size
+                or self._chunk_bytes + len(data) > self._max_bytes):
             self._chunks.clear()
+            self._chunk_bytes = 0
         self._chunks[key] = (stored, data)
+        self._chunk_bytes += len(data)
         return data

@@ -21,6 +21,7 @@ import urllib3
 import yaml
 
 from reconciler.embedded import EmbeddedApiServer
+from reconciler.embedded._encoding import EncodeCache
 from tests.embedded.helpers import RawClient, configmap, deployment, wait_until
 
 BOMB = b"""apiVersion: v1
@@ -266,3 +267,15 @@ def test_fifty_stalled_watchers_do_not_make_the_server_hoard_memory(tmp_path: Pa
             sock.close()
         process.send_signal(signal.SIGTERM)
         process.communicate(timeout=15)
+
+
+def test_encoding_cache_is_bounded_in_bytes() -> None:
+    cache = EncodeCache(max_bytes=10_000)
+    objects = [{"data": {"v": f"{i:04d}" * 500}} for i in range(50)]  # 2 KB each
+    for obj in objects:
+        assert json.loads(cache.encode(obj)) == obj
+        cache.event_chunk("ADDED", obj, served=lambda o: o, version="v1")
+    held = sum(len(data) for _, data in cache._entries.values())
+    chunks = sum(len(data) for _, data in cache._chunks.values())
+    assert held <= 10_000
+    assert chunks <= 10_000
