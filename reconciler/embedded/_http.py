@@ -199,11 +199,16 @@ class ApiApplication:
         except ApiStatusError as exc:
             code = exc.code
             return self._error_response(exc)
-        except (asyncio.CancelledError, ClientGoneError):
-            # the client went away (aiohttp cancels the handler of a closed connection, or
-            # its body ended early): nothing was answered, so nothing is counted or logged
+        except asyncio.CancelledError:
+            # the client went away (aiohttp cancels the handler of a closed connection):
+            # nothing was answered, so nothing is counted or logged
             request[_COUNTED] = True
             raise
+        except ClientGoneError:
+            # its body ended early: nothing to answer (a raised ConnectionError would be
+            # logged by aiohttp as an internal error), nothing counted
+            request[_COUNTED] = True
+            return web.Response(status=499, text="client closed request")
         except RecursionError:
             code = 422
             return self._error_response(invalid(None, "", causes=[{

@@ -131,7 +131,7 @@ def test_client_leaving_mid_body_is_not_an_error(
     errors_before = _internal_errors(kube_api)
     creates_before = kube_api.request_counts()["create"]
     caplog.set_level(logging.INFO, logger="reconciler.embedded")
-    for _ in range(3):
+    for half_close in (False, True, False, True):
         with _tls_socket(kube_api) as sock:
             sock.sendall(
                 f"POST /api/v1/namespaces/{kube_namespace}/configmaps HTTP/1.1\r\n"
@@ -140,6 +140,9 @@ def test_client_leaving_mid_body_is_not_an_error(
                 '{"apiVersion": "v1", '.encode()
             )
             time.sleep(0.1)  # the handler is reading the body
+            if half_close:  # the body ends early but the connection stays open
+                sock.shutdown(socket.SHUT_WR)
+                time.sleep(0.1)
     raw = RawClient(kube_api)
     assert raw.json("GET", f"/api/v1/namespaces/{kube_namespace}/configmaps")[0] == 200
     time.sleep(0.2)
