@@ -17,7 +17,7 @@ from kubernetes.client.rest import ApiException
 
 from reconciler.embedded import EmbeddedApiServer
 from tests.conftest import load_fixture
-from tests.embedded.helpers import RawClient, configmap
+from tests.embedded.helpers import RawClient, configmap, wait_until
 
 
 def _body(name: str) -> kubernetes.client.V1ConfigMap:
@@ -53,7 +53,9 @@ def test_restart_keeps_state_and_expires_old_watches() -> None:
 
         watcher = threading.Thread(target=consume, daemon=True)
         watcher.start()
+        wait_until(lambda: server.active_watches() == 1)
         core.create_namespaced_config_map("default", _body("during"))
+        wait_until(lambda: "during" in seen)
         server.stop()
         assert ended.wait(10), "the watch survived the server's stop"
         assert "during" in seen
