@@ -2,8 +2,8 @@
 
 It owns one store, one kind registry, the garbage collector and the aiohttp application, and
 runs them on a private event loop, either in a background thread (``start()`` or ``with``) or in
-the foreground (``serve_forever()``, used by ``optk apiserver``). At start it generates a CA and
-server certificate, a random bearer token, and a kubeconfig (mode 0600) that carries both, so
+the foreground (``serve_forever()``, used by ``optk apiserver``). At its first start it generates
+a CA and server certificate, a random bearer token, and a kubeconfig that carries both, so
 the official client and kubectl connect over verified HTTPS. It binds to loopback unless told
 otherwise. Python callers can read request counts, inject faults and compact the watch history.
 
