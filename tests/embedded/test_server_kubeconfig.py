@@ -15,6 +15,8 @@ import kubernetes.client
 import kubernetes.config
 import yaml
 
+from reconciler.embedded._kubeconfig import KubeconfigEntry, add_entry, remove_entry
+
 THEIRS = """\
 apiVersion: v1
 kind: Config
@@ -123,3 +125,25 @@ def test_a_file_that_is_not_a_kubeconfig_is_refused(tmp_path: Path) -> None:
         assert str(path) in lines[0]
         assert "not a valid kubeconfig" in lines[0]
         assert path.read_text() == text
+
+
+def test_add_and_remove_entry_without_switching_context(tmp_path: Path) -> None:
+    entry = KubeconfigEntry(name="optk-embedded-1234", server="https://127.0.0.1:1234",
+                            ca_data="Y2E=", token="t")
+    path = tmp_path / "config"
+    added, previous = add_entry(THEIRS, entry, path=path, set_current=False)
+    assert previous == "production"
+    config = yaml.safe_load(added)
+    assert config["current-context"] == "production"
+    assert config["contexts"][-1]["context"] == {
+        "cluster": entry.name, "user": entry.name, "namespace": "default"}
+    # a file without a current context gets ours, and loses it again on removal
+    bare = THEIRS.replace("current-context: production\n", "")
+    added, previous = add_entry(bare, entry, path=path, set_current=False)
+    assert previous is None
+    assert yaml.safe_load(added)["current-context"] == entry.name
+    assert "current-context" not in yaml.safe_load(
+        remove_entry(added, entry, path=path, previous_current=None))
+    # adding twice (a leftover of a killed run) keeps one entry
+    twice, _ = add_entry(add_entry(THEIRS, entry, path=path)[0], entry, path=path)
+    assert [c["name"] for c in yaml.safe_load(twice)["contexts"]] == ["production", entry.name]
