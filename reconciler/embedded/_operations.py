@@ -25,6 +25,7 @@ import attrs
 import yaml
 
 from reconciler.embedded._applying import apply_fields, managed_after_apply, remove_fields
+from reconciler.embedded._encoding import load_yaml
 from reconciler.embedded._kinds import Invalid, KindRegistry, ResourceType, ServerContext
 from reconciler.embedded._patching import MERGE_PATCH, STRATEGIC_MERGE_PATCH, apply_patch
 from reconciler.embedded._selectors import FieldSelector, LabelSelector
@@ -388,7 +389,7 @@ class Operations:
             return self._update(rt, old, new=new, subresource=subresource, dry_run=dry_run)
 
     def apply(
-        self, target: Target, body: bytes, *,
+        self, target: Target, body: bytes | Mapping[str, Any], *,
         field_manager: str | None, force: bool = False, dry_run: bool = False,
     ) -> tuple[int, dict[str, Any]]:
         """Server-side apply: create when missing, else merge the applied configuration.
@@ -407,8 +408,8 @@ class Operations:
                 "required for apply patch",
                 details={"group": "meta.k8s.io", "kind": "PatchOptions", "causes": [cause]},
             ))
-        try:
-            applied = yaml.safe_load(body)
+        try:  # the HTTP layer passes the body decoded (bounded, off the loop)
+            applied = body if isinstance(body, Mapping) else load_yaml(body)
         except yaml.YAMLError as exc:
             raise bad_request(f"error decoding YAML: {exc}") from exc
         if not isinstance(applied, Mapping):
