@@ -37,7 +37,12 @@ from objectmatcher._patches import (
     STRATEGIC_MERGE_PATCH,
     apply_patch,
 )
-from objectmatcher._quantities import parse_quantity, quantities_equal
+from objectmatcher._quantities import (
+    InvalidQuantityError,
+    canonical_quantity,
+    parse_quantity,
+    quantities_equal,
+)
 from objectmatcher._schemas import (
     DEFAULT_KUBERNETES_VERSION,
     available_versions,
@@ -58,6 +63,7 @@ __all__ = [
     "DiffItem",
     "InvalidObjectError",
     "InvalidOptionError",
+    "InvalidQuantityError",
     "KubeObject",
     "MatchOption",
     "ObjectMatcherError",
@@ -68,6 +74,7 @@ __all__ = [
     "apply_patch",
     "available_versions",
     "calculate_patch",
+    "canonical_quantity",
     "format_diff",
     "get_last_applied",
     "has_builtin_schema",
