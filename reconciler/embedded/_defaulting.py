@@ -19,10 +19,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from objectmatcher import InvalidQuantityError, canonical_quantity
 from reconciler.embedded._kinds import Invalid, ServerContext
 from reconciler.embedded._validating import json_type_matches, json_type_name, type_invalid
 
 __all__ = [
+    "QUANTITY_PATTERN",
+    "canonical_quantities",
     "decode_builtin",
     "decode_metadata",
     "default_core_event",
@@ -202,6 +205,113 @@ def wrong_types(
     return _check_builtin(
         dict(obj), drop=False, api_version=api_version, kind=kind
     ).wrong_types
+
+
+# --- quantities --------------------------------------------------------------------------------
+# A real server decodes every ``resource.Quantity`` and encodes it back in canonical form
+# (``0.5`` -> ``500m``, ``1024Mi`` -> ``1Gi``). The fields are found from the schemas: every
+# reference to the Quantity definition (resources, PVC sizes, emptyDir sizeLimit, HPA targets).
+
+_QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+
+
+def _ref_name(schema: Mapping[str, Any]) -> str | None:
+    ref = schema.get("$ref")
+    return str(ref).rsplit("/", 1)[1] if ref else None
+
+
+def _schema_children(schema: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    children: list[Mapping[str, Any]] = []
+    properties = schema.get("properties")
+    if isinstance(properties, Mapping):
+        children.extend(p for p in properties.values() if isinstance(p, Mapping))
+    for key in ("additionalProperties", "items"):
+        if isinstance(schema.get(key), Mapping):
+            children.append(schema[key])
+    return children
+
+
+def _direct_refs(schema: Mapping[str, Any]) -> set[str]:
+    """The definitions a schema refers to, not following the references."""
+    refs: set[str] = set()
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        ref = _ref_name(node)
+        if ref is not None:
+            refs.add(ref)
+        else:
+            stack.extend(_schema_children(node))
+    return refs
+
+
+_HOLDERS: dict[int, frozenset[str]] = {}
+
+
+def _quantity_holders(definitions: Mapping[str, Any]) -> frozenset[str]:
+    """The definitions that can hold a Quantity somewhere below them (a fixed point over the
+    reference graph, computed once per schema set)."""
+    cached = _HOLDERS.get(id(definitions))
+    if cached is not None:
+        return cached
+    refs = {name: _direct_refs(schema) for name, schema in definitions.items()
+            if isinstance(schema, Mapping)}
+    holders = {_QUANTITY}
+    changed = True
+    while changed:
+        changed = False
+        for name, targets in refs.items():
+            if name not in holders and targets & holders:
+                holders.add(name)
+                changed = True
+    result = frozenset(holders)
+    _HOLDERS[id(definitions)] = result
+    return result
+
+
+QUANTITY_PATTERN = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
+
+
+def _canonicalize(
+    value: Any, schema: Mapping[str, Any], definitions: Mapping[str, Any], bad: list[Any]
+) -> Any:
+    ref = _ref_name(schema)
+    if ref == _QUANTITY:
+        if isinstance(value, str | int | float) and not isinstance(value, bool):
+            try:
+                return canonical_quantity(value)
+            except InvalidQuantityError:
+                bad.append(value)
+        return value
+    if ref is not None:
+        if ref not in _quantity_holders(definitions):
+            return value
+        schema = definitions.get(ref) or {}
+    if isinstance(value, dict):
+        properties = schema.get("properties")
+        additional = schema.get("additionalProperties")
+        for key, item in value.items():
+            child = (properties.get(key) if isinstance(properties, Mapping) else None) or (
+                additional if isinstance(additional, Mapping) else None)
+            if child is not None:
+                value[key] = _canonicalize(item, child, definitions, bad)
+    elif isinstance(value, list) and isinstance(schema.get("items"), Mapping):
+        for index, item in enumerate(value):
+            value[index] = _canonicalize(item, schema["items"], definitions, bad)
+    return value
+
+
+def canonical_quantities(obj: dict[str, Any], *, api_version: str, kind: str) -> list[Any]:
+    """Rewrite, in place, every quantity of a built-in object in the canonical form a real
+    server stores (``objectmatcher.canonical_quantity``). Returns the values that are no
+    quantity (left as they are), which a real server cannot decode (``QUANTITY_PATTERN``).
+    Kinds without a built-in schema are left alone."""
+    definitions, by_kind = _builtin_schemas()
+    name = by_kind.get((api_version, kind))
+    bad: list[Any] = []
+    if name is not None:
+        _canonicalize(obj, {"$ref": f"#/$defs/{name}"}, definitions, bad)
+    return bad
 
 
 _OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"

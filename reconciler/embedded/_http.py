@@ -28,7 +28,7 @@ from reconciler.embedded._accounting import RequestAccounting
 from reconciler.embedded._encoding import EncodeCache, encode
 from reconciler.embedded._faults import FaultInjector
 from reconciler.embedded._kinds import ResourceType
-from reconciler.embedded._operations import CRDS, ListQuery, Operations, Target
+from reconciler.embedded._operations import CRDS, ListQuery, Operations, Target, warning_header
 from reconciler.embedded._patching import APPLY_PATCH, PATCH_TYPES
 from reconciler.embedded._protobuf import PROTOBUF, UnsupportedProtobuf, decode_object
 from reconciler.embedded._selectors import parse_field_selector, parse_label_selector
@@ -384,19 +384,25 @@ class ApiApplication:
         if verb == "watch":
             return await self._watch(request, rt, path=path,
                                      table_include=include if table else None)
+        field_validation = request.query.get("fieldValidation")
+        warnings: list[str] = []  # fieldValidation=Warn, answered in a Warning header
         if verb == "create":
             if path.name is not None:
                 raise method_not_allowed()
             raw = await self._read_body(request, allowed=_WRITE_TYPES)
             decoded = self._decode_object(raw, content_type=_content_type(request), rt=rt)
-            obj = ops.create(rt, decoded, namespace=namespace, dry_run=dry_run)
-            return self._written(ops.served(obj, rt), status=201, dry_run=dry_run)
+            obj = ops.create(rt, decoded, namespace=namespace, dry_run=dry_run,
+                             field_validation=field_validation, warnings=warnings)
+            return self._written(ops.served(obj, rt), status=201, dry_run=dry_run,
+                                 warnings=warnings)
         if verb == "update":
             raw = await self._read_body(request, allowed=_WRITE_TYPES)
             decoded = self._decode_object(raw, content_type=_content_type(request), rt=rt)
             obj = ops.update(self._target(rt, path), decoded, subresource=path.subresource,
-                             dry_run=dry_run)
-            return self._written(ops.served(obj, rt), status=200, dry_run=dry_run)
+                             dry_run=dry_run, field_validation=field_validation,
+                             warnings=warnings)
+            return self._written(ops.served(obj, rt), status=200, dry_run=dry_run,
+                                 warnings=warnings)
         if verb == "patch":
             raw = await self._read_body(request, allowed=PATCH_TYPES)
             if _content_type(request) == APPLY_PATCH and path.subresource is None:
@@ -406,8 +412,10 @@ class ApiApplication:
                                       dry_run=dry_run)
                 return self._written(ops.served(obj, rt), status=code, dry_run=dry_run)
             obj = ops.patch(self._target(rt, path), raw, content_type=_content_type(request),
-                            subresource=path.subresource, dry_run=dry_run)
-            return self._written(ops.served(obj, rt), status=200, dry_run=dry_run)
+                            subresource=path.subresource, dry_run=dry_run,
+                            field_validation=field_validation, warnings=warnings)
+            return self._written(ops.served(obj, rt), status=200, dry_run=dry_run,
+                                 warnings=warnings)
         if verb in ("delete", "deletecollection"):
             options = await self._delete_options(request)
             dry_run = dry_run or "All" in (options.get("dryRun") or ())
@@ -420,11 +428,13 @@ class ApiApplication:
             ))
         raise method_not_allowed()
 
-    def _written(self, obj: Mapping[str, Any], *, status: int, dry_run: bool) -> web.Response:
+    def _written(self, obj: Mapping[str, Any], *, status: int, dry_run: bool,
+                 warnings: list[str] | None = None) -> web.Response:
         """The response to a write: a committed object is stored and never changes, so its
         encoding is shared with the watch events that carry it (encoded once for both)."""
         body = encode(obj) if dry_run else self._cache.encode(obj)
-        return web.Response(body=body, status=status, content_type=_JSON)
+        return web.Response(body=body, status=status, content_type=_JSON,
+                            headers=warning_header(warnings or []))
 
     @staticmethod
     def _target(rt: ResourceType, path: ResourcePath) -> Target:

@@ -26,6 +26,7 @@ from reconciler.embedded._names import (
     validate_metadata,
     validate_metadata_name,
 )
+from reconciler.embedded._statuses import bad_request
 
 __all__ = ["BUILTIN_TYPES", "BuiltinStrategy", "Registry", "make_registry"]
 
@@ -264,6 +265,16 @@ class BuiltinStrategy(KindStrategy):
     def _decode(self, obj: dict[str, Any]) -> None:
         rt = self.resource_type
         _defaulting.decode_builtin(obj, api_version=rt.api_version, kind=rt.kind)
+        self._canonical_quantities(obj)
+
+    def _canonical_quantities(self, obj: dict[str, Any]) -> None:
+        rt = self.resource_type
+        if _defaulting.canonical_quantities(obj, api_version=rt.api_version, kind=rt.kind):
+            raise bad_request(
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                "quantities must match the regular expression "
+                f"'{_defaulting.QUANTITY_PATTERN}'"
+            )
 
     def prepare_create(self, obj: dict[str, Any], ctx: ServerContext) -> None:
         """Refuse values of the wrong type, drop unknown fields, reset the status of a kind with
@@ -316,6 +327,7 @@ class BuiltinStrategy(KindStrategy):
             _defaulting.drop_unknown_fields(
                 {"status": new["status"]}, api_version=rt.api_version, kind=rt.kind
             )
+            self._canonical_quantities(new)
 
     def spec_changed(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
         """Whether ``generation_fields`` differ (only for kinds with a generation)."""

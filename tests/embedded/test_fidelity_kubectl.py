@@ -67,3 +67,37 @@ def test_get_events_k8s_io_events_prints_the_same_columns(
     assert rows[0][:5] == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT"]
     assert rows[1] == ["15m", "Normal", "ScalingReplicaSet", "deployment/web", "optk,", "optk-0",
                        "Scaled", "up", "15m", "1", "web.2"]
+
+
+TYPO = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replica: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: c, image: "nginx:1.25"}]
+"""
+
+
+def test_kubectl_apply_of_a_typo_is_refused_as_by_a_real_server(
+    kubectl: Kubectl, tmp_path: Path
+) -> None:
+    manifest = tmp_path / "web.yaml"
+    manifest.write_text(TYPO)
+    refused = kubectl("apply", "-f", str(manifest), check=False)
+    assert refused.returncode != 0
+    assert ('Error from server (BadRequest): error when creating "' in refused.stderr)
+    assert ('Deployment in version "v1" cannot be handled as a Deployment: strict decoding '
+            'error: unknown field "spec.replica"') in refused.stderr
+    assert kubectl("get", "deployments", check=False).stderr.startswith("No resources found")
+
+    # --validate=warn stores it and prints the server's warning; a later apply patches.
+    warned = kubectl("apply", "--validate=warn", "-f", str(manifest))
+    assert 'Warning: unknown field "spec.replica"' in warned.stderr
+    manifest.write_text(TYPO.replace("replica: 3", "replica: 4\n  minReadySeconds: 1"))
+    refused = kubectl("apply", "-f", str(manifest), check=False)
+    assert 'strict decoding error: unknown field "spec.replica"' in refused.stderr
