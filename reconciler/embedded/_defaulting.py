@@ -277,6 +277,8 @@ def _canonicalize(
 ) -> Any:
     ref = _ref_name(schema)
     if ref == _QUANTITY:
+        if value is None:
+            return "0"  # null decodes to the zero Quantity
         if isinstance(value, str | int | float) and not isinstance(value, bool):
             try:
                 return canonical_quantity(value)
@@ -303,9 +305,10 @@ def _canonicalize(
 
 def canonical_quantities(obj: dict[str, Any], *, api_version: str, kind: str) -> list[Any]:
     """Rewrite, in place, every quantity of a built-in object in the canonical form a real
-    server stores (``objectmatcher.canonical_quantity``). Returns the values that are no
-    quantity (left as they are), which a real server cannot decode (``QUANTITY_PATTERN``).
-    Kinds without a built-in schema are left alone."""
+    server stores (``objectmatcher.canonical_quantity``; null is the zero quantity ``"0"``).
+    Returns the strings and numbers that are no quantity (left as they are), which a real
+    server cannot decode (``QUANTITY_PATTERN``); values of other types are left for
+    ``decode_builtin``. Kinds without a built-in schema are left alone."""
     definitions, by_kind = _builtin_schemas()
     name = by_kind.get((api_version, kind))
     bad: list[Any] = []

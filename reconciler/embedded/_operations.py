@@ -618,7 +618,9 @@ class Operations:
             return new  # a no-op update writes nothing and keeps the resourceVersion
         if dry_run:
             return new
-        if old_meta.get("deletionTimestamp") and not meta.get("finalizers"):
+        if old_meta.get("deletionTimestamp") and not meta.get("finalizers") and not (
+            self.bucket(rt) == NAMESPACES and (new.get("spec") or {}).get("finalizers")
+        ):  # a namespace's spec.finalizers hold it too (ShouldDeleteNamespaceDuringUpdate)
             self._remove(rt, old, final=new)
             return new
         self._commit(rt, new, event_type="MODIFIED", old=old)

@@ -264,8 +264,8 @@ class BuiltinStrategy(KindStrategy):
 
     def _decode(self, obj: dict[str, Any]) -> None:
         rt = self.resource_type
+        self._canonical_quantities(obj)  # first: a null quantity is "0", not ""
         _defaulting.decode_builtin(obj, api_version=rt.api_version, kind=rt.kind)
-        self._canonical_quantities(obj)
 
     def _canonical_quantities(self, obj: dict[str, Any]) -> None:
         rt = self.resource_type
