@@ -36,7 +36,13 @@ from reconciler.embedded._encoding import MAX_DEPTH, EncodeCache, encode
 from reconciler.embedded._errors import EmbeddedServerError
 from reconciler.embedded._faults import FaultInjector
 from reconciler.embedded._kinds import ResourceType
-from reconciler.embedded._operations import CRDS, ListQuery, Operations, Target
+from reconciler.embedded._operations import (
+    CRDS,
+    ListQuery,
+    Operations,
+    Target,
+    warning_header,
+)
 from reconciler.embedded._patching import (
     APPLY_PATCH,
     MERGE_PATCH,
@@ -399,21 +405,27 @@ class ApiApplication:
         if verb == "watch":
             return await self._watch(request, rt, path=path,
                                      table_include=include if table else None)
+        field_validation = request.query.get("fieldValidation")
+        warnings: list[str] = []  # fieldValidation=Warn, answered in a Warning header
         if verb == "create":
             if path.name is not None:
                 raise method_not_allowed()
             raw = await self._read_body(request, allowed=_WRITE_TYPES)
             decoded = await decode_body(raw, content_type=_content_type(request), rt=rt)
             check_ranges(rt, decoded)
-            obj = ops.create(rt, decoded, namespace=namespace, dry_run=dry_run)
-            return self._written(ops.served(obj, rt), status=201, dry_run=dry_run)
+            obj = ops.create(rt, decoded, namespace=namespace, dry_run=dry_run,
+                             field_validation=field_validation, warnings=warnings)
+            return self._written(ops.served(obj, rt), status=201, dry_run=dry_run,
+                                 warnings=warnings)
         if verb == "update":
             raw = await self._read_body(request, allowed=_WRITE_TYPES)
             decoded = await decode_body(raw, content_type=_content_type(request), rt=rt)
             check_ranges(rt, decoded)
             obj = ops.update(self._target(rt, path), decoded, subresource=path.subresource,
-                             dry_run=dry_run)
-            return self._written(ops.served(obj, rt), status=200, dry_run=dry_run)
+                             dry_run=dry_run, field_validation=field_validation,
+                             warnings=warnings)
+            return self._written(ops.served(obj, rt), status=200, dry_run=dry_run,
+                                 warnings=warnings)
         if verb == "patch":
             raw = await self._read_body(request, allowed=PATCH_TYPES)
             if _content_type(request) == APPLY_PATCH and path.subresource is None:
@@ -430,8 +442,10 @@ class ApiApplication:
                 with contextlib.suppress(ValueError, RecursionError):
                     check_ranges(rt, json.loads(raw), patch=raw)
             obj = ops.patch(self._target(rt, path), raw, content_type=_content_type(request),
-                            subresource=path.subresource, dry_run=dry_run)
-            return self._written(ops.served(obj, rt), status=200, dry_run=dry_run)
+                            subresource=path.subresource, dry_run=dry_run,
+                            field_validation=field_validation, warnings=warnings)
+            return self._written(ops.served(obj, rt), status=200, dry_run=dry_run,
+                                 warnings=warnings)
         if verb in ("delete", "deletecollection"):
             options = await self._delete_options(request)
             dry_run = dry_run or "All" in (options.get("dryRun") or ())
@@ -444,11 +458,13 @@ class ApiApplication:
             ))
         raise method_not_allowed()
 
-    def _written(self, obj: Mapping[str, Any], *, status: int, dry_run: bool) -> web.Response:
+    def _written(self, obj: Mapping[str, Any], *, status: int, dry_run: bool,
+                 warnings: list[str] | None = None) -> web.Response:
         """The response to a write: a committed object is stored and never changes, so its
         encoding is shared with the watch events that carry it (encoded once for both)."""
         body = encode(obj) if dry_run else self._cache.encode(obj)
-        return web.Response(body=body, status=status, content_type=_JSON)
+        return web.Response(body=body, status=status, content_type=_JSON,
+                            headers=warning_header(warnings or []))
 
     @staticmethod
     def _target(rt: ResourceType, path: ResourcePath) -> Target:

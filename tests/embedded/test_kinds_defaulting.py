@@ -405,7 +405,7 @@ def test_hpa_defaults_metrics_and_completes_behavior() -> None:
     }
     assert spec["behavior"]["scaleUp"]["policies"][0] == {
         "type": "Pods", "value": 4, "periodSeconds": 15}
-    assert hpa["status"] == {"desiredReplicas": 0}
+    assert hpa["status"] == {"currentMetrics": None, "desiredReplicas": 0}
 
 
 def test_unknown_fields_are_reported_and_dropped() -> None:
