@@ -40,15 +40,10 @@ from reconciler._clients import ClusterClient, KubeObject
 from reconciler._clocks import Clock, RealClock
 from reconciler._errors import AlreadyExistsError, ApiError
 from reconciler._events import parse_rfc3339
-from reconciler._informers import (
-    Informer,
-    InformerManager,
-    InformerReader,
-    RecordingClient,
-    TypeKey,
-    object_key,
-    owner_uids,
-)
+from reconciler._informers import Informer, InformerManager, TypeKey
+from reconciler._readers import InformerReader
+from reconciler._recording import RecordingClient
+from reconciler._stores import object_key, owner_uids
 from reconciler._leadership import LeaderElector, LeaseConfig
 from reconciler._metrics import HealthServer, OperatorMetrics
 from reconciler._parents import ParentReconciler, ParentResult
@@ -387,7 +382,7 @@ class OperatorRuntime:
             client, operator.api_version, operator.kind, namespace=operator.namespace,
             clock=self.clock,
         )
-        self.client = RecordingClient(client, informers=self._informer_of)
+        self.client = RecordingClient(client, informers=self._informer_of, clock=self.clock)
         self._cleanups: list[Callable[[], object]] = []
         self.informers = InformerManager(
             client, handler=self._on_child, clock=self.clock, namespace=operator.namespace,
