@@ -18,7 +18,6 @@ through ``reconciler._readers.InformerReader``; the toolkit's own writes reach t
 
 from __future__ import annotations
 
-import inspect
 import logging
 import threading
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
@@ -26,7 +25,7 @@ from typing import Any
 
 import attrs
 
-from reconciler._clients import ClusterClient, KubeObject, WatchEvent
+from reconciler._clients import ClusterClient, KubeObject, ListOptions, WatchEvent
 from reconciler._clocks import Clock, RealClock
 from reconciler._errors import GoneError, NotFoundError, ReconcilerError
 from reconciler._queues import ExponentialBackoff
@@ -104,7 +103,7 @@ class Informer:
         self._stopped = False
         self._resource_version = ""
         self._thread: threading.Thread | None = None
-        self._client_has_inactivity = _accepts(client.watch, "inactivity_timeout")
+        self._scope = ListOptions(label_selector=label_selector, field_selector=field_selector)
 
     def accepts(self, obj: KubeObject) -> bool:
         """Whether ``obj`` is in this informer's scope (namespace and label selector)."""
@@ -215,11 +214,8 @@ class Informer:
         items: list[dict[str, Any]] = []
         token: str | None = None
         while True:
-            body = self.client.list(
-                self.api_version, self.kind, namespace=self.namespace,
-                label_selector=self.label_selector, field_selector=self.field_selector,
-                limit=self._page_size, continue_token=token,
-            )
+            page = attrs.evolve(self._scope, limit=self._page_size, continue_token=token)
+            body = self.client.list(self.api_version, self.kind, page, namespace=self.namespace)
             items.extend(body.get("items") or ())
             meta = body.get("metadata") or {}
             token = meta.get("continue") or None
@@ -248,15 +244,14 @@ class Informer:
 
     def _watch(self) -> None:
         self.stats.watches += 1
-        kwargs: dict[str, Any] = {}
-        if self._client_has_inactivity:
-            kwargs["inactivity_timeout"] = self._inactivity
-        events: Iterator[WatchEvent] = iter(self.client.watch(
-            self.api_version, self.kind, namespace=self.namespace,
-            label_selector=self.label_selector, field_selector=self.field_selector,
-            resource_version=self.resource_version or None,
-            timeout_seconds=self._watch_timeout, allow_bookmarks=True, **kwargs,
-        ))
+        stream = attrs.evolve(
+            self._scope, resource_version=self.resource_version or None,
+            timeout_seconds=self._watch_timeout, allow_bookmarks=True,
+            inactivity_timeout=self._inactivity,
+        )
+        events: Iterator[WatchEvent] = iter(
+            self.client.watch(self.api_version, self.kind, stream, namespace=self.namespace)
+        )
         for event in events:
             if self.stopped:
                 return
@@ -296,12 +291,6 @@ class Informer:
         for handler in handlers:
             handler(event_type, old, new)
 
-
-def _accepts(function: Callable[..., Any], parameter: str) -> bool:
-    try:
-        return parameter in inspect.signature(function).parameters
-    except (TypeError, ValueError):
-        return False
 
 TypeEventHandler = Callable[[TypeKey, str, "dict[str, Any] | None", "dict[str, Any]"], None]
 """An ``InformerManager`` handler: ``handler(type_key, event_type, old, new)``."""

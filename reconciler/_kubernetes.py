@@ -14,13 +14,13 @@ import json
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Unpack
 
 import attrs
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
-from reconciler._clients import WatchEvent
+from reconciler._clients import ListFields, ListOptions, WatchEvent
 from reconciler._errors import (
     ApiError,
     GoneError,
@@ -308,19 +308,18 @@ class KubernetesClient:
         self,
         api_version: str,
         kind: str,
+        options: ListOptions | None = None,
         *,
         namespace: str | None = None,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        limit: int | None = None,
-        continue_token: str | None = None,
+        **fields: Unpack[ListFields],
     ) -> dict[str, Any]:
         """The list body; items carry ``apiVersion`` and ``kind`` (the server omits them)."""
+        opts = ListOptions.of(options, fields)
         info = self.resource(api_version, kind)
         ref = ObjectRef(api_version=api_version, kind=kind, name="", namespace=namespace)
         query = _query(
-            labelSelector=label_selector, fieldSelector=field_selector, limit=limit,
-            **{"continue": continue_token},
+            labelSelector=opts.label_selector, fieldSelector=opts.field_selector,
+            limit=opts.limit, **{"continue": opts.continue_token},
         )
         body = self._json("GET", info.path(namespace=namespace), query=query, ref=ref)
         body["items"] = [
@@ -332,14 +331,10 @@ class KubernetesClient:
         self,
         api_version: str,
         kind: str,
+        options: ListOptions | None = None,
         *,
         namespace: str | None = None,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        resource_version: str | None = None,
-        timeout_seconds: int | None = None,
-        allow_bookmarks: bool = True,
-        inactivity_timeout: float | None = None,
+        **fields: Unpack[ListFields],
     ) -> Iterator[WatchEvent]:
         """Stream raw watch events, one JSON line each, until the server ends the stream.
 
@@ -347,16 +342,17 @@ class KubernetesClient:
         ``ApiError`` with code 0). A 410 as HTTP status or as an ``ERROR`` event raises
         ``GoneError``; other ``ERROR`` events raise the matching error.
         """
+        opts = ListOptions.of(options, fields)
         info = self.resource(api_version, kind)
         ref = ObjectRef(api_version=api_version, kind=kind, name="", namespace=namespace)
         query = _query(
-            watch="true", labelSelector=label_selector, fieldSelector=field_selector,
-            resourceVersion=resource_version, timeoutSeconds=timeout_seconds,
-            allowWatchBookmarks="true" if allow_bookmarks else None,
+            watch="true", labelSelector=opts.label_selector, fieldSelector=opts.field_selector,
+            resourceVersion=opts.resource_version, timeoutSeconds=opts.timeout_seconds,
+            allowWatchBookmarks="true" if opts.allow_bookmarks else None,
         )
         response = self._send(
             "GET", info.path(namespace=namespace), query=query, ref=ref,
-            timeout=(self._timeout, inactivity_timeout),
+            timeout=(self._timeout, opts.inactivity_timeout),
         )
         return self._stream_events(response, api_version, kind, ref)
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Unpack
 
-from reconciler._clients import ClusterClient, KubeObject, WatchEvent
+from reconciler._clients import ClusterClient, KubeObject, ListFields, ListOptions, WatchEvent
 from reconciler._clocks import Clock, RealClock
 from reconciler._informers import Informer
 from reconciler._stores import object_key
@@ -63,13 +63,33 @@ class RecordingClient:
         """Read from the cluster."""
         return self.inner.get(api_version, kind, name, namespace=namespace)
 
-    def list(self, api_version: str, kind: str, **kwargs: Any) -> dict[str, Any]:
+    def list(
+        self,
+        api_version: str,
+        kind: str,
+        options: ListOptions | None = None,
+        *,
+        namespace: str | None = None,
+        **fields: Unpack[ListFields],
+    ) -> dict[str, Any]:
         """List from the cluster."""
-        return self.inner.list(api_version, kind, **kwargs)
+        return self.inner.list(
+            api_version, kind, ListOptions.of(options, fields), namespace=namespace
+        )
 
-    def watch(self, api_version: str, kind: str, **kwargs: Any) -> Iterator[WatchEvent]:
+    def watch(
+        self,
+        api_version: str,
+        kind: str,
+        options: ListOptions | None = None,
+        *,
+        namespace: str | None = None,
+        **fields: Unpack[ListFields],
+    ) -> Iterator[WatchEvent]:
         """Watch the cluster."""
-        return self.inner.watch(api_version, kind, **kwargs)
+        return self.inner.watch(
+            api_version, kind, ListOptions.of(options, fields), namespace=namespace
+        )
 
     def is_served(self, api_version: str, kind: str) -> bool:
         """Discovery, passed through."""
