@@ -4,7 +4,7 @@ The pure layers (``builders``, ``objectmatcher``) decide; this package does the 
 """
 
 from reconciler._caches import PassThroughCache, ReadCache
-from reconciler._clients import ClusterClient, KubeObject, WatchEvent
+from reconciler._clients import ClusterClient, KubeObject, ListOptions, WatchEvent
 from reconciler._clocks import Clock, RealClock
 from reconciler._errors import (
     AlreadyExistsError,
@@ -79,6 +79,7 @@ __all__ = [
     "LeaderElection",
     "LeaderElector",
     "LeaseConfig",
+    "ListOptions",
     "NotFoundError",
     "ObjectRef",
     "Operator",

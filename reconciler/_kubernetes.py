@@ -317,10 +317,7 @@ class KubernetesClient:
         opts = ListOptions.of(options, fields)
         info = self.resource(api_version, kind)
         ref = ObjectRef(api_version=api_version, kind=kind, name="", namespace=namespace)
-        query = _query(
-            labelSelector=opts.label_selector, fieldSelector=opts.field_selector,
-            limit=opts.limit, **{"continue": opts.continue_token},
-        )
+        query = _list_query(opts, watch=False)
         body = self._json("GET", info.path(namespace=namespace), query=query, ref=ref)
         body["items"] = [
             {"apiVersion": api_version, "kind": kind, **item} for item in body.get("items") or ()
@@ -345,13 +342,8 @@ class KubernetesClient:
         opts = ListOptions.of(options, fields)
         info = self.resource(api_version, kind)
         ref = ObjectRef(api_version=api_version, kind=kind, name="", namespace=namespace)
-        query = _query(
-            watch="true", labelSelector=opts.label_selector, fieldSelector=opts.field_selector,
-            resourceVersion=opts.resource_version, timeoutSeconds=opts.timeout_seconds,
-            allowWatchBookmarks="true" if opts.allow_bookmarks else None,
-        )
         response = self._send(
-            "GET", info.path(namespace=namespace), query=query, ref=ref,
+            "GET", info.path(namespace=namespace), query=_list_query(opts, watch=True), ref=ref,
             timeout=(self._timeout, opts.inactivity_timeout),
         )
         return self._stream_events(response, api_version, kind, ref)
@@ -464,6 +456,21 @@ class KubernetesClient:
 
 def _dry(dry_run: bool) -> str | None:
     return "All" if dry_run else None
+
+
+def _list_query(options: ListOptions, *, watch: bool) -> list[tuple[str, Any]]:
+    """The URL query of a list (selectors, paging) or a watch (selectors, resume, bounds)."""
+    if not watch:
+        return _query(
+            labelSelector=options.label_selector, fieldSelector=options.field_selector,
+            limit=options.limit, **{"continue": options.continue_token},
+        )
+    return _query(
+        watch="true", labelSelector=options.label_selector,
+        fieldSelector=options.field_selector, resourceVersion=options.resource_version,
+        timeoutSeconds=options.timeout_seconds,
+        allowWatchBookmarks="true" if options.allow_bookmarks else None,
+    )
 
 
 def _query(**params: Any) -> list[tuple[str, Any]]:
