@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 
-from builders import MANAGED_BY_LABEL
+from builders.names import MANAGED_BY_LABEL
 from reconciler._clients import ClusterClient
 from reconciler._clocks import Clock, RealClock
 from reconciler._errors import AlreadyExistsError
