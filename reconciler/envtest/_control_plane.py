@@ -10,6 +10,7 @@ Ctrl-C. Request counts come from the API server's audit log (``_audit``).
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import secrets
 import shutil
@@ -308,7 +309,8 @@ class ControlPlane:
         control plane's CA (user = common name, groups = organizations), which needs no restart.
         """
         self._require_running()
-        assert self._workdir is not None and self._pki is not None
+        assert self._workdir is not None
+        assert self._pki is not None
         wanted = tuple(_csv_field(g) for g in groups)
         safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in user)
         path = self._workdir / f"kubeconfig-{safe}-{uuid.uuid4().hex[:6]}"
@@ -331,11 +333,9 @@ class ControlPlane:
         that completed before this call."""
         assert self._audit is not None
         marker = uuid.uuid4().hex
-        try:
+        with contextlib.suppress(urllib.error.HTTPError):  # any answer is audited
             self._http_get(f"{self.url}/version?optk-audit-marker={marker}",
                            token=self._marker_token)
-        except urllib.error.HTTPError:
-            pass  # any answer is audited
         deadline = time.monotonic() + timeout
         while not any(marker in uri for uri in self._audit.read_new()):
             if time.monotonic() > deadline:

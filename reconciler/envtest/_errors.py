@@ -1,4 +1,4 @@
-"""The errors of ``reconciler.envtest``: every one subclasses ``ControlPlaneError`` and carries data.
+"""The errors of ``reconciler.envtest``: each subclasses ``ControlPlaneError`` and carries data.
 
 A caller catches ``ControlPlaneError`` for any failure of the real control plane; the subclasses
 also subclass the matching builtin (``FileNotFoundError``, ``TimeoutError``, ``KeyError``) so
