@@ -98,6 +98,20 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("kube_api", servers, indirect=True, ids=servers, scope="session")
 
 
+_SKIP_PREFIX = "real control plane: "
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Report every real-server skip at one location, so ``-ra`` folds them into one line."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    longrepr = report.longrepr
+    if (report.skipped and isinstance(longrepr, tuple) and len(longrepr) == 3
+            and _SKIP_PREFIX in str(longrepr[2])):
+        report.longrepr = (__file__, 0, longrepr[2])
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Stop every control-plane process still running, even after failures."""
     plane = session.config.stash.get(_REAL_STATE, {}).pop("plane", None)
@@ -129,7 +143,7 @@ def _real_plane(config: pytest.Config) -> Any:
     try:
         plane.start()
     except AssetsNotFoundError as exc:
-        state["skip"] = f"real control plane: {exc}"
+        state["skip"] = f"{_SKIP_PREFIX}{exc}"
         pytest.skip(state["skip"])
     except Exception as exc:
         state["error"] = exc
@@ -142,7 +156,7 @@ def _real_plane(config: pytest.Config) -> Any:
 def real_kube_api(request: pytest.FixtureRequest) -> Any:
     """The real control plane (``reconciler.envtest.ControlPlane``) of this session."""
     if request.config.stash[_ASSETS] is None:
-        pytest.skip(f"real control plane: no kube assets; set {_ASSETS_ENV} to their directory")
+        pytest.skip(f"{_SKIP_PREFIX}no kube assets; set {_ASSETS_ENV} to their directory")
     return _real_plane(request.config)
 
 

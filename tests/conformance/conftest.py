@@ -15,7 +15,7 @@ from tests.conformance.helpers import Pair
 def pair(request: pytest.FixtureRequest) -> Iterator[Pair]:
     """Both servers, with a fresh namespace of the same name on each."""
     if request.config.getoption("--kube-api") == "embedded":
-        pytest.skip("conformance: --kube-api=embedded selects no real control plane")
+        pytest.skip("real control plane: not selected (--kube-api=embedded)")
     real = request.getfixturevalue("real_kube_api")
     embedded = request.getfixturevalue("_optk_embedded_server")
     servers = Pair(embedded, real)
@@ -36,3 +36,14 @@ def _wait_for_service_account(real: Any, servers: Pair) -> None:
         if servers.on("real", "GET", path).status == 200:
             return
         time.sleep(0.05)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """One line: how many request kinds the suite compared on both servers."""
+    import sys
+
+    module = sys.modules.get("tests.conformance.test_requests")
+    covered = getattr(module, "COVERED", None)
+    if covered:
+        terminalreporter.write_line(
+            f"conformance: {len(covered)} request kinds compared on both servers")
