@@ -12,6 +12,8 @@ these fixtures available without any import:
   contents) after the test, so tests never see each other's objects.
 - ``kube_api_name`` (function): ``"embedded"`` or ``"real"``, the server ``kube_api`` is.
 - ``real_kube_api`` (session): the real control plane alone (skipped when no assets).
+- ``kube_assets`` (session): the directory of the kube binaries in use (skipped when none), for
+  tests that start a ``ControlPlane`` of their own.
 
 The option ``--kube-api=embedded|real|both`` picks the servers of ``both_servers`` tests; the
 default is ``both`` when kube assets are found (``OPTK_KUBE_ASSETS``, else ``../shared/kube-assets``
@@ -35,7 +37,7 @@ import pytest
 
 from reconciler.embedded._server import EmbeddedApiServer
 
-__all__ = ["kube_api", "kube_api_name", "kube_namespace", "real_kube_api"]
+__all__ = ["kube_api", "kube_api_name", "kube_assets", "kube_namespace", "real_kube_api"]
 
 _ASSETS_ENV = "OPTK_KUBE_ASSETS"
 _SERVERS = pytest.StashKey[tuple[str, ...]]()
@@ -150,6 +152,16 @@ def _real_plane(config: pytest.Config) -> Any:
         raise
     state["plane"] = plane
     return plane
+
+
+@pytest.fixture(scope="session")
+def kube_assets(request: pytest.FixtureRequest) -> Path:
+    """The directory of kube-apiserver and kube-controller-manager this session uses (skips
+    when there is none)."""
+    assets: Path | None = request.config.stash[_ASSETS]
+    if assets is None:
+        pytest.skip(f"{_SKIP_PREFIX}no kube assets; set {_ASSETS_ENV} to their directory")
+    return assets
 
 
 @pytest.fixture(scope="session")

@@ -97,6 +97,7 @@ class ControlPlane:
         self._pki: Pki | None = None
         self._port: int | None = None
         self._components: list[Component] = []
+        self._pids: list[int] = []
         self._audit: AuditLog | None = None
         self._kubeconfig: Path | None = None
 
@@ -189,6 +190,7 @@ class ControlPlane:
         assert self._workdir is not None
         component = Component(name=name, argv=argv, log_path=self._workdir / f"{name}.log")
         self._components.append(component)
+        self._pids.append(component.pid)
         return component
 
     def _wait(self, component: Component, what: str, ready: Callable[[], bool]) -> None:
@@ -361,6 +363,11 @@ class ControlPlane:
         self._flush_audit()
         assert self._audit is not None
         self._audit.reset()
+
+    @property
+    def pids(self) -> tuple[int, ...]:
+        """The process ids of every component this control plane started (also after stop)."""
+        return tuple(self._pids)
 
     def describe(self) -> dict[str, Any]:
         """The pids and log files of the components (for diagnostics)."""
