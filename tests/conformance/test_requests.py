@@ -9,6 +9,7 @@ test asserts the exact set of differences, so a change on either side is noticed
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
@@ -321,7 +322,8 @@ def test_thanos_parent_and_children(pair: Pair) -> None:
     for server in pair.servers:
         if pair.on(server, "GET", f"{crds}/{name}").status == 404:
             assert pair.on(server, "POST", crds, body=THANOS_CRD).status == 201
-    parent = next(yaml.safe_load_all(open("examples/thanos/samples.yaml")))  # noqa: SIM115
+    samples = Path(thanos.__file__).with_name("samples.yaml").read_text()
+    parent = next(yaml.safe_load_all(samples))
     parent["metadata"]["namespace"] = pair.namespace
     path = f"/apis/monitoring.optk.dev/v1alpha1/namespaces/{pair.namespace}/thanoses"
     created: dict[str, Answer] = {}
