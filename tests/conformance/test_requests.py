@@ -9,8 +9,8 @@ test asserts the exact set of differences, so a change on either side is noticed
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
