@@ -132,12 +132,15 @@ class Pair:
         return _request(self.clients[server], method, path, **kwargs)
 
     def watch_events(self, server: str, path: str, *, resource_version: str,
-                     timeout_seconds: int = 1) -> Iterator[dict[str, Any]]:
+                     timeout_seconds: int = 1, label_selector: str | None = None
+                     ) -> Iterator[dict[str, Any]]:
         """The events of a watch from ``resource_version`` until the server ends it at
         ``timeoutSeconds`` (an error answer is one event holding the Status)."""
         status, text = _raw(self.clients[server], "GET", path.replace("{ns}", self.namespace),
                             query={"watch": "true", "resourceVersion": resource_version,
-                                   "timeoutSeconds": str(timeout_seconds)})
+                                   "timeoutSeconds": str(timeout_seconds),
+                                   **({"labelSelector": label_selector}
+                                      if label_selector else {})})
         if status != 200:
             yield {"type": "HTTP", "status": status, "object": json.loads(text)}
             return

@@ -40,6 +40,9 @@ _WATCH_410 = ("the real server serves old resourceVersions from its watch cache 
               "compact(), which the real one cannot be made to do on demand")
 _DEFAULT_SA = ("the real serviceaccount controller creates the 'default' ServiceAccount in each "
                "namespace; the embedded server runs no such controller")
+_SA_ADMISSION = ("the real ServiceAccount admission plugin adds the projected token volume "
+                 "kube-api-access-<random> and its mount; the embedded server runs no admission "
+                 "plugins")
 _ENV = ".spec.template.spec.containers[0].env"
 _STATUS_FIELDS = (".apiVersion", ".code", ".details", ".kind", ".message", ".metadata",
                   ".reason", ".status", ".text")
@@ -55,6 +58,8 @@ KNOWN: dict[str, dict[str, str]] = {
     "create 400 kind mismatch": {".message": _KIND_MISMATCH},
     "watch 410 gone": {".": _WATCH_410},
     "list serviceaccounts": {".items": _DEFAULT_SA},
+    "create pod": {".spec.containers[0].volumeMounts": _SA_ADMISSION,
+                   ".spec.volumes": _SA_ADMISSION},
 }
 """Request kind -> {path of a difference: why it stays}. Mirrors docs/embedded-apiserver.md."""
 
@@ -347,3 +352,32 @@ def test_thanos_parent_and_children(pair: Pair) -> None:
 
 def test_namespace_service_accounts(pair: Pair) -> None:
     check("list serviceaccounts", pair.both("GET", "/api/v1/namespaces/{ns}/serviceaccounts"))
+
+
+def test_pod_from_a_builders_template(pair: Pair) -> None:
+    template = builder_objects(pair.namespace)["deployment"][1]["spec"]["template"]
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {**template["metadata"], "name": "web"}, "spec": template["spec"]}
+    check("create pod", pair.both("POST", "/api/v1/namespaces/{ns}/pods", body=pod))
+
+
+def test_watch_with_label_selector(pair: Pair) -> None:
+    start = {name: pair.on(name, "GET", CM).body["metadata"]["resourceVersion"]
+             for name in pair.servers}
+    _create(pair, CM, _configmap("in"))
+    _create(pair, CM, _configmap("out") | {"metadata": {"name": "out"}})
+    pair.both("PATCH", f"{CM}/in", content_type=MERGE, body={"metadata": {"labels": None}})
+    pair.both("PATCH", f"{CM}/out", content_type=MERGE,
+              body={"metadata": {"labels": {"app": "conf"}}})
+    events = {name: list(pair.watch_events(name, CM, resource_version=start[name],
+                                           label_selector="app=conf"))
+              for name in pair.servers}
+    check("watch labelSelector", {name: Answer(status=200, body=evs)
+                                  for name, evs in events.items()})
+
+
+def test_namespace_deletion(pair: Pair) -> None:
+    _create(pair, CM, _configmap("cm"))
+    check("delete namespace", pair.both("DELETE", "/api/v1/namespaces/{ns}"))
+    gone = {name: _until(pair, name, "/api/v1/namespaces/{ns}", _gone) for name in pair.servers}
+    check("namespace after deletion", gone)
