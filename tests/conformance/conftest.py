@@ -47,3 +47,5 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     if covered:
         terminalreporter.write_line(
             f"conformance: {len(covered)} request kinds compared on both servers")
+        if terminalreporter.config.option.verbose > 0:
+            terminalreporter.write_line("  " + "; ".join(sorted(covered)))
