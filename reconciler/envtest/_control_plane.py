@@ -68,6 +68,23 @@ def _write_private(path: Path, text: str) -> None:
         handle.write(text)
 
 
+def _write_kubeconfig(path: Path, *, url: str, ca_pem: bytes, user: str,
+                      credentials: Mapping[str, str]) -> Path:
+    config = {
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": "optk-envtest", "cluster": {
+            "server": url, "certificate-authority-data": base64.b64encode(ca_pem).decode(),
+        }}],
+        "users": [{"name": user, "user": dict(credentials)}],
+        "contexts": [{"name": "optk-envtest", "context": {
+            "cluster": "optk-envtest", "user": user, "namespace": "default",
+        }}],
+        "current-context": "optk-envtest", "preferences": {},
+    }
+    _write_private(path, yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
 class ControlPlane:
     """A real Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager) for tests.
 
@@ -288,20 +305,8 @@ class ControlPlane:
 
     def _write_kubeconfig(self, path: Path, user: str, credentials: Mapping[str, str]) -> Path:
         assert self._pki is not None
-        config = {
-            "apiVersion": "v1", "kind": "Config",
-            "clusters": [{"name": "optk-envtest", "cluster": {
-                "server": self.url,
-                "certificate-authority-data": base64.b64encode(self._pki.ca_pem).decode(),
-            }}],
-            "users": [{"name": user, "user": dict(credentials)}],
-            "contexts": [{"name": "optk-envtest", "context": {
-                "cluster": "optk-envtest", "user": user, "namespace": "default",
-            }}],
-            "current-context": "optk-envtest", "preferences": {},
-        }
-        _write_private(path, yaml.safe_dump(config, sort_keys=False))
-        return path
+        return _write_kubeconfig(path, url=self.url, ca_pem=self._pki.ca_pem, user=user,
+                                 credentials=credentials)
 
     def kubeconfig_for(self, user: str, groups: Iterable[str] = ()) -> Path:
         """A kubeconfig for ``user`` in ``groups`` (not an admin unless a group makes it one).
