@@ -93,7 +93,7 @@ class Cluster:
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """``(type, object)`` events of a watch from ``resource_version``, until cancelled."""
         self.own["watch"] += 1
-        url = f"{self.url}{path}?watch=1&allowWatchBookmarks=false&resourceVersion={resource_version}"
+        url = f"{self.url}{path}?watch=1&resourceVersion={resource_version}"
         async with self.session.get(url, timeout=aiohttp.ClientTimeout(total=None)) as response:
             if response.status >= 400:
                 raise HarnessError(method="WATCH", path=path, status=response.status,
