@@ -13,7 +13,9 @@ is stopped when it returns or fails.
 from __future__ import annotations
 
 import asyncio
+import os
 import random
+import signal
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -73,6 +75,11 @@ class Options:
     seed: int = 14
     drift_gap: float = 0.2
     """Seconds between a repair and the next drift (drifts are apart in real clusters)."""
+    converge_only: bool = False
+    """Stop after the convergence (profiling runs)."""
+    profile: Path | None = None
+    """Run the operator under ``py-spy record`` writing raw stacks here (profiling runs)."""
+    """Seconds between a repair and the next drift (drifts are apart in real clusters)."""
     converge_timeout: float = 120.0
 
 
@@ -125,6 +132,20 @@ class Probe:
 def fleet_verbs(counts: Mapping[str, Any]) -> dict[str, int]:
     """The server's requests by verb, as ints."""
     return {str(k): int(v) for k, v in dict(counts.get("byVerb") or {}).items()}
+
+
+def _child_pid(pid: int) -> int:
+    """The first child of ``pid`` (the operator under py-spy), once it exists (bounded)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        except OSError:
+            children = []
+        if children:
+            return int(children[0])
+        time.sleep(0.01)
+    raise RuntimeError(f"py-spy (pid {pid}) started no operator within 30 s")
 
 
 def _by_resource(after: Any, before: Any) -> dict[str, int]:
@@ -215,9 +236,14 @@ async def _measure(
         base = await cluster.server_counts()
         base_counts = fleet_verbs(base)
         base_own = dict(cluster.own)
+        argv = list(peer.argv)
+        if options.profile is not None:
+            argv = [str(Path(sys.executable).parent / "py-spy"), "record", "--format", "raw",
+                    "--rate", "250", "--nonblocking", "--gil", "-o", str(options.profile), "--", *argv]
         spawned = time.monotonic()
-        process = processes.start(peer.name, peer.argv, env=peer.env)
-        probe = Probe(cluster, process.pid)
+        process = processes.start(peer.name, argv, env=peer.env)
+        pid = process.pid if options.profile is None else _child_pid(process.pid)
+        probe = Probe(cluster, pid)
         converging = asyncio.create_task(watch.converged(timeout=options.converge_timeout))
         while not converging.done():
             processes.check_alive(peer.name, process)
@@ -235,6 +261,13 @@ async def _measure(
             converge_requests_by_resource=_by_resource(breakdown, base.get("breakdown") or ()),
             converge_cpu_per_child_ms=round(cpu * 1000 / max(1, len(watch.desired)), 3),
         )
+        if options.converge_only:
+            figures["peak_rss_mib"] = round(peak_rss_bytes(pid) / 2**20, 1)
+            if options.profile is not None:
+                os.kill(pid, signal.SIGTERM)  # py-spy writes its file once the child exits
+                process.wait(timeout=60)
+            processes.stop(process)
+            return figures
         await probe.quiet(timeout=30 + options.size * 0.05)
 
         before = await probe.snapshot()
@@ -302,8 +335,8 @@ async def _measure(
             spec_change_writes=fleet.writes(spec), spec_change_requests_by_verb=spec,
             spec_change_cpu_s=spec_cpu,
         )
-        figures["peak_rss_mib"] = round(peak_rss_bytes(process.pid) / 2**20, 1)
-        figures["total_cpu_s"] = round(cpu_seconds(process.pid), 3)
+        figures["peak_rss_mib"] = round(peak_rss_bytes(pid) / 2**20, 1)
+        figures["total_cpu_s"] = round(cpu_seconds(pid), 3)
         processes.stop(process)
         return figures
     finally:

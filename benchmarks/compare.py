@@ -25,12 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import _fleet as fleet
+from benchmarks._profile import summarize as summarize_profile
 from benchmarks._scenario import RESYNC_SECONDS, Options, run_scenario
 
 PEERS = ("ours", "kopf")
 HEADLINE = (
     ("converge_wall_s", "converge: wall time (s)"),
     ("converge_cpu_s", "converge: operator CPU (s)"),
+    ("converge_cpu_ms_per_extra_parent", "converge: CPU per extra parent (ms)"),
     ("converge_requests_total", "converge: requests"),
     ("peak_rss_mib", "peak RSS (MiB)"),
     ("steady_requests", "steady state: requests"),
@@ -91,7 +93,29 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
                 if isinstance(value, int | float)
             }
         figures[str(size)] = entry
+    _marginal(figures)
     return figures
+
+
+def _marginal(figures: dict[str, Any]) -> None:
+    """Add ``converge_cpu_ms_per_extra_parent``: the convergence CPU slope from the smallest size
+    (start-up and imports cancel out), per peer, and its ratio."""
+    sizes = sorted(int(size) for size in figures)
+    if len(sizes) < 2:
+        return
+    smallest = figures[str(sizes[0])]
+    for size in sizes[1:]:
+        entry = figures[str(size)]
+        for peer in PEERS:
+            low, high = smallest.get(peer), entry.get(peer)
+            if low and high and low.get("converge_cpu_s") is not None:
+                slope = (high["converge_cpu_s"] - low["converge_cpu_s"]) / (size - sizes[0])
+                high["converge_cpu_ms_per_extra_parent"] = round(slope * 1000, 2)
+        if "ratio" in entry and "ours" in entry and "kopf" in entry:
+            entry["ratio"]["converge_cpu_ms_per_extra_parent"] = fleet.ratio(
+                entry["ours"].get("converge_cpu_ms_per_extra_parent"),
+                entry["kopf"].get("converge_cpu_ms_per_extra_parent"),
+            )
 
 
 def table(figures: dict[str, Any]) -> str:
@@ -117,6 +141,30 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def profile(sizes: list[int], chosen: list[str], out: Path) -> int:
+    """Profile each peer's convergence under py-spy; write one text summary per peer and size."""
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="optk-profile-") as scratch:
+        for size in sizes:
+            for peer in chosen:
+                workdir = Path(scratch) / f"{peer}-{size}"
+                workdir.mkdir()
+                raw = workdir / "profile.raw"
+                figures = run_scenario(peer, Options(
+                    size=size, converge_only=True, profile=raw,
+                    converge_timeout=60.0 + 0.3 * size,
+                ), workdir)
+                title = (f"py-spy record --rate 250 --nonblocking --gil: {peer}, cold start to "
+                         f"convergence, N={size} parents ({size * 10} children); under the "
+                         f"profiler: {figures['converge_wall_s']} s wall, "
+                         f"{figures['converge_cpu_s']} s CPU; Python {platform.python_version()},"
+                         f" {os.cpu_count()} CPUs")
+                path = out / f"profile-{peer}-converge-n{size}.txt"
+                path.write_text(summarize_profile(raw.read_text(), title=title))
+                print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """The command line; returns the exit code."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.compare", description=__doc__)
@@ -128,6 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="one JSON object on the last line")
     parser.add_argument("--out", default=None, help="also write the JSON to this file")
     parser.add_argument("--plot", action="store_true", help="draw PNGs into docs/benchmarks/")
+    parser.add_argument("--profile", default=None, metavar="DIR",
+                        help="instead: profile each peer's convergence with py-spy and write "
+                             "profile-<peer>-converge-n<N>.txt summaries into DIR")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     chosen = [p for p in args.peers.split(",") if p]
@@ -135,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--peers takes {', '.join(PEERS)}; --sizes positive integers")
     if "kopf" in chosen and _version("kopf") == "not installed":
         parser.error("kopf is not installed: pip install -e '.[bench]'")
+    if args.profile:
+        return profile(sizes, chosen, Path(args.profile))
     runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="optk-compare-") as scratch:
         for size in sizes:
