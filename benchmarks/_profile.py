@@ -3,8 +3,8 @@
 ``summarize(raw_text)`` reads py-spy's ``--format raw`` output (collapsed stacks, one
 ``frame;frame;... count`` per line, root first) and returns the top functions by self samples
 (the frame on top of the stack), by inclusive samples (anywhere on the stack, counted once per
-stack; thread and import plumbing left out), and the self samples grouped by package (the first part of each frame's file path), each
-with its share of all samples. Pure: no I/O.
+stack; thread and import plumbing left out), and the self samples grouped by package (the first
+part of each frame's file path), each with its share of all samples. Pure: no I/O.
 """
 
 from __future__ import annotations

@@ -239,7 +239,8 @@ async def _measure(
         argv = list(peer.argv)
         if options.profile is not None:
             argv = [str(Path(sys.executable).parent / "py-spy"), "record", "--format", "raw",
-                    "--rate", "250", "--nonblocking", "--gil", "-o", str(options.profile), "--", *argv]
+                    "--rate", "250", "--nonblocking", "--gil", "-o", str(options.profile),
+                    "--", *argv]
         spawned = time.monotonic()
         process = processes.start(peer.name, argv, env=peer.env)
         pid = process.pid if options.profile is None else _child_pid(process.pid)
