@@ -73,7 +73,8 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
     for size in sorted({run["size"] for run in runs}):
         entry: dict[str, Any] = {}
         for peer in PEERS:
-            mine = [run["figures"] for run in runs if run["size"] == size and run["peer"] == peer]
+            mine = [run["figures"] for run in runs
+                    if run["size"] == size and run["peer"] == peer and "figures" in run]
             if not mine:
                 continue
             numbers = {
@@ -168,7 +169,9 @@ def profile(sizes: list[int], chosen: list[str], out: Path) -> int:
 def main(argv: list[str] | None = None) -> int:
     """The command line; returns the exit code."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.compare", description=__doc__)
-    parser.add_argument("--sizes", default="10,100", help="parent counts (default 10,100)")
+    parser.add_argument("--sizes", default="10,100",
+                        help="parent counts (default 10,100; the embedded server's /24 service "
+                             "range holds at most 126 parents of this shape)")
     parser.add_argument("--repeats", type=int, default=1, help="runs per operator and size")
     parser.add_argument("--peers", default=",".join(PEERS), help="ours,kopf (default both)")
     parser.add_argument("--steady-seconds", type=float, default=10.0)
@@ -200,12 +203,21 @@ def main(argv: list[str] | None = None) -> int:
                                       drifts=min(max(0, args.drifts), 1000),
                                       converge_timeout=60.0 + 0.3 * size)
                     started = time.monotonic()
-                    figures = run_scenario(peer, options, workdir)
+                    try:
+                        figures = run_scenario(peer, options, workdir)
+                    except Exception as error:  # recorded in the JSON; the other runs go on
+                        print(f"{peer} N={size} repeat {repeat}: FAILED: {error}",
+                              file=sys.stderr, flush=True)
+                        runs.append({"peer": peer, "size": size, "repeat": repeat,
+                                     "error": f"{type(error).__name__}: {error}"[:2000]})
+                        continue
                     print(f"{peer} N={size} repeat {repeat}: converged in "
                           f"{figures['converge_wall_s']} s, run {time.monotonic() - started:.0f} s",
                           file=sys.stderr, flush=True)
                     runs.append({"peer": peer, "size": size, "repeat": repeat,
                                  "figures": figures})
+                    if args.out:  # partial results survive an interrupted run
+                        Path(args.out).write_text(json.dumps({"runs": runs}, indent=1) + "\n")
     figures = summarize(runs)
     result = {
         "benchmark": "compare",
@@ -236,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"wrote {path}", file=sys.stderr)
     if args.json:
         print(json.dumps(result, separators=(",", ":")))
-    return 0
+    return 1 if any("error" in run for run in runs) else 0
 
 
 if __name__ == "__main__":
