@@ -50,7 +50,7 @@ def _apis() -> dict[str, Any]:
     """The typed APIs by kind, loaded from the kubeconfig once."""
     with _api_lock:
         if not _api:
-            kubernetes.config.load_kube_config()
+            kubernetes.config.load_kube_config()  # type: ignore[no-untyped-call]
             client = kubernetes.client.ApiClient()
             apps = kubernetes.client.AppsV1Api(client)
             core = kubernetes.client.CoreV1Api(client)
@@ -94,23 +94,24 @@ def _owner(body: Mapping[str, Any]) -> tuple[str, str] | None:
 
 
 @kopf.index(*PARENT)
-def parents(namespace: str, name: str, body: kopf.Body, **_: Any) -> dict[Any, Any]:
+def parents(*, namespace: str | None, name: str, body: kopf.Body, **_: Any) -> dict[Any, Any]:
     """Every Thanos parent by ``(namespace, name)``."""
     return {(namespace, name): body}
 
 
-def _index_children(body: kopf.Body, **_: Any) -> dict[Any, Any] | None:
+def _index_children(*, body: kopf.Body, **_: Any) -> dict[Any, Any] | None:
     owner = _owner(body)
     return {owner: body} if owner is not None else None
 
 
-children = _index_children
 for _group, _version, _plural in CHILD_RESOURCES:
-    children = kopf.index(_group, _version, _plural, labels=SELECTOR, id="children")(children)
+    kopf.index(_group, _version, _plural, labels=SELECTOR, id="children")(_index_children)
 
 
-def ensure(body: Mapping[str, Any], index: kopf.Index[Any, Any]) -> int:
+def ensure(body: Mapping[str, Any], index: kopf.Index[Any, Any] | None) -> int:
     """Write whatever the parent's children lack; returns how many writes it made."""
+    if index is None:
+        raise RuntimeError("kopf passed no 'children' index to the handler")
     meta = body["metadata"]
     steps = plan.plan(body, index.get((meta["namespace"], meta["name"]), []))
     for step in steps:
@@ -121,21 +122,28 @@ def ensure(body: Mapping[str, Any], index: kopf.Index[Any, Any]) -> int:
 @kopf.on.resume(*PARENT)
 @kopf.on.create(*PARENT)
 @kopf.on.update(*PARENT)
-def reconcile(body: kopf.Body, children: kopf.Index[Any, Any], **_: Any) -> None:
+def reconcile(
+    *, body: kopf.Body, children: kopf.Index[Any, Any] | None = None, **_: Any
+) -> None:
     """Create or repair every child of a new, changed or (at start) existing parent."""
     ensure(body, children)
 
 
 @kopf.timer(*PARENT, interval=RESYNC_SECONDS, initial_delay=RESYNC_SECONDS)
-def resync(body: kopf.Body, children: kopf.Index[Any, Any], **_: Any) -> None:
+def resync(
+    *, body: kopf.Body, children: kopf.Index[Any, Any] | None = None, **_: Any
+) -> None:
     """The periodic resync: the same as ``reconcile``, from the indexes only."""
     ensure(body, children)
 
 
-def repair(type: str | None, body: kopf.Body, parents: kopf.Index[Any, Any], **_: Any) -> None:
+def repair(
+    *, type: str | None, body: kopf.Body, parents: kopf.Index[Any, Any] | None = None,
+    **_: Any,
+) -> None:
     """A labelled child changed or went away: rebuild it from its parent and fix any drift."""
     owner = _owner(body)
-    if owner is None:
+    if owner is None or parents is None:
         return
     found = list(parents.get(owner, []))
     if not found:
