@@ -58,7 +58,7 @@ def peers(kubeconfig: Path) -> dict[str, Peer]:
         "kopf": Peer(
             name="kopf",
             argv=[sys.executable, "-m", "kopf", "run", "--standalone", "--all-namespaces",
-                  "-m", "benchmarks.peers.kopf_thanos"],
+                  "-m", "benchmarks.peers.kopf_thanos.handlers"],
             env={"KUBECONFIG": str(kubeconfig),
                  "KOPF_THANOS_RESYNC_SECONDS": str(RESYNC_SECONDS)},
         ),

@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
                      "resync_interval_s": RESYNC_SECONDS},
             "kopf": {"name": "kopf", "version": _version("kopf"),
                      "client": f"kubernetes {_version('kubernetes')}",
-                     "operator": "benchmarks.peers.kopf_thanos (kopf run --standalone -A)",
+                     "operator": "benchmarks.peers.kopf_thanos.handlers (kopf run --standalone -A)",
                      "resync_interval_s": RESYNC_SECONDS},
         },
         "python": platform.python_version(),
