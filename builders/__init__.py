@@ -29,6 +29,7 @@ from builders._compose import (
 )
 from builders._convert import is_client_model, to_plain, to_plain_object
 from builders._errors import BuilderError, BuildError, InvalidSpecError
+from builders._identity import ObjectRef, identity_of, stamp_identity
 from builders._names import (
     COMPONENT_LABEL,
     INSTANCE_LABEL,
@@ -38,7 +39,6 @@ from builders._names import (
     PART_OF_LABEL,
     VERSION_LABEL,
     child_name,
-    identity_of,
     is_dns1035_label,
     is_dns1123_label,
     is_dns1123_subdomain,
@@ -118,6 +118,7 @@ __all__ = [
     "DesiredState",
     "InvalidSpecError",
     "KubeObject",
+    "ObjectRef",
     "ResourceBuilder",
     "SchemaValidationError",
     "ShouldUpdate",
@@ -168,6 +169,7 @@ __all__ = [
     "service",
     "service_account",
     "service_port",
+    "stamp_identity",
     "standard_labels",
     "statefulset",
     "subject",
