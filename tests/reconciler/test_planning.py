@@ -65,7 +65,8 @@ def test_missing_is_created_with_the_annotation_of_the_object_as_built() -> None
     p = plan(None, cm(a="1"))
     assert p.action is PlanAction.CREATE
     assert p.ref == ObjectRef(api_version="v1", kind="ConfigMap", name="c", namespace="ns")
-    assert p.body is not None and p.writes
+    assert p.body is not None
+    assert p.writes
     assert get_last_applied(p.body) == cm(a="1")
     assert "resourceVersion" not in p.body["metadata"]
 
@@ -172,7 +173,8 @@ def test_before_update_output_is_compared_but_not_recorded() -> None:
     state = PRESENT.with_hooks(before_update=lambda cur, d: {**d, "data": {"a": "hooked"}})
     p = plan(stored(cm(a="1")), cm(a="1"), state)
     assert p.action is PlanAction.PATCH
-    assert p.body is not None and p.body["data"] == {"a": "hooked"}
+    assert p.body is not None
+    assert p.body["data"] == {"a": "hooked"}
 
 
 # -- ABSENT -------------------------------------------------------------------------------------
@@ -294,12 +296,14 @@ _states = st.sampled_from([
 def _execute(model: dict[str, Any] | None, p: ChildPlan) -> dict[str, Any] | None:
     """The plan done by a tiny server: what the object is afterwards."""
     if p.action is PlanAction.CREATE:
-        assert model is None and p.body is not None
+        assert model is None
+        assert p.body is not None
         created = copy.deepcopy(dict(p.body))
         created["metadata"] = {**created["metadata"], "uid": "new", "resourceVersion": "1"}
         return created
     if p.action is PlanAction.PATCH:
-        assert model is not None and p.body is not None
+        assert model is not None
+        assert p.body is not None
         assert p.body["metadata"]["resourceVersion"] == model["metadata"]["resourceVersion"]
         patched = apply_patch(model, p.body, patch_type=p.patch_type)
         rv = str(int(model["metadata"]["resourceVersion"]) + 1)
@@ -319,7 +323,8 @@ def test_after_executing_a_plan_the_next_plan_is_unchanged(
     after = _execute(live, first)
     second = plan(after, desired, state, adopt=adopt)
     if second.action is PlanAction.SKIP:  # terminal: not ours, or being deleted
-        assert first.action is PlanAction.SKIP and after == live
+        assert first.action is PlanAction.SKIP
+        assert after == live
         assert not second.writes
         return
     assert second.action is PlanAction.UNCHANGED, (first, second)
