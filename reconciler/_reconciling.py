@@ -243,19 +243,17 @@ class ResourceReconciler:
         Failures raise the ``reconciler`` error tree (``ImmutableFieldError`` for a refused
         immutable change; the last ``ConflictError`` when retries run out).
         """
-        desired = _checked(obj, state)
-        ref = ObjectRef.of(desired)
+        desired, ref = _checked(obj, state)
         with recording() as calls:
             if live is _UNKNOWN:
                 live = self.reader.get(ref.api_version, ref.kind, ref.name,
                                        namespace=ref.namespace)
             run = _Execution(
-                self, desired, state, owner_uid=owner_uid,
+                self, desired, ref, state, calls, owner_uid=owner_uid,
                 adopt=self.adopt if adopt is None else adopt,
                 recreate=self.recreate if recreate is None else recreate,
             )
-            result = run.execute(run.plan(live))
-        return attrs.evolve(result, api_calls=tuple(calls))
+            return run.execute(run.plan(live))
 
     def plan(
         self,
@@ -268,11 +266,10 @@ class ResourceReconciler:
     ) -> ChildPlan:
         """The plan ``reconcile_resource`` would execute first, without executing it (reads
         only: the live object unless given, and a custom kind's CRD schema once)."""
-        desired = _checked(obj, state)
-        ref = ObjectRef.of(desired)
+        desired, ref = _checked(obj, state)
         if live is _UNKNOWN:
             live = self.reader.get(ref.api_version, ref.kind, ref.name, namespace=ref.namespace)
-        run = _Execution(self, desired, state, owner_uid=owner_uid,
+        run = _Execution(self, desired, ref, state, [], owner_uid=owner_uid,
                          adopt=self.adopt if adopt is None else adopt, recreate=self.recreate)
         return run.plan(live)
 
@@ -284,7 +281,7 @@ class ResourceReconciler:
             return None
 
 
-def _checked(obj: KubeObject | object, state: DesiredState) -> KubeObject:
+def _checked(obj: KubeObject | object, state: DesiredState) -> tuple[KubeObject, ObjectRef]:
     if is_client_model(obj):  # an official model at the public edge
         obj = to_plain_object(obj)
     if not isinstance(obj, Mapping):
@@ -294,7 +291,7 @@ def _checked(obj: KubeObject | object, state: DesiredState) -> KubeObject:
     ref = ObjectRef.of(obj)
     if not ref.name or not ref.kind or not ref.api_version:
         raise ValueError(f"object {ref} lacks apiVersion, kind or metadata.name")
-    return obj
+    return obj, ref
 
 
 class _Execution:
@@ -304,7 +301,9 @@ class _Execution:
         self,
         owner: ResourceReconciler,
         desired: KubeObject,
+        ref: ObjectRef,
         state: DesiredState,
+        calls: list[ApiCall],
         *,
         owner_uid: str | None,
         adopt: bool,
@@ -314,7 +313,9 @@ class _Execution:
         self.client = owner.client
         self.desired = desired
         self.state = state
-        self.ref = ObjectRef.of(desired)
+        self.ref = ref
+        self.calls = calls
+        """The recording of this call: every request so far (results carry a copy)."""
         self.owner_uid = owner_uid
         self.adopt = adopt
         self.recreate = recreate
@@ -341,7 +342,8 @@ class _Execution:
         requeue = plan.requeue if requeue is None else requeue
         return ReconcileResult(
             action=_RESULTS[plan.action] if action is None else action, ref=self.ref,
-            diff=plan.diff, requeue_after=self.r.deleting_requeue if requeue else None,
+            diff=plan.diff, api_calls=tuple(self.calls),
+            requeue_after=self.r.deleting_requeue if requeue else None,
             reason=plan.reason if reason is None else reason,
             live=plan.live if live is _UNKNOWN else live, dry_run=self.r.dry_run,
         )
