@@ -13,7 +13,6 @@ is never counted twice.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -55,16 +54,20 @@ def _open() -> list[list[ApiCall]]:
     return stack
 
 
-@contextlib.contextmanager
-def recording() -> Iterator[list[ApiCall]]:
+class recording:
     """Collect the requests counted on this thread inside the block, in order."""
-    stack = _open()
-    calls: list[ApiCall] = []
-    stack.append(calls)
-    try:
-        yield calls
-    finally:
-        stack.pop()
+
+    __slots__ = ("calls",)
+
+    def __init__(self) -> None:
+        self.calls: list[ApiCall] = []
+
+    def __enter__(self) -> list[ApiCall]:
+        _open().append(self.calls)
+        return self.calls
+
+    def __exit__(self, *exc: object) -> None:
+        _open().pop()
 
 
 def _record(verb: str, ref: ObjectRef) -> None:

@@ -179,6 +179,7 @@ def plan_child(
     match_options: Sequence[Any] = (),
     crd_schema: Mapping[str, Any] | None = None,
     raced: bool = False,
+    ref: ObjectRef | None = None,
 ) -> ChildPlan:
     """The plan that brings ``live`` (None: missing) to ``desired`` in ``state``.
 
@@ -186,9 +187,11 @@ def plan_child(
     ``adopt`` writes objects that are not. ``match_options`` and ``crd_schema`` go to
     ``calculate_patch``. ``raced`` says the executor's create found the name taken (``live`` is
     what it read then): a CREATED object made by someone else is left as it is, and a name that
-    is free again is retried later instead of at once.
+    is free again is retried later instead of at once. ``ref`` is ``ObjectRef.of(desired)``
+    when the caller has it already.
     """
-    ref = ObjectRef.of(desired)
+    if ref is None:
+        ref = ObjectRef.of(desired)
     if state.is_absent:
         return _plan_absent(ref, live, state, owner_uid=owner_uid, adopt=adopt)
     if live is None:

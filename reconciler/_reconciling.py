@@ -327,7 +327,7 @@ class _Execution:
         return plan_child(
             live=live, desired=self.desired, state=self.state, owner_uid=self.owner_uid,
             adopt=self.adopt, match_options=self.r.match_options, crd_schema=schema,
-            raced=raced,
+            raced=raced, ref=self.ref,
         )
 
     def result(
