@@ -34,7 +34,7 @@ __all__ = [
     "stamp_identity",
 ]
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, cache_hash=True)
 class ObjectRef:
     """The identity of one object: apiVersion, kind, namespace (None when cluster-scoped), name.
 
