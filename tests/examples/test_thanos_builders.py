@@ -247,7 +247,8 @@ def test_the_switch_builds_with_the_served_state() -> None:
 
 
 PUBLIC_FACADES = {"builders", "builders.composition", "builders.convert", "builders.names",
-                  "builders.objects", "builders.schemas", "builders.testing", "objectmatcher",
+                  "builders.objects", "builders.schemas", "builders.specs", "builders.testing",
+                  "objectmatcher",
                   "reconciler", "reconciler.embedded"}
 
 
