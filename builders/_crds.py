@@ -79,7 +79,7 @@ def _type_schema(tp: Any, *, spec: str, field: str) -> dict[str, Any]:
     if shape == "optional":
         return _type_schema(args[0], spec=spec, field=field)
     if shape == "spec":
-        return schema_for(args[0])
+        return _object_schema(args[0])
     if shape in ("list", "tuple"):
         return {"type": "array", "items": _type_schema(args[0], spec=spec, field=f"{field}[]")}
     if shape == "dict":
@@ -99,6 +99,14 @@ def _type_schema(tp: Any, *, spec: str, field: str) -> dict[str, Any]:
 
 def schema_for(cls: type) -> dict[str, Any]:
     """The structural OpenAPI v3 schema of spec class ``cls`` (an object schema)."""
+    try:
+        return _object_schema(cls)
+    except RecursionError:  # a structural schema cannot refer to itself
+        raise UnsupportedSpecTypeError(spec=cls.__name__, field="",
+                                       reason="the class contains itself") from None
+
+
+def _object_schema(cls: type) -> dict[str, Any]:
     properties: dict[str, Any] = {}
     required: list[str] = []
     for f in fields_of(cls):
