@@ -61,7 +61,7 @@ def _run_plan(args: argparse.Namespace) -> int:
 
 
 def _run_operator(args: argparse.Namespace) -> int:
-    from reconciler._operators import run_command
+    from reconciler._running import run_command
 
     try:
         return run_command(args.target, kubeconfig=args.kubeconfig, embedded=args.embedded,
