@@ -1,6 +1,7 @@
 """Typed specs: conversion both ways, the generated schema, and its round trip through a server.
 
-The round trip runs on the embedded API server (``kube_api``): the generated CRD is installed,
+The round trip runs on the embedded API server and, when kube assets are found, on a real
+control plane (``kube_api`` in ``both_servers`` tests): the generated CRD is installed,
 custom resources made from generated specs are created and read back, and the server must accept
 what the class accepts, reject what it rejects and default what it defaults.
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import json
+import time
 from typing import Any, Literal
 
 import attrs
@@ -230,10 +232,23 @@ def test_plural_defaults(kind: str, plural: str) -> None:
 
 # -- the round trip through the embedded API server -----------------------------------------------
 
+def _established(client: KubernetesClient, name: str, *, timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        crd = client.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
+        conditions = (crd.get("status") or {}).get("conditions") or ()
+        if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
+            return True
+        time.sleep(0.05)
+    return False
+
+
 @pytest.fixture(scope="module")
 def apps(kube_api: EmbeddedApiServer) -> Any:
+    """A client of ``kube_api`` with the App CRD installed and Established (both servers)."""
     client = KubernetesClient(kube_api.api_client())
     client.create(CRD)
+    assert _established(client, CRD["metadata"]["name"])
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "specs-roundtrip"}}
     client.create(namespace)
     yield client
@@ -253,6 +268,7 @@ ROUND_TRIP = settings(max_examples=40, deadline=None,
                                              HealthCheck.too_slow])
 
 
+@pytest.mark.both_servers
 @ROUND_TRIP
 @given(spec_instances(AppSpec))
 def test_the_server_accepts_every_generated_spec_and_keeps_it(apps: Any, spec: AppSpec) -> None:
@@ -263,6 +279,7 @@ def test_the_server_accepts_every_generated_spec_and_keeps_it(apps: Any, spec: A
 SERVER_DEFAULTED = ["replicas", "mode", "tier", "args", "ports", "labels", "limits"]
 
 
+@pytest.mark.both_servers
 @ROUND_TRIP
 @given(spec_instances(AppSpec), st.data())
 def test_the_server_defaults_what_the_class_defaults(apps: Any, spec: AppSpec,
@@ -290,6 +307,7 @@ BREAKS = {
 }
 
 
+@pytest.mark.both_servers
 @ROUND_TRIP
 @given(spec_instances(AppSpec), st.sampled_from(sorted(BREAKS)), st.data())
 def test_the_server_rejects_what_the_class_rejects(apps: Any, spec: AppSpec, field: str,
