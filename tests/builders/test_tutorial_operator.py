@@ -34,6 +34,7 @@ def test_the_property_test_passes(tutorial: dict[str, Any]) -> None:
     tutorial["test_website_builders_keep_every_invariant"]()
 
 
+@pytest.mark.both_servers
 def test_the_run_on_the_embedded_server_passes(
     tutorial: dict[str, Any], kube_api: EmbeddedApiServer, kube_namespace: str
 ) -> None:
