@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import enum
+import functools
 import re
 import types
 import typing
@@ -75,6 +76,8 @@ def spec_field(
     them; ``min_items``/``max_items`` a list's length. ``name`` is the JSON key (default: the
     attribute name in camelCase). Values are checked on construction too.
     """
+    if factory is not None and default is not attrs.NOTHING:
+        raise TypeError("spec_field: give default or factory, not both")
     info = FieldInfo(
         description=description, pattern=pattern, minimum=minimum, maximum=maximum,
         min_length=min_length, max_length=max_length, min_items=min_items, max_items=max_items,
@@ -117,7 +120,13 @@ class SpecField:
 
 
 def fields_of(cls: type) -> tuple[SpecField, ...]:
-    """The fields of spec class ``cls``, types resolved; raises UnsupportedSpecTypeError."""
+    """The fields of spec class ``cls``, types resolved (once per class, cached); raises
+    UnsupportedSpecTypeError."""
+    return _fields_of(cls)
+
+
+@functools.cache
+def _fields_of(cls: Any) -> tuple[SpecField, ...]:
     if not (isinstance(cls, type) and attrs.has(cls)):
         raise UnsupportedSpecTypeError(spec=repr(cls), field="", reason="not an attrs class")
     try:
