@@ -690,7 +690,7 @@ def default_service(obj: dict[str, Any], ctx: ServerContext, *, creating: bool =
             _allocate_node_ports(spec, ctx, creating=creating)
     except Invalid:
         # Nothing of a rejected Service stays allocated.
-        ctx.allocated_cluster_ips.intersection_update(ips_before)
+        ctx.restore_cluster_ips(ips_before)
         ctx.allocated_node_ports.intersection_update(ports_before)
         raise
     spec.setdefault("ipFamilies", ["IPv4"])
