@@ -78,9 +78,9 @@ def spec(parent: Mapping[str, Any]) -> ThanosSpec:
     return b.spec_of(parent, ThanosSpec)
 
 
-def block(parent: Mapping[str, Any], kind: ComponentKind) -> Component | None:
-    """The parent's block for ``kind``, or None when the component is switched off."""
-    value: Component | None = getattr(spec(parent), kind.attribute)
+def block(typed: ThanosSpec, kind: ComponentKind) -> Component | None:
+    """The spec's block for ``kind``, or None when the component is switched off."""
+    value: Component | None = getattr(typed, kind.attribute)
     return value
 
 
@@ -100,7 +100,9 @@ def _ports(kind: ComponentKind) -> dict[str, int]:
     return {"http": kind.http_port, **({"grpc": GRPC_PORT} if kind.grpc else {})}
 
 
-def _args(parent: Mapping[str, Any], kind: ComponentKind, config: Component) -> list[str]:
+def _args(
+    parent: Mapping[str, Any], kind: ComponentKind, typed: ThanosSpec, config: Component
+) -> list[str]:
     args = [
         "store" if kind is STORE_GATEWAY else kind.component,
         f"--log.level={config.log_level}",
@@ -113,26 +115,26 @@ def _args(parent: Mapping[str, Any], kind: ComponentKind, config: Component) -> 
         args += [
             f"--endpoint=dnssrv+_grpc._tcp.{_service_host(parent, other)}"
             for other in (STORE_GATEWAY, RULE)
-            if block(parent, other) is not None
+            if block(typed, other) is not None
         ]
     if kind is QUERY_FRONTEND:
         args.append(
             f"--query-frontend.downstream-url=http://{_service_host(parent, QUERY)}:{HTTP_PORT}"
         )
-    if kind is RULE and block(parent, QUERY) is not None:
+    if kind is RULE and block(typed, QUERY) is not None:
         args.append(f"--query={_service_host(parent, QUERY)}:{HTTP_PORT}")
     if kind.stateful:
         args.append("--data-dir=/var/thanos/data")
-        if spec(parent).object_storage_secret:
+        if typed.object_storage_secret:
             args.append(f"--objstore.config-file={OBJSTORE_PATH}/objstore.yml")
     return args
 
 
 @b.resource_builder
-def workload(parent: Mapping[str, Any], kind: ComponentKind) -> dict[str, Any]:
+def workload(parent: Mapping[str, Any], kind: ComponentKind, typed: ThanosSpec) -> dict[str, Any]:
     """The component's Deployment, or StatefulSet (with a data volume claim) if it is stateful."""
-    config = block(parent, kind) or (StorageComponent() if kind.stateful else Component())
-    secret = spec(parent).object_storage_secret if kind.stateful else None
+    config = block(typed, kind) or (StorageComponent() if kind.stateful else Component())
+    secret = typed.object_storage_secret if kind.stateful else None
     mounts = (
         [objects.volume_mount(name="data", mount_path="/var/thanos/data")] if kind.stateful else []
     )
@@ -142,8 +144,8 @@ def workload(parent: Mapping[str, Any], kind: ComponentKind) -> dict[str, Any]:
         )
     container = objects.container(
         name="thanos",
-        image=spec(parent).image,
-        args=_args(parent, kind, config),
+        image=typed.image,
+        args=_args(parent, kind, typed, config),
         ports=_ports(kind),
         liveness_probe=objects.probe(port="http", path="/-/healthy"),
         readiness_probe=objects.probe(port="http", path="/-/ready"),
@@ -183,9 +185,9 @@ def service(parent: Mapping[str, Any], kind: ComponentKind) -> dict[str, Any]:
 
 
 @b.resource_builder
-def ingress(parent: Mapping[str, Any], kind: ComponentKind) -> dict[str, Any]:
+def ingress(parent: Mapping[str, Any], kind: ComponentKind, typed: ThanosSpec) -> dict[str, Any]:
     """The component's Ingress for ``<block>.ingress.host`` (only built when that is set)."""
-    config = block(parent, kind)
+    config = block(typed, kind)
     settings = config.ingress if isinstance(config, ServingComponent) else None
     if settings is None:
         raise ValueError(f"{kind.key} asks for no Ingress")
@@ -213,25 +215,33 @@ def service_monitor(parent: Mapping[str, Any], kind: ComponentKind) -> dict[str,
 
 
 def component(
-    parent: Mapping[str, Any], kind: ComponentKind, *, service_monitors: bool
+    parent: Mapping[str, Any],
+    kind: ComponentKind,
+    *,
+    service_monitors: bool,
+    typed: ThanosSpec | None = None,
 ) -> b.Component:
-    """One component's children: PRESENT (with defaults) when its block is there, else ABSENT."""
-    config = block(parent, kind)
+    """One component's children: PRESENT (with defaults) when its block is there, else ABSENT.
+
+    ``typed`` is the parent's spec when the caller already converted it (else converted here).
+    """
+    typed = spec(parent) if typed is None else typed
+    config = block(typed, kind)
     on = config is not None
     items: list[b.ResourceBuilder] = [
-        b.present_if(on, workload(parent, kind)),
+        b.present_if(on, workload(parent, kind, typed)),
         b.present_if(on, service(parent, kind)),
     ]
     if kind.exposable:
         wants_ingress = isinstance(config, ServingComponent) and config.ingress is not None
         items.append(
-            ingress(parent, kind) if wants_ingress else b.absent(
+            ingress(parent, kind, typed) if wants_ingress else b.absent(
                 "networking.k8s.io/v1", "Ingress", name=_name(parent, kind),
                 namespace=parent["metadata"].get("namespace"),
             )
         )
     if service_monitors:
-        monitored = on and spec(parent).service_monitors
+        monitored = on and typed.service_monitors
         items.append(b.present_if(monitored, service_monitor(parent, kind)))
     return b.Component(name=kind.component, builders=items)
 
@@ -242,6 +252,8 @@ def build(parent: Mapping[str, Any], *, service_monitors: bool = False) -> list[
     ``service_monitors`` says whether the ServiceMonitor kind is served; when it is not, no
     ServiceMonitor is built at all (not even an ABSENT stub: there is nothing to delete).
     """
-    return b.compose(
-        *(component(parent, kind, service_monitors=service_monitors) for kind in COMPONENTS)
-    )
+    typed = spec(parent)  # converted and validated once per build
+    return b.compose(*(
+        component(parent, kind, service_monitors=service_monitors, typed=typed)
+        for kind in COMPONENTS
+    ))
