@@ -6,7 +6,9 @@ once when ``parent_needs_reconcile`` or its grid time passed), and queued on a c
 ``parent_event_triggers`` passes; a child's event is mapped to its parent by controller owner
 reference or ``optk.dev/owner-uid`` and queued when ``child_event_triggers`` passes. Queueing
 coalesces bursts (``Operator.event_coalesce``) and, on a standby, is held instead
-(``reconciler._standby``). The resync ConfigMap's events replace the schedule's policy. The rules
+(``reconciler._standby``). With sharding, a parent carrying the drain mark for this shard is
+queued at once, whatever changed, so a worker acknowledges it (``reconciler._shards``). The
+resync ConfigMap's events replace the schedule's policy. The rules
 themselves are pure functions in ``reconciler._triggers``.
 """
 
@@ -70,6 +72,10 @@ class EventRouter:
             rt.stats.triggers["parent-deleted"] += 1
             if not rt.standby.holds(key):
                 rt.queue.add(key)
+            return
+        if rt.shards is not None and rt.shards.releasing(new):
+            rt.stats.triggers["drain"] += 1
+            rt.queue.add(key)  # a worker acknowledges once no reconcile of it runs
             return
         if event_type == "ADDED" and old is None:  # first sight: startup, or a new parent
             self.first_sight(key, new)
