@@ -3,13 +3,14 @@ and helpers to read what the replicas did."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from reconciler import KubernetesClient, NotFoundError
+from reconciler import AlreadyExistsError, KubernetesClient, NotFoundError
 from reconciler._sharding import SHARD_LABEL
 from tests.sharding.sample import API_VERSION, ITEM_CRD
 
@@ -18,10 +19,8 @@ from tests.sharding.sample import API_VERSION, ITEM_CRD
 def shard_client(kube_api: Any) -> KubernetesClient:
     """A ``KubernetesClient`` with the Item CRD installed."""
     kube = KubernetesClient(kube_api.api_client())
-    try:
+    with contextlib.suppress(AlreadyExistsError):  # installed by an earlier test
         kube.create(ITEM_CRD)
-    except Exception:  # installed by an earlier test of the session
-        pass
     assert wait_until(lambda: kube.is_served(API_VERSION, "Item"))
     return kube
 

@@ -43,13 +43,15 @@ def replicas(kube_api: Any, kube_namespace: str) -> Iterator[dict[str, OperatorR
 
 def cached_parents(runtime: OperatorRuntime) -> set[str]:
     """The names of the parents in a runtime's cache."""
-    return {name for _, name in runtime.parents.cache.keys()}
+    keys = runtime.parents.cache.keys()  # a snapshot: the cache is not iterable
+    return {name for _, name in keys}
 
 
 def cached_children(runtime: OperatorRuntime) -> set[str]:
     """The names of the ConfigMaps in a runtime's child cache."""
     informer = runtime.informers.informer("v1", "ConfigMap")
-    return set() if informer is None else {name for _, name in informer.cache.keys()}
+    keys = [] if informer is None else informer.cache.keys()
+    return {name for _, name in keys}
 
 
 def test_three_replicas_converge_take_over_and_rebalance(
