@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from builders import compose
 from builders.composition import evaluate
+from builders.names import MANAGED_BY_LABEL, OWNER_UID_LABEL
 from reconciler._clients import ClusterClient, KubeObject
 from reconciler._clocks import Clock
 from reconciler._errors import ApiError, ConflictError, NotFoundError
@@ -363,7 +364,9 @@ class Shards:
         self.elector: LeaderElector | None = None
         self._lock = threading.Lock()
         self._stopping = False
+        self._adopt: set[ParentKey] = set()
         self.releases = 0
+        self.adopted = 0
 
     # --- the owner's side --------------------------------------------------------------------
 
@@ -391,6 +394,56 @@ class Shards:
         self._runtime.metrics.shards.releases.inc()
         _log.info("[%s/%s] released to the assigner", meta.get("namespace"), meta.get("name"))
         return True
+
+    def moved_in(self, key: ParentKey, parent: KubeObject) -> bool:
+        """Whether a parent first seen now, after the initial list, came from another shard
+        (it was reconciled before: it has a status); it is then marked for adoption."""
+        rt = self._runtime
+        if not rt.parents.has_synced or not parent.get("status"):
+            return False
+        with self._lock:
+            self._adopt.add(key)
+        return True
+
+    def take_adoption(self, key: ParentKey) -> bool:
+        """Whether ``key`` waits for adoption (and clear the mark)."""
+        with self._lock:
+            if key in self._adopt:
+                self._adopt.discard(key)
+                return True
+            return False
+
+    def adopt(self, parent: KubeObject) -> set[tuple[str, str]]:
+        """Label a moved-in parent's children with this shard (one LIST per child type by
+        owner uid, one PATCH per child still labelled otherwise), so that this replica's child
+        informers see them; returns the child types. A child left over is relabelled by the
+        parent's next reconcile (its desired state carries the label)."""
+        meta = meta_of(parent)
+        client = self._runtime.client
+        op = self._runtime.operator
+        selector = f"{MANAGED_BY_LABEL}={op.name},{OWNER_UID_LABEL}={meta.get('uid')}"
+        types = self.child_types(parent)
+        for api_version, kind in sorted(types):
+            try:
+                namespace = meta.get("namespace") if client.is_namespaced(
+                    api_version, kind) else None
+                body = client.list(api_version, kind, namespace=namespace,
+                                   label_selector=selector)
+                for child in body.get("items") or ():
+                    if shard_of(child) == self.shard:
+                        continue
+                    child_meta = child.get("metadata") or {}
+                    client.patch(
+                        api_version, kind, str(child_meta.get("name")),
+                        {"metadata": {"labels": {SHARD_LABEL: self.shard},
+                                      "resourceVersion": child_meta.get("resourceVersion")}},
+                        patch_type=_MERGE, namespace=child_meta.get("namespace"),
+                    )
+                    self.adopted += 1
+            except ApiError as error:
+                _log.warning("[%s/%s] adopting its %s children failed: %s",
+                             meta.get("namespace"), meta.get("name"), kind, error)
+        return types
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -420,6 +473,19 @@ class Shards:
         """Whether this replica runs the assigner now."""
         with self._lock:
             return self.assigner is not None
+
+    def child_types(self, parent: KubeObject) -> set[tuple[str, str]]:
+        """The types of a parent's children: what its (pure) builders produce, and the pruned
+        kinds."""
+        op = self._runtime.operator
+        types = {(str(a), str(k)) for a, k in op.prune}
+        try:
+            for builder in compose(op.build(parent)):
+                obj, _ = evaluate(builder, parent=parent)
+                types.add((str(obj.get("apiVersion")), str(obj.get("kind"))))
+        except Exception as error:  # a build failure is its owner's to report
+            _log.debug("sharding: building %s failed: %s", meta_of(parent).get("name"), error)
+        return types
 
     def _campaign(self) -> None:
         rt = self._runtime

@@ -4,7 +4,8 @@
 ``spec.value``. ``python -m tests.sharding.sample --kubeconfig K --shard ID --namespace NS
 --status FILE`` runs one replica: its client's user agent is ``optk-shard/<ID>`` (so the
 server's request log tells the replicas' writes apart), and every quarter second it writes its
-figures (CPU seconds, peak RSS, cached parents and children, reconciles, drains acknowledged,
+figures (CPU seconds, peak RSS, cached parents and children (and, on the replica that runs the
+assigner, the parents and Leases it caches), reconciles, drains acknowledged,
 whether it runs the assigner and what the assigner did) as JSON to FILE. SIGTERM stops it
 gracefully; ``kill -9`` is a crash. The integration test and ``benchmarks.sharding`` use it.
 """
@@ -94,13 +95,15 @@ def figures(runtime: OperatorRuntime) -> dict[str, Any]:
     shards = runtime.shards
     assert shards is not None
     assigner = shards.assigner
+    assigned = 0 if assigner is None else (len(assigner.parents.cache.keys())
+                                           + len(assigner.leases.cache.keys()))
     return {
         "shard": shards.shard, "pid": os.getpid(), "time": time.time(),
         "cpu_s": usage.ru_utime + usage.ru_stime,
         "peak_rss_mb": usage.ru_maxrss / 1024.0,
         "rss_mb": _rss_mb(),
         "cached_parents": parents, "cached_children": children,
-        "cached_objects": parents + children,
+        "cached_objects": parents + children + assigned, "assigner_cached": assigned,
         "reconciles": sum(runtime.stats.reconciles.values()),
         "releases": shards.releases, "idle": runtime.idle, "ready": runtime.ready,
         "leading": assigner is not None,
