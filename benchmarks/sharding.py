@@ -10,7 +10,9 @@ written and labelled alike; then a steady-state window follows.
 - ``per_replica``: for "1", "2", "3" replicas, the median replica's ``cpu_s`` (convergence plus
   the steady window), ``peak_rss_mb`` and ``cached_objects`` (its parents and children, plus on
   the replica running the assigner the parents and Leases the assigner caches), with the split
-  ``cpu_converge_s``/``cpu_steady_s``, the convergence seconds and requests per replica.
+  ``cpu_converge_s``/``cpu_steady_s``, the convergence seconds and requests per replica, and the
+  same without the interpreter's start (``cpu_work_s``: CPU after the imports;
+  ``peak_rss_above_base_mb``: peak RSS above the RSS before the runtime started).
 - ``takeover_s``: with 3 replicas, ``kill -9`` of one that does not run the assigner, the seconds
   until none of the parents is labelled with its shard (``lease_duration_s`` is the bound);
   ``takeover_converged_s`` until its parents' children carry their new owners' labels.
@@ -179,6 +181,9 @@ def run_phase(server: EmbeddedApiServer, client: KubernetesClient, *, replicas: 
                 "cpu_converge_s": round(a.get("cpu_s", 0.0), 3),
                 "cpu_steady_s": round(b.get("cpu_s", 0.0) - a.get("cpu_s", 0.0), 3),
                 "peak_rss_mb": round(b.get("peak_rss_mb", 0.0), 1),
+                "cpu_work_s": round(b.get("cpu_s", 0.0) - b.get("base", {}).get("cpu_s", 0.0), 3),
+                "peak_rss_above_base_mb": round(
+                    b.get("peak_rss_mb", 0.0) - b.get("base", {}).get("rss_mb", 0.0), 1),
                 "cached_objects": b.get("cached_objects", 0),
                 "cached_parents": b.get("cached_parents", 0),
                 "reconciles": b.get("reconciles", 0),
@@ -188,7 +193,8 @@ def run_phase(server: EmbeddedApiServer, client: KubernetesClient, *, replicas: 
             entry["requests"] = requests.get(entry["shard"], 0)
         median = {key: statistics.median(f[key] for f in figures)
                   for key in ("cpu_s", "cpu_converge_s", "cpu_steady_s", "peak_rss_mb",
-                              "cached_objects", "requests")}
+                              "cached_objects", "requests", "cpu_work_s",
+                              "peak_rss_above_base_mb")}
         result = {"converge_s": round(converge, 2), "median": median, "replicas": figures}
         if failover:
             result.update(_failover(server, client, namespace, running, parents=parents,
@@ -255,6 +261,8 @@ def run(*, parents: int, steady: float, lease: float) -> dict[str, Any]:
                             "cpu_converge_s": p["median"]["cpu_converge_s"],
                             "cpu_steady_s": p["median"]["cpu_steady_s"],
                             "requests": p["median"]["requests"],
+                            "cpu_work_s": p["median"]["cpu_work_s"],
+                            "peak_rss_above_base_mb": p["median"]["peak_rss_above_base_mb"],
                             "converge_s": p["converge_s"]}
                         for n, p in phases.items()},
         "replicas": {n: p["replicas"] for n, p in phases.items()},
@@ -283,8 +291,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     for n, figures in result["per_replica"].items():
         print(f"{n} replica(s), {result['parents']} parents: median replica "
-              f"{figures['cpu_s']} CPU s ({figures['cpu_converge_s']} converging), "
-              f"{figures['peak_rss_mb']} MB peak RSS, {figures['cached_objects']} cached objects, "
+              f"{figures['cpu_s']} CPU s ({figures['cpu_converge_s']} converging, "
+              f"{figures['cpu_work_s']} after start), "
+              f"{figures['peak_rss_mb']} MB peak RSS ({figures['peak_rss_above_base_mb']} above "
+              f"base), {figures['cached_objects']} cached objects, "
               f"{figures['requests']} requests; converged in {figures['converge_s']} s")
     print(f"takeover after kill -9: {result['takeover_s']} s (lease "
           f"{result['lease_duration_s']} s), converged {result['takeover_converged_s']} s; "

@@ -86,8 +86,9 @@ def make_operator(
     )
 
 
-def figures(runtime: OperatorRuntime) -> dict[str, Any]:
-    """What the replica reports: resources, caches, work and the assigner's counters."""
+def figures(runtime: OperatorRuntime, base: dict[str, float] | None = None) -> dict[str, Any]:
+    """What the replica reports: resources (and ``base``, those before the runtime started,
+    i.e. the interpreter and its imports), caches, work and the assigner's counters."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     children = sum(len(informer.cache.keys()) for key in runtime.informers.types()
                    if (informer := runtime.informers.informer(*key)) is not None)
@@ -101,7 +102,7 @@ def figures(runtime: OperatorRuntime) -> dict[str, Any]:
         "shard": shards.shard, "pid": os.getpid(), "time": time.time(),
         "cpu_s": usage.ru_utime + usage.ru_stime,
         "peak_rss_mb": usage.ru_maxrss / 1024.0,
-        "rss_mb": _rss_mb(),
+        "rss_mb": _rss_mb(), "base": base or {},
         "cached_parents": parents, "cached_children": children,
         "cached_objects": parents + children + assigned, "assigner_cached": assigned,
         "reconciles": sum(runtime.stats.reconciles.values()),
@@ -140,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
                              replicas_hint=args.replicas_hint, workers=args.workers)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    base = {"cpu_s": usage.ru_utime + usage.ru_stime, "rss_mb": _rss_mb()}
     runtime = operator.start(KubernetesClient(api), identity=args.shard,
                              environ={"OPTK_SHARD_ID": args.shard})
     status = Path(args.status)
@@ -150,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
                 lost = True
                 break
             temp = status.with_suffix(".tmp")
-            temp.write_text(json.dumps(figures(runtime)))
+            temp.write_text(json.dumps(figures(runtime, base)))
             temp.replace(status)
             stop.wait(0.25)
     finally:
