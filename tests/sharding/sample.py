@@ -68,7 +68,7 @@ def build(parent: Any) -> Sequence[ResourceBuilder]:
 
 def make_operator(
     *, namespace: str, name: str = "shards", lease_duration: float = 2.0,
-    replicas_hint: int | None = None, workers: int = 4,
+    replicas_hint: int | None = None, workers: int = 4, heartbeat: float | None = None,
 ) -> Operator:
     """The sharded Item operator watching ``namespace``, with short leases for tests."""
     renew_deadline = lease_duration * 0.7
@@ -76,7 +76,7 @@ def make_operator(
     return Operator(
         api_version=API_VERSION, kind="Item", build=build, name=name, namespace=namespace,
         events=False, workers=workers, install=[ITEM_CRD],
-        resync=ResyncPolicy(heartbeat=None),
+        resync=ResyncPolicy(heartbeat=heartbeat),
         leader_election=LeaderElection(namespace=namespace, lease_duration=lease_duration,
                                        renew_deadline=renew_deadline, retry_period=period),
         sharding=Sharding(namespace=namespace, lease_duration=lease_duration,

@@ -23,11 +23,12 @@ LEASE = 2.0
 PARENTS = 30
 
 
-def start_replica(kube_api: Any, namespace: str, shard: str) -> OperatorRuntime:
+def start_replica(kube_api: Any, namespace: str, shard: str, **options: Any) -> OperatorRuntime:
     """One replica: its own ApiClient (user agent ``optk-shard/<shard>``) and runtime."""
     api = kube_api.api_client()
     api.user_agent = f"{USER_AGENT_PREFIX}{shard}"
-    operator = make_operator(namespace=namespace, lease_duration=LEASE, replicas_hint=3)
+    options.setdefault("replicas_hint", 3)
+    operator = make_operator(namespace=namespace, lease_duration=LEASE, **options)
     return operator.start(KubernetesClient(api), identity=shard,
                           environ={"OPTK_SHARD_ID": shard})
 
@@ -112,6 +113,39 @@ def test_three_replicas_converge_take_over_and_rebalance(
 
     # never two replicas writing the children (or status) of one parent at once
     assert overlapping_writers(kube_api.request_log()) == {}
+
+
+def test_graceful_leave_per_shard_heartbeats_and_metrics(
+    kube_api: Any, kube_namespace: str, shard_client: KubernetesClient,
+    replicas: dict[str, OperatorRuntime],
+) -> None:
+    ns, client = kube_namespace, shard_client
+    for shard in ("a", "b"):
+        replicas[shard] = start_replica(kube_api, ns, shard, replicas_hint=2, heartbeat=0.5)
+    for index in range(12):
+        client.create(item(ns, f"q{index:02d}"))
+    assert wait_until(lambda: converged(client, ns, live={"a", "b"}), 20), owners(client, ns)
+    # one heartbeat Lease per shard
+    assert wait_until(lambda: {"shards-resync-a", "shards-resync-b"} <= {
+        lease["metadata"]["name"] for lease in client.list(
+            "coordination.k8s.io/v1", "Lease", namespace=ns).get("items") or ()}, 10)
+    leader = next(rt for rt in replicas.values() if rt.shards and rt.shards.leading)
+    counts = {s: sum(v == s for v in owners(client, ns).values()) for s in "ab"}
+    def exposed() -> bool:
+        text = leader.metrics.exposition().decode()
+        return all(f'optk_shard_parents{{controller="shards",shard="{s}"}} {float(n)}' in text
+                   for s, n in counts.items())
+    assert wait_until(exposed, 10), leader.metrics.exposition().decode()
+    # a graceful stop releases the Lease: its parents move at once, not after a lease
+    other = next(s for s, rt in replicas.items() if rt is not leader)
+    replicas.pop(other).stop(5.0)
+    stopped = time.monotonic()
+    assert wait_until(lambda: set(owners(client, ns).values()) == {leader.shards.shard
+                                                                   if leader.shards else ""},
+                      4 * LEASE)
+    assert time.monotonic() - stopped < LEASE
+    assert wait_until(lambda: converged(client, ns, live={str(
+        leader.shards.shard if leader.shards else "")}), 10)
 
 
 def overlapping_writers(log: list[Any]) -> dict[str, list[str]]:
