@@ -101,7 +101,7 @@ def figures(runtime: OperatorRuntime, base: dict[str, float] | None = None) -> d
     return {
         "shard": shards.shard, "pid": os.getpid(), "time": time.time(),
         "cpu_s": usage.ru_utime + usage.ru_stime,
-        "peak_rss_mb": usage.ru_maxrss / 1024.0,
+        "peak_rss_mb": _peak_rss_mb() or usage.ru_maxrss / 1024.0,
         "rss_mb": _rss_mb(), "base": base or {},
         "cached_parents": parents, "cached_children": children,
         "cached_objects": parents + children + assigned, "assigner_cached": assigned,
@@ -114,6 +114,18 @@ def figures(runtime: OperatorRuntime, base: dict[str, float] | None = None) -> d
             "live": sorted(assigner.live),
         },
     }
+
+
+def _peak_rss_mb() -> float:
+    """This process's peak RSS (``VmHWM``; ``ru_maxrss`` keeps the forking parent's peak across
+    ``exec``, so it would report the benchmark's memory, not the replica's)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0.0
 
 
 def _rss_mb() -> float:
