@@ -16,6 +16,7 @@ import pytest
 
 from reconciler import KubernetesClient
 from reconciler._runtime import OperatorRuntime
+from reconciler.embedded import Faults
 from tests.sharding.conftest import converged, item, owners, wait_until
 from tests.sharding.sample import USER_AGENT_PREFIX, make_operator
 
@@ -168,3 +169,26 @@ def overlapping_writers(log: list[Any]) -> dict[str, list[str]]:
         if not sequence or sequence[-1] != agent:
             sequence.append(agent)
     return {p: seq for p, seq in writers.items() if len(seq) != len(set(seq))}
+
+
+def test_a_replica_that_cannot_renew_its_lease_stops_before_the_lease_expires(
+    kube_api: Any, kube_namespace: str, shard_client: KubernetesClient,
+    replicas: dict[str, OperatorRuntime],
+) -> None:
+    """Lease renewals fail (the replica is cut off from the Leases, its other requests pass):
+    it stops itself within the renew deadline, before the assigner would move its parents."""
+    ns, client = kube_namespace, shard_client
+    replicas["a"] = start_replica(kube_api, ns, "a", replicas_hint=1)
+    client.create(item(ns, "solo"))
+    assert wait_until(lambda: converged(client, ns, live={"a"}), 20)
+    runtime = replicas["a"]
+    sharding = runtime.operator.sharding
+    assert sharding is not None
+    cut = Faults(error_rate=1.0, error_code=503, verbs={"update"},
+                 resources={"leases.coordination.k8s.io"})
+    with kube_api.faults(cut):
+        started = time.monotonic()
+        assert wait_until(lambda: runtime.finished, 3 * LEASE)
+        stopped = time.monotonic() - started
+    assert stopped < sharding.lease_duration, stopped
+    assert stopped >= sharding.renew_deadline - sharding.renew_period, stopped
