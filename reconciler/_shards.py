@@ -220,6 +220,8 @@ class Shards:
                          meta.get("namespace"), meta.get("name"), error)
             return False
         self._runtime.parents.cache.remove(parent)  # out of our selector now
+        with self._lock:
+            self._adopt.discard((str(meta.get("namespace") or ""), str(meta.get("name"))))
         self.releases += 1
         self._runtime.metrics.shards.releases.inc()
         _log.info("[%s/%s] released to the assigner", meta.get("namespace"), meta.get("name"))
