@@ -44,6 +44,7 @@ from reconciler._reconciling import (
 from reconciler._recording import RecordingClient
 from reconciler._resyncs import DEFAULT_RESYNC_INTERVAL, RESYNC_ANNOTATION, ResyncPolicy
 from reconciler._runtime import OperatorRuntime
+from reconciler._sharding import Sharding
 from reconciler._stores import IndexedCache
 from reconciler._triggers import REQUESTED_AT_ANNOTATION
 from reconciler.testing import VirtualClock
@@ -97,6 +98,7 @@ __all__ = [
     "ResourceReconciler",
     "ResyncPolicy",
     "ServerError",
+    "Sharding",
     "StatusCause",
     "TokenBucket",
     "TooManyRequestsError",
