@@ -138,6 +138,7 @@ class OperatorRuntime:
     def start(self) -> OperatorRuntime:
         """Start informers, timer, health server and (when leading, or without election) workers."""
         self._install()
+        self._await_installed_kinds()
         if self.shards is not None:
             self.shards.start()
         if self.elector is None:
@@ -304,6 +305,29 @@ class OperatorRuntime:
         self.resync.beat_now()  # a new leader records its heartbeat at once
         if self.elector is not None:
             self.metrics.set_leader(self.elector.config.name, True)
+
+    def _await_installed_kinds(self, timeout: float = 60.0) -> None:
+        """Return once every kind a CRD of ``install`` defines is served (bounded).
+
+        A real API server serves a new CRD's kind a moment after the CRD is created (about 2 s
+        here); waiting means a caller may create parents as soon as ``start()`` returns.
+        """
+        kinds = [
+            (f"{spec.get('group')}/{version.get('name')}", str(spec.get("names", {}).get("kind")))
+            for obj in self.operator.install
+            if obj.get("kind") == "CustomResourceDefinition"
+            for spec in [obj.get("spec") or {}]
+            for version in spec.get("versions") or ()
+            if version.get("served", True)
+        ]
+        deadline = self.clock.monotonic() + timeout
+        for api_version, kind in kinds:
+            while not self._inner.is_served(api_version, kind):
+                if self.clock.monotonic() >= deadline:
+                    _log.warning("%s %s is not served %.0fs after its CRD was installed",
+                                 kind, api_version, timeout)
+                    return
+                self.clock.sleep(0.1)
 
     def _install(self) -> None:
         for obj in self.operator.install:
