@@ -1,17 +1,17 @@
 """``make demo``: the Thanos operator end to end against the embedded API server, as a check.
 
 ``python -m examples.thanos.demo [--timeout SECONDS] [--json] [--verbose] [--real]`` starts an
-``EmbeddedApiServer`` (with ``--real``: a ``reconciler.envtest.ControlPlane``, the real kube-
-apiserver and garbage collector, binaries from ``OPTK_KUBE_ASSETS``), starts the operator in this
-process (which installs the Thanos CRD), applies two ``Thanos`` parents and then drives the cluster
-through DESIGN.md section 8: the children converge; drift (a deleted Service, a hand-scaled
+``EmbeddedApiServer`` (with ``--real``: a ``reconciler.envtest.ControlPlane``, the real
+kube-apiserver and garbage collector, binaries from ``OPTK_KUBE_ASSETS``), starts the operator in
+this process (which installs the Thanos CRD), applies two ``Thanos`` parents and then drives the
+cluster through DESIGN.md section 8: the children converge; drift (a deleted Service, a hand-scaled
 Deployment, a removed label) is repaired; a component is switched off and on; the ServiceMonitor CRD
 appears and ServiceMonitors follow; a forced resync of every parent in the steady state writes
 nothing; a deleted parent's children are garbage-collected. Each step waits, with a bound, until the
 cluster holds exactly what the builders say (``objectmatcher.calculate_patch`` finds nothing to
 change), and prints a timestamped line. The summary counts objects, reconciles and API writes (the
-server's ``request_counts()``). The exit code is 0 only when every step converged and the steady-
-state resync wrote nothing, so the demo is also a test (``tests/examples/test_demo.py``).
+server's ``request_counts()``). The exit code is 0 only when every step converged and the
+steady-state resync wrote nothing, so the demo is also a test (``tests/examples/test_demo.py``).
 """
 
 from __future__ import annotations
