@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import copy
 import functools
+import ipaddress
 import random
 from collections.abc import Mapping
 from typing import Any
@@ -689,11 +690,18 @@ def default_service(obj: dict[str, Any], ctx: ServerContext, *, creating: bool =
             _allocate_node_ports(spec, ctx, creating=creating)
     except Invalid:
         # Nothing of a rejected Service stays allocated.
-        ctx.allocated_cluster_ips.intersection_update(ips_before)
+        ctx.restore_cluster_ips(ips_before)
         ctx.allocated_node_ports.intersection_update(ports_before)
         raise
     spec.setdefault("ipFamilies", ["IPv4"])
     spec.setdefault("ipFamilyPolicy", "SingleStack")
+
+
+def _in_network(text: str, network: ipaddress.IPv4Network) -> bool:
+    try:
+        return ipaddress.IPv4Address(text) in network
+    except ValueError:
+        return False
 
 
 def _allocate_cluster_ip(spec: dict[str, Any], ctx: ServerContext, *, creating: bool) -> None:
@@ -701,12 +709,11 @@ def _allocate_cluster_ip(spec: dict[str, Any], ctx: ServerContext, *, creating: 
     if not cluster_ip:
         cluster_ip = ctx.allocate_cluster_ip()
     elif creating and cluster_ip != "None":
-        prefix = ctx.service_cidr_prefix
         problem = ""
-        if not str(cluster_ip).startswith(prefix):
+        if not _in_network(str(cluster_ip), ctx.service_network):
             problem = (
                 f"the provided IP ({cluster_ip}) is not in the valid range. The range of valid "
-                f"IPs is {prefix}0/24"
+                f"IPs is {ctx.service_cidr}"
             )
         elif cluster_ip in ctx.allocated_cluster_ips:
             problem = "provided IP is already allocated"

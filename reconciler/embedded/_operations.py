@@ -288,8 +288,7 @@ class Operations:
         return invalid(rt, str(_meta(obj).get("name") or ""), causes=exc.causes)
 
     def _restore_allocations(self, allocated: set[str]) -> None:
-        self.context.allocated_cluster_ips.clear()
-        self.context.allocated_cluster_ips.update(allocated)
+        self.context.restore_cluster_ips(allocated)
 
     def _commit(
         self, rt: ResourceType, obj: dict[str, Any], *, event_type: str,
