@@ -99,7 +99,8 @@ def test_the_operator_process_builds_children_and_follows_the_servicemonitor_crd
                    "metadata": {"name": "metrics", "namespace": "team"},
                    "spec": {"query": {}}})
     eventually(lambda: exists(client, "apps/v1", "Deployment", "metrics-query"), "the Deployment")
-    assert exists(client, "v1", "Service", "metrics-query")
+    # the children are written one after the other: the Service may follow the Deployment
+    eventually(lambda: exists(client, "v1", "Service", "metrics-query"), "the Service")
 
     client.create(SERVICE_MONITOR_CRD)
     eventually(
