@@ -63,7 +63,6 @@ def _builders(objs: list[dict[str, Any]]) -> list[ResourceBuilder]:
 
 
 @pytest.mark.both_servers
-@pytest.mark.both_servers
 def test_from_synced_informers_only_child_writes_are_requests(
     client: KubernetesClient, parent_api: str, ns: str, requests: Callable[[], Requests],
 ) -> None:
