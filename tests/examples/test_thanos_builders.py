@@ -262,7 +262,7 @@ def test_the_switch_builds_with_the_served_state() -> None:
 PUBLIC_FACADES = {"builders", "builders.composition", "builders.convert", "builders.names",
                   "builders.objects", "builders.schemas", "builders.specs", "builders.testing",
                   "objectmatcher",
-                  "reconciler", "reconciler.embedded"}
+                  "reconciler", "reconciler.embedded", "reconciler.envtest"}
 
 
 def test_the_example_imports_only_public_facades() -> None:
