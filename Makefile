@@ -4,6 +4,15 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
+# The real control plane's binaries (docs/envtest.md): ../shared/kube-assets when it exists, so
+# `make test` runs the real-server tier here; elsewhere it is skipped in one line.
+KUBE_ASSETS := $(abspath ../shared/kube-assets)
+ifeq ($(origin OPTK_KUBE_ASSETS),undefined)
+ifneq ($(wildcard $(KUBE_ASSETS)),)
+export OPTK_KUBE_ASSETS := $(KUBE_ASSETS)
+endif
+endif
+
 .PHONY: test lint typecheck layers pytest demo clean bench
 
 $(BIN)/python:

@@ -74,8 +74,16 @@ def translate(request: WatchRequest, event: StoredEvent) -> tuple[str, Mapping[s
     if new_match:
         return ("ADDED", event.obj)
     if old_match:
-        return ("DELETED", event.obj)
+        return ("DELETED", _previous_at(event.old, event.obj))
     return None
+
+
+def _previous_at(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> Mapping[str, Any]:
+    # a real server's "left the selector" DELETED carries the last matching state, at the
+    # event's resourceVersion (found by tests/conformance)
+    old = old or new
+    version = (new.get("metadata") or {}).get("resourceVersion")
+    return {**old, "metadata": {**(old.get("metadata") or {}), "resourceVersion": version}}
 
 
 def _line(event_type: str, obj: Mapping[str, Any]) -> bytes:

@@ -20,6 +20,7 @@ from reconciler.embedded import EmbeddedApiServer
 from tests.embedded.helpers import configmap
 
 
+@pytest.mark.both_servers
 def test_create_get_list_share_one_increasing_resource_version(
     core: kubernetes.client.CoreV1Api, kube_namespace: str
 ) -> None:
@@ -36,6 +37,7 @@ def test_create_get_list_share_one_increasing_resource_version(
     assert int(listed.metadata.resource_version) >= int(second.metadata.resource_version)
 
 
+@pytest.mark.both_servers
 def test_duplicate_create_is_already_exists(
     core: kubernetes.client.CoreV1Api, kube_namespace: str
 ) -> None:
@@ -48,6 +50,7 @@ def test_duplicate_create_is_already_exists(
     assert 'configmaps \\"dup\\" already exists' in caught.value.body
 
 
+@pytest.mark.both_servers
 def test_stale_update_is_conflict_and_unconditional_update_is_allowed(
     core: kubernetes.client.CoreV1Api, kube_namespace: str
 ) -> None:
@@ -67,6 +70,7 @@ def test_stale_update_is_conflict_and_unconditional_update_is_allowed(
     assert again.data == {"k": "4"}
 
 
+@pytest.mark.both_servers
 def test_no_op_update_keeps_the_resource_version(
     core: kubernetes.client.CoreV1Api, kube_namespace: str
 ) -> None:
@@ -79,6 +83,7 @@ def test_no_op_update_keeps_the_resource_version(
     assert int(changed.metadata.resource_version) > int(created.metadata.resource_version)
 
 
+@pytest.mark.both_servers
 def test_missing_object_and_missing_namespace_are_not_found(
     core: kubernetes.client.CoreV1Api, kube_namespace: str
 ) -> None:
@@ -91,6 +96,7 @@ def test_missing_object_and_missing_namespace_are_not_found(
     assert 'namespaces \\"no-such-namespace\\" not found' in str(caught.value.body)
 
 
+@pytest.mark.both_servers
 def test_watch_sees_added_modified_deleted(
     core: kubernetes.client.CoreV1Api, kube_namespace: str
 ) -> None:
@@ -139,6 +145,7 @@ def test_refuses_a_non_loopback_host_unless_told() -> None:
         EmbeddedApiServer(host="0.0.0.0")
 
 
+@pytest.mark.both_servers
 def test_request_counts_by_verb(
     kube_api: EmbeddedApiServer, core: kubernetes.client.CoreV1Api, kube_namespace: str
 ) -> None:
@@ -154,6 +161,7 @@ def test_request_counts_by_verb(
     assert after["list"] - before["list"] >= 1
 
 
+@pytest.mark.both_servers
 def test_deployment_generation_and_status_subresource(
     apps: kubernetes.client.AppsV1Api, kube_namespace: str
 ) -> None:

@@ -66,7 +66,10 @@ def test_label_selector_watch_sees_objects_enter_and_leave(
     events = _events(raw, f"/api/v1/namespaces/{kube_namespace}/configmaps?watch=1"
                           f"&resourceVersion={start}&labelSelector=p%3Dtwo&timeoutSeconds=1")
     assert [e["type"] for e in events] == ["ADDED", "MODIFIED", "DELETED"]
-    assert "p" not in (events[-1]["object"]["metadata"].get("labels") or {})
+    # as recorded (watch.json, watchWithLabelSelector): the last matching state, at the new version
+    assert events[-1]["object"]["metadata"]["labels"] == {"p": "two"}
+    assert int(events[-1]["object"]["metadata"]["resourceVersion"]) > int(
+        events[-2]["object"]["metadata"]["resourceVersion"])
 
 
 def test_field_selector_watch(

@@ -62,6 +62,7 @@ def _builders(objs: list[dict[str, Any]]) -> list[ResourceBuilder]:
     return [_present(o) for o in objs]
 
 
+@pytest.mark.both_servers
 def test_from_synced_informers_only_child_writes_are_requests(
     client: KubernetesClient, parent_api: str, ns: str, requests: Callable[[], Requests],
 ) -> None:

@@ -61,6 +61,7 @@ def service(ns: str, name: str, port: int = 80) -> dict[str, Any]:
 # -- PRESENT ---------------------------------------------------------------------------------
 
 
+@pytest.mark.both_servers
 def test_present_creates_with_annotation_then_makes_no_write(
     rr: ResourceReconciler, client: KubernetesClient, requests: Callable[[], Requests], ns: str
 ) -> None:
@@ -79,6 +80,7 @@ def test_present_creates_with_annotation_then_makes_no_write(
     assert second.diff == ()
 
 
+@pytest.mark.both_servers
 def test_user_edit_of_our_field_is_reverted_in_one_patch(
     rr: ResourceReconciler, client: KubernetesClient, requests: Callable[[], Requests], ns: str
 ) -> None:

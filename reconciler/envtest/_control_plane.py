@@ -1,0 +1,381 @@
+"""``ControlPlane``: etcd, kube-apiserver and kube-controller-manager as a context manager.
+
+The surface is ``EmbeddedApiServer``'s (``url``, ``token``, ``kubeconfig_path``, ``api_client()``,
+``request_counts()``) plus ``kubeconfig_for(user, groups)`` for least-privilege tests. Everything
+runs on free loopback ports with a temporary PKI and data directory that are removed on stop;
+every process is stopped (process group, SIGTERM then SIGKILL) on exit, on an exception and on
+Ctrl-C. Request counts come from the API server's audit log (``_audit``).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import secrets
+import shutil
+import socket
+import ssl
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import kubernetes.client
+import yaml
+
+from reconciler.envtest._assets import KubeAssets, find_assets
+from reconciler.envtest._audit import AuditLog
+from reconciler.envtest._errors import ControlPlaneError, StartTimeoutError, UnknownUserError
+from reconciler.envtest._pki import Pki, generate_pki
+from reconciler.envtest._processes import Component
+
+__all__ = ["ADMIN_USER", "ControlPlane"]
+
+ADMIN_USER = "optk-admin"
+"""The user of ``token`` and ``kubeconfig_path`` (group ``system:masters``)."""
+_CONTROLLER_MANAGER_USER = "optk-controller-manager"
+_MARKER_USER = "optk-audit-marker"
+_INTERNAL_USERS = frozenset({"system:apiserver", _CONTROLLER_MANAGER_USER, _MARKER_USER})
+_CONTROLLERS = "garbagecollector,namespace,serviceaccount,serviceaccount-token"
+_ISSUER = "https://kubernetes.default.svc.cluster.local"
+_AUDIT_POLICY = {
+    "apiVersion": "audit.k8s.io/v1", "kind": "Policy",
+    "rules": [{"level": "Metadata", "omitStages": ["RequestReceived"]}],
+}
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _csv_field(value: str) -> str:
+    if any(ch in value for ch in ',"\n'):
+        raise ValueError(f"user or group {value!r} may not contain a comma, quote or newline")
+    return value
+
+
+def _write_private(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+
+
+def _write_kubeconfig(path: Path, *, url: str, ca_pem: bytes, user: str,
+                      credentials: Mapping[str, str]) -> Path:
+    config = {
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": "optk-envtest", "cluster": {
+            "server": url, "certificate-authority-data": base64.b64encode(ca_pem).decode(),
+        }}],
+        "users": [{"name": user, "user": dict(credentials)}],
+        "contexts": [{"name": "optk-envtest", "context": {
+            "cluster": "optk-envtest", "user": user, "namespace": "default",
+        }}],
+        "current-context": "optk-envtest", "preferences": {},
+    }
+    _write_private(path, yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+class ControlPlane:
+    """A real Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager) for tests.
+
+    ``with ControlPlane() as cp:`` starts it (assets from ``assets`` or ``OPTK_KUBE_ASSETS``);
+    ``users`` registers token users (name to groups) before start, since the API server reads its
+    token file only then. ``start_timeout`` bounds each component's start-up.
+    """
+
+    def __init__(
+        self,
+        assets: str | os.PathLike[str] | None = None,
+        *,
+        users: Mapping[str, Iterable[str]] | None = None,
+        start_timeout: float = 60.0,
+    ) -> None:
+        self._assets_arg = assets
+        self._start_timeout = start_timeout
+        self._users: dict[str, tuple[str, tuple[str, ...]]] = {}
+        for user, groups in (users or {}).items():
+            self._users[_csv_field(user)] = (
+                secrets.token_urlsafe(24), tuple(_csv_field(g) for g in groups)
+            )
+        self._token = secrets.token_urlsafe(32)
+        self._cm_token = secrets.token_urlsafe(32)
+        self._marker_token = secrets.token_urlsafe(32)
+        self._workdir: Path | None = None
+        self._pki: Pki | None = None
+        self._port: int | None = None
+        self._components: list[Component] = []
+        self._pids: list[int] = []
+        self._audit: AuditLog | None = None
+        self._kubeconfig: Path | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def __enter__(self) -> ControlPlane:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def start(self) -> ControlPlane:
+        """Start etcd, kube-apiserver and kube-controller-manager; returns once all are ready.
+
+        Any failure (or Ctrl-C) while starting stops what was started and re-raises."""
+        if self._components:
+            return self
+        assets = find_assets(self._assets_arg)
+        try:
+            self._start(assets)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self, assets: KubeAssets) -> None:
+        workdir = Path(tempfile.mkdtemp(prefix="optk-envtest-"))
+        os.chmod(workdir, 0o700)
+        self._workdir = workdir
+        self._pki = pki = generate_pki(workdir)
+        etcd_port, peer_port, self._port = _free_port(), _free_port(), _free_port()
+        etcd_url, peer_url = f"http://127.0.0.1:{etcd_port}", f"http://127.0.0.1:{peer_port}"
+        etcd = self._spawn("etcd", [
+            str(assets.etcd), "--data-dir", str(workdir / "etcd"), "--name", "optk",
+            "--listen-client-urls", etcd_url, "--advertise-client-urls", etcd_url,
+            "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
+            "--initial-cluster", f"optk={peer_url}", "--log-level", "warn",
+            "--unsafe-no-fsync",
+        ])
+        self._wait(etcd, "etcd /health", lambda: b"true" in self._http_get(f"{etcd_url}/health"))
+        tokens = [f'{self._token},{ADMIN_USER},{ADMIN_USER},"system:masters"',
+                  f'{self._cm_token},{_CONTROLLER_MANAGER_USER},{_CONTROLLER_MANAGER_USER},'
+                  '"system:masters"',
+                  f"{self._marker_token},{_MARKER_USER},{_MARKER_USER}"]
+        tokens += [f'{token},{user},{user},"{",".join(groups)}"'
+                   for user, (token, groups) in self._users.items()]
+        _write_private(workdir / "tokens.csv", "\n".join(tokens) + "\n")
+        _write_private(workdir / "audit-policy.yaml", yaml.safe_dump(_AUDIT_POLICY))
+        audit_path = workdir / "audit.log"
+        self._audit = AuditLog(audit_path)
+        apiserver = self._spawn("kube-apiserver", [
+            str(assets.kube_apiserver), "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1", f"--secure-port={self._port}",
+            f"--etcd-servers={etcd_url}", f"--cert-dir={workdir / 'certs'}",
+            f"--tls-cert-file={pki.serving_cert_path}",
+            f"--tls-private-key-file={pki.serving_key_path}",
+            f"--client-ca-file={pki.ca_cert_path}",
+            f"--token-auth-file={workdir / 'tokens.csv'}", "--authorization-mode=Node,RBAC",
+            f"--service-account-key-file={pki.service_account_pub_path}",
+            f"--service-account-signing-key-file={pki.service_account_key_path}",
+            f"--service-account-issuer={_ISSUER}", f"--api-audiences={_ISSUER}",
+            "--service-cluster-ip-range=10.0.0.0/24", "--endpoint-reconciler-type=none",
+            "--profiling=false", "--allow-privileged=true",
+            f"--audit-policy-file={workdir / 'audit-policy.yaml'}",
+            f"--audit-log-path={audit_path}", "--audit-log-format=json",
+            # blocking: each event is written before the request's handler returns, so a
+            # marker request (``_flush_audit``) reliably follows everything sent before it
+            "--audit-log-mode=blocking", "--audit-log-maxsize=0",
+        ])
+        self._wait(apiserver, "kube-apiserver /readyz",
+                   lambda: self._http_get(f"{self.url}/readyz", token=self._token) == b"ok")
+        self._kubeconfig = self._write_kubeconfig(workdir / "kubeconfig", ADMIN_USER,
+                                                  {"token": self._token})
+        cm_kubeconfig = self._write_kubeconfig(workdir / "controller-manager.kubeconfig",
+                                               _CONTROLLER_MANAGER_USER, {"token": self._cm_token})
+        manager = self._spawn("kube-controller-manager", [
+            str(assets.kube_controller_manager), f"--kubeconfig={cm_kubeconfig}",
+            "--leader-elect=false", "--secure-port=0", f"--controllers={_CONTROLLERS}",
+            f"--service-account-private-key-file={pki.service_account_key_path}",
+            f"--root-ca-file={pki.ca_cert_path}", "--use-service-account-credentials=false",
+        ])
+        self._wait(manager, "the default ServiceAccount (serviceaccount controller)",
+                   self._default_service_account_exists)
+        self.reset_request_counts()  # count from zero, as a fresh embedded server does
+
+    def _spawn(self, name: str, argv: list[str]) -> Component:
+        assert self._workdir is not None
+        component = Component(name=name, argv=argv, log_path=self._workdir / f"{name}.log")
+        self._components.append(component)
+        self._pids.append(component.pid)
+        return component
+
+    def _wait(self, component: Component, what: str, ready: Callable[[], bool]) -> None:
+        deadline = time.monotonic() + self._start_timeout
+        while True:
+            component.check()
+            try:
+                if ready():
+                    return
+            except (OSError, urllib.error.URLError, kubernetes.client.ApiException):
+                pass
+            if time.monotonic() > deadline:
+                raise StartTimeoutError(component=component.name, timeout=self._start_timeout,
+                                        waited_for=what, log_tail=component.log_tail())
+            time.sleep(0.1)
+
+    def _ssl_context(self) -> ssl.SSLContext:
+        assert self._pki is not None
+        return ssl.create_default_context(cafile=str(self._pki.ca_cert_path))
+
+    def _http_get(self, url: str, *, token: str | None = None) -> bytes:
+        request = urllib.request.Request(url)
+        if token is not None:
+            request.add_header("Authorization", f"Bearer {token}")
+        context = self._ssl_context() if url.startswith("https:") else None
+        with urllib.request.urlopen(request, timeout=5, context=context) as response:
+            return bytes(response.read())
+
+    def _default_service_account_exists(self) -> bool:
+        with self.api_client() as client:
+            kubernetes.client.CoreV1Api(client).read_namespaced_service_account(
+                "default", "default")
+        return True
+
+    def stop(self) -> None:
+        """Stop every started process (newest first) and remove the temporary directory."""
+        components, self._components = self._components, []
+        for component in reversed(components):
+            component.stop()
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
+        self._port = None
+        self._kubeconfig = None
+
+    def check(self) -> None:
+        """Raise ``ComponentCrashedError`` (with its log's tail) if a component has exited."""
+        for component in self._components:
+            component.check()
+
+    # -- connection data ------------------------------------------------------------------
+
+    def _require_running(self) -> None:
+        if self._port is None or self._pki is None:
+            raise ControlPlaneError("the control plane is not running; use start() or `with`")
+
+    @property
+    def url(self) -> str:
+        """``https://127.0.0.1:<port>`` of kube-apiserver."""
+        self._require_running()
+        return f"https://127.0.0.1:{self._port}"
+
+    @property
+    def token(self) -> str:
+        """The bearer token of ``optk-admin`` (group ``system:masters``)."""
+        return self._token
+
+    @property
+    def kubeconfig_path(self) -> Path:
+        """The admin kubeconfig (mode 0600): server URL, CA and token."""
+        self._require_running()
+        assert self._kubeconfig is not None
+        return self._kubeconfig
+
+    @property
+    def ca_cert_path(self) -> Path:
+        """The PEM file of the control plane's CA."""
+        self._require_running()
+        assert self._pki is not None
+        return self._pki.ca_cert_path
+
+    def configuration(self) -> kubernetes.client.Configuration:
+        """An official-client ``Configuration`` for the admin (verified TLS, bearer token)."""
+        config = kubernetes.client.Configuration()
+        config.host = self.url
+        config.ssl_ca_cert = str(self.ca_cert_path)
+        config.verify_ssl = True
+        config.api_key = {"authorization": self._token}
+        config.api_key_prefix = {"authorization": "Bearer"}
+        return config
+
+    def api_client(self) -> kubernetes.client.ApiClient:
+        """A new official ``ApiClient`` connected as the admin."""
+        return kubernetes.client.ApiClient(self.configuration())
+
+    def _write_kubeconfig(self, path: Path, user: str, credentials: Mapping[str, str]) -> Path:
+        assert self._pki is not None
+        return _write_kubeconfig(path, url=self.url, ca_pem=self._pki.ca_pem, user=user,
+                                 credentials=credentials)
+
+    def kubeconfig_for(self, user: str, groups: Iterable[str] = ()) -> Path:
+        """A kubeconfig for ``user`` in ``groups`` (not an admin unless a group makes it one).
+
+        A user registered with ``users=`` gets its bearer token (``groups`` must then be empty
+        or the registered ones); any other user gets a client certificate signed by the
+        control plane's CA (user = common name, groups = organizations), which needs no restart.
+        """
+        self._require_running()
+        assert self._workdir is not None
+        assert self._pki is not None
+        wanted = tuple(_csv_field(g) for g in groups)
+        safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in user)
+        path = self._workdir / f"kubeconfig-{safe}-{uuid.uuid4().hex[:6]}"
+        if user in self._users:
+            token, registered = self._users[user]
+            if wanted and set(wanted) != set(registered):
+                raise UnknownUserError(user=f"{user} (groups {', '.join(wanted)})",
+                                       registered=tuple(self._users))
+            return self._write_kubeconfig(path, user, {"token": token})
+        cert, key = self._pki.client_certificate(user=_csv_field(user), groups=wanted)
+        return self._write_kubeconfig(path, user, {
+            "client-certificate-data": base64.b64encode(cert).decode(),
+            "client-key-data": base64.b64encode(key).decode(),
+        })
+
+    # -- request accounting ---------------------------------------------------------------
+
+    def _flush_audit(self, *, timeout: float = 10.0) -> None:
+        """Read the audit log up to a fresh marker request, so the counts cover every request
+        that completed before this call."""
+        assert self._audit is not None
+        marker = uuid.uuid4().hex
+        with contextlib.suppress(urllib.error.HTTPError):  # any answer is audited
+            self._http_get(f"{self.url}/version?optk-audit-marker={marker}",
+                           token=self._marker_token)
+        deadline = time.monotonic() + timeout
+        while not any(marker in uri for uri in self._audit.read_new()):
+            if time.monotonic() > deadline:
+                self.check()
+                raise ControlPlaneError(f"audit marker {marker} not logged after {timeout} s")
+            time.sleep(0.01)
+
+    def request_counts(self, user: str | None = None) -> dict[str, int]:
+        """Cumulative requests by verb (get list watch create update patch delete
+        deletecollection) from the audit log, complete up to this call.
+
+        ``user`` counts that user's requests only; None counts every client's requests but not
+        the control plane's own (kube-apiserver's loopback client, kube-controller-manager)."""
+        self._require_running()
+        self._flush_audit()
+        assert self._audit is not None
+        users = None if user is None else frozenset({user})
+        return self._audit.by_verb(users=users, excluded=_INTERNAL_USERS)
+
+    def reset_request_counts(self) -> None:
+        """Start counting from zero (for every ``user`` argument)."""
+        self._require_running()
+        self._flush_audit()
+        assert self._audit is not None
+        self._audit.reset()
+
+    @property
+    def pids(self) -> tuple[int, ...]:
+        """The process ids of every component this control plane started (also after stop)."""
+        return tuple(self._pids)
+
+    def describe(self) -> dict[str, Any]:
+        """The pids and log files of the components (for diagnostics)."""
+        return {c.name: {"pid": c.pid, "log": str(c.log_path), "running": c.running()}
+                for c in self._components}
+

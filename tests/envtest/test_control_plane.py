@@ -1,0 +1,138 @@
+"""``ControlPlane`` with real processes: the session's control plane for connection data, RBAC
+users and audit counts; a fresh one for crash reporting and for stopping on Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import kubernetes.client
+import pytest
+from kubernetes import config as kube_config
+
+from reconciler.envtest import ComponentCrashedError, ControlPlane, UnknownUserError, find_assets
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie has exited; it only waits to be reaped
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().split(") ")[1].startswith("Z"))
+
+
+def _configmap(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}
+
+
+def test_connection_data_and_admin(real_kube_api: ControlPlane) -> None:
+    assert real_kube_api.url.startswith("https://127.0.0.1:")
+    assert real_kube_api.kubeconfig_path.stat().st_mode & 0o777 == 0o600
+    with kube_config.new_client_from_config(str(real_kube_api.kubeconfig_path)) as client:
+        namespaces = kubernetes.client.CoreV1Api(client).list_namespace().items
+    names = [n.metadata.name for n in namespaces]
+    assert "default" in names
+
+
+def test_a_certificate_user_has_only_what_rbac_grants(
+    real_kube_api: ControlPlane, kube_namespace_real: str
+) -> None:
+    user = f"alice-{kube_namespace_real}"
+    path = real_kube_api.kubeconfig_for(user, groups=["devs"])
+    with kube_config.new_client_from_config(str(path)) as client:
+        core = kubernetes.client.CoreV1Api(client)
+        with pytest.raises(kubernetes.client.ApiException) as caught:
+            core.list_namespaced_config_map(kube_namespace_real)
+        assert caught.value.status == 403
+        assert f'User \\"{user}\\" cannot list' in str(caught.value.body)
+        with real_kube_api.api_client() as admin:
+            rbac = kubernetes.client.RbacAuthorizationV1Api(admin)
+            rbac.create_namespaced_role(kube_namespace_real, {
+                "metadata": {"name": "reader"},
+                "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]})
+            rbac.create_namespaced_role_binding(kube_namespace_real, {
+                "metadata": {"name": "reader"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                            "name": "reader"},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                              "name": "devs"}]})
+        deadline = time.monotonic() + 10
+        while True:  # the RBAC authorizer's cache follows its informer
+            try:
+                core.list_namespaced_config_map(kube_namespace_real)
+                break
+            except kubernetes.client.ApiException as exc:
+                if exc.status != 403 or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+    counts = real_kube_api.request_counts(user=user)
+    assert counts["list"] >= 2
+    assert counts["create"] == 0
+
+
+def test_request_counts_are_complete_when_read(
+    real_kube_api: ControlPlane, kube_namespace_real: str
+) -> None:
+    before = real_kube_api.request_counts()
+    with real_kube_api.api_client() as client:
+        core = kubernetes.client.CoreV1Api(client)
+        for index in range(5):
+            core.create_namespaced_config_map(kube_namespace_real, _configmap(f"c{index}"))
+        core.read_namespaced_config_map("c0", kube_namespace_real)
+        core.patch_namespaced_config_map("c0", kube_namespace_real, {"data": {"a": "1"}})
+        core.delete_namespaced_config_map("c1", kube_namespace_real)
+    after = real_kube_api.request_counts()
+    delta = {verb: after[verb] - before[verb] for verb in after}
+    assert delta == {"get": 1, "list": 0, "watch": 0, "create": 5, "update": 0, "patch": 1,
+                     "delete": 1, "deletecollection": 0}
+    admin = real_kube_api.request_counts(user="optk-admin")
+    assert admin["create"] >= 5
+
+
+def test_an_unregistered_user_gets_a_client_certificate(real_kube_api: ControlPlane) -> None:
+    path = real_kube_api.kubeconfig_for("bob")
+    assert "client-certificate-data" in path.read_text()
+
+
+def test_registered_token_users_get_a_token_kubeconfig(kube_assets: Path) -> None:
+    with ControlPlane(kube_assets, users={"carol": ["team"]}) as plane:
+        path = plane.kubeconfig_for("carol")
+        assert "token:" in path.read_text()
+        with pytest.raises(UnknownUserError) as caught:
+            plane.kubeconfig_for("carol", groups=["other"])
+        assert "carol" in str(caught.value)
+        with kube_config.new_client_from_config(str(path)) as client:
+            with pytest.raises(kubernetes.client.ApiException) as denied:
+                kubernetes.client.CoreV1Api(client).list_namespace()
+            assert denied.value.status == 403
+        assert plane.request_counts(user="carol")["list"] == 1
+        pids = plane.pids
+        assert len(pids) == 3
+        # Ctrl-C inside the block stops everything
+        with pytest.raises(KeyboardInterrupt), plane:
+            raise KeyboardInterrupt
+    assert not [pid for pid in pids if _alive(pid)]
+
+
+def test_a_crashed_component_shows_its_log_and_nothing_is_left(
+    tmp_path: Path, kube_assets: Path
+) -> None:
+    real = find_assets(kube_assets)
+    (tmp_path / "kube-apiserver").write_text("#!/bin/sh\necho 'flag provided but not defined: "
+                                             "--boom' >&2\nexit 3\n")
+    (tmp_path / "kube-apiserver").chmod(0o755)
+    (tmp_path / "kube-controller-manager").symlink_to(real.kube_controller_manager)
+    plane = ControlPlane(tmp_path)
+    with pytest.raises(ComponentCrashedError) as caught:
+        plane.start()
+    assert caught.value.component == "kube-apiserver"
+    assert caught.value.returncode == 3
+    assert "--boom" in caught.value.log_tail
+    assert "--boom" in str(caught.value)
+    assert len(plane.pids) == 2  # etcd and kube-apiserver were started ...
+    assert not [pid for pid in plane.pids if _alive(pid)]  # ... and are gone
+
