@@ -149,14 +149,20 @@ def pod_namespace(
         return None
 
 
-def connect(kubeconfig: str | None = None) -> Any:
+def connect(
+    kubeconfig: str | None = None, *, environ: Mapping[str, str] | None = None,
+    directory: str | os.PathLike[str] = SERVICE_ACCOUNT_DIR,
+) -> Any:
     """An ``ApiClient``: from ``kubeconfig`` when given, else in-cluster when the service
-    variables are set, else from the default kubeconfig."""
+    variables are set (``environ``, the process environment by default), else from the default
+    kubeconfig."""
     from kubernetes import config as kube_config
 
-    if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
-        return incluster_api_client()
-    return kube_config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
+    env = os.environ if environ is None else environ
+    if kubeconfig is None and env.get("KUBERNETES_SERVICE_HOST"):
+        return incluster_api_client(InClusterConfig.from_environment(env, directory=directory))
+    return kube_config.new_client_from_config(  # type: ignore[no-untyped-call]
+        config_file=kubeconfig)
 
 
 def deployed_operator(
