@@ -36,8 +36,8 @@ from reconciler._leadership import LeaderElector, LeaseConfig
 from reconciler._metrics import HealthServer, OperatorMetrics
 from reconciler._operators import REQUESTED_AT_ANNOTATION, Operator, OperatorRuntime
 from reconciler._parents import ChildError, ParentReconciler, ParentResult, parent_conditions
-from reconciler._rbac import watches
 from reconciler._queues import ExponentialBackoff, TokenBucket, WorkQueue
+from reconciler._rbac import watches
 from reconciler._reconciling import (
     DEFAULT_RECREATE_KINDS,
     Action,
@@ -50,7 +50,6 @@ from reconciler._reconciling import (
 from reconciler._resyncs import DEFAULT_RESYNC_INTERVAL, RESYNC_ANNOTATION, ResyncPolicy
 
 __all__ = [
-    "watches",
     "DEFAULT_RECREATE_KINDS",
     "DEFAULT_RESYNC_INTERVAL",
     "REQUESTED_AT_ANNOTATION",
@@ -107,4 +106,5 @@ __all__ = [
     "WorkQueue",
     "is_owned",
     "parent_conditions",
+    "watches",
 ]

@@ -131,7 +131,7 @@ def incluster_api_client(config: InClusterConfig | None = None) -> Any:
     def refresh(conf: Any) -> None:
         conf.api_key["authorization"] = token.read()
 
-    configuration.refresh_api_key_hook = refresh
+    configuration.refresh_api_key_hook = refresh  # type: ignore[assignment]
     return kube_client.ApiClient(configuration)
 
 

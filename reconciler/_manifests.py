@@ -193,7 +193,8 @@ def manifests(
         *(dict(o) for o in facts.install),
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(facts.name, labels, ns)},
     ]
-    out = [(o, []) for o in objects] + _roles(facts, rules, ns)
+    out: list[tuple[dict[str, Any], list[str]]] = [(o, []) for o in objects]
+    out += _roles(facts, rules, ns)
     out += [(o, []) for o in (
         _deployment(facts, options),
         {"apiVersion": "v1", "kind": "Service",

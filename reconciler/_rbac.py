@@ -132,7 +132,7 @@ def operator_facts(operator: Any) -> OperatorFacts:
     return OperatorFacts(
         name=operator.name, api_version=operator.api_version, kind=operator.kind,
         build=operator.build, namespace=operator.namespace, install=tuple(operator.install),
-        prune=tuple(tuple(p) for p in operator.prune),  # type: ignore[misc]
+        prune=tuple((str(a), str(k)) for a, k in operator.prune),
         hooks=hooks, heartbeat=heartbeat is not None,
         config_map=getattr(operator, "config_map", None) or getattr(resync, "config_map", None),
         events=operator.events,

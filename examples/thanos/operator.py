@@ -13,8 +13,8 @@ yet), so there ServiceMonitors stay off.
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from builders import ResourceBuilder

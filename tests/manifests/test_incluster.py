@@ -83,9 +83,11 @@ def test_token_file_reads_only_when_the_file_changes(tmp_path: Path) -> None:
     path = tmp_path / "token"
     path.write_text("one")
     token = TokenFile(path)
-    assert [token.read(), token.read()] == ["one", "one"] and token.reads == 1
+    assert [token.read(), token.read()] == ["one", "one"]
+    assert token.reads == 1
     _rotate(path, "two")
-    assert token.read() == "two" and token.reads == 2
+    assert token.read() == "two"
+    assert token.reads == 2
 
 
 def test_deployed_operator_sets_election_and_namespaces() -> None:
@@ -116,7 +118,8 @@ def test_optk_run_leader_elect_takes_the_lease_and_stops_on_sigterm(
                                                            kube_namespace)
             except kubernetes.client.ApiException:
                 time.sleep(0.2)
-        assert lease is not None and lease.spec.holder_identity, "no leader Lease"
+        assert lease is not None, "no leader Lease"
+        assert lease.spec.holder_identity
     finally:
         process.send_signal(signal.SIGTERM)
         output, _ = process.communicate(timeout=60)

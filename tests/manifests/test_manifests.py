@@ -88,8 +88,8 @@ def test_the_derived_role_of_the_example() -> None:
          "verbs": ["get", "update"]},
     ]
     every_verb = [v for role in roles.values() for r in role["rules"] for v in r["verbs"]]
-    assert "*" not in every_verb and "update" not in [
-        v for r in roles["ClusterRole"]["rules"] for v in r["verbs"]]
+    assert "*" not in every_verb
+    assert "update" not in [v for r in roles["ClusterRole"]["rules"] for v in r["verbs"]]
 
 
 def test_every_rule_has_a_comment() -> None:
@@ -147,7 +147,7 @@ def test_a_sample_the_builders_refuse_is_an_error_naming_it() -> None:
 
     facts = operator_facts(Operator(api_version="v1", kind="ConfigMap", build=build))
     bad = {"metadata": {"name": "bad"}}
-    with pytest.raises(RbacDerivationError, match="'bad'.*spec.size"):
+    with pytest.raises(RbacDerivationError, match=r"'bad'.*spec\.size"):
         derive_rules(facts, parents=[bad], lease_namespace="ops")
     # a generated parent the builders refuse is skipped: samples decide
     assert derive_rules(facts, parents=[], generated=[bad], lease_namespace="ops")

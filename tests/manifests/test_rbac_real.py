@@ -10,6 +10,7 @@ with only that rule removed meets a 403.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import time
 from collections.abc import Callable, Iterator
@@ -23,7 +24,7 @@ import yaml
 
 from examples.thanos.crds import API_VERSION, KIND, SERVICE_MONITOR_CRD
 from examples.thanos.operator import ServiceMonitorSwitch, make_operator, samples
-from reconciler import ForbiddenError, KubernetesClient, NotFoundError
+from reconciler import AlreadyExistsError, ForbiddenError, KubernetesClient, NotFoundError
 from reconciler._incluster import InClusterConfig, deployed_operator, incluster_api_client
 from reconciler._manifests import ManifestOptions, manifests
 from reconciler._rbac import operator_facts
@@ -143,10 +144,8 @@ def _run_script(cp: ControlPlane, index: int, without: tuple[str, int] | None,
         if without is not None and obj["kind"] == without[0]:
             del obj["rules"][without[1]]
         if obj["kind"] in ("ClusterRole", "ClusterRoleBinding"):
-            try:
+            with contextlib.suppress(NotFoundError):
                 admin.delete(obj["apiVersion"], obj["kind"], obj["metadata"]["name"])
-            except NotFoundError:
-                pass
         if obj["kind"] == "CustomResourceDefinition":
             continue  # the operator installs it, with its own rights
         admin.create(obj)
@@ -219,10 +218,8 @@ def _steps(admin: KubernetesClient, counting: CountingClient, demo_ns: str) -> O
     if failed := step("converge", lambda: reconciled("observatory") and reconciled("edge")
                       and len(children("Ingress", "networking.k8s.io/v1")) == 2):
         return failed
-    try:
+    with contextlib.suppress(AlreadyExistsError):  # installed by an earlier run
         admin.create(SERVICE_MONITOR_CRD)
-    except Exception:  # noqa: BLE001 - installed by an earlier run
-        pass
     if failed := step("ServiceMonitors", lambda: len(
             children("ServiceMonitor", "monitoring.coreos.com/v1")) >= 1):
         return failed
