@@ -201,3 +201,23 @@ def test_kubectl_apply_dry_run_server_accepts_the_stream(
         capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("(server dry run)") == len(docs), done.stdout
+
+
+def test_the_dockerfile_builds_what_the_deployment_runs() -> None:
+    lines = [line.strip() for line in
+             (ROOT / "examples" / "thanos" / "Dockerfile").read_text().splitlines()
+             if line.strip() and not line.startswith("#")]
+    assert lines[0].startswith("FROM python:") and lines[0].endswith("-slim")
+    ignored = (ROOT / ".dockerignore").read_text().split()
+    for line in lines:
+        if line.startswith("COPY "):
+            for source in line.split()[1:-1]:
+                assert (ROOT / source).exists(), source
+                assert source.split("/")[0] not in ignored, source
+    user = [line.split()[1] for line in lines if line.startswith("USER ")][-1]
+    assert int(user.split(":")[0]) > 0  # numeric, so runAsNonRoot can verify it
+    cmd = yaml.safe_load(next(line for line in lines if line.startswith("CMD "))[4:])
+    deploy = next(d for d in _stream() if d["kind"] == "Deployment")
+    command = deploy["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert cmd[:3] == command[:3] == ["optk", "run", TARGET]
+    assert f"EXPOSE {command[command.index('--metrics-port') + 1]}" in lines
