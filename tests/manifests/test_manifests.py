@@ -207,7 +207,8 @@ def test_the_dockerfile_builds_what_the_deployment_runs() -> None:
     lines = [line.strip() for line in
              (ROOT / "examples" / "thanos" / "Dockerfile").read_text().splitlines()
              if line.strip() and not line.startswith("#")]
-    assert lines[0].startswith("FROM python:") and lines[0].endswith("-slim")
+    assert lines[0].startswith("FROM python:")
+    assert lines[0].endswith("-slim")
     ignored = (ROOT / ".dockerignore").read_text().split()
     for line in lines:
         if line.startswith("COPY "):
