@@ -28,6 +28,7 @@ from builders._compose import (
     run_builders,
 )
 from builders._errors import BuilderError, BuilderFailedError, InvalidSpecError
+from builders._identity import ObjectRef
 from builders._names import child_name, selector_labels, standard_labels
 from builders._objects import child_meta
 from builders._overrides import overrides, with_overrides
@@ -54,6 +55,7 @@ __all__ = [
     "DesiredState",
     "InvalidSpecError",
     "KubeObject",
+    "ObjectRef",
     "ResourceBuilder",
     "ShouldUpdate",
     "StateKind",

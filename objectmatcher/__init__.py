@@ -24,6 +24,7 @@ from objectmatcher._annotations import (
 from objectmatcher._diffs import REDACTED_VALUE, DiffItem, format_diff
 from objectmatcher._errors import (
     InvalidObjectError,
+    InvalidQuantityError,
     ObjectMatcherError,
     PatchError,
     UnsupportedPatchError,
@@ -45,7 +46,6 @@ from objectmatcher._patches import (
     apply_patch,
 )
 from objectmatcher._quantities import (
-    InvalidQuantityError,
     canonical_quantity,
     parse_quantity,
     quantities_equal,

@@ -5,6 +5,7 @@
     ObjectMatcherError (Exception)              root: ``except ObjectMatcherError`` catches all
     ├── InvalidObjectError (ValueError)          an input is not a usable object (.field, .reason)
     ├── InvalidOptionError (ValueError)          a MatchOption from an unusable path (.path)
+    ├── InvalidQuantityError (ValueError)        not a resource quantity (.value, .reason)
     ├── UnsupportedVersionError (ValueError)     no schemas for a Kubernetes version (.available)
     └── PatchError (ValueError)                  a patch cannot be applied (.patch_type, .reason)
         └── UnsupportedPatchError                the patch type does not apply to this object
@@ -21,6 +22,7 @@ from __future__ import annotations
 __all__ = [
     "InvalidObjectError",
     "InvalidOptionError",
+    "InvalidQuantityError",
     "ObjectMatcherError",
     "PatchError",
     "UnsupportedPatchError",
@@ -89,3 +91,12 @@ class UnsupportedPatchError(PatchError):
     Raised for an unknown media type, or for a strategic merge patch of a kind that has no built-in
     schema (custom resources): a real API server answers 415 Unsupported Media Type there.
     """
+
+
+class InvalidQuantityError(ObjectMatcherError, ValueError):
+    """A value is not a Kubernetes resource quantity; ``value`` is the input, ``reason`` why."""
+
+    def __init__(self, value: object, *, reason: str) -> None:
+        self.value = value
+        self.reason = reason
+        super().__init__(f"invalid quantity {value!r}: {reason}")

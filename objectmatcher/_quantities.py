@@ -13,9 +13,9 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Any, Final
 
-from objectmatcher._errors import ObjectMatcherError
+from objectmatcher._errors import InvalidQuantityError
 
-__all__ = ["InvalidQuantityError", "canonical_quantity", "parse_quantity", "quantities_equal"]
+__all__ = ["canonical_quantity", "parse_quantity", "quantities_equal"]
 
 _SUFFIXES: Final[dict[str, Decimal]] = {
     "": Decimal(1),
@@ -104,15 +104,6 @@ _DIGITS: Final = frozenset("0123456789")
 _MAX_INT64: Final = 2**63 - 1
 _NANO: Final = -9
 _MAX_INT64_DIGITS: Final = 18
-
-
-class InvalidQuantityError(ObjectMatcherError, ValueError):
-    """A value is not a Kubernetes resource quantity; ``value`` is the input, ``reason`` why."""
-
-    def __init__(self, value: object, *, reason: str) -> None:
-        self.value = value
-        self.reason = reason
-        super().__init__(f"invalid quantity {value!r}: {reason}")
 
 
 def canonical_quantity(value: str | int | float) -> str:

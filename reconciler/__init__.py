@@ -4,8 +4,8 @@ The pure layers (``builders``, ``objectmatcher``) decide; this package does the 
 """
 
 from reconciler._caches import PassThroughCache, ReadCache
-from reconciler._clients import ClusterClient, KubeObject, WatchEvent
-from reconciler._clocks import Clock, RealClock, VirtualClock
+from reconciler._clients import ClusterClient, KubeObject, ListOptions, WatchEvent
+from reconciler._clocks import Clock, RealClock
 from reconciler._errors import (
     AlreadyExistsError,
     ApiError,
@@ -24,20 +24,15 @@ from reconciler._errors import (
     UnsupportedMediaTypeError,
 )
 from reconciler._events import EventRecorder
-from reconciler._informers import (
-    IndexedCache,
-    Informer,
-    InformerManager,
-    InformerReader,
-    RecordingClient,
-)
+from reconciler._informers import Informer, InformerManager
 from reconciler._kubernetes import ClientUsageError, KubernetesClient, ResourceInfo
-from reconciler._leadership import LeaderElector, LeaseConfig
+from reconciler._leadership import LeaderElection, LeaderElector, LeaseConfig
 from reconciler._metrics import HealthServer, OperatorMetrics
-from reconciler._operators import REQUESTED_AT_ANNOTATION, Operator, OperatorRuntime
+from reconciler._operators import Operator
 from reconciler._parents import ChildError, ParentReconciler, ParentResult, parent_conditions
 from reconciler._queues import ExponentialBackoff, TokenBucket, WorkQueue
 from reconciler._rbac import watches
+from reconciler._readers import InformerReader
 from reconciler._reconciling import (
     DEFAULT_RECREATE_KINDS,
     Action,
@@ -47,7 +42,12 @@ from reconciler._reconciling import (
     ResourceReconciler,
     is_owned,
 )
+from reconciler._recording import RecordingClient
 from reconciler._resyncs import DEFAULT_RESYNC_INTERVAL, RESYNC_ANNOTATION, ResyncPolicy
+from reconciler._runtime import OperatorRuntime
+from reconciler._stores import IndexedCache
+from reconciler._triggers import REQUESTED_AT_ANNOTATION
+from reconciler.testing import VirtualClock
 
 __all__ = [
     "DEFAULT_RECREATE_KINDS",
@@ -77,8 +77,10 @@ __all__ = [
     "InvalidError",
     "KubeObject",
     "KubernetesClient",
+    "LeaderElection",
     "LeaderElector",
     "LeaseConfig",
+    "ListOptions",
     "NotFoundError",
     "ObjectRef",
     "Operator",

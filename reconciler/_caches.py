@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from reconciler._clients import ClusterClient
+from reconciler._clients import ClusterClient, ListOptions
 from reconciler._errors import NotFoundError
 
 __all__ = ["PassThroughCache", "ReadCache"]
@@ -76,10 +76,9 @@ class PassThroughCache:
         items: list[dict[str, Any]] = []
         token: str | None = None
         while True:
-            body = self._client.list(
-                api_version, kind, namespace=namespace, label_selector=label_selector,
-                limit=self._page_size, continue_token=token,
-            )
+            page = ListOptions(label_selector=label_selector, limit=self._page_size,
+                               continue_token=token)
+            body = self._client.list(api_version, kind, page, namespace=namespace)
             items.extend(body.get("items") or ())
             token = (body.get("metadata") or {}).get("continue") or None
             if not token:

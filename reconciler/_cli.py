@@ -95,7 +95,7 @@ def _run_manifests(args: argparse.Namespace) -> int:
 
 
 def _run_operator(args: argparse.Namespace) -> int:
-    from reconciler._operators import run_command
+    from reconciler._running import run_command
 
     if args.leader_elect or args.lease_namespace or args.watch_namespace:
         from reconciler._incluster import run_deployed

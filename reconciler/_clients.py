@@ -4,16 +4,26 @@ Objects go in and out as JSON-shaped dicts, addressed by apiVersion/kind/namespa
 implementation over the official client is ``reconciler._kubernetes.KubernetesClient``; anything
 else that honours this protocol (a recording wrapper, a cache-backed reader) can stand in for it.
 Errors are raised as the ``reconciler._errors`` tree, never as third-party exceptions.
+
+``list`` and ``watch`` take their options as one typed value, ``ListOptions`` (selectors, paging,
+resume point, stream bounds); the same fields may be given as keywords (``ListFields``, typed
+once here) as a shorthand that every implementation folds into a ``ListOptions`` with
+``ListOptions.of``. An implementation honours the fields it can and ignores the ones it cannot
+(``inactivity_timeout`` needs a client-side read timeout): callers never probe for capabilities.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypedDict, Unpack, runtime_checkable
+
+import attrs
 
 __all__ = [
     "ClusterClient",
     "KubeObject",
+    "ListFields",
+    "ListOptions",
     "WatchEvent",
 ]
 
@@ -22,6 +32,47 @@ KubeObject = Mapping[str, Any]
 
 WatchEvent = Mapping[str, Any]
 """A raw watch event ``{"type": ..., "object": {...}}``; types as the API sends them.."""
+
+
+class ListFields(TypedDict, total=False):
+    """The fields of ``ListOptions`` as keywords of ``list``/``watch`` (a typed shorthand)."""
+
+    label_selector: str | None
+    field_selector: str | None
+    limit: int | None
+    continue_token: str | None
+    resource_version: str | None
+    timeout_seconds: int | None
+    allow_bookmarks: bool
+    inactivity_timeout: float | None
+
+
+@attrs.frozen(kw_only=True)
+class ListOptions:
+    """What a list or watch asks for, besides the type and namespace.
+
+    ``label_selector``/``field_selector`` filter (API syntax). A list pages with ``limit`` and
+    ``continue_token`` (the previous page's ``metadata.continue``). A watch starts after
+    ``resource_version``, asks the server to end the stream after ``timeout_seconds``, asks for
+    BOOKMARK events with ``allow_bookmarks``, and, where the client can, gives up on a stream
+    silent for ``inactivity_timeout`` seconds (``ApiError`` with code 0). Fields that do not
+    apply to the call are ignored.
+    """
+
+    label_selector: str | None = None
+    field_selector: str | None = None
+    limit: int | None = None
+    continue_token: str | None = None
+    resource_version: str | None = None
+    timeout_seconds: int | None = None
+    allow_bookmarks: bool = True
+    inactivity_timeout: float | None = None
+
+    @classmethod
+    def of(cls, options: ListOptions | None, fields: ListFields) -> ListOptions:
+        """``options`` (or the defaults) with the keyword ``fields`` applied over it."""
+        base = options if options is not None else cls()
+        return attrs.evolve(base, **fields) if fields else base
 
 
 @runtime_checkable
@@ -38,12 +89,10 @@ class ClusterClient(Protocol):
         self,
         api_version: str,
         kind: str,
+        options: ListOptions | None = None,
         *,
         namespace: str | None = None,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        limit: int | None = None,
-        continue_token: str | None = None,
+        **fields: Unpack[ListFields],
     ) -> dict[str, Any]:
         """The list body (``items``, ``metadata.resourceVersion``, ``metadata.continue``).
 
@@ -55,13 +104,10 @@ class ClusterClient(Protocol):
         self,
         api_version: str,
         kind: str,
+        options: ListOptions | None = None,
         *,
         namespace: str | None = None,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        resource_version: str | None = None,
-        timeout_seconds: int | None = None,
-        allow_bookmarks: bool = True,
+        **fields: Unpack[ListFields],
     ) -> Iterator[WatchEvent]:
         """Stream raw watch events until the server ends the stream.
 

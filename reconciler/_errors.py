@@ -13,6 +13,8 @@ from typing import Any
 
 import attrs
 
+from builders import ObjectRef  # the toolkit's one identity type, re-exported here
+
 __all__ = [
     "AlreadyExistsError",
     "ApiError",
@@ -31,31 +33,6 @@ __all__ = [
     "UnsupportedMediaTypeError",
     "api_error_from_status",
 ]
-
-
-@attrs.frozen(kw_only=True)
-class ObjectRef:
-    """Identity of one object: what errors and results point at."""
-
-    api_version: str
-    kind: str
-    name: str
-    namespace: str | None = None
-
-    @classmethod
-    def of(cls, obj: Mapping[str, Any]) -> ObjectRef:
-        """The reference of a JSON-shaped object (missing parts become empty strings)."""
-        meta = obj.get("metadata") or {}
-        return cls(
-            api_version=str(obj.get("apiVersion", "")),
-            kind=str(obj.get("kind", "")),
-            name=str(meta.get("name", "")),
-            namespace=meta.get("namespace") or None,
-        )
-
-    def __str__(self) -> str:
-        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
-        return f"{self.kind}.{self.api_version} {where}"
 
 
 @attrs.frozen(kw_only=True)

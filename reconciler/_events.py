@@ -15,9 +15,10 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from builders import ObjectRef
 from reconciler._clients import ClusterClient, KubeObject
 from reconciler._clocks import Clock, RealClock
-from reconciler._errors import ApiError, ObjectRef
+from reconciler._errors import ApiError
 
 __all__ = ["EventRecorder", "parse_rfc3339", "rfc3339"]
 

@@ -170,15 +170,23 @@ def deployed_operator(
     watch_namespace: str | None,
 ) -> Any:
     """``operator`` with leader election, the Leases' namespace and the watched namespace set
-    (the one function that knows those ``Operator`` fields; adapt it here)."""
+    (the one function that knows those ``Operator`` fields; adapt it here). The resync
+    heartbeat Lease follows the election's namespace unless the operator names its own."""
+    from reconciler._leadership import LeaderElection
+
     changes: dict[str, Any] = {}
-    if leader_elect:
-        changes["leader_election"] = True
-    if lease_namespace:
-        changes["lease_namespace"] = lease_namespace
+    election = operator.leader_election
+    if leader_elect and election is None:
+        election = LeaderElection()
+    if lease_namespace and election is not None:
+        election = attrs.evolve(election, namespace=lease_namespace)
+    elif lease_namespace and operator.resync.heartbeat_namespace is None:
+        changes["resync"] = attrs.evolve(operator.resync, heartbeat_namespace=lease_namespace)
+    if election is not operator.leader_election:
+        changes["leader_election"] = election
     if watch_namespace:
         changes["namespace"] = watch_namespace
-    return attrs.evolve(operator, **changes)
+    return attrs.evolve(operator, **changes) if changes else operator
 
 
 class _Stop:
@@ -204,7 +212,7 @@ def run_deployed(
     """``optk run`` as deployed: the operator adapted by ``deployed_operator``, run until
     SIGTERM/SIGINT (or lost leadership); the process exit code."""
     from reconciler._kubernetes import KubernetesClient
-    from reconciler._operators import JsonLogFormatter, load_operator
+    from reconciler._running import JsonLogFormatter, load_operator
 
     handler = logging.StreamHandler()
     handler.setFormatter(JsonLogFormatter() if log_format == "json" else logging.Formatter(

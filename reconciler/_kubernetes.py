@@ -14,13 +14,13 @@ import json
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Unpack
 
 import attrs
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
-from reconciler._clients import WatchEvent
+from reconciler._clients import ListFields, ListOptions, WatchEvent
 from reconciler._errors import (
     ApiError,
     GoneError,
@@ -308,20 +308,16 @@ class KubernetesClient:
         self,
         api_version: str,
         kind: str,
+        options: ListOptions | None = None,
         *,
         namespace: str | None = None,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        limit: int | None = None,
-        continue_token: str | None = None,
+        **fields: Unpack[ListFields],
     ) -> dict[str, Any]:
         """The list body; items carry ``apiVersion`` and ``kind`` (the server omits them)."""
+        opts = ListOptions.of(options, fields)
         info = self.resource(api_version, kind)
         ref = ObjectRef(api_version=api_version, kind=kind, name="", namespace=namespace)
-        query = _query(
-            labelSelector=label_selector, fieldSelector=field_selector, limit=limit,
-            **{"continue": continue_token},
-        )
+        query = _list_query(opts, watch=False)
         body = self._json("GET", info.path(namespace=namespace), query=query, ref=ref)
         body["items"] = [
             {"apiVersion": api_version, "kind": kind, **item} for item in body.get("items") or ()
@@ -332,14 +328,10 @@ class KubernetesClient:
         self,
         api_version: str,
         kind: str,
+        options: ListOptions | None = None,
         *,
         namespace: str | None = None,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        resource_version: str | None = None,
-        timeout_seconds: int | None = None,
-        allow_bookmarks: bool = True,
-        inactivity_timeout: float | None = None,
+        **fields: Unpack[ListFields],
     ) -> Iterator[WatchEvent]:
         """Stream raw watch events, one JSON line each, until the server ends the stream.
 
@@ -347,16 +339,12 @@ class KubernetesClient:
         ``ApiError`` with code 0). A 410 as HTTP status or as an ``ERROR`` event raises
         ``GoneError``; other ``ERROR`` events raise the matching error.
         """
+        opts = ListOptions.of(options, fields)
         info = self.resource(api_version, kind)
         ref = ObjectRef(api_version=api_version, kind=kind, name="", namespace=namespace)
-        query = _query(
-            watch="true", labelSelector=label_selector, fieldSelector=field_selector,
-            resourceVersion=resource_version, timeoutSeconds=timeout_seconds,
-            allowWatchBookmarks="true" if allow_bookmarks else None,
-        )
         response = self._send(
-            "GET", info.path(namespace=namespace), query=query, ref=ref,
-            timeout=(self._timeout, inactivity_timeout),
+            "GET", info.path(namespace=namespace), query=_list_query(opts, watch=True), ref=ref,
+            timeout=(self._timeout, opts.inactivity_timeout),
         )
         return self._stream_events(response, api_version, kind, ref)
 
@@ -468,6 +456,21 @@ class KubernetesClient:
 
 def _dry(dry_run: bool) -> str | None:
     return "All" if dry_run else None
+
+
+def _list_query(options: ListOptions, *, watch: bool) -> list[tuple[str, Any]]:
+    """The URL query of a list (selectors, paging) or a watch (selectors, resume, bounds)."""
+    if not watch:
+        return _query(
+            labelSelector=options.label_selector, fieldSelector=options.field_selector,
+            limit=options.limit, **{"continue": options.continue_token},
+        )
+    return _query(
+        watch="true", labelSelector=options.label_selector,
+        fieldSelector=options.field_selector, resourceVersion=options.resource_version,
+        timeoutSeconds=options.timeout_seconds,
+        allowWatchBookmarks="true" if options.allow_bookmarks else None,
+    )
 
 
 def _query(**params: Any) -> list[tuple[str, Any]]:

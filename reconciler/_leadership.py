@@ -25,7 +25,7 @@ from reconciler._clients import ClusterClient
 from reconciler._clocks import Clock, RealClock
 from reconciler._errors import ApiError, NotFoundError
 
-__all__ = ["LeaderElector", "LeaseConfig"]
+__all__ = ["LeaderElection", "LeaderElector", "LeaseConfig"]
 
 _log = logging.getLogger("optk.leadership")
 
@@ -35,11 +35,15 @@ def _micro_time(epoch: float) -> str:
 
 
 @attrs.frozen(kw_only=True)
-class LeaseConfig:
-    """Where the Lease lives and the election's timing (seconds)."""
+class LeaderElection:
+    """Where the Lease lives and the election's timing (seconds).
 
-    name: str
-    namespace: str
+    ``Operator(leader_election=LeaderElection(namespace="operators"))`` turns election on; an
+    empty ``name`` there means ``<operator name>-leader``. A ``LeaderElector`` needs the name.
+    """
+
+    namespace: str = "default"
+    name: str = ""
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
@@ -50,6 +54,14 @@ class LeaseConfig:
                 "leader election needs lease_duration > renew_deadline > retry_period > 0, got "
                 f"{self.lease_duration}, {self.renew_deadline}, {self.retry_period}"
             )
+
+    def named(self, default: str) -> LeaderElection:
+        """These settings with ``name`` set to ``default`` when it is empty."""
+        return self if self.name else attrs.evolve(self, name=default)
+
+
+LeaseConfig = LeaderElection
+"""The earlier name of ``LeaderElection``, kept importable."""
 
 
 class LeaderElector:
@@ -62,7 +74,7 @@ class LeaderElector:
     def __init__(
         self,
         client: ClusterClient,
-        config: LeaseConfig,
+        config: LeaderElection,
         *,
         identity: str,
         on_started: Callable[[], None] = lambda: None,
@@ -70,6 +82,8 @@ class LeaderElector:
         clock: Clock | None = None,
         rng: random.Random | None = None,
     ) -> None:
+        if not config.name:
+            raise ValueError(f"leader election in {config.namespace!r} needs a Lease name")
         self.client = client
         self.config = config
         self.identity = identity

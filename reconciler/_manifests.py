@@ -256,7 +256,7 @@ def manifests_command(
     """``optk manifests``: load the operator (and its ``samples`` attribute unless files are
     given) and return the YAML stream. ``namespaced`` None: a namespaced role exactly when the
     operator watches one namespace (``Operator.namespace``)."""
-    from reconciler._operators import load_operator
+    from reconciler._running import load_operator
 
     operator = load_operator(target)
     facts = operator_facts(operator)

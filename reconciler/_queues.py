@@ -6,7 +6,7 @@ coalesce); a key is never handed to two workers at once (a key added while proce
 again when its worker calls ``done``); delayed adds (``add_after``) keep the earliest time per key;
 ``add_rate_limited`` delays by the per-key exponential backoff (5 ms to 5 min, jittered), by the
 global token bucket, and at least by a server's ``Retry-After``. All waiting goes through the
-injected ``Clock``. Workers themselves live in ``reconciler._operators``; this module only queues.
+injected ``Clock``. Workers themselves live in ``reconciler._workers``; this module only queues.
 """
 
 from __future__ import annotations

@@ -101,7 +101,9 @@ class OperatorFacts:
     install: tuple[Mapping[str, Any], ...] = ()
     prune: tuple[KindKey, ...] = ()
     hooks: tuple[HookWatches, ...] = ()
+    leader_lease: str = ""
     heartbeat: bool = True
+    heartbeat_namespace: str | None = None
     config_map: str | None = None
     events: bool = True
 
@@ -127,15 +129,15 @@ def operator_facts(operator: Any) -> OperatorFacts:
         h for h in (getattr(hook, WATCHES_ATTRIBUTE, None) for hook in operator.on_start)
         if isinstance(h, HookWatches)
     )
-    resync = getattr(operator, "resync", None)
-    heartbeat = getattr(operator, "resync_heartbeat", getattr(resync, "heartbeat", 60.0))
     return OperatorFacts(
         name=operator.name, api_version=operator.api_version, kind=operator.kind,
         build=operator.build, namespace=operator.namespace, install=tuple(operator.install),
         prune=tuple((str(a), str(k)) for a, k in operator.prune),
-        hooks=hooks, heartbeat=heartbeat is not None,
-        config_map=getattr(operator, "config_map", None) or getattr(resync, "config_map", None),
-        events=operator.events,
+        hooks=hooks, heartbeat=operator.resync.heartbeat is not None,
+        leader_lease=(operator.leader_election.named(f"{operator.name}-leader").name
+                      if operator.leader_election is not None else ""),
+        heartbeat_namespace=operator.resync.heartbeat_namespace,
+        config_map=operator.resync.config_map, events=operator.events,
     )
 
 
@@ -324,15 +326,20 @@ def derive_rules(
         grants.add("", "configmaps", ("list", "watch"),
                    f"the resync ConfigMap {name!r} (informer with a name field selector)",
                    namespace=namespace)
-    leases = [f"{facts.name}-leader"]
+    heartbeat_ns = facts.heartbeat_namespace or lease_namespace
+    leases = {lease_namespace: [facts.leader_lease or f"{facts.name}-leader"]}
     if facts.heartbeat:
-        leases.append(f"{facts.name}-resync")
-    grants.add("coordination.k8s.io", "leases", ("create",),
-               "the first write of the leader election"
-               + (" and resync heartbeat Leases" if facts.heartbeat else " Lease")
-               + " (create cannot be limited by name)", namespace=lease_namespace)
-    grants.add("coordination.k8s.io", "leases", ("get", "update"),
-               "leader election (renewed by update)"
-               + (" and the periodic resync heartbeat" if facts.heartbeat else "")
-               + ", these Leases only", namespace=lease_namespace, names=tuple(leases))
+        leases.setdefault(heartbeat_ns, []).append(f"{facts.name}-resync")
+    for namespace, names in leases.items():
+        what = " and ".join(
+            ["resync heartbeat" if n == f"{facts.name}-resync" else "leader election"
+             for n in names])
+        grants.add("coordination.k8s.io", "leases", ("create",),
+                   f"the first write of the {what} Lease"
+                   + ("s" if len(names) > 1 else "") + " (create cannot be limited by name)",
+                   namespace=namespace)
+        grants.add("coordination.k8s.io", "leases", ("get", "update"),
+                   f"{what}: read and renewed by update, "
+                   + ("these Leases" if len(names) > 1 else "this Lease") + " only",
+                   namespace=namespace, names=tuple(names))
     return grants.rules()

@@ -24,8 +24,8 @@ its exact schedule. A parent whose reconcile failed is, by default, left to the 
 backoff and taken off the timer until it succeeds; with ``retry_failed_by_backoff=False`` it is
 not retried by backoff and waits for its next event or periodic resync instead.
 
-This module holds the policy, the schedule and the heartbeat's storage; the threads that feed
-due keys to the work queue and beat live in ``reconciler._operators``.
+This module holds the policy and the schedule; the threads that feed due keys to the work queue
+and beat, and the heartbeat's storage (``HeartbeatStore``), live in ``reconciler._resync_loop``.
 """
 
 from __future__ import annotations
@@ -36,13 +36,10 @@ import math
 import re
 import threading
 from collections.abc import Hashable, Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 import attrs
 
-from reconciler._clients import ClusterClient
-from reconciler._errors import ConflictError, NotFoundError
 from reconciler._events import parse_rfc3339
 
 __all__ = [
@@ -51,7 +48,6 @@ __all__ = [
     "RESYNC_CONFIGMAP_KEY",
     "RESYNC_ENV",
     "Heartbeat",
-    "HeartbeatStore",
     "ResyncPolicy",
     "ResyncSchedule",
     "last_reconcile_time",
@@ -115,23 +111,43 @@ class Heartbeat:
     ticks: int
 
 
+def _seconds(value: float | str) -> float:
+    """A duration given as seconds or as text such as ``"10h"`` (``parse_duration``)."""
+    return parse_duration(value) if isinstance(value, str) else float(value)
+
+
 @attrs.frozen(kw_only=True)
 class ResyncPolicy:
     """How often parents are resynced, and from where the interval may be overridden.
+
+    The one place an operator sets its periodic resync (``Operator(resync=ResyncPolicy(...))``).
+    ``interval`` is seconds or a duration such as ``"10h"``; ``OPTK_RESYNC_INTERVAL`` overrides
+    it, and the ConfigMap ``config_map`` (``"namespace/name"``, key ``resyncInterval``, watched:
+    a change applies without a restart) overrides both. ``min_interval``/``max_interval`` bound
+    every interval (overrides and per-parent annotations are clamped into them).
 
     ``ticks`` grid points per interval: 1 keeps every parent on a fixed grid (a reconcile does
     not move its next resync; a restart keeps every schedule exactly); the default 2 lets any
     reconcile push the next resync to between half and one interval later, at the price that a
     restart may resync a parent half an interval early once.
+
+    ``heartbeat`` is the period (seconds) of the one write that makes the resync restart-proof
+    (skipped when nothing was reconciled since): the leader records in the Lease
+    ``<operator>-resync`` in ``heartbeat_namespace`` (default: the leader election's namespace,
+    else ``"default"``) up to when every due parent was reconciled. ``None`` turns it off: a
+    restart then trusts only the parents' ``status.lastReconcileTime``.
     """
 
-    interval: float = DEFAULT_RESYNC_INTERVAL
+    interval: float = attrs.field(default=DEFAULT_RESYNC_INTERVAL, converter=_seconds)
     min_interval: float = 60.0
     max_interval: float = 7 * 86400.0
     ticks: int = 2
     annotation: str = RESYNC_ANNOTATION
     status_field: str = "lastReconcileTime"
     retry_failed_by_backoff: bool = True
+    heartbeat: float | None = 60.0
+    heartbeat_namespace: str | None = None
+    config_map: str | None = None
 
     def __attrs_post_init__(self) -> None:
         if not 0 < self.min_interval <= self.max_interval:
@@ -146,6 +162,22 @@ class ResyncPolicy:
             )
         if not 1 <= self.ticks <= 60:
             raise ValueError(f"resync ticks per interval must be in 1..60, got {self.ticks}")
+        if self.heartbeat is not None and not self.heartbeat > 0:
+            raise ValueError(
+                f"ResyncPolicy.heartbeat must be positive or None, got {self.heartbeat}"
+            )
+        if self.config_map is not None and self.config_map.count("/") != 1:
+            raise ValueError(
+                f"ResyncPolicy.config_map is 'namespace/name', got {self.config_map!r}"
+            )
+
+    @property
+    def config_map_ref(self) -> tuple[str, str] | None:
+        """``(namespace, name)`` of the overriding ConfigMap, if any."""
+        if self.config_map is None:
+            return None
+        namespace, name = self.config_map.split("/")
+        return namespace, name
 
     def with_interval_text(self, text: str | None, *, source: str) -> ResyncPolicy:
         """This policy with the interval from ``text`` (clamped); unchanged when ``text`` is None.
@@ -395,91 +427,3 @@ class ResyncSchedule:
             if entry is not None and entry.due == due:
                 return
             heapq.heappop(self._heap)
-
-
-_INTERVAL_ANNOTATION = "optk.dev/resync-interval-seconds"
-_TICKS_ANNOTATION = "optk.dev/resync-ticks"
-
-
-def _micro_time(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _parse_micro_time(value: Any) -> float | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC).timestamp()
-    except ValueError:
-        return parse_rfc3339(value)
-
-
-class HeartbeatStore:
-    """The heartbeat as a ``coordination.k8s.io/v1`` Lease: ``spec.renewTime`` is ``covered``,
-    two annotations hold the grid. One write (a PUT) per beat; a GET only on a conflict.
-
-    API errors propagate (``reconciler.ApiError``); the caller decides whether a missed beat
-    matters (it does not: the next restart merely treats more parents as possibly missed).
-    """
-
-    def __init__(
-        self, client: ClusterClient, *, name: str, namespace: str, identity: str
-    ) -> None:
-        self.client = client
-        self.name = name
-        self.namespace = namespace
-        self.identity = identity
-        self._lease: dict[str, Any] | None = None
-
-    def read(self) -> Heartbeat | None:
-        """The recorded heartbeat, or ``None`` when there is none (or it is unreadable)."""
-        try:
-            lease = self.client.get(
-                "coordination.k8s.io/v1", "Lease", self.name, namespace=self.namespace
-            )
-        except NotFoundError:
-            return None
-        self._lease = lease
-        annotations = (lease.get("metadata") or {}).get("annotations") or {}
-        covered = _parse_micro_time((lease.get("spec") or {}).get("renewTime"))
-        try:
-            interval = parse_duration(str(annotations.get(_INTERVAL_ANNOTATION)))
-            ticks = int(str(annotations.get(_TICKS_ANNOTATION)))
-        except ValueError:
-            return None
-        if covered is None or ticks < 1:
-            return None
-        return Heartbeat(covered=covered, interval=interval, ticks=ticks)
-
-    def write(self, heartbeat: Heartbeat) -> None:
-        """Record ``heartbeat`` (creating the Lease the first time)."""
-        annotations = {_INTERVAL_ANNOTATION: repr(heartbeat.interval),
-                       _TICKS_ANNOTATION: str(heartbeat.ticks)}
-        spec = {"holderIdentity": self.identity, "renewTime": _micro_time(heartbeat.covered)}
-        for _ in range(3):
-            try:
-                self._lease = self._put(annotations, spec)
-                return
-            except (ConflictError, NotFoundError):
-                self._lease = None  # someone else wrote it (or deleted it): read afresh
-        raise ConflictError(
-            f"heartbeat Lease {self.namespace}/{self.name} kept changing under the writer"
-        )
-
-    def _put(self, annotations: Mapping[str, str], spec: Mapping[str, Any]) -> dict[str, Any]:
-        if self._lease is None:
-            try:
-                self._lease = self.client.get(
-                    "coordination.k8s.io/v1", "Lease", self.name, namespace=self.namespace
-                )
-            except NotFoundError:
-                return self.client.create({
-                    "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                    "metadata": {"name": self.name, "namespace": self.namespace,
-                                 "annotations": dict(annotations)},
-                    "spec": dict(spec),
-                })
-        meta = dict(self._lease.get("metadata") or {})
-        meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
-        new_spec = {**(self._lease.get("spec") or {}), **spec}
-        return self.client.replace({**self._lease, "metadata": meta, "spec": new_spec})

@@ -3,7 +3,8 @@
 ``EmbeddedApiServer`` serves the kinds the toolkit uses (core, apps, batch, rbac, networking,
 coordination, apiextensions and every custom resource a CRD registers) so that the official
 client and kubectl work against it unchanged. ``Faults`` describes injected failures for
-reliability tests; ``RequestKey`` is one cell of the request accounting; every exception the
+reliability tests; ``RequestKey`` is one cell of the request accounting; ``KubeconfigError``
+refuses a kubeconfig path that holds something else than a kubeconfig; every exception the
 server defines subclasses ``EmbeddedServerError``. The per-kind rules live
 behind ``reconciler.embedded._kinds``; see ``docs/embedded-apiserver.md``.
 """
@@ -11,6 +12,7 @@ behind ``reconciler.embedded._kinds``; see ``docs/embedded-apiserver.md``.
 from reconciler.embedded._accounting import VERBS, RequestKey
 from reconciler.embedded._errors import EmbeddedServerError
 from reconciler.embedded._faults import Faults
+from reconciler.embedded._kubeconfig import KubeconfigError
 from reconciler.embedded._server import EmbeddedApiServer, ServerNotRunningError
 
 __all__ = [
@@ -18,6 +20,7 @@ __all__ = [
     "EmbeddedApiServer",
     "EmbeddedServerError",
     "Faults",
+    "KubeconfigError",
     "RequestKey",
     "ServerNotRunningError",
 ]

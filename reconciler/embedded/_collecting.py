@@ -10,15 +10,20 @@ handlers (both use ``Operations`` on the same thread, under the store's lock). I
   references to it removed from its dependents, then the finalizer removed;
 - an owner deleted with ``Foreground`` (the ``foregroundDeletion`` finalizer) has its dependents
   deleted first, and the finalizer removed once none is left;
-- a namespace being deleted has every object in it deleted (finalizers honoured); once it is
-  empty the ``kubernetes`` finalizer is removed and the namespace goes away.
+- a namespace being deleted is emptied over time as 1.25's namespace controller does it: one
+  resource type after another in an unpredictable order (a custom resource's children may go
+  before it), ``NAMESPACE_STEP_SECONDS`` apart, each object deleted with its finalizers
+  honoured; after each pass the namespace's deletion conditions are written, and once it is
+  empty the ``kubernetes`` finalizer is removed and the namespace goes away. While it is
+  terminating, creates in it are refused (``Operations``: 403 ``NamespaceTerminating``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+import random
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from reconciler.embedded._kinds import ResourceType
@@ -29,11 +34,17 @@ from reconciler.embedded._operations import (
     Operations,
     Target,
     copy_json,
+    now_timestamp,
 )
 from reconciler.embedded._statuses import ApiStatusError
-from reconciler.embedded._storage import Key, StoredEvent
+from reconciler.embedded._storage import Bucket, Key, StoredEvent
 
-__all__ = ["GarbageCollector"]
+__all__ = ["NAMESPACE_STEP_SECONDS", "GarbageCollector", "namespace_conditions"]
+
+NAMESPACE_STEP_SECONDS = 0.01
+"""The namespace controller's pause before its first pass, between two resource types it
+empties and between passes (a real one takes seconds; bounded: (types + 1) steps a pass)."""
+_RECHECK_SECONDS = 0.1  # a pass that left content (finalizers) is repeated this much later
 
 log = logging.getLogger("reconciler.embedded.gc")
 
@@ -60,6 +71,8 @@ class GarbageCollector:
         self._scheduled = False
         self._running = False
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._ns_due: dict[str, float] = {}  # namespace -> when its next step may run
+        self._ns_order: dict[str, list[Bucket]] = {}  # namespace -> types left this pass
 
     def start(self) -> None:
         """Subscribe to the store; must run on the server's event loop."""
@@ -108,6 +121,11 @@ class GarbageCollector:
             return
         self._scheduled = True
         self._loop.call_soon(self._sweep)
+
+    def _wake_in(self, namespace: str, delay: float) -> None:
+        assert self._loop is not None
+        self._ns_due[namespace] = self._loop.time() + delay
+        self._loop.call_later(delay, self._schedule)
 
     # -- the sweep ------------------------------------------------------------------------
 
@@ -172,6 +190,9 @@ class GarbageCollector:
         obj = self.ops.storage.lookup(key)
         if obj is None:
             self._terminating.discard(key)
+            if (key[0], key[1]) == NAMESPACES:
+                self._ns_due.pop(key[3], None)
+                self._ns_order.pop(key[3], None)
             return
         rt = self._type_of(key, obj)
         if rt is None:
@@ -215,14 +236,109 @@ class GarbageCollector:
         self.ops.update(_target(rt, new), new)
 
     def _finish_namespace(self, rt: ResourceType, ns: Mapping[str, Any]) -> None:
+        """One step of the namespace controller for ``ns``, when its time has come."""
+        assert self._loop is not None
         name = str(_meta(ns).get("name"))
-        remaining = self.ops.storage.in_namespace(name)
-        for bucket, obj in remaining:
-            obj_rt = self._type_of((bucket[0], bucket[1], name, ""), obj)
-            if obj_rt is not None:
-                self._delete(obj_rt, obj, policy="Background")
-        if self.ops.storage.in_namespace(name):
+        due = self._ns_due.get(name)
+        if due is None:  # just deleted: the controller picks it up a step later
+            self._wake_in(name, NAMESPACE_STEP_SECONDS)
             return
-        if _meta(ns).get("finalizers"):
-            return  # other finalizers still hold the namespace
+        if self._loop.time() < due:
+            return  # a wake-up is scheduled
+        order = self._ns_order.get(name)
+        if order is None:  # a new pass: the types holding content, in map order (random)
+            order = sorted({bucket for bucket, _ in self.ops.storage.in_namespace(name)})
+            random.shuffle(order)
+            self._ns_order[name] = order
+        if order:
+            bucket = order.pop()
+            for found, obj in self.ops.storage.in_namespace(name):
+                obj_rt = self._type_of((*found, name, ""), obj) if found == bucket else None
+                if obj_rt is not None:
+                    self._delete(obj_rt, obj, policy="Background")
+            self._wake_in(name, NAMESPACE_STEP_SECONDS)
+            return
+        del self._ns_order[name]
+        remaining = self.ops.storage.in_namespace(name)
+        ns = self._write_conditions(rt, ns, remaining)
+        if remaining or _meta(ns).get("finalizers"):
+            self._wake_in(name, _RECHECK_SECONDS)  # finalizers hold content (or the namespace)
+            return
+        self._ns_due.pop(name, None)
         self.ops.force_remove(rt, ns)
+
+    def _write_conditions(
+        self, rt: ResourceType, ns: Mapping[str, Any],
+        remaining: list[tuple[Bucket, Mapping[str, Any]]],
+    ) -> Mapping[str, Any]:
+        new = copy_json(ns)
+        status = new.setdefault("status", {})
+        status["conditions"] = namespace_conditions(
+            remaining, old=status.get("conditions") or [], now=now_timestamp(),
+            resource_of=self._resource_name,
+        )
+        if new == ns:
+            return ns
+        return self.ops.update(_target(rt, new), new, subresource="status")
+
+    def _resource_name(self, bucket: Bucket, obj: Mapping[str, Any]) -> str:
+        rt = self.ops.registry.by_kind(str(obj.get("apiVersion")), str(obj.get("kind")))
+        return rt.group_resource if rt is not None else ".".join(p for p in bucket[::-1] if p)
+
+
+# NamespaceCondition types in the order 1.25's namespace controller writes them, with the
+# reason and message each has when nothing is wrong.
+_NAMESPACE_CONDITIONS: tuple[tuple[str, str, str], ...] = (
+    ("NamespaceDeletionDiscoveryFailure", "ResourcesDiscovered",
+     "All resources successfully discovered"),
+    ("NamespaceDeletionGroupVersionParsingFailure", "ParsedGroupVersions",
+     "All legacy kube types successfully parsed"),
+    ("NamespaceDeletionContentFailure", "ContentDeleted",
+     "All content successfully deleted, may be waiting on finalization"),
+    ("NamespaceContentRemaining", "ContentRemoved", "All content successfully removed"),
+    ("NamespaceFinalizersRemaining", "ContentHasNoFinalizers",
+     "All content-preserving finalizers finished"),
+)
+
+
+def namespace_conditions(
+    remaining: list[tuple[Bucket, Mapping[str, Any]]],
+    *,
+    old: list[Mapping[str, Any]],
+    now: str,
+    resource_of: Callable[[Bucket, Mapping[str, Any]], str],
+) -> list[dict[str, Any]]:
+    """The ``status.conditions`` of a terminating namespace after a pass of the controller.
+
+    ``remaining`` is the content left (all of it waiting on finalizers, since everything was
+    deleted); ``resource_of(bucket, obj)`` names an object's resource (``configmaps``,
+    ``widgets.example.com``). A condition keeps its ``lastTransitionTime`` while its status
+    does not change.
+    """
+    resources: dict[str, int] = {}
+    finalizers: dict[str, int] = {}
+    for bucket, obj in remaining:
+        resource = resource_of(bucket, obj)
+        resources[resource] = resources.get(resource, 0) + 1
+        for finalizer in _meta(obj).get("finalizers") or ():
+            finalizers[str(finalizer)] = finalizers.get(str(finalizer), 0) + 1
+    problems: dict[str, tuple[str, str]] = {}
+    if resources:
+        problems["NamespaceContentRemaining"] = ("SomeResourcesRemain", (
+            "Some resources are remaining: " + ", ".join(
+                f"{r} has {n} resource instances" for r, n in sorted(resources.items()))))
+    if finalizers:
+        problems["NamespaceFinalizersRemaining"] = ("SomeFinalizersRemain", (
+            "Some content in the namespace has finalizers remaining: " + ", ".join(
+                f"{f} in {n} resource instances" for f, n in sorted(finalizers.items()))))
+    before = {str(c.get("type")): c for c in old if isinstance(c, Mapping)}
+    conditions = []
+    for kind, ok_reason, ok_message in _NAMESPACE_CONDITIONS:
+        reason, message = problems.get(kind, (ok_reason, ok_message))
+        state = "True" if kind in problems else "False"
+        previous = before.get(kind)
+        since = (previous.get("lastTransitionTime") if previous is not None
+                 and previous.get("status") == state else now)
+        conditions.append({"type": kind, "status": state, "lastTransitionTime": since,
+                           "reason": reason, "message": message})
+    return conditions

@@ -1,7 +1,10 @@
 """``optk apiserver``: run the embedded API server in the foreground until SIGINT or SIGTERM.
 
 The argument parsing lives in ``reconciler._cli``; this module starts the server, writes the
-kubeconfig, prints where it is and waits for a signal, then stops cleanly.
+kubeconfig, prints where it is and waits for a signal, then stops cleanly. An existing
+``--kubeconfig`` file is added to (one cluster, user and context named
+``optk-embedded-<port>``, made the current context as ``kind`` does) and restored at shutdown;
+a file that is not a kubeconfig is refused with one line and exit code 2.
 """
 
 from __future__ import annotations
@@ -44,6 +47,11 @@ def run_apiserver(
         return 2
     previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
+        try:
+            server.start()
+        except ValueError as exc:  # the kubeconfig became invalid since it was checked
+            print(f"optk apiserver: error: {exc}", file=sys.stderr)
+            return 2
         with server:
             print(f"embedded Kubernetes API server listening on {server.url}", file=stream)
             print(f"kubeconfig: {server.kubeconfig_path}", file=stream)

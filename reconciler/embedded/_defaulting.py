@@ -13,19 +13,32 @@ from __future__ import annotations
 import base64
 import copy
 import functools
+import ipaddress
+import random
 from collections.abc import Mapping
 from typing import Any
 
-from objectmatcher import DEFAULT_KUBERNETES_VERSION, schema_definitions
+from objectmatcher import (
+    DEFAULT_KUBERNETES_VERSION,
+    InvalidQuantityError,
+    canonical_quantity,
+    schema_definitions,
+)
 from reconciler.embedded._kinds import Invalid, ServerContext
 from reconciler.embedded._validating import json_type_matches, json_type_name, type_invalid
 
 __all__ = [
+    "QUANTITY_PATTERN",
+    "canonical_quantities",
     "decode_builtin",
     "decode_metadata",
+    "default_core_event",
     "default_daemonset",
+    "default_daemonset_template_generation",
     "default_deployment",
+    "default_events_event",
     "default_hpa",
+    "default_hpa_status",
     "default_job",
     "default_namespace",
     "default_pod",
@@ -44,11 +57,13 @@ __all__ = [
     "keep_creation_timestamp",
     "keep_server_fields",
     "keep_status",
+    "mount_service_account_token",
     "wrong_types",
 ]
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 DEFAULT_FILE_MODE = 420  # 0644, the defaultMode of secret/configMap/projected volumes
+DAEMONSET_TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
 
 
 # --- unknown fields ----------------------------------------------------------------------------
@@ -191,6 +206,116 @@ def wrong_types(
     ).wrong_types
 
 
+# --- quantities --------------------------------------------------------------------------------
+# A real server decodes every ``resource.Quantity`` and encodes it back in canonical form
+# (``0.5`` -> ``500m``, ``1024Mi`` -> ``1Gi``). The fields are found from the schemas: every
+# reference to the Quantity definition (resources, PVC sizes, emptyDir sizeLimit, HPA targets).
+
+_QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+
+
+def _ref_name(schema: Mapping[str, Any]) -> str | None:
+    ref = schema.get("$ref")
+    return str(ref).rsplit("/", 1)[1] if ref else None
+
+
+def _schema_children(schema: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    children: list[Mapping[str, Any]] = []
+    properties = schema.get("properties")
+    if isinstance(properties, Mapping):
+        children.extend(p for p in properties.values() if isinstance(p, Mapping))
+    for key in ("additionalProperties", "items"):
+        if isinstance(schema.get(key), Mapping):
+            children.append(schema[key])
+    return children
+
+
+def _direct_refs(schema: Mapping[str, Any]) -> set[str]:
+    """The definitions a schema refers to, not following the references."""
+    refs: set[str] = set()
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        ref = _ref_name(node)
+        if ref is not None:
+            refs.add(ref)
+        else:
+            stack.extend(_schema_children(node))
+    return refs
+
+
+_HOLDERS: dict[int, frozenset[str]] = {}
+
+
+def _quantity_holders(definitions: Mapping[str, Any]) -> frozenset[str]:
+    """The definitions that can hold a Quantity somewhere below them (a fixed point over the
+    reference graph, computed once per schema set)."""
+    cached = _HOLDERS.get(id(definitions))
+    if cached is not None:
+        return cached
+    refs = {name: _direct_refs(schema) for name, schema in definitions.items()
+            if isinstance(schema, Mapping)}
+    holders = {_QUANTITY}
+    changed = True
+    while changed:
+        changed = False
+        for name, targets in refs.items():
+            if name not in holders and targets & holders:
+                holders.add(name)
+                changed = True
+    result = frozenset(holders)
+    _HOLDERS[id(definitions)] = result
+    return result
+
+
+QUANTITY_PATTERN = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
+
+
+def _canonicalize(
+    value: Any, schema: Mapping[str, Any], definitions: Mapping[str, Any], bad: list[Any]
+) -> Any:
+    ref = _ref_name(schema)
+    if ref == _QUANTITY:
+        if value is None:
+            return "0"  # null decodes to the zero Quantity
+        if isinstance(value, str | int | float) and not isinstance(value, bool):
+            try:
+                return canonical_quantity(value)
+            except InvalidQuantityError:
+                bad.append(value)
+        return value
+    if ref is not None:
+        if ref not in _quantity_holders(definitions):
+            return value
+        schema = definitions.get(ref) or {}
+    if isinstance(value, dict):
+        properties = schema.get("properties")
+        additional = schema.get("additionalProperties")
+        for key, item in value.items():
+            child = (properties.get(key) if isinstance(properties, Mapping) else None) or (
+                additional if isinstance(additional, Mapping) else None)
+            if child is not None:
+                value[key] = _canonicalize(item, child, definitions, bad)
+    elif isinstance(value, list) and isinstance(schema.get("items"), Mapping):
+        for index, item in enumerate(value):
+            value[index] = _canonicalize(item, schema["items"], definitions, bad)
+    return value
+
+
+def canonical_quantities(obj: dict[str, Any], *, api_version: str, kind: str) -> list[Any]:
+    """Rewrite, in place, every quantity of a built-in object in the canonical form a real
+    server stores (``objectmatcher.canonical_quantity``; null is the zero quantity ``"0"``).
+    Returns the strings and numbers that are no quantity (left as they are), which a real
+    server cannot decode (``QUANTITY_PATTERN``); values of other types are left for
+    ``decode_builtin``. Kinds without a built-in schema are left alone."""
+    definitions, by_kind = _builtin_schemas()
+    name = by_kind.get((api_version, kind))
+    bad: list[Any] = []
+    if name is not None:
+        _canonicalize(obj, {"$ref": f"#/$defs/{name}"}, definitions, bad)
+    return bad
+
+
 _OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 
 
@@ -320,7 +445,8 @@ def default_pod_template(template: Any) -> None:
 def default_pod(obj: dict[str, Any], ctx: ServerContext | None = None) -> None:
     """A Pod: pod-spec defaults plus what ``SetDefaults_Pod`` and the admission plugins add.
 
-    The ServiceAccount admission plugin's token volume is not added (no token controller).
+    The ServiceAccount admission plugin's token volume is ``mount_service_account_token``
+    (on create only).
     """
     spec = _child(obj, "spec")
     default_pod_spec(spec)
@@ -347,6 +473,67 @@ def default_pod(obj: dict[str, Any], ctx: ServerContext | None = None) -> None:
             }
             for taint in ("not-ready", "unreachable")
         ]
+
+
+SERVICE_ACCOUNT_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
+_TOKEN_VOLUME_PREFIX = "kube-api-access-"
+_RANDOM_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # utilrand.String's alphabet
+
+
+def _token_volume_source() -> dict[str, Any]:
+    # TokenVolumeSource() of plugin/pkg/admission/serviceaccount, as a 1.25 server serves it.
+    return {
+        "sources": [
+            {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+            {"configMap": {"name": "kube-root-ca.crt",
+                           "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+            {"downwardAPI": {"items": [{
+                "path": "namespace",
+                "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"},
+            }]}},
+        ],
+        "defaultMode": DEFAULT_FILE_MODE,
+    }
+
+
+def mount_service_account_token(obj: dict[str, Any], *, suffix: str | None = None) -> None:
+    """The ServiceAccount admission plugin on a new Pod: a projected ``kube-api-access-<5
+    random>`` volume (token, ``kube-root-ca.crt``, namespace) mounted read-only at
+    ``/var/run/secrets/kubernetes.io/serviceaccount`` in every init and regular container that
+    does not mount something there already.
+
+    Nothing is added when ``spec.automountServiceAccountToken`` is false, to a mirror pod, or
+    when the pod already has a ``kube-api-access-*`` volume (its name is reused). A
+    ServiceAccount's own ``automountServiceAccountToken`` is not consulted (see
+    docs/embedded-kinds.md). ``suffix`` replaces the random part (tests).
+    """
+    metadata = obj.get("metadata") or {}
+    if "kubernetes.io/config.mirror" in (metadata.get("annotations") or {}):
+        return
+    spec = _child(obj, "spec")
+    if spec.get("automountServiceAccountToken") is False:
+        return
+    volumes = _items(spec, "volumes")
+    existing = next((str(v.get("name")) for v in volumes
+                     if str(v.get("name") or "").startswith(_TOKEN_VOLUME_PREFIX)), None)
+    name = existing or _TOKEN_VOLUME_PREFIX + (
+        suffix if suffix is not None
+        else "".join(random.choice(_RANDOM_CHARS) for _ in range(5))
+    )
+    needs_volume = False
+    for container in _items(spec, "initContainers") + _items(spec, "containers"):
+        mounts = container.get("volumeMounts")
+        if not isinstance(mounts, list):
+            mounts = container["volumeMounts"] = []
+        if any(isinstance(m, dict) and m.get("mountPath") == SERVICE_ACCOUNT_MOUNT_PATH
+               for m in mounts):
+            continue
+        mounts.append({"name": name, "readOnly": True, "mountPath": SERVICE_ACCOUNT_MOUNT_PATH})
+        needs_volume = True
+    if existing is None and needs_volume:
+        if not isinstance(spec.get("volumes"), list):
+            spec["volumes"] = []
+        spec["volumes"].append({"name": name, "projected": _token_volume_source()})
 
 
 # --- workloads -------------------------------------------------------------------------------
@@ -423,15 +610,49 @@ def default_job(obj: dict[str, Any]) -> None:
     spec.setdefault("backoffLimit", 6)
     spec.setdefault("completionMode", "NonIndexed")
     spec.setdefault("suspend", False)
-    uid = (obj.get("metadata") or {}).get("uid")
+    metadata = _child(obj, "metadata")
+    template = spec.get("template")
+    template_meta = template.get("metadata") if isinstance(template, dict) else None
+    # SetDefaults_Job: ``obj.Labels = obj.Spec.Template.Labels`` when the Job has none. Go shares
+    # the map, so the labels generateSelector adds to the template below land on the Job too.
+    share_labels = (
+        isinstance(template_meta, dict) and isinstance(template_meta.get("labels"), dict)
+        and not metadata.get("labels")
+    )
+    uid = metadata.get("uid")
     if uid and not spec.get("manualSelector"):
-        template = _child(spec, "template")
-        labels = _child(_child(template, "metadata"), "labels")
+        labels = _child(_child(_child(spec, "template"), "metadata"), "labels")
+        labels.setdefault("job-name", metadata.get("name", ""))
         labels.setdefault("controller-uid", uid)
-        labels.setdefault("job-name", (obj.get("metadata") or {}).get("name", ""))
-        if "selector" not in spec:
-            spec["selector"] = {"matchLabels": {"controller-uid": uid}}
+        match_labels = _child(_child(spec, "selector"), "matchLabels")
+        match_labels.setdefault("controller-uid", uid)
+    if share_labels:
+        metadata["labels"] = dict(spec["template"]["metadata"]["labels"])
     default_pod_template(spec.get("template"))
+
+
+def default_daemonset_template_generation(
+    obj: dict[str, Any], old: Mapping[str, Any] | None = None
+) -> None:
+    """The ``deprecated.daemonset.template.generation`` annotation: apps/v1's view of the
+    internal ``spec.templateGeneration``, 1 on create and one more for each template change.
+
+    ``old`` is the stored DaemonSet on update (its value is kept whatever the client sent);
+    call after defaulting, so that only real template changes count.
+    """
+    annotations = _child(_child(obj, "metadata"), "annotations")
+    if old is None:
+        sent = annotations.get(DAEMONSET_TEMPLATE_GENERATION, "")
+        generation = int(sent) if str(sent).isdigit() and int(sent) >= 1 else 1
+    else:
+        stored = ((old.get("metadata") or {}).get("annotations") or {}).get(
+            DAEMONSET_TEMPLATE_GENERATION, "1"
+        )
+        generation = int(stored) if str(stored).isdigit() else 1
+        old_template = (old.get("spec") or {}).get("template")
+        if old_template != (obj.get("spec") or {}).get("template"):
+            generation += 1
+    annotations[DAEMONSET_TEMPLATE_GENERATION] = str(generation)
 
 
 # --- core kinds ------------------------------------------------------------------------------
@@ -469,11 +690,18 @@ def default_service(obj: dict[str, Any], ctx: ServerContext, *, creating: bool =
             _allocate_node_ports(spec, ctx, creating=creating)
     except Invalid:
         # Nothing of a rejected Service stays allocated.
-        ctx.allocated_cluster_ips.intersection_update(ips_before)
+        ctx.restore_cluster_ips(ips_before)
         ctx.allocated_node_ports.intersection_update(ports_before)
         raise
     spec.setdefault("ipFamilies", ["IPv4"])
     spec.setdefault("ipFamilyPolicy", "SingleStack")
+
+
+def _in_network(text: str, network: ipaddress.IPv4Network) -> bool:
+    try:
+        return ipaddress.IPv4Address(text) in network
+    except ValueError:
+        return False
 
 
 def _allocate_cluster_ip(spec: dict[str, Any], ctx: ServerContext, *, creating: bool) -> None:
@@ -481,12 +709,11 @@ def _allocate_cluster_ip(spec: dict[str, Any], ctx: ServerContext, *, creating: 
     if not cluster_ip:
         cluster_ip = ctx.allocate_cluster_ip()
     elif creating and cluster_ip != "None":
-        prefix = ctx.service_cidr_prefix
         problem = ""
-        if not str(cluster_ip).startswith(prefix):
+        if not _in_network(str(cluster_ip), ctx.service_network):
             problem = (
                 f"the provided IP ({cluster_ip}) is not in the valid range. The range of valid "
-                f"IPs is {prefix}0/24"
+                f"IPs is {ctx.service_cidr}"
             )
         elif cluster_ip in ctx.allocated_cluster_ips:
             problem = "provided IP is already allocated"
@@ -654,6 +881,47 @@ def default_hpa(obj: dict[str, Any]) -> None:
         })
 
 
+# --- events --------------------------------------------------------------------------------
+# Go serialises a zero ``metav1.Time``/``MicroTime`` as null and a struct or a string without
+# ``omitempty`` as ``{}``/``""``: the fields every Event read from a 1.25 server carries.
+
+_CORE_EVENT_ZEROS: dict[str, Any] = {
+    "source": {}, "firstTimestamp": None, "lastTimestamp": None, "eventTime": None,
+    "reportingComponent": "", "reportingInstance": "",
+}
+_EVENTS_EVENT_ZEROS: dict[str, Any] = {
+    "eventTime": None, "regarding": {}, "deprecatedSource": {},
+    "deprecatedFirstTimestamp": None, "deprecatedLastTimestamp": None,
+}
+
+
+def default_core_event(obj: dict[str, Any]) -> None:
+    """A core/v1 Event as 1.25 returns it: ``eventTime``, ``firstTimestamp`` and
+    ``lastTimestamp`` null when unset, ``reportingComponent``/``reportingInstance`` "",
+    ``source`` {}."""
+    for key, zero in _CORE_EVENT_ZEROS.items():
+        if obj.get(key) is None:
+            obj[key] = copy.deepcopy(zero)
+    _child(obj, "involvedObject")
+
+
+def default_events_event(obj: dict[str, Any]) -> None:
+    """An events.k8s.io/v1 Event as 1.25 returns it: ``regarding`` and ``deprecatedSource``
+    {}, the deprecated timestamps null when unset."""
+    for key, zero in _EVENTS_EVENT_ZEROS.items():
+        if obj.get(key) is None:
+            obj[key] = copy.deepcopy(zero)
+
+
+def default_hpa_status(obj: dict[str, Any]) -> None:
+    """autoscaling/v2 status fields without ``omitempty``: ``desiredReplicas`` (0) and
+    ``currentMetrics`` (null until the controller reports some)."""
+    status = obj.get("status")
+    if isinstance(status, dict):
+        status.setdefault("desiredReplicas", 0)
+        status.setdefault("currentMetrics", None)
+
+
 # The status each kind starts with: what a reset Go status struct serialises to (fields without
 # ``omitempty`` appear as zero), as the recordings show.
 _INITIAL_STATUS: dict[tuple[str, str], dict[str, Any]] = {
@@ -677,7 +945,7 @@ _INITIAL_STATUS: dict[tuple[str, str], dict[str, Any]] = {
         "desiredHealthy": 0,
         "expectedPods": 0,
     },
-    ("autoscaling", "HorizontalPodAutoscaler"): {"desiredReplicas": 0},
+    ("autoscaling", "HorizontalPodAutoscaler"): {"currentMetrics": None, "desiredReplicas": 0},
 }
 
 

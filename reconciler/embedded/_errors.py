@@ -5,19 +5,26 @@
     EmbeddedServerError (Exception)                  root: ``except EmbeddedServerError``
     ├── ServerNotRunningError (RuntimeError,         misuse: used before start() or after stop()
     │                          ValueError)           (_server.py; public in reconciler.embedded)
+    ├── KubeconfigError (ValueError)                 refuses a kubeconfig path holding something
+    │                                                else than a kubeconfig (_kubeconfig.py; public)
     ├── ApiStatusError                               a request fails: .code, the Status body and
     │                                                headers to answer with (_statuses.py)
     ├── Invalid                                      an object fails validation: 422 with
     │                                                .causes as a real server sends them (_kinds.py)
     ├── TooOld                                       a resourceVersion older than the retained
     │                                                window: 410 Expired (_storage.py)
+    ├── ExcessiveAliasingError (ValueError)          a YAML body whose aliases expand too far
+    │                                                (CVE-2019-11253): 400 (_encoding.py)
+    ├── ClientGoneError (ConnectionResetError)       the client left mid-body: 499, no traceback
+    │                                                (_http.py)
     └── UnsupportedProtobuf (ValueError)             a body this server cannot decode (_protobuf.py)
 
-Only ``ServerNotRunningError`` reaches users; the others are raised and caught inside the server
-and turned into the HTTP answers a kube-apiserver gives. The classes stay beside the code that
-raises them (they are part of each module's protocol); this module holds the root they share, so
-a test or a caller can catch anything the server raises with one ``except``. The server's answers
-about patches come from ``objectmatcher.PatchError`` (shared with the matcher), not from here.
+Only ``ServerNotRunningError`` and ``KubeconfigError`` reach users; the others are raised and caught
+inside the server and turned into the HTTP answers a kube-apiserver gives. The classes stay beside
+the code that raises them (they are part of each module's protocol); this module holds the root they
+share, so a test or a caller can catch anything the server raises with one ``except``. The server's
+answers about patches come from ``objectmatcher.PatchError`` (shared with the matcher), not from
+here.
 """
 
 from __future__ import annotations

@@ -7,40 +7,60 @@ content type, applies injected faults, dispatches to ``Operations`` (or ``_watch
 failure is answered with the ``Status`` body a real server sends; no request can crash the
 server. Bodies are JSON (YAML accepted on writes); protobuf ``Accept`` headers get JSON, as a
 client falls back. ``as=Table`` requests (kubectl get) get server-side tables.
+
+Bodies are bounded before anything trusts them: over ``MAX_BODY_BYTES`` answers 413, a YAML
+alias bomb 400 (``_encoding.load_yaml``; large YAML is decoded off the event loop), nesting
+deeper than ``MAX_DEPTH`` 422. A client that disconnects mid-request is neither an error nor
+counted: its handler just ends.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import json
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import aiohttp
 import attrs
-import yaml
 from aiohttp import web
 
 from reconciler.embedded import _discovery, _openapi
 from reconciler.embedded import _tables as tables
 from reconciler.embedded._accounting import RequestAccounting
-from reconciler.embedded._encoding import EncodeCache, encode
+from reconciler.embedded._bodies import check_ranges, decode_body
+from reconciler.embedded._encoding import MAX_DEPTH, EncodeCache, encode
+from reconciler.embedded._errors import EmbeddedServerError
 from reconciler.embedded._faults import FaultInjector
 from reconciler.embedded._kinds import ResourceType
-from reconciler.embedded._operations import CRDS, ListQuery, Operations, Target
-from reconciler.embedded._patching import APPLY_PATCH, PATCH_TYPES
-from reconciler.embedded._protobuf import PROTOBUF, UnsupportedProtobuf, decode_object
+from reconciler.embedded._operations import (
+    CRDS,
+    ListQuery,
+    Operations,
+    Target,
+    warning_header,
+)
+from reconciler.embedded._patching import (
+    APPLY_PATCH,
+    MERGE_PATCH,
+    PATCH_TYPES,
+    STRATEGIC_MERGE_PATCH,
+)
+from reconciler.embedded._protobuf import PROTOBUF
 from reconciler.embedded._selectors import parse_field_selector, parse_label_selector
 from reconciler.embedded._statuses import (
     ApiStatusError,
     bad_request,
+    invalid,
     method_not_allowed,
     not_found,
     status_body,
     unsupported_media_type,
 )
-from reconciler.embedded._watching import WatchRequest, serve_watch
+from reconciler.embedded._watching import DEFAULT_WATCH_BUFFER_BYTES, WatchRequest, serve_watch
 
 __all__ = ["MAX_BODY_BYTES", "ApiApplication", "ResourcePath"]
 
@@ -56,6 +76,9 @@ _COUNTED = web.RequestKey("optk.counted", bool)
 """Request key: this request was already accounted (a watch, when its stream started)."""
 
 _TRUE = ("true", "1")
+
+class ClientGoneError(EmbeddedServerError, ConnectionResetError):
+    """The client closed its connection before its request was read."""
 
 
 @attrs.frozen(kw_only=True)
@@ -147,8 +170,10 @@ class ApiApplication:
         faults: FaultInjector,
         address: Callable[[], str],
         bookmark_interval: float = 60.0,
+        watch_buffer_bytes: int = DEFAULT_WATCH_BUFFER_BYTES,
     ) -> None:
         self.ops = ops
+        self.watch_buffer_bytes = watch_buffer_bytes
         self.token = token
         self.accounting = accounting
         self.faults = faults
@@ -182,8 +207,21 @@ class ApiApplication:
             code = exc.code
             return self._error_response(exc)
         except asyncio.CancelledError:
-            code = 499
+            # the client went away (aiohttp cancels the handler of a closed connection):
+            # nothing was answered, so nothing is counted or logged
+            request[_COUNTED] = True
             raise
+        except ClientGoneError:
+            # its body ended early: nothing to answer (a raised ConnectionError would be
+            # logged by aiohttp as an internal error), nothing counted
+            request[_COUNTED] = True
+            return web.Response(status=499, text="client closed request")
+        except RecursionError:
+            code = 422
+            return self._error_response(invalid(None, "", causes=[{
+                "reason": "FieldValueInvalid", "field": "",
+                "message": f"Invalid value: nesting exceeds the maximum depth {MAX_DEPTH}",
+            }]))
         except Exception:
             log.exception("embedded apiserver: internal error on %s %s", request.method,
                           request.path)
@@ -307,6 +345,9 @@ class ApiApplication:
             return await request.read()
         except web.HTTPRequestEntityTooLarge as exc:
             raise self._too_large() from exc
+        except (ConnectionError, aiohttp.ClientPayloadError, aiohttp.ClientConnectionError,
+                aiohttp.http_exceptions.HttpProcessingError) as exc:
+            raise ClientGoneError(f"the client left mid-body: {exc}") from exc
 
     @staticmethod
     def _too_large() -> ApiStatusError:
@@ -314,26 +355,6 @@ class ApiApplication:
             413, "RequestEntityTooLarge",
             message=f"Request entity too large: limit is {MAX_BODY_BYTES}", details={},
         ))
-
-    @staticmethod
-    def _decode_object(
-        raw: bytes, *, content_type: str, rt: ResourceType | None = None
-    ) -> Any:
-        if content_type == PROTOBUF:
-            try:
-                return decode_object(raw, api_version=rt.api_version if rt else "",
-                                     kind=rt.kind if rt else "")
-            except (UnsupportedProtobuf, UnicodeDecodeError) as exc:
-                raise unsupported_media_type([_JSON, "application/yaml"]) from exc
-        try:
-            if content_type == "application/yaml":
-                return yaml.safe_load(raw)
-            return json.loads(raw)
-        except (ValueError, UnicodeDecodeError, RecursionError, yaml.YAMLError) as exc:
-            raise bad_request(
-                f"the object provided is unrecognized: couldn't get version/kind; json parse "
-                f"error: {exc}"
-            ) from exc
 
     def _list_query(self, request: web.Request, rt: ResourceType) -> ListQuery:
         query = request.query
@@ -384,30 +405,47 @@ class ApiApplication:
         if verb == "watch":
             return await self._watch(request, rt, path=path,
                                      table_include=include if table else None)
+        field_validation = request.query.get("fieldValidation")
+        warnings: list[str] = []  # fieldValidation=Warn, answered in a Warning header
         if verb == "create":
             if path.name is not None:
                 raise method_not_allowed()
             raw = await self._read_body(request, allowed=_WRITE_TYPES)
-            decoded = self._decode_object(raw, content_type=_content_type(request), rt=rt)
-            obj = ops.create(rt, decoded, namespace=namespace, dry_run=dry_run)
-            return self._written(ops.served(obj, rt), status=201, dry_run=dry_run)
+            decoded = await decode_body(raw, content_type=_content_type(request), rt=rt)
+            check_ranges(rt, decoded)
+            obj = ops.create(rt, decoded, namespace=namespace, dry_run=dry_run,
+                             field_validation=field_validation, warnings=warnings)
+            return self._written(ops.served(obj, rt), status=201, dry_run=dry_run,
+                                 warnings=warnings)
         if verb == "update":
             raw = await self._read_body(request, allowed=_WRITE_TYPES)
-            decoded = self._decode_object(raw, content_type=_content_type(request), rt=rt)
+            decoded = await decode_body(raw, content_type=_content_type(request), rt=rt)
+            check_ranges(rt, decoded)
             obj = ops.update(self._target(rt, path), decoded, subresource=path.subresource,
-                             dry_run=dry_run)
-            return self._written(ops.served(obj, rt), status=200, dry_run=dry_run)
+                             dry_run=dry_run, field_validation=field_validation,
+                             warnings=warnings)
+            return self._written(ops.served(obj, rt), status=200, dry_run=dry_run,
+                                 warnings=warnings)
         if verb == "patch":
             raw = await self._read_body(request, allowed=PATCH_TYPES)
             if _content_type(request) == APPLY_PATCH and path.subresource is None:
-                code, obj = ops.apply(self._target(rt, path), raw,
+                applied: Any = raw
+                if request.query.get("fieldManager"):  # else 422 before decoding, as real
+                    applied = await decode_body(raw, content_type=APPLY_PATCH, rt=rt)
+                    check_ranges(rt, applied)
+                code, obj = ops.apply(self._target(rt, path), applied,
                                       field_manager=request.query.get("fieldManager"),
                                       force=request.query.get("force", "") in _TRUE,
                                       dry_run=dry_run)
                 return self._written(ops.served(obj, rt), status=code, dry_run=dry_run)
+            if _content_type(request) in (MERGE_PATCH, STRATEGIC_MERGE_PATCH):
+                with contextlib.suppress(ValueError, RecursionError):
+                    check_ranges(rt, json.loads(raw), patch=raw)
             obj = ops.patch(self._target(rt, path), raw, content_type=_content_type(request),
-                            subresource=path.subresource, dry_run=dry_run)
-            return self._written(ops.served(obj, rt), status=200, dry_run=dry_run)
+                            subresource=path.subresource, dry_run=dry_run,
+                            field_validation=field_validation, warnings=warnings)
+            return self._written(ops.served(obj, rt), status=200, dry_run=dry_run,
+                                 warnings=warnings)
         if verb in ("delete", "deletecollection"):
             options = await self._delete_options(request)
             dry_run = dry_run or "All" in (options.get("dryRun") or ())
@@ -420,11 +458,13 @@ class ApiApplication:
             ))
         raise method_not_allowed()
 
-    def _written(self, obj: Mapping[str, Any], *, status: int, dry_run: bool) -> web.Response:
+    def _written(self, obj: Mapping[str, Any], *, status: int, dry_run: bool,
+                 warnings: list[str] | None = None) -> web.Response:
         """The response to a write: a committed object is stored and never changes, so its
         encoding is shared with the watch events that carry it (encoded once for both)."""
         body = encode(obj) if dry_run else self._cache.encode(obj)
-        return web.Response(body=body, status=status, content_type=_JSON)
+        return web.Response(body=body, status=status, content_type=_JSON,
+                            headers=warning_header(warnings or []))
 
     @staticmethod
     def _target(rt: ResourceType, path: ResourcePath) -> Target:
@@ -438,7 +478,7 @@ class ApiApplication:
             return _json_response(ops.get_scale(target))
         if verb == "update":
             raw = await self._read_body(request, allowed=_WRITE_TYPES)
-            body = self._decode_object(raw, content_type=_content_type(request))
+            body = await decode_body(raw, content_type=_content_type(request))
             return _json_response(ops.update_scale(target, body, dry_run=dry_run))
         if verb == "patch":
             raw = await self._read_body(request, allowed=PATCH_TYPES)
@@ -465,7 +505,7 @@ class ApiApplication:
         if request.body_exists:
             raw = await self._read_body(request, allowed=_WRITE_TYPES)
             if raw.strip():
-                decoded = self._decode_object(raw, content_type=_content_type(request))
+                decoded = await decode_body(raw, content_type=_content_type(request))
                 if not isinstance(decoded, Mapping):
                     raise bad_request("DeleteOptions must be an object")
                 options.update(decoded)
@@ -522,7 +562,7 @@ class ApiApplication:
             return await serve_watch(
                 request, watch_request, ops=self.ops, faults=self.faults.current,
                 bookmark_interval=self.bookmark_interval, cache=self._cache,
-                on_started=started,
+                max_buffer_bytes=self.watch_buffer_bytes, on_started=started,
             )
         finally:
             self.active_watches -= 1

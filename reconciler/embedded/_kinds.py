@@ -10,6 +10,7 @@ This module is the boundary between the two halves; keep its names stable.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -83,13 +84,32 @@ class Invalid(EmbeddedServerError):
 class ServerContext:
     """Server state a strategy may need while preparing an object (allocators)."""
 
-    service_cidr_prefix: str = "10.0.0."
+    service_cidr: str = "10.0.0.0/16"
     allocated_cluster_ips: set[str] = attrs.field(factory=set)
+    _next_host: int = attrs.field(default=0, alias="_next_host")
+
+    @property
+    def service_network(self) -> ipaddress.IPv4Network:
+        """The Service ClusterIP range (``--service-cluster-ip-range`` of a real server)."""
+        return ipaddress.IPv4Network(self.service_cidr)
 
     def allocate_cluster_ip(self) -> str:
-        """A free ClusterIP from the service range (10.0.0.0/24, as the recordings show)."""
-        for host in range(2, 255):
-            ip = f"{self.service_cidr_prefix}{host}"
+        """A free ClusterIP from the service range (10.0.0.0/16: room for 65,000 Services).
+
+        The lowest free address is taken (skipping the network address and the first host,
+        which a real server keeps for the ``kubernetes`` Service). A cursor never above the
+        lowest free address makes a run of creates O(1) each however many Services exist; a
+        release moves it back to the released address.
+        """
+        network = self.service_network
+        size = network.num_addresses
+        first = int(network.network_address)
+        for _ in range(size):
+            host = self._next_host
+            self._next_host = (host + 1) % size
+            if host < 2 or host == size - 1:
+                continue
+            ip = str(ipaddress.IPv4Address(first + host))
             if ip not in self.allocated_cluster_ips:
                 self.allocated_cluster_ips.add(ip)
                 return ip
@@ -101,7 +121,15 @@ class ServerContext:
 
     def release_cluster_ip(self, ip: str) -> None:
         """Return a ClusterIP to the pool when its Service is deleted."""
-        self.allocated_cluster_ips.discard(ip)
+        if ip in self.allocated_cluster_ips:
+            self.allocated_cluster_ips.discard(ip)
+            host = int(ipaddress.IPv4Address(ip)) - int(self.service_network.network_address)
+            self._next_host = min(self._next_host, host)
+
+    def restore_cluster_ips(self, before: set[str]) -> None:
+        """Give back every ClusterIP allocated since ``before`` was taken (a refused create)."""
+        for ip in self.allocated_cluster_ips - before:
+            self.release_cluster_ip(ip)
 
     # Added with the kinds (issue 3): NodePort allocation, as for ClusterIPs.
     node_port_range: tuple[int, int] = (30000, 32767)

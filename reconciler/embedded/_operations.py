@@ -25,6 +25,7 @@ import attrs
 import yaml
 
 from reconciler.embedded._applying import apply_fields, managed_after_apply, remove_fields
+from reconciler.embedded._encoding import load_yaml
 from reconciler.embedded._kinds import Invalid, KindRegistry, ResourceType, ServerContext
 from reconciler.embedded._patching import MERGE_PATCH, STRATEGIC_MERGE_PATCH, apply_patch
 from reconciler.embedded._selectors import FieldSelector, LabelSelector
@@ -35,6 +36,7 @@ from reconciler.embedded._statuses import (
     conflict,
     expired,
     invalid,
+    invalid_options,
     namespace_terminating,
     not_found,
     status_body,
@@ -42,7 +44,15 @@ from reconciler.embedded._statuses import (
 )
 from reconciler.embedded._storage import Bucket, Storage, TooOld
 
-__all__ = ["ListQuery", "Operations", "Target", "copy_json", "now_timestamp"]
+__all__ = [
+    "FIELD_VALIDATION_DIRECTIVES",
+    "ListQuery",
+    "Operations",
+    "Target",
+    "copy_json",
+    "now_timestamp",
+    "warning_header",
+]
 
 NAMESPACES: Bucket = ("", "namespaces")
 CRDS: Bucket = ("apiextensions.k8s.io", "customresourcedefinitions")
@@ -70,6 +80,9 @@ _CONTINUE_TOO_OLD = (
 
 ManagedFields = list[dict[str, Any]]
 """``metadata.managedFields`` entries."""
+
+Warnings = list[str]
+"""Warning texts a write collects for the ``Warning`` response header."""
 
 
 def copy_json(value: Any) -> Any:
@@ -129,6 +142,22 @@ def _decode_continue(token: str) -> tuple[int, str]:
         return int(data["rv"]), str(data["start"])
     except (ValueError, KeyError, TypeError, binascii.Error) as exc:
         raise bad_request(f"continue key is not valid: {exc}") from exc
+
+
+FIELD_VALIDATION_DIRECTIVES = ("Ignore", "Warn", "Strict")
+"""The values of the ``fieldValidation`` query parameter; absent means ``Warn`` (1.25)."""
+
+
+def warning_header(warnings: Warnings) -> dict[str, str]:
+    """The ``Warning`` response header carrying ``warnings`` (RFC 7234 code 299, agent ``-``,
+    Go-quoted text), one comma-separated value for all; empty when there is none."""
+    if not warnings:
+        return {}
+    return {"Warning": ", ".join(f"299 - {json.dumps(text)}" for text in warnings)}
+
+
+def _strict_decoding_error(unknown: list[str]) -> str:
+    return "strict decoding error: " + ", ".join(f'unknown field "{path}"' for path in unknown)
 
 
 def _strip_for_list(obj: Mapping[str, Any], rt: ResourceType) -> Mapping[str, Any]:
@@ -229,12 +258,37 @@ class Operations:
             meta["name"] = name
         return obj
 
+    def _check_fields(
+        self, rt: ResourceType, obj: Mapping[str, Any], *, field_validation: str | None,
+        warnings: Warnings | None, in_body: bool, options_kind: str,
+    ) -> None:
+        """``fieldValidation`` on a decoded body (``in_body``: a create or update, whose error
+        names the kind) or a patched object: ``Strict`` answers 400 listing the unknown fields,
+        ``Warn`` (the default) adds one warning per field, ``Ignore`` says nothing. The fields
+        are dropped later either way."""
+        directive = field_validation or "Warn"
+        if directive not in FIELD_VALIDATION_DIRECTIVES:
+            raise invalid_options(directive, options_kind=options_kind)
+        if directive == "Ignore" or (directive == "Warn" and warnings is None):
+            return
+        unknown = self.registry.strategy(rt).unknown_fields(obj)
+        if not unknown:
+            return
+        if directive == "Warn":
+            assert warnings is not None
+            warnings.extend(f'unknown field "{path}"' for path in unknown)
+            return
+        message = _strict_decoding_error(unknown)
+        if in_body:
+            message = (f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                       f"{message}")
+        raise bad_request(message)
+
     def _invalid(self, rt: ResourceType, exc: Invalid, *, obj: Mapping[str, Any]) -> ApiStatusError:
         return invalid(rt, str(_meta(obj).get("name") or ""), causes=exc.causes)
 
     def _restore_allocations(self, allocated: set[str]) -> None:
-        self.context.allocated_cluster_ips.clear()
-        self.context.allocated_cluster_ips.update(allocated)
+        self.context.restore_cluster_ips(allocated)
 
     def _commit(
         self, rt: ResourceType, obj: dict[str, Any], *, event_type: str,
@@ -309,10 +363,17 @@ class Operations:
 
     def create(
         self, rt: ResourceType, body: Any, *, namespace: str, dry_run: bool = False,
-        managed_fields: ManagedFields | None = None,
+        managed_fields: ManagedFields | None = None, field_validation: str | None = None,
+        warnings: Warnings | None = None,
     ) -> dict[str, Any]:
-        """POST: a new object with server metadata, defaults and validation; 201 body."""
+        """POST: a new object with server metadata, defaults and validation; 201 body.
+
+        ``field_validation`` is the request's ``fieldValidation``; ``Warn`` warnings are
+        appended to ``warnings`` (``None``: not collected).
+        """
         obj = self._check_body(rt, body, namespace=namespace, name=None)
+        self._check_fields(rt, obj, field_validation=field_validation, warnings=warnings,
+                           in_body=True, options_kind="CreateOptions")
         meta = _meta(obj)
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = str(meta["generateName"]) + "".join(
@@ -366,10 +427,14 @@ class Operations:
 
     def update(
         self, target: Target, body: Any, *, subresource: str | None = None,
-        dry_run: bool = False,
+        dry_run: bool = False, field_validation: str | None = None,
+        warnings: Warnings | None = None,
     ) -> dict[str, Any]:
-        """PUT: replace the object (``resourceVersion`` in the body is a precondition)."""
+        """PUT: replace the object (``resourceVersion`` in the body is a precondition);
+        ``fieldValidation`` as for ``create``."""
         new = self._check_body(target.rt, body, namespace=target.namespace, name=target.name)
+        self._check_fields(target.rt, new, field_validation=field_validation,
+                           warnings=warnings, in_body=True, options_kind="UpdateOptions")
         with self.storage.lock:
             old = self._existing(target)
             return self._update(target.rt, old, new=new, subresource=subresource,
@@ -378,17 +443,23 @@ class Operations:
     def patch(
         self, target: Target, body: bytes, *, content_type: str,
         subresource: str | None = None, dry_run: bool = False,
+        field_validation: str | None = None, warnings: Warnings | None = None,
     ) -> dict[str, Any]:
-        """PATCH with a JSON, merge or strategic merge patch; then as an update."""
+        """PATCH with a JSON, merge or strategic merge patch; then as an update.
+
+        ``fieldValidation`` judges the patched object, as a real server does (the error then
+        is the bare ``strict decoding error: ...``)."""
         rt = target.rt
         with self.storage.lock:
             old = self._existing(target)
             patched = apply_patch(self.served(old, rt), body, content_type=content_type, rt=rt)
             new = self._check_body(rt, patched, namespace=target.namespace, name=target.name)
+            self._check_fields(rt, new, field_validation=field_validation, warnings=warnings,
+                               in_body=False, options_kind="PatchOptions")
             return self._update(rt, old, new=new, subresource=subresource, dry_run=dry_run)
 
     def apply(
-        self, target: Target, body: bytes, *,
+        self, target: Target, body: bytes | Mapping[str, Any], *,
         field_manager: str | None, force: bool = False, dry_run: bool = False,
     ) -> tuple[int, dict[str, Any]]:
         """Server-side apply: create when missing, else merge the applied configuration.
@@ -407,12 +478,22 @@ class Operations:
                 "required for apply patch",
                 details={"group": "meta.k8s.io", "kind": "PatchOptions", "causes": [cause]},
             ))
-        try:
-            applied = yaml.safe_load(body)
+        try:  # the HTTP layer passes the body decoded (bounded, off the loop)
+            applied = body if isinstance(body, Mapping) else load_yaml(body)
         except yaml.YAMLError as exc:
             raise bad_request(f"error decoding YAML: {exc}") from exc
         if not isinstance(applied, Mapping):
             raise bad_request("the apply configuration must be an object")
+        unknown = self.registry.strategy(rt).unknown_fields(dict(applied))
+        if unknown:
+            # 1.25's field manager cannot type the configuration, whatever fieldValidation
+            # says: a plain error, answered as 500 without a reason.
+            raise ApiStatusError(500, {
+                "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": f"failed to create typed patch object: .{unknown[0]}: field not "
+                           "declared in schema",
+                "code": 500,
+            })
         with self.storage.lock:
             existing = self.storage.get(self.bucket(rt), namespace=target.storage_namespace,
                                         name=name)
@@ -537,7 +618,9 @@ class Operations:
             return new  # a no-op update writes nothing and keeps the resourceVersion
         if dry_run:
             return new
-        if old_meta.get("deletionTimestamp") and not meta.get("finalizers"):
+        if old_meta.get("deletionTimestamp") and not meta.get("finalizers") and not (
+            self.bucket(rt) == NAMESPACES and (new.get("spec") or {}).get("finalizers")
+        ):  # a namespace's spec.finalizers hold it too (ShouldDeleteNamespaceDuringUpdate)
             self._remove(rt, old, final=new)
             return new
         self._commit(rt, new, event_type="MODIFIED", old=old)

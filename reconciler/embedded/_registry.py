@@ -26,6 +26,7 @@ from reconciler.embedded._names import (
     validate_metadata,
     validate_metadata_name,
 )
+from reconciler.embedded._statuses import bad_request
 
 __all__ = ["BUILTIN_TYPES", "BuiltinStrategy", "Registry", "make_registry"]
 
@@ -263,7 +264,17 @@ class BuiltinStrategy(KindStrategy):
 
     def _decode(self, obj: dict[str, Any]) -> None:
         rt = self.resource_type
+        self._canonical_quantities(obj)  # first: a null quantity is "0", not ""
         _defaulting.decode_builtin(obj, api_version=rt.api_version, kind=rt.kind)
+
+    def _canonical_quantities(self, obj: dict[str, Any]) -> None:
+        rt = self.resource_type
+        if _defaulting.canonical_quantities(obj, api_version=rt.api_version, kind=rt.kind):
+            raise bad_request(
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                "quantities must match the regular expression "
+                f"'{_defaulting.QUANTITY_PATTERN}'"
+            )
 
     def prepare_create(self, obj: dict[str, Any], ctx: ServerContext) -> None:
         """Refuse values of the wrong type, drop unknown fields, reset the status of a kind with
@@ -316,6 +327,7 @@ class BuiltinStrategy(KindStrategy):
             _defaulting.drop_unknown_fields(
                 {"status": new["status"]}, api_version=rt.api_version, kind=rt.kind
             )
+            self._canonical_quantities(new)
 
     def spec_changed(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
         """Whether ``generation_fields`` differ (only for kinds with a generation)."""
@@ -367,6 +379,7 @@ class _Service(BuiltinStrategy):
 class _Pod(BuiltinStrategy):
     def default_on_create(self, obj: dict[str, Any], ctx: ServerContext) -> None:
         self.default(obj, ctx)
+        _defaulting.mount_service_account_token(obj)
         obj["status"]["qosClass"] = _qos_class(obj.get("spec") or {})
 
     def default(self, obj: dict[str, Any], ctx: ServerContext) -> None:
@@ -463,6 +476,20 @@ class _Deployment(_Workload):
         return (obj.get("spec"), (obj.get("metadata") or {}).get("annotations") or {})
 
 
+class _DaemonSet(_Workload):
+    """apps/v1 DaemonSets carry their template generation in an annotation."""
+
+    def default_on_create(self, obj: dict[str, Any], ctx: ServerContext) -> None:
+        super().default_on_create(obj, ctx)
+        _defaulting.default_daemonset_template_generation(obj)
+
+    def prepare_update(
+        self, old: Mapping[str, Any], new: dict[str, Any], ctx: ServerContext
+    ) -> None:
+        super().prepare_update(old, new, ctx)
+        _defaulting.default_daemonset_template_generation(new, old)
+
+
 class _StatefulSet(_Workload):
     def validate_changes(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
         return _validating.validate_statefulset_update(old, new)
@@ -480,11 +507,17 @@ class _Job(BuiltinStrategy):
 
 
 class _CoreEvent(BuiltinStrategy):
+    def default(self, obj: dict[str, Any], ctx: ServerContext) -> None:
+        _defaulting.default_core_event(obj)
+
     def validate(self, obj: Mapping[str, Any]) -> list[Cause]:
         return _validating.validate_core_event(obj)
 
 
 class _EventsEvent(BuiltinStrategy):
+    def default(self, obj: dict[str, Any], ctx: ServerContext) -> None:
+        _defaulting.default_events_event(obj)
+
     def validate_create(self, obj: dict[str, Any]) -> None:
         # Only a new events.k8s.io Event must carry these; updates of old ones need not.
         super().validate_create(obj)
@@ -506,6 +539,10 @@ class _Ingress(BuiltinStrategy):
 class _HorizontalPodAutoscaler(BuiltinStrategy):
     def default(self, obj: dict[str, Any], ctx: ServerContext) -> None:
         _defaulting.default_hpa(obj)
+
+    def prepare_status_update(self, old: Mapping[str, Any], new: dict[str, Any]) -> None:
+        super().prepare_status_update(old, new)
+        _defaulting.default_hpa_status(new)
 
     def validate(self, obj: Mapping[str, Any]) -> list[Cause]:
         return _validating.validate_hpa(obj)
@@ -564,7 +601,7 @@ def _builtin_strategies() -> dict[tuple[str, str], StrategyFactory]:
         ("events.k8s.io", "Event"): _EventsEvent,
         ("apps", "Deployment"): _Deployment,
         ("apps", "StatefulSet"): _StatefulSet,
-        ("apps", "DaemonSet"): _Workload,
+        ("apps", "DaemonSet"): _DaemonSet,
         ("apps", "ReplicaSet"): _Workload,
         ("batch", "Job"): _Job,
         ("coordination.k8s.io", "Lease"): BuiltinStrategy,

@@ -2,10 +2,16 @@
 
 It owns one store, one kind registry, the garbage collector and the aiohttp application, and
 runs them on a private event loop, either in a background thread (``start()`` or ``with``) or in
-the foreground (``serve_forever()``, used by ``optk apiserver``). At start it generates a CA and
-server certificate, a random bearer token, and a kubeconfig (mode 0600) that carries both, so
+the foreground (``serve_forever()``, used by ``optk apiserver``). At its first start it generates
+a CA and server certificate, a random bearer token, and a kubeconfig that carries both, so
 the official client and kubectl connect over verified HTTPS. It binds to loopback unless told
 otherwise. Python callers can read request counts, inject faults and compact the watch history.
+
+A server can be stopped and started again (``stop()`` then ``start()``) with its state: the same
+port, CA, token, stored objects and request counts, resourceVersions continuing. As after a
+real kube-apiserver restart, its watch cache then starts at the current resourceVersion, so a
+watch from an older version answers 410 Expired. A kubeconfig at a user's path is added to,
+never overwritten (``_kubeconfig``).
 """
 
 from __future__ import annotations
@@ -25,7 +31,6 @@ from types import TracebackType
 from typing import Any
 
 import kubernetes.client
-import yaml
 from aiohttp import web
 
 from reconciler.embedded._accounting import RequestAccounting, RequestKey
@@ -34,9 +39,11 @@ from reconciler.embedded._errors import EmbeddedServerError
 from reconciler.embedded._faults import FaultInjector, Faults
 from reconciler.embedded._http import ApiApplication
 from reconciler.embedded._kinds import KindRegistry, ServerContext
+from reconciler.embedded._kubeconfig import KubeconfigEntry, KubeconfigFile
 from reconciler.embedded._operations import Operations
 from reconciler.embedded._storage import Storage
-from reconciler.embedded._tls import TlsFiles, generate_tls
+from reconciler.embedded._tls import TlsFiles, TlsMaterial, generate_tls, write_tls
+from reconciler.embedded._watching import DEFAULT_WATCH_BUFFER_BYTES
 
 __all__ = ["EmbeddedApiServer", "ServerNotRunningError"]
 
@@ -66,7 +73,11 @@ class EmbeddedApiServer:
     """A Kubernetes API server in this process, for tests, benchmarks and demos.
 
     Use it as a context manager (``with EmbeddedApiServer() as server:``); ``.url``, ``.token``,
-    ``.kubeconfig_path`` and ``.api_client()`` connect clients to it.
+    ``.kubeconfig_path`` and ``.api_client()`` connect clients to it. ``stop()`` then
+    ``start()`` restarts it with its state. An existing ``kubeconfig_path`` gets a context
+    added (made current when ``set_current_context``) and removed again at ``stop()``; one that
+    is not a kubeconfig raises ``KubeconfigError`` (a ``ValueError``) here. Each watcher may
+    have ``watch_buffer_bytes`` waiting in its connection before its watch is ended.
     """
 
     def __init__(
@@ -79,6 +90,8 @@ class EmbeddedApiServer:
         history_size: int = 20_000,
         bookmark_interval: float = 60.0,
         registry: KindRegistry | None = None,
+        set_current_context: bool = True,
+        watch_buffer_bytes: int = DEFAULT_WATCH_BUFFER_BYTES,
     ) -> None:
         if not _is_loopback(host) and not allow_non_loopback:
             raise ValueError(
@@ -89,7 +102,13 @@ class EmbeddedApiServer:
             raise ValueError(f"port must be within 0..65535, got {port}")
         self._host = host
         self._port = port
-        self._requested_kubeconfig = Path(kubeconfig_path) if kubeconfig_path else None
+        self._kubeconfig_file: KubeconfigFile | None = None
+        if kubeconfig_path:
+            self._kubeconfig_file = KubeconfigFile(path=Path(kubeconfig_path),
+                                                   set_current=set_current_context)
+            self._kubeconfig_file.check()
+        self._watch_buffer_bytes = watch_buffer_bytes
+        self._tls_material: TlsMaterial | None = None
         self._token = secrets.token_urlsafe(32)
         self._accounting = RequestAccounting()
         self._faults = FaultInjector()
@@ -104,6 +123,7 @@ class EmbeddedApiServer:
         self._application: ApiApplication | None = None
         self._bound_port: int | None = None
         self._workdir: Path | None = None
+        self._workdir_path: Path | None = None
         self._tls: TlsFiles | None = None
         self._kubeconfig: Path | None = None
         self._started = threading.Event()
@@ -123,15 +143,30 @@ class EmbeddedApiServer:
         self.stop()
 
     def _prepare(self) -> None:
-        self._workdir = Path(tempfile.mkdtemp(prefix="optk-apiserver-"))
-        os.chmod(self._workdir, 0o700)
-        hosts = tuple(dict.fromkeys(("127.0.0.1", "::1", self._host)))
-        self._tls = generate_tls(self._workdir, hosts=hosts)
+        self._workdir = self._make_workdir()
+        if self._tls_material is None:
+            hosts = tuple(dict.fromkeys(("127.0.0.1", "::1", self._host)))
+            self._tls = generate_tls(self._workdir, hosts=hosts)
+            self._tls_material = self._tls.material()
+        else:  # a restart: the same CA and certificate, and a fresh watch cache
+            self._tls = write_tls(self._workdir, self._tls_material)
+            self._storage.compact()
         for name in _INITIAL_NAMESPACES:
             if self._storage.get(("", "namespaces"), namespace="", name=name) is None:
                 self._ops.create(self._namespace_type(), {
                     "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name},
                 }, namespace="")
+
+    def _make_workdir(self) -> Path:
+        """A private directory; a restart gets the same path again (clients keep their CA
+        file path), or a new one if that path was taken meanwhile."""
+        if self._workdir_path is not None:
+            with contextlib.suppress(OSError):
+                os.mkdir(self._workdir_path, 0o700)
+                return self._workdir_path
+        self._workdir_path = Path(tempfile.mkdtemp(prefix="optk-apiserver-"))
+        os.chmod(self._workdir_path, 0o700)
+        return self._workdir_path
 
     def _namespace_type(self) -> Any:
         rt = self._registry.lookup("", "v1", "namespaces")
@@ -145,21 +180,25 @@ class EmbeddedApiServer:
             self._ops, token=self._token, accounting=self._accounting, faults=self._faults,
             address=lambda: f"{self._host}:{self._bound_port}",
             bookmark_interval=self._bookmark_interval,
+            watch_buffer_bytes=self._watch_buffer_bytes,
         )
         self._application = application
+        # handler_cancellation: a closed connection cancels its handler, so a watch whose
+        # client left ends at once (not at its next event or timeout)
         self._runner = web.AppRunner(
             application.make_app(), access_log=None, handle_signals=False,
-            shutdown_timeout=0.5,
+            shutdown_timeout=0.5, handler_cancellation=True,
         )
         await self._runner.setup()
+        port = self._port or self._bound_port or 0  # a restart binds the same port again
         site = web.TCPSite(
-            self._runner, self._host, self._port, ssl_context=self._tls.server_context(),
+            self._runner, self._host, port, ssl_context=self._tls.server_context(),
             backlog=512,
         )
         await site.start()
         server = site._server
         sockets = getattr(server, "sockets", None) or ()
-        self._bound_port = int(sockets[0].getsockname()[1]) if sockets else self._port
+        self._bound_port = int(sockets[0].getsockname()[1]) if sockets else port
         self._collector = GarbageCollector(self._ops)
         self._collector.start()
         self._kubeconfig = self._write_kubeconfig()
@@ -200,6 +239,8 @@ class EmbeddedApiServer:
         """Start serving in a background thread; returns ``self`` once the port is bound."""
         if self._thread is not None:
             return self
+        self._started.clear()
+        self._start_error = None
         self._prepare()
         self._thread = threading.Thread(
             target=self._run_loop, name="optk-embedded-apiserver", daemon=True
@@ -209,23 +250,28 @@ class EmbeddedApiServer:
         if self._start_error is not None:
             self._thread.join()
             self._thread = None
+            self._remove_files()
             raise self._start_error
         return self
 
     def stop(self) -> None:
-        """Stop serving, end every watch and remove the generated files."""
+        """Stop serving, end every watch and remove the generated files (and what was added
+        to a user's kubeconfig). The state stays: ``start()`` serves it again."""
         loop, thread = self._loop, self._thread
         if loop is not None and thread is not None and thread.is_alive():
             loop.call_soon_threadsafe(loop.stop)
             thread.join(timeout=10)
         self._thread = None
         self._loop = None
+        self._application = None
+        self._remove_files()
+
+    def _remove_files(self) -> None:
         if self._workdir is not None:
             shutil.rmtree(self._workdir, ignore_errors=True)
             self._workdir = None
-        if self._kubeconfig is not None and self._requested_kubeconfig is not None:
-            with contextlib.suppress(FileNotFoundError):
-                self._kubeconfig.unlink()
+        if self._kubeconfig_file is not None:
+            self._kubeconfig_file.uninstall()
         self._kubeconfig = None
 
     def serve_forever(self, stop: threading.Event | None = None) -> None:
@@ -271,27 +317,16 @@ class EmbeddedApiServer:
     def _write_kubeconfig(self) -> Path:
         assert self._tls is not None
         assert self._workdir is not None
-        path = self._requested_kubeconfig or self._workdir / "kubeconfig"
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": "optk-embedded", "cluster": {
-                "server": self.url_unchecked(),
-                "certificate-authority-data": base64.b64encode(self._tls.ca_pem).decode(),
-            }}],
-            "users": [{"name": "optk-admin", "user": {"token": self._token}}],
-            "contexts": [{"name": "optk-embedded", "context": {
-                "cluster": "optk-embedded", "user": "optk-admin", "namespace": "default",
-            }}],
-            "current-context": "optk-embedded",
-            "preferences": {},
-        }
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as handle:
-            yaml.safe_dump(config, handle, sort_keys=False)
-        os.chmod(path, 0o600)
-        return path
+        entry = KubeconfigEntry(
+            name=f"optk-embedded-{self._bound_port}", server=self.url_unchecked(),
+            ca_data=base64.b64encode(self._tls.ca_pem).decode(), token=self._token,
+        )
+        if self._kubeconfig_file is not None:
+            self._kubeconfig_file.install(entry)
+            return self._kubeconfig_file.path
+        private = KubeconfigFile(path=self._workdir / "kubeconfig")
+        private.install(entry)  # removed with the private directory
+        return private.path
 
     def url_unchecked(self) -> str:
         """The URL without the running check (used while starting)."""

@@ -22,6 +22,7 @@ __all__ = [
     "conflict",
     "expired",
     "invalid",
+    "invalid_options",
     "method_not_allowed",
     "namespace_terminating",
     "not_found",
@@ -134,6 +135,23 @@ def invalid(
 def bad_request(message: str) -> ApiStatusError:
     """400 ``BadRequest`` with no details (as the recordings show for malformed requests)."""
     return ApiStatusError(400, status_body(400, "BadRequest", message=message))
+
+
+def invalid_options(directive: str, *, options_kind: str) -> ApiStatusError:
+    """422 for a ``fieldValidation`` value other than Ignore, Warn and Strict; ``options_kind``
+    is the verb's options type (``CreateOptions``, ``UpdateOptions``, ``PatchOptions``)."""
+    cause = {
+        "reason": "FieldValueNotSupported",
+        "message": f'Unsupported value: "{directive}": supported values: "", "Ignore", '
+                   '"Strict", "Warn"',
+        "field": "fieldValidation",
+    }
+    return ApiStatusError(422, status_body(
+        422, "Invalid",
+        message=f'{options_kind}.meta.k8s.io "" is invalid: fieldValidation: '
+                f'{cause["message"]}',
+        details={"group": "meta.k8s.io", "kind": options_kind, "causes": [cause]},
+    ))
 
 
 def namespace_terminating(rt: ResourceType, name: str, *, namespace: str) -> ApiStatusError:

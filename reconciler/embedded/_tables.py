@@ -2,8 +2,10 @@
 
 A real server prints per-kind columns; this module reproduces the common ones (Deployment
 READY/UP-TO-DATE/AVAILABLE, Pod READY/STATUS/RESTARTS, Service TYPE/CLUSTER-IP/PORT(S), ...),
-a custom resource's ``additionalPrinterColumns`` (simple ``.a.b`` JSON paths), and falls back to
-NAME and AGE. Rows embed ``PartialObjectMetadata`` unless ``includeObject=Object`` is asked.
+Event LAST SEEN/TYPE/REASON/OBJECT/MESSAGE with the wide columns of ``printEvent`` in
+``pkg/printers/internalversion`` for core/v1 and events.k8s.io/v1 Events alike), a custom
+resource's ``additionalPrinterColumns`` (simple ``.a.b`` JSON paths), and falls back to NAME and
+AGE. Rows embed ``PartialObjectMetadata`` unless ``includeObject=Object`` is asked.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import datetime
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["table"]
+__all__ = ["human_duration", "table"]
 
 Cell = Callable[[Mapping[str, Any]], Any]
 
@@ -39,6 +41,120 @@ def _age(obj: Mapping[str, Any]) -> str:
         if seconds < limit:
             return f"{seconds // size}{unit}"
     return f"{seconds // 86400}d"
+
+
+def _parse_time(value: Any) -> datetime.datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        when = datetime.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=datetime.UTC)
+
+
+def human_duration(seconds: float) -> str:
+    """``duration.HumanDuration`` of apimachinery: ``45s``, ``3m20s``, ``2h5m``, ``3d4h``."""
+    total = int(seconds)
+    if total < -1:
+        return "<invalid>"
+    if total < 0:
+        return "0s"
+    if total < 120:
+        return f"{total}s"
+    minutes, hours = total // 60, total // 3600
+    if minutes < 10:
+        return f"{minutes}m{total % 60}s" if total % 60 else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    if hours < 8:
+        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    days = hours // 24
+    if hours < 24 * 8:
+        return f"{days}d{hours % 24}h" if hours % 24 else f"{days}d"
+    if hours < 24 * 365 * 2:
+        return f"{days}d"
+    if hours < 24 * 365 * 8:
+        return f"{days // 365}y{days % 365}d" if days % 365 else f"{days // 365}y"
+    return f"{days // 365}y"
+
+
+def _since(value: Any) -> str:
+    when = _parse_time(value)
+    if when is None:
+        return "<unknown>"
+    return human_duration((datetime.datetime.now(datetime.UTC) - when).total_seconds())
+
+
+def _as_core_event(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An events.k8s.io/v1 Event in core/v1 field names (the server stores both as one type)."""
+    if "involvedObject" in obj or not any(
+        key in obj for key in ("regarding", "note", "reportingController", "series",
+                               "deprecatedSource", "deprecatedCount")
+    ):
+        return obj
+    return {
+        "metadata": obj.get("metadata") or {},
+        "involvedObject": obj.get("regarding") or {},
+        "reason": obj.get("reason"),
+        "message": obj.get("note"),
+        "type": obj.get("type"),
+        "source": obj.get("deprecatedSource") or {},
+        "reportingComponent": obj.get("reportingController"),
+        "reportingInstance": obj.get("reportingInstance"),
+        "firstTimestamp": obj.get("deprecatedFirstTimestamp"),
+        "lastTimestamp": obj.get("deprecatedLastTimestamp"),
+        "count": obj.get("deprecatedCount"),
+        "eventTime": obj.get("eventTime"),
+        "series": obj.get("series"),
+    }
+
+
+def _event_cells(raw: Mapping[str, Any]) -> list[Any]:
+    """``printEvent`` with ``Wide`` (a server always prints every column)."""
+    obj = _as_core_event(raw)
+    first = obj.get("firstTimestamp")
+    first_seen = _since(first) if first else _since(obj.get("eventTime"))
+    last = obj.get("lastTimestamp")
+    last_seen = _since(last) if last else first_seen
+    count = int(obj.get("count") or 0)
+    series = obj.get("series")
+    if isinstance(series, Mapping):
+        last_seen = _since(series.get("lastObservedTime"))
+        count = int(series.get("count") or 0)
+    elif count == 0:
+        count = 1  # singleton events of the new API carry no count
+    involved = obj.get("involvedObject") or {}
+    kind = str(involved.get("kind") or "").lower()
+    target = f"{kind}/{involved['name']}" if involved.get("name") else kind
+    source = obj.get("source") or {}
+    component = source.get("component") or obj.get("reportingComponent") or ""
+    instance = source.get("host") or obj.get("reportingInstance") or ""
+    source_text = (f"{component}, {instance}" if instance else component) if component else ""
+    return [last_seen, obj.get("type") or "", obj.get("reason") or "", target,
+            involved.get("fieldPath") or "", source_text,
+            str(obj.get("message") or "").strip(), first_seen, count,
+            _get(obj, "metadata.name") or ""]
+
+
+_EVENT_COLUMNS: list[tuple[str, int, str]] = [
+    ("Last Seen", 0, ""), ("Type", 0, ""), ("Reason", 0, ""), ("Object", 0, ""),
+    ("Subobject", 1, ""), ("Source", 1, ""), ("Message", 0, ""), ("First Seen", 1, ""),
+    ("Count", 1, ""), ("Name", 1, "name"),
+]
+
+
+def _event_table(
+    items: Sequence[Mapping[str, Any]], *, with_columns: bool
+) -> tuple[list[dict[str, Any]], list[list[Any]]]:
+    definitions = [
+        {"name": name, "type": "string", "format": fmt, "description": name,
+         "priority": priority}
+        for name, priority, fmt in _EVENT_COLUMNS
+    ] if with_columns else []
+    return definitions, [_event_cells(obj) for obj in items]
 
 
 def _ready(obj: Mapping[str, Any]) -> str:
@@ -124,6 +240,13 @@ def _custom_columns(printer_columns: Sequence[Mapping[str, Any]]) -> list[tuple[
     return columns
 
 
+def _embedded(obj: Mapping[str, Any], include_object: str) -> Mapping[str, Any]:
+    if include_object == "Object":
+        return obj
+    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+            "metadata": obj.get("metadata") or {}}
+
+
 def table(
     kind: str,
     items: Sequence[Mapping[str, Any]],
@@ -134,6 +257,12 @@ def table(
     printer_columns: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """A ``meta.k8s.io/v1`` Table of ``items``."""
+    if kind == "Event" and not printer_columns:
+        definitions, cells = _event_table(items, with_columns=with_columns)
+        return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": dict(metadata),
+                "columnDefinitions": definitions,
+                "rows": [{"cells": row, "object": _embedded(obj, include_object)}
+                         for row, obj in zip(cells, items, strict=True)]}
     if printer_columns:
         columns = [_NAME, *_custom_columns(printer_columns)]
         if not any(c[2] is _age for c in columns):
@@ -142,14 +271,8 @@ def table(
         columns = [_NAME, *_COLUMNS[kind]]  # a real server prints no AGE here
     else:
         columns = [_NAME, *_COLUMNS.get(kind, []), _AGE]
-    rows = []
-    for obj in items:
-        if include_object == "Object":
-            embedded: Mapping[str, Any] = obj
-        else:
-            embedded = {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
-                        "metadata": obj.get("metadata") or {}}
-        rows.append({"cells": [cell(obj) for _, _, cell in columns], "object": embedded})
+    rows = [{"cells": [cell(obj) for _, _, cell in columns],
+             "object": _embedded(obj, include_object)} for obj in items]
     definitions = [
         {"name": name, "type": "integer" if name in ("Restarts",) else "string",
          "format": fmt, "description": name, "priority": 0}

@@ -4,6 +4,9 @@ kubectl sends no bearer token over plain HTTP, so the embedded server always spe
 server gets its own CA (never reused, never written outside the server's private directory); the
 kubeconfig carries the CA so clients verify the server instead of skipping TLS verification.
 Only ``cryptography`` is used here; ``_server`` loads the files into an ``ssl.SSLContext``.
+A server restarted with its state (``stop()`` then ``start()``) keeps its CA and certificate:
+``TlsFiles.material()`` reads them back before the files are removed and ``write_tls`` writes
+them into the next private directory.
 """
 
 from __future__ import annotations
@@ -20,7 +23,16 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-__all__ = ["TlsFiles", "generate_tls"]
+__all__ = ["TlsFiles", "TlsMaterial", "generate_tls", "write_tls"]
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class TlsMaterial:
+    """The PEM bytes of a CA, a server certificate and its key (kept only in memory)."""
+
+    ca_pem: bytes
+    cert_pem: bytes
+    key_pem: bytes
 
 
 @attrs.frozen(kw_only=True)
@@ -38,6 +50,25 @@ class TlsFiles:
         context.minimum_version = ssl.TLSVersion.TLSv1_2
         context.load_cert_chain(str(self.server_cert_path), str(self.server_key_path))
         return context
+
+    def material(self) -> TlsMaterial:
+        """The PEM bytes of these files (to write them again after a restart)."""
+        return TlsMaterial(ca_pem=self.ca_pem, cert_pem=self.server_cert_path.read_bytes(),
+                           key_pem=self.server_key_path.read_bytes())
+
+
+def write_tls(directory: Path, material: TlsMaterial) -> TlsFiles:
+    """Write ``material`` into ``directory`` (the key with mode 0600)."""
+    files = TlsFiles(
+        ca_cert_path=directory / "ca.crt",
+        server_cert_path=directory / "server.crt",
+        server_key_path=directory / "server.key",
+        ca_pem=material.ca_pem,
+    )
+    files.ca_cert_path.write_bytes(material.ca_pem)
+    files.server_cert_path.write_bytes(material.cert_pem)
+    _write_private(files.server_key_path, material.key_pem)
+    return files
 
 
 def _name(common_name: str) -> x509.Name:
@@ -98,18 +129,12 @@ def generate_tls(directory: Path, *, hosts: tuple[str, ...] = ("127.0.0.1",)) ->
         .sign(ca_key, hashes.SHA256())
     )
 
-    ca_pem = ca_cert.public_bytes(serialization.Encoding.PEM)
-    files = TlsFiles(
-        ca_cert_path=directory / "ca.crt",
-        server_cert_path=directory / "server.crt",
-        server_key_path=directory / "server.key",
-        ca_pem=ca_pem,
-    )
-    files.ca_cert_path.write_bytes(ca_pem)
-    files.server_cert_path.write_bytes(server_cert.public_bytes(serialization.Encoding.PEM))
-    _write_private(files.server_key_path, server_key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
+    return write_tls(directory, TlsMaterial(
+        ca_pem=ca_cert.public_bytes(serialization.Encoding.PEM),
+        cert_pem=server_cert.public_bytes(serialization.Encoding.PEM),
+        key_pem=server_key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        ),
     ))
-    return files

@@ -10,11 +10,18 @@ a label selector is ``DELETED``). ``BOOKMARK`` events carry only the ``resourceV
 version older than the window answers HTTP 200 with one ``ERROR`` event holding a 410 Expired
 Status, exactly as ``watch-410-after-restart.json`` shows. Injected faults can end streams
 early or force that 410.
+
+Memory is bounded per watcher in bytes: a live event is written only while the connection's
+write buffer holds less than ``max_buffer_bytes``; a watcher past that is ended (its connection
+is aborted, as kube-apiserver closes a watch whose client cannot keep up, and the client
+re-lists). The replay waits for the client through aiohttp's writer, and at most
+``max_pending`` events wait while it is written.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from collections import deque
@@ -32,9 +39,14 @@ from reconciler.embedded._selectors import FieldSelector, LabelSelector
 from reconciler.embedded._statuses import status_body
 from reconciler.embedded._storage import StoredEvent, TooOld
 
-__all__ = ["WatchRequest", "serve_watch"]
+__all__ = ["DEFAULT_WATCH_BUFFER_BYTES", "WatchRequest", "serve_watch"]
+
+log = logging.getLogger("reconciler.embedded")
 
 _DEFAULT_TIMEOUT = 1800.0
+
+DEFAULT_WATCH_BUFFER_BYTES = 1024 * 1024
+"""How many bytes may wait in one watcher's connection buffer before the watch is ended."""
 
 
 @attrs.frozen(kw_only=True)
@@ -119,6 +131,7 @@ class _Stream:
         cache: EncodeCache,
         limit: int | None,
         max_pending: int,
+        max_buffer_bytes: int,
     ) -> None:
         self._http_request = http_request
         self._request = request
@@ -126,12 +139,13 @@ class _Stream:
         self._cache = cache
         self._limit = limit
         self._max_pending = max_pending
+        self._max_buffer_bytes = max_buffer_bytes
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         self._pending: deque[StoredEvent] = deque()
         self._live = False
         self._first_wrap = True
-        self._behind = 0
+        self.fell_behind = False
         self.sent = 0
         self.finished: asyncio.Future[None] = self._loop.create_future()
 
@@ -168,21 +182,24 @@ class _Stream:
         """Write chunk-framed bytes to the connection; a closed connection ends the stream.
 
         The 200 headers were sent by ``prepare``, so raw chunks follow aiohttp's own framing
-        (aiohttp writes the last, empty chunk when the handler returns).
+        (aiohttp writes the last, empty chunk when the handler returns). When more than
+        ``max_buffer_bytes`` already wait in the connection's buffer the client does not keep
+        up: its connection is aborted (dropping the buffer) and the stream ends, as a real
+        server closes a watch that falls behind; the client re-lists and watches again.
         """
         transport = self._http_request.transport
         if transport is None or transport.is_closing():
             self._finish()
             return
+        buffered = transport.get_write_buffer_size()
+        if buffered >= self._max_buffer_bytes:
+            self.fell_behind = True
+            log.info("embedded apiserver: ending a watch of %s whose client is %d bytes behind",
+                     self._request.rt.plural, buffered)
+            transport.abort()
+            self._finish()
+            return
         transport.write(data)
-        if self._http_request.protocol.writing_paused:
-            # the client does not keep up: end its stream once it is max_pending events behind
-            # (as a real server ends a watch whose client cannot keep up; it will re-watch)
-            self._behind += 1
-            if self._behind >= self._max_pending:
-                self._finish()
-        else:
-            self._behind = 0
 
     def deliver(self, event: StoredEvent) -> None:
         """The ``Storage`` subscriber: called inside every commit, on any thread."""
@@ -224,12 +241,14 @@ async def serve_watch(
     bookmark_interval: float,
     cache: EncodeCache,
     max_pending: int = 50_000,
+    max_buffer_bytes: int = DEFAULT_WATCH_BUFFER_BYTES,
     on_started: Callable[[], None] | None = None,
 ) -> web.StreamResponse:
     """Stream the events of ``request`` until its timeout, a fault, or the client leaves.
 
-    A watcher that falls ``max_pending`` events behind is ended (as a real server ends a watch
-    whose client cannot keep up), so a stalled client never makes the server hoard memory.
+    A watcher whose connection buffer holds ``max_buffer_bytes`` is ended (as a real server
+    ends a watch whose client cannot keep up), so a stalled client never makes the server
+    hoard memory; at most ``max_pending`` events wait while the replay is written.
     ``on_started`` is called once the 200 headers are sent (the watch is then accounted).
     """
     response = web.StreamResponse(status=200)
@@ -247,7 +266,8 @@ async def serve_watch(
         return response
 
     stream = _Stream(http_request, request, ops=ops, cache=cache,
-                     limit=faults.watch_max_events, max_pending=max_pending)
+                     limit=faults.watch_max_events, max_pending=max_pending,
+                     max_buffer_bytes=max_buffer_bytes)
     initial: list[tuple[str, Mapping[str, Any]]] = []
     rv_text = request.resource_version
     try:

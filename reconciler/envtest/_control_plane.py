@@ -179,7 +179,7 @@ class ControlPlane:
             f"--service-account-key-file={pki.service_account_pub_path}",
             f"--service-account-signing-key-file={pki.service_account_key_path}",
             f"--service-account-issuer={_ISSUER}", f"--api-audiences={_ISSUER}",
-            "--service-cluster-ip-range=10.0.0.0/24", "--endpoint-reconciler-type=none",
+            "--service-cluster-ip-range=10.0.0.0/16", "--endpoint-reconciler-type=none",
             "--profiling=false", "--allow-privileged=true",
             f"--audit-policy-file={workdir / 'audit-policy.yaml'}",
             f"--audit-log-path={audit_path}", "--audit-log-format=json",

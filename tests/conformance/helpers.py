@@ -68,6 +68,8 @@ def normalize(value: Any, *, key: str = "") -> Any:
                 continue
             if k == "name" and isinstance(value.get("generateName"), str):
                 v = value["generateName"] + "<random>"
+            if k == "name" and isinstance(v, str) and _ADMISSION_VOLUME.fullmatch(v):
+                v = "kube-api-access-<random>"
             if k == "uid" or (k == "continue" and v):
                 continue
             out[k] = normalize(v, key=k)
@@ -79,6 +81,8 @@ def normalize(value: Any, *, key: str = "") -> Any:
     return value
 
 
+# The ServiceAccount admission's projected token volume: "kube-api-access-" + 5 random chars.
+_ADMISSION_VOLUME = re.compile(r"kube-api-access-[a-z0-9]{5}")
 _RV_IN_TEXT = re.compile(r"(resourceVersion|resource version)( of| is)? \"?\d+\"?|\(\d+\)")
 _UID_IN_TEXT = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import builders as b
+from builders import objects as b
 
 _LABELS = {"app.kubernetes.io/name": "web"}
 

@@ -26,8 +26,6 @@ JSON_PATCH = "application/json-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 APPLY = "application/apply-patch+yaml"
 
-_DAEMONSET = ("the real DaemonSet strategy sets the annotation "
-              "deprecated.daemonset.template.generation; the embedded server does not")
 _SMP_ORDER = ("new list items of a strategic merge patch without $setElementOrder: the real "
               "server puts the patch's items first, the embedded one appends them "
               "(kubectl always sends $setElementOrder)")
@@ -40,16 +38,11 @@ _WATCH_410 = ("the real server serves old resourceVersions from its watch cache 
               "compact(), which the real one cannot be made to do on demand")
 _DEFAULT_SA = ("the real serviceaccount controller creates the 'default' ServiceAccount in each "
                "namespace; the embedded server runs no such controller")
-_SA_ADMISSION = ("the real ServiceAccount admission plugin adds the projected token volume "
-                 "kube-api-access-<random> and its mount; the embedded server runs no admission "
-                 "plugins")
 _ENV = ".spec.template.spec.containers[0].env"
 _STATUS_FIELDS = (".apiVersion", ".code", ".details", ".kind", ".message", ".metadata",
                   ".reason", ".status", ".text")
 
 KNOWN: dict[str, dict[str, str]] = {
-    "create daemonset": {".metadata.annotations": _DAEMONSET},
-    "get daemonset": {".metadata.annotations": _DAEMONSET},
     "patch strategic": {f"{_ENV}[{i}].{f}": _SMP_ORDER
                         for i in (0, 1) for f in ("name", "value")},
     "patch merge on deployment": {f"{_ENV}[{i}].{f}": _SMP_ORDER
@@ -58,8 +51,6 @@ KNOWN: dict[str, dict[str, str]] = {
     "create 400 kind mismatch": {".message": _KIND_MISMATCH},
     "watch 410 gone": {".": _WATCH_410},
     "list serviceaccounts": {".items": _DEFAULT_SA},
-    "create pod": {".spec.containers[0].volumeMounts": _SA_ADMISSION,
-                   ".spec.volumes": _SA_ADMISSION},
 }
 """Request kind -> {path of a difference: why it stays}. Mirrors docs/embedded-apiserver.md."""
 

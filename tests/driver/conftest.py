@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 
 from reconciler import KubernetesClient, NotFoundError
-from reconciler._operators import Operator, OperatorRuntime
+from reconciler._operators import Operator
+from reconciler._runtime import OperatorRuntime
+from reconciler.testing import wait_synced
 from tests.driver.sample_operator import API_VERSION, THING_CRD, build
 
 
@@ -50,7 +52,7 @@ def running(
     """Start ``operator`` and stop it after the block."""
     runtime = operator.start(client, **kwargs)
     try:
-        assert runtime.wait_synced(10)
+        assert wait_synced(runtime, 10)
         yield runtime
     finally:
         runtime.stop(5)

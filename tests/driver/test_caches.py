@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reconciler._informers import IndexedCache, LabelSelector, object_key, owner_uids
+from reconciler._selectors import LabelSelector
+from reconciler._stores import IndexedCache, object_key, owner_uids
 
 
 def _obj(name: str, *, ns: str = "ns", rv: int = 1, labels: dict[str, str] | None = None,

@@ -6,7 +6,8 @@ import threading
 
 import pytest
 
-from reconciler._clocks import Clock, RealClock, VirtualClock
+from reconciler._clocks import Clock, RealClock
+from reconciler.testing import VirtualClock
 
 
 def test_both_clocks_satisfy_the_protocol() -> None:

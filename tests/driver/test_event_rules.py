@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from reconciler._events import rfc3339
-from reconciler._operators import (
+from reconciler._triggers import (
     REQUESTED_AT_ANNOTATION,
     child_event_triggers,
     parent_event_triggers,

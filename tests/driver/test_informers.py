@@ -6,7 +6,8 @@ import threading
 from typing import Any
 
 from reconciler import KubernetesClient
-from reconciler._informers import Informer, InformerManager, RecordingClient
+from reconciler._informers import Informer, InformerManager
+from reconciler._recording import RecordingClient
 from tests.driver.conftest import wait_until
 
 MERGE = "application/merge-patch+json"

@@ -7,9 +7,9 @@ import urllib.request
 
 import pytest
 
-from reconciler._clocks import VirtualClock
 from reconciler._metrics import HealthServer, OperatorMetrics
 from reconciler._queues import WorkQueue
+from reconciler.testing import VirtualClock
 
 
 def _get(url: str) -> tuple[int, str]:

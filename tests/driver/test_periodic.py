@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 
 from reconciler import KubernetesClient
-from reconciler._clocks import VirtualClock
-from reconciler._operators import OperatorRuntime
-from reconciler._resyncs import DEFAULT_RESYNC_INTERVAL, Heartbeat, HeartbeatStore, ResyncPolicy
+from reconciler._resync_loop import HeartbeatStore
+from reconciler._resyncs import DEFAULT_RESYNC_INTERVAL, Heartbeat, ResyncPolicy
+from reconciler._runtime import OperatorRuntime
 from reconciler.embedded import EmbeddedApiServer, Faults
+from reconciler.testing import VirtualClock, wait_idle
 from tests.driver.conftest import child_data, make_operator, running, thing, wait_until
 from tests.driver.sample_operator import API_VERSION
 from tests.driver.sample_operator import build as base
@@ -29,7 +30,7 @@ def _count(runtime: OperatorRuntime, ns: str, name: str) -> int:
 def _quiet(runtime: OperatorRuntime) -> None:
     """Let every thread react to the last clock move, then check nothing is left running."""
     time.sleep(0.2)
-    assert runtime.wait_idle(5, settle=0.1)
+    assert wait_idle(runtime, 5, settle=0.1)
 
 
 def _created_and_due(client: KubernetesClient, runtime: OperatorRuntime, ns: str) -> float:
@@ -44,7 +45,8 @@ def _created_and_due(client: KubernetesClient, runtime: OperatorRuntime, ns: str
 
 def test_resync_fires_at_the_interval_and_not_before(client: KubernetesClient, ns: str) -> None:
     clock = VirtualClock()
-    with running(make_operator(ns, resync_interval="2h"), client, clock=clock) as runtime:
+    operator = make_operator(ns, resync=ResyncPolicy(interval="2h"))
+    with running(operator, client, clock=clock) as runtime:
         due = _created_and_due(client, runtime, ns)
         assert clock.time() + HOUR < due <= clock.time() + 2 * HOUR  # half to one interval
         clock.advance(due - clock.time() - 1)
@@ -57,7 +59,8 @@ def test_resync_fires_at_the_interval_and_not_before(client: KubernetesClient, n
 
 def test_an_event_driven_reconcile_resets_the_timer(client: KubernetesClient, ns: str) -> None:
     clock = VirtualClock()
-    with running(make_operator(ns, resync_interval="2h"), client, clock=clock) as runtime:
+    operator = make_operator(ns, resync=ResyncPolicy(interval="2h"))
+    with running(operator, client, clock=clock) as runtime:
         first_due = _created_and_due(client, runtime, ns)
         clock.advance(HOUR)
         client.delete("v1", "ConfigMap", "a-cfg", namespace=ns)  # drift: repaired by the watch
@@ -89,7 +92,7 @@ def test_a_restart_reconciles_the_parents_whose_time_passed_while_down_and_no_ot
     client: KubernetesClient, ns: str
 ) -> None:
     clock = VirtualClock()
-    operator = make_operator(ns, resync_interval="2h")
+    operator = make_operator(ns, resync=ResyncPolicy(interval="2h"))
     with running(operator, client, clock=clock) as runtime:
         (missed, missed_due), (kept, kept_due) = _two_parents_and_their_dues(client, runtime, ns)
     assert runtime.stats.heartbeats >= 1  # at least the last word at stop
@@ -110,7 +113,7 @@ def test_a_restart_with_no_missed_time_reconciles_nothing_and_keeps_every_schedu
     client: KubernetesClient, ns: str
 ) -> None:
     clock = VirtualClock()
-    operator = make_operator(ns, resync_interval="2h")
+    operator = make_operator(ns, resync=ResyncPolicy(interval="2h"))
     with running(operator, client, clock=clock) as runtime:
         (first, first_due), (second, second_due) = _two_parents_and_their_dues(client, runtime, ns)
         clock.advance(first_due - clock.time())  # a zero-write periodic resync of the first
@@ -135,7 +138,7 @@ def test_the_watched_configmap_changes_the_interval_without_a_restart(
     client: KubernetesClient, ns: str
 ) -> None:
     clock = VirtualClock()
-    operator = make_operator(ns, config_map=f"{ns}/optk-config")
+    operator = make_operator(ns, resync=ResyncPolicy(config_map=f"{ns}/optk-config"))
     with running(operator, client, clock=clock) as runtime:
         assert runtime.schedule.policy.interval == 10 * HOUR
         client.create(thing(ns, "a"))
@@ -181,7 +184,7 @@ def test_a_failing_parent_is_retried_by_backoff_not_by_the_timer(
 ) -> None:
     caplog.set_level(logging.WARNING, logger="optk.operator")
     clock = VirtualClock()
-    operator = make_operator(ns, build=_failing, resync_interval="1h")
+    operator = make_operator(ns, build=_failing, resync=ResyncPolicy(interval="1h"))
     with running(operator, client, clock=clock) as runtime:
         parent = thing(ns, "bad")
         parent["spec"]["fail"] = True
@@ -313,6 +316,6 @@ def test_an_unreadable_heartbeat_promises_nothing(client: KubernetesClient, ns: 
 
 
 def test_the_heartbeat_period_must_be_positive(ns: str) -> None:
-    with pytest.raises(ValueError, match="resync_heartbeat"):
-        make_operator(ns, resync_heartbeat=0)
-    assert make_operator(ns, resync_heartbeat=None).resync_heartbeat is None
+    with pytest.raises(ValueError, match="heartbeat must be positive"):
+        make_operator(ns, resync=ResyncPolicy(heartbeat=0))
+    assert make_operator(ns, resync=ResyncPolicy(heartbeat=None)).heartbeat_lease is None

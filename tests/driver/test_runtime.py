@@ -17,9 +17,11 @@ from typing import Any
 import pytest
 
 from reconciler import KubernetesClient
-from reconciler._clocks import VirtualClock
-from reconciler._leadership import LeaderElector, LeaseConfig
-from reconciler._operators import Operator, load_operator
+from reconciler._leadership import LeaderElection, LeaderElector
+from reconciler._operators import Operator
+from reconciler._resyncs import ResyncPolicy
+from reconciler._running import load_operator
+from reconciler.testing import VirtualClock, wait_idle, wait_synced
 from tests.driver.conftest import child_data, make_operator, running, thing, wait_until
 from tests.driver.sample_operator import build as base
 
@@ -30,8 +32,10 @@ def test_definitions_are_checked_and_the_environment_overrides_code() -> None:
     with pytest.raises(ValueError, match="workers"):
         Operator(api_version="v1", kind="ConfigMap", build=base, workers=0)
     with pytest.raises(ValueError, match="namespace/name"):
-        Operator(api_version="v1", kind="ConfigMap", build=base, config_map="nope")
-    operator = Operator(api_version="v1", kind="ConfigMap", build=base, resync_interval="2h")
+        Operator(api_version="v1", kind="ConfigMap", build=base,
+                 resync=ResyncPolicy(config_map="nope"))
+    operator = Operator(api_version="v1", kind="ConfigMap", build=base,
+                        resync=ResyncPolicy(interval="2h"))
     assert operator.policy({}).interval == 7200
     assert operator.policy({"OPTK_RESYNC_INTERVAL": "15m"}).interval == 900
     with pytest.raises(ValueError, match="OPTK_RESYNC_INTERVAL"):
@@ -62,7 +66,7 @@ def test_metrics_and_health_endpoints_answer(client: KubernetesClient, ns: str) 
         url = runtime.health.url
         client.create(thing(ns, "a"))
         assert wait_until(lambda: child_data(client, ns, "a") is not None)
-        assert runtime.wait_idle(5)
+        assert wait_idle(runtime, 5)
         assert _get(url + "/healthz") == (200, "ok")
         assert _get(url + "/readyz") == (200, "ok")
         status, body = _get(url + "/metrics")
@@ -83,7 +87,7 @@ def test_shutdown_lets_an_in_flight_reconcile_finish(client: KubernetesClient, n
         return base(parent)
 
     runtime = make_operator(ns, build=slow).start(client)
-    assert runtime.wait_synced(10)
+    assert wait_synced(runtime, 10)
     client.create(thing(ns, "a", "done"))
     assert started.wait(10)
     assert runtime.stop(timeout=10) is True
@@ -92,8 +96,8 @@ def test_shutdown_lets_an_in_flight_reconcile_finish(client: KubernetesClient, n
 
 
 def test_a_standby_takes_over_within_the_lease_duration(client: KubernetesClient, ns: str) -> None:
-    operator = make_operator(ns, leader_election=True, lease_namespace=ns, lease_duration=1.0,
-                             renew_deadline=0.8, retry_period=0.1)
+    operator = make_operator(ns, leader_election=LeaderElection(
+        namespace=ns, lease_duration=1.0, renew_deadline=0.8, retry_period=0.1))
     one = operator.start(client, identity="one")
     two = operator.start(client, identity="two")
     try:
@@ -128,7 +132,7 @@ def test_a_standby_takes_over_within_the_lease_duration(client: KubernetesClient
 
 def test_a_released_lease_is_taken_over_at_once(client: KubernetesClient, ns: str) -> None:
     clock = VirtualClock()
-    config = LeaseConfig(name="lease", namespace=ns)
+    config = LeaderElection(name="lease", namespace=ns)
     leading: list[str] = []
     first = LeaderElector(client, config, identity="first", clock=clock,
                           on_started=lambda: leading.append("first"))
@@ -198,8 +202,8 @@ def test_a_standby_taking_over_resumes_the_leaders_schedule_without_a_herd(
 ) -> None:
     """The leader's heartbeat hands its schedule over: the new leader reconciles none of the
     parents the old one had reconciled, and keeps each one's grid time."""
-    operator = make_operator(ns, leader_election=True, lease_namespace=ns, lease_duration=1.0,
-                             renew_deadline=0.8, retry_period=0.1)
+    operator = make_operator(ns, leader_election=LeaderElection(
+        namespace=ns, lease_duration=1.0, renew_deadline=0.8, retry_period=0.1))
     one = operator.start(client, identity="one")
     two = operator.start(client, identity="two")
     try:
@@ -209,12 +213,12 @@ def test_a_standby_taking_over_resumes_the_leaders_schedule_without_a_herd(
         for name in names:
             client.create(thing(ns, name))
         assert wait_until(lambda: all(leader.stats.reconciles[(ns, n)] == 1 for n in names))
-        assert leader.wait_idle(5)
+        assert wait_idle(leader, 5)
         dues = {n: leader.schedule.due_at((ns, n)) for n in names}
         leader.stop(timeout=5, release_lease=False)  # a crash, after its last heartbeat
         assert leader.stats.heartbeats >= 1
         assert wait_until(lambda: standby.leading, 5)
-        assert standby.wait_idle(5, settle=0.3)
+        assert wait_idle(standby, 5, settle=0.3)
         assert standby.stats.total == 0  # no parent reconciled again at the takeover
         assert {n: standby.schedule.due_at((ns, n)) for n in names} == dues
     finally:

@@ -11,8 +11,9 @@ from typing import Any
 from builders import DesiredState
 from reconciler import KubernetesClient, NotFoundError
 from reconciler._informers import Informer
-from reconciler._operators import OperatorRuntime
+from reconciler._runtime import OperatorRuntime
 from reconciler.embedded import Faults
+from reconciler.testing import wait_idle
 from tests.driver.conftest import child_data, make_operator, running, thing, wait_until
 from tests.driver.sample_operator import build as base
 
@@ -23,7 +24,7 @@ def test_a_new_parent_gets_its_child_and_status(client: KubernetesClient, ns: st
     with running(make_operator(ns), client) as runtime:
         client.create(thing(ns, "a", "hello"))
         assert wait_until(lambda: child_data(client, ns, "a") == {"value": "hello"})
-        assert runtime.wait_idle(5)
+        assert wait_idle(runtime, 5)
         status = client.get("drivertest.optk.dev/v1", "Thing", "a", namespace=ns)["status"]
         assert status["observedGeneration"] == 1
         assert "lastReconcileTime" in status
@@ -58,7 +59,7 @@ def test_own_writes_cause_no_extra_reconcile(
     with running(make_operator(ns), client) as runtime:
         client.create(thing(ns, "a"))
         assert wait_until(lambda: child_data(client, ns, "a") is not None)
-        assert runtime.wait_idle(5, settle=0.3)
+        assert wait_idle(runtime, 5, settle=0.3)
         # one reconcile wrote the child and the status; their echoes did not queue the parent
         assert runtime.stats.reconciles[(ns, "a")] == 1
         assert runtime.triggers().get("own-echo", 0) >= 2
@@ -66,7 +67,7 @@ def test_own_writes_cause_no_extra_reconcile(
         # a repair is one more reconcile, and its own create is not echoed into another
         client.delete("v1", "ConfigMap", "a-cfg", namespace=ns)
         assert wait_until(lambda: child_data(client, ns, "a") is not None)
-        assert runtime.wait_idle(5, settle=0.3)
+        assert wait_idle(runtime, 5, settle=0.3)
         assert runtime.stats.reconciles[(ns, "a")] == 2
 
 
@@ -74,7 +75,7 @@ def test_a_status_only_parent_change_does_not_reconcile(client: KubernetesClient
     with running(make_operator(ns), client) as runtime:
         client.create(thing(ns, "a"))
         assert wait_until(lambda: child_data(client, ns, "a") is not None)
-        assert runtime.wait_idle(5, settle=0.2)
+        assert wait_idle(runtime, 5, settle=0.2)
         client.patch("drivertest.optk.dev/v1", "Thing", "a", {"status": {"note": "x"}},
                      patch_type=MERGE, namespace=ns, subresource="status")
         client.patch("drivertest.optk.dev/v1", "Thing", "a",
@@ -82,7 +83,7 @@ def test_a_status_only_parent_change_does_not_reconcile(client: KubernetesClient
                                                    "2030-01-01T00:00:00Z"}}},
                      patch_type=MERGE, namespace=ns)
         assert wait_until(lambda: runtime.stats.reconciles[(ns, "a")] == 2)
-        assert runtime.wait_idle(5, settle=0.2)
+        assert wait_idle(runtime, 5, settle=0.2)
         assert runtime.stats.reconciles[(ns, "a")] == 2  # the status patch did not count
 
 
@@ -92,7 +93,7 @@ def test_a_burst_of_1000_child_events_yields_few_reconciles(
     with running(make_operator(ns, workers=2), client) as runtime:
         client.create(thing(ns, "a"))
         assert wait_until(lambda: child_data(client, ns, "a") is not None)
-        assert runtime.wait_idle(5, settle=0.2)
+        assert wait_idle(runtime, 5, settle=0.2)
         before = runtime.stats.reconciles[(ns, "a")]
 
         def edit(offset: int) -> None:
@@ -108,7 +109,7 @@ def test_a_burst_of_1000_child_events_yields_few_reconciles(
         for writer in writers:
             writer.join()
         burst = time.monotonic() - started
-        assert runtime.wait_idle(10, settle=0.3)
+        assert wait_idle(runtime, 10, settle=0.3)
         reconciles = runtime.stats.reconciles[(ns, "a")] - before
         # at most one event-driven reconcile per 50 ms coalescing window, and far fewer than 1000
         assert 1 <= reconciles <= min(100, burst / 0.05 + 5), (reconciles, burst)
@@ -170,7 +171,7 @@ def test_an_informer_stops_when_no_parent_needs_its_type(client: KubernetesClien
         parent["spec"]["secret"] = True
         client.create(parent)
         assert wait_until(lambda: ("v1", "Secret") in runtime.informers.types())
-        assert runtime.wait_idle(5)
+        assert wait_idle(runtime, 5)
         client.patch("drivertest.optk.dev/v1", "Thing", "a", {"spec": {"secret": None}},
                      patch_type=MERGE, namespace=ns)
         assert wait_until(lambda: ("v1", "Secret") not in runtime.informers.types())

@@ -196,7 +196,7 @@ def test_cluster_ips_are_unique_and_released_on_delete() -> None:
     [
         ("10.0.0.2", "provided IP is already allocated"),
         ("10.1.0.5", "the provided IP (10.1.0.5) is not in the valid range. The range of valid "
-                     "IPs is 10.0.0.0/24"),
+                     "IPs is 10.0.0.0/16"),
     ],
 )
 def test_requested_cluster_ip_must_be_free_and_in_range(ip: str, problem: str) -> None:
@@ -405,7 +405,7 @@ def test_hpa_defaults_metrics_and_completes_behavior() -> None:
     }
     assert spec["behavior"]["scaleUp"]["policies"][0] == {
         "type": "Pods", "value": 4, "periodSeconds": 15}
-    assert hpa["status"] == {"desiredReplicas": 0}
+    assert hpa["status"] == {"currentMetrics": None, "desiredReplicas": 0}
 
 
 def test_unknown_fields_are_reported_and_dropped() -> None:
@@ -464,3 +464,19 @@ def test_type_changes_clear_what_the_new_type_does_not_use() -> None:
     back = merge_patch(to_external, {"spec": {"type": "ClusterIP", "externalName": None}})
     strategy.prepare_update(to_external, back, ctx)
     assert back["spec"]["clusterIP"] not in (None, node_port["spec"]["clusterIP"])
+
+
+def test_the_service_range_holds_thousands_of_services_and_reuses_released_addresses() -> None:
+    # 1,000 parents with two Services each must fit (a /24 held 253); allocation stays O(1).
+    ctx = ServerContext()
+    ips = [created(service(f"s{i}"), ctx)["spec"]["clusterIP"] for i in range(3000)]
+    assert len(set(ips)) == 3000
+    assert all(ip.startswith("10.0.") for ip in ips)
+    assert "10.0.0.0" not in ips
+    assert "10.0.0.1" not in ips
+    ctx.release_cluster_ip(ips[0])
+    ctx.allocated_cluster_ips.update(
+        f"10.0.{host // 256}.{host % 256}" for host in range(2, 65535)
+    )
+    ctx.allocated_cluster_ips.discard(ips[0])
+    assert created(service("again"), ctx)["spec"]["clusterIP"] == ips[0]

@@ -19,6 +19,7 @@ from reconciler.embedded import EmbeddedApiServer
 from reconciler.embedded._defaulting import initial_status
 from reconciler.embedded._kinds import Invalid, ServerContext
 from reconciler.embedded._registry import BUILTIN_TYPES, make_registry
+from reconciler.embedded._statuses import ApiStatusError
 from tests.conftest import load_fixture
 
 _TEMPLATE = {
@@ -282,4 +283,8 @@ def test_mutated_valid_objects_give_an_object_or_invalid(case: tuple[Any, dict[s
         assert update == body  # an identical update changes nothing: a no-op for the core
         assert not strategy.spec_changed(body, update)
     except Invalid:
+        return
+    except ApiStatusError as exc:  # what the Go types cannot decode (a malformed quantity)
+        if exc.code != 400:
+            raise
         return

@@ -65,7 +65,7 @@ def child(obj: dict[str, Any], kind: str, name: str) -> dict[str, Any]:
     raise AssertionError(f"no {kind} {name}")
 
 
-def identities(obj: dict[str, Any], *, service_monitors: bool) -> list[tuple[Any, ...]]:
+def identities(obj: dict[str, Any], *, service_monitors: bool) -> list[b.ObjectRef]:
     return [names.identity_of(o) for o, _ in built(obj, service_monitors=service_monitors)]
 
 
@@ -102,7 +102,7 @@ def test_switching_a_component_keeps_every_identity(
     }
     labels = {o["metadata"]["name"] for o, _ in built(on, service_monitors=service_monitors)}
     assert switched, f"switching {kind.key} changed nothing among {sorted(labels)}"
-    assert {name for _, _, _, name in switched} == {
+    assert {ref.name for ref in switched} == {
         b.child_name(obj["metadata"]["name"], kind.component)}
 
 

@@ -15,6 +15,7 @@ import kubernetes
 import pytest
 
 from examples.thanos.operator import operator as thanos_operator
+from reconciler import LeaderElection
 from reconciler._incluster import (
     InClusterConfig,
     InClusterConfigError,
@@ -93,8 +94,13 @@ def test_token_file_reads_only_when_the_file_changes(tmp_path: Path) -> None:
 def test_deployed_operator_sets_election_and_namespaces() -> None:
     deployed = deployed_operator(thanos_operator, leader_elect=True, lease_namespace="ops",
                                  watch_namespace="apps")
-    assert (deployed.leader_election, deployed.lease_namespace, deployed.namespace) == (
-        True, "ops", "apps")
+    assert deployed.leader_election == LeaderElection(namespace="ops")
+    assert deployed.namespace == "apps"
+    assert deployed.heartbeat_lease == ("ops", "thanos-operator-resync")
+    alone = deployed_operator(thanos_operator, leader_elect=False, lease_namespace="ops",
+                              watch_namespace=None)
+    assert alone.leader_election is None
+    assert alone.heartbeat_lease == ("ops", "thanos-operator-resync")
     assert deployed_operator(thanos_operator, leader_elect=False, lease_namespace=None,
                              watch_namespace=None) == thanos_operator
 

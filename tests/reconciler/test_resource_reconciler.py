@@ -481,3 +481,19 @@ def test_dry_run_reports_recreate_and_delete_without_writing(
     assert delete.writes == 0
     after = client.get("apps/v1", "Deployment", "planned", namespace=ns)
     assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+
+
+def test_plan_without_executing_reads_and_writes_nothing(
+    rr: ResourceReconciler, configmap: MakeCM, requests: Callable[[], Requests]
+) -> None:
+    from reconciler._planning import PlanAction
+
+    assert rr.plan(configmap("planned-cm", a="1"), PRESENT).action is PlanAction.CREATE
+    rr.reconcile_resource(configmap("planned-cm", a="1"), PRESENT)
+    with requests() as r:
+        planned = rr.plan(configmap("planned-cm", a="2"), PRESENT)
+    assert planned.action is PlanAction.PATCH
+    assert (r.writes, r.count("get")) == (0, 1)
+    assert ("change", ("data", "a")) in [(d.op, d.path) for d in planned.diff]
+    assert rr.reconcile_resource(configmap("planned-cm", a="2"), PRESENT).action is Action.UPDATED
+    assert rr.plan(configmap("planned-cm", a="2"), PRESENT).action is PlanAction.UNCHANGED

@@ -1,0 +1,255 @@
+"""Ours against kopf: the Thanos example operator and the same operator written with kopf.
+
+Run as ``python -m benchmarks.compare [--sizes 10,100] [--repeats N] [--json] [--plot]
+[--out FILE]`` (kopf comes with the ``bench`` extra: ``pip install -e '.[bench]'``). For each
+size N (parents of ten children each) and each repeat, each operator runs in its own process
+against a fresh ``optk apiserver`` in its own process, one at a time, the order alternating
+between repeats; ``benchmarks._scenario`` has the phases. Figures per operator are medians over
+the repeats; ``ratio`` is ours / kopf for every number (below 1: ours is cheaper or faster).
+With ``--json`` the last line of stdout is one JSON object: ``figures`` (by size, then ``ours``,
+``kopf``, ``ratio``), ``runs`` (every repeat), ``peers``, ``python``, ``cpu_count``, ``machine``.
+``--plot`` draws each figure against N into ``docs/benchmarks/`` (see ``benchmarks.plot``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from benchmarks import _fleet as fleet
+from benchmarks._profile import summarize as summarize_profile
+from benchmarks._scenario import RESYNC_SECONDS, Options, run_scenario
+
+PEERS = ("ours", "kopf")
+HEADLINE = (
+    ("converge_wall_s", "converge: wall time (s)"),
+    ("converge_cpu_s", "converge: operator CPU (s)"),
+    ("converge_cpu_ms_per_extra_parent", "converge: CPU per extra parent (ms)"),
+    ("converge_requests_total", "converge: requests"),
+    ("peak_rss_mib", "peak RSS (MiB)"),
+    ("steady_requests", "steady state: requests"),
+    ("steady_cpu_s", "steady state: CPU (s)"),
+    ("resync_writes", "forced resync: writes"),
+    ("resync_cpu_per_parent_ms", "forced resync: CPU per parent (ms)"),
+    ("drift_p50_ms", "drift repair p50 (ms)"),
+    ("drift_p99_ms", "drift repair p99 (ms)"),
+    ("spec_change_wall_s", "spec change: wall time (s)"),
+    ("spec_change_requests", "spec change: requests"),
+    ("spec_change_cpu_s", "spec change: CPU (s)"),
+)
+"""The figures of the table and the plots: key and label."""
+
+
+def _version(distribution: str) -> str:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def machine() -> dict[str, Any]:
+    """What the figures were measured on."""
+    memory = None
+    try:
+        with open("/proc/meminfo") as meminfo:
+            memory = round(int(meminfo.readline().split()[1]) / 2**20, 1)
+    except OSError:
+        pass
+    return {"platform": platform.platform(), "memory_gib": memory,
+            "loadavg": [round(x, 2) for x in os.getloadavg()]}
+
+
+def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Medians per size and peer over the repeats, and the ratios ours / kopf."""
+    figures: dict[str, Any] = {}
+    for size in sorted({run["size"] for run in runs}):
+        entry: dict[str, Any] = {}
+        for peer in PEERS:
+            mine = [run["figures"] for run in runs
+                    if run["size"] == size and run["peer"] == peer and "figures" in run]
+            if not mine:
+                continue
+            numbers = {
+                key for figures_ in mine for key, value in figures_.items()
+                if isinstance(value, int | float) and not isinstance(value, bool)
+            }
+            medians: dict[str, Any] = {}
+            for key in sorted(numbers):
+                values = [f[key] for f in mine if isinstance(f.get(key), int | float)]
+                medians[key] = fleet.median(values)
+            medians["converge_requests"] = mine[0].get("converge_requests")
+            entry[peer] = medians
+        if "ours" in entry and "kopf" in entry:
+            entry["ratio"] = {
+                key: fleet.ratio(value, entry["kopf"].get(key))
+                for key, value in entry["ours"].items()
+                if isinstance(value, int | float)
+            }
+        figures[str(size)] = entry
+    _marginal(figures)
+    return figures
+
+
+def _marginal(figures: dict[str, Any]) -> None:
+    """Add ``converge_cpu_ms_per_extra_parent``: the convergence CPU slope from the smallest size
+    (start-up and imports cancel out), per peer, and its ratio."""
+    sizes = sorted(int(size) for size in figures)
+    if len(sizes) < 2:
+        return
+    smallest = figures[str(sizes[0])]
+    for size in sizes[1:]:
+        entry = figures[str(size)]
+        for peer in PEERS:
+            low, high = smallest.get(peer), entry.get(peer)
+            if low and high and low.get("converge_cpu_s") is not None:
+                slope = (high["converge_cpu_s"] - low["converge_cpu_s"]) / (size - sizes[0])
+                high["converge_cpu_ms_per_extra_parent"] = round(slope * 1000, 2)
+        if "ratio" in entry and "ours" in entry and "kopf" in entry:
+            entry["ratio"]["converge_cpu_ms_per_extra_parent"] = fleet.ratio(
+                entry["ours"].get("converge_cpu_ms_per_extra_parent"),
+                entry["kopf"].get("converge_cpu_ms_per_extra_parent"),
+            )
+
+
+def table(figures: dict[str, Any]) -> str:
+    """The headline figures as a Markdown table per size."""
+    lines = []
+    for size, entry in figures.items():
+        lines += [f"\nN = {size} parents ({int(size) * 10} children)", "",
+                  "| figure | ours | kopf | ours / kopf |", "| --- | ---: | ---: | ---: |"]
+        for key, label in HEADLINE:
+            ours = (entry.get("ours") or {}).get(key)
+            kopf = (entry.get("kopf") or {}).get(key)
+            ratio = (entry.get("ratio") or {}).get(key)
+            lines.append(f"| {label} | {_fmt(ours)} | {_fmt(kopf)} | {_fmt(ratio)}x |"
+                         if ratio is not None else f"| {label} | {_fmt(ours)} | {_fmt(kopf)} | - |")
+    return "\n".join(lines)
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3g}" if abs(value) < 1000 else f"{value:.0f}"
+    return str(value)
+
+
+def profile(sizes: list[int], chosen: list[str], out: Path) -> int:
+    """Profile each peer's convergence under py-spy; write one text summary per peer and size."""
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="optk-profile-") as scratch:
+        for size in sizes:
+            for peer in chosen:
+                workdir = Path(scratch) / f"{peer}-{size}"
+                workdir.mkdir()
+                raw = workdir / "profile.raw"
+                figures = run_scenario(peer, Options(
+                    size=size, converge_only=True, profile=raw,
+                    converge_timeout=60.0 + 0.3 * size,
+                ), workdir)
+                title = (f"py-spy record --rate 250 --nonblocking --gil: {peer}, cold start to "
+                         f"convergence, N={size} parents ({size * 10} children); under the "
+                         f"profiler: {figures['converge_wall_s']} s wall, "
+                         f"{figures['converge_cpu_s']} s CPU; Python {platform.python_version()},"
+                         f" {os.cpu_count()} CPUs")
+                path = out / f"profile-{peer}-converge-n{size}.txt"
+                path.write_text(summarize_profile(raw.read_text(), title=title))
+                print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line; returns the exit code."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.compare", description=__doc__)
+    parser.add_argument("--sizes", default="10,100",
+                        help="parent counts (default 10,100; the embedded server's /24 service "
+                             "range holds at most 126 parents of this shape)")
+    parser.add_argument("--repeats", type=int, default=1, help="runs per operator and size")
+    parser.add_argument("--peers", default=",".join(PEERS), help="ours,kopf (default both)")
+    parser.add_argument("--steady-seconds", type=float, default=10.0)
+    parser.add_argument("--drifts", type=int, default=30, help="drifts per run (bounded: 1000)")
+    parser.add_argument("--json", action="store_true", help="one JSON object on the last line")
+    parser.add_argument("--out", default=None, help="also write the JSON to this file")
+    parser.add_argument("--plot", action="store_true", help="draw PNGs into docs/benchmarks/")
+    parser.add_argument("--profile", default=None, metavar="DIR",
+                        help="instead: profile each peer's convergence with py-spy and write "
+                             "profile-<peer>-converge-n<N>.txt summaries into DIR")
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    chosen = [p for p in args.peers.split(",") if p]
+    if any(p not in PEERS for p in chosen) or not sizes or min(sizes) < 1:
+        parser.error(f"--peers takes {', '.join(PEERS)}; --sizes positive integers")
+    if "kopf" in chosen and _version("kopf") == "not installed":
+        parser.error("kopf is not installed: pip install -e '.[bench]'")
+    if args.profile:
+        return profile(sizes, chosen, Path(args.profile))
+    runs: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="optk-compare-") as scratch:
+        for size in sizes:
+            for repeat in range(max(1, args.repeats)):
+                order = chosen if repeat % 2 == 0 else list(reversed(chosen))
+                for peer in order:
+                    workdir = Path(scratch) / f"{peer}-{size}-{repeat}"
+                    workdir.mkdir()
+                    options = Options(size=size, steady_seconds=args.steady_seconds,
+                                      drifts=min(max(0, args.drifts), 1000),
+                                      converge_timeout=60.0 + 0.3 * size)
+                    started = time.monotonic()
+                    try:
+                        figures = run_scenario(peer, options, workdir)
+                    except Exception as error:  # recorded in the JSON; the other runs go on
+                        print(f"{peer} N={size} repeat {repeat}: FAILED: {error}",
+                              file=sys.stderr, flush=True)
+                        runs.append({"peer": peer, "size": size, "repeat": repeat,
+                                     "error": f"{type(error).__name__}: {error}"[:2000]})
+                        continue
+                    print(f"{peer} N={size} repeat {repeat}: converged in "
+                          f"{figures['converge_wall_s']} s, run {time.monotonic() - started:.0f} s",
+                          file=sys.stderr, flush=True)
+                    runs.append({"peer": peer, "size": size, "repeat": repeat,
+                                 "figures": figures})
+                    if args.out:  # partial results survive an interrupted run
+                        Path(args.out).write_text(json.dumps({"runs": runs}, indent=1) + "\n")
+    figures = summarize(runs)
+    result = {
+        "benchmark": "compare",
+        "sizes": sizes, "repeats": max(1, args.repeats),
+        "children_per_parent": 10,
+        "figures": figures,
+        "runs": runs,
+        "peers": {
+            "ours": {"name": "operator-toolkit", "version": _version("operator-toolkit"),
+                     "operator": "examples.thanos.operator:operator (optk run)",
+                     "resync_interval_s": RESYNC_SECONDS},
+            "kopf": {"name": "kopf", "version": _version("kopf"),
+                     "client": f"kubernetes {_version('kubernetes')}",
+                     "operator": "benchmarks.peers.kopf_thanos.handlers (kopf run --standalone -A)",
+                     "resync_interval_s": RESYNC_SECONDS},
+        },
+        "python": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+        "machine": machine(),
+    }
+    print(table(figures))
+    if args.out:
+        Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+    if args.plot:
+        from benchmarks.plot import plot
+
+        for path in plot(result):
+            print(f"wrote {path}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(result, separators=(",", ":")))
+    return 1 if any("error" in run for run in runs) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

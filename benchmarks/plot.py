@@ -1,0 +1,86 @@
+"""Plots of ``benchmarks.compare`` results: each headline figure against N, ours and kopf.
+
+Run as ``python -m benchmarks.plot RESULTS.json [--out DIR]`` on the JSON that
+``python -m benchmarks.compare --out RESULTS.json`` (or ``--json``, its last line) wrote, or
+through ``python -m benchmarks.compare --plot``. Writes one PNG per figure
+(``compare-<key>.png``) into ``docs/benchmarks/`` by default, with matplotlib's Agg backend (no
+display needed); matplotlib comes with the ``bench`` extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from benchmarks.compare import HEADLINE, PEERS
+
+DEFAULT_OUT = Path(__file__).resolve().parent.parent / "docs" / "benchmarks"
+PLOTTED = (
+    "converge_wall_s", "converge_cpu_s", "converge_requests_total", "peak_rss_mib",
+    "steady_requests", "resync_cpu_per_parent_ms", "drift_p50_ms", "drift_p99_ms",
+    "spec_change_wall_s", "spec_change_requests", "spec_change_cpu_s",
+)
+"""The figures drawn (the others are in the table and the JSON)."""
+
+
+def plot(result: Mapping[str, Any], *, out: Path = DEFAULT_OUT) -> list[Path]:
+    """Draw every figure of ``PLOTTED`` against N; returns the files written."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = dict(HEADLINE)
+    figures = result["figures"]
+    sizes = sorted(int(size) for size in figures)
+    machine = f"Python {result.get('python')}, {result.get('cpu_count')} CPUs"
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for key in PLOTTED:
+        fig, ax = plt.subplots(figsize=(5.5, 3.6), dpi=100)
+        every: list[float] = []  # the y axis is linear from 0: ratios read off at a glance
+        for peer, marker in zip(PEERS, ("o", "s"), strict=True):
+            points = [(n, (figures[str(n)].get(peer) or {}).get(key)) for n in sizes]
+            xs = [n for n, v in points if v is not None]
+            ys = [v for _, v in points if v is not None]
+            every += ys
+            if xs:
+                ax.plot(xs, ys, marker=marker, label=peer)
+        ax.set_xscale("log")
+        ax.set_ylim(bottom=0, top=max(every, default=0) * 1.1 or 1)
+        ax.set_xlabel("parents N (10 children each)")
+        ax.set_title(labels.get(key, key), fontsize=10)
+        ax.set_xticks(sizes, [str(n) for n in sizes])
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+        fig.text(0.99, 0.01, machine, ha="right", va="bottom", fontsize=7, alpha=0.6)
+        fig.tight_layout()
+        path = out / f"compare-{key.replace('_', '-')}.png"
+        fig.savefig(path)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line; returns the exit code."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.plot", description=__doc__)
+    parser.add_argument("results", help="JSON written by benchmarks.compare")
+    parser.add_argument("--out", default=str(DEFAULT_OUT), help="directory for the PNGs")
+    args = parser.parse_args(argv)
+    text = Path(args.results).read_text()
+    try:
+        result = json.loads(text)
+    except json.JSONDecodeError:  # the captured stdout of --json: the object is the last line
+        result = json.loads(text.strip().splitlines()[-1])
+    for path in plot(result, out=Path(args.out)):
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,289 @@
+"""The runtime: one running operator, wired from its parts, started and stopped as a whole.
+
+DESIGN.md section 6. ``OperatorRuntime`` builds the parts from an ``Operator`` value and owns
+their lifecycle: a parent ``Informer`` and a dynamic child ``InformerManager`` whose events the
+``EventRouter`` (``reconciler._routing``) turns into keys of one deduplicating ``WorkQueue``; the
+``ResyncLoop`` (``reconciler._resync_loop``) queues parents as their periodic time falls due and
+records the heartbeat; the ``WorkerPool`` (``reconciler._workers``) reconciles; with leader
+election, the ``Standby`` (``reconciler._standby``) holds events until this runtime leads and
+then takes over; a ``HealthServer`` serves metrics and probes. Each loop's logic lives in its own
+module; this one only constructs, starts, stops and answers what tests and benchmarks ask.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+
+from builders.names import MANAGED_BY_LABEL
+from reconciler._clients import ClusterClient
+from reconciler._clocks import Clock, RealClock
+from reconciler._errors import AlreadyExistsError
+from reconciler._informers import Informer, InformerManager
+from reconciler._leadership import LeaderElector
+from reconciler._metrics import HealthServer, OperatorMetrics
+from reconciler._operators import Operator
+from reconciler._parents import ParentReconciler
+from reconciler._queues import WorkQueue
+from reconciler._readers import InformerReader
+from reconciler._reconciling import ResourceReconciler
+from reconciler._recording import RecordingClient
+from reconciler._resync_loop import HeartbeatStore, ResyncLoop
+from reconciler._resyncs import ResyncSchedule
+from reconciler._routing import EventRouter
+from reconciler._standby import Standby
+from reconciler._stats import RuntimeStats
+from reconciler._triggers import ParentKey, meta_of
+from reconciler._workers import WorkerPool
+
+__all__ = ["OperatorRuntime", "RuntimeStats"]
+
+_log = logging.getLogger("optk.operator")
+
+
+class OperatorRuntime:
+    """A running operator: informers, queue, resync loop, workers, leader election, health."""
+
+    def __init__(
+        self,
+        operator: Operator,
+        client: ClusterClient,
+        *,
+        clock: Clock | None = None,
+        identity: str | None = None,
+        environ: Mapping[str, str] | None = None,
+        metrics_port: int | None = None,
+    ) -> None:
+        self.operator = operator
+        self.clock: Clock = clock or RealClock()
+        self.identity = identity or f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+        self.base_policy = operator.policy(environ)
+        self.stats = RuntimeStats()
+        self.lock = threading.Condition()
+        """The one lock of the runtime's state (stopping, workers, standby); reentrant."""
+        self._stopping = False
+        self._finished = False
+        self._threads: list[threading.Thread] = []
+        self._cleanups: list[Callable[[], object]] = []
+        self._inner = client
+        self.metrics = OperatorMetrics(operator.name, max_concurrent=operator.workers)
+        self.queue: WorkQueue[ParentKey] = WorkQueue(clock=self.clock,
+                                                     observer=self.metrics.queue)
+        self.schedule = ResyncSchedule(self.base_policy)
+        self.router = EventRouter(self)
+        self.workers = WorkerPool(self)
+        self.standby = Standby(self)
+        self.parents = Informer(
+            client, operator.api_version, operator.kind, namespace=operator.namespace,
+            clock=self.clock,
+        )
+        self.client = RecordingClient(client, informers=self.router.informer_of, clock=self.clock)
+        self.informers = InformerManager(
+            client, handler=self.router.on_child, clock=self.clock, namespace=operator.namespace,
+            label_selector=f"{MANAGED_BY_LABEL}={operator.name}",
+        )
+        self.reader = InformerReader(
+            client, self.informers, extra={self.parents.type_key: self.parents}
+        )
+        self.reconciler = ParentReconciler(
+            self.client, operator.build, operator_name=operator.name, reader=self.reader,
+            resources=ResourceReconciler(
+                self.client, reader=self.reader, recreate=operator.recreate, clock=self.clock
+            ),
+            prune_kinds=operator.prune, events=operator.events, clock=self.clock,
+        )
+        self.config_informer: Informer | None = None
+        if (config_map := operator.resync.config_map_ref) is not None:
+            self.config_informer = Informer(
+                client, "v1", "ConfigMap", namespace=config_map[0],
+                field_selector=f"metadata.name={config_map[1]}", clock=self.clock,
+            )
+        self.heartbeats: HeartbeatStore | None = None
+        if (lease := operator.heartbeat_lease) is not None:
+            self.heartbeats = HeartbeatStore(
+                client, name=lease[1], namespace=lease[0], identity=self.identity,
+            )
+        self.resync = ResyncLoop(
+            schedule=self.schedule, queue=self.queue, heartbeats=self.heartbeats,
+            period=operator.resync.heartbeat, clock=self.clock, stats=self.stats,
+            leading=lambda: self.workers.started, stopping=lambda: self.stopping,
+        )
+        self.elector: LeaderElector | None = None
+        if (election := operator.election) is not None:
+            self.elector = LeaderElector(
+                client, election, identity=self.identity, on_started=self._start_workers,
+                on_stopped=self.standby.lost_leadership, clock=self.clock,
+            )
+        self._metrics_port = metrics_port
+        self.health: HealthServer | None = None
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> OperatorRuntime:
+        """Start informers, timer, health server and (when leading, or without election) workers."""
+        self._install()
+        if self.elector is None:
+            self.resync.resume()
+        self.parents.add_handler(self.router.on_parent)
+        self.parents.start()
+        if self.config_informer is not None:
+            self.config_informer.add_handler(self.router.on_config)
+            self.config_informer.start()
+        try:
+            for hook in self.operator.on_start:
+                cleanup = hook(self)
+                if cleanup is not None:
+                    self._cleanups.append(cleanup)
+        except Exception:
+            self.stop(timeout=0.0)
+            raise
+        self._spawn(self.resync.run_timer, "optk-resync")
+        if self.heartbeats is not None:
+            self._spawn(self.resync.run_beat, "optk-heartbeat")
+        if self._metrics_port is not None:
+            self.health = HealthServer(self.metrics, ready=lambda: self.ready,
+                                       port=self._metrics_port).start()
+            _log.info("metrics and health on %s", self.health.url)
+        self._spawn(self.standby.warm_children, "optk-warm")
+        if self.elector is not None:
+            self.metrics.set_leader(self.elector.config.name, False)
+            self._spawn(self.elector.run, "optk-leader")
+        else:
+            self._start_workers()
+        return self
+
+    def stop(self, timeout: float | None = None, *, release_lease: bool = True) -> bool:
+        """Stop taking work, let in-flight reconciles finish within ``timeout`` (real seconds),
+        then stop everything; whether every worker finished in time.
+
+        ``release_lease=False`` leaves the Lease to expire, as a crashed process would.
+        """
+        timeout = self.operator.shutdown_timeout if timeout is None else timeout
+        with self.lock:
+            self._stopping = True
+        self.queue.shutdown()
+        self.resync.wake_all()
+        deadline = time.monotonic() + timeout
+        clean = self.workers.join(deadline)
+        if self.workers.started:
+            self.resync.write_heartbeat()  # the last word: what this run covered
+        if self.elector is not None:
+            self.elector.stop(release=release_lease)
+        for thread in self._threads:
+            thread.join(max(0.0, min(5.0, deadline - time.monotonic())))
+        for cleanup in reversed(self._cleanups):
+            try:
+                cleanup()
+            except Exception:
+                _log.exception("shutdown: an on_start cleanup of %s failed", self.operator.name)
+        self._cleanups.clear()
+        self.parents.stop()
+        self.informers.stop()
+        if self.config_informer is not None:
+            self.config_informer.stop()
+        if self.health is not None:
+            self.health.stop()
+        with self.lock:
+            self._finished = True
+            self.lock.notify_all()
+        if not clean:
+            _log.warning("shutdown: reconciles still running after %.0fs", timeout)
+        return clean
+
+    def __enter__(self) -> OperatorRuntime:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- state -------------------------------------------------------------------------------
+
+    @property
+    def stopping(self) -> bool:
+        """Whether ``stop`` was called."""
+        with self.lock:
+            return self._stopping
+
+    @property
+    def finished(self) -> bool:
+        """Whether the runtime stopped (by ``stop`` or because leadership was lost)."""
+        with self.lock:
+            return self._finished
+
+    @property
+    def ready(self) -> bool:
+        """Whether the caches are synced (``/readyz``)."""
+        config = self.config_informer
+        return (self.parents.has_synced and self.informers.synced()
+                and (config is None or config.has_synced))
+
+    @property
+    def leading(self) -> bool:
+        """Whether this runtime's workers run (it leads, or election is off)."""
+        with self.lock:
+            return self.workers.started and not self._stopping
+
+    @property
+    def idle(self) -> bool:
+        """Whether nothing is queued or being reconciled right now."""
+        return not (self.workers.busy or len(self.queue) or self.queue.processing)
+
+    def wait_synced(self, timeout: float = 30.0) -> bool:
+        """Block (real time) until ``ready``; ``reconciler.testing.wait_synced``."""
+        from reconciler.testing import wait_synced
+
+        return wait_synced(self, timeout)
+
+    def wait_idle(self, timeout: float = 30.0, *, settle: float = 0.05) -> bool:
+        """Block (real time) until idle for ``settle`` seconds; ``reconciler.testing.wait_idle``."""
+        from reconciler.testing import wait_idle
+
+        return wait_idle(self, timeout, settle=settle)
+
+    def request(self, namespace: str | None, name: str) -> None:
+        """Queue a reconcile of one parent now."""
+        self.stats.triggers["manual"] += 1
+        self.queue.add((namespace or "", name))
+
+    def resync_all(self) -> int:
+        """Queue every known parent now, as if all were due; returns how many."""
+        keys = self.parents.cache.keys()
+        for key in keys:
+            self.stats.triggers["resync"] += 1
+            self.queue.add(key)
+        return len(keys)
+
+    def triggers(self) -> Mapping[str, int]:
+        """Counts of what queued parents, by cause."""
+        return dict(self.stats.triggers)
+
+    # --- internals ---------------------------------------------------------------------------
+
+    def _spawn(self, target: Callable[[], None], name: str) -> threading.Thread:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        self._threads.append(thread)
+        thread.start()
+        return thread
+
+    def _start_workers(self) -> None:
+        """Start reconciling: at once without election, else when elected (after takeover)."""
+        if self.elector is not None:
+            self.standby.take_over()
+        if not self.workers.start(self.operator.workers):
+            return
+        self.resync.kick()
+        self.resync.beat_now()  # a new leader records its heartbeat at once
+        if self.elector is not None:
+            self.metrics.set_leader(self.elector.config.name, True)
+
+    def _install(self) -> None:
+        for obj in self.operator.install:
+            try:
+                self._inner.create(obj)
+                _log.info("installed %s %s", obj.get("kind"), meta_of(obj).get("name"))
+            except AlreadyExistsError:
+                pass

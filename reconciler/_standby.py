@@ -1,0 +1,106 @@
+"""Standby and takeover: what a runtime that does not lead does, and how it starts leading.
+
+With leader election on, a standby keeps its informers warm and its schedule current but
+reconciles nothing: it remembers the parents of the events it sees instead of queueing them
+(``holds``) and starts the child informers its parents' builders need (``warm_children``), so a
+takeover reconciles from warm caches. ``take_over`` resumes the schedule from the previous
+leader's heartbeat, queues the parents whose status or grid time calls for it, and replays only
+the held events newer than one lease duration (earlier ones the old leader handled while it
+renewed): no herd. ``lost_leadership`` stops the runtime so that a restart campaigns afresh.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import TYPE_CHECKING
+
+from reconciler._triggers import ParentKey
+
+if TYPE_CHECKING:
+    from reconciler._runtime import OperatorRuntime
+
+__all__ = ["Standby"]
+
+_log = logging.getLogger("optk.operator")
+
+
+class Standby:
+    """The standby side of one runtime; shares the runtime's lock."""
+
+    def __init__(self, runtime: OperatorRuntime) -> None:
+        self._runtime = runtime
+        self._lock = runtime.lock
+        self._held: dict[ParentKey, float] = {}
+        self._taking_over = False
+
+    @property
+    def taking_over(self) -> bool:
+        """Whether a takeover started (from then on events are queued, not held)."""
+        with self._lock:
+            return self._taking_over
+
+    def holds(self, key: ParentKey) -> bool:
+        """On a standby, remember an event's parent instead of queueing it (the leader handles
+        it; ``take_over`` replays the recent ones); whether it was held."""
+        rt = self._runtime
+        if rt.elector is None:
+            return False
+        with self._lock:
+            if rt.workers.started or self._taking_over:
+                return False
+            self._held[key] = rt.clock.monotonic()
+            return True
+
+    def take_over(self) -> None:
+        """Becoming leader: resume from the heartbeat, queue what is due, replay recent events."""
+        rt = self._runtime
+        with self._lock:
+            self._taking_over = True
+            held, self._held = self._held, {}
+        rt.resync.resume()
+        known = rt.parents.cache.keys()  # a snapshot: the cache is not iterable
+        for key in known:
+            parent = rt.parents.cache.get(*key)
+            if parent is not None:
+                rt.router.first_sight(key, parent)
+        election = rt.operator.election
+        horizon = rt.clock.monotonic() - (election.lease_duration if election else 0.0)
+        for key, seen in held.items():
+            if seen >= horizon:
+                rt.stats.triggers["standby-event"] += 1
+                rt.queue.add(key)
+
+    def warm_children(self) -> None:
+        """Start the child informers the parents' builders need, so that a takeover reconciles
+        from warm caches and, after a restart, drift of children whose parents are not due yet is
+        seen at once (builders are pure, so building costs no request). A parent already
+        reconciled by this runtime has declared its own types and is skipped."""
+        rt = self._runtime
+        if not rt.parents.wait_synced(None):
+            return
+        parents = rt.parents.cache.keys()
+        for key in parents:
+            if rt.stopping:
+                return
+            if rt.stats.reconciles.get(key):
+                continue  # its reconcile declared its types
+            parent = rt.parents.cache.get(*key)
+            if parent is None:
+                continue
+            try:
+                built = [builder()[0] for builder in rt.operator.build(parent)]
+            except Exception as error:  # the leader reports build failures; a standby only warms
+                _log.debug("warming for %s/%s: build failed: %s", key[0], key[1], error)
+                continue
+            rt.informers.use(key, {(str(o.get("apiVersion")), str(o.get("kind")))
+                                   for o in built})
+
+    def lost_leadership(self) -> None:
+        """The elector's ``on_stopped``: stop the runtime unless it is stopping already."""
+        rt = self._runtime
+        if rt.elector is not None:
+            rt.metrics.set_leader(rt.elector.config.name, False)
+        if not rt.stopping:
+            _log.error("leadership lost; stopping so that a restart campaigns afresh")
+            threading.Thread(target=rt.stop, name="optk-stop", daemon=True).start()

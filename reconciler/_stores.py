@@ -1,0 +1,203 @@
+"""The indexed store: the objects of one resource type as an informer holds them in memory.
+
+``IndexedCache`` answers by namespace/name, by ``metadata.uid``, by the parents an object names
+(controller owner reference or ``optk.dev/owner-uid``) and by label, under one lock. It holds
+what an informer (``reconciler._informers``) lists and watches, plus what the toolkit's own
+writes write through (``reconciler._recording``); it neither reads the cluster nor runs threads.
+The identity helpers it indexes by (``object_key``, ``owner_uids``, ``OWNER_UID_LABEL``) live
+here for now, unchanged, beside their main user.
+"""
+
+from __future__ import annotations
+
+import builtins
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+from reconciler._clients import KubeObject
+from reconciler._selectors import LabelSelector
+
+__all__ = [
+    "OWNER_UID_LABEL",
+    "IndexedCache",
+    "object_key",
+    "owner_uids",
+    "resource_version",
+]
+
+OWNER_UID_LABEL = "optk.dev/owner-uid"
+
+
+def object_key(obj: KubeObject) -> tuple[str, str]:
+    """``(namespace, name)`` of an object; namespace ``""`` when cluster-scoped."""
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def owner_uids(obj: KubeObject) -> tuple[str, ...]:
+    """The uids of the parents an object names: controller owner refs, then the owner-uid label."""
+    meta = obj.get("metadata") or {}
+    uids: list[str] = []
+    for ref in meta.get("ownerReferences") or ():
+        uid = ref.get("uid")
+        if uid and ref.get("controller") and uid not in uids:
+            uids.append(str(uid))
+    label = (meta.get("labels") or {}).get(OWNER_UID_LABEL)
+    if label and label not in uids:
+        uids.append(str(label))
+    return tuple(uids)
+
+
+def resource_version(obj: KubeObject | None) -> str:
+    """``metadata.resourceVersion`` of ``obj``, ``""`` when absent."""
+    return str(((obj or {}).get("metadata") or {}).get("resourceVersion") or "")
+
+
+def _newer_or_equal(candidate: str, current: str) -> bool:
+    """Whether ``candidate`` is not older than ``current`` (integers compare; opaque ones win)."""
+    if not current or not candidate:
+        return True
+    if candidate.isdigit() and current.isdigit():
+        return int(candidate) >= int(current)
+    return True
+
+
+
+_MAX_TOMBSTONES = 10_000
+
+
+class IndexedCache:
+    """The objects of one type, indexed by namespace/name, uid, owner uid and label; thread-safe.
+
+    Returned objects are the cache's own: read them, never mutate them.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._objects: dict[tuple[str, str], dict[str, Any]] = {}
+        self._by_uid: dict[str, tuple[str, str]] = {}
+        self._by_owner: dict[str, set[tuple[str, str]]] = {}
+        self._by_label: dict[tuple[str, str], set[tuple[str, str]]] = {}
+        # uids deleted by our own writes whose DELETED event has not arrived yet: a late
+        # ADDED/MODIFIED event of such an object must not bring it back into the cache.
+        self._tombstones: dict[str, None] = {}
+
+    def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
+        """The object named ``namespace/name`` (namespace None or "" for cluster scope)."""
+        with self._lock:
+            return self._objects.get((namespace or "", name))
+
+    def get_by_uid(self, uid: str) -> dict[str, Any] | None:
+        """The object with this ``metadata.uid``."""
+        with self._lock:
+            key = self._by_uid.get(uid)
+            return None if key is None else self._objects.get(key)
+
+    def by_owner_uid(self, uid: str) -> list[dict[str, Any]]:
+        """Objects whose controller owner reference or owner-uid label names ``uid``."""
+        with self._lock:
+            return [self._objects[k] for k in sorted(self._by_owner.get(uid, ()))]
+
+    def by_label(self, key: str, value: str) -> list[dict[str, Any]]:
+        """Objects labelled ``key=value``."""
+        with self._lock:
+            return [self._objects[k] for k in sorted(self._by_label.get((key, value), ()))]
+
+    def list(
+        self, *, namespace: str | None = None, label_selector: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Objects in ``namespace`` (all when None) matching ``label_selector``."""
+        selector = LabelSelector.parse(label_selector)
+        with self._lock:
+            keys: Iterable[tuple[str, str]] = self._objects
+            for key, op, values in selector.requirements:
+                if op == "in" and len(values) == 1:  # an equality: start from its index
+                    keys = self._by_label.get((key, next(iter(values))), ())
+                    break
+            return [
+                obj for (ns, name) in sorted(keys)
+                if (namespace is None or ns == namespace)
+                and selector.matches((obj := self._objects[(ns, name)]).get("metadata", {})
+                                     .get("labels"))
+            ]
+
+    def keys(self) -> builtins.list[tuple[str, str]]:
+        """Every ``(namespace, name)`` in the cache."""
+        with self._lock:
+            return list(self._objects)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._objects)
+
+    def upsert(self, obj: dict[str, Any]) -> tuple[dict[str, Any] | None, bool]:
+        """Store ``obj`` unless the cache holds a newer version; ``(old, stored)``."""
+        key = object_key(obj)
+        uid = str((obj.get("metadata") or {}).get("uid") or "")
+        with self._lock:
+            old = self._objects.get(key)
+            if uid and uid in self._tombstones:
+                return old, False
+            if old is not None and not _newer_or_equal(
+                resource_version(obj), resource_version(old)
+            ):
+                return old, False
+            if old is not None:
+                self._unindex(key, old)
+            self._objects[key] = obj
+            self._index(key, obj)
+            return old, True
+
+    def remove(self, obj: KubeObject) -> dict[str, Any] | None:
+        """Drop the object named like ``obj`` (its DELETED event); returns what was cached."""
+        key = object_key(obj)
+        with self._lock:
+            self._tombstones.pop(str((obj.get("metadata") or {}).get("uid") or ""), None)
+            old = self._objects.pop(key, None)
+            if old is not None:
+                self._unindex(key, old)
+            return old
+
+    def forget(self, obj: KubeObject, *, uid: str) -> None:
+        """Drop an object our own write just deleted, before its DELETED event arrives.
+
+        The uid is kept as a tombstone until that event (``remove``), so that an older event of
+        the same object arriving in between does not bring it back: a reconcile reading the
+        cache right after its delete must not see the deleted child as still there.
+        """
+        key = object_key(obj)
+        with self._lock:
+            self._tombstones[uid] = None
+            while len(self._tombstones) > _MAX_TOMBSTONES:
+                del self._tombstones[next(iter(self._tombstones))]
+            old = self._objects.get(key)
+            if old is not None and str((old.get("metadata") or {}).get("uid") or "") == uid:
+                del self._objects[key]
+                self._unindex(key, old)
+
+    def _index(self, key: tuple[str, str], obj: KubeObject) -> None:
+        meta = obj.get("metadata") or {}
+        if meta.get("uid"):
+            self._by_uid[str(meta["uid"])] = key
+        for uid in owner_uids(obj):
+            self._by_owner.setdefault(uid, set()).add(key)
+        for label in (meta.get("labels") or {}).items():
+            self._by_label.setdefault(label, set()).add(key)
+
+    def _unindex(self, key: tuple[str, str], obj: KubeObject) -> None:
+        meta = obj.get("metadata") or {}
+        if meta.get("uid") and self._by_uid.get(str(meta["uid"])) == key:
+            del self._by_uid[str(meta["uid"])]
+        for uid in owner_uids(obj):
+            _discard(self._by_owner, uid, key)
+        for label in (meta.get("labels") or {}).items():
+            _discard(self._by_label, label, key)
+
+
+def _discard(index: dict[Any, set[tuple[str, str]]], entry: Any, key: tuple[str, str]) -> None:
+    keys = index.get(entry)
+    if keys is not None:
+        keys.discard(key)
+        if not keys:
+            del index[entry]

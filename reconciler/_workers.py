@@ -1,0 +1,172 @@
+"""The worker pool: threads that take parents off the work queue and reconcile them.
+
+A bounded pool (``Operator.workers``) of threads, started when the runtime leads. Each takes a
+key from the ``WorkQueue`` (which never hands one key to two workers), reads the parent from the
+informer cache, calls ``ParentReconciler.reconcile`` and turns its result into what happens next:
+success forgets the backoff and sets the next resync time (or a requested ``requeue_after``); a
+failure backs off (honouring ``Retry-After``) or, with ``retry_failed_by_backoff=False``, waits
+for the next resync. A parent gone or being deleted is dropped from the schedule and its child
+informers released. Deciding when to queue is not here (``reconciler._routing``,
+``reconciler._resync_loop``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from reconciler._errors import ApiError
+from reconciler._informers import TypeKey
+from reconciler._parents import ParentResult
+from reconciler._triggers import ParentKey, meta_of
+
+if TYPE_CHECKING:
+    from reconciler._runtime import OperatorRuntime
+
+__all__ = ["ParentLog", "WorkerPool"]
+
+_log = logging.getLogger("optk.operator")
+
+
+class ParentLog(logging.LoggerAdapter):  # type: ignore[type-arg]
+    """Puts the parent key on every line (as text and as the ``parent`` record field, which
+    ``reconciler._running.JsonLogFormatter`` writes out)."""
+
+    def process(self, msg: Any, kwargs: Any) -> tuple[Any, Any]:
+        """Prefix the message with the parent key and add it to the record's extra fields."""
+        extra = self.extra or {}
+        kwargs.setdefault("extra", {}).update(extra)
+        return f"[{extra.get('parent')}] {msg}", kwargs
+
+
+class WorkerPool:
+    """The runtime's reconciling threads; shares the runtime's lock for its counters."""
+
+    def __init__(self, runtime: OperatorRuntime) -> None:
+        self._runtime = runtime
+        self._lock = runtime.lock
+        self._threads: list[threading.Thread] = []
+        self._active = 0
+        self._last_started: dict[ParentKey, float] = {}
+
+    @property
+    def started(self) -> bool:
+        """Whether the workers were started (the runtime leads, or has led until stopping)."""
+        with self._lock:
+            return bool(self._threads)
+
+    @property
+    def busy(self) -> bool:
+        """Whether a reconcile is running now."""
+        with self._lock:
+            return self._active > 0
+
+    def last_started(self, key: ParentKey) -> float | None:
+        """When (clock monotonic) the last reconcile of ``key`` started, if any."""
+        with self._lock:
+            return self._last_started.get(key)
+
+    def start(self, count: int) -> bool:
+        """Start ``count`` workers unless started already or stopping; whether it started them."""
+        with self._lock:
+            if self._runtime.stopping or self._threads:
+                return False
+            for index in range(count):
+                worker = threading.Thread(target=self._work, name=f"optk-worker-{index}",
+                                          daemon=True)
+                self._threads.append(worker)
+                worker.start()
+            return True
+
+    def join(self, deadline: float) -> bool:
+        """Wait (real time, until ``deadline`` of ``time.monotonic``) for every worker to end;
+        whether all did."""
+        clean = True
+        for worker in list(self._threads):
+            worker.join(max(0.0, deadline - time.monotonic()))
+            clean = clean and not worker.is_alive()
+        return clean
+
+    def _work(self) -> None:
+        queue = self._runtime.queue
+        metrics = self._runtime.metrics
+        while (key := queue.get()) is not None:
+            with self._lock:
+                self._active += 1
+            metrics.worker_started()
+            try:
+                self._process(key)
+            except Exception:  # never lose a worker to a bug: back off and keep going
+                ParentLog(_log, {"parent": "/".join(key)}).exception("reconcile crashed")
+                queue.add_rate_limited(key)
+            finally:
+                metrics.worker_finished()
+                with self._lock:
+                    self._active -= 1
+                queue.done(key)
+
+    def _process(self, key: ParentKey) -> None:
+        rt = self._runtime
+        log = ParentLog(_log, {"parent": f"{key[0]}/{key[1]}" if key[0] else key[1]})
+        parent = rt.parents.cache.get(*key)
+        if parent is None or meta_of(parent).get("deletionTimestamp"):
+            log.info("parent %s; its children are collected by their owner references",
+                     "is gone" if parent is None else "is being deleted")
+            rt.schedule.remove(key)
+            rt.queue.forget(key)
+            rt.informers.release(key)
+            with self._lock:
+                self._last_started.pop(key, None)
+            return
+        with self._lock:
+            self._last_started[key] = rt.clock.monotonic()
+        started = time.perf_counter()
+        try:
+            result: ParentResult | None = rt.reconciler.reconcile(parent)
+            error: Exception | None = None
+        except (ApiError, ValueError, TypeError) as exc:
+            result, error = None, exc
+        seconds = time.perf_counter() - started
+        rt.stats.reconciles[key] += 1
+        if result is not None:
+            rt.stats.writes += result.writes
+            rt.informers.use(key, types_of(result))
+        if result is not None and result.ok:
+            rt.queue.forget(key)
+            rt.schedule.reconciled(key, parent, at=rt.clock.time())
+            rt.resync.kick()
+            if result.requeue_after is not None:
+                rt.queue.add_after(key, result.requeue_after)
+                rt.metrics.observe_reconcile(result="requeue_after", seconds=seconds)
+            else:
+                rt.metrics.observe_reconcile(result="success", seconds=seconds)
+            log.debug("reconciled in %.3fs: %d writes", seconds, result.writes)
+            return
+        rt.stats.failures[key] += 1
+        rt.metrics.observe_reconcile(result="error", seconds=seconds)
+        retry_after = getattr(error, "retry_after", None) or 0.0
+        if result is not None:
+            retry_after = max([retry_after, *(e.retry_after or 0.0 for e in result.errors)])
+        if rt.schedule.policy.retry_failed_by_backoff:
+            delay = rt.queue.add_rate_limited(key, at_least=retry_after)
+            rt.schedule.suspend(key)
+        else:  # failures wait for the next event or the periodic resync
+            rt.schedule.reconciled(key, parent, at=rt.clock.time())
+            due = rt.schedule.due_at(key)
+            delay = 0.0 if due is None else due - rt.clock.time()
+            rt.resync.kick()
+        reason = str(error) if error is not None else "; ".join(
+            [f"{e.ref}: {e.message}" for e in (result.errors if result else ())]
+            + ([result.status_error] if result is not None and result.status_error else [])
+        )
+        log.warning("reconcile failed (%s); retrying in %.3fs", reason, delay)
+
+
+def types_of(result: ParentResult) -> set[TypeKey]:
+    """The child types a reconcile declared (built, pruned or failed), for its informers."""
+    types = {(r.ref.api_version, r.ref.kind) for r in (*result.children, *result.pruned)}
+    types |= {(e.ref.api_version, e.ref.kind) for e in result.errors
+              if e.ref.api_version and e.ref.kind != "builder"}
+    return types
