@@ -3,11 +3,10 @@
 ``operator`` is what ``optk run examples.thanos.operator:operator`` runs: ``Thanos`` parents, the
 pure ``build`` of ``examples.thanos.builders``, the Thanos CRD installed at start, and pruning of
 the kinds it builds. ServiceMonitors are built only while their CRD is served:
-``ServiceMonitorSwitch`` holds that fact for ``build`` and, once ``watch(...)`` is started next
-to the runtime, keeps it current from a CRD informer and resyncs every parent the moment the CRD
-appears or goes. ``start_operator(client)`` starts both (``python -m examples.thanos`` and the
-demo use it); ``optk run`` starts only the operator (the toolkit's ``Operator`` has no start hook
-yet), so there ServiceMonitors stay off.
+``ServiceMonitorSwitch`` holds that fact for ``build`` and, as the operator's ``on_start`` hook,
+keeps it current from a CRD informer and resyncs every parent the moment the CRD appears or goes.
+The hook runs wherever the operator runs: under ``optk run``, in ``start_operator(client)``
+(``python -m examples.thanos`` and the demo use it) and in tests.
 """
 
 from __future__ import annotations
