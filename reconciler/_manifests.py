@@ -209,6 +209,17 @@ def manifests(
     return out
 
 
+class _Dumper(yaml.SafeDumper):
+    """Writes shared sub-objects out in full (no ``&id001`` anchors and aliases)."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _dump(data: Any) -> str:
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False)
+
+
 def _comment(text: str) -> str:
     return "".join(f"# {line}\n" for line in textwrap.wrap(text, 96))
 
@@ -218,12 +229,12 @@ def render(documents: Sequence[tuple[Mapping[str, Any], Sequence[str]]], *, head
     parts = []
     for obj, reasons in documents:
         if not reasons:
-            parts.append(yaml.safe_dump(dict(obj), sort_keys=False))
+            parts.append(_dump(dict(obj)))
             continue
         rest = {k: v for k, v in obj.items() if k != "rules"}
-        text = yaml.safe_dump(rest, sort_keys=False) + "rules:\n"
+        text = _dump(rest) + "rules:\n"
         for rule, reason in zip(obj["rules"], reasons, strict=True):
-            text += _comment(reason) + yaml.safe_dump([rule], sort_keys=False)
+            text += _comment(reason) + _dump([rule])
         parts.append(text)
     return _comment(header) + "---\n" + "---\n".join(parts)
 

@@ -222,3 +222,9 @@ def test_the_dockerfile_builds_what_the_deployment_runs() -> None:
     command = deploy["spec"]["template"]["spec"]["containers"][0]["command"]
     assert cmd[:3] == command[:3] == ["optk", "run", TARGET]
     assert f"EXPOSE {command[command.index('--metrics-port') + 1]}" in lines
+
+
+def test_the_stream_has_no_yaml_anchors() -> None:
+    text = DEPLOY.read_text(encoding="utf-8")
+    assert "&id" not in text
+    assert "*id" not in text
