@@ -36,7 +36,7 @@ _CHILD_LABEL = "app.kubernetes.io/managed-by=thanos-operator"
 _STEP_TIMEOUT = 40.0
 
 
-class CountingClient:
+class ForbiddenCounter:
     """A ``ClusterClient`` delegate that counts the 403 answers the operator receives."""
 
     def __init__(self, inner: KubernetesClient) -> None:
@@ -68,10 +68,8 @@ class CountingClient:
     def delete(self, *args: Any, **kwargs: Any) -> Any:
         return self._call("delete", *args, **kwargs)
 
-    def watch(self, api_version: str, kind: str, *, inactivity_timeout: float | None = None,
-              **kwargs: Any) -> Iterator[Any]:
-        stream = self._call("watch", api_version, kind,
-                            inactivity_timeout=inactivity_timeout, **kwargs)
+    def watch(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        stream = self._call("watch", *args, **kwargs)
 
         def events() -> Iterator[Any]:
             try:
@@ -121,7 +119,7 @@ def _rule_ids() -> list[tuple[str, int]]:
             if obj["kind"] in ("ClusterRole", "Role") for i in range(len(obj["rules"]))]
 
 
-def _wait(check: Callable[[], bool], counting: CountingClient) -> bool:
+def _wait(check: Callable[[], bool], counting: ForbiddenCounter) -> bool:
     deadline = time.monotonic() + _STEP_TIMEOUT
     while time.monotonic() < deadline:
         if counting.forbidden:
@@ -160,7 +158,7 @@ def _run_script(cp: ControlPlane, index: int, without: tuple[str, int] | None,
     host, port = cp.url.removeprefix("https://").rsplit(":", 1)
     config = InClusterConfig.from_environment(
         {"KUBERNETES_SERVICE_HOST": host, "KUBERNETES_SERVICE_PORT": port}, directory=secrets)
-    counting = CountingClient(KubernetesClient(incluster_api_client(config)))
+    counting = ForbiddenCounter(KubernetesClient(incluster_api_client(config)))
     operator = deployed_operator(make_operator(ServiceMonitorSwitch()), leader_elect=True,
                                  lease_namespace=op_ns, watch_namespace=None)
     try:
@@ -192,7 +190,7 @@ def _parents(demo_ns: str) -> list[dict[str, Any]]:
     return out
 
 
-def _steps(admin: KubernetesClient, counting: CountingClient, demo_ns: str) -> Outcome:
+def _steps(admin: KubernetesClient, counting: ForbiddenCounter, demo_ns: str) -> Outcome:
     def children(kind: str, api_version: str) -> list[dict[str, Any]]:
         return list(admin.list(api_version, kind, namespace=demo_ns,
                                label_selector=_CHILD_LABEL)["items"])
