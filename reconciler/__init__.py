@@ -31,6 +31,7 @@ from reconciler._metrics import HealthServer, OperatorMetrics
 from reconciler._operators import Operator
 from reconciler._parents import ChildError, ParentReconciler, ParentResult, parent_conditions
 from reconciler._queues import ExponentialBackoff, TokenBucket, WorkQueue
+from reconciler._rbac import watches
 from reconciler._readers import InformerReader
 from reconciler._reconciling import (
     DEFAULT_RECREATE_KINDS,
@@ -109,4 +110,5 @@ __all__ = [
     "WorkQueue",
     "is_owned",
     "parent_conditions",
+    "watches",
 ]

@@ -13,12 +13,20 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from builders import ResourceBuilder
 from examples.thanos import builders as thanos
-from examples.thanos.crds import API_VERSION, KIND, SERVICE_MONITOR_CRD_NAME, THANOS_CRD
-from reconciler import ClusterClient, Informer, Operator, OperatorRuntime
+from examples.thanos.crds import (
+    API_VERSION,
+    KIND,
+    SERVICE_MONITOR_API_VERSION,
+    SERVICE_MONITOR_CRD_NAME,
+    SERVICE_MONITOR_KIND,
+    THANOS_CRD,
+)
+from reconciler import ClusterClient, Informer, Operator, OperatorRuntime, watches
 
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
 
@@ -65,6 +73,8 @@ class ServiceMonitorSwitch:
         informer.add_handler(on_event)
         return informer.start()
 
+    @watches((CRD_API_VERSION, "CustomResourceDefinition"),
+             enables=[(SERVICE_MONITOR_API_VERSION, SERVICE_MONITOR_KIND)])
     def on_start(self, runtime: OperatorRuntime) -> Callable[[], None]:
         """The operator's ``on_start`` hook: run the CRD watch beside it; stop it with it."""
         return self.watch(runtime.client, runtime).stop
@@ -92,6 +102,9 @@ service_monitors = ServiceMonitorSwitch()
 
 operator = make_operator(service_monitors)
 """The Thanos operator, as ``optk run examples.thanos.operator:operator`` loads it."""
+
+samples = Path(__file__).with_name("samples.yaml")
+"""The sample parents ``optk manifests`` evaluates the builders over to derive the role."""
 
 
 def start_operator(client: ClusterClient) -> OperatorRuntime:
