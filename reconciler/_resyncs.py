@@ -40,7 +40,7 @@ from typing import Any
 
 import attrs
 
-from reconciler._events import parse_rfc3339
+from reconciler._times import parse_time
 
 __all__ = [
     "DEFAULT_RESYNC_INTERVAL",
@@ -94,7 +94,7 @@ def last_reconcile_time(
     An absent or unreadable value means "never reconciled": the parent is due at once.
     """
     status = parent.get("status")
-    return parse_rfc3339(status.get(field)) if isinstance(status, Mapping) else None
+    return parse_time(status.get(field)) if isinstance(status, Mapping) else None
 
 
 @attrs.frozen(kw_only=True)

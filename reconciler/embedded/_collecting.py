@@ -34,10 +34,10 @@ from reconciler.embedded._operations import (
     Operations,
     Target,
     copy_json,
-    now_timestamp,
 )
 from reconciler.embedded._statuses import ApiStatusError
 from reconciler.embedded._storage import Bucket, Key, StoredEvent
+from reconciler.embedded._times import now_timestamp
 
 __all__ = ["NAMESPACE_STEP_SECONDS", "GarbageCollector", "namespace_conditions"]
 

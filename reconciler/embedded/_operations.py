@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import datetime
 import json
 import random
 import uuid
@@ -43,6 +42,7 @@ from reconciler.embedded._statuses import (
     success_status,
 )
 from reconciler.embedded._storage import Bucket, Storage, TooOld
+from reconciler.embedded._times import now_timestamp
 
 __all__ = [
     "FIELD_VALIDATION_DIRECTIVES",
@@ -50,7 +50,6 @@ __all__ = [
     "Operations",
     "Target",
     "copy_json",
-    "now_timestamp",
     "warning_header",
 ]
 
@@ -92,11 +91,6 @@ def copy_json(value: Any) -> Any:
     if isinstance(value, list):
         return [copy_json(v) for v in value]
     return value
-
-
-def now_timestamp() -> str:
-    """The current time as Kubernetes writes it (RFC 3339, seconds, ``Z``)."""
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _meta(obj: Mapping[str, Any]) -> dict[str, Any]:
