@@ -10,13 +10,17 @@ from reconciler._errors import (
     AlreadyExistsError,
     ApiError,
     BadRequestError,
+    ClientUsageError,
     ConflictError,
     ForbiddenError,
     GoneError,
+    ImmutableFieldError,
     InvalidError,
     NotFoundError,
     ObjectRef,
     ReconcilerError,
+    ReconcilerUsageError,
+    ReconcilerUsageTypeError,
     ServerError,
     StatusCause,
     TooManyRequestsError,
@@ -25,7 +29,7 @@ from reconciler._errors import (
 )
 from reconciler._events import EventRecorder
 from reconciler._informers import Informer, InformerManager
-from reconciler._kubernetes import ClientUsageError, KubernetesClient, ResourceInfo
+from reconciler._kubernetes import KubernetesClient, ResourceInfo
 from reconciler._leadership import LeaderElection, LeaderElector, LeaseConfig
 from reconciler._metrics import HealthServer, OperatorMetrics
 from reconciler._operators import Operator
@@ -36,7 +40,6 @@ from reconciler._reconciling import (
     DEFAULT_RECREATE_KINDS,
     Action,
     ApiCall,
-    ImmutableFieldError,
     ReconcileResult,
     ResourceReconciler,
     is_owned,
@@ -92,6 +95,8 @@ __all__ = [
     "RealClock",
     "ReconcileResult",
     "ReconcilerError",
+    "ReconcilerUsageError",
+    "ReconcilerUsageTypeError",
     "RecordingClient",
     "ResourceInfo",
     "ResourceReconciler",

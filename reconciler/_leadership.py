@@ -22,7 +22,7 @@ import attrs
 
 from reconciler._clients import ClusterClient
 from reconciler._clocks import Clock, RealClock
-from reconciler._errors import ApiError, NotFoundError
+from reconciler._errors import ApiError, NotFoundError, ReconcilerUsageError
 from reconciler._times import format_micro_time
 
 __all__ = ["LeaderElection", "LeaderElector", "LeaseConfig"]
@@ -46,7 +46,7 @@ class LeaderElection:
 
     def __attrs_post_init__(self) -> None:
         if not self.lease_duration > self.renew_deadline > self.retry_period > 0:
-            raise ValueError(
+            raise ReconcilerUsageError(
                 "leader election needs lease_duration > renew_deadline > retry_period > 0, got "
                 f"{self.lease_duration}, {self.renew_deadline}, {self.retry_period}"
             )
@@ -79,7 +79,9 @@ class LeaderElector:
         rng: random.Random | None = None,
     ) -> None:
         if not config.name:
-            raise ValueError(f"leader election in {config.namespace!r} needs a Lease name")
+            raise ReconcilerUsageError(
+                f"leader election in {config.namespace!r} needs a Lease name"
+            )
         self.client = client
         self.config = config
         self.identity = identity

@@ -21,6 +21,7 @@ import threading
 import time
 from typing import Any
 
+from reconciler._errors import ReconcilerUsageError
 from reconciler._operators import Operator
 
 __all__ = ["JsonLogFormatter", "load_operator", "run_command", "run_operator"]
@@ -126,10 +127,12 @@ def load_operator(target: str) -> Operator:
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
-        raise ValueError(f"cannot import operator module {module_name!r}: {error}") from error
+        raise ReconcilerUsageError(
+            f"cannot import operator module {module_name!r}: {error}"
+        ) from error
     value = getattr(module, attr or "operator", None)
     if not isinstance(value, Operator):
-        raise ValueError(
+        raise ReconcilerUsageError(
             f"{module_name}:{attr or 'operator'} is not an Operator (got {type(value).__name__})"
         )
     return value

@@ -13,6 +13,8 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
+from reconciler._errors import ReconcilerUsageError
+
 if TYPE_CHECKING:
     from reconciler._runtime import OperatorRuntime
 
@@ -74,7 +76,7 @@ class VirtualClock:
     def advance(self, seconds: float) -> None:
         """Move time forward and wake every waiter so it re-checks its deadline."""
         if seconds < 0:
-            raise ValueError(f"a clock cannot go backwards (advance by {seconds})")
+            raise ReconcilerUsageError(f"a clock cannot go backwards (advance by {seconds})")
         with self._lock:
             self._now += seconds
             waiters = list(self._waiting.values())
