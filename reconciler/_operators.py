@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -147,12 +147,3 @@ class Operator:
         return run_operator(
             self, kubeconfig=kubeconfig, embedded=embedded, metrics_port=metrics_port
         )
-
-
-def __getattr__(name: str) -> Any:
-    """``load_operator`` was defined here; it lives in ``reconciler._running`` now."""
-    if name == "load_operator":
-        from reconciler._running import load_operator
-
-        return load_operator
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -103,7 +103,7 @@ def plan_command(
     from kubernetes import config
 
     from reconciler._kubernetes import KubernetesClient
-    from reconciler._operators import load_operator
+    from reconciler._running import load_operator
 
     operator = load_operator(target)
     parents: list[KubeObject] = []

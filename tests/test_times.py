@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reconciler._clocks import VirtualClock
 from reconciler._times import (
     format_micro_time,
     format_time,
@@ -18,6 +17,7 @@ from reconciler._times import (
     now_time,
     parse_time,
 )
+from reconciler.testing import VirtualClock
 from tests.conftest import load_fixture
 
 EPOCHS = st.floats(min_value=0, max_value=4_102_444_800, allow_nan=False)  # 1970 .. 2100

@@ -19,7 +19,8 @@ from typing import Any
 from builders import ResourceBuilder
 from examples.thanos import builders as thanos
 from examples.thanos.crds import API_VERSION, KIND, SERVICE_MONITOR_CRD_NAME, THANOS_CRD
-from reconciler import ClusterClient, Informer, Operator, OperatorRuntime
+from reconciler import ClusterClient, Operator, OperatorRuntime
+from reconciler.informers import Informer
 
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from builders import ObjectRef
-from reconciler import KubernetesClient, PassThroughCache
+from reconciler import KubernetesClient
 from reconciler._counting import (
     CountingClient,
     counting,
@@ -18,6 +18,7 @@ from reconciler._counting import (
     recording,
     uncounted,
 )
+from reconciler.informers import PassThroughCache
 from tests.reconciler.conftest import Requests
 
 
