@@ -36,13 +36,7 @@ from reconciler.embedded._encoding import MAX_DEPTH, EncodeCache, encode
 from reconciler.embedded._errors import EmbeddedServerError
 from reconciler.embedded._faults import FaultInjector
 from reconciler.embedded._kinds import ResourceType
-from reconciler.embedded._operations import (
-    CRDS,
-    ListQuery,
-    Operations,
-    Target,
-    warning_header,
-)
+from reconciler.embedded._operations import Operations
 from reconciler.embedded._patching import (
     APPLY_PATCH,
     MERGE_PATCH,
@@ -60,6 +54,7 @@ from reconciler.embedded._statuses import (
     status_body,
     unsupported_media_type,
 )
+from reconciler.embedded._stored_objects import CRDS, ListQuery, Target, warning_header
 from reconciler.embedded._watching import DEFAULT_WATCH_BUFFER_BYTES, WatchRequest, serve_watch
 
 __all__ = ["MAX_BODY_BYTES", "ApiApplication", "ResourcePath"]
