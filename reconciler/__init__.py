@@ -43,6 +43,7 @@ from reconciler._reconciling import (
     ResourceReconciler,
 )
 from reconciler._resyncs import DEFAULT_RESYNC_INTERVAL, RESYNC_ANNOTATION, ResyncPolicy
+from reconciler._running import load_api_client
 from reconciler._runtime import OperatorRuntime
 from reconciler._triggers import REQUESTED_AT_ANNOTATION
 
@@ -86,4 +87,5 @@ __all__ = [
     "UnauthorizedError",
     "UnsupportedMediaTypeError",
     "WatchEvent",
+    "load_api_client",
 ]
