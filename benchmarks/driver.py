@@ -52,14 +52,14 @@ import kubernetes.config
 from builders import DesiredState, ResourceBuilder
 from reconciler import (
     ApiError,
-    Informer,
     KubernetesClient,
     NotFoundError,
     Operator,
     OperatorRuntime,
     ResyncPolicy,
-    VirtualClock,
 )
+from reconciler.informers import Informer
+from reconciler.testing import VirtualClock, wait_idle, wait_synced
 
 GROUP = "driverbench.optk.dev"
 API_VERSION = f"{GROUP}/v1"
@@ -188,7 +188,7 @@ def _wait_converged(runtime: OperatorRuntime, parents: int, *, timeout: float = 
         if time.monotonic() > deadline:
             raise TimeoutError(f"only {len(runtime.stats.reconciles)} of {parents} reconciled")
         time.sleep(0.01)
-    if not runtime.wait_idle(timeout, settle=0.5):
+    if not wait_idle(runtime, timeout, settle=0.5):
         raise TimeoutError("the operator did not become idle")
 
 
@@ -227,7 +227,7 @@ def steady_state(
     clock = VirtualClock(start=time.time())
     restarted = _operator(namespace).start(client, clock=clock)
     try:
-        if not restarted.wait_synced(120) or not restarted.wait_idle(120, settle=0.5):
+        if not wait_synced(restarted, 120) or not wait_idle(restarted, 120, settle=0.5):
             raise TimeoutError("the restarted operator did not settle")
         at_restart = restarted.stats.total
         interval = restarted.schedule.policy.interval
@@ -237,7 +237,7 @@ def steady_state(
         deadline = time.monotonic() + 600
         while restarted.stats.total - at_restart < parents and time.monotonic() < deadline:
             time.sleep(0.005)
-        restarted.wait_idle(60, settle=0.3)
+        wait_idle(restarted, 60, settle=0.3)
         seconds = time.perf_counter() - started - 0.3
         requests = _delta(counts(), before)
         heartbeats = restarted.stats.heartbeats - beats
@@ -346,7 +346,7 @@ def run(
                                               parents=size)
         print(f"steady state: {result['steady_state']}", file=sys.stderr)
         runtime = _operator(namespace).start(client)  # real time again, for the watch path
-        if not runtime.wait_synced(120) or not runtime.wait_idle(120, settle=0.5):
+        if not wait_synced(runtime, 120) or not wait_idle(runtime, 120, settle=0.5):
             raise TimeoutError("the operator for the drift measurement did not settle")
         watch = drift_repair(client, namespace, parents=size, samples=samples)
         print(f"drift repair, watch: {watch}", file=sys.stderr)

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from builders import ObjectRef
 from reconciler._clients import ClusterClient, KubeObject
 from reconciler._clocks import Clock
 from reconciler._errors import ApiError, ConflictError, NotFoundError
@@ -35,7 +36,6 @@ from reconciler._sharding import (
     observe_members,
     shard_of,
 )
-from reconciler._stores import object_key
 from reconciler._triggers import ParentKey, meta_of
 
 __all__ = ["Assigner"]
@@ -129,7 +129,7 @@ class Assigner:
 
     def _on_parent(self, event: str, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
         if event != "DELETED":
-            self._wake(sweep=False, key=object_key(new))
+            self._wake(sweep=False, key=ObjectRef.of(new).namespaced_name)
 
     def _round(self, pending: set[ParentKey], sweep: bool) -> None:
         now = self._clock.monotonic()

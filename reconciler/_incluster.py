@@ -27,7 +27,7 @@ from typing import Any
 
 import attrs
 
-from reconciler._errors import ReconcilerError
+from reconciler._errors import InClusterConfigError
 
 __all__ = [
     "SERVICE_ACCOUNT_DIR",
@@ -45,14 +45,6 @@ SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 """Where the kubelet mounts the service account's ``token``, ``ca.crt`` and ``namespace``."""
 
 _log = logging.getLogger("optk.incluster")
-
-
-class InClusterConfigError(ReconcilerError, LookupError):
-    """Not running in a cluster: ``missing`` names the variables or files not found."""
-
-    def __init__(self, missing: tuple[str, ...]) -> None:
-        super().__init__("no in-cluster configuration: missing " + ", ".join(missing))
-        self.missing = missing
 
 
 @attrs.frozen(kw_only=True)

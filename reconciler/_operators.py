@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 
 from builders import ResourceBuilder
 from reconciler._clients import ClusterClient, KubeObject
 from reconciler._clocks import Clock
+from reconciler._errors import ReconcilerUsageError, ReconcilerUsageTypeError
 from reconciler._leadership import LeaderElection
 from reconciler._resyncs import ResyncPolicy
 from reconciler._sharding import Sharding
@@ -79,18 +80,26 @@ class Operator:
 
     def __attrs_post_init__(self) -> None:
         if self.workers < 1:
-            raise ValueError(f"operator {self.name!r}: workers must be >= 1, got {self.workers}")
+            raise ReconcilerUsageError(
+                f"operator {self.name!r}: workers must be >= 1, got {self.workers}"
+            )
         if not self.name or len(self.name) > 63:
-            raise ValueError(f"operator name must be a label value of 1..63 chars: {self.name!r}")
+            raise ReconcilerUsageError(
+                f"operator name must be a label value of 1..63 chars: {self.name!r}"
+            )
         if not callable(self.build):
-            raise TypeError(f"operator {self.name!r}: build must be callable")
+            raise ReconcilerUsageTypeError(
+                f"operator {self.name!r}: build must be callable"
+            )
         if not isinstance(self.resync, ResyncPolicy):
-            raise TypeError(f"operator {self.name!r}: resync must be a ResyncPolicy, "
+            raise ReconcilerUsageTypeError(
+                f"operator {self.name!r}: resync must be a ResyncPolicy, "
                             f"got {type(self.resync).__name__}")
         if self.leader_election is not None and not isinstance(
             self.leader_election, LeaderElection
         ):
-            raise TypeError(f"operator {self.name!r}: leader_election must be a LeaderElection "
+            raise ReconcilerUsageTypeError(
+                f"operator {self.name!r}: leader_election must be a LeaderElection "
                             f"or None, got {type(self.leader_election).__name__}")
         if self.sharding is not None and not isinstance(self.sharding, Sharding):
             raise TypeError(f"operator {self.name!r}: sharding must be a Sharding or None, "
@@ -149,12 +158,3 @@ class Operator:
         return run_operator(
             self, kubeconfig=kubeconfig, embedded=embedded, metrics_port=metrics_port
         )
-
-
-def __getattr__(name: str) -> Any:
-    """``load_operator`` was defined here; it lives in ``reconciler._running`` now."""
-    if name == "load_operator":
-        from reconciler._running import load_operator
-
-        return load_operator
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -41,7 +41,7 @@ from reconciler._counting import (
     recording,
     uncounted,
 )
-from reconciler._errors import ApiError, NotFoundError, ReconcilerError
+from reconciler._errors import ApiError, NotFoundError, ReconcilerError, ReconcilerUsageError
 from reconciler._events import EventRecorder
 from reconciler._reconciling import (
     ReconcileResult,
@@ -140,7 +140,9 @@ class ParentReconciler:
             self.client, reader=self.reader, clock=self.clock, dry_run=dry_run
         )
         if self.resources.dry_run != dry_run:
-            raise ValueError("ParentReconciler(dry_run=...) must match its resources' dry_run")
+            raise ReconcilerUsageError(
+                "ParentReconciler(dry_run=...) must match its resources' dry_run"
+            )
         self.dry_run = dry_run
         self.prune_kinds = frozenset(prune_kinds)
         self.recorder = EventRecorder(
@@ -160,7 +162,9 @@ class ParentReconciler:
         parent_ref = ObjectRef.of(parent)
         uid = _meta(parent).get("uid")
         if not uid or not parent_ref.name:
-            raise ValueError(f"parent {parent_ref} must be a live object with metadata.uid")
+            raise ReconcilerUsageError(
+                f"parent {parent_ref} must be a live object with metadata.uid"
+            )
         run = _ParentRun(self, parent, str(uid))
         with recording() as calls:
             result = run.execute()

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import attrs
 
 from objectmatcher import has_builtin_schema
+from reconciler._errors import RbacDerivationError
 
 __all__ = [
     "HookWatches",
@@ -54,14 +55,6 @@ _CLUSTER_SCOPED = frozenset({
 _PLACEHOLDER_UID = "00000000-0000-4000-8000-000000000000"
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-class RbacDerivationError(ValueError):
-    """The role cannot be derived: ``build`` failed on a parent, or there is nothing to build."""
-
-    def __init__(self, message: str, *, parent: Mapping[str, Any] | None = None) -> None:
-        super().__init__(message)
-        self.parent = parent
 
 
 @attrs.frozen(kw_only=True)

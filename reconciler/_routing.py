@@ -18,9 +18,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from builders import ObjectRef
+from builders.names import owner_uids
 from reconciler._clients import KubeObject
 from reconciler._informers import Informer, TypeKey
-from reconciler._stores import object_key, owner_uids
 from reconciler._triggers import (
     ParentKey,
     child_event_triggers,
@@ -68,7 +69,7 @@ class EventRouter:
         if rt.client.is_own_echo(event_type, new):
             rt.stats.triggers["own-echo"] += 1
             return
-        key = object_key(new)
+        key = ObjectRef.of(new).namespaced_name
         if event_type == "DELETED":
             rt.stats.triggers["parent-deleted"] += 1
             if not rt.standby.holds(key):
@@ -117,7 +118,7 @@ class EventRouter:
             parent = rt.parents.cache.get_by_uid(uid)
             if parent is not None:
                 rt.stats.triggers["child"] += 1
-                self.queue_for_event(object_key(parent))
+                self.queue_for_event(ObjectRef.of(parent).namespaced_name)
                 return
 
     def on_config(self, event_type: str, old: dict[str, Any] | None, new: dict[str, Any]) -> None:

@@ -249,18 +249,6 @@ class OperatorRuntime:
         """Whether nothing is queued or being reconciled right now."""
         return not (self.workers.busy or len(self.queue) or self.queue.processing)
 
-    def wait_synced(self, timeout: float = 30.0) -> bool:
-        """Block (real time) until ``ready``; ``reconciler.testing.wait_synced``."""
-        from reconciler.testing import wait_synced
-
-        return wait_synced(self, timeout)
-
-    def wait_idle(self, timeout: float = 30.0, *, settle: float = 0.05) -> bool:
-        """Block (real time) until idle for ``settle`` seconds; ``reconciler.testing.wait_idle``."""
-        from reconciler.testing import wait_idle
-
-        return wait_idle(self, timeout, settle=settle)
-
     def request(self, namespace: str | None, name: str) -> None:
         """Queue a reconcile of one parent now."""
         self.stats.triggers["manual"] += 1

@@ -39,6 +39,7 @@ from objectmatcher import MERGE_PATCH, calculate_patch
 from reconciler import ApiError, KubernetesClient, NotFoundError, OperatorRuntime
 from reconciler.embedded import EmbeddedApiServer
 from reconciler.envtest import ControlPlane
+from reconciler.testing import wait_idle, wait_synced
 
 NAMESPACE = "demo"
 WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
@@ -171,7 +172,7 @@ class Demo:
     def report_events(self) -> None:
         """Print the Events the operator recorded on its parents since the last call."""
         if self.runtime is not None:
-            self.runtime.wait_idle(2.0, settle=0.05)  # its Events follow the children's writes
+            wait_idle(self.runtime, 2.0, settle=0.05)  # its Events follow the children's writes
         events = self.client.list("v1", "Event", namespace=NAMESPACE).get("items", [])
         for event in sorted(events, key=lambda e: int(e["metadata"]["resourceVersion"])):
             uid, count = event["metadata"]["uid"], int(event.get("count") or 1)
@@ -344,7 +345,7 @@ def _script(demo: Demo) -> tuple[int, int]:
                   demo.converged(sample["metadata"]["name"]))
 
     demo.say("5. steady state: resync every parent and count writes")
-    if not runtime.wait_idle(demo.timeout, settle=0.3):
+    if not wait_idle(runtime, demo.timeout, settle=0.3):
         raise DemoFailedError("the operator did not go idle before the steady-state resync")
     before_reconciles = runtime.stats.total
     before = demo.server.request_counts()
@@ -390,7 +391,7 @@ def _changed_uid(demo: Demo, api_version: str, kind: str, name: str, uid: str) -
 
 def _resynced(runtime: OperatorRuntime, target: int, queued: int) -> Check:
     def check() -> tuple[bool, str]:
-        done = runtime.stats.total >= target and runtime.wait_idle(0.5, settle=0.2)
+        done = runtime.stats.total >= target and wait_idle(runtime, 0.5, settle=0.2)
         return done, f"{queued} parents queued, {runtime.stats.total} reconciles in all"
 
     return check
@@ -423,7 +424,7 @@ def run_demo(*, timeout: float = 20.0, out: TextIO | None = None, real: bool = F
         demo.runtime = runtime
         steady: tuple[int, int] = (0, -1)
         try:
-            if not runtime.wait_synced(timeout):
+            if not wait_synced(runtime, timeout):
                 raise DemoFailedError("the operator's caches did not sync")
             demo.say(f"operator {runtime.operator.name} started; {KIND} CRD installed")
             steady = _script(demo)

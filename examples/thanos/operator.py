@@ -26,7 +26,8 @@ from examples.thanos.crds import (
     SERVICE_MONITOR_KIND,
     THANOS_CRD,
 )
-from reconciler import ClusterClient, Informer, Operator, OperatorRuntime, watches
+from reconciler import ClusterClient, Operator, OperatorRuntime, watches
+from reconciler.informers import Informer
 
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
 

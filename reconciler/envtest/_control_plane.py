@@ -259,11 +259,9 @@ class ControlPlane:
         self._kubeconfig = None
 
     def restart_controller_manager(self) -> None:
-        """Restart kube-controller-manager; returns once its garbage collector has synced.
-
-        The garbage collector learns the kinds served (CRDs) only at start and on a discovery
-        rescan about every 30 s: after creating CRDs whose objects' dependents a test expects
-        to be collected promptly, call this (about 1-2 s)."""
+        """Restart kube-controller-manager; returns once its garbage collector has synced. Its
+        collector learns new CRD kinds only at start and on a ~30 s rescan: call this (1-2 s)
+        after creating CRDs whose objects' dependents a test expects collected promptly."""
         self._require_running()
         old = next(c for c in self._components if c.name == _MANAGER)
         old.stop()

@@ -30,6 +30,7 @@ from examples.thanos.operator import ServiceMonitorSwitch, make_operator
 from objectmatcher import MERGE_PATCH, calculate_patch
 from reconciler import AlreadyExistsError, KubernetesClient, NotFoundError, OperatorRuntime
 from reconciler.envtest import ControlPlane
+from reconciler.testing import wait_idle, wait_synced
 
 BOUND = 30.0
 """Seconds any one convergence may take (it takes well under 2 s on either server)."""
@@ -113,7 +114,7 @@ class Thanos:
         before = self.runtime.stats.total
         queued = self.runtime.resync_all()
         eventually(lambda: (self.runtime.stats.total >= before + queued
-                            and self.runtime.wait_idle(0.5, settle=0.2), "resync"))
+                            and wait_idle(self.runtime, 0.5, settle=0.2), "resync"))
         return queued
 
 
@@ -139,7 +140,7 @@ def operator(kube_api: Any, kube_namespace: str) -> Iterator[Thanos]:
     runtime = attrs.evolve(make_operator(ServiceMonitorSwitch()), namespace=kube_namespace,
                            install=[]).start(client)
     try:
-        assert runtime.wait_synced(BOUND)
+        assert wait_synced(runtime, BOUND)
         yield Thanos(client, runtime, kube_namespace)
     finally:
         runtime.stop(timeout=5.0)
@@ -159,7 +160,7 @@ def test_a_steady_state_resync_makes_no_write_and_no_read(
     names = operator.apply_samples()
     for name in names:
         eventually(operator.converged(name))
-    assert operator.runtime.wait_idle(BOUND, settle=0.3)
+    assert wait_idle(operator.runtime, BOUND, settle=0.3)
     # The first comparison of a custom kind (ServiceMonitor) lists the CRDs once to learn its
     # schema; that cache is warm after one resync, so the steady state is the second.
     operator.resync_every_parent()

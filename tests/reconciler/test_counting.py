@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from builders import ObjectRef
-from reconciler import KubernetesClient, PassThroughCache
+from reconciler import KubernetesClient
 from reconciler._counting import (
     CountingClient,
     counting,
@@ -20,6 +20,7 @@ from reconciler._counting import (
     recording,
     uncounted,
 )
+from reconciler.informers import PassThroughCache
 from tests.reconciler.conftest import Requests
 
 

@@ -24,8 +24,8 @@ from reconciler import (
     ParentReconciler,
     ResourceReconciler,
 )
-from reconciler._clocks import VirtualClock
 from reconciler.embedded import Faults
+from reconciler.testing import VirtualClock
 from tests.reconciler.conftest import Requests, install_crd
 
 GROUP = "parents.optk.dev"
