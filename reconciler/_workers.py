@@ -18,6 +18,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from reconciler._errors import ApiError
+from reconciler._finalizing import CLEANUP_FINALIZER
 from reconciler._informers import TypeKey
 from reconciler._parents import ParentResult
 from reconciler._triggers import ParentKey, meta_of
@@ -111,6 +112,14 @@ class WorkerPool:
         rt = self._runtime
         log = ParentLog(_log, {"parent": f"{key[0]}/{key[1]}" if key[0] else key[1]})
         parent = rt.parents.cache.get(*key)
+        if parent is not None and meta_of(parent).get("deletionTimestamp") and (
+            CLEANUP_FINALIZER in (meta_of(parent).get("finalizers") or ())
+        ):
+            outcome = rt.reconciler.cleanup.finalize(parent)
+            if not outcome.done:  # retried with backoff; the parent's Cleanup condition says why
+                delay = rt.queue.add_rate_limited(key)
+                log.warning("cleanup pending (%s); retrying in %.3fs", outcome.reason, delay)
+                return
         if parent is None or meta_of(parent).get("deletionTimestamp"):
             log.info("parent %s; its children are collected by their owner references",
                      "is gone" if parent is None else "is being deleted")
