@@ -8,11 +8,13 @@ deleted: it lists the annotated kinds by the parent's owner-uid label (all names
 what is ours and outside the garbage collector's reach (a CRD with custom resources left only
 when marked ``optk.dev/allow-data-loss``), runs ``on_delete``, and removes the finalizer. What
 is not done yet is reported in a ``Cleanup`` condition on the parent; the worker retries with
-backoff. ``delete_owned`` is the same deletion for ``optk uninstall`` (``reconciler._uninstalling``).
+backoff. ``delete_owned`` is the same deletion for ``optk uninstall``
+(``reconciler._uninstalling``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -208,12 +210,10 @@ class ParentCleanup:
 
     def _remove(self, parent: Mapping[str, Any]) -> None:
         ref = ObjectRef.of(parent)
-        try:
+        with contextlib.suppress(NotFoundError):  # gone already
             self.client.patch(ref.api_version, ref.kind, ref.name,
                               finalizer_patch(parent, add=False), patch_type=_MERGE,
                               namespace=ref.namespace)
-        except NotFoundError:
-            pass  # gone already
         with self._lock:
             self._hook_done.discard(str(_meta(parent).get("uid") or ""))
 

@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 CLEANUP_FINALIZER = "optk.dev/cleanup"
-"""The toolkit's one finalizer: the parent waits for its uncollectable children and ``on_delete``."""
+"""The toolkit's one finalizer: the parent waits for its uncollectable children, ``on_delete``."""
 
 CLEANUP_KINDS_ANNOTATION = "optk.dev/cleanup-kinds"
 """On the parent: the ``apiVersion/Kind`` list (comma separated) its cleanup looks for."""

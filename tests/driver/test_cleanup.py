@@ -4,6 +4,8 @@ without such children never gets it. On the embedded server and the real control
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import threading
 import time
 import uuid
@@ -29,10 +31,8 @@ RBAC = "rbac.authorization.k8s.io/v1"
 def kube(kube_api: Any) -> KubernetesClient:
     """A client on this test's server with the Thing CRD served."""
     client = KubernetesClient(kube_api.api_client())
-    try:
+    with contextlib.suppress(AlreadyExistsError):
         client.create(THING_CRD)
-    except AlreadyExistsError:
-        pass
     assert wait_until(lambda: client.is_served(API_VERSION, "Thing"))
     return client
 
@@ -97,17 +97,13 @@ def cleanup_parent(kube: KubernetesClient, kube_namespace: str) -> Iterator[dict
     failed test never leaves a namespace stuck behind our finalizer."""
     parent = thing(kube_namespace, "p")
     yield parent
-    try:
+    with contextlib.suppress(NotFoundError):
         kube.patch(API_VERSION, "Thing", "p", {"metadata": {"finalizers": None}},
                    patch_type="application/merge-patch+json", namespace=kube_namespace)
-    except NotFoundError:
-        pass
     name = _role_name(parent)
     for kind in ("ClusterRole", "ClusterRoleBinding"):
-        try:
+        with contextlib.suppress(NotFoundError):
             kube.delete(RBAC, kind, name)
-        except NotFoundError:
-            pass
 
 
 def _finalizers(client: KubernetesClient, ns: str) -> list[str]:
@@ -231,5 +227,5 @@ def test_on_delete_runs_once_under_the_finalizer_retried_with_backoff(
         assert wait_until(lambda: not _exists(kube, API_VERSION, "Thing", "p", ns), 20)
         time.sleep(0.2)
     assert len(calls) == 4  # three failures, one success, never again
-    gaps = [b - a for a, b in zip(calls, calls[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(calls)]
     assert gaps[2] > gaps[0]  # backoff grows
