@@ -23,6 +23,7 @@ from typing import Any
 import attrs
 
 from builders import ObjectRef
+from builders.names import OWNER_UID_LABEL, label_value
 from reconciler._clients import ClusterClient, KubeObject
 from reconciler._clocks import Clock, RealClock
 from reconciler._conditions import merge_conditions
@@ -75,26 +76,54 @@ def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return meta if isinstance(meta, Mapping) else {}
 
 
-def count_custom_resources(client: ClusterClient, crd: Mapping[str, Any]) -> int:
-    """How many custom resources of ``crd`` exist (at least; one LIST per served version)."""
-    total = 0
+def _custom_resources(client: ClusterClient, crd: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every custom resource of ``crd``, over its served versions (one LIST each, all
+    namespaces; the same object seen in two versions counted once)."""
+    found: dict[tuple[str | None, str], dict[str, Any]] = {}
     for api_version, kind in crd_resource_types(crd):
         try:
-            total = max(total, len(client.list(api_version, kind)["items"]))
+            items = client.list(api_version, kind)["items"]
         except NotFoundError:
             continue
-    return total
+        for item in items:
+            ref = ObjectRef.of(item)
+            found.setdefault((ref.namespace, ref.name), item)
+    return list(found.values())
 
 
-def delete_owned(client: ClusterClient, obj: Mapping[str, Any]) -> bool:
-    """Delete ``obj`` (background propagation); a CRD still holding custom resources raises
-    ``DataLossError`` unless marked. Whether a delete was sent (False: already gone)."""
+def _owned_by(obj: Mapping[str, Any], owner_uid: str | None) -> bool:
+    labels = _meta(obj).get("labels") or {}
+    return bool(owner_uid) and labels.get(OWNER_UID_LABEL) == label_value(str(owner_uid))
+
+
+def count_custom_resources(
+    client: ClusterClient, crd: Mapping[str, Any], *, owner_uid: str | None = None
+) -> int:
+    """How many custom resources of ``crd`` exist that are users' data: those that are not
+    children of the parent with ``owner_uid`` (they go with that parent anyway)."""
+    return sum(1 for item in _custom_resources(client, crd) if not _owned_by(item, owner_uid))
+
+
+def delete_owned(
+    client: ClusterClient, obj: Mapping[str, Any], *, owner_uid: str | None = None
+) -> bool:
+    """Delete ``obj`` (background propagation). For a CRD, the custom resources that are
+    children of the parent with ``owner_uid`` are deleted first; any other one left makes it
+    raise ``DataLossError`` unless the CRD is marked. Whether a delete was sent (False: gone)."""
     ref = ObjectRef.of(obj)
     if ref.kind == "CustomResourceDefinition":
-        count = count_custom_resources(client, obj)
-        refusal = refuses_data_loss(obj, custom_resources=count)
+        others = 0
+        for item in _custom_resources(client, obj):
+            if not _owned_by(item, owner_uid):
+                others += 1
+                continue
+            item_ref = ObjectRef.of(item)
+            with contextlib.suppress(NotFoundError):
+                client.delete(item_ref.api_version, item_ref.kind, item_ref.name,
+                              namespace=item_ref.namespace, propagation_policy="Background")
+        refusal = refuses_data_loss(obj, custom_resources=others)
         if refusal is not None:
-            raise DataLossError(refusal, ref=ref, custom_resources=count)
+            raise DataLossError(refusal, ref=ref, custom_resources=others)
     try:
         client.delete(ref.api_version, ref.kind, ref.name, namespace=ref.namespace,
                       propagation_policy="Background")
@@ -161,7 +190,7 @@ class ParentCleanup:
                     return CleanupOutcome(done=True, deleted=tuple(deleted))
                 if step is CleanupStep.DELETE_CHILDREN:
                     for child in decision.delete:
-                        if delete_owned(self.client, remaining[child]):
+                        if delete_owned(self.client, remaining[child], owner_uid=uid):
                             deleted.append(child)
                             _log.info("%s: deleted %s", ref, child)
                     continue

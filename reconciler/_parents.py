@@ -282,7 +282,7 @@ class _ParentRun:
             except NotFoundError:
                 return None
         return refuses_data_loss(live, custom_resources=count_custom_resources(
-            self.o.client, live))
+            self.o.client, live, owner_uid=self.uid))
 
     def _fail(self, ref: ObjectRef, message: str, exc: BaseException) -> None:
         _log.warning("reconcile of %s: %s: %s", self.ref, ref, message)
@@ -296,7 +296,7 @@ class _ParentRun:
         scopes: set[ObjectRef] = {_scope(ref) for ref, _, _ in built}
         for api_version, kind in self.o.prune_kinds:
             scopes.add(ObjectRef(api_version=api_version, kind=kind, name="",
-                                 namespace=self.ref.namespace))
+                                 namespace=self._prune_scope(api_version, kind)))
         live: dict[ObjectRef, dict[str, Any]] = {}
         failed: dict[ObjectRef, ReconcilerError] = {}
         for scope in sorted(scopes, key=_order):
@@ -313,6 +313,15 @@ class _ParentRun:
             for item in items:
                 live[ObjectRef.of(item)] = item
         return live, failed
+
+    def _prune_scope(self, api_version: str, kind: str) -> str | None:
+        """Where unbuilt children of a prune kind are looked for: the parent's namespace, or
+        cluster-wide for a cluster-scoped kind (those go with the cleanup finalizer too)."""
+        try:
+            namespaced = self.o.client.is_namespaced(api_version, kind)
+        except ReconcilerError:
+            namespaced = True  # not served (yet): nothing of it to prune
+        return self.ref.namespace if namespaced else None
 
     def _child(self, ref: ObjectRef, obj: dict[str, Any], state: DesiredState, live: Any) -> None:
         try:
