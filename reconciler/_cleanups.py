@@ -158,17 +158,27 @@ class ParentCleanup:
         """Add the finalizer when ``parent`` needs it and lacks it: the parent as the server
         returned it after the patch, or None when no write was needed."""
         wanted = needs_cleanup(parent, children, on_delete=self.on_delete is not None)
-        decision = decide_cleanup(parent, wanted_kinds=wanted)
-        if decision.step is not CleanupStep.ADD or self.dry_run:
-            return None
         ref = ObjectRef.of(parent)
-        live = self.client.patch(
-            ref.api_version, ref.kind, ref.name,
-            finalizer_patch(parent, add=True, kinds=decision.kinds),
-            patch_type=_MERGE, namespace=ref.namespace,
-        )
-        _log.info("%s: added the cleanup finalizer (%s)", ref, decision.reason)
-        return live
+        for attempt in range(2):
+            decision = decide_cleanup(parent, wanted_kinds=wanted)
+            if decision.step is not CleanupStep.ADD or self.dry_run:
+                return None if attempt == 0 else dict(parent)
+            try:
+                live = self.client.patch(
+                    ref.api_version, ref.kind, ref.name,
+                    finalizer_patch(parent, add=True, kinds=decision.kinds),
+                    patch_type=_MERGE, namespace=ref.namespace,
+                )
+            except ConflictError:
+                if attempt:
+                    raise
+                # a stale read (our own earlier patch not seen yet): decide on a fresh one
+                parent = self.client.get(ref.api_version, ref.kind, ref.name,
+                                         namespace=ref.namespace)
+                continue
+            _log.info("%s: added the cleanup finalizer (%s)", ref, decision.reason)
+            return live
+        return None
 
     # -- while it is being deleted ----------------------------------------------------------
 

@@ -7,6 +7,7 @@ deletion leaves nothing of what it created. On the embedded server and the real 
 from __future__ import annotations
 
 import ast
+import contextlib
 import copy
 import uuid
 from collections.abc import Iterator
@@ -146,11 +147,9 @@ def test_the_observer_installs_the_thanos_operator_and_removes_it_all(
         assert not _exists(kube, "apiextensions.k8s.io/v1", "CustomResourceDefinition", CRD_NAME)
     finally:
         runtime.stop(5)
-        try:
+        with contextlib.suppress(NotFoundError):
             kube.patch(API_VERSION, KIND, "obs", {"metadata": {"finalizers": None}},
                        patch_type="application/merge-patch+json", namespace=ns)
-        except NotFoundError:
-            pass
         for api_version, kind in PRUNE[1:3]:
             for item in kube.list(api_version, kind, label_selector=(
                     f"app.kubernetes.io/managed-by={name}"))["items"]:
