@@ -5,8 +5,11 @@ a test or a script). It builds the children, stamps the identity of DESIGN.md se
 (labels, controller owner reference, namespace), reads the live children with one LIST per kind
 (by the ``optk.dev/owner-uid`` label) instead of one GET per child, reconciles every child through
 ``ResourceReconciler`` (one child's error never stops the others), optionally prunes children that
-are ours and no longer built (per-kind allow-list), records Events on the parent, and writes the
-parent's status conditions (DESIGN.md section 6) only when they changed.
+are ours and no longer built (per-kind allow-list; cluster-scoped kinds cluster-wide, CRDs last
+and never while they hold users' custom resources), records Events on the parent, and writes the
+parent's status conditions (DESIGN.md section 6) only when they changed. Before any child the
+garbage collector cannot collect is written, the cleanup finalizer is put on the parent
+(``reconciler._cleanups``); the worker runs the cleanup when the parent is deleted.
 """
 
 from __future__ import annotations

@@ -5,9 +5,10 @@ key from the ``WorkQueue`` (which never hands one key to two workers), reads the
 informer cache, calls ``ParentReconciler.reconcile`` and turns its result into what happens next:
 success forgets the backoff and sets the next resync time (or a requested ``requeue_after``); a
 failure backs off (honouring ``Retry-After``) or, with ``retry_failed_by_backoff=False``, waits
-for the next resync. A parent gone or being deleted is dropped from the schedule and its child
-informers released. Deciding when to queue is not here (``reconciler._routing``,
-``reconciler._resync_loop``).
+for the next resync. A parent being deleted that carries the toolkit's cleanup finalizer gets its
+cleanup (``ParentCleanup.finalize``), retried with backoff until done; a parent gone or being
+deleted is then dropped from the schedule and its child informers released. Deciding when to
+queue is not here (``reconciler._routing``, ``reconciler._resync_loop``).
 """
 
 from __future__ import annotations
