@@ -5,6 +5,7 @@ without such children never gets it. On the embedded server and the real control
 from __future__ import annotations
 
 import contextlib
+import copy
 import itertools
 import threading
 import time
@@ -20,21 +21,35 @@ from reconciler import AlreadyExistsError, KubernetesClient, NotFoundError
 from reconciler._finalizing import CLEANUP_FINALIZER
 from reconciler._operators import Operator
 from reconciler._parents import ParentReconciler
-from tests.driver.conftest import running, thing, wait_until
-from tests.driver.sample_operator import API_VERSION, THING_CRD
+from tests.driver.conftest import running, wait_until
+from tests.driver.sample_operator import THING_CRD
 from tests.driver.sample_operator import build as namespaced_build
 
 RBAC = "rbac.authorization.k8s.io/v1"
 
 
+API_VERSION = "cleanuptest.optk.dev/v1"
+KIND = "Holder"
+HOLDER_CRD: dict[str, Any] = copy.deepcopy(THING_CRD)
+HOLDER_CRD["metadata"] = {"name": "holders.cleanuptest.optk.dev"}
+HOLDER_CRD["spec"].update(group="cleanuptest.optk.dev", names={
+    "plural": "holders", "singular": "holder", "kind": KIND, "listKind": "HolderList"})
+
+
 @pytest.fixture
 def kube(kube_api: Any) -> KubernetesClient:
-    """A client on this test's server with the Thing CRD served."""
+    """A client on this test's server with the Holder CRD (this file's parent kind) served."""
     client = KubernetesClient(kube_api.api_client())
     with contextlib.suppress(AlreadyExistsError):
-        client.create(THING_CRD)
-    assert wait_until(lambda: client.is_served(API_VERSION, "Thing"))
+        client.create(HOLDER_CRD)
+    assert wait_until(lambda: client.is_served(API_VERSION, KIND))
     return client
+
+
+def thing(namespace: str, name: str) -> dict[str, Any]:
+    """A Holder parent."""
+    return {"apiVersion": API_VERSION, "kind": KIND,
+            "metadata": {"name": name, "namespace": namespace}, "spec": {"value": "1"}}
 
 
 def _role_name(parent: Any) -> str:
@@ -68,13 +83,13 @@ def settings(parent: Any) -> dict[str, Any]:
 
 
 def build(parent: Any) -> Sequence[ResourceBuilder]:
-    """A ConfigMap, a ClusterRole and a ClusterRoleBinding per Thing."""
+    """A ConfigMap, a ClusterRole and a ClusterRoleBinding per Holder."""
     return [settings(parent), cluster_role(parent), cluster_role_binding(parent)]
 
 
 def _operator(ns: str, **options: Any) -> Operator:
     options.setdefault("build", build)
-    return Operator(api_version=API_VERSION, kind="Thing", namespace=ns, events=False,
+    return Operator(api_version=API_VERSION, kind=KIND, namespace=ns, events=False,
                     name=f"c-{uuid.uuid4().hex[:8]}", **options)
 
 
@@ -93,12 +108,12 @@ def _cluster_children(client: KubernetesClient, name: str) -> list[bool]:
 
 @pytest.fixture
 def cleanup_parent(kube: KubernetesClient, kube_namespace: str) -> Iterator[dict[str, Any]]:
-    """A Thing (created by the test body) whose leftovers are removed afterwards, so that a
+    """A Holder (created by the test body) whose leftovers are removed afterwards, so that a
     failed test never leaves a namespace stuck behind our finalizer."""
     parent = thing(kube_namespace, "p")
     yield parent
     with contextlib.suppress(NotFoundError):
-        kube.patch(API_VERSION, "Thing", "p", {"metadata": {"finalizers": None}},
+        kube.patch(API_VERSION, KIND, "p", {"metadata": {"finalizers": None}},
                    patch_type="application/merge-patch+json", namespace=kube_namespace)
     name = _role_name(parent)
     for kind in ("ClusterRole", "ClusterRoleBinding"):
@@ -107,7 +122,7 @@ def cleanup_parent(kube: KubernetesClient, kube_namespace: str) -> Iterator[dict
 
 
 def _finalizers(client: KubernetesClient, ns: str) -> list[str]:
-    return list(client.get(API_VERSION, "Thing", "p", namespace=ns)["metadata"]
+    return list(client.get(API_VERSION, KIND, "p", namespace=ns)["metadata"]
                 .get("finalizers") or ())
 
 
@@ -120,8 +135,8 @@ def test_cluster_scoped_children_go_with_their_parent(
         kube.create(cleanup_parent)
         assert wait_until(lambda: _cluster_children(kube, name) == [True, True])
         assert _finalizers(kube, ns) == [CLEANUP_FINALIZER]
-        kube.delete(API_VERSION, "Thing", "p", namespace=ns)
-        assert wait_until(lambda: not _exists(kube, API_VERSION, "Thing", "p", ns), 20)
+        kube.delete(API_VERSION, KIND, "p", namespace=ns)
+        assert wait_until(lambda: not _exists(kube, API_VERSION, KIND, "p", ns), 20)
         assert _cluster_children(kube, name) == [False, False]
 
 
@@ -138,9 +153,9 @@ def test_children_deleted_by_hand_never_keep_the_parent(
     kube.delete(RBAC, "ClusterRoleBinding", name)
     with running(_operator(ns), kube) as runtime:
         # a deletion right away: before a reconcile could create them again, or after it
-        kube.delete(API_VERSION, "Thing", "p", namespace=ns)
+        kube.delete(API_VERSION, KIND, "p", namespace=ns)
         started = time.monotonic()
-        assert wait_until(lambda: not _exists(kube, API_VERSION, "Thing", "p", ns), 10)
+        assert wait_until(lambda: not _exists(kube, API_VERSION, KIND, "p", ns), 10)
         assert time.monotonic() - started < 5.0
         assert _cluster_children(kube, name) == [False, False]
         assert runtime.idle
@@ -155,13 +170,13 @@ def test_an_operator_restarted_during_a_deletion_finishes_the_cleanup(
     with running(operator, kube):
         kube.create(cleanup_parent)
         assert wait_until(lambda: _cluster_children(kube, name) == [True, True])
-    kube.delete(API_VERSION, "Thing", "p", namespace=ns)
+    kube.delete(API_VERSION, KIND, "p", namespace=ns)
     time.sleep(0.3)
-    live = kube.get(API_VERSION, "Thing", "p", namespace=ns)  # held by the finalizer
+    live = kube.get(API_VERSION, KIND, "p", namespace=ns)  # held by the finalizer
     assert live["metadata"].get("deletionTimestamp")
     assert _cluster_children(kube, name) == [True, True]
     with running(operator, kube):
-        assert wait_until(lambda: not _exists(kube, API_VERSION, "Thing", "p", ns), 20)
+        assert wait_until(lambda: not _exists(kube, API_VERSION, KIND, "p", ns), 20)
         assert _cluster_children(kube, name) == [False, False]
 
 
@@ -178,8 +193,8 @@ def test_only_namespaced_children_never_get_the_finalizer(
     # one create of the ConfigMap and one status write: no metadata patch of the parent
     writes = [(c.verb, c.ref.kind) for c in first.api_calls
               if c.verb in ("create", "patch", "update", "delete")]
-    assert writes == [("create", "ConfigMap"), ("patch", "Thing")]
-    live = kube.get(API_VERSION, "Thing", "plain", namespace=ns)
+    assert writes == [("create", "ConfigMap"), ("patch", KIND)]
+    live = kube.get(API_VERSION, KIND, "plain", namespace=ns)
     assert not live["metadata"].get("finalizers")
     assert reconciler.reconcile(live).writes == 0
     with_cluster = ParentReconciler(kube, build, operator_name="plain-op", events=False)
@@ -189,12 +204,12 @@ def test_only_namespaced_children_never_get_the_finalizer(
         assert result.ok
         # the finalizer is one more write, made before the cluster-scoped children
         kinds = [(c.verb, c.ref.kind) for c in result.api_calls if c.verb != "list"]
-        assert kinds.index(("patch", "Thing")) < kinds.index(("create", "ClusterRole"))
+        assert kinds.index(("patch", KIND)) < kinds.index(("create", "ClusterRole"))
         assert _exists(kube, RBAC, "ClusterRole", _role_name(other))
-        assert kube.get(API_VERSION, "Thing", "other", namespace=ns)["metadata"][
+        assert kube.get(API_VERSION, KIND, "other", namespace=ns)["metadata"][
             "finalizers"] == [CLEANUP_FINALIZER]
     finally:
-        kube.patch(API_VERSION, "Thing", "other", {"metadata": {"finalizers": None}},
+        kube.patch(API_VERSION, KIND, "other", {"metadata": {"finalizers": None}},
                    patch_type="application/merge-patch+json", namespace=ns)
         for kind in ("ClusterRole", "ClusterRoleBinding"):
             kube.delete(RBAC, kind, _role_name(other))
@@ -218,13 +233,13 @@ def test_on_delete_runs_once_under_the_finalizer_retried_with_backoff(
         kube.create(cleanup_parent)
         assert wait_until(lambda: _finalizers(kube, ns) == [CLEANUP_FINALIZER])
         assert not calls
-        kube.delete(API_VERSION, "Thing", "p", namespace=ns)
+        kube.delete(API_VERSION, KIND, "p", namespace=ns)
         assert wait_until(lambda: len(calls) >= 2)
-        live = kube.get(API_VERSION, "Thing", "p", namespace=ns)  # waits for the hook
+        live = kube.get(API_VERSION, KIND, "p", namespace=ns)  # waits for the hook
         conditions = {c["type"]: c for c in live.get("status", {}).get("conditions", ())}
         assert conditions["Cleanup"]["status"] == "False"
         assert "external store unreachable" in conditions["Cleanup"]["message"]
-        assert wait_until(lambda: not _exists(kube, API_VERSION, "Thing", "p", ns), 20)
+        assert wait_until(lambda: not _exists(kube, API_VERSION, KIND, "p", ns), 20)
         time.sleep(0.2)
     assert len(calls) == 4  # three failures, one success, never again
     gaps = [b - a for a, b in itertools.pairwise(calls)]

@@ -19,7 +19,7 @@ from reconciler._parents import ParentReconciler
 from reconciler._reconciling import Action
 from tests.driver.conftest import wait_until
 from tests.driver.sample_operator import THING_CRD
-from tests.driver.test_cleanup import _exists, kube
+from tests.driver.test_cleanup import API_VERSION, KIND, _exists, kube
 
 __all__ = ["kube"]
 
@@ -53,7 +53,7 @@ def test_a_crd_child_is_updated_only_on_a_diff_and_kept_while_it_holds_data(
     kube: KubernetesClient, kube_namespace: str, group: str
 ) -> None:
     ns = kube_namespace
-    kube.create({"apiVersion": "drivertest.optk.dev/v1", "kind": "Thing",
+    kube.create({"apiVersion": API_VERSION, "kind": KIND,
                           "metadata": {"name": "owner", "namespace": ns}, "spec": {}})
     wanted: dict[str, Any] = {"crd": _widget_crd(group)}
 
@@ -62,7 +62,7 @@ def test_a_crd_child_is_updated_only_on_a_diff_and_kept_while_it_holds_data(
         return wanted["crd"]  # type: ignore[no-any-return]
 
     def fresh() -> dict[str, Any]:  # the parent as an informer would hand it over
-        return kube.get("drivertest.optk.dev/v1", "Thing", "owner", namespace=ns)
+        return kube.get(API_VERSION, KIND, "owner", namespace=ns)
 
     reconciler = ParentReconciler(kube, lambda p: [crd(p)], operator_name="crd-op",
                                   events=False, write_status=False)
@@ -102,5 +102,5 @@ def test_a_crd_child_is_updated_only_on_a_diff_and_kept_while_it_holds_data(
             lambda: not _exists(kube, CRD_API, "CustomResourceDefinition", f"widgets.{group}"),
             30)
     finally:
-        kube.patch("drivertest.optk.dev/v1", "Thing", "owner", {"metadata": {"finalizers": None}},
+        kube.patch(API_VERSION, KIND, "owner", {"metadata": {"finalizers": None}},
                    patch_type="application/merge-patch+json", namespace=ns)

@@ -13,15 +13,17 @@ from reconciler import KubernetesClient
 from reconciler._cli import main
 from reconciler._finalizing import CLEANUP_FINALIZER
 from reconciler._operators import Operator
-from tests.driver.conftest import running, thing, wait_until
-from tests.driver.sample_operator import API_VERSION
+from tests.driver.conftest import running, wait_until
 from tests.driver.test_cleanup import (
+    API_VERSION,
+    KIND,
     RBAC,
     _cluster_children,
     _exists,
     _operator,
     _role_name,
     kube,
+    thing,
 )
 
 __all__ = ["TARGET", "kube"]
@@ -42,8 +44,8 @@ def test_uninstall_deletes_the_children_then_the_finalizers(
             kube.create(parent)
         assert wait_until(lambda: all(_cluster_children(kube, _role_name(p)) == [True, True]
                                       for p in parents))
-    kube.delete(API_VERSION, "Thing", "a", namespace=ns)  # held by the finalizer
-    assert kube.get(API_VERSION, "Thing", "a", namespace=ns)["metadata"]["finalizers"] == [
+    kube.delete(API_VERSION, KIND, "a", namespace=ns)  # held by the finalizer
+    assert kube.get(API_VERSION, KIND, "a", namespace=ns)["metadata"]["finalizers"] == [
         CLEANUP_FINALIZER]
     monkeypatch.setattr(__import__(__name__, fromlist=["TARGET"]), "TARGET", operator)
     out = io.StringIO()
@@ -55,7 +57,7 @@ def test_uninstall_deletes_the_children_then_the_finalizers(
     for parent in parents:
         assert _cluster_children(kube, _role_name(parent)) == [False, False]
         assert not _exists(kube, "v1", "ConfigMap", f"{parent['metadata']['name']}-cfg", ns)
-    assert wait_until(lambda: not _exists(kube, API_VERSION, "Thing", "a", ns))
-    live = kube.get(API_VERSION, "Thing", "b", namespace=ns)
+    assert wait_until(lambda: not _exists(kube, API_VERSION, KIND, "a", ns))
+    live = kube.get(API_VERSION, KIND, "b", namespace=ns)
     assert not live["metadata"].get("finalizers")
     assert not any(_exists(kube, RBAC, "ClusterRole", _role_name(p)) for p in parents)
