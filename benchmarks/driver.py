@@ -1,7 +1,11 @@
-"""Benchmark: the driver (watch + periodic reconciliation) against the embedded API server.
+"""Benchmark: the driver (watch + periodic reconciliation) against the embedded API server, or
+with ``--real`` against a real control plane.
 
 The server runs in a subprocess (``optk apiserver``) so the figures of this process are the
-operator's own; requests are counted by the server (``/debug/optk/requests``). Parents are a
+operator's own; requests are counted by the server (``/debug/optk/requests``). With ``--real``
+the server is a ``reconciler.envtest.ControlPlane`` (kube-apiserver, etcd and
+kube-controller-manager from ``OPTK_KUBE_ASSETS``, also separate processes) and requests are
+counted from kube-apiserver's audit log (``request_counts()``). Parents are a
 ``Drive`` custom resource with five children each (three ConfigMaps, a headless Service, a
 Deployment; headless because 1,100 Services would exhaust the server's service IP range).
 
@@ -20,7 +24,7 @@ Deployment; headless because 1,100 Services would exhaust the server's service I
 - ``bytes_per_cached_object``: traced memory (tracemalloc) of informer caches holding every child
   of the 1,000 parents, divided by the objects cached.
 
-Run: ``python -m benchmarks.driver [--json] [--sizes 100,1000] [--samples 100]``.
+Run: ``python -m benchmarks.driver [--json] [--sizes 100,1000] [--samples 100] [--real]``.
 """
 
 from __future__ import annotations
@@ -139,6 +143,15 @@ def apiserver() -> Iterator[tuple[KubernetesClient, Callable[[], dict[str, int]]
         finally:
             process.terminate()
             process.wait(timeout=30)
+
+
+@contextmanager
+def real_apiserver() -> Iterator[tuple[KubernetesClient, Callable[[], dict[str, int]]]]:
+    """A real control plane; a client and a function reading its audit log's request counts."""
+    from reconciler.envtest import ControlPlane
+
+    with ControlPlane() as plane:
+        yield KubernetesClient(plane.api_client()), plane.request_counts
 
 
 def _delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
@@ -306,10 +319,13 @@ def bytes_per_cached_object(client: KubernetesClient, namespace: str) -> dict[st
 # --- main ---------------------------------------------------------------------------------
 
 
-def run(sizes: list[int], *, samples: int, periodic_interval: float) -> dict[str, Any]:
-    """Every measurement; the JSON-ready result."""
-    result: dict[str, Any] = {"cold_start": {}}
-    with apiserver() as (client, counts):
+def run(
+    sizes: list[int], *, samples: int, periodic_interval: float, real: bool = False
+) -> dict[str, Any]:
+    """Every measurement on the embedded server (or a real control plane); the JSON-ready
+    result."""
+    result: dict[str, Any] = {"server": "real" if real else "embedded", "cold_start": {}}
+    with (real_apiserver() if real else apiserver()) as (client, counts):
         client.create(CRD)
         deadline = time.monotonic() + 30
         while not client.is_served(API_VERSION, "Drive"):
@@ -364,10 +380,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, default=100, help="drift repairs measured")
     parser.add_argument("--periodic-interval", type=float, default=2.0,
                         help="resync interval (s) of the periodic-only configuration")
+    parser.add_argument("--real", action="store_true",
+                        help="a real control plane (binaries from $OPTK_KUBE_ASSETS)")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in re.split(r"[,\s]+", args.sizes) if s]
     try:
-        result = run(sizes, samples=args.samples, periodic_interval=args.periodic_interval)
+        result = run(sizes, samples=args.samples, periodic_interval=args.periodic_interval,
+                     real=args.real)
     except (ApiError, TimeoutError) as error:
         print(f"benchmark failed: {error}", file=sys.stderr)
         return 1

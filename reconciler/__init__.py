@@ -31,6 +31,7 @@ from reconciler._metrics import HealthServer, OperatorMetrics
 from reconciler._operators import Operator
 from reconciler._parents import ChildError, ParentReconciler, ParentResult, parent_conditions
 from reconciler._queues import ExponentialBackoff, TokenBucket, WorkQueue
+from reconciler._rbac import watches
 from reconciler._readers import InformerReader
 from reconciler._reconciling import (
     DEFAULT_RECREATE_KINDS,
@@ -44,6 +45,7 @@ from reconciler._reconciling import (
 from reconciler._recording import RecordingClient
 from reconciler._resyncs import DEFAULT_RESYNC_INTERVAL, RESYNC_ANNOTATION, ResyncPolicy
 from reconciler._runtime import OperatorRuntime
+from reconciler._sharding import Sharding
 from reconciler._stores import IndexedCache
 from reconciler._triggers import REQUESTED_AT_ANNOTATION
 from reconciler.testing import VirtualClock
@@ -97,6 +99,7 @@ __all__ = [
     "ResourceReconciler",
     "ResyncPolicy",
     "ServerError",
+    "Sharding",
     "StatusCause",
     "TokenBucket",
     "TooManyRequestsError",
@@ -107,4 +110,5 @@ __all__ = [
     "WorkQueue",
     "is_owned",
     "parent_conditions",
+    "watches",
 ]

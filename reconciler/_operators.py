@@ -2,8 +2,9 @@
 
 ``Operator`` names the parent kind, the builders and the driver's options; nested values carry
 the two groups of settings that belong together: ``resync=ResyncPolicy(...)`` (interval,
-bounds, heartbeat, overriding ConfigMap; ``reconciler._resyncs``) and
-``leader_election=LeaderElection(...)`` (the Lease and its timing; ``reconciler._leadership``).
+bounds, heartbeat, overriding ConfigMap; ``reconciler._resyncs``),
+``leader_election=LeaderElection(...)`` (the Lease and its timing; ``reconciler._leadership``)
+and ``sharding=Sharding(...)`` (scale-out across replicas; ``reconciler._sharding``).
 This module only defines and validates; ``Operator.start(client)`` hands the value to the
 runtime (``reconciler._runtime``) and ``Operator.run()`` to the process runner
 (``reconciler._running``), both imported when called so that the value stays at the bottom of
@@ -23,6 +24,7 @@ from reconciler._clients import ClusterClient, KubeObject
 from reconciler._clocks import Clock
 from reconciler._leadership import LeaderElection
 from reconciler._resyncs import ResyncPolicy
+from reconciler._sharding import Sharding
 
 if TYPE_CHECKING:
     from reconciler._runtime import OperatorRuntime
@@ -54,6 +56,10 @@ class Operator:
     toolkit keeps its ``optk.dev/cleanup`` finalizer on every parent while the hook is declared,
     runs the hook once the parent is being deleted and its uncollectable children are gone,
     retries it with backoff while it raises, and only then lets the parent go (docs/driver.md).
+    ``sharding=Sharding(...)`` spreads the parents over all running replicas (docs/sharding.md):
+    each replica reconciles and caches only the parents labelled with its shard, one elected
+    replica assigns them (``leader_election``, when given, sets that election's namespace and
+    timing); ``None`` (the default) keeps one active replica.
     """
 
     api_version: str
@@ -74,6 +80,7 @@ class Operator:
     install: Sequence[KubeObject] = ()
     on_start: Sequence[StartHook] = ()
     on_delete: Callable[[KubeObject], object] | None = None
+    sharding: Sharding | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.workers < 1:
@@ -92,6 +99,9 @@ class Operator:
         ):
             raise TypeError(f"operator {self.name!r}: leader_election must be a LeaderElection "
                             f"or None, got {type(self.leader_election).__name__}")
+        if self.sharding is not None and not isinstance(self.sharding, Sharding):
+            raise TypeError(f"operator {self.name!r}: sharding must be a Sharding or None, "
+                            f"got {type(self.sharding).__name__}")
 
     @property
     def election(self) -> LeaderElection | None:
@@ -106,7 +116,8 @@ class Operator:
         if self.resync.heartbeat is None:
             return None
         namespace = self.resync.heartbeat_namespace or (
-            self.leader_election.namespace if self.leader_election is not None else "default"
+            self.leader_election.namespace if self.leader_election is not None
+            else self.sharding.namespace if self.sharding is not None else "default"
         )
         return namespace, f"{self.name}-resync"
 

@@ -29,6 +29,7 @@ FACADES = (
     "builders.names",
     "builders.objects",
     "builders.schemas",
+    "builders.specs",
     "builders.testing",
     "reconciler",
     "reconciler.embedded",

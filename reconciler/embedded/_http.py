@@ -233,7 +233,9 @@ class ApiApplication:
             )
         finally:
             if path is not None and not request.get(_COUNTED):
-                self.accounting.record(verb=verb, resource=resource, code=code)
+                self.accounting.record(verb=verb, resource=resource, code=code,
+                                       namespace=path.namespace, name=path.name,
+                                       user_agent=request.headers.get("User-Agent"))
 
     def _error_response(self, exc: ApiStatusError) -> web.Response:
         if isinstance(exc.body, str):

@@ -33,7 +33,7 @@ from typing import Any
 import kubernetes.client
 from aiohttp import web
 
-from reconciler.embedded._accounting import RequestAccounting, RequestKey
+from reconciler.embedded._accounting import RequestAccounting, RequestKey, RequestRecord
 from reconciler.embedded._collecting import GarbageCollector
 from reconciler.embedded._errors import EmbeddedServerError
 from reconciler.embedded._faults import FaultInjector, Faults
@@ -358,6 +358,15 @@ class EmbeddedApiServer:
     def request_breakdown(self) -> dict[RequestKey, int]:
         """Cumulative requests by verb, resource and response code."""
         return self._accounting.breakdown()
+
+    def enable_request_log(self, limit: int = 1_000_000) -> None:
+        """Log every answered request from now on (bounded by ``limit`` records): time, verb,
+        resource, namespace, name, user agent, code; read it with ``request_log()``."""
+        self._accounting.enable_log(limit)
+
+    def request_log(self) -> list[RequestRecord]:
+        """The request log (empty unless ``enable_request_log`` was called)."""
+        return self._accounting.log()
 
     def reset_request_counts(self) -> None:
         """Start counting requests from zero."""
