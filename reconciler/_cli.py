@@ -62,6 +62,12 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("-v", "--verbose", action="store_true",
                       help="also log what the dry-run reconcile does (stderr)")
     plan.set_defaults(handler=_run_plan)
+    uninstall = subparsers.add_parser(
+        "uninstall", help="delete what a (stopped) operator owns, then its finalizers on parents"
+    )
+    uninstall.add_argument("target", metavar="MODULE[:ATTR]", help="module and Operator attribute")
+    uninstall.add_argument("--kubeconfig", default=None, help="kubeconfig of the cluster")
+    uninstall.set_defaults(handler=_run_uninstall)
     return parser
 
 
@@ -78,6 +84,16 @@ def _run_plan(args: argparse.Namespace) -> int:
                             show_unchanged=args.show_unchanged)
     except (ValueError, OSError) as error:
         print(f"optk plan: {error}", file=sys.stderr)
+        return 2
+
+
+def _run_uninstall(args: argparse.Namespace) -> int:
+    from reconciler._uninstalling import uninstall_command
+
+    try:
+        return uninstall_command(args.target, kubeconfig=args.kubeconfig)
+    except (ValueError, OSError) as error:
+        print(f"optk uninstall: {error}", file=sys.stderr)
         return 2
 
 

@@ -53,6 +53,10 @@ class Operator:
     ``on_start`` hooks are called with the runtime once its parent informer runs and before any
     worker starts (e.g. to watch what ``build`` depends on, such as whether a CRD is served);
     each may return a cleanup callable, run in reverse order when the runtime stops.
+    ``on_delete(parent)`` cleans up what lives outside the cluster when a parent is deleted: the
+    toolkit keeps its ``optk.dev/cleanup`` finalizer on every parent while the hook is declared,
+    runs the hook once the parent is being deleted and its uncollectable children are gone,
+    retries it with backoff while it raises, and only then lets the parent go (docs/driver.md).
     ``sharding=Sharding(...)`` spreads the parents over all running replicas (docs/sharding.md):
     each replica reconciles and caches only the parents labelled with its shard, one elected
     replica assigns them (``leader_election``, when given, sets that election's namespace and
@@ -76,6 +80,7 @@ class Operator:
     events: bool = True
     install: Sequence[KubeObject] = ()
     on_start: Sequence[StartHook] = ()
+    on_delete: Callable[[KubeObject], object] | None = None
     sharding: Sharding | None = None
 
     def __attrs_post_init__(self) -> None:
@@ -90,6 +95,10 @@ class Operator:
         if not callable(self.build):
             raise ReconcilerUsageTypeError(
                 f"operator {self.name!r}: build must be callable"
+            )
+        if self.on_delete is not None and not callable(self.on_delete):
+            raise ReconcilerUsageTypeError(
+                f"operator {self.name!r}: on_delete must be callable or None"
             )
         if not isinstance(self.resync, ResyncPolicy):
             raise ReconcilerUsageTypeError(

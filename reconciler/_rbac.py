@@ -99,6 +99,7 @@ class OperatorFacts:
     heartbeat_namespace: str | None = None
     config_map: str | None = None
     events: bool = True
+    on_delete: bool = False
 
     @property
     def crds(self) -> tuple[Mapping[str, Any], ...]:
@@ -131,6 +132,7 @@ def operator_facts(operator: Any) -> OperatorFacts:
                       if operator.leader_election is not None else ""),
         heartbeat_namespace=operator.resync.heartbeat_namespace,
         config_map=operator.resync.config_map, events=operator.events,
+        on_delete=getattr(operator, "on_delete", None) is not None,
     )
 
 
@@ -295,6 +297,10 @@ def derive_rules(
     for hook in facts.hooks:
         children |= set(hook.enables)
     children.discard((facts.api_version, facts.kind))
+    if facts.on_delete or (not _cluster_scoped(facts.api_version, facts.kind, crds) and any(
+            _cluster_scoped(*k, crds) for k in children)):
+        grant(facts.api_version, facts.kind, ("patch",),
+              "the parents' optk.dev/cleanup finalizer (cluster-scoped children or on_delete)")
     for api_version, kind in sorted(children):
         grant(api_version, kind, CHILD_VERBS,
               "children: informers list and watch them, the reconciler creates, patches drift, "

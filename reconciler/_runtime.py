@@ -106,6 +106,7 @@ class OperatorRuntime:
                 self.client, reader=self.reader, recreate=operator.recreate, clock=self.clock
             ),
             prune_kinds=operator.prune, events=operator.events, clock=self.clock,
+            on_delete=operator.on_delete,
         )
         self.config_informer: Informer | None = None
         if (config_map := operator.resync.config_map_ref) is not None:

@@ -7,9 +7,11 @@ success forgets the backoff and sets the next resync time (or a requested ``requ
 failure backs off (honouring ``Retry-After``) or, with ``retry_failed_by_backoff=False``, waits
 for the next resync. With sharding, a parent its shard must release (the drain mark) is
 acknowledged instead of reconciled, and one moved in has its children adopted first (and is
-reconciled only when due) (``reconciler._shards``). A parent gone or being deleted
-is dropped from the schedule and its child informers released. Deciding when to queue is not
-here (``reconciler._routing``, ``reconciler._resync_loop``).
+reconciled only when due) (``reconciler._shards``). A parent being deleted that carries the
+toolkit's cleanup finalizer gets its cleanup (``ParentCleanup.finalize``), retried with backoff
+until done. A parent gone or being deleted is then dropped from the schedule and its child
+informers released. Deciding when to queue is not here (``reconciler._routing``,
+``reconciler._resync_loop``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from reconciler._errors import ApiError
+from reconciler._finalizing import CLEANUP_FINALIZER
 from reconciler._informers import TypeKey
 from reconciler._parents import ParentResult
 from reconciler._triggers import ParentKey, meta_of, parent_needs_reconcile
@@ -126,6 +129,14 @@ class WorkerPool:
                 rt.resync.kick()
                 return  # adopted; its periodic resync comes when due
             rt.schedule.take(key)
+        if parent is not None and meta_of(parent).get("deletionTimestamp") and (
+            CLEANUP_FINALIZER in (meta_of(parent).get("finalizers") or ())
+        ):
+            outcome = rt.reconciler.cleanup.finalize(parent)
+            if not outcome.done:  # retried with backoff; the parent's Cleanup condition says why
+                delay = rt.queue.add_rate_limited(key)
+                log.warning("cleanup pending (%s); retrying in %.3fs", outcome.reason, delay)
+                return
         if parent is None or meta_of(parent).get("deletionTimestamp"):
             log.info("parent %s; its children are collected by their owner references",
                      "is gone (or moved)" if parent is None else "is being deleted")
