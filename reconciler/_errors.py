@@ -18,7 +18,9 @@ The tree (the embedded server and ``reconciler.envtest`` have their own roots)::
     │   ├── ForbiddenError                403
     │   ├── NotFoundError                 404
     │   ├── ConflictError                 409
-    │   │   └── AlreadyExistsError        409 AlreadyExists
+    │   │   ├── AlreadyExistsError        409 AlreadyExists
+    │   │   └── DataLossError             a CRD child still holds custom resources and is not
+    │   │                                 marked ``optk.dev/allow-data-loss`` (no request sent)
     │   ├── GoneError                     410
     │   ├── UnsupportedMediaTypeError     415
     │   ├── InvalidError                  422 (``immutable_fields``)
@@ -48,6 +50,7 @@ __all__ = [
     "BadRequestError",
     "ClientUsageError",
     "ConflictError",
+    "DataLossError",
     "ForbiddenError",
     "GoneError",
     "ImmutableFieldError",
@@ -292,3 +295,11 @@ class RbacDerivationError(ReconcilerUsageError):
     def __init__(self, message: str, *, parent: Mapping[str, Any] | None = None) -> None:
         super().__init__(message)
         self.parent = parent
+
+
+class DataLossError(ConflictError):
+    """Deleting a CRD would delete custom resources, and the CRD is not marked to allow it."""
+
+    def __init__(self, message: str, *, ref: ObjectRef, custom_resources: int) -> None:
+        super().__init__(message, code=409, ref=ref)
+        self.custom_resources = custom_resources
