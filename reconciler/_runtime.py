@@ -38,6 +38,7 @@ from reconciler._routing import EventRouter
 from reconciler._standby import Standby
 from reconciler._stats import RuntimeStats
 from reconciler._triggers import ParentKey, meta_of
+from reconciler._upgrades import UpgradeCheck, operator_fingerprint
 from reconciler._workers import WorkerPool
 
 __all__ = ["OperatorRuntime", "RuntimeStats"]
@@ -120,6 +121,7 @@ class OperatorRuntime:
             )
         self._metrics_port = metrics_port
         self.health: HealthServer | None = None
+        self.upgrade = UpgradeCheck(self, operator_fingerprint(operator))
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -275,6 +277,7 @@ class OperatorRuntime:
             self.standby.take_over()
         if not self.workers.start(self.operator.workers):
             return
+        self._spawn(self.upgrade.run, "optk-upgrade")  # a changed operator reconciles all
         self.resync.kick()
         self.resync.beat_now()  # a new leader records its heartbeat at once
         if self.elector is not None:
