@@ -22,8 +22,8 @@ from collections.abc import Callable, Mapping
 from builders.names import MANAGED_BY_LABEL
 from reconciler._clients import ClusterClient
 from reconciler._clocks import Clock, RealClock
-from reconciler._errors import AlreadyExistsError
 from reconciler._informers import Informer, InformerManager
+from reconciler._install import install_object
 from reconciler._leadership import LeaderElector
 from reconciler._metrics import HealthServer, OperatorMetrics
 from reconciler._operators import Operator
@@ -37,7 +37,7 @@ from reconciler._resyncs import ResyncSchedule
 from reconciler._routing import EventRouter
 from reconciler._standby import Standby
 from reconciler._stats import RuntimeStats
-from reconciler._triggers import ParentKey, meta_of
+from reconciler._triggers import ParentKey
 from reconciler._upgrades import UpgradeCheck, operator_fingerprint
 from reconciler._workers import WorkerPool
 
@@ -284,9 +284,5 @@ class OperatorRuntime:
             self.metrics.set_leader(self.elector.config.name, True)
 
     def _install(self) -> None:
-        for obj in self.operator.install:
-            try:
-                self._inner.create(obj)
-                _log.info("installed %s %s", obj.get("kind"), meta_of(obj).get("name"))
-            except AlreadyExistsError:
-                pass
+        for obj in self.operator.install:  # created, or patched when it changed (logged)
+            install_object(self._inner, obj)
