@@ -28,8 +28,16 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--embedded", action="store_true", help="run a fresh embedded API server")
     run.add_argument("--metrics-port", type=int, default=None,
                      help="serve /metrics, /healthz, /readyz on this port (0: any free port)")
-    run.add_argument("--log-format", choices=("text", "json"), default="text")
-    run.set_defaults(handler=_run_operator)
+    run.add_argument("--log-format", choices=("text", "json"), default="text",
+                     help="text lines, or one JSON object per line")
+    level = run.add_mutually_exclusive_group()
+    level.add_argument("-v", "--verbose", action="store_const", const="DEBUG", dest="log_level",
+                       help="log at DEBUG (every reconcile, every request decision)")
+    level.add_argument("-q", "--quiet", action="store_const", const="WARNING", dest="log_level",
+                       help="log warnings and errors only")
+    level.add_argument("--log-level", type=_level, dest="log_level", metavar="LEVEL",
+                       help="DEBUG, INFO (the default: one line per change), WARNING or ERROR")
+    run.set_defaults(handler=_run_operator, log_level="INFO")
     plan = subparsers.add_parser(
         "plan", help="show what an operator would create, update, recreate or delete; no writes"
     )
@@ -42,6 +50,15 @@ def build_parser() -> argparse.ArgumentParser:
                       help="also log what the dry-run reconcile does (stderr)")
     plan.set_defaults(handler=_run_plan)
     return parser
+
+
+def _level(value: str) -> str:
+    """A logging level name for ``--log-level``."""
+    name = value.upper()
+    if name not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+        raise argparse.ArgumentTypeError(
+            f"unknown log level {value!r} (DEBUG, INFO, WARNING, ERROR or CRITICAL)")
+    return name
 
 
 def _run_plan(args: argparse.Namespace) -> int:
@@ -65,7 +82,8 @@ def _run_operator(args: argparse.Namespace) -> int:
 
     try:
         return run_command(args.target, kubeconfig=args.kubeconfig, embedded=args.embedded,
-                           metrics_port=args.metrics_port, log_format=args.log_format)
+                           metrics_port=args.metrics_port, log_format=args.log_format,
+                           log_level=args.log_level)
     except ValueError as error:
         print(f"optk run: {error}", file=sys.stderr)
         return 2

@@ -253,7 +253,7 @@ class _ParentRun:
         return built
 
     def _fail(self, ref: ObjectRef, message: str, exc: BaseException) -> None:
-        _log.warning("reconcile of %s: %s: %s", self.ref, ref, message)
+        _log.debug("reconcile of %s: %s: %s", self.ref, ref, message)  # the caller reports it
         self.errors.append(ChildError(ref=ref, message=message, error=exc))
 
     def _prefetch(

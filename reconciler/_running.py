@@ -152,6 +152,8 @@ def run_command(
     root = logging.getLogger()
     root.addHandler(handler)
     root.setLevel(log_level.upper())
+    for noisy in ("kubernetes", "urllib3"):  # their DEBUG shows request bodies (Secret data)
+        logging.getLogger(noisy).setLevel(max(logging.INFO, root.level))
     operator = load_operator(target)
     _log.info("running operator %s for %s.%s", operator.name, operator.kind, operator.api_version)
     return operator.run(kubeconfig=kubeconfig, embedded=embedded, metrics_port=metrics_port)
