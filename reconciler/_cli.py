@@ -22,7 +22,9 @@ def build_parser() -> argparse.ArgumentParser:
                            help="allow binding a non-loopback address")
     apiserver.set_defaults(handler=_run_apiserver)
     run = subparsers.add_parser("run", help="run an operator defined in a Python module")
-    run.add_argument("target", metavar="MODULE[:ATTR]", help="module and Operator attribute")
+    run.add_argument("target", metavar="MODULE[:ATTR] | FILE.py[:ATTR]",
+                     help="module (or Python file) and Operator attribute (default: operator, "
+                          "or a file's one Operator)")
     where = run.add_mutually_exclusive_group()
     where.add_argument("--kubeconfig", default=None, help="kubeconfig of the cluster")
     where.add_argument("--embedded", action="store_true", help="run a fresh embedded API server")
