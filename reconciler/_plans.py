@@ -100,8 +100,8 @@ def plan_command(
 ) -> int:
     """``optk plan MODULE[:ATTR] -f PARENT.yaml``: print the plan; 1 when a child would fail."""
     import yaml
-    from kubernetes import config
 
+    from reconciler._connect import connect
     from reconciler._kubernetes import KubernetesClient
     from reconciler._operators import load_operator
 
@@ -110,9 +110,7 @@ def plan_command(
     for path in files:
         with open(path, encoding="utf-8") as stream:
             parents.extend(doc for doc in yaml.safe_load_all(stream) if doc)
-    api_client = config.new_client_from_config(  # type: ignore[no-untyped-call]
-        config_file=kubeconfig
-    )
+    api_client = connect(kubeconfig)
     client = KubernetesClient(api_client)
     try:
         results = plan_parents(

@@ -48,24 +48,9 @@ def run_operator(
             _log.info("embedded API server at %s (kubeconfig %s)", server.url,
                       server.kubeconfig_path)
             return _run_with(operator, server.api_client(), stop, metrics_port)
-    return _run_with(operator, _api_client(kubeconfig), stop, metrics_port)
+    from reconciler._connect import connect
 
-
-def _api_client(kubeconfig: str | None) -> Any:
-    """An official ``ApiClient`` from ``kubeconfig``, the default kubeconfig or in-cluster."""
-    from kubernetes import config as kube_config
-
-    try:
-        return kube_config.new_client_from_config(  # type: ignore[no-untyped-call]
-            config_file=kubeconfig
-        )
-    except kube_config.ConfigException:
-        if kubeconfig is not None:
-            raise
-        kube_config.load_incluster_config()  # type: ignore[no-untyped-call]
-        from kubernetes import client as kube_client
-
-        return kube_client.ApiClient()
+    return _run_with(operator, connect(kubeconfig), stop, metrics_port)
 
 
 def _run_with(operator: Operator, api_client: Any, stop: _StopFlag,
