@@ -41,11 +41,16 @@ def build_parser() -> argparse.ArgumentParser:
                        help="DEBUG, INFO (the default: one line per change), WARNING or ERROR")
     run.set_defaults(handler=_run_operator, log_level="INFO")
     plan = subparsers.add_parser(
-        "plan", help="show what an operator would create, update, recreate or delete; no writes"
+        "plan", help="show what an operator would create, update, recreate or delete; no writes",
+        description="Plan the parents in the files: for each, the spec (and labels, annotations) "
+                    "IN THE FILE is built, with the identity (uid, resourceVersion) and status of "
+                    "the parent of that name on the cluster when it exists, and compared with "
+                    "the live children: what the operator would do if the file were applied. "
+                    "Nothing is written (creates and patches are sent as dryRun=All).",
     )
     plan.add_argument("target", metavar="MODULE[:ATTR]", help="module and Operator attribute")
     plan.add_argument("-f", "--filename", action="append", required=True, dest="files",
-                      help="YAML file of parent objects (repeatable)")
+                      help="YAML file of parent objects whose spec is planned (repeatable)")
     plan.add_argument("--kubeconfig", default=None, help="kubeconfig of the cluster")
     plan.add_argument("--show-unchanged", action="store_true", help="list unchanged children too")
     plan.add_argument("-v", "--verbose", action="store_true",
