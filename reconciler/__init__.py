@@ -32,6 +32,7 @@ from reconciler._operators import Operator
 from reconciler._parents import ChildError, ParentReconciler, ParentResult, parent_conditions
 from reconciler._queues import ExponentialBackoff, TokenBucket, WorkQueue
 from reconciler._readers import InformerReader
+from reconciler._readiness import DEFAULT_HEALTH_CHECKS, Readiness
 from reconciler._reconciling import (
     DEFAULT_RECREATE_KINDS,
     Action,
@@ -49,6 +50,7 @@ from reconciler._triggers import REQUESTED_AT_ANNOTATION
 from reconciler.testing import VirtualClock
 
 __all__ = [
+    "DEFAULT_HEALTH_CHECKS",
     "DEFAULT_RECREATE_KINDS",
     "DEFAULT_RESYNC_INTERVAL",
     "REQUESTED_AT_ANNOTATION",
@@ -89,6 +91,7 @@ __all__ = [
     "ParentResult",
     "PassThroughCache",
     "ReadCache",
+    "Readiness",
     "RealClock",
     "ReconcileResult",
     "ReconcilerError",

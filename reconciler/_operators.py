@@ -22,6 +22,7 @@ from builders import ResourceBuilder
 from reconciler._clients import ClusterClient, KubeObject
 from reconciler._clocks import Clock
 from reconciler._leadership import LeaderElection
+from reconciler._readiness import Readiness, StatusBuilder
 from reconciler._resyncs import ResyncPolicy
 
 if TYPE_CHECKING:
@@ -50,6 +51,10 @@ class Operator:
     ``on_start`` hooks are called with the runtime once its parent informer runs and before any
     worker starts (e.g. to watch what ``build`` depends on, such as whether a CRD is served);
     each may return a cleanup callable, run in reverse order when the runtime stops.
+    ``readiness=Readiness(...)`` makes the ``Ready`` condition mean the children are healthy
+    (available replicas, completed Jobs, a check per kind; ``reconciler._readiness``), distinct
+    from ``Reconciled`` (they match the spec); ``status=fn`` merges the pure
+    ``fn(parent, observed_children) -> dict`` into the parent's status.
     """
 
     api_version: str
@@ -69,6 +74,8 @@ class Operator:
     events: bool = True
     install: Sequence[KubeObject] = ()
     on_start: Sequence[StartHook] = ()
+    readiness: Readiness | None = None
+    status: StatusBuilder | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.workers < 1:

@@ -96,6 +96,7 @@ class OperatorRuntime:
                 self.client, reader=self.reader, recreate=operator.recreate, clock=self.clock
             ),
             prune_kinds=operator.prune, events=operator.events, clock=self.clock,
+            readiness=operator.readiness, status=operator.status,
         )
         self.config_informer: Informer | None = None
         if (config_map := operator.resync.config_map_ref) is not None:
