@@ -5,12 +5,13 @@ from the heartbeat, ``reconciler._resync_loop``), but a restart with changed bui
 every existing child to what the new code builds within seconds, not after the resync interval.
 So the heartbeat Lease also records the *fingerprint* of the operator that last brought every
 parent up to date (``operator_fingerprint``: a digest of the toolkit's version, the operator's
-kind and name, its ``build`` function's code and the source of every loaded module in the
-directory of the module defining ``build``: the user's operator package). At start (or at a
-takeover) ``UpgradeCheck`` compares it with the running operator's: when it changed, every
-parent is reconciled from the caches (a reconcile with nothing to change makes no request), and
-the new fingerprint is recorded only once each parent was reconciled under it, so a crash in
-the middle makes the next start finish the pass. The log says which of the two a start did.
+kind and name, its ``build`` function's code and the source of the modules that the module
+defining ``build`` uses, transitively, within its directory: the user's operator code). At start
+(or at a takeover) ``UpgradeCheck`` compares it with the running operator's: when it changed,
+every parent is reconciled from the caches (a reconcile with nothing to change makes no
+request), and the new fingerprint is recorded only once each parent was reconciled under it, so
+a crash in the middle makes the next start finish the pass. The log says which of the two a
+start did.
 
 Boundary: this module decides and queues; the Lease I/O is ``HeartbeatStore``'s, the reconciles
 are the workers'.
@@ -24,6 +25,7 @@ import os
 import sys
 import time
 from importlib import metadata
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from reconciler._triggers import ParentKey
@@ -48,30 +50,40 @@ def _toolkit_version() -> str:
 
 
 def _source_files(module_name: str) -> list[str]:
-    """The files of the loaded modules in the directory (and below) of ``module_name``'s file."""
+    """The files of ``module_name`` and of the modules it uses (its globals: modules, and the
+    modules of its functions and classes), transitively, within the directory of its file: the
+    user's operator code, not whatever else the process loaded."""
     module = sys.modules.get(module_name)
     path = getattr(module, "__file__", None)
-    if not path:
+    if module is None or not path:
         return []
-    root = os.path.dirname(os.path.abspath(path))
-    files = set()
-    for loaded in list(sys.modules.values()):
-        file = getattr(loaded, "__file__", None)
-        if not file or not file.endswith(".py"):
+    root = os.path.dirname(os.path.abspath(path)) + os.sep
+    seen: dict[str, str] = {}
+    todo: list[ModuleType] = [module]
+    while todo and len(seen) < _MAX_SOURCES:
+        current = todo.pop()
+        file = getattr(current, "__file__", None)
+        if not file or current.__name__ in seen:
             continue
         file = os.path.abspath(file)
-        if file.startswith(root + os.sep):
-            files.add(file)
-    return sorted(files)[:_MAX_SOURCES]
+        if not file.startswith(root) or not file.endswith(".py"):
+            continue
+        seen[current.__name__] = file
+        for value in list(vars(current).values()):
+            used = value if isinstance(value, ModuleType) else sys.modules.get(
+                str(getattr(value, "__module__", "") or ""))
+            if used is not None and used.__name__ not in seen:
+                todo.append(used)
+    return sorted(set(seen.values()))
 
 
 def operator_fingerprint(operator: Operator) -> str:
     """A short digest that changes when the operator's code (or the toolkit) changes.
 
     It covers the toolkit's version, the operator's API version, kind and name, the code of
-    ``operator.build`` and the source of every loaded module under the directory of the module
-    defining it. A change of a dependency outside that directory is not seen (restart with a
-    new ``name``, or delete the ``<name>-resync`` Lease, to force a full pass).
+    ``operator.build`` and the source of the module defining it and of the modules it uses
+    (transitively) within its directory. A change of a dependency outside that directory is not
+    seen (remove the Lease ``<name>-resync``'s fingerprint annotation to force a full pass).
     """
     digest = hashlib.sha256()
     for part in (_toolkit_version(), operator.api_version, operator.kind, operator.name):
