@@ -31,6 +31,8 @@ The tree (the embedded server and ``reconciler.envtest`` have their own roots)::
     └── ReconcilerUsageError (ValueError) the library was called wrongly
         ├── ReconcilerUsageTypeError (TypeError)  an argument of the wrong type
         ├── ClientUsageError              the client was called wrongly
+        ├── KubeconfigError               the cluster cannot be reached with the kubeconfig
+        │                                 (``source``: its path or the server URL)
         └── RbacDerivationError           ``optk manifests`` cannot derive the role
                                           (``build`` failed on a sample ``parent``)
 """
@@ -56,6 +58,7 @@ __all__ = [
     "ImmutableFieldError",
     "InClusterConfigError",
     "InvalidError",
+    "KubeconfigError",
     "NotFoundError",
     "ObjectRef",
     "RbacDerivationError",
@@ -303,3 +306,14 @@ class DataLossError(ConflictError):
     def __init__(self, message: str, *, ref: ObjectRef, custom_resources: int) -> None:
         super().__init__(message, code=409, ref=ref)
         self.custom_resources = custom_resources
+
+
+class KubeconfigError(ReconcilerUsageError):
+    """The cluster cannot be reached with the given (or default) configuration.
+
+    ``source`` is the kubeconfig path or the server URL the message is about.
+    """
+
+    def __init__(self, message: str, *, source: str) -> None:
+        super().__init__(message)
+        self.source = source

@@ -21,6 +21,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from reconciler._changelog import describe_changes
 from reconciler._errors import ApiError
 from reconciler._finalizing import CLEANUP_FINALIZER
 from reconciler._informers import TypeKey
@@ -168,6 +169,8 @@ class WorkerPool:
                 rt.metrics.observe_reconcile(result="requeue_after", seconds=seconds)
             else:
                 rt.metrics.observe_reconcile(result="success", seconds=seconds)
+            if (changes := describe_changes(result)) is not None:  # silent when nothing changed
+                log.info("reconciled: %s", changes)
             log.debug("reconciled in %.3fs: %d writes", seconds, result.writes)
             return
         rt.stats.failures[key] += 1
