@@ -311,8 +311,9 @@ def derive_rules(
               + ", ".join(k for _, k in custom) + ") for the three-way comparison")
     for obj in facts.install:
         api_version, kind = str(obj.get("apiVersion")), str(obj.get("kind"))
-        grant(api_version, kind, ("create",),
-              "installed at start when missing (Operator.install)")
+        grant(api_version, kind, ("get", "create", "patch"),
+              "applied at start through the matcher (Operator.install): read, created when "
+              "missing, patched when it differs")
     for hook in facts.hooks:
         for api_version, kind in hook.watches:
             grant(api_version, kind, ("list", "watch"),

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from builders import resource_builder
-from reconciler import KubernetesClient, NotFoundError
+from reconciler import KubernetesClient, NotFoundError, ServerError
 from reconciler._finalizing import ALLOW_DATA_LOSS_ANNOTATION
 from reconciler._parents import ParentReconciler
 from reconciler._reconciling import Action
@@ -81,9 +81,20 @@ def test_a_crd_child_is_updated_only_on_a_diff_and_kept_while_it_holds_data(
         assert kube.get(CRD_API, "CustomResourceDefinition", f"widgets.{group}")["spec"][
             "versions"][0]["schema"]["openAPIV3Schema"]["description"] == "v2"
 
-        # a user's Widget: the CRD may not be deleted (prune) while it exists
-        kube.create({"apiVersion": f"{group}/v1", "kind": "Widget",
-                     "metadata": {"name": "data", "namespace": ns}})
+        # a user's Widget: the CRD may not be deleted (prune) while it exists. A real server
+        # answers 503 "apiserver is shutting down" for a moment after a CRD update (the kind's
+        # storage is being replaced): a client retries, as the operator's backoff does.
+        widget = {"apiVersion": f"{group}/v1", "kind": "Widget",
+                  "metadata": {"name": "data", "namespace": ns}}
+
+        def created() -> bool:
+            try:
+                kube.create(widget)
+            except ServerError:
+                return False
+            return True
+
+        assert wait_until(created, 20)
         pruning = ParentReconciler(kube, lambda p: [], operator_name="crd-op", events=False,
                                    write_status=False,
                                    prune_kinds=[(CRD_API, "CustomResourceDefinition")])
