@@ -127,10 +127,20 @@ def load_operator(target: str) -> Operator:
         module = importlib.import_module(module_name)
     except ImportError as error:
         raise ValueError(f"cannot import operator module {module_name!r}: {error}") from error
-    value = getattr(module, attr or "operator", None)
+    name = attr or "operator"
+    found = sorted(key for key, item in vars(module).items() if isinstance(item, Operator))
+    have = (
+        f"the module's Operator objects: {', '.join(found)}" if found
+        else "the module has no Operator object"
+    )
+    if not hasattr(module, name):
+        raise ValueError(
+            f"{module_name}:{name}: module {module_name!r} has no attribute {name!r} ({have})"
+        )
+    value = getattr(module, name)
     if not isinstance(value, Operator):
         raise ValueError(
-            f"{module_name}:{attr or 'operator'} is not an Operator (got {type(value).__name__})"
+            f"{module_name}:{name} is not an Operator (got {type(value).__name__}; {have})"
         )
     return value
 
