@@ -23,6 +23,7 @@ __all__ = [
     "ForbiddenError",
     "GoneError",
     "InvalidError",
+    "LeadershipLostError",
     "NotFoundError",
     "ObjectRef",
     "ReconcilerError",
@@ -46,6 +47,26 @@ class StatusCause:
 
 class ReconcilerError(Exception):
     """Root of every error raised by the ``reconciler`` package."""
+
+
+class LeadershipLostError(ReconcilerError, RuntimeError):
+    """A write was refused before it was sent: this replica's lease may have expired.
+
+    Raised by the fencing client (``reconciler._fencing``) when the leader's last successful
+    renew is older than the renew deadline; the worker stops the reconcile and requeues nothing.
+    """
+
+    def __init__(self, *, identity: str, action: str, renewed_ago: float | None,
+                 deadline: float) -> None:
+        ago = "never renewed" if renewed_ago is None else f"last renewed {renewed_ago:.1f}s ago"
+        super().__init__(
+            f"{identity}: refusing to {action}: the lease may have expired ({ago}; renew "
+            f"deadline {deadline:g}s): this replica is no longer the leader"
+        )
+        self.identity = identity
+        self.action = action
+        self.renewed_ago = renewed_ago
+        self.deadline = deadline
 
 
 class ApiError(ReconcilerError):

@@ -41,7 +41,7 @@ from reconciler._counting import (
     recording,
     uncounted,
 )
-from reconciler._errors import ApiError, NotFoundError, ReconcilerError
+from reconciler._errors import ApiError, LeadershipLostError, NotFoundError, ReconcilerError
 from reconciler._events import EventRecorder
 from reconciler._reconciling import (
     ReconcileResult,
@@ -290,6 +290,8 @@ class _ParentRun:
                 result = self.o.resources.reconcile_resource(
                     obj, state, owner_uid=self.uid, live=live
                 )
+        except LeadershipLostError:
+            raise  # no further write: the worker stops this reconcile
         except Exception as exc:
             self._fail(ref, str(exc), exc)
             return
@@ -322,6 +324,8 @@ class _ParentRun:
                 result = self.o.resources.reconcile_resource(
                     obj, DesiredState.ABSENT, owner_uid=self.uid, live=obj
                 )
+            except LeadershipLostError:
+                raise
             except Exception as exc:
                 self._fail(ref, f"prune failed: {exc}", exc)
                 continue

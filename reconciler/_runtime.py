@@ -23,7 +23,9 @@ from builders.names import MANAGED_BY_LABEL
 from reconciler._clients import ClusterClient
 from reconciler._clocks import Clock, RealClock
 from reconciler._errors import AlreadyExistsError
+from reconciler._fencing import FencingClient, WriteFence
 from reconciler._informers import Informer, InformerManager
+from reconciler._kubernetes import KubernetesClient
 from reconciler._leadership import LeaderElector
 from reconciler._metrics import HealthServer, OperatorMetrics
 from reconciler._operators import Operator
@@ -69,7 +71,15 @@ class OperatorRuntime:
         self._finished = False
         self._threads: list[threading.Thread] = []
         self._cleanups: list[Callable[[], object]] = []
+        if isinstance(client, KubernetesClient) and client.operator_name is None:
+            client = client.for_operator(operator.name)  # User-Agent and fieldManager
         self._inner = client
+        self.fence: WriteFence | None = None
+        writer = client  # every write of the reconciles and the heartbeat: fenced when electing
+        if operator.election is not None:
+            self.fence = WriteFence(clock=self.clock, validity=operator.election.renew_deadline,
+                                    identity=self.identity)
+            writer = FencingClient(client, fence=self.fence)
         self.metrics = OperatorMetrics(operator.name, max_concurrent=operator.workers)
         self.queue: WorkQueue[ParentKey] = WorkQueue(clock=self.clock,
                                                      observer=self.metrics.queue)
@@ -81,7 +91,7 @@ class OperatorRuntime:
             client, operator.api_version, operator.kind, namespace=operator.namespace,
             clock=self.clock,
         )
-        self.client = RecordingClient(client, informers=self.router.informer_of, clock=self.clock)
+        self.client = RecordingClient(writer, informers=self.router.informer_of, clock=self.clock)
         self.informers = InformerManager(
             client, handler=self.router.on_child, clock=self.clock, namespace=operator.namespace,
             label_selector=f"{MANAGED_BY_LABEL}={operator.name}",
@@ -105,7 +115,7 @@ class OperatorRuntime:
         self.heartbeats: HeartbeatStore | None = None
         if (lease := operator.heartbeat_lease) is not None:
             self.heartbeats = HeartbeatStore(
-                client, name=lease[1], namespace=lease[0], identity=self.identity,
+                writer, name=lease[1], namespace=lease[0], identity=self.identity,
             )
         self.resync = ResyncLoop(
             schedule=self.schedule, queue=self.queue, heartbeats=self.heartbeats,
@@ -116,7 +126,7 @@ class OperatorRuntime:
         if (election := operator.election) is not None:
             self.elector = LeaderElector(
                 client, election, identity=self.identity, on_started=self._start_workers,
-                on_stopped=self.standby.lost_leadership, clock=self.clock,
+                on_stopped=self.standby.lost_leadership, clock=self.clock, fence=self.fence,
             )
         self._metrics_port = metrics_port
         self.health: HealthServer | None = None

@@ -5,9 +5,11 @@ key from the ``WorkQueue`` (which never hands one key to two workers), reads the
 informer cache, calls ``ParentReconciler.reconcile`` and turns its result into what happens next:
 success forgets the backoff and sets the next resync time (or a requested ``requeue_after``); a
 failure backs off (honouring ``Retry-After``) or, with ``retry_failed_by_backoff=False``, waits
-for the next resync. A parent gone or being deleted is dropped from the schedule and its child
-informers released. Deciding when to queue is not here (``reconciler._routing``,
-``reconciler._resync_loop``).
+for the next resync. A write refused by the fence (``LeadershipLostError``: the lease may have
+expired) ends the reconcile with nothing requeued, and the runtime steps down (a replica that
+is no longer the leader reconciles nothing more). A parent gone or being deleted is dropped
+from the schedule and its child informers released. Deciding when to queue is not here
+(``reconciler._routing``, ``reconciler._resync_loop``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from reconciler._errors import ApiError
+from reconciler._errors import ApiError, LeadershipLostError
 from reconciler._informers import TypeKey
 from reconciler._parents import ParentResult
 from reconciler._triggers import ParentKey, meta_of
@@ -50,6 +52,7 @@ class WorkerPool:
         self._threads: list[threading.Thread] = []
         self._active = 0
         self._last_started: dict[ParentKey, float] = {}
+        self._fenced = False
 
     @property
     def started(self) -> bool:
@@ -126,6 +129,13 @@ class WorkerPool:
         try:
             result: ParentResult | None = rt.reconciler.reconcile(parent)
             error: Exception | None = None
+        except LeadershipLostError as lost:
+            log.error("reconcile stopped, nothing requeued: %s", lost)
+            with self._lock:
+                first, self._fenced = not self._fenced, True
+            if first:
+                rt.standby.lost_leadership()
+            return
         except (ApiError, ValueError, TypeError) as exc:
             result, error = None, exc
         seconds = time.perf_counter() - started

@@ -14,7 +14,7 @@ from reconciler._running import load_operator
 
 
 def test_a_missing_attribute_is_named_with_the_operators_the_module_has() -> None:
-    with pytest.raises(ValueError) as caught:
+    with pytest.raises(ValueError, match="no_such_operator") as caught:
         load_operator("tests.driver.sample_operator:no_such_operator")
     message = str(caught.value)
     assert "no attribute 'no_such_operator'" in message
@@ -23,12 +23,12 @@ def test_a_missing_attribute_is_named_with_the_operators_the_module_has() -> Non
 
 
 def test_a_module_without_operator_objects_says_so() -> None:
-    with pytest.raises(ValueError, match="no attribute 'operator'.*has no Operator object"):
+    with pytest.raises(ValueError, match=r"no attribute 'operator'.*has no Operator object"):
         load_operator("tests.reconciler.conftest")
 
 
 def test_an_attribute_that_is_no_operator_names_its_type_and_the_operators() -> None:
-    with pytest.raises(ValueError, match="is not an Operator .got function; .*: operator"):
+    with pytest.raises(ValueError, match=r"is not an Operator .got function; .*: operator"):
         load_operator("tests.driver.sample_operator:build")
 
 
@@ -47,5 +47,5 @@ def test_the_environment_refuses_an_interval_below_the_minimum_as_code_does() ->
 def test_the_configmap_refuses_an_interval_below_the_minimum() -> None:
     configmap = {"metadata": {"name": "cfg", "namespace": "ops"},
                  "data": {"resyncInterval": "5s"}}
-    with pytest.raises(ValueError, match="ConfigMap ops/cfg key resyncInterval.*outside"):
+    with pytest.raises(ValueError, match=r"ConfigMap ops/cfg key resyncInterval.*outside"):
         ResyncPolicy().with_configmap(configmap)
