@@ -5,9 +5,9 @@ change but one of ``status`` and server-maintained metadata only, labels and ann
 included, since a builder may read them (``parent_event_triggers``); a parent seen for the
 first time is reconciled at once when it was never reconciled, failed, changed or was asked
 to (``parent_needs_reconcile``); a child's change passes unless it touched only ``status`` and
-server-maintained metadata (``child_event_triggers``). Recognising the echo of the toolkit's own write is not here (that
-needs the writes: ``reconciler._recording``); routing events to the queue is
-``reconciler._routing``.
+server-maintained metadata (``child_event_triggers``). Recognising the echo of the toolkit's
+own write is not here (that needs the writes: ``reconciler._recording``); routing events to
+the queue is ``reconciler._routing``.
 """
 
 from __future__ import annotations
