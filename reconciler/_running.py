@@ -71,7 +71,8 @@ def _run_with(operator: Operator, api_client: Any, stop: _StopFlag,
               metrics_port: int | None) -> int:
     from reconciler._kubernetes import KubernetesClient
 
-    runtime = operator.start(KubernetesClient(api_client), metrics_port=metrics_port)
+    client = KubernetesClient(api_client, operator_name=operator.name)
+    runtime = operator.start(client, metrics_port=metrics_port)
     _log.info("operator %s started (identity %s)", operator.name, runtime.identity)
     try:
         while not stop.requested and not runtime.finished:
