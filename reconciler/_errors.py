@@ -24,6 +24,7 @@ __all__ = [
     "GoneError",
     "InvalidError",
     "LeadershipLostError",
+    "NamespaceTerminatingError",
     "NotFoundError",
     "ObjectRef",
     "ReconcilerError",
@@ -139,6 +140,18 @@ class ForbiddenError(ApiError):
     code = 403
 
 
+class NamespaceTerminatingError(ForbiddenError):
+    """403 with the cause ``NamespaceTerminating``: a create in a namespace being deleted.
+
+    Final for that namespace: retrying cannot succeed, and the namespace's objects go with it.
+    """
+
+    @property
+    def namespace(self) -> str:
+        """The namespace being deleted (from the request's object, else empty)."""
+        return (self.ref.namespace or "") if self.ref is not None else ""
+
+
 class NotFoundError(ApiError):
     """404: the object (or its kind) does not exist."""
 
@@ -229,9 +242,17 @@ def api_error_from_status(
     cls: type[ApiError]
     if code == 409 and reason == "AlreadyExists":
         cls = AlreadyExistsError
+    elif code == 403 and _has_cause(body, "NamespaceTerminating"):
+        cls = NamespaceTerminatingError
     elif code >= 500:
         cls = ServerError
     else:
         cls = _BY_CODE.get(code, ApiError)
     message = str(body.get("message") or text or f"HTTP {code}")
     return cls(message, status=body, code=code, ref=ref, retry_after=retry_after)
+
+
+def _has_cause(status: Mapping[str, Any], reason: str) -> bool:
+    details = status.get("details")
+    causes = details.get("causes") if isinstance(details, Mapping) else None
+    return any(isinstance(c, Mapping) and c.get("reason") == reason for c in causes or ())

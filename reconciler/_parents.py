@@ -12,6 +12,8 @@ parent's status conditions (DESIGN.md section 6) only when they changed.
 from __future__ import annotations
 
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -41,7 +43,13 @@ from reconciler._counting import (
     recording,
     uncounted,
 )
-from reconciler._errors import ApiError, LeadershipLostError, NotFoundError, ReconcilerError
+from reconciler._errors import (
+    ApiError,
+    LeadershipLostError,
+    NamespaceTerminatingError,
+    NotFoundError,
+    ReconcilerError,
+)
 from reconciler._events import EventRecorder
 from reconciler._reconciling import (
     ReconcileResult,
@@ -54,6 +62,7 @@ __all__ = ["ChildError", "ParentReconciler", "ParentResult", "parent_conditions"
 _log = logging.getLogger(__name__)
 
 _READ: Any = object()  # "read this child on its own"
+_TERMINATING_KEPT = 4096
 
 
 @attrs.frozen(kw_only=True)
@@ -72,11 +81,15 @@ class ParentResult:
     """Seconds until the parent should be reconciled again (a child asked, or was throttled)."""
     dry_run: bool = False
     """True when nothing was written (no child, Event or status): a plan of what would be."""
+    namespace_terminating: bool = False
+    """The parent's namespace is being deleted (a create was refused with 403
+    ``NamespaceTerminating``): the reconcile stopped there, wrote no Event and no status, and
+    every later reconcile of this parent returns at once. Not a failure to retry."""
 
     @property
     def ok(self) -> bool:
         """True when every child was reconciled and the status written (if needed)."""
-        return not self.errors and not self.status_error
+        return not self.errors and not self.status_error and not self.namespace_terminating
 
     @property
     def requeue(self) -> bool:
@@ -149,6 +162,17 @@ class ParentReconciler:
         self.write_status = write_status and not dry_run
         self.status_refresh = status_refresh
         self._no_status_subresource: set[tuple[str, str]] = set()
+        self._terminating: OrderedDict[str, None] = OrderedDict()
+        self._terminating_lock = threading.Lock()
+        """Uids of parents whose namespace is being deleted (the most recent few thousand)."""
+
+    def namespace_terminating(self, uid: str) -> None:
+        """Remember that parent ``uid``'s namespace is being deleted: leave the parent alone."""
+        with self._terminating_lock:
+            self._terminating[uid] = None
+            self._terminating.move_to_end(uid)
+            while len(self._terminating) > _TERMINATING_KEPT:
+                self._terminating.popitem(last=False)
 
     # -- entry point ------------------------------------------------------------------------
 
@@ -161,6 +185,10 @@ class ParentReconciler:
         uid = _meta(parent).get("uid")
         if not uid or not parent_ref.name:
             raise ValueError(f"parent {parent_ref} must be a live object with metadata.uid")
+        with self._terminating_lock:
+            terminating = str(uid) in self._terminating
+        if terminating:
+            return ParentResult(parent=parent_ref, namespace_terminating=True)
         run = _ParentRun(self, parent, str(uid))
         with recording() as calls:
             result = run.execute()
@@ -195,6 +223,7 @@ class _ParentRun:
         self.results: list[ReconcileResult] = []
         self.errors: list[ChildError] = []
         self.build_failed = False
+        self.terminating = False
         self.selector = f"{OWNER_UID_LABEL}={label_value(uid)}"
 
     def execute(self) -> ParentResult:
@@ -202,6 +231,8 @@ class _ParentRun:
         live, unlisted = self._prefetch(built)
         built_refs = set()
         for ref, obj, state in built:
+            if self.terminating:
+                break  # every further create in the namespace would be refused as well
             built_refs.add(ref)
             failure = unlisted.get(_scope(ref))
             if failure is not None:
@@ -216,6 +247,11 @@ class _ParentRun:
             else:
                 # Missing from our labelled children: create; a taken name becomes an update.
                 self._child(ref, obj, state, None)
+        if self.terminating:
+            self.o.namespace_terminating(self.uid)
+            return ParentResult(parent=self.ref, children=tuple(self.results),
+                                errors=tuple(self.errors), namespace_terminating=True,
+                                dry_run=self.o.dry_run)
         pruned = self._prune(live, built_refs)
         self._emit_events(pruned)
         status_written, status_error = self._status(pruned)
@@ -292,6 +328,11 @@ class _ParentRun:
                 )
         except LeadershipLostError:
             raise  # no further write: the worker stops this reconcile
+        except NamespaceTerminatingError as exc:
+            _log.info("reconcile of %s: namespace %s is being deleted; leaving the parent "
+                      "alone", self.ref, self.ref.namespace or exc.namespace)
+            self.terminating = True
+            return
         except Exception as exc:
             self._fail(ref, str(exc), exc)
             return

@@ -7,9 +7,10 @@ success forgets the backoff and sets the next resync time (or a requested ``requ
 failure backs off (honouring ``Retry-After``) or, with ``retry_failed_by_backoff=False``, waits
 for the next resync. A write refused by the fence (``LeadershipLostError``: the lease may have
 expired) ends the reconcile with nothing requeued, and the runtime steps down (a replica that
-is no longer the leader reconciles nothing more). A parent gone or being deleted is dropped
-from the schedule and its child informers released. Deciding when to queue is not here
-(``reconciler._routing``, ``reconciler._resync_loop``).
+is no longer the leader reconciles nothing more). A parent whose namespace is being deleted
+(``ParentResult.namespace_terminating``) is neither retried nor resynced. A parent gone or
+being deleted is dropped from the schedule and its child informers released. Deciding when to
+queue is not here (``reconciler._routing``, ``reconciler._resync_loop``).
 """
 
 from __future__ import annotations
@@ -140,6 +141,13 @@ class WorkerPool:
             result, error = None, exc
         seconds = time.perf_counter() - started
         rt.stats.reconciles[key] += 1
+        if result is not None and result.namespace_terminating:
+            # final: no retry, no resync; the parent goes with its namespace
+            log.info("namespace is being deleted; the parent is left alone until it is gone")
+            rt.queue.forget(key)
+            rt.schedule.remove(key)
+            rt.metrics.observe_reconcile(result="success", seconds=seconds)
+            return
         if result is not None:
             rt.stats.writes += result.writes
             rt.informers.use(key, types_of(result))
