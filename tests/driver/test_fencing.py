@@ -134,7 +134,7 @@ def test_a_paused_leader_whose_renews_fail_writes_nothing_once_its_fence_is_past
 def test_the_fence_opens_for_the_renew_deadline_from_when_the_renew_was_sent() -> None:
     clock = VirtualClock()
     fence = WriteFence(clock=clock, validity=10, identity="one")
-    with pytest.raises(LeadershipLostError, match="one: refusing to patch x: .*never renewed"):
+    with pytest.raises(LeadershipLostError, match=r"one: refusing to patch x: .*never renewed"):
         fence.check("patch x")
     clock.advance(5)
     fence.renewed(sent_at=clock.monotonic() - 2)  # the answer came 2 s after the request

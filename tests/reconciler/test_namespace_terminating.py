@@ -5,6 +5,7 @@ namespace over time and refuses creates in it as a real one does)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -46,10 +47,8 @@ def kube(kube_api: Any) -> KubernetesClient:
     """A client on this test's server, with the Thing CRD served."""
     client = KubernetesClient(kube_api.api_client())
     if not client.is_served(API_VERSION, "Thing"):
-        try:
+        with contextlib.suppress(AlreadyExistsError):  # another module's, not yet discovered
             client.create(THING_CRD)
-        except AlreadyExistsError:  # created by another module, not yet discovered
-            pass
         assert _wait(lambda: client.is_served(API_VERSION, "Thing"), 30)
     return client
 
@@ -60,15 +59,11 @@ def doomed(kube: KubernetesClient) -> Iterator[str]:
     name = f"doomed-{uuid.uuid4().hex[:8]}"
     kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     yield name
-    try:
+    with contextlib.suppress(NotFoundError):
         kube.patch("v1", "ConfigMap", "hold", {"metadata": {"finalizers": None}},
                    patch_type="application/merge-patch+json", namespace=name)
-    except NotFoundError:
-        pass
-    try:
+    with contextlib.suppress(NotFoundError):
         kube.delete("v1", "Namespace", name)
-    except NotFoundError:
-        pass
 
 
 def test_a_403_with_the_namespace_terminating_cause_is_its_own_error() -> None:
@@ -98,11 +93,13 @@ def test_a_parent_in_a_terminating_namespace_is_left_alone_after_one_refusal(
 
     reconciler = ParentReconciler(kube, children, operator_name="doomed-operator")
     first = reconciler.reconcile(parent)  # the parent as last seen, deleted or not by now
-    assert first.namespace_terminating and not first.ok
+    assert first.namespace_terminating
+    assert not first.ok
     assert first.errors == ()  # not a failure to report
     assert [call.verb for call in first.api_calls if call.verb != "list"] == ["create"]
     again = reconciler.reconcile(parent)
-    assert again.namespace_terminating and again.api_calls == ()
+    assert again.namespace_terminating
+    assert again.api_calls == ()
     events = kube.list("v1", "Event", namespace=doomed)["items"]
     assert not [e for e in events if e["involvedObject"].get("name") == "p"]
 
