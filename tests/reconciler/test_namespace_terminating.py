@@ -20,7 +20,13 @@ from reconciler import AlreadyExistsError, KubernetesClient, NotFoundError, Pare
 from reconciler._errors import ForbiddenError, NamespaceTerminatingError, api_error_from_status
 from reconciler._operators import Operator
 from reconciler.testing import wait_idle, wait_synced
-from tests.driver.sample_operator import API_VERSION, THING_CRD, build
+from tests.driver.sample_operator import THING_CRD, build
+
+GROUP = "terminating.optk.dev"
+API_VERSION = f"{GROUP}/v1"
+CRD: dict[str, Any] = {**THING_CRD, "metadata": {"name": f"things.{GROUP}"},
+                       "spec": {**THING_CRD["spec"], "group": GROUP}}
+"""The driver tests' Thing under a group of this module's own (both may install theirs)."""
 
 HOLD = "optk.dev/test-hold"
 
@@ -48,7 +54,7 @@ def kube(kube_api: Any) -> KubernetesClient:
     client = KubernetesClient(kube_api.api_client())
     if not client.is_served(API_VERSION, "Thing"):
         with contextlib.suppress(AlreadyExistsError):  # another module's, not yet discovered
-            client.create(THING_CRD)
+            client.create(CRD)
         assert _wait(lambda: client.is_served(API_VERSION, "Thing"), 30)
     return client
 
