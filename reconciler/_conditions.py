@@ -179,6 +179,12 @@ def status_patch(
     }}
 
 
+_ORIGINAL_MEANING = {
+    "unreadable": "corrupt, oversized or too deeply nested",
+    "foreign": "it records another object",
+}
+
+
 def parent_events(
     results: Sequence[ReconcileResult], errors: Sequence[ChildError]
 ) -> list[ParentEvent]:
@@ -197,6 +203,14 @@ def parent_events(
         events.append(ParentEvent(
             reason=reason, message=f"{reason} {what}: " + ", ".join(str(r) for r in refs),
         ))
+    for result in results:
+        if result.original_status in ("unreadable", "foreign"):
+            events.append(ParentEvent(
+                reason="LastAppliedUnreadable", type="Warning",
+                message=f"child {result.ref}: its last-applied annotation was "
+                f"{result.original_status} ({_ORIGINAL_MEANING[result.original_status]}); "
+                "it was compared two-way and patched from the desired object",
+            ))
     if errors:
         events.append(ParentEvent(
             reason="ReconcileError", type="Warning",
