@@ -83,8 +83,9 @@ class ParentResult:
     """True when nothing was written (no child, Event or status): a plan of what would be."""
     namespace_terminating: bool = False
     """The parent's namespace is being deleted (a create was refused with 403
-    ``NamespaceTerminating``): the reconcile stopped there, wrote no Event and no status, and
-    every later reconcile of this parent returns at once. Not a failure to retry."""
+    ``NamespaceTerminating``, or 404 for the namespace itself): the reconcile stopped there,
+    wrote no Event and no status, and every later reconcile of this parent returns at once.
+    Not a failure to retry."""
 
     @property
     def ok(self) -> bool:
@@ -328,9 +329,12 @@ class _ParentRun:
                 )
         except LeadershipLostError:
             raise  # no further write: the worker stops this reconcile
-        except NamespaceTerminatingError as exc:
+        except (NamespaceTerminatingError, NotFoundError) as exc:
+            if isinstance(exc, NotFoundError) and not _namespace_gone(exc, ref):
+                self._fail(ref, str(exc), exc)
+                return
             _log.info("reconcile of %s: namespace %s is being deleted; leaving the parent "
-                      "alone", self.ref, self.ref.namespace or exc.namespace)
+                      "alone", self.ref, ref.namespace)
             self.terminating = True
             return
         except Exception as exc:
@@ -406,6 +410,15 @@ class _ParentRun:
             except ApiError as exc:
                 return False, f"status write failed: {exc}"
             return True, ""
+
+
+def _namespace_gone(error: NotFoundError, ref: ObjectRef) -> bool:
+    """Whether a 404 says the child's namespace itself no longer exists (a create racing the
+    end of a namespace's deletion), not that the object is missing."""
+    details = error.details
+    return bool(ref.namespace) and details.get("kind") == "namespaces" and (
+        details.get("name") == ref.namespace
+    )
 
 
 def _scope(ref: ObjectRef) -> ObjectRef:

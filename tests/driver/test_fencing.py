@@ -121,7 +121,7 @@ def test_a_paused_leader_whose_renews_fail_writes_nothing_once_its_fence_is_past
                            resources={"leases.coordination.k8s.io"})
         with kube_api.faults(partition):
             before = writes(kube_api)
-            clock.advance(11)  # past the 10 s renew deadline, not yet past the 15 s lease
+            clock.advance(16)  # paused past the 15 s lease; its renews fail meanwhile
             gate.open.set()
             assert wait_until(lambda: runtime.finished, 10)
             assert writes(kube_api) == before

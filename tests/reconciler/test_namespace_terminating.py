@@ -165,3 +165,15 @@ def test_deleting_a_namespace_under_a_running_operator_costs_few_refusals_and_no
         assert len(warnings) <= parents, [r.getMessage() for r in warnings]
     finally:
         runtime.stop(5)
+
+
+@pytest.mark.both_servers
+def test_a_parent_whose_namespace_is_already_gone_is_left_alone(kube: KubernetesClient) -> None:
+    gone = f"gone-{uuid.uuid4().hex[:8]}"  # never created: as after the deletion finished
+    parent = {"apiVersion": API_VERSION, "kind": "Thing", "spec": {"value": "x"},
+              "metadata": {"name": "p", "namespace": gone, "uid": str(uuid.uuid4())}}
+    reconciler = ParentReconciler(kube, build, operator_name="gone-operator")
+    result = reconciler.reconcile(parent)
+    assert result.namespace_terminating
+    assert result.errors == ()
+    assert [call.verb for call in result.api_calls if call.verb != "list"] == ["create"]
