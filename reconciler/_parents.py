@@ -330,8 +330,9 @@ class _ParentRun:
         except LeadershipLostError:
             raise  # no further write: the worker stops this reconcile
         except (NamespaceTerminatingError, NotFoundError) as exc:
-            if isinstance(exc, NotFoundError) and not _namespace_gone(exc, ref):
-                self._fail(ref, str(exc), exc)
+            if self.o.dry_run or (isinstance(exc, NotFoundError)
+                                  and not _namespace_gone(exc, ref)):
+                self._fail(ref, str(exc), exc)  # a plan reports the refusal as it is
                 return
             _log.info("reconcile of %s: namespace %s is being deleted; leaving the parent "
                       "alone", self.ref, ref.namespace)
