@@ -31,6 +31,7 @@ from objectmatcher import KubeObject
 __all__ = [
     "ObjectRef",
     "identity_of",
+    "owner_uids",
     "stamp_identity",
 ]
 
@@ -60,6 +61,12 @@ class ObjectRef:
         )
 
     @property
+    def namespaced_name(self) -> tuple[str, str]:
+        """``(namespace, name)``, namespace ``""`` when cluster-scoped: the part of the key that
+        tells objects of one type apart (what a per-type store is keyed by)."""
+        return self.namespace or "", self.name
+
+    @property
     def type_key(self) -> tuple[str, str]:
         """``(apiVersion, kind)``: the resource type the object belongs to."""
         return self.api_version, self.kind
@@ -84,6 +91,24 @@ def identity_of(obj: KubeObject) -> ObjectRef:
             field="metadata.namespace", value=namespace, reason="must be a string"
         )
     return ObjectRef.of(obj)
+
+
+def owner_uids(obj: KubeObject) -> tuple[str, ...]:
+    """The uids of the parents ``obj`` names, as :func:`stamp_identity` marks them: controller
+    owner references first, then the ``optk.dev/owner-uid`` label (which also names a parent in
+    another namespace, where no owner reference is allowed); no uid twice."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping):
+        return ()
+    uids: list[str] = []
+    for ref in meta.get("ownerReferences") or ():
+        uid = ref.get("uid")
+        if uid and ref.get("controller") and uid not in uids:
+            uids.append(str(uid))
+    label = (meta.get("labels") or {}).get(OWNER_UID_LABEL)
+    if label and label not in uids:
+        uids.append(str(label))
+    return tuple(uids)
 
 
 def stamp_identity(

@@ -66,8 +66,12 @@ def is_dns1035_label(value: str) -> bool:
 
 
 def is_dns1123_subdomain(value: str) -> bool:
-    """RFC 1123 subdomain: dot-separated DNS-1123 labels, at most 253 characters."""
-    return 0 < len(value) <= 253 and all(is_dns1123_label(p) for p in value.split("."))
+    """RFC 1123 subdomain as Kubernetes checks it (``IsDNS1123Subdomain``): dot-separated parts of
+    lowercase alphanumerics and '-' with alphanumeric ends, at most 253 characters in all (no
+    63-character limit per part: a real API server accepts a 64-character name without dots)."""
+    return 0 < len(value) <= 253 and all(
+        _DNS1123_LABEL.fullmatch(part) is not None for part in value.split(".")
+    )
 
 
 def is_label_key(key: str) -> bool:

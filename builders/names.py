@@ -9,7 +9,7 @@ implementation is private); see ``docs/builders.md``.
 
 from __future__ import annotations
 
-from builders._identity import ObjectRef, identity_of, stamp_identity
+from builders._identity import ObjectRef, identity_of, owner_uids, stamp_identity
 from builders._names import (
     COMPONENT_LABEL,
     INSTANCE_LABEL,
@@ -52,6 +52,7 @@ __all__ = [
     "is_label_value",
     "label_value",
     "owner_reference",
+    "owner_uids",
     "selector_labels",
     "stamp_identity",
     "standard_labels",

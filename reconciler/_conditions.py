@@ -22,8 +22,8 @@ import attrs
 
 from builders import ObjectRef
 from reconciler._errors import ApiError
-from reconciler._events import parse_rfc3339, rfc3339
 from reconciler._reconciling import Action, ImmutableFieldError, ReconcileResult
+from reconciler._times import format_time, parse_time
 
 __all__ = [
     "ChildError",
@@ -197,14 +197,14 @@ def status_patch(
     )
     current = parent.get("status")
     current = current if isinstance(current, Mapping) else {}
-    conditions, changed = merge_conditions(current.get("conditions"), wanted, rfc3339(now))
-    last = parse_rfc3339(current.get("lastReconcileTime"))
+    conditions, changed = merge_conditions(current.get("conditions"), wanted, format_time(now))
+    last = parse_time(current.get("lastReconcileTime"))
     stale = last is None or (refresh is not None and now - last >= refresh)
     if not changed and current.get("observedGeneration") == generation and not stale:
         return None
     return {"status": {
         "observedGeneration": generation,
-        "lastReconcileTime": rfc3339(now),
+        "lastReconcileTime": format_time(now),
         "conditions": conditions,
     }}
 

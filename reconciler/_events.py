@@ -21,7 +21,6 @@ import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 import attrs
@@ -32,25 +31,10 @@ from reconciler._clocks import Clock, RealClock
 from reconciler._errors import ApiError, NotFoundError
 from reconciler._times import format_time
 
-__all__ = ["EventRecorder", "parse_rfc3339", "rfc3339"]
+__all__ = ["EventRecorder"]
 
 _log = logging.getLogger(__name__)
 _MAX_MESSAGE = 16384
-
-
-def rfc3339(seconds: float) -> str:
-    """Epoch seconds as the RFC 3339 UTC timestamp Kubernetes writes (second precision)."""
-    return datetime.fromtimestamp(int(seconds), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_rfc3339(value: Any) -> float | None:
-    """Epoch seconds of an RFC 3339 UTC timestamp as :func:`rfc3339` writes it, else None."""
-    if not isinstance(value, str):
-        return None
-    try:
-        return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
-    except ValueError:
-        return None
 
 
 _EventKey = tuple[str, str, str, str, str, str]

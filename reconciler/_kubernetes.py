@@ -25,10 +25,10 @@ from kubernetes.client.exceptions import ApiException
 from reconciler._clients import ListFields, ListOptions, WatchEvent
 from reconciler._errors import (
     ApiError,
+    ClientUsageError,
     GoneError,
     NotFoundError,
     ObjectRef,
-    ReconcilerError,
     api_error_from_status,
 )
 
@@ -62,10 +62,6 @@ def user_agent(operator_name: str | None = None) -> str:
     """The ``User-Agent`` of every request: ``optk/<version> (<operator name>)``."""
     base = f"optk/{toolkit_version()}"
     return f"{base} ({operator_name})" if operator_name else base
-
-
-class ClientUsageError(ReconcilerError, ValueError):
-    """The client was called wrongly (missing namespace, unknown patch type, not an object)."""
 
 
 @attrs.frozen(kw_only=True)

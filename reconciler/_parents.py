@@ -5,8 +5,11 @@ a test or a script). It builds the children, stamps the identity of DESIGN.md se
 (labels, controller owner reference, namespace), reads the live children with one LIST per kind
 (by the ``optk.dev/owner-uid`` label) instead of one GET per child, reconciles every child through
 ``ResourceReconciler`` (one child's error never stops the others), optionally prunes children that
-are ours and no longer built (per-kind allow-list), records Events on the parent, and writes the
-parent's status conditions (DESIGN.md section 6) only when they changed.
+are ours and no longer built (per-kind allow-list; cluster-scoped kinds cluster-wide, CRDs last
+and never while they hold users' custom resources), records Events on the parent, and writes the
+parent's status conditions (DESIGN.md section 6) only when they changed. Before any child the
+garbage collector cannot collect is written, the cleanup finalizer is put on the parent
+(``reconciler._cleanups``); the worker runs the cleanup when the parent is deleted.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from builders.names import (
     stamp_identity,
 )
 from reconciler._caches import PassThroughCache, ReadCache
+from reconciler._cleanups import OnDelete, ParentCleanup, count_custom_resources
 from reconciler._clients import ClusterClient, KubeObject
 from reconciler._clocks import Clock, RealClock
 from reconciler._conditions import (
@@ -49,8 +53,10 @@ from reconciler._errors import (
     NamespaceTerminatingError,
     NotFoundError,
     ReconcilerError,
+    ReconcilerUsageError,
 )
 from reconciler._events import EventRecorder
+from reconciler._finalizing import is_uncollectable, refuses_data_loss
 from reconciler._reconciling import (
     ReconcileResult,
     ResourceReconciler,
@@ -142,6 +148,7 @@ class ParentReconciler:
         status_refresh: float | None = None,
         dry_run: bool = False,
         clock: Clock | None = None,
+        on_delete: OnDelete | None = None,
     ) -> None:
         self.client = counting(client)
         self.build = build
@@ -154,7 +161,9 @@ class ParentReconciler:
             self.client, reader=self.reader, clock=self.clock, dry_run=dry_run
         )
         if self.resources.dry_run != dry_run:
-            raise ValueError("ParentReconciler(dry_run=...) must match its resources' dry_run")
+            raise ReconcilerUsageError(
+                "ParentReconciler(dry_run=...) must match its resources' dry_run"
+            )
         self.dry_run = dry_run
         self.prune_kinds = frozenset(prune_kinds)
         self.recorder = EventRecorder(
@@ -163,6 +172,9 @@ class ParentReconciler:
         self.write_status = write_status and not dry_run
         self.status_refresh = status_refresh
         self._no_status_subresource: set[tuple[str, str]] = set()
+        self.cleanup = ParentCleanup(self.client, on_delete=on_delete, clock=self.clock,
+                                     dry_run=dry_run)
+        """The cleanup finalizer of this operator's parents (``reconciler._cleanups``)."""
         self._terminating: OrderedDict[str, None] = OrderedDict()
         self._terminating_lock = threading.Lock()
         """Uids of parents whose namespace is being deleted (the most recent few thousand)."""
@@ -185,7 +197,9 @@ class ParentReconciler:
         parent_ref = ObjectRef.of(parent)
         uid = _meta(parent).get("uid")
         if not uid or not parent_ref.name:
-            raise ValueError(f"parent {parent_ref} must be a live object with metadata.uid")
+            raise ReconcilerUsageError(
+                f"parent {parent_ref} must be a live object with metadata.uid"
+            )
         with self._terminating_lock:
             terminating = str(uid) in self._terminating
         if terminating:
@@ -229,6 +243,7 @@ class _ParentRun:
 
     def execute(self) -> ParentResult:
         built = self._build()
+        built = self._ensure_finalizer(built)
         live, unlisted = self._prefetch(built)
         built_refs = set()
         for ref, obj, state in built:
@@ -289,6 +304,31 @@ class _ParentRun:
             built.append((ObjectRef.of(child), child, state))
         return built
 
+    def _ensure_finalizer(self, built: list[_Built]) -> list[_Built]:
+        """The cleanup finalizer goes on before any child the garbage collector cannot collect
+        is created; when adding it fails, those children wait (and nothing is pruned)."""
+        try:
+            updated = self.o.cleanup.ensure(self.parent, [ref for ref, _, _ in built])
+        except ReconcilerError as exc:
+            self.build_failed = True
+            self._fail(self.ref, f"adding the cleanup finalizer failed: {exc}", exc)
+            return [b for b in built if not is_uncollectable(self.parent, b[0])]
+        if updated is not None:
+            self.parent = updated
+        return built
+
+    def _refuse_data_loss(self, ref: ObjectRef, live: Any) -> str | None:
+        """Why deleting CRD ``ref`` is refused (custom resources remain), or None."""
+        if ref.kind != "CustomResourceDefinition":
+            return None
+        if live is _READ or live is None:
+            try:
+                live = self.o.client.get(ref.api_version, ref.kind, ref.name)
+            except NotFoundError:
+                return None
+        return refuses_data_loss(live, custom_resources=count_custom_resources(
+            self.o.client, live, owner_uid=self.uid))
+
     def _fail(self, ref: ObjectRef, message: str, exc: BaseException) -> None:
         _log.warning("reconcile of %s: %s: %s", self.ref, ref, message)
         self.errors.append(ChildError(ref=ref, message=message, error=exc))
@@ -301,7 +341,7 @@ class _ParentRun:
         scopes: set[ObjectRef] = {_scope(ref) for ref, _, _ in built}
         for api_version, kind in self.o.prune_kinds:
             scopes.add(ObjectRef(api_version=api_version, kind=kind, name="",
-                                 namespace=self.ref.namespace))
+                                 namespace=self._prune_scope(api_version, kind)))
         live: dict[ObjectRef, dict[str, Any]] = {}
         failed: dict[ObjectRef, ReconcilerError] = {}
         for scope in sorted(scopes, key=_order):
@@ -319,8 +359,21 @@ class _ParentRun:
                 live[ObjectRef.of(item)] = item
         return live, failed
 
+    def _prune_scope(self, api_version: str, kind: str) -> str | None:
+        """Where unbuilt children of a prune kind are looked for: the parent's namespace, or
+        cluster-wide for a cluster-scoped kind (those go with the cleanup finalizer too)."""
+        try:
+            namespaced = self.o.client.is_namespaced(api_version, kind)
+        except ReconcilerError:
+            namespaced = True  # not served (yet): nothing of it to prune
+        return self.ref.namespace if namespaced else None
+
     def _child(self, ref: ObjectRef, obj: dict[str, Any], state: DesiredState, live: Any) -> None:
         try:
+            refusal = self._refuse_data_loss(ref, live) if state.is_absent else None
+            if refusal is not None:
+                self._fail(ref, refusal, ValueError(refusal))
+                return
             if live is _READ:
                 result = self.o.resources.reconcile_resource(obj, state, owner_uid=self.uid)
             else:
@@ -361,12 +414,18 @@ class _ParentRun:
         if self.build_failed:  # an object a failed builder would have built is not "unbuilt"
             _log.warning("not pruning children of %s: a builder failed", self.ref)
             return pruned
-        for ref, obj in sorted(live.items(), key=lambda kv: _order(kv[0])):
+        # CRDs last: the custom resources pruned in the same pass go first.
+        for ref, obj in sorted(live.items(), key=lambda kv: (
+                kv[0].kind == "CustomResourceDefinition", _order(kv[0]))):
             if ref in built or ref.type_key not in self.o.prune_kinds:
                 continue
             if not is_owned(obj, owner_uid=self.uid)[0]:
                 continue
             try:
+                refusal = self._refuse_data_loss(ref, obj)
+                if refusal is not None:
+                    self._fail(ref, f"prune refused: {refusal}", ValueError(refusal))
+                    continue
                 result = self.o.resources.reconcile_resource(
                     obj, DesiredState.ABSENT, owner_uid=self.uid, live=obj
                 )

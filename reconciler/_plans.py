@@ -100,20 +100,16 @@ def plan_command(
 ) -> int:
     """``optk plan MODULE[:ATTR] -f PARENT.yaml``: print the plan; 1 when a child would fail."""
     import yaml
-    from kubernetes import config
 
     from reconciler._kubernetes import KubernetesClient
-    from reconciler._operators import load_operator
+    from reconciler._running import load_api_client, load_operator
 
     operator = load_operator(target)
     parents: list[KubeObject] = []
     for path in files:
         with open(path, encoding="utf-8") as stream:
             parents.extend(doc for doc in yaml.safe_load_all(stream) if doc)
-    api_client = config.new_client_from_config(  # type: ignore[no-untyped-call]
-        config_file=kubeconfig
-    )
-    client = KubernetesClient(api_client)
+    client = KubernetesClient(load_api_client(kubeconfig))
     try:
         results = plan_parents(
             client, operator.build, parents, operator_name=operator.name,

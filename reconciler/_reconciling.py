@@ -32,9 +32,12 @@ from reconciler._counting import ApiCall, counting, counting_reader, recording, 
 from reconciler._errors import (
     AlreadyExistsError,
     ConflictError,
+    ImmutableFieldError,
     InvalidError,
     NotFoundError,
     ReconcilerError,
+    ReconcilerUsageError,
+    ReconcilerUsageTypeError,
 )
 from reconciler._planning import (
     ChildPlan,
@@ -111,20 +114,6 @@ class ReconcileResult:
 
 
 _WRITE_VERBS = frozenset({"create", "patch", "update", "delete"})
-
-
-class ImmutableFieldError(InvalidError):
-    """An update needs a change the server refuses on an existing object, and recreate is off."""
-
-    def __init__(self, source: InvalidError, *, fields: Sequence[str], kind_key: str) -> None:
-        names = ", ".join(fields)
-        message = (
-            f"cannot update immutable field(s) {names}; pass recreate=True to "
-            f"ResourceReconciler (or to reconcile_resource) and allow {kind_key!r} in "
-            f"recreate_kinds to delete and recreate the object"
-        )
-        super().__init__(message, status=source.status, code=source.code, ref=source.ref)
-        self.fields = tuple(fields)
 
 
 
@@ -209,7 +198,7 @@ class ResourceReconciler:
         clock: Clock | None = None,
     ) -> None:
         if conflict_retries < 0:
-            raise ValueError(f"conflict_retries must be >= 0, got {conflict_retries}")
+            raise ReconcilerUsageError(f"conflict_retries must be >= 0, got {conflict_retries}")
         self.client = counting(client)
         self.reader = counting_reader(
             reader if reader is not None else PassThroughCache(uncounted(client))
@@ -289,12 +278,14 @@ def _checked(obj: KubeObject | object, state: DesiredState) -> tuple[KubeObject,
     if is_client_model(obj):  # an official model at the public edge
         obj = to_plain_object(obj)
     if not isinstance(obj, Mapping):
-        raise TypeError(f"reconcile_resource needs a JSON-shaped dict, got {type(obj).__name__}")
+        raise ReconcilerUsageTypeError(
+            f"reconcile_resource needs a JSON-shaped dict, got {type(obj).__name__}"
+        )
     if not isinstance(state, DesiredState):
-        raise TypeError(f"reconcile_resource needs a DesiredState, got {state!r}")
+        raise ReconcilerUsageTypeError(f"reconcile_resource needs a DesiredState, got {state!r}")
     ref = ObjectRef.of(obj)
     if not ref.name or not ref.kind or not ref.api_version:
-        raise ValueError(f"object {ref} lacks apiVersion, kind or metadata.name")
+        raise ReconcilerUsageError(f"object {ref} lacks apiVersion, kind or metadata.name")
     return obj, ref
 
 

@@ -21,9 +21,10 @@ import threading
 import time
 from typing import Any
 
+from reconciler._errors import ReconcilerUsageError
 from reconciler._operators import Operator
 
-__all__ = ["JsonLogFormatter", "load_operator", "run_command", "run_operator"]
+__all__ = ["JsonLogFormatter", "load_api_client", "load_operator", "run_command", "run_operator"]
 
 _log = logging.getLogger("optk.operator")
 
@@ -47,11 +48,13 @@ def run_operator(
             _log.info("embedded API server at %s (kubeconfig %s)", server.url,
                       server.kubeconfig_path)
             return _run_with(operator, server.api_client(), stop, metrics_port)
-    return _run_with(operator, _api_client(kubeconfig), stop, metrics_port)
+    return _run_with(operator, load_api_client(kubeconfig), stop, metrics_port)
 
 
-def _api_client(kubeconfig: str | None) -> Any:
-    """An official ``ApiClient`` from ``kubeconfig``, the default kubeconfig or in-cluster."""
+def load_api_client(kubeconfig: str | None = None) -> Any:
+    """An official ``ApiClient`` from ``kubeconfig``; when None, the default kubeconfig
+    (``KUBECONFIG``, ``~/.kube/config``), else the in-cluster service account. Wrap it in a
+    ``KubernetesClient``."""
     from kubernetes import config as kube_config
 
     try:
@@ -127,7 +130,9 @@ def load_operator(target: str) -> Operator:
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
-        raise ValueError(f"cannot import operator module {module_name!r}: {error}") from error
+        raise ReconcilerUsageError(
+            f"cannot import operator module {module_name!r}: {error}"
+        ) from error
     name = attr or "operator"
     found = sorted(key for key, item in vars(module).items() if isinstance(item, Operator))
     have = (
@@ -135,12 +140,12 @@ def load_operator(target: str) -> Operator:
         else "the module has no Operator object"
     )
     if not hasattr(module, name):
-        raise ValueError(
+        raise ReconcilerUsageError(
             f"{module_name}:{name}: module {module_name!r} has no attribute {name!r} ({have})"
         )
     value = getattr(module, name)
     if not isinstance(value, Operator):
-        raise ValueError(
+        raise ReconcilerUsageError(
             f"{module_name}:{name} is not an Operator (got {type(value).__name__}; {have})"
         )
     return value

@@ -5,12 +5,16 @@ key from the ``WorkQueue`` (which never hands one key to two workers), reads the
 informer cache, calls ``ParentReconciler.reconcile`` and turns its result into what happens next:
 success forgets the backoff and sets the next resync time (or a requested ``requeue_after``); a
 failure backs off (honouring ``Retry-After``) or, with ``retry_failed_by_backoff=False``, waits
-for the next resync. A write refused by the fence (``LeadershipLostError``: the lease may have
-expired) ends the reconcile with nothing requeued, and the runtime steps down (a replica that
-is no longer the leader reconciles nothing more). A parent whose namespace is being deleted
-(``ParentResult.namespace_terminating``) is neither retried nor resynced. A parent gone or
-being deleted is dropped from the schedule and its child informers released. Deciding when to
-queue is not here (``reconciler._routing``, ``reconciler._resync_loop``).
+for the next resync. With sharding, a parent its shard must release (the drain mark) is
+acknowledged instead of reconciled, and one moved in has its children adopted first (and is
+reconciled only when due) (``reconciler._shards``). A parent being deleted that carries the
+toolkit's cleanup finalizer gets its cleanup (``ParentCleanup.finalize``), retried with backoff
+until done. A write refused by the fence (``LeadershipLostError``: the lease may have expired) ends
+the reconcile with nothing requeued, and the runtime steps down; a parent whose namespace is
+being deleted (``ParentResult.namespace_terminating``) is neither retried nor resynced. A parent
+gone or being deleted is then dropped from the schedule and its child
+informers released. Deciding when to queue is not here (``reconciler._routing``,
+``reconciler._resync_loop``).
 """
 
 from __future__ import annotations
@@ -21,9 +25,10 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from reconciler._errors import ApiError, LeadershipLostError
+from reconciler._finalizing import CLEANUP_FINALIZER
 from reconciler._informers import TypeKey
 from reconciler._parents import ParentResult
-from reconciler._triggers import ParentKey, meta_of
+from reconciler._triggers import ParentKey, meta_of, parent_needs_reconcile
 
 if TYPE_CHECKING:
     from reconciler._runtime import OperatorRuntime
@@ -102,6 +107,8 @@ class WorkerPool:
             metrics.worker_started()
             try:
                 self._process(key)
+            except LeadershipLostError as lost:  # a fenced write: reconcile or cleanup
+                self._fenced_out(key, lost)
             except Exception:  # never lose a worker to a bug: back off and keep going
                 ParentLog(_log, {"parent": "/".join(key)}).exception("reconcile crashed")
                 queue.add_rate_limited(key)
@@ -111,13 +118,43 @@ class WorkerPool:
                     self._active -= 1
                 queue.done(key)
 
+    def _fenced_out(self, key: ParentKey, lost: LeadershipLostError) -> None:
+        """A write was refused by the fence: requeue nothing and step down (once)."""
+        ParentLog(_log, {"parent": "/".join(key)}).error(
+            "reconcile stopped, nothing requeued: %s", lost)
+        with self._lock:
+            first, self._fenced = not self._fenced, True
+        if first:
+            self._runtime.standby.lost_leadership()
+
     def _process(self, key: ParentKey) -> None:
         rt = self._runtime
         log = ParentLog(_log, {"parent": f"{key[0]}/{key[1]}" if key[0] else key[1]})
         parent = rt.parents.cache.get(*key)
+        if parent is not None and rt.shards is not None and rt.shards.releasing(parent):
+            if not rt.shards.acknowledge(parent):
+                rt.queue.add_rate_limited(key)
+                return
+            parent = None  # no longer ours: forget it as if it were gone
+        if parent is not None and rt.shards is not None and rt.shards.take_adoption(key):
+            rt.informers.use(key, rt.shards.adopt(parent))
+            now = rt.clock.time()
+            if not parent_needs_reconcile(parent) and rt.schedule.observe(
+                    key, parent, now=now) > now:
+                rt.resync.kick()
+                return  # adopted; its periodic resync comes when due
+            rt.schedule.take(key)
+        if parent is not None and meta_of(parent).get("deletionTimestamp") and (
+            CLEANUP_FINALIZER in (meta_of(parent).get("finalizers") or ())
+        ):
+            outcome = rt.reconciler.cleanup.finalize(parent)
+            if not outcome.done:  # retried with backoff; the parent's Cleanup condition says why
+                delay = rt.queue.add_rate_limited(key)
+                log.warning("cleanup pending (%s); retrying in %.3fs", outcome.reason, delay)
+                return
         if parent is None or meta_of(parent).get("deletionTimestamp"):
             log.info("parent %s; its children are collected by their owner references",
-                     "is gone" if parent is None else "is being deleted")
+                     "is gone (or moved)" if parent is None else "is being deleted")
             rt.schedule.remove(key)
             rt.queue.forget(key)
             rt.informers.release(key)
@@ -130,13 +167,6 @@ class WorkerPool:
         try:
             result: ParentResult | None = rt.reconciler.reconcile(parent)
             error: Exception | None = None
-        except LeadershipLostError as lost:
-            log.error("reconcile stopped, nothing requeued: %s", lost)
-            with self._lock:
-                first, self._fenced = not self._fenced, True
-            if first:
-                rt.standby.lost_leadership()
-            return
         except (ApiError, ValueError, TypeError) as exc:
             result, error = None, exc
         seconds = time.perf_counter() - started

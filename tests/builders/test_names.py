@@ -221,3 +221,15 @@ def test_stamp_identity_of_an_absent_child_sets_only_its_namespace() -> None:
                                absent=True)
     assert stamped == {"apiVersion": "v1", "kind": "ConfigMap",
                        "metadata": {"name": "web-old", "namespace": "team-a"}}
+
+
+def test_a_subdomain_part_may_exceed_63_characters_as_kubernetes_allows() -> None:
+    # IsDNS1123Subdomain limits the whole name to 253 characters, not each dot-separated part.
+    assert names.is_dns1123_subdomain("a" * 64)
+    assert names.is_dns1123_subdomain("a" * 100 + "." + "b" * 100)
+    assert not names.is_dns1123_subdomain("a" * 254)
+    assert not names.is_dns1123_subdomain("a..b")
+    long = names.child_name("0", "00000000000000000", "00000000000000000", "000000000000000:0",
+                            max_length=64)
+    assert len(long) <= 64
+    assert names.is_dns1123_subdomain(long)

@@ -13,8 +13,8 @@ from reconciler._conditions import (
     pending_children,
     status_patch,
 )
-from reconciler._events import rfc3339
 from reconciler._reconciling import Action, ReconcileResult
+from reconciler._times import format_time as rfc3339
 
 NOW = 1_800_000_000.0
 

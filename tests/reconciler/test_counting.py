@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from builders import ObjectRef
-from reconciler import KubernetesClient, PassThroughCache
+from reconciler import KubernetesClient
 from reconciler._counting import (
     CountingClient,
     counting,
@@ -18,6 +20,7 @@ from reconciler._counting import (
     recording,
     uncounted,
 )
+from reconciler.informers import PassThroughCache
 from tests.reconciler.conftest import Requests
 
 
@@ -64,6 +67,7 @@ def test_each_request_is_recorded_once_as_the_server_counts_it(
     assert calls[2].ref == ObjectRef(api_version="v1", kind="ConfigMap", name="", namespace=ns)
 
 
+@pytest.mark.both_servers
 def test_recordings_nest_and_nothing_is_recorded_outside_one(
     client: KubernetesClient, ns: str
 ) -> None:
@@ -78,6 +82,7 @@ def test_recordings_nest_and_nothing_is_recorded_outside_one(
     assert [c.verb for c in outer] == ["get", "list", "delete"]
 
 
+@pytest.mark.both_servers
 def test_reads_count_once_per_read_and_never_from_memory(
     client: KubernetesClient, ns: str, requests: Callable[[], Requests]
 ) -> None:
