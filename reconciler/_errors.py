@@ -16,6 +16,7 @@ The tree (the embedded server and ``reconciler.envtest`` have their own roots)::
     │   ├── BadRequestError               400
     │   ├── UnauthorizedError             401
     │   ├── ForbiddenError                403
+    │   │   └── NamespaceTerminatingError 403, cause NamespaceTerminating: final
     │   ├── NotFoundError                 404
     │   ├── ConflictError                 409
     │   │   └── AlreadyExistsError        409 AlreadyExists
@@ -26,6 +27,7 @@ The tree (the embedded server and ``reconciler.envtest`` have their own roots)::
     │   ├── TooManyRequestsError          429 (``retry_after``)
     │   └── ServerError                   5xx
     ├── InClusterConfigError (LookupError)    not in a cluster: ``missing`` files/variables
+    ├── LeadershipLostError (RuntimeError)    a write fenced: the lease may have expired
     └── ReconcilerUsageError (ValueError) the library was called wrongly
         ├── ReconcilerUsageTypeError (TypeError)  an argument of the wrong type
         ├── ClientUsageError              the client was called wrongly

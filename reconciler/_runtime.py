@@ -28,7 +28,7 @@ from reconciler._clocks import Clock, RealClock
 from reconciler._errors import AlreadyExistsError
 from reconciler._fencing import FencingClient, WriteFence
 from reconciler._informers import Informer, InformerManager
-from reconciler._kubernetes import KubernetesClient
+from reconciler._kubernetes import KubernetesClient, for_operator
 from reconciler._leadership import LeaderElector
 from reconciler._metrics import HealthServer, OperatorMetrics
 from reconciler._operators import Operator
@@ -76,11 +76,11 @@ class OperatorRuntime:
         self._threads: list[threading.Thread] = []
         self._cleanups: list[Callable[[], object]] = []
         if isinstance(client, KubernetesClient) and client.operator_name is None:
-            client = client.for_operator(operator.name)  # User-Agent and fieldManager
+            client = for_operator(client, operator.name)  # User-Agent and fieldManager
         self._inner = client
         self.fence: WriteFence | None = None
         writer = client  # every write of the reconciles and the heartbeat: fenced when electing
-        if operator.election is not None:
+        if operator.election is not None and operator.sharding is None:  # shards: own leases
             self.fence = WriteFence(clock=self.clock, validity=operator.election.renew_deadline,
                                     identity=self.identity)
             writer = FencingClient(client, fence=self.fence)

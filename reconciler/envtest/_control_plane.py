@@ -301,13 +301,6 @@ class ControlPlane:
         return self._kubeconfig
 
     @property
-    def audit_log_path(self) -> Path:
-        """The API server's audit log (JSON lines, level Metadata: user, verb, ``userAgent``)."""
-        self._require_running()
-        assert self._workdir is not None
-        return self._workdir / "audit.log"
-
-    @property
     def ca_cert_path(self) -> Path:
         """The PEM file of the control plane's CA."""
         self._require_running()

@@ -113,10 +113,10 @@ def test_a_parent_in_a_terminating_namespace_is_left_alone_after_one_refusal(
 def _refused_and_event_creates(kube_api: Any, namespace: str) -> tuple[int, int]:
     """403 answers and Event creates in ``namespace`` so far (real: the audit log; embedded:
     its breakdown, whose 403s and Event creates here are this test's)."""
-    if hasattr(kube_api, "audit_log_path"):
+    if not hasattr(kube_api, "request_breakdown"):
         kube_api.request_counts()  # flushes the audit log up to now
         refused = events = 0
-        for line in kube_api.audit_log_path.read_text().splitlines():
+        for line in (kube_api.kubeconfig_path.parent / "audit.log").read_text().splitlines():
             event = json.loads(line)
             ref = event.get("objectRef") or {}
             if ref.get("namespace") != namespace or event.get("stage") != "ResponseComplete":
