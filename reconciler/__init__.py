@@ -37,6 +37,7 @@ from reconciler._leadership import LeaderElection
 from reconciler._operators import Operator
 from reconciler._parents import ChildError, ParentReconciler, ParentResult
 from reconciler._rbac import watches
+from reconciler._readiness import Readiness
 from reconciler._reconciling import Action, ReconcileResult, ResourceReconciler
 from reconciler._resyncs import DEFAULT_RESYNC_INTERVAL, RESYNC_ANNOTATION, ResyncPolicy
 from reconciler._running import load_api_client
@@ -70,6 +71,7 @@ __all__ = [
     "OperatorRuntime",
     "ParentReconciler",
     "ParentResult",
+    "Readiness",
     "ReconcileResult",
     "ReconcilerError",
     "ReconcilerUsageError",

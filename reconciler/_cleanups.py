@@ -27,7 +27,7 @@ from builders.names import OWNER_UID_LABEL, label_value
 from reconciler._clients import ClusterClient, KubeObject
 from reconciler._clocks import Clock, RealClock
 from reconciler._conditions import merge_conditions
-from reconciler._errors import ConflictError, NotFoundError, ReconcilerError
+from reconciler._errors import ConflictError, DataLossError, NotFoundError, ReconcilerError
 from reconciler._finalizing import (
     CleanupStep,
     cleanup_condition,
@@ -43,7 +43,7 @@ from reconciler._finalizing import (
 from reconciler._planning import is_owned
 from reconciler._times import format_time
 
-__all__ = ["CleanupOutcome", "DataLossError", "OnDelete", "ParentCleanup", "delete_owned"]
+__all__ = ["CleanupOutcome", "OnDelete", "ParentCleanup", "delete_owned"]
 
 _log = logging.getLogger("optk.cleanup")
 
@@ -52,14 +52,6 @@ OnDelete = Callable[[KubeObject], object]
 
 _MERGE = "application/merge-patch+json"
 _MAX_PASSES = 3  # delete, then look again: objects without finalizers are gone at once
-
-
-class DataLossError(ConflictError):
-    """Deleting a CRD would delete custom resources, and the CRD is not marked to allow it."""
-
-    def __init__(self, message: str, *, ref: ObjectRef, custom_resources: int) -> None:
-        super().__init__(message, code=409, ref=ref)
-        self.custom_resources = custom_resources
 
 
 @attrs.frozen(kw_only=True)

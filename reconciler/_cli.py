@@ -22,19 +22,29 @@ def build_parser() -> argparse.ArgumentParser:
                            help="allow binding a non-loopback address")
     apiserver.set_defaults(handler=_run_apiserver)
     run = subparsers.add_parser("run", help="run an operator defined in a Python module")
-    run.add_argument("target", metavar="MODULE[:ATTR]", help="module and Operator attribute")
+    run.add_argument("target", metavar="MODULE[:ATTR] | FILE.py[:ATTR]",
+                     help="module (or Python file) and Operator attribute (default: operator, "
+                          "or a file's one Operator)")
     where = run.add_mutually_exclusive_group()
     where.add_argument("--kubeconfig", default=None, help="kubeconfig of the cluster")
     where.add_argument("--embedded", action="store_true", help="run a fresh embedded API server")
     run.add_argument("--metrics-port", type=int, default=None,
                      help="serve /metrics, /healthz, /readyz on this port (0: any free port)")
-    run.add_argument("--log-format", choices=("text", "json"), default="text")
+    run.add_argument("--log-format", choices=("text", "json"), default="text",
+                     help="text lines, or one JSON object per line")
+    level = run.add_mutually_exclusive_group()
+    level.add_argument("-v", "--verbose", action="store_const", const="DEBUG", dest="log_level",
+                       help="log at DEBUG (every reconcile, every request decision)")
+    level.add_argument("-q", "--quiet", action="store_const", const="WARNING", dest="log_level",
+                       help="log warnings and errors only")
+    level.add_argument("--log-level", type=_level, dest="log_level", metavar="LEVEL",
+                       help="DEBUG, INFO (the default: one line per change), WARNING or ERROR")
     run.add_argument("--leader-elect", action="store_true",
                      help="campaign for the <name>-leader Lease (run several replicas)")
     run.add_argument("--lease-namespace", default=None,
                      help="namespace of the Leases (default: the pod's own namespace)")
     run.add_argument("--watch-namespace", default=None, help="watch parents in this one namespace")
-    run.set_defaults(handler=_run_operator)
+    run.set_defaults(handler=_run_operator, log_level="INFO")
     manifests = subparsers.add_parser(
         "manifests", help="print the YAML that deploys an operator, with a derived role"
     )
@@ -52,11 +62,16 @@ def build_parser() -> argparse.ArgumentParser:
                                 "`samples` attribute)")
     manifests.set_defaults(handler=_run_manifests)
     plan = subparsers.add_parser(
-        "plan", help="show what an operator would create, update, recreate or delete; no writes"
+        "plan", help="show what an operator would create, update, recreate or delete; no writes",
+        description="Plan the parents in the files: for each, the spec (and labels, annotations) "
+                    "IN THE FILE is built, with the identity (uid, resourceVersion) and status of "
+                    "the parent of that name on the cluster when it exists, and compared with "
+                    "the live children: what the operator would do if the file were applied. "
+                    "Nothing is written (creates and patches are sent as dryRun=All).",
     )
     plan.add_argument("target", metavar="MODULE[:ATTR]", help="module and Operator attribute")
     plan.add_argument("-f", "--filename", action="append", required=True, dest="files",
-                      help="YAML file of parent objects (repeatable)")
+                      help="YAML file of parent objects whose spec is planned (repeatable)")
     plan.add_argument("--kubeconfig", default=None, help="kubeconfig of the cluster")
     plan.add_argument("--show-unchanged", action="store_true", help="list unchanged children too")
     plan.add_argument("-v", "--verbose", action="store_true",
@@ -69,6 +84,15 @@ def build_parser() -> argparse.ArgumentParser:
     uninstall.add_argument("--kubeconfig", default=None, help="kubeconfig of the cluster")
     uninstall.set_defaults(handler=_run_uninstall)
     return parser
+
+
+def _level(value: str) -> str:
+    """A logging level name for ``--log-level``."""
+    name = value.upper()
+    if name not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+        raise argparse.ArgumentTypeError(
+            f"unknown log level {value!r} (DEBUG, INFO, WARNING, ERROR or CRITICAL)")
+    return name
 
 
 def _run_plan(args: argparse.Namespace) -> int:
@@ -127,7 +151,8 @@ def _run_operator(args: argparse.Namespace) -> int:
             return 2
     try:
         return run_command(args.target, kubeconfig=args.kubeconfig, embedded=args.embedded,
-                           metrics_port=args.metrics_port, log_format=args.log_format)
+                           metrics_port=args.metrics_port, log_format=args.log_format,
+                           log_level=args.log_level)
     except ValueError as error:
         print(f"optk run: {error}", file=sys.stderr)
         return 2

@@ -19,7 +19,9 @@ The tree (the embedded server and ``reconciler.envtest`` have their own roots)::
     │   │   └── NamespaceTerminatingError 403, cause NamespaceTerminating: final
     │   ├── NotFoundError                 404
     │   ├── ConflictError                 409
-    │   │   └── AlreadyExistsError        409 AlreadyExists
+    │   │   ├── AlreadyExistsError        409 AlreadyExists
+    │   │   └── DataLossError             a CRD child still holds custom resources and is not
+    │   │                                 marked ``optk.dev/allow-data-loss`` (no request sent)
     │   ├── GoneError                     410
     │   ├── UnsupportedMediaTypeError     415
     │   ├── InvalidError                  422 (``immutable_fields``)
@@ -31,6 +33,8 @@ The tree (the embedded server and ``reconciler.envtest`` have their own roots)::
     └── ReconcilerUsageError (ValueError) the library was called wrongly
         ├── ReconcilerUsageTypeError (TypeError)  an argument of the wrong type
         ├── ClientUsageError              the client was called wrongly
+        ├── KubeconfigError               the cluster cannot be reached with the kubeconfig
+        │                                 (``source``: its path or the server URL)
         └── RbacDerivationError           ``optk manifests`` cannot derive the role
                                           (``build`` failed on a sample ``parent``)
 """
@@ -50,11 +54,15 @@ __all__ = [
     "BadRequestError",
     "ClientUsageError",
     "ConflictError",
+    "DataLossError",
     "ForbiddenError",
     "GoneError",
     "ImmutableFieldError",
     "InClusterConfigError",
     "InvalidError",
+    "KubeconfigError",
+
+
     "LeadershipLostError",
     "NamespaceTerminatingError",
     "NotFoundError",
@@ -330,6 +338,25 @@ class RbacDerivationError(ReconcilerUsageError):
     def __init__(self, message: str, *, parent: Mapping[str, Any] | None = None) -> None:
         super().__init__(message)
         self.parent = parent
+
+
+class DataLossError(ConflictError):
+    """Deleting a CRD would delete custom resources, and the CRD is not marked to allow it."""
+
+    def __init__(self, message: str, *, ref: ObjectRef, custom_resources: int) -> None:
+        super().__init__(message, code=409, ref=ref)
+        self.custom_resources = custom_resources
+
+
+class KubeconfigError(ReconcilerUsageError):
+    """The cluster cannot be reached with the given (or default) configuration.
+
+    ``source`` is the kubeconfig path or the server URL the message is about.
+    """
+
+    def __init__(self, message: str, *, source: str) -> None:
+        super().__init__(message)
+        self.source = source
 
 
 def _has_cause(status: Mapping[str, Any], reason: str) -> bool:

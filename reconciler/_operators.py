@@ -24,6 +24,7 @@ from reconciler._clients import ClusterClient, KubeObject
 from reconciler._clocks import Clock
 from reconciler._errors import ReconcilerUsageError, ReconcilerUsageTypeError
 from reconciler._leadership import LeaderElection
+from reconciler._readiness import Readiness, StatusBuilder
 from reconciler._resyncs import ResyncPolicy
 from reconciler._sharding import Sharding
 
@@ -61,6 +62,10 @@ class Operator:
     each replica reconciles and caches only the parents labelled with its shard, one elected
     replica assigns them (``leader_election``, when given, sets that election's namespace and
     timing); ``None`` (the default) keeps one active replica.
+    ``readiness=Readiness(...)`` makes the ``Ready`` condition mean the children are healthy
+    (available replicas, completed Jobs, a check per kind; ``reconciler._readiness``), distinct
+    from ``Reconciled`` (they match the spec); ``status=fn`` merges the pure
+    ``fn(parent, observed_children) -> dict`` into the parent's status.
     """
 
     api_version: str
@@ -82,6 +87,8 @@ class Operator:
     on_start: Sequence[StartHook] = ()
     on_delete: Callable[[KubeObject], object] | None = None
     sharding: Sharding | None = None
+    readiness: Readiness | None = None
+    status: StatusBuilder | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.workers < 1:

@@ -57,6 +57,7 @@ from reconciler._errors import (
 )
 from reconciler._events import EventRecorder
 from reconciler._finalizing import is_uncollectable, refuses_data_loss
+from reconciler._readiness import Readiness, StatusBuilder, not_ready, readiness_status_patch
 from reconciler._reconciling import (
     ReconcileResult,
     ResourceReconciler,
@@ -149,6 +150,8 @@ class ParentReconciler:
         dry_run: bool = False,
         clock: Clock | None = None,
         on_delete: OnDelete | None = None,
+        readiness: Readiness | None = None,
+        status: StatusBuilder | None = None,
     ) -> None:
         self.client = counting(client)
         self.build = build
@@ -171,6 +174,8 @@ class ParentReconciler:
         ) if (events and not dry_run) else None
         self.write_status = write_status and not dry_run
         self.status_refresh = status_refresh
+        self.readiness = readiness  # Ready from the children's health (reconciler._readiness)
+        self.status_builder = status
         self._no_status_subresource: set[tuple[str, str]] = set()
         self.cleanup = ParentCleanup(self.client, on_delete=on_delete, clock=self.clock,
                                      dry_run=dry_run)
@@ -240,6 +245,7 @@ class _ParentRun:
         self.build_failed = False
         self.terminating = False
         self.selector = f"{OWNER_UID_LABEL}={label_value(uid)}"
+        self.recheck: float | None = None
 
     def execute(self) -> ParentResult:
         built = self._build()
@@ -272,6 +278,8 @@ class _ParentRun:
         self._emit_events(pruned)
         status_written, status_error = self._status(pruned)
         requeues = [r.requeue_after for r in (*self.results, *pruned) if r.requeue_after]
+        if self.recheck is not None:  # a child is not ready yet: look again
+            requeues.append(self.recheck)
         requeues += [e.retry_after for e in self.errors if e.retry_after]
         return ParentResult(
             parent=self.ref, children=tuple(self.results), pruned=tuple(pruned),
@@ -330,7 +338,7 @@ class _ParentRun:
             self.o.client, live, owner_uid=self.uid))
 
     def _fail(self, ref: ObjectRef, message: str, exc: BaseException) -> None:
-        _log.warning("reconcile of %s: %s: %s", self.ref, ref, message)
+        _log.debug("reconcile of %s: %s: %s", self.ref, ref, message)  # the caller reports it
         self.errors.append(ChildError(ref=ref, message=message, error=exc))
 
     def _prefetch(
@@ -442,6 +450,8 @@ class _ParentRun:
     def _status(self, pruned: Sequence[ReconcileResult]) -> tuple[bool, str]:
         if not self.o.write_status:
             return False, ""
+        if self.o.readiness is not None or self.o.status_builder is not None:
+            return self._health_status(pruned)
         patch = status_patch(
             parent=self.parent, results=[*self.results, *pruned], errors=self.errors,
             children=len(self.results) + len(self.errors), now=self.o.clock.time(),
@@ -450,6 +460,20 @@ class _ParentRun:
         if patch is None:
             return False, ""
         return self._write_status(patch)
+
+    def _health_status(self, pruned: Sequence[ReconcileResult]) -> tuple[bool, str]:
+        try:
+            patch, wanted = readiness_status_patch(
+                parent=self.parent, results=[*self.results, *pruned], errors=self.errors,
+                children=len(self.results) + len(self.errors), now=self.o.clock.time(),
+                readiness=self.o.readiness, status=self.o.status_builder,
+                refresh=self.o.status_refresh,
+            )
+        except Exception as exc:  # a user's status builder failed: reported, retried
+            return False, f"status builder failed: {type(exc).__name__}: {exc}"
+        if self.o.readiness is not None and not_ready(wanted):
+            self.recheck = self.o.readiness.recheck
+        return (False, "") if patch is None else self._write_status(patch)
 
     def _write_status(self, patch: Mapping[str, Any]) -> tuple[bool, str]:
         kind = self.ref.type_key

@@ -35,16 +35,29 @@ _VERBS = {
 }
 
 
+_IDENTITY = ("uid", "resourceVersion", "generation", "creationTimestamp", "ownerReferences",
+             "finalizers", "deletionTimestamp", "managedFields")
+
+
 def _live_parent(client: ClusterClient, parent: KubeObject) -> dict[str, Any]:
-    """The parent as stored (with its uid), or, when it does not exist yet, the given one with
-    a placeholder uid so that its children can be planned all the same."""
+    """The parent as given (the file's spec, labels and annotations) with the stored parent's
+    identity (uid, resourceVersion, ...) and status when it exists, so its children's owner
+    references and the plan match a real reconcile of that spec; when it does not exist yet, a
+    placeholder uid so that its children can be planned all the same."""
     ref = ObjectRef.of(parent)
+    meta = dict(parent.get("metadata") or {})
     try:
-        return client.get(ref.api_version, ref.kind, ref.name, namespace=ref.namespace)
+        live = client.get(ref.api_version, ref.kind, ref.name, namespace=ref.namespace)
     except NotFoundError:
-        meta = dict(parent.get("metadata") or {})
         meta.setdefault("uid", f"planned-{ref.name}")
         return {**parent, "metadata": meta}
+    live_meta = live.get("metadata") or {}
+    meta.update({key: live_meta[key] for key in _IDENTITY if key in live_meta})
+    meta.setdefault("namespace", live_meta.get("namespace"))
+    planned = {**parent, "metadata": meta}
+    if "status" in live:
+        planned["status"] = live["status"]
+    return planned
 
 
 def plan_parents(
@@ -101,15 +114,17 @@ def plan_command(
     """``optk plan MODULE[:ATTR] -f PARENT.yaml``: print the plan; 1 when a child would fail."""
     import yaml
 
+    from reconciler._connect import connect
     from reconciler._kubernetes import KubernetesClient
-    from reconciler._running import load_api_client, load_operator
+    from reconciler._running import load_operator
 
     operator = load_operator(target)
     parents: list[KubeObject] = []
     for path in files:
         with open(path, encoding="utf-8") as stream:
             parents.extend(doc for doc in yaml.safe_load_all(stream) if doc)
-    client = KubernetesClient(load_api_client(kubeconfig))
+    api_client = connect(kubeconfig)
+    client = KubernetesClient(api_client)
     try:
         results = plan_parents(
             client, operator.build, parents, operator_name=operator.name,

@@ -103,7 +103,7 @@ class ResyncLoop:
                          "parents' status alone", error)
             heartbeat = None
         if heartbeat is not None:
-            _log.info("resuming the periodic resync: covered until %.0f", heartbeat.covered)
+            _log.debug("resuming the periodic resync: covered until %.0f", heartbeat.covered)
         self.schedule.resume_from(heartbeat)
 
     def run_beat(self) -> None:
@@ -120,6 +120,11 @@ class ResyncLoop:
             wait = next_beat - now if leading and now < next_beat else self.period
             with self._beat_cond:
                 self.clock.wait(self._beat_cond, wait)
+
+    def force_beat(self) -> None:
+        """Write the heartbeat now even if unchanged (its fingerprint changed)."""
+        self._last_heartbeat = None
+        self.write_heartbeat()
 
     def write_heartbeat(self) -> None:
         """Record the schedule's heartbeat unless it is the one recorded last (a record stays
@@ -140,6 +145,7 @@ class ResyncLoop:
 
 _INTERVAL_ANNOTATION = "optk.dev/resync-interval-seconds"
 _TICKS_ANNOTATION = "optk.dev/resync-ticks"
+_FINGERPRINT_ANNOTATION = "optk.dev/operator-fingerprint"
 
 
 class HeartbeatStore:
@@ -158,6 +164,13 @@ class HeartbeatStore:
         self.namespace = namespace
         self.identity = identity
         self._lease: dict[str, Any] | None = None
+        self.fingerprint: str | None = None
+        """The operator fingerprint written with each beat (None: leave the recorded one);
+        ``reconciler._upgrades`` sets it once every parent was reconciled under it."""
+        self.recorded_fingerprint: str | None = None
+        """The fingerprint ``read`` found (None: none recorded)."""
+        self.lease_found = False
+        """Whether ``read`` found the Lease (a previous run recorded a heartbeat)."""
 
     def read(self) -> Heartbeat | None:
         """The recorded heartbeat, or ``None`` when there is none (or it is unreadable)."""
@@ -166,9 +179,13 @@ class HeartbeatStore:
                 "coordination.k8s.io/v1", "Lease", self.name, namespace=self.namespace
             )
         except NotFoundError:
+            self.lease_found, self.recorded_fingerprint = False, None
             return None
         self._lease = lease
         annotations = (lease.get("metadata") or {}).get("annotations") or {}
+        self.lease_found = True
+        recorded = annotations.get(_FINGERPRINT_ANNOTATION)
+        self.recorded_fingerprint = recorded if isinstance(recorded, str) else None
         covered = parse_time((lease.get("spec") or {}).get("renewTime"))
         try:
             interval = parse_duration(str(annotations.get(_INTERVAL_ANNOTATION)))
@@ -183,6 +200,8 @@ class HeartbeatStore:
         """Record ``heartbeat`` (creating the Lease the first time)."""
         annotations = {_INTERVAL_ANNOTATION: repr(heartbeat.interval),
                        _TICKS_ANNOTATION: str(heartbeat.ticks)}
+        if self.fingerprint is not None:
+            annotations[_FINGERPRINT_ANNOTATION] = self.fingerprint
         spec = {"holderIdentity": self.identity, "renewTime": format_micro_time(heartbeat.covered)}
         for _ in range(3):
             try:

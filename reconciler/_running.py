@@ -19,12 +19,13 @@ import signal
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, cast
 
 from reconciler._errors import ReconcilerUsageError
 from reconciler._operators import Operator
 
-__all__ = ["JsonLogFormatter", "load_api_client", "load_operator", "run_command", "run_operator"]
+__all__ = ["JsonLogFormatter", "load_api_client", "load_operator", "load_operator_file",
+           "run_command", "run_operator"]
 
 _log = logging.getLogger("optk.operator")
 
@@ -48,7 +49,9 @@ def run_operator(
             _log.info("embedded API server at %s (kubeconfig %s)", server.url,
                       server.kubeconfig_path)
             return _run_with(operator, server.api_client(), stop, metrics_port)
-    return _run_with(operator, load_api_client(kubeconfig), stop, metrics_port)
+    from reconciler._connect import connect
+
+    return _run_with(operator, connect(kubeconfig), stop, metrics_port)
 
 
 def load_api_client(kubeconfig: str | None = None) -> Any:
@@ -123,6 +126,9 @@ def load_operator(target: str) -> Operator:
 
     Raises ``ValueError`` naming the target when it cannot be imported or is no ``Operator``.
     """
+    from_file = load_operator_file(target)
+    if from_file is not None:
+        return from_file
     module_name, _, attr = target.partition(":")
     cwd = os.getcwd()
     if cwd not in sys.path and "" not in sys.path:
@@ -151,6 +157,58 @@ def load_operator(target: str) -> Operator:
     return value
 
 
+def _is_file_target(path: str) -> bool:
+    return path.endswith(".py") or os.sep in path or path.startswith(".")
+
+
+def load_operator_file(target: str) -> Operator | None:
+    """The ``Operator`` in a Python file named by ``PATH.py[:ATTR]`` (as ``kopf run PATH.py``),
+    or ``None`` when ``target`` names no file (then it is ``MODULE[:ATTR]``).
+
+    The file is imported as a module named after it, its directory first on ``sys.path`` so
+    that it imports its neighbours. ``ATTR`` defaults to ``operator``, else to the one
+    ``Operator`` the module defines. Raises ``ValueError`` naming the file when it is missing,
+    fails to import, or holds no (or more than one, without ``ATTR``) ``Operator``.
+    """
+    path, colon, attr = target.rpartition(":")
+    if not colon or not _is_file_target(path):
+        path, attr = target, ""
+    if not _is_file_target(path):
+        return None
+    if not os.path.isfile(path):
+        raise ValueError(f"operator file {path!r} does not exist")
+    import importlib.util
+
+    full = os.path.abspath(path)
+    name = os.path.splitext(os.path.basename(full))[0]
+    folder = os.path.dirname(full)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    spec = importlib.util.spec_from_file_location(name, full)
+    if spec is None or spec.loader is None:
+        raise ValueError(f"operator file {path!r} is not a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:
+        sys.modules.pop(name, None)
+        raise ValueError(f"cannot load operator file {path!r}: "
+                         f"{type(error).__name__}: {error}") from error
+    if attr:
+        value = getattr(module, attr, None)
+        if not isinstance(value, Operator):
+            raise ValueError(f"{path}:{attr} is not an Operator (got {type(value).__name__})")
+        return value
+    if isinstance(default := getattr(module, "operator", None), Operator):
+        return default
+    found = sorted(key for key, value in vars(module).items() if isinstance(value, Operator))
+    if len(found) != 1:
+        raise ValueError(f"{path} defines {len(found)} Operator objects "
+                         f"({', '.join(found) or 'none'}): name one as {path}:ATTR")
+    return cast(Operator, getattr(module, found[0]))
+
+
 def run_command(
     target: str,
     *,
@@ -168,6 +226,8 @@ def run_command(
     root = logging.getLogger()
     root.addHandler(handler)
     root.setLevel(log_level.upper())
+    for noisy in ("kubernetes", "urllib3"):  # their DEBUG shows request bodies (Secret data)
+        logging.getLogger(noisy).setLevel(max(logging.INFO, root.level))
     operator = load_operator(target)
     _log.info("running operator %s for %s.%s", operator.name, operator.kind, operator.api_version)
     return operator.run(kubeconfig=kubeconfig, embedded=embedded, metrics_port=metrics_port)

@@ -25,10 +25,15 @@ from collections.abc import Callable, Mapping
 from builders.names import MANAGED_BY_LABEL
 from reconciler._clients import ClusterClient
 from reconciler._clocks import Clock, RealClock
+<<<<<<< HEAD
 from reconciler._errors import AlreadyExistsError
 from reconciler._fencing import FencingClient, WriteFence
 from reconciler._informers import Informer, InformerManager
 from reconciler._kubernetes import KubernetesClient, for_operator
+=======
+from reconciler._informers import Informer, InformerManager
+from reconciler._install import install_object
+>>>>>>> main
 from reconciler._leadership import LeaderElector
 from reconciler._metrics import HealthServer, OperatorMetrics
 from reconciler._operators import Operator
@@ -43,7 +48,8 @@ from reconciler._routing import EventRouter
 from reconciler._shards import Shards, stamp_shard
 from reconciler._standby import Standby
 from reconciler._stats import RuntimeStats
-from reconciler._triggers import ParentKey, meta_of
+from reconciler._triggers import ParentKey
+from reconciler._upgrades import UpgradeCheck, operator_fingerprint
 from reconciler._workers import WorkerPool
 
 __all__ = ["OperatorRuntime", "RuntimeStats"]
@@ -117,6 +123,7 @@ class OperatorRuntime:
             ),
             prune_kinds=operator.prune, events=operator.events, clock=self.clock,
             on_delete=operator.on_delete,
+            readiness=operator.readiness, status=operator.status,
         )
         self.config_informer: Informer | None = None
         if (config_map := operator.resync.config_map_ref) is not None:
@@ -143,6 +150,7 @@ class OperatorRuntime:
             )
         self._metrics_port = metrics_port
         self.health: HealthServer | None = None
+        self.upgrade = UpgradeCheck(self, operator_fingerprint(operator))
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -300,6 +308,7 @@ class OperatorRuntime:
             self.standby.take_over()
         if not self.workers.start(self.operator.workers):
             return
+        self._spawn(self.upgrade.run, "optk-upgrade")  # a changed operator reconciles all
         self.resync.kick()
         self.resync.beat_now()  # a new leader records its heartbeat at once
         if self.elector is not None:
@@ -329,9 +338,5 @@ class OperatorRuntime:
                 self.clock.sleep(0.1)
 
     def _install(self) -> None:
-        for obj in self.operator.install:
-            try:
-                self._inner.create(obj)
-                _log.info("installed %s %s", obj.get("kind"), meta_of(obj).get("name"))
-            except AlreadyExistsError:
-                pass
+        for obj in self.operator.install:  # created, or patched when it changed (logged)
+            install_object(self._inner, obj)

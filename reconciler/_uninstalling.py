@@ -21,9 +21,9 @@ import attrs
 
 from builders import ObjectRef
 from builders.composition import evaluate
-from reconciler._cleanups import DataLossError, delete_owned
+from reconciler._cleanups import delete_owned
 from reconciler._clients import ClusterClient, KubeObject
-from reconciler._errors import NotFoundError, ReconcilerError
+from reconciler._errors import DataLossError, NotFoundError, ReconcilerError
 from reconciler._finalizing import (
     CLEANUP_FINALIZER,
     cleanup_kinds,

@@ -24,7 +24,12 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+<<<<<<< HEAD
 from reconciler._errors import ApiError, LeadershipLostError
+=======
+from reconciler._changelog import describe_changes
+from reconciler._errors import ApiError
+>>>>>>> main
 from reconciler._finalizing import CLEANUP_FINALIZER
 from reconciler._informers import TypeKey
 from reconciler._parents import ParentResult
@@ -190,6 +195,8 @@ class WorkerPool:
                 rt.metrics.observe_reconcile(result="requeue_after", seconds=seconds)
             else:
                 rt.metrics.observe_reconcile(result="success", seconds=seconds)
+            if (changes := describe_changes(result)) is not None:  # silent when nothing changed
+                log.info("reconciled: %s", changes)
             log.debug("reconciled in %.3fs: %d writes", seconds, result.writes)
             return
         rt.stats.failures[key] += 1

@@ -32,6 +32,7 @@ import yaml
 
 from builders import run_builders
 from builders.names import INSTANCE_LABEL, MANAGED_BY_LABEL
+from examples.thanos import _view
 from examples.thanos import builders as thanos
 from examples.thanos.crds import API_VERSION, KIND, SERVICE_MONITOR_CRD
 from examples.thanos.operator import start_operator
@@ -141,19 +142,20 @@ class Demo:
         self.service_monitors = False
         self.runtime: OperatorRuntime | None = None
         self.seen_events: dict[str, int] = {}
+        self.view: _view.View = _view.PlainView(out)  # run_demo picks the live one on a terminal
 
     # --- output and waiting ------------------------------------------------------------------
 
     def say(self, message: str) -> None:
         """One timestamped progress line (wall clock, then seconds since the start)."""
         now = datetime.now(UTC).strftime("%H:%M:%S.%f")[:-3]
-        print(f"{now} +{time.monotonic() - self.started:6.2f}s  {message}", file=self.out,
-              flush=True)
+        self.view.line(f"{now} +{time.monotonic() - self.started:6.2f}s  {message}")
 
     def step(self, name: str, check: Check, *, events: bool = True) -> Step:
         """Wait until ``check`` passes (or the timeout), record and print the step (and, with
         ``events``, the Events the operator recorded meanwhile)."""
         began = time.monotonic()
+        self.view.step(name)
         converged, detail = check()
         while not converged and time.monotonic() - began < self.timeout:
             time.sleep(0.05)
@@ -161,6 +163,7 @@ class Demo:
         result = Step(name=name, converged=converged, seconds=round(time.monotonic() - began, 3),
                       detail=detail)
         self.steps.append(result)
+        self.view.done(name, result.seconds, converged)
         mark = "ok  " if converged else "FAIL"
         self.say(f"  {mark} {name}: {detail} ({result.seconds:.2f}s)")
         if not converged:
@@ -180,6 +183,7 @@ class Demo:
                 continue
             self.seen_events[uid] = count
             message = str(event.get("message", ""))
+            self.view.event(message)
             message = message if len(message) <= 110 else message[:107] + "..."
             self.say(f"        event on {event['involvedObject']['name']}: {message}")
 
@@ -324,6 +328,11 @@ def _script(demo: Demo) -> tuple[int, int]:
     demo.step("restore the label", demo.converged("observatory"))
 
     demo.say("3. switch the ruler off and on again")
+    live = demo.parent("observatory") or {}
+    changed = {**live, "spec": {k: v for k, v in (live.get("spec") or {}).items() if k != "rule"}}
+    demo.say("   optk plan for observatory without spec.rule (before applying it):")
+    for line in _view.plan_lines(changed, kubeconfig=str(demo.server.kubeconfig_path)):
+        demo.say(f"     {line}")
     demo.merge_patch(API_VERSION, KIND, "observatory", {"spec": {"rule": None}})
     demo.say("   removed spec.rule of observatory")
     demo.step("delete the ruler's children", demo.converged("observatory"))
@@ -408,16 +417,19 @@ def _object_count(demo: Demo) -> int:
 
 
 def run_demo(*, timeout: float = 20.0, out: TextIO | None = None, real: bool = False,
-             assets: str | None = None) -> Summary:
+             assets: str | None = None, keep_running: bool = False) -> Summary:
     """Run the whole demo; returns its summary (``ok`` False if a step failed to converge).
 
     ``real`` runs it on a ``reconciler.envtest.ControlPlane`` (binaries from ``assets``, else
-    ``OPTK_KUBE_ASSETS``) instead of an ``EmbeddedApiServer``: the same steps and bounds."""
+    ``OPTK_KUBE_ASSETS``) instead of an ``EmbeddedApiServer``: the same steps and bounds.
+    ``keep_running`` leaves the server and the operator up at the end until Ctrl-C/SIGTERM."""
     out = sys.stdout if out is None else out
     started = time.monotonic()
     server: Server = ControlPlane(assets) if real else EmbeddedApiServer()
     with server:
         demo = Demo(server, timeout=timeout, out=out)
+        demo.view = _view.make_view(out, _view.tree_snapshot(
+            demo, [sample["metadata"]["name"] for sample in SAMPLES]))
         what = "real control plane" if real else "embedded API server"
         demo.say(f"{what} at {server.url} (kubeconfig {server.kubeconfig_path})")
         runtime = start_operator(demo.client)
@@ -428,9 +440,15 @@ def run_demo(*, timeout: float = 20.0, out: TextIO | None = None, real: bool = F
                 raise DemoFailedError("the operator's caches did not sync")
             demo.say(f"operator {runtime.operator.name} started; {KIND} CRD installed")
             steady = _script(demo)
+            if keep_running:
+                demo.view.close()
+                demo.view = _view.PlainView(out)
+                _view.keep_running(demo.say, url=server.url,
+                                   kubeconfig=str(server.kubeconfig_path), namespace=NAMESPACE)
         except (DemoFailedError, ApiError) as error:
             demo.say(f"demo failed: {type(error).__name__}: {error}")
         finally:
+            demo.view.close()
             runtime.stop(timeout=5.0)
         summary = Summary(
             steps=tuple(demo.steps),
@@ -467,7 +485,7 @@ def _print_summary(summary: Summary, out: TextIO) -> None:
         f"{summary.steady_state_writes} writes",
         f"  result                {'OK' if summary.ok else 'FAILED'} in {summary.seconds:.1f}s",
     ]
-    print("\n".join(lines), file=out, flush=True)
+    print("\n".join(part for line in lines for part in _view.fit(line)), file=out, flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -482,10 +500,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--real", action="store_true",
                         help="run on a real control plane (kube-apiserver, etcd, "
                              "kube-controller-manager from $OPTK_KUBE_ASSETS)")
+    parser.add_argument("--keep-running", action="store_true",
+                        help="leave the API server and the operator up at the end (Ctrl-C stops)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.ERROR,
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    summary = run_demo(timeout=args.timeout, real=args.real)
+    summary = run_demo(timeout=args.timeout, real=args.real, keep_running=args.keep_running)
     if args.json:
         print(json.dumps(summary.to_json()))
     return 0 if summary.ok else 1

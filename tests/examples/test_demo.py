@@ -83,6 +83,7 @@ def test_the_steps_are_printed_with_timestamps(demo_run: tuple[Summary, str]) ->
     for line in step_lines:  # wall clock, then seconds since the start
         assert re.match(r"\d\d:\d\d:\d\d\.\d{3} \+ *\d+\.\d\ds  ", line), line
     assert "deleted Service observatory-query" in output
+    output = re.sub(r"\n +", " ", output)  # lines over 120 characters are wrapped
     # The operator's Events show each repair.
     assert "event on observatory: Created child: Service.v1 demo/observatory-query" in output
     assert ("event on observatory: Updated child: Deployment.apps/v1 demo/observatory-query"
