@@ -25,15 +25,10 @@ from collections.abc import Callable, Mapping
 from builders.names import MANAGED_BY_LABEL
 from reconciler._clients import ClusterClient
 from reconciler._clocks import Clock, RealClock
-<<<<<<< HEAD
-from reconciler._errors import AlreadyExistsError
 from reconciler._fencing import FencingClient, WriteFence
 from reconciler._informers import Informer, InformerManager
-from reconciler._kubernetes import KubernetesClient, for_operator
-=======
-from reconciler._informers import Informer, InformerManager
 from reconciler._install import install_object
->>>>>>> main
+from reconciler._kubernetes import KubernetesClient, for_operator
 from reconciler._leadership import LeaderElector
 from reconciler._metrics import HealthServer, OperatorMetrics
 from reconciler._operators import Operator

@@ -24,12 +24,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-<<<<<<< HEAD
-from reconciler._errors import ApiError, LeadershipLostError
-=======
 from reconciler._changelog import describe_changes
-from reconciler._errors import ApiError
->>>>>>> main
+from reconciler._errors import ApiError, LeadershipLostError
 from reconciler._finalizing import CLEANUP_FINALIZER
 from reconciler._informers import TypeKey
 from reconciler._parents import ParentResult
