@@ -69,7 +69,7 @@ __all__ = ["ChildError", "ParentReconciler", "ParentResult", "parent_conditions"
 _log = logging.getLogger(__name__)
 
 _READ: Any = object()  # "read this child on its own"
-_TERMINATING_KEPT = 4096
+_TERMINATING_KEPT = 4096  # parents whose namespace is being deleted, remembered by uid
 
 
 @attrs.frozen(kw_only=True)
@@ -89,10 +89,8 @@ class ParentResult:
     dry_run: bool = False
     """True when nothing was written (no child, Event or status): a plan of what would be."""
     namespace_terminating: bool = False
-    """The parent's namespace is being deleted (a create was refused with 403
-    ``NamespaceTerminating``, or 404 for the namespace itself): the reconcile stopped there,
-    wrote no Event and no status, and every later reconcile of this parent returns at once.
-    Not a failure to retry."""
+    """The namespace is being deleted (a create got 403 ``NamespaceTerminating`` or 404 for the
+    namespace): the reconcile stopped, wrote nothing more, and later ones return at once."""
 
     @property
     def ok(self) -> bool:
@@ -180,16 +178,14 @@ class ParentReconciler:
         self.cleanup = ParentCleanup(self.client, on_delete=on_delete, clock=self.clock,
                                      dry_run=dry_run)
         """The cleanup finalizer of this operator's parents (``reconciler._cleanups``)."""
-        self._terminating: OrderedDict[str, None] = OrderedDict()
+        self._terminating: OrderedDict[str, None] = OrderedDict()  # uids, the latest 4,096
         self._terminating_lock = threading.Lock()
-        """Uids of parents whose namespace is being deleted (the most recent few thousand)."""
 
     def namespace_terminating(self, uid: str) -> None:
         """Remember that parent ``uid``'s namespace is being deleted: leave the parent alone."""
         with self._terminating_lock:
             self._terminating[uid] = None
-            self._terminating.move_to_end(uid)
-            while len(self._terminating) > _TERMINATING_KEPT:
+            if len(self._terminating) > _TERMINATING_KEPT:
                 self._terminating.popitem(last=False)
 
     # -- entry point ------------------------------------------------------------------------
@@ -205,9 +201,7 @@ class ParentReconciler:
             raise ReconcilerUsageError(
                 f"parent {parent_ref} must be a live object with metadata.uid"
             )
-        with self._terminating_lock:
-            terminating = str(uid) in self._terminating
-        if terminating:
+        if str(uid) in self._terminating:  # a dict lookup is atomic; writes take the lock
             return ParentResult(parent=parent_ref, namespace_terminating=True)
         run = _ParentRun(self, parent, str(uid))
         with recording() as calls:
@@ -395,8 +389,7 @@ class _ParentRun:
                                   and not _namespace_gone(exc, ref)):
                 self._fail(ref, str(exc), exc)  # a plan reports the refusal as it is
                 return
-            _log.info("reconcile of %s: namespace %s is being deleted; leaving the parent "
-                      "alone", self.ref, ref.namespace)
+            _log.info("reconcile of %s: namespace %s is being deleted", self.ref, ref.namespace)
             self.terminating = True
             return
         except Exception as exc:
@@ -497,12 +490,9 @@ class _ParentRun:
 
 
 def _namespace_gone(error: NotFoundError, ref: ObjectRef) -> bool:
-    """Whether a 404 says the child's namespace itself no longer exists (a create racing the
-    end of a namespace's deletion), not that the object is missing."""
-    details = error.details
-    return bool(ref.namespace) and details.get("kind") == "namespaces" and (
-        details.get("name") == ref.namespace
-    )
+    """Whether a 404 says the child's namespace is gone (not the object)."""
+    found = (error.details.get("kind"), error.details.get("name"))
+    return bool(ref.namespace) and found == ("namespaces", ref.namespace)
 
 
 def _scope(ref: ObjectRef) -> ObjectRef:
