@@ -7,6 +7,10 @@ merges them into the parent's existing conditions (transition times kept unless 
 the optional refresh period is over) and what to write, and :func:`parent_events` groups the
 outcome into the few Events people read (one per kind of change, one warning for failures). No
 I/O: ``reconciler._parents`` sends what these functions return.
+
+A change the server refuses on an immutable field (``ImmutableFieldError``: recreation is off or
+not allowed for the kind) gets its own reason, ``ImmutableFieldChanged``, on both conditions and
+on the Warning, naming the child, the field(s) and the server's reason, and what clears it.
 """
 
 from __future__ import annotations
@@ -18,12 +22,14 @@ import attrs
 
 from builders import ObjectRef
 from reconciler._errors import ApiError
-from reconciler._reconciling import Action, ReconcileResult
+from reconciler._reconciling import Action, ImmutableFieldError, ReconcileResult
 from reconciler._times import format_time, parse_time
 
 __all__ = [
     "ChildError",
     "ParentEvent",
+    "error_message",
+    "failure_reason",
     "merge_conditions",
     "parent_conditions",
     "parent_events",
@@ -76,6 +82,29 @@ def _condition(
     }
 
 
+def failure_reason(errors: Sequence[ChildError]) -> str:
+    """The reason of a failed reconcile: ``ImmutableFieldChanged`` when every failure is a
+    refused change of an immutable field, else ``ChildrenFailed``."""
+    if errors and all(isinstance(e.error, ImmutableFieldError) for e in errors):
+        return "ImmutableFieldChanged"
+    return "ChildrenFailed"
+
+
+def error_message(error: ChildError) -> str:
+    """What people read about one failed child; for a refused immutable change, the field(s),
+    the server's reason and what clears it."""
+    exc = error.error
+    if not isinstance(exc, ImmutableFieldError):
+        return error.message
+    why = "; ".join(sorted({c.message for c in exc.causes if c.field in exc.fields
+                            and c.message})) or exc.reason
+    return (
+        f"the change of {', '.join(exc.fields)} cannot be applied ({why}); retried with "
+        f"backoff, it clears once the change is reverted or recreation is allowed "
+        f"(recreate=True with the kind in recreate_kinds)"
+    )
+
+
 def pending_children(results: Sequence[ReconcileResult]) -> list[ReconcileResult]:
     """The results that keep a parent from being ready: waiting (a requeue) or skipped."""
     return [r for r in results if r.requeue_after is not None or r.action is Action.SKIPPED]
@@ -93,13 +122,14 @@ def parent_conditions(
     reasons.
     """
     if errors:
-        listed = "; ".join(f"{e.ref}: {e.message}" for e in errors)
+        listed = "; ".join(f"{e.ref}: {error_message(e)}" for e in errors)
         message = f"{len(errors)} of {children} children failed: {listed}"
         message = message[:_MAX_CONDITION_MESSAGE]
+        reason = failure_reason(errors)
         return [
-            _condition("Reconciled", False, reason="ChildrenFailed", message=message,
+            _condition("Reconciled", False, reason=reason, message=message,
                        generation=generation),
-            _condition("Ready", False, reason="ChildrenFailed", message=message,
+            _condition("Ready", False, reason=reason, message=message,
                        generation=generation),
         ]
     reconciled = _condition(
@@ -179,6 +209,12 @@ def status_patch(
     }}
 
 
+_ORIGINAL_MEANING = {
+    "unreadable": "corrupt, oversized or too deeply nested",
+    "foreign": "it records another object",
+}
+
+
 def parent_events(
     results: Sequence[ReconcileResult], errors: Sequence[ChildError]
 ) -> list[ParentEvent]:
@@ -197,10 +233,19 @@ def parent_events(
         events.append(ParentEvent(
             reason=reason, message=f"{reason} {what}: " + ", ".join(str(r) for r in refs),
         ))
+    for result in results:
+        if result.original_status in ("unreadable", "foreign"):
+            events.append(ParentEvent(
+                reason="LastAppliedUnreadable", type="Warning",
+                message=f"child {result.ref}: its last-applied annotation was "
+                f"{result.original_status} ({_ORIGINAL_MEANING[result.original_status]}); "
+                "it was compared two-way and patched from the desired object",
+            ))
     if errors:
+        reason = failure_reason(errors)
         events.append(ParentEvent(
-            reason="ReconcileError", type="Warning",
+            reason="ReconcileError" if reason == "ChildrenFailed" else reason, type="Warning",
             message=f"{len(errors)} children failed: "
-            + "; ".join(f"{e.ref}: {e.message}" for e in errors),
+            + "; ".join(f"{e.ref}: {error_message(e)}" for e in errors),
         ))
     return events

@@ -16,6 +16,7 @@ The tree (the embedded server and ``reconciler.envtest`` have their own roots)::
     │   ├── BadRequestError               400
     │   ├── UnauthorizedError             401
     │   ├── ForbiddenError                403
+    │   │   └── NamespaceTerminatingError 403, cause NamespaceTerminating: final
     │   ├── NotFoundError                 404
     │   ├── ConflictError                 409
     │   │   ├── AlreadyExistsError        409 AlreadyExists
@@ -28,6 +29,7 @@ The tree (the embedded server and ``reconciler.envtest`` have their own roots)::
     │   ├── TooManyRequestsError          429 (``retry_after``)
     │   └── ServerError                   5xx
     ├── InClusterConfigError (LookupError)    not in a cluster: ``missing`` files/variables
+    ├── LeadershipLostError (RuntimeError)    a write fenced: the lease may have expired
     └── ReconcilerUsageError (ValueError) the library was called wrongly
         ├── ReconcilerUsageTypeError (TypeError)  an argument of the wrong type
         ├── ClientUsageError              the client was called wrongly
@@ -59,6 +61,10 @@ __all__ = [
     "InClusterConfigError",
     "InvalidError",
     "KubeconfigError",
+
+
+    "LeadershipLostError",
+    "NamespaceTerminatingError",
     "NotFoundError",
     "ObjectRef",
     "RbacDerivationError",
@@ -85,6 +91,26 @@ class StatusCause:
 
 class ReconcilerError(Exception):
     """Root of every error raised by the ``reconciler`` package."""
+
+
+class LeadershipLostError(ReconcilerError, RuntimeError):
+    """A write was refused before it was sent: this replica's lease may have expired.
+
+    Raised by the fencing client (``reconciler._fencing``) when the leader's last successful
+    renew is older than the renew deadline; the worker stops the reconcile and requeues nothing.
+    """
+
+    def __init__(self, *, identity: str, action: str, renewed_ago: float | None,
+                 deadline: float) -> None:
+        ago = "never renewed" if renewed_ago is None else f"last renewed {renewed_ago:.1f}s ago"
+        super().__init__(
+            f"{identity}: refusing to {action}: the lease may have expired ({ago}; renew "
+            f"deadline {deadline:g}s): this replica is no longer the leader"
+        )
+        self.identity = identity
+        self.action = action
+        self.renewed_ago = renewed_ago
+        self.deadline = deadline
 
 
 class ReconcilerUsageError(ReconcilerError, ValueError):
@@ -167,6 +193,18 @@ class ForbiddenError(ApiError):
     """403: not allowed (RBAC, or a namespace being terminated)."""
 
     code = 403
+
+
+class NamespaceTerminatingError(ForbiddenError):
+    """403 with the cause ``NamespaceTerminating``: a create in a namespace being deleted.
+
+    Final for that namespace: retrying cannot succeed, and the namespace's objects go with it.
+    """
+
+    @property
+    def namespace(self) -> str:
+        """The namespace being deleted (from the request's object, else empty)."""
+        return (self.ref.namespace or "") if self.ref is not None else ""
 
 
 class NotFoundError(ApiError):
@@ -276,6 +314,8 @@ def api_error_from_status(
     cls: type[ApiError]
     if code == 409 and reason == "AlreadyExists":
         cls = AlreadyExistsError
+    elif code == 403 and _has_cause(body, "NamespaceTerminating"):
+        cls = NamespaceTerminatingError
     elif code >= 500:
         cls = ServerError
     else:
@@ -317,3 +357,9 @@ class KubeconfigError(ReconcilerUsageError):
     def __init__(self, message: str, *, source: str) -> None:
         super().__init__(message)
         self.source = source
+
+
+def _has_cause(status: Mapping[str, Any], reason: str) -> bool:
+    details = status.get("details")
+    causes = details.get("causes") if isinstance(details, Mapping) else None
+    return any(isinstance(c, Mapping) and c.get("reason") == reason for c in causes or ())

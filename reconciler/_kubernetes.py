@@ -20,6 +20,7 @@ import attrs
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
+from reconciler._agents import toolkit_version, user_agent
 from reconciler._clients import ListFields, ListOptions, WatchEvent
 from reconciler._errors import (
     ApiError,
@@ -30,7 +31,10 @@ from reconciler._errors import (
     api_error_from_status,
 )
 
-__all__ = ["ClientUsageError", "KubernetesClient", "ResourceInfo"]
+__all__ = [
+    "ClientUsageError", "KubernetesClient", "ResourceInfo", "for_operator", "toolkit_version",
+    "user_agent",
+]
 
 _JSON = "application/json"
 _PATCH_TYPES = frozenset({
@@ -150,18 +154,18 @@ def _as_dict(api_client: Any, obj: Any) -> dict[str, Any]:
 
 
 class KubernetesClient:
-    """The ``ClusterClient`` over an official ``kubernetes.client.ApiClient``.
+    """The ``ClusterClient`` over an official ``ApiClient`` (thread-safe as its pool is);
+    discovery is cached per group version, refreshed once on a miss; ``User-Agent:
+    optk/<version> (<operator_name>)`` on every request, ``fieldManager`` on writes."""
 
-    Thread-safe as far as the underlying ``ApiClient`` is (its urllib3 pool is). Discovery results
-    are cached per group version; a lookup that misses refreshes that group version once.
-    """
-
-    def __init__(self, api_client: Any, *, request_timeout: float | None = 60.0) -> None:
-        self._api = api_client
-        self._timeout = request_timeout
+    def __init__(self, api_client: Any, *, request_timeout: float | None = 60.0,
+                 operator_name: str | None = None) -> None:
+        self._api, self._timeout = api_client, request_timeout
         self._lock = threading.Lock()
         self._discovery: dict[str, dict[str, ResourceInfo] | None] = {}
         self._auth_cache: tuple[float, Any] = (float("-inf"), None)
+        self.operator_name, self.field_manager = operator_name, operator_name or "optk"
+        self.user_agent = user_agent(operator_name)
 
     @property
     def api_client(self) -> Any:
@@ -204,6 +208,7 @@ class KubernetesClient:
                 auth_settings=["BearerToken"],
                 _request_auth=self._bearer_auth(),
             )
+            headers["User-Agent"] = self.user_agent  # the ApiClient's default would win above
             response = self._api.call_api(
                 method, url, header_params=headers, body=body,
                 _request_timeout=timeout if timeout is not None else self._timeout,
@@ -389,8 +394,8 @@ class KubernetesClient:
         """Create ``obj`` (a dict or an official model); ``AlreadyExistsError`` when taken."""
         body = _as_dict(self._api, obj)
         ref = ObjectRef.of(body)
-        path = self._object_path(ref, collection=True)
-        return self._json("POST", path, body=body, query=_query(dryRun=_dry(dry_run)), ref=ref)
+        return self._json("POST", self._object_path(ref, collection=True), body=body,
+                          query=_writes(dry_run, self.field_manager), ref=ref)
 
     def patch(
         self,
@@ -413,7 +418,7 @@ class KubernetesClient:
         body = patch if isinstance(patch, list) else _as_dict(self._api, patch)
         return self._json(
             "PATCH", self._object_path(ref, subresource=subresource), body=body,
-            content_type=patch_type, query=_query(dryRun=_dry(dry_run)), ref=ref,
+            content_type=patch_type, query=_writes(dry_run, self.field_manager), ref=ref,
         )
 
     def replace(
@@ -424,7 +429,7 @@ class KubernetesClient:
         ref = ObjectRef.of(body)
         return self._json(
             "PUT", self._object_path(ref, subresource=subresource), body=body,
-            query=_query(dryRun=_dry(dry_run)), ref=ref,
+            query=_writes(dry_run, self.field_manager), ref=ref,
         )
 
     def delete(
@@ -448,6 +453,19 @@ class KubernetesClient:
         if dry_run:
             options["dryRun"] = ["All"]
         return self._json("DELETE", self._object_path(ref), body=options, ref=ref)
+
+
+def for_operator(client: KubernetesClient, operator_name: str) -> KubernetesClient:
+    """``client`` (same transport, same discovery cache) speaking as ``operator_name``."""
+    named = KubernetesClient(client.api_client, request_timeout=client._timeout,
+                             operator_name=operator_name)
+    named._lock = client._lock
+    named._discovery = client._discovery
+    return named
+
+
+def _writes(dry_run: bool, manager: str) -> list[tuple[str, Any]]:
+    return _query(dryRun=_dry(dry_run), fieldManager=manager)
 
 
 def _dry(dry_run: bool) -> str | None:

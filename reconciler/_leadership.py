@@ -8,6 +8,12 @@ lease free when its holder is empty or when the record has not changed for a who
 trusts timestamps written by another machine). Updates carry the Lease's ``resourceVersion``, so
 two candidates can never both win a round. A leader that cannot renew within the renew deadline
 steps down; a leader that stops releases the lease so a standby takes over at once.
+
+The elector keeps the replica's ``WriteFence`` (``reconciler._fencing``): each successful renew
+opens it for ``renew_deadline`` seconds from when the renew request was sent, and seeing another
+holder or stepping down closes it, so the runtime's writes stop the moment the lease may have
+expired, whatever this elector's thread is doing (a paused process resumes with its fence past).
+A replica releases the lease on its way out only while its fence is still valid.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import attrs
 from reconciler._clients import ClusterClient
 from reconciler._clocks import Clock, RealClock
 from reconciler._errors import ApiError, NotFoundError, ReconcilerUsageError
+from reconciler._fencing import WriteFence
 from reconciler._times import format_micro_time
 
 __all__ = ["LeaderElection", "LeaderElector", "LeaseConfig"]
@@ -77,6 +84,7 @@ class LeaderElector:
         on_stopped: Callable[[], None] = lambda: None,
         clock: Clock | None = None,
         rng: random.Random | None = None,
+        fence: WriteFence | None = None,
     ) -> None:
         if not config.name:
             raise ReconcilerUsageError(
@@ -88,6 +96,10 @@ class LeaderElector:
         self._on_started = on_started
         self._on_stopped = on_stopped
         self._clock = clock or RealClock()
+        self.fence = fence if fence is not None else WriteFence(
+            clock=self._clock, validity=config.renew_deadline, identity=identity
+        )
+        """Open while this replica may write (``renew_deadline`` after its last renew)."""
         self._rng = rng or random.Random()
         self._cond = threading.Condition()
         self._stopping = False
@@ -127,8 +139,9 @@ class LeaderElector:
             with self._cond:
                 self._leading = False
                 release = self._stopping and self._release_on_stop
-            if release:
+            if release and self.fence.valid():  # else the lease may be another's already
                 self._release()
+            self.fence.revoke()
             _log.info("%s stopped leading lease %s", self.identity, self._where())
             self._on_stopped()
 
@@ -146,9 +159,11 @@ class LeaderElector:
     def _renew_loop(self) -> None:
         last_renew = self._clock.monotonic()
         while not self._sleep(self.config.retry_period):
+            sent = self._clock.monotonic()
             if self._try_acquire_or_renew():
-                last_renew = self._clock.monotonic()
+                last_renew = sent
             elif self._clock.monotonic() - last_renew >= self.config.renew_deadline:
+                self.fence.revoke()
                 _log.warning("%s failed to renew lease %s within %.0fs; stepping down",
                              self.identity, self._where(), self.config.renew_deadline)
                 return
@@ -169,6 +184,7 @@ class LeaderElector:
     # --- one round ---------------------------------------------------------------------------
 
     def _try_acquire_or_renew(self) -> bool:
+        sent = self._clock.monotonic()  # the fence counts from the request, not the answer
         now_wall = self._clock.time()
         try:
             lease = self.client.get(
@@ -176,7 +192,7 @@ class LeaderElector:
                 namespace=self.config.namespace,
             )
         except NotFoundError:
-            return self._create(now_wall)
+            return self._create(now_wall, sent)
         except ApiError as error:
             _log.warning("reading lease %s failed: %s", self._where(), error)
             return False
@@ -189,6 +205,7 @@ class LeaderElector:
             self._observed_at = now
         duration = float(spec.get("leaseDurationSeconds") or self.config.lease_duration)
         if holder and holder != self.identity and now < self._observed_at + duration:
+            self.fence.revoke()  # another holds it: stop writing now, not at the deadline
             return False  # held by a live candidate
         new_spec = dict(spec)
         if holder != self.identity:
@@ -209,9 +226,10 @@ class LeaderElector:
         self._observed = (self.identity, updated_spec.get("renewTime"),
                           updated_spec.get("leaseTransitions"))
         self._observed_at = self._clock.monotonic()
+        self.fence.renewed(sent)
         return True
 
-    def _create(self, now_wall: float) -> bool:
+    def _create(self, now_wall: float, sent: float) -> bool:
         lease = {
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
@@ -230,6 +248,7 @@ class LeaderElector:
             _log.debug("creating lease %s failed: %s", self._where(), error)
             return False
         self._observed_at = self._clock.monotonic()
+        self.fence.renewed(sent)
         return True
 
     def _release(self) -> None:

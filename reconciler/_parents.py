@@ -15,6 +15,8 @@ garbage collector cannot collect is written, the cleanup finalizer is put on the
 from __future__ import annotations
 
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -45,7 +47,14 @@ from reconciler._counting import (
     recording,
     uncounted,
 )
-from reconciler._errors import ApiError, NotFoundError, ReconcilerError, ReconcilerUsageError
+from reconciler._errors import (
+    ApiError,
+    LeadershipLostError,
+    NamespaceTerminatingError,
+    NotFoundError,
+    ReconcilerError,
+    ReconcilerUsageError,
+)
 from reconciler._events import EventRecorder
 from reconciler._finalizing import is_uncollectable, refuses_data_loss
 from reconciler._readiness import Readiness, StatusBuilder, not_ready, readiness_status_patch
@@ -60,6 +69,7 @@ __all__ = ["ChildError", "ParentReconciler", "ParentResult", "parent_conditions"
 _log = logging.getLogger(__name__)
 
 _READ: Any = object()  # "read this child on its own"
+_TERMINATING_KEPT = 4096  # parents whose namespace is being deleted, remembered by uid
 
 
 @attrs.frozen(kw_only=True)
@@ -78,11 +88,14 @@ class ParentResult:
     """Seconds until the parent should be reconciled again (a child asked, or was throttled)."""
     dry_run: bool = False
     """True when nothing was written (no child, Event or status): a plan of what would be."""
+    namespace_terminating: bool = False
+    """The namespace is being deleted (a create got 403 ``NamespaceTerminating`` or 404 for the
+    namespace): the reconcile stopped, wrote nothing more, and later ones return at once."""
 
     @property
     def ok(self) -> bool:
         """True when every child was reconciled and the status written (if needed)."""
-        return not self.errors and not self.status_error
+        return not self.errors and not self.status_error and not self.namespace_terminating
 
     @property
     def requeue(self) -> bool:
@@ -165,6 +178,15 @@ class ParentReconciler:
         self.cleanup = ParentCleanup(self.client, on_delete=on_delete, clock=self.clock,
                                      dry_run=dry_run)
         """The cleanup finalizer of this operator's parents (``reconciler._cleanups``)."""
+        self._terminating: OrderedDict[str, None] = OrderedDict()  # uids, the latest 4,096
+        self._terminating_lock = threading.Lock()
+
+    def namespace_terminating(self, uid: str) -> None:
+        """Remember that parent ``uid``'s namespace is being deleted: leave the parent alone."""
+        with self._terminating_lock:
+            self._terminating[uid] = None
+            if len(self._terminating) > _TERMINATING_KEPT:
+                self._terminating.popitem(last=False)
 
     # -- entry point ------------------------------------------------------------------------
 
@@ -179,6 +201,8 @@ class ParentReconciler:
             raise ReconcilerUsageError(
                 f"parent {parent_ref} must be a live object with metadata.uid"
             )
+        if str(uid) in self._terminating:  # a dict lookup is atomic; writes take the lock
+            return ParentResult(parent=parent_ref, namespace_terminating=True)
         run = _ParentRun(self, parent, str(uid))
         with recording() as calls:
             result = run.execute()
@@ -213,6 +237,7 @@ class _ParentRun:
         self.results: list[ReconcileResult] = []
         self.errors: list[ChildError] = []
         self.build_failed = False
+        self.terminating = False
         self.selector = f"{OWNER_UID_LABEL}={label_value(uid)}"
         self.recheck: float | None = None
 
@@ -222,6 +247,8 @@ class _ParentRun:
         live, unlisted = self._prefetch(built)
         built_refs = set()
         for ref, obj, state in built:
+            if self.terminating:
+                break  # every further create in the namespace would be refused as well
             built_refs.add(ref)
             failure = unlisted.get(_scope(ref))
             if failure is not None:
@@ -236,6 +263,11 @@ class _ParentRun:
             else:
                 # Missing from our labelled children: create; a taken name becomes an update.
                 self._child(ref, obj, state, None)
+        if self.terminating:
+            self.o.namespace_terminating(self.uid)
+            return ParentResult(parent=self.ref, children=tuple(self.results),
+                                errors=tuple(self.errors), namespace_terminating=True,
+                                dry_run=self.o.dry_run)
         pruned = self._prune(live, built_refs)
         self._emit_events(pruned)
         status_written, status_error = self._status(pruned)
@@ -350,6 +382,16 @@ class _ParentRun:
                 result = self.o.resources.reconcile_resource(
                     obj, state, owner_uid=self.uid, live=live
                 )
+        except LeadershipLostError:
+            raise  # no further write: the worker stops this reconcile
+        except (NamespaceTerminatingError, NotFoundError) as exc:
+            if self.o.dry_run or (isinstance(exc, NotFoundError)
+                                  and not _namespace_gone(exc, ref)):
+                self._fail(ref, str(exc), exc)  # a plan reports the refusal as it is
+                return
+            _log.info("reconcile of %s: namespace %s is being deleted", self.ref, ref.namespace)
+            self.terminating = True
+            return
         except Exception as exc:
             self._fail(ref, str(exc), exc)
             return
@@ -388,6 +430,8 @@ class _ParentRun:
                 result = self.o.resources.reconcile_resource(
                     obj, DesiredState.ABSENT, owner_uid=self.uid, live=obj
                 )
+            except LeadershipLostError:
+                raise
             except Exception as exc:
                 self._fail(ref, f"prune failed: {exc}", exc)
                 continue
@@ -443,6 +487,12 @@ class _ParentRun:
             except ApiError as exc:
                 return False, f"status write failed: {exc}"
             return True, ""
+
+
+def _namespace_gone(error: NotFoundError, ref: ObjectRef) -> bool:
+    """Whether a 404 says the child's namespace is gone (not the object)."""
+    found = (error.details.get("kind"), error.details.get("name"))
+    return bool(ref.namespace) and found == ("namespaces", ref.namespace)
 
 
 def _scope(ref: ObjectRef) -> ObjectRef:

@@ -24,7 +24,15 @@ from typing import Any
 import attrs
 
 from builders import DesiredState, ObjectRef
-from objectmatcher import LAST_APPLIED_ANNOTATION, KubeObject, calculate_patch, set_last_applied
+from objectmatcher import (
+    LAST_APPLIED_ANNOTATION,
+    ORIGINAL_FOREIGN,
+    ORIGINAL_RECORDED,
+    ORIGINAL_UNREADABLE,
+    KubeObject,
+    calculate_patch,
+    set_last_applied,
+)
 
 __all__ = [
     "ChildPlan",
@@ -76,6 +84,11 @@ class ChildPlan:
     """The propagation policy of a delete: ``Background``, or ``Foreground`` for a recreate."""
     live: Mapping[str, Any] | None = attrs.field(default=None, repr=False, eq=False)
     """The live object the plan was made against."""
+    original_status: str = ORIGINAL_RECORDED
+    """The matcher's ``PatchResult.original_status`` of the live object's last-applied
+    annotation: ``recorded``, ``absent``, ``unreadable`` (corrupt, oversized or too deeply
+    nested) or ``foreign`` (it records another object). The last two are worth a Warning on
+    the parent; the plan then patches from the desired object and rewrites the annotation."""
 
     @property
     def writes(self) -> bool:
@@ -213,13 +226,21 @@ def plan_child(
         return ChildPlan(action=PlanAction.UNCHANGED, ref=ref, live=live,
                          reason="should_update said no")
     match = calculate_patch(live, hooked, *match_options, crd_schema=crd_schema)
-    if match.is_empty:
+    original = match.original_status
+    if match.is_empty and original not in _BAD_ORIGINALS:
         return ChildPlan(action=PlanAction.UNCHANGED, ref=ref, live=live)
+    # an unreadable or foreign record is replaced even when nothing else differs
     body = _patch_body(match.patch, live, _annotation(desired))
     if body is None:
-        return ChildPlan(action=PlanAction.UNCHANGED, ref=ref, live=live)
+        return ChildPlan(action=PlanAction.UNCHANGED, ref=ref, live=live,
+                         original_status=original)
     return ChildPlan(action=PlanAction.PATCH, ref=ref, live=live, body=body,
-                     patch_type=match.patch_type, diff=tuple(match.diff))
+                     patch_type=match.patch_type or _MERGE, diff=tuple(match.diff),
+                     original_status=original)
+
+
+_BAD_ORIGINALS = frozenset({ORIGINAL_UNREADABLE, ORIGINAL_FOREIGN})
+_MERGE = "application/merge-patch+json"
 
 
 def _plan_absent(

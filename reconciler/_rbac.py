@@ -319,8 +319,8 @@ def derive_rules(
             grant(api_version, kind, ("list", "watch"),
                   "watched by an on_start hook (declared with reconciler.watches)")
     if facts.events:
-        grants.add("", "events", ("create",), "Events on the parents for each create, update "
-                   "and delete", namespace=scope)
+        grants.add("", "events", ("create", "patch"), "Events on the parents for each create, "
+                   "update and delete (a repeat patches the Event's count)", namespace=scope)
     if facts.config_map:
         namespace, name = facts.config_map.split("/")
         grants.add("", "configmaps", ("list", "watch"),

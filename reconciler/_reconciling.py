@@ -98,6 +98,9 @@ class ReconcileResult:
     """The object as the server returned it after the last request, when known."""
     dry_run: bool = False
     """True when nothing was written: the action is what a real run would do."""
+    original_status: str = "recorded"
+    """What the live object's last-applied annotation was (``ChildPlan.original_status``):
+    ``unreadable`` or ``foreign`` means it was replaced, and the parent gets a Warning."""
 
     @property
     def requeue(self) -> bool:
@@ -338,6 +341,7 @@ class _Execution:
             requeue_after=self.r.deleting_requeue if requeue else None,
             reason=plan.reason if reason is None else reason,
             live=plan.live if live is _UNKNOWN else live, dry_run=self.r.dry_run,
+            original_status=plan.original_status,
         )
 
     def execute(self, plan: ChildPlan) -> ReconcileResult:

@@ -19,7 +19,7 @@ from typing import Any, cast
 
 from reconciler._clients import ClusterClient
 from reconciler._clocks import Clock
-from reconciler._errors import ApiError, ConflictError, NotFoundError
+from reconciler._errors import ApiError, ConflictError, LeadershipLostError, NotFoundError
 from reconciler._queues import WorkQueue
 from reconciler._resyncs import Heartbeat, ResyncSchedule, parse_duration
 from reconciler._stats import RuntimeStats
@@ -138,7 +138,8 @@ class ResyncLoop:
             self.heartbeats.write(heartbeat)
             self.stats.heartbeats += 1
             self._last_heartbeat = heartbeat
-        except ApiError as error:  # a missed beat only widens what a restart re-checks
+        except (ApiError, LeadershipLostError) as error:  # a missed beat only widens what a
+            # restart re-checks; a fenced one (leadership lost) was never sent
             _log.warning("writing the resync heartbeat failed: %s", error)
 
 

@@ -127,7 +127,9 @@ class ResyncPolicy:
     ``interval`` is seconds or a duration such as ``"10h"``; ``OPTK_RESYNC_INTERVAL`` overrides
     it, and the ConfigMap ``config_map`` (``"namespace/name"``, key ``resyncInterval``, watched:
     a change applies without a restart) overrides both. ``min_interval``/``max_interval`` bound
-    every interval (overrides and per-parent annotations are clamped into them).
+    every interval: one outside them is refused from code, the environment and the ConfigMap
+    alike (a refused ConfigMap value is logged and ignored); per-parent annotations, set by
+    users on their own objects, are clamped into them.
 
     ``ticks`` grid points per interval: 1 keeps every parent on a fixed grid (a reconcile does
     not move its next resync; a restart keeps every schedule exactly); the default 2 lets any
@@ -185,9 +187,11 @@ class ResyncPolicy:
         return namespace, name
 
     def with_interval_text(self, text: str | None, *, source: str) -> ResyncPolicy:
-        """This policy with the interval from ``text`` (clamped); unchanged when ``text`` is None.
+        """This policy with the interval from ``text``; unchanged when ``text`` is None.
 
-        ``source`` names where the text came from, for the error when it is not a duration.
+        ``source`` names where the text came from, for the error when it is not a duration or
+        lies outside ``[min_interval, max_interval]`` (refused exactly as an interval given in
+        code is, never silently clamped: an operator told "10s" must not quietly run at 60 s).
         """
         if text is None or not text.strip():
             return self
@@ -195,7 +199,13 @@ class ResyncPolicy:
             seconds = parse_duration(text)
         except ValueError as error:
             raise ReconcilerUsageError(f"{source}: {error}") from error
-        return attrs.evolve(self, interval=self._clamp(seconds))
+        if not self.min_interval <= seconds <= self.max_interval:
+            raise ReconcilerUsageError(
+                f"{source}: resync interval {text.strip()!r} ({seconds:g}s) is outside the "
+                f"bounds {self.min_interval:g}..{self.max_interval:g}s (ResyncPolicy."
+                f"min_interval/max_interval), as an interval given in code would be"
+            )
+        return attrs.evolve(self, interval=seconds)
 
     def with_environment(self, environ: Mapping[str, str]) -> ResyncPolicy:
         """Apply ``OPTK_RESYNC_INTERVAL`` when set."""

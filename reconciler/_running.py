@@ -77,7 +77,8 @@ def _run_with(operator: Operator, api_client: Any, stop: _StopFlag,
               metrics_port: int | None) -> int:
     from reconciler._kubernetes import KubernetesClient
 
-    runtime = operator.start(KubernetesClient(api_client), metrics_port=metrics_port)
+    client = KubernetesClient(api_client, operator_name=operator.name)
+    runtime = operator.start(client, metrics_port=metrics_port)
     _log.info("operator %s started (identity %s)", operator.name, runtime.identity)
     try:
         while not stop.requested and not runtime.finished:
@@ -138,10 +139,20 @@ def load_operator(target: str) -> Operator:
         raise ReconcilerUsageError(
             f"cannot import operator module {module_name!r}: {error}"
         ) from error
-    value = getattr(module, attr or "operator", None)
+    name = attr or "operator"
+    found = sorted(key for key, item in vars(module).items() if isinstance(item, Operator))
+    have = (
+        f"the module's Operator objects: {', '.join(found)}" if found
+        else "the module has no Operator object"
+    )
+    if not hasattr(module, name):
+        raise ReconcilerUsageError(
+            f"{module_name}:{name}: module {module_name!r} has no attribute {name!r} ({have})"
+        )
+    value = getattr(module, name)
     if not isinstance(value, Operator):
         raise ReconcilerUsageError(
-            f"{module_name}:{attr or 'operator'} is not an Operator (got {type(value).__name__})"
+            f"{module_name}:{name} is not an Operator (got {type(value).__name__}; {have})"
         )
     return value
 

@@ -25,8 +25,10 @@ from collections.abc import Callable, Mapping
 from builders.names import MANAGED_BY_LABEL
 from reconciler._clients import ClusterClient
 from reconciler._clocks import Clock, RealClock
+from reconciler._fencing import FencingClient, WriteFence
 from reconciler._informers import Informer, InformerManager
 from reconciler._install import install_object
+from reconciler._kubernetes import KubernetesClient, for_operator
 from reconciler._leadership import LeaderElector
 from reconciler._metrics import HealthServer, OperatorMetrics
 from reconciler._operators import Operator
@@ -74,7 +76,15 @@ class OperatorRuntime:
         self._finished = False
         self._threads: list[threading.Thread] = []
         self._cleanups: list[Callable[[], object]] = []
+        if isinstance(client, KubernetesClient) and client.operator_name is None:
+            client = for_operator(client, operator.name)  # User-Agent and fieldManager
         self._inner = client
+        self.fence: WriteFence | None = None
+        writer = client  # every write of the reconciles and the heartbeat: fenced when electing
+        if operator.election is not None and operator.sharding is None:  # shards: own leases
+            self.fence = WriteFence(clock=self.clock, validity=operator.election.renew_deadline,
+                                    identity=self.identity)
+            writer = FencingClient(client, fence=self.fence)
         self.shards: Shards | None = None
         if operator.sharding is not None:
             self.shards = Shards(self, operator.sharding, os.environ if environ is None
@@ -91,7 +101,7 @@ class OperatorRuntime:
             client, operator.api_version, operator.kind, namespace=operator.namespace,
             clock=self.clock, label_selector=None if self.shards is None else self.shards.selector,
         )
-        self.client = RecordingClient(client, informers=self.router.informer_of, clock=self.clock)
+        self.client = RecordingClient(writer, informers=self.router.informer_of, clock=self.clock)
         self.informers = InformerManager(
             client, handler=self.router.on_child, clock=self.clock, namespace=operator.namespace,
             label_selector=f"{MANAGED_BY_LABEL}={operator.name}{shard_selector}",
@@ -120,7 +130,7 @@ class OperatorRuntime:
         if (lease := operator.heartbeat_lease) is not None:
             name = lease[1] if self.shards is None else f"{lease[1]}-{self.shards.shard}"
             self.heartbeats = HeartbeatStore(
-                client, name=name, namespace=lease[0], identity=self.identity,
+                writer, name=name, namespace=lease[0], identity=self.identity,
             )
         self.resync = ResyncLoop(
             schedule=self.schedule, queue=self.queue, heartbeats=self.heartbeats,
@@ -131,7 +141,7 @@ class OperatorRuntime:
         if (election := operator.election) is not None and self.shards is None:
             self.elector = LeaderElector(
                 client, election, identity=self.identity, on_started=self._start_workers,
-                on_stopped=self.standby.lost_leadership, clock=self.clock,
+                on_stopped=self.standby.lost_leadership, clock=self.clock, fence=self.fence,
             )
         self._metrics_port = metrics_port
         self.health: HealthServer | None = None

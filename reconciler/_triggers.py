@@ -1,13 +1,13 @@
 """The trigger rules: which watch events and which first sights call for a parent's reconcile.
 
-Pure functions of objects (DESIGN.md section 6): a parent passes on creation, a
-``metadata.generation`` change, deletion and the ``optk.dev/reconcile-requested-at``
-annotation (``parent_event_triggers``); a parent seen for the first time is reconciled at once
-when it was never reconciled, failed, changed or was asked to (``parent_needs_reconcile``); a
-child's change passes unless it touched only ``status`` and server-maintained metadata
-(``child_event_triggers``). Recognising the echo of the toolkit's own write is not here (that
-needs the writes: ``reconciler._recording``); routing events to the queue is
-``reconciler._routing``.
+Pure functions of objects (DESIGN.md section 6): a parent passes on creation, deletion and any
+change but one of ``status`` and server-maintained metadata only, labels and annotations
+included, since a builder may read them (``parent_event_triggers``); a parent seen for the
+first time is reconciled at once when it was never reconciled, failed, changed or was asked
+to (``parent_needs_reconcile``); a child's change passes unless it touched only ``status`` and
+server-maintained metadata (``child_event_triggers``). Recognising the echo of the toolkit's
+own write is not here (that needs the writes: ``reconciler._recording``); routing events to
+the queue is ``reconciler._routing``.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ ParentKey = tuple[str, str]
 
 
 _VOLATILE_META = ("resourceVersion", "managedFields", "generation")
+_PARENT_VOLATILE_META = ("resourceVersion", "managedFields")
 
 
 def meta_of(obj: KubeObject | None) -> Mapping[str, Any]:
@@ -80,29 +81,25 @@ def parent_event_triggers(
 ) -> bool:
     """Whether a parent's watch event (not the toolkit's own write) calls for a reconcile.
 
-    Creation, deletion, a ``metadata.generation`` change, a newly set ``deletionTimestamp`` and a
-    change of the ``optk.dev/reconcile-requested-at`` annotation pass; so does any change outside
-    ``metadata`` and ``status`` (the spec of a kind without a generation, such as a ConfigMap
-    used as a parent). Status-only and other metadata changes do not.
+    A pure builder may read the whole parent, so every change passes (spec, labels, annotations,
+    owner references, finalizers, a newly set ``deletionTimestamp``, the
+    ``optk.dev/reconcile-requested-at`` annotation) except one that touched only ``status`` and
+    server-maintained metadata (``resourceVersion``, ``managedFields``). The echo of the
+    toolkit's own write (its status, its finalizer) is dropped before this rule, by
+    ``RecordingClient``.
     """
     if event_type in ("ADDED", "DELETED") or old is None:
         return True
-    before, after = meta_of(old), meta_of(new)
-    return (
-        before.get("generation") != after.get("generation")
-        or _content(old) != _content(new)
-        or (after.get("deletionTimestamp") is not None and not before.get("deletionTimestamp"))
-        or _annotation(old, REQUESTED_AT_ANNOTATION) != _annotation(new, REQUESTED_AT_ANNOTATION)
+    return _without_volatile(old, _PARENT_VOLATILE_META) != _without_volatile(
+        new, _PARENT_VOLATILE_META
     )
 
 
-def _content(obj: KubeObject) -> dict[str, Any]:
-    return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
-
-
-def _without_volatile(obj: KubeObject) -> dict[str, Any]:
+def _without_volatile(
+    obj: KubeObject, volatile: tuple[str, ...] = _VOLATILE_META
+) -> dict[str, Any]:
     rest = {k: v for k, v in obj.items() if k != "status"}
-    rest["metadata"] = {k: v for k, v in meta_of(obj).items() if k not in _VOLATILE_META}
+    rest["metadata"] = {k: v for k, v in meta_of(obj).items() if k not in volatile}
     return rest
 
 

@@ -9,7 +9,10 @@ for the next resync. With sharding, a parent its shard must release (the drain m
 acknowledged instead of reconciled, and one moved in has its children adopted first (and is
 reconciled only when due) (``reconciler._shards``). A parent being deleted that carries the
 toolkit's cleanup finalizer gets its cleanup (``ParentCleanup.finalize``), retried with backoff
-until done. A parent gone or being deleted is then dropped from the schedule and its child
+until done. A write refused by the fence (``LeadershipLostError``: the lease may have expired) ends
+the reconcile with nothing requeued, and the runtime steps down; a parent whose namespace is
+being deleted (``ParentResult.namespace_terminating``) is neither retried nor resynced. A parent
+gone or being deleted is then dropped from the schedule and its child
 informers released. Deciding when to queue is not here (``reconciler._routing``,
 ``reconciler._resync_loop``).
 """
@@ -22,7 +25,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from reconciler._changelog import describe_changes
-from reconciler._errors import ApiError
+from reconciler._errors import ApiError, LeadershipLostError
 from reconciler._finalizing import CLEANUP_FINALIZER
 from reconciler._informers import TypeKey
 from reconciler._parents import ParentResult
@@ -56,6 +59,7 @@ class WorkerPool:
         self._threads: list[threading.Thread] = []
         self._active = 0
         self._last_started: dict[ParentKey, float] = {}
+        self._fenced = False
 
     @property
     def started(self) -> bool:
@@ -104,6 +108,8 @@ class WorkerPool:
             metrics.worker_started()
             try:
                 self._process(key)
+            except LeadershipLostError as lost:  # a fenced write: reconcile or cleanup
+                self._fenced_out(key, lost)
             except Exception:  # never lose a worker to a bug: back off and keep going
                 ParentLog(_log, {"parent": "/".join(key)}).exception("reconcile crashed")
                 queue.add_rate_limited(key)
@@ -112,6 +118,15 @@ class WorkerPool:
                 with self._lock:
                     self._active -= 1
                 queue.done(key)
+
+    def _fenced_out(self, key: ParentKey, lost: LeadershipLostError) -> None:
+        """A write was refused by the fence: requeue nothing and step down (once)."""
+        ParentLog(_log, {"parent": "/".join(key)}).error(
+            "reconcile stopped, nothing requeued: %s", lost)
+        with self._lock:
+            first, self._fenced = not self._fenced, True
+        if first:
+            self._runtime.standby.lost_leadership()
 
     def _process(self, key: ParentKey) -> None:
         rt = self._runtime
@@ -157,6 +172,13 @@ class WorkerPool:
             result, error = None, exc
         seconds = time.perf_counter() - started
         rt.stats.reconciles[key] += 1
+        if result is not None and result.namespace_terminating:
+            # final: no retry, no resync; the parent goes with its namespace
+            log.info("namespace is being deleted; the parent is left alone until it is gone")
+            rt.queue.forget(key)
+            rt.schedule.remove(key)
+            rt.metrics.observe_reconcile(result="success", seconds=seconds)
+            return
         if result is not None:
             rt.stats.writes += result.writes
             rt.informers.use(key, types_of(result))

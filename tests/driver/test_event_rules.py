@@ -38,10 +38,10 @@ def test_parent_generation_change_deletion_and_manual_trigger_pass() -> None:
     assert parent_event_triggers("MODIFIED", requested, old=base)
 
 
-def test_parent_status_and_unrelated_metadata_changes_do_not_pass() -> None:
+def test_parent_status_only_changes_do_not_pass_but_annotations_do() -> None:
     base = _thing()
     assert not parent_event_triggers("MODIFIED", _thing(status_extra={"ready": True}), old=base)
-    assert not parent_event_triggers("MODIFIED", _thing(annotations={"note": "x"}), old=base)
+    assert parent_event_triggers("MODIFIED", _thing(annotations={"note": "x"}), old=base)
 
 
 def test_a_labelled_child_edit_passes_even_without_a_generation() -> None:

@@ -70,7 +70,7 @@ def test_the_derived_role_of_the_example() -> None:
                for r in roles["ClusterRole"]["rules"] for res in r["resources"]}
     child = ("create", "delete", "get", "list", "patch", "watch")
     assert cluster == {
-        ("", "events"): ("create",),
+        ("", "events"): ("create", "patch"),
         ("", "services"): child,
         ("apps", "deployments"): child,
         ("apps", "statefulsets"): child,
