@@ -1,7 +1,8 @@
 """API faults from the embedded server's injector, the example operator as a separate process.
 
 Phases: 5% 500s, 5% 503s, 429 with Retry-After, latency spikes, watches cut every second,
-forced 410 on every new watch, and the server stopped and restarted with its state. In each
+forced 410 on every new watch (both after a quick server bounce, since watch faults apply to
+watches opened after them), and the server stopped and restarted with its state. In each
 phase the parents change while the fault is on; after it, within a bound: every parent
 converged, no duplicate or lost child, and the seeded objects that are not ours never written.
 """
@@ -78,6 +79,11 @@ def test_operator_converges_after_every_fault_phase(
     for phase, faults in PHASES.items():
         server.reset_request_counts()
         with server.faults(faults):
+            if phase.startswith("watch"):
+                # Watch faults apply to watches opened from now on: end the open ones (a quick
+                # stop and start with state) so every informer re-watches under the fault.
+                server.stop()
+                server.start()
             _storm(fleet, rng, PHASE_SECONDS)
             code = {"http_500": 500, "http_503": 503, "http_429": 429}.get(phase)
             injected = _injected(server, code) if code else (
