@@ -265,7 +265,7 @@ class Fleet:
     def census(self) -> tuple[int, int]:
         """(duplicated, lost): children beyond or missing from what the parents build.
 
-        Duplicated counts live objects labelled as a parent's child (managed-by the example)
+        Duplicated counts live objects labelled as a fleet parent's child (managed-by the example)
         that its builders do not want present, plus any (parent, kind, component) seen twice;
         lost counts wanted children that do not exist."""
         wanted: set[tuple[str, str]] = set()
@@ -276,6 +276,7 @@ class Fleet:
             for desired, state in run_builders(thanos.build(parent), parent=parent):
                 if not state.is_absent:
                     wanted.add((desired["kind"], desired["metadata"]["name"]))
+        names = set(self.names)
         seen: Counter[tuple[str, str]] = Counter()
         slots: Counter[tuple[str, str, str]] = Counter()
         for api_version, kind in CHILD_KINDS:
@@ -283,10 +284,10 @@ class Fleet:
                                      label_selector=f"{MANAGED_BY_LABEL}={thanos.OPERATOR_NAME}")
             for item in items.get("items", []):
                 meta = item["metadata"]
-                if meta.get("deletionTimestamp"):
-                    continue
-                seen[(kind, meta["name"])] += 1
                 labels = meta.get("labels") or {}
+                if meta.get("deletionTimestamp") or labels.get(INSTANCE_LABEL) not in names:
+                    continue  # being deleted, or a child of a parent outside this fleet
+                seen[(kind, meta["name"])] += 1
                 slots[(kind, labels.get(INSTANCE_LABEL, ""),
                        labels.get("app.kubernetes.io/component", ""))] += 1
         duplicated = sum(1 for key in seen if key not in wanted)
