@@ -2,9 +2,10 @@
 
 The Thanos example builds neither, so this module (public names only) gives the suite children
 that carry data: ``spec.size`` characters of incompressible text in a ConfigMap (to approach the
-1 MiB object limit; ``spec.encoding`` other than ``text`` is refused by the builder) and a Secret whose value is derived from the parent's uid (so it appears
-nowhere else legitimately and any copy in logs, Events, status or annotations is a leak). Run
-it as ``python -m reconciler run tests.reliability.data_operator:operator``.
+1 MiB object limit; ``spec.encoding`` other than ``text`` is refused by the builder) and a
+Secret whose value is derived from the parent's uid (so it appears nowhere else legitimately
+and any copy in logs, Events, status or annotations is a leak). Run it as
+``python -m reconciler run tests.reliability.data_operator:operator``.
 """
 
 from __future__ import annotations

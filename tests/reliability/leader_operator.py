@@ -4,7 +4,8 @@
 ``Operator`` field), so this module wraps ``examples.thanos.operator:operator`` with
 ``attrs.evolve`` and public names only: ``leader_election=LeaderElection(...)`` with a short lease
 (``OPTK_TEST_LEASE_SECONDS``, default 4 s; renew deadline 3/4 of it, retry period 1/8) so a
-takeover is quick. Run it as ``python -m reconciler run tests.reliability.leader_operator:operator``.
+takeover is quick. Run it as
+``python -m reconciler run tests.reliability.leader_operator:operator``.
 """
 
 from __future__ import annotations

@@ -25,7 +25,9 @@ from reconciler import ApiError, InvalidError, KubernetesClient
 from reconciler.embedded import EmbeddedApiServer
 from tests.reliability import _counts
 from tests.reliability._harness import SOAK, Fleet, OperatorProcess, eventually
-from tests.reliability.data_operator import API_VERSION as BLOB_API, KIND as BLOB, secret_value
+from tests.reliability.data_operator import API_VERSION as BLOB_API
+from tests.reliability.data_operator import KIND as BLOB
+from tests.reliability.data_operator import secret_value
 
 THANOS_API, THANOS = "monitoring.optk.dev/v1alpha1", "Thanos"
 MANY_PARENTS = 700 if SOAK else 90  # about 3 children each: 2,100 or 270
@@ -67,7 +69,8 @@ def test_bad_parents_children_and_annotations_are_contained(
         client.create({"apiVersion": THANOS_API, "kind": THANOS,
                        "metadata": {"name": "too-many", "namespace": "bad"},
                        "spec": {"query": {"replicas": 99}}})
-    assert refused.value.code == 422 and "spec.query.replicas" in str(refused.value)
+    assert refused.value.code == 422
+    assert "spec.query.replicas" in str(refused.value)
     tried += 1
 
     # An unowned object at a child's name: reported, never written.
@@ -182,7 +185,7 @@ def test_large_configmap_and_secret_values_never_leak(
             + [blob(name)["metadata"].get("annotations") for name in sizes]),
     }
     for where, text in haystacks.items():
-        for value in values + [expected]:
+        for value in [*values, expected]:
             assert value not in text, f"a Secret value in the {where}"
     assert replica.alive()
     _counts.add("bad_input:data", {"bad_inputs.tried": 3, "secrets.leaked": 0,

@@ -22,7 +22,9 @@ from tests.reliability._harness import SOAK, Fleet, OperatorProcess, eventually
 
 PARENTS = 50 if SOAK else 20
 CRASHES = 20 if SOAK else 5
-CHILD_RESOURCES = ("deployments.apps", "statefulsets.apps", "services", "ingresses.networking.k8s.io")
+CHILD_RESOURCES = (
+    "deployments.apps", "statefulsets.apps", "services", "ingresses.networking.k8s.io",
+)
 
 
 def _child_writes(server: EmbeddedApiServer) -> int:

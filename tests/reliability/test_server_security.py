@@ -70,7 +70,8 @@ def test_non_loopback_binds_are_refused(tmp_path: Path) -> None:
          str(tmp_path / "kc")], cwd=ROOT, capture_output=True, text=True, timeout=60,
         check=False,
     )
-    assert done.returncode == 2 and "non-loopback" in done.stderr
+    assert done.returncode == 2
+    assert "non-loopback" in done.stderr
     _counts.add("security:bind", {"security.non_loopback_binds": 4})
 
 

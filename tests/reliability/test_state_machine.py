@@ -11,9 +11,14 @@ from __future__ import annotations
 import time
 import uuid
 
-from hypothesis import settings
+from hypothesis import Phase, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 from examples.thanos.operator import start_operator
 from objectmatcher import MERGE_PATCH
@@ -42,6 +47,7 @@ def test_operator_state_machine(server: EmbeddedApiServer, client: KubernetesCli
             self.fleet = Fleet(client, f"sm-{uuid.uuid4().hex[:8]}")
             self.fleet.create_namespace()
             self.fleet.create_parents(PARENTS)
+            self.server_restarts = 0
 
         def _retry(self, action: object) -> None:
             for _ in range(20):
@@ -96,9 +102,13 @@ def test_operator_state_machine(server: EmbeddedApiServer, client: KubernetesCli
             self.runtime = start_operator(client)
             assert self.runtime.wait_synced(30)
 
+        # At most two per example: a burst of restarts makes the operator's per-parent backoff
+        # grow and convergence take up to a minute (measured; see docs/reliability.md).
+        @precondition(lambda self: self.server_restarts < 2)
         @rule()
         def server_restarts(self) -> None:
             tried["steps"] += 1
+            self.server_restarts += 1
             tried["server_restarts"] += 1
             server.stop()
             time.sleep(0.3)
@@ -107,7 +117,8 @@ def test_operator_state_machine(server: EmbeddedApiServer, client: KubernetesCli
         def teardown(self) -> None:
             try:
                 server.set_faults(None)
-                self.fleet.wait_converged(60)
+                quiet = self.fleet.wait_converged(90)
+                _counts.figure("state_machine.converge_seconds", round(quiet, 2))
                 assert self.fleet.census() == (0, 0)
                 assert self.runtime.wait_idle(30, settle=0.5)
                 server.reset_request_counts()
@@ -121,5 +132,7 @@ def test_operator_state_machine(server: EmbeddedApiServer, client: KubernetesCli
     run_state_machine_as_test(OperatorMachine, settings=settings(
         max_examples=25 if SOAK else 5, stateful_step_count=20 if SOAK else 8,
         deadline=None, database=None,
+        # No shrinking: each example costs seconds; a failure prints its steps as generated.
+        phases=[Phase.explicit, Phase.generate],
     ))
     _counts.add("state_machine", {f"state_machine.{k}": v for k, v in tried.items()})
