@@ -13,6 +13,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from builders.names import COMPONENT_LABEL
 from examples.thanos import builders as thanos
 from examples.thanos.crds import API_VERSION, KIND
 
@@ -25,7 +26,7 @@ CHILD_KINDS: dict[str, tuple[str, str]] = {
 }
 """Every child kind the example builds without ServiceMonitors: apiVersion and plural."""
 WORKLOADS = ("Deployment", "StatefulSet")
-DRIFT_LABEL = "app.kubernetes.io/component"
+DRIFT_LABEL = COMPONENT_LABEL
 """The label a drift removes (not the ``managed-by`` label both operators select children by)."""
 NEW_IMAGE = "quay.io/thanos/thanos:v0.35.0"
 """The image of the spec change (every workload child changes)."""

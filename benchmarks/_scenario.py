@@ -30,9 +30,10 @@ from benchmarks._child_watch import ChildWatch
 from benchmarks._kube import JSON_PATCH, MERGE_PATCH, Cluster, collection_path, object_path
 from benchmarks._processes import Processes, cpu_seconds, peak_rss_bytes, start_apiserver
 from examples.thanos.crds import API_VERSION, THANOS_CRD
+from reconciler import REQUESTED_AT_ANNOTATION
 
 PARENTS_PLURAL = "thanoses"
-REQUESTED_AT = "optk.dev/reconcile-requested-at"
+REQUESTED_AT = REQUESTED_AT_ANNOTATION
 RESYNC_SECONDS = 600
 """Both operators' periodic resync: longer than a run, so no timer fires inside a phase."""
 

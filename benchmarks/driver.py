@@ -1,7 +1,11 @@
-"""Benchmark: the driver (watch + periodic reconciliation) against the embedded API server.
+"""Benchmark: the driver (watch + periodic reconciliation) against the embedded API server, or
+with ``--real`` against a real control plane.
 
 The server runs in a subprocess (``optk apiserver``) so the figures of this process are the
-operator's own; requests are counted by the server (``/debug/optk/requests``). Parents are a
+operator's own; requests are counted by the server (``/debug/optk/requests``). With ``--real``
+the server is a ``reconciler.envtest.ControlPlane`` (kube-apiserver, etcd and
+kube-controller-manager from ``OPTK_KUBE_ASSETS``, also separate processes) and requests are
+counted from kube-apiserver's audit log (``request_counts()``). Parents are a
 ``Drive`` custom resource with five children each (three ConfigMaps, a headless Service, a
 Deployment; headless because 1,100 Services would exhaust the server's service IP range).
 
@@ -20,7 +24,7 @@ Deployment; headless because 1,100 Services would exhaust the server's service I
 - ``bytes_per_cached_object``: traced memory (tracemalloc) of informer caches holding every child
   of the 1,000 parents, divided by the objects cached.
 
-Run: ``python -m benchmarks.driver [--json] [--sizes 100,1000] [--samples 100]``.
+Run: ``python -m benchmarks.driver [--json] [--sizes 100,1000] [--samples 100] [--real]``.
 """
 
 from __future__ import annotations
@@ -48,14 +52,14 @@ import kubernetes.config
 from builders import DesiredState, ResourceBuilder
 from reconciler import (
     ApiError,
-    Informer,
     KubernetesClient,
     NotFoundError,
     Operator,
     OperatorRuntime,
     ResyncPolicy,
-    VirtualClock,
 )
+from reconciler.informers import Informer
+from reconciler.testing import VirtualClock, wait_idle, wait_synced
 
 GROUP = "driverbench.optk.dev"
 API_VERSION = f"{GROUP}/v1"
@@ -141,6 +145,15 @@ def apiserver() -> Iterator[tuple[KubernetesClient, Callable[[], dict[str, int]]
             process.wait(timeout=30)
 
 
+@contextmanager
+def real_apiserver() -> Iterator[tuple[KubernetesClient, Callable[[], dict[str, int]]]]:
+    """A real control plane; a client and a function reading its audit log's request counts."""
+    from reconciler.envtest import ControlPlane
+
+    with ControlPlane() as plane:
+        yield KubernetesClient(plane.api_client()), plane.request_counts
+
+
 def _delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
     return {verb: after.get(verb, 0) - before.get(verb, 0) for verb in after}
 
@@ -175,7 +188,7 @@ def _wait_converged(runtime: OperatorRuntime, parents: int, *, timeout: float = 
         if time.monotonic() > deadline:
             raise TimeoutError(f"only {len(runtime.stats.reconciles)} of {parents} reconciled")
         time.sleep(0.01)
-    if not runtime.wait_idle(timeout, settle=0.5):
+    if not wait_idle(runtime, timeout, settle=0.5):
         raise TimeoutError("the operator did not become idle")
 
 
@@ -214,7 +227,7 @@ def steady_state(
     clock = VirtualClock(start=time.time())
     restarted = _operator(namespace).start(client, clock=clock)
     try:
-        if not restarted.wait_synced(120) or not restarted.wait_idle(120, settle=0.5):
+        if not wait_synced(restarted, 120) or not wait_idle(restarted, 120, settle=0.5):
             raise TimeoutError("the restarted operator did not settle")
         at_restart = restarted.stats.total
         interval = restarted.schedule.policy.interval
@@ -224,7 +237,7 @@ def steady_state(
         deadline = time.monotonic() + 600
         while restarted.stats.total - at_restart < parents and time.monotonic() < deadline:
             time.sleep(0.005)
-        restarted.wait_idle(60, settle=0.3)
+        wait_idle(restarted, 60, settle=0.3)
         seconds = time.perf_counter() - started - 0.3
         requests = _delta(counts(), before)
         heartbeats = restarted.stats.heartbeats - beats
@@ -306,10 +319,13 @@ def bytes_per_cached_object(client: KubernetesClient, namespace: str) -> dict[st
 # --- main ---------------------------------------------------------------------------------
 
 
-def run(sizes: list[int], *, samples: int, periodic_interval: float) -> dict[str, Any]:
-    """Every measurement; the JSON-ready result."""
-    result: dict[str, Any] = {"cold_start": {}}
-    with apiserver() as (client, counts):
+def run(
+    sizes: list[int], *, samples: int, periodic_interval: float, real: bool = False
+) -> dict[str, Any]:
+    """Every measurement on the embedded server (or a real control plane); the JSON-ready
+    result."""
+    result: dict[str, Any] = {"server": "real" if real else "embedded", "cold_start": {}}
+    with (real_apiserver() if real else apiserver()) as (client, counts):
         client.create(CRD)
         deadline = time.monotonic() + 30
         while not client.is_served(API_VERSION, "Drive"):
@@ -330,7 +346,7 @@ def run(sizes: list[int], *, samples: int, periodic_interval: float) -> dict[str
                                               parents=size)
         print(f"steady state: {result['steady_state']}", file=sys.stderr)
         runtime = _operator(namespace).start(client)  # real time again, for the watch path
-        if not runtime.wait_synced(120) or not runtime.wait_idle(120, settle=0.5):
+        if not wait_synced(runtime, 120) or not wait_idle(runtime, 120, settle=0.5):
             raise TimeoutError("the operator for the drift measurement did not settle")
         watch = drift_repair(client, namespace, parents=size, samples=samples)
         print(f"drift repair, watch: {watch}", file=sys.stderr)
@@ -364,10 +380,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, default=100, help="drift repairs measured")
     parser.add_argument("--periodic-interval", type=float, default=2.0,
                         help="resync interval (s) of the periodic-only configuration")
+    parser.add_argument("--real", action="store_true",
+                        help="a real control plane (binaries from $OPTK_KUBE_ASSETS)")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in re.split(r"[,\s]+", args.sizes) if s]
     try:
-        result = run(sizes, samples=args.samples, periodic_interval=args.periodic_interval)
+        result = run(sizes, samples=args.samples, periodic_interval=args.periodic_interval,
+                     real=args.real)
     except (ApiError, TimeoutError) as error:
         print(f"benchmark failed: {error}", file=sys.stderr)
         return 1

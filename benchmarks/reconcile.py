@@ -47,15 +47,8 @@ from typing import Any
 from benchmarks.driver import apiserver
 from builders import DesiredState, ResourceBuilder
 from builders.names import MANAGED_BY_LABEL
-from reconciler import (
-    InformerManager,
-    InformerReader,
-    KubernetesClient,
-    ParentReconciler,
-    ParentResult,
-    RecordingClient,
-    ResourceReconciler,
-)
+from reconciler import KubernetesClient, ParentReconciler, ParentResult, ResourceReconciler
+from reconciler.informers import InformerManager, InformerReader, RecordingClient
 
 _WRITES = ("create", "update", "patch", "delete", "deletecollection")
 _READS = ("get", "list", "watch")

@@ -7,7 +7,9 @@ and combine builders (:func:`resource_builder`, :func:`compose`, :func:`present_
 :func:`for_each`, :class:`Component`), the child identity helpers (DESIGN.md section 5),
 :func:`overrides` and the errors. The rest is in public submodules: :mod:`builders.objects`
 (keyword-only object helpers), :mod:`builders.names` (label keys, names, validators),
-:mod:`builders.schemas` (validation against the Kubernetes schemas), :mod:`builders.convert`
+:mod:`builders.schemas` (validation against the Kubernetes schemas), :mod:`builders.specs`
+(typed parent specs and generated CRDs; :func:`spec_of` and :func:`crd_for` are here too),
+:mod:`builders.convert`
 (client models as dicts), :mod:`builders.composition` (running one builder, readable names) and
 the Hypothesis testing kit :mod:`builders.testing`. It never talks to a cluster (that is
 ``reconciler``'s job) and imports neither ``kubernetes`` nor ``reconciler``. See
@@ -27,10 +29,13 @@ from builders._compose import (
     resource_builder,
     run_builders,
 )
+from builders._crds import crd_for
 from builders._errors import BuilderError, BuilderFailedError, InvalidSpecError
+from builders._identity import ObjectRef
 from builders._names import child_name, selector_labels, standard_labels
 from builders._objects import child_meta
 from builders._overrides import overrides, with_overrides
+from builders._specs import spec_of
 from builders._state import (
     BeforeCreate,
     BeforeDelete,
@@ -54,6 +59,7 @@ __all__ = [
     "DesiredState",
     "InvalidSpecError",
     "KubeObject",
+    "ObjectRef",
     "ResourceBuilder",
     "ShouldUpdate",
     "StateKind",
@@ -61,6 +67,7 @@ __all__ = [
     "child_meta",
     "child_name",
     "compose",
+    "crd_for",
     "for_each",
     "keep_cluster_ip",
     "keep_hpa_replicas",
@@ -69,6 +76,7 @@ __all__ = [
     "resource_builder",
     "run_builders",
     "selector_labels",
+    "spec_of",
     "standard_labels",
     "with_overrides",
 ]

@@ -20,7 +20,7 @@ import attrs
 
 from builders._convert import to_plain_object
 from builders._errors import BuilderFailedError
-from builders._names import identity_of
+from builders._identity import identity_of
 from builders._state import DesiredState, KubeObject
 
 __all__ = [
@@ -71,11 +71,11 @@ def describe_parent(parent: KubeObject | None) -> str | None:
 
 def absent_stub(obj: KubeObject) -> dict[str, Any]:
     """The identity of ``obj`` only (apiVersion, kind, name, namespace): what ABSENT needs."""
-    api_version, kind, namespace, name = identity_of(obj)
-    meta: dict[str, Any] = {"name": name}
-    if namespace is not None:
-        meta["namespace"] = namespace
-    return {"apiVersion": api_version, "kind": kind, "metadata": meta}
+    ref = identity_of(obj)
+    meta: dict[str, Any] = {"name": ref.name}
+    if ref.namespace is not None:
+        meta["namespace"] = ref.namespace
+    return {"apiVersion": ref.api_version, "kind": ref.kind, "metadata": meta}
 
 
 def _normalize(result: Any) -> tuple[dict[str, Any], DesiredState]:

@@ -5,10 +5,14 @@
     BuilderError (Exception)                root: ``except BuilderError`` catches all
     ├── BuilderFailedError                  a builder raised or returned no usable object
     │                                       (.builder, .parent, .reason; the cause is chained)
-    └── InvalidSpecError (ValueError)       a field value is invalid, before any cluster I/O
-        │                                   (.field, .value, .reason)
-        ├── SchemaValidationError           an object does not validate against its kind's schema
-        └── UnknownKindError                no schema for this apiVersion/kind
+    ├── InvalidSpecError (ValueError)       a field value is invalid, before any cluster I/O
+    │   │                                   (.field, .value, .reason)
+    │   ├── SchemaValidationError           an object does not validate against its kind's schema
+    │   ├── SpecFieldError                  a parent's spec does not convert to its spec class
+    │   │                                   (.parent, .field, .value, .reason)
+    │   └── UnknownKindError                no schema for this apiVersion/kind
+    └── UnsupportedSpecTypeError (TypeError)  a spec class declares what no CRD schema can say
+                                            (.spec, .field, .reason)
 
 Errors carry data (the builder, the parent, the field, the value) so that callers and the testing
 kit can report them precisely; their messages name the object and the field.
@@ -23,7 +27,9 @@ __all__ = [
     "BuilderFailedError",
     "InvalidSpecError",
     "SchemaValidationError",
+    "SpecFieldError",
     "UnknownKindError",
+    "UnsupportedSpecTypeError",
 ]
 
 
@@ -67,3 +73,32 @@ class SchemaValidationError(InvalidSpecError):
 
 class UnknownKindError(InvalidSpecError):
     """No schema is known for this apiVersion/kind (and no CRD schema was given)."""
+
+
+class SpecFieldError(InvalidSpecError):
+    """A parent's spec does not convert to its spec class (or a spec value breaks a constraint).
+
+    ``parent`` is the parent's ``Kind namespace/name`` (None for a value built in code),
+    ``field`` the JSON path (``spec.query.replicas``), ``value`` the rejected value.
+    """
+
+    def __init__(self, *, parent: str | None, field: str, value: Any, reason: str) -> None:
+        self.parent = parent
+        super().__init__(field=field, value=value, reason=reason)
+        if parent:
+            self.args = (f"{parent}: {self.args[0]}",)
+
+
+class UnsupportedSpecTypeError(BuilderError, TypeError):
+    """A spec class declares something no structural CRD schema can say (a ``set``, a
+    ``dict[int, str]``, a union of two types, an annotation that does not resolve).
+
+    ``spec`` is the class, ``field`` the field's path (empty for the class itself).
+    """
+
+    def __init__(self, *, spec: str, field: str, reason: str) -> None:
+        self.spec = spec
+        self.field = field
+        self.reason = reason
+        where = f" field {field}" if field else ""
+        super().__init__(f"spec class {spec}{where}: {reason}")

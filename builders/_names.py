@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from builders._errors import InvalidSpecError
-from builders._state import KubeObject
+from objectmatcher import KubeObject
 
 __all__ = [
     "COMPONENT_LABEL",
@@ -26,7 +26,6 @@ __all__ = [
     "PART_OF_LABEL",
     "VERSION_LABEL",
     "child_name",
-    "identity_of",
     "is_dns1035_label",
     "is_dns1123_label",
     "is_dns1123_subdomain",
@@ -67,8 +66,12 @@ def is_dns1035_label(value: str) -> bool:
 
 
 def is_dns1123_subdomain(value: str) -> bool:
-    """RFC 1123 subdomain: dot-separated DNS-1123 labels, at most 253 characters."""
-    return 0 < len(value) <= 253 and all(is_dns1123_label(p) for p in value.split("."))
+    """RFC 1123 subdomain as Kubernetes checks it (``IsDNS1123Subdomain``): dot-separated parts of
+    lowercase alphanumerics and '-' with alphanumeric ends, at most 253 characters in all (no
+    63-character limit per part: a real API server accepts a 64-character name without dots)."""
+    return 0 < len(value) <= 253 and all(
+        _DNS1123_LABEL.fullmatch(part) is not None for part in value.split(".")
+    )
 
 
 def is_label_key(key: str) -> bool:
@@ -273,20 +276,3 @@ def owner_reference(
     ref["controller"] = controller
     ref["blockOwnerDeletion"] = block_owner_deletion
     return ref
-
-
-def identity_of(obj: KubeObject) -> tuple[str, str, str | None, str]:
-    """``(apiVersion, kind, namespace, name)`` of an object; InvalidSpecError if incomplete."""
-    meta = obj.get("metadata")
-    if not isinstance(meta, Mapping):
-        raise InvalidSpecError(field="metadata", value=meta, reason="an object needs metadata")
-    api_version, kind, name = obj.get("apiVersion"), obj.get("kind"), meta.get("name")
-    for field, value in (("apiVersion", api_version), ("kind", kind), ("metadata.name", name)):
-        if not isinstance(value, str) or not value:
-            raise InvalidSpecError(field=field, value=value, reason="an object needs it set")
-    namespace = meta.get("namespace")
-    if namespace is not None and not isinstance(namespace, str):
-        raise InvalidSpecError(
-            field="metadata.namespace", value=namespace, reason="must be a string"
-        )
-    return str(api_version), str(kind), namespace or None, str(name)

@@ -17,7 +17,7 @@ import objectmatcher
 from builders._compose import ResourceBuilder, WrappingBuilder, evaluate
 from builders._convert import to_plain, to_plain_object
 from builders._errors import InvalidSpecError
-from builders._names import identity_of
+from builders._identity import identity_of
 from builders._state import DesiredState, KubeObject
 
 __all__ = ["overrides", "with_overrides"]
@@ -39,7 +39,8 @@ def overrides(
     if not patch:
         return plain
     partial = to_plain(patch)
-    api_version, kind, namespace, name = identity_of(plain)
+    ref = identity_of(plain)
+    api_version, kind, namespace, name = ref.api_version, ref.kind, ref.namespace, ref.name
     patch_type = (
         objectmatcher.STRATEGIC_MERGE_PATCH
         if objectmatcher.has_builtin_schema(api_version, kind, kubernetes_version)
@@ -54,7 +55,7 @@ def overrides(
     except objectmatcher.PatchError as exc:
         reason = "the patch does not apply" if shown is _REDACTED else str(exc)
         raise InvalidSpecError(field=where, value=shown, reason=reason) from exc
-    if identity_of(merged) != (api_version, kind, namespace, name):
+    if identity_of(merged) != ref:
         raise InvalidSpecError(
             field=where,
             value=shown,

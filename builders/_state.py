@@ -15,6 +15,8 @@ from typing import Any, ClassVar
 
 import attrs
 
+from objectmatcher import KubeObject
+
 __all__ = [
     "BeforeCreate",
     "BeforeDelete",
@@ -27,8 +29,6 @@ __all__ = [
     "keep_hpa_replicas",
 ]
 
-KubeObject = Mapping[str, Any]
-"""A Kubernetes object as a JSON-shaped mapping (``apiVersion``, ``kind``, ``metadata``, ...)."""
 
 BeforeCreate = Callable[[KubeObject], KubeObject]
 """Hook run on the desired object just before it is created; returns the object to create."""

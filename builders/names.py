@@ -9,6 +9,7 @@ implementation is private); see ``docs/builders.md``.
 
 from __future__ import annotations
 
+from builders._identity import ObjectRef, identity_of, owner_uids, stamp_identity
 from builders._names import (
     COMPONENT_LABEL,
     INSTANCE_LABEL,
@@ -18,7 +19,6 @@ from builders._names import (
     PART_OF_LABEL,
     VERSION_LABEL,
     child_name,
-    identity_of,
     is_dns1035_label,
     is_dns1123_label,
     is_dns1123_subdomain,
@@ -42,6 +42,7 @@ __all__ = [
     "OWNER_UID_LABEL",
     "PART_OF_LABEL",
     "VERSION_LABEL",
+    "ObjectRef",
     "child_name",
     "identity_of",
     "is_dns1035_label",
@@ -51,7 +52,9 @@ __all__ = [
     "is_label_value",
     "label_value",
     "owner_reference",
+    "owner_uids",
     "selector_labels",
+    "stamp_identity",
     "standard_labels",
     "validate_label_key",
     "validate_label_value",

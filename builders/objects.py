@@ -15,30 +15,32 @@ from __future__ import annotations
 
 from builders._objects import (
     child_meta,
-    cluster_role,
-    cluster_role_binding,
-    config_map,
     container,
     daemonset,
     deployment,
-    headless_service,
-    ingress,
     object_meta,
-    pod_disruption_budget,
     pod_template,
-    policy_rule,
     probe,
     resources,
+    statefulset,
+    volume,
+    volume_mount,
+)
+from builders._support_objects import (
+    cluster_role,
+    cluster_role_binding,
+    config_map,
+    headless_service,
+    ingress,
+    pod_disruption_budget,
+    policy_rule,
     role,
     role_binding,
     secret,
     service,
     service_account,
     service_port,
-    statefulset,
     subject,
-    volume,
-    volume_mount,
 )
 
 __all__ = [

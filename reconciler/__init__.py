@@ -1,110 +1,88 @@
 """operator-toolkit's effects layer: cluster client, reconciler, driver and the embedded API server.
 
-The pure layers (``builders``, ``objectmatcher``) decide; this package does the I/O.
+The pure layers (``builders``, ``objectmatcher``) decide; this package does the I/O. This facade
+holds what an operator's author calls: the ``Operator`` definition and its settings, the client,
+the resource and parent reconcilers with their results, the identity type, the error tree and the
+annotations users set. The machinery is in public submodules that only re-export:
+``reconciler.informers`` (informers, caches, readers, the own-write recorder, label selectors),
+``reconciler.queues``, ``reconciler.leadership``, ``reconciler.metrics``, ``reconciler.events``,
+``reconciler.planning`` (pure plans, the counting client), ``reconciler.clocks`` and
+``reconciler.testing`` (virtual clock, waits on a runtime).
 """
 
-from reconciler._caches import PassThroughCache, ReadCache
 from reconciler._clients import ClusterClient, KubeObject, ListOptions, WatchEvent
-from reconciler._clocks import Clock, RealClock
 from reconciler._errors import (
     AlreadyExistsError,
     ApiError,
     BadRequestError,
+    ClientUsageError,
     ConflictError,
     ForbiddenError,
     GoneError,
+    ImmutableFieldError,
     InvalidError,
     NotFoundError,
     ObjectRef,
     ReconcilerError,
+    ReconcilerUsageError,
+    ReconcilerUsageTypeError,
     ServerError,
     StatusCause,
     TooManyRequestsError,
     UnauthorizedError,
     UnsupportedMediaTypeError,
 )
-from reconciler._events import EventRecorder
-from reconciler._informers import Informer, InformerManager
-from reconciler._kubernetes import ClientUsageError, KubernetesClient, ResourceInfo
-from reconciler._leadership import LeaderElection, LeaderElector, LeaseConfig
-from reconciler._metrics import HealthServer, OperatorMetrics
+from reconciler._kubernetes import KubernetesClient
+from reconciler._leadership import LeaderElection
 from reconciler._operators import Operator
-from reconciler._parents import ChildError, ParentReconciler, ParentResult, parent_conditions
-from reconciler._queues import ExponentialBackoff, TokenBucket, WorkQueue
-from reconciler._readers import InformerReader
-from reconciler._reconciling import (
-    DEFAULT_RECREATE_KINDS,
-    Action,
-    ApiCall,
-    ImmutableFieldError,
-    ReconcileResult,
-    ResourceReconciler,
-    is_owned,
-)
-from reconciler._recording import RecordingClient
+from reconciler._parents import ChildError, ParentReconciler, ParentResult
+from reconciler._rbac import watches
+from reconciler._reconciling import Action, ReconcileResult, ResourceReconciler
 from reconciler._resyncs import DEFAULT_RESYNC_INTERVAL, RESYNC_ANNOTATION, ResyncPolicy
+from reconciler._running import load_api_client
 from reconciler._runtime import OperatorRuntime
-from reconciler._stores import IndexedCache
+from reconciler._sharding import Sharding
 from reconciler._triggers import REQUESTED_AT_ANNOTATION
-from reconciler.testing import VirtualClock
 
 __all__ = [
-    "DEFAULT_RECREATE_KINDS",
     "DEFAULT_RESYNC_INTERVAL",
     "REQUESTED_AT_ANNOTATION",
     "RESYNC_ANNOTATION",
     "Action",
     "AlreadyExistsError",
-    "ApiCall",
     "ApiError",
     "BadRequestError",
     "ChildError",
     "ClientUsageError",
-    "Clock",
     "ClusterClient",
     "ConflictError",
-    "EventRecorder",
-    "ExponentialBackoff",
     "ForbiddenError",
     "GoneError",
-    "HealthServer",
     "ImmutableFieldError",
-    "IndexedCache",
-    "Informer",
-    "InformerManager",
-    "InformerReader",
     "InvalidError",
     "KubeObject",
     "KubernetesClient",
     "LeaderElection",
-    "LeaderElector",
-    "LeaseConfig",
     "ListOptions",
     "NotFoundError",
     "ObjectRef",
     "Operator",
-    "OperatorMetrics",
     "OperatorRuntime",
     "ParentReconciler",
     "ParentResult",
-    "PassThroughCache",
-    "ReadCache",
-    "RealClock",
     "ReconcileResult",
     "ReconcilerError",
-    "RecordingClient",
-    "ResourceInfo",
+    "ReconcilerUsageError",
+    "ReconcilerUsageTypeError",
     "ResourceReconciler",
     "ResyncPolicy",
     "ServerError",
+    "Sharding",
     "StatusCause",
-    "TokenBucket",
     "TooManyRequestsError",
     "UnauthorizedError",
     "UnsupportedMediaTypeError",
-    "VirtualClock",
     "WatchEvent",
-    "WorkQueue",
-    "is_owned",
-    "parent_conditions",
+    "load_api_client",
+    "watches",
 ]

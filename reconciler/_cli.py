@@ -29,7 +29,28 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--metrics-port", type=int, default=None,
                      help="serve /metrics, /healthz, /readyz on this port (0: any free port)")
     run.add_argument("--log-format", choices=("text", "json"), default="text")
+    run.add_argument("--leader-elect", action="store_true",
+                     help="campaign for the <name>-leader Lease (run several replicas)")
+    run.add_argument("--lease-namespace", default=None,
+                     help="namespace of the Leases (default: the pod's own namespace)")
+    run.add_argument("--watch-namespace", default=None, help="watch parents in this one namespace")
     run.set_defaults(handler=_run_operator)
+    manifests = subparsers.add_parser(
+        "manifests", help="print the YAML that deploys an operator, with a derived role"
+    )
+    manifests.add_argument("target", metavar="MODULE[:ATTR]", help="module and Operator attribute")
+    manifests.add_argument("--namespace", default=None,
+                           help="namespace of the operator (default: <name>-system)")
+    manifests.add_argument("--image", default=None, help="container image (default: <name>:latest)")
+    scope = manifests.add_mutually_exclusive_group()
+    scope.add_argument("--cluster-wide", dest="namespaced", action="store_false", default=None,
+                       help="a ClusterRole: parents in every namespace")
+    scope.add_argument("--namespaced", dest="namespaced", action="store_true",
+                       help="a Role: parents in the operator's namespace only")
+    manifests.add_argument("--samples", action="append", default=[],
+                           help="YAML file of sample parents (repeatable; default: the module's "
+                                "`samples` attribute)")
+    manifests.set_defaults(handler=_run_manifests)
     plan = subparsers.add_parser(
         "plan", help="show what an operator would create, update, recreate or delete; no writes"
     )
@@ -41,6 +62,12 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("-v", "--verbose", action="store_true",
                       help="also log what the dry-run reconcile does (stderr)")
     plan.set_defaults(handler=_run_plan)
+    uninstall = subparsers.add_parser(
+        "uninstall", help="delete what a (stopped) operator owns, then its finalizers on parents"
+    )
+    uninstall.add_argument("target", metavar="MODULE[:ATTR]", help="module and Operator attribute")
+    uninstall.add_argument("--kubeconfig", default=None, help="kubeconfig of the cluster")
+    uninstall.set_defaults(handler=_run_uninstall)
     return parser
 
 
@@ -60,9 +87,44 @@ def _run_plan(args: argparse.Namespace) -> int:
         return 2
 
 
+def _run_uninstall(args: argparse.Namespace) -> int:
+    from reconciler._uninstalling import uninstall_command
+
+    try:
+        return uninstall_command(args.target, kubeconfig=args.kubeconfig)
+    except (ValueError, OSError) as error:
+        print(f"optk uninstall: {error}", file=sys.stderr)
+        return 2
+
+
+def _run_manifests(args: argparse.Namespace) -> int:
+    from reconciler._manifests import manifests_command
+
+    try:
+        text = manifests_command(args.target, namespace=args.namespace, image=args.image,
+                                 namespaced=args.namespaced, samples=args.samples)
+    except (ValueError, TypeError, OSError) as error:
+        print(f"optk manifests: {error}", file=sys.stderr)
+        return 2
+    sys.stdout.write(text)
+    return 0
+
+
 def _run_operator(args: argparse.Namespace) -> int:
     from reconciler._running import run_command
 
+    if args.leader_elect or args.lease_namespace or args.watch_namespace:
+        from reconciler._incluster import run_deployed
+
+        try:
+            return run_deployed(
+                args.target, kubeconfig=args.kubeconfig, embedded=args.embedded,
+                leader_elect=args.leader_elect, lease_namespace=args.lease_namespace,
+                watch_namespace=args.watch_namespace, metrics_port=args.metrics_port,
+                log_format=args.log_format)
+        except ValueError as error:
+            print(f"optk run: {error}", file=sys.stderr)
+            return 2
     try:
         return run_command(args.target, kubeconfig=args.kubeconfig, embedded=args.embedded,
                            metrics_port=args.metrics_port, log_format=args.log_format)

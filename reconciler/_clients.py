@@ -19,6 +19,8 @@ from typing import Any, Protocol, TypedDict, Unpack, runtime_checkable
 
 import attrs
 
+from objectmatcher import KubeObject
+
 __all__ = [
     "ClusterClient",
     "KubeObject",
@@ -26,9 +28,6 @@ __all__ = [
     "ListOptions",
     "WatchEvent",
 ]
-
-KubeObject = Mapping[str, Any]
-"""A Kubernetes object as JSON-shaped data (``apiVersion``, ``kind``, ``metadata``, ...)."""
 
 WatchEvent = Mapping[str, Any]
 """A raw watch event ``{"type": ..., "object": {...}}``; types as the API sends them.."""

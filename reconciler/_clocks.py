@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 __all__ = ["Clock", "RealClock"]
 
@@ -61,12 +61,3 @@ class RealClock:
     def wait(self, condition: threading.Condition, timeout: float | None) -> None:
         """``condition.wait(timeout)``."""
         condition.wait(None if timeout is None else max(timeout, 0.0))
-
-
-def __getattr__(name: str) -> Any:
-    """``VirtualClock`` was defined here; it lives in ``reconciler.testing`` now."""
-    if name == "VirtualClock":
-        from reconciler.testing import VirtualClock
-
-        return VirtualClock
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

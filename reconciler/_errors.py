@@ -1,29 +1,64 @@
-"""The reconciler's error tree, built from the Kubernetes ``Status`` body.
+"""The reconciler's error tree: the cluster's refusals, built from the Kubernetes ``Status`` body,
+and misuse of the library.
 
-Every failure the cluster reports reaches users as one of these classes, mapped from the
-official client's ``ApiException`` at a single boundary (``reconciler._clients``). Each error keeps
-the whole ``Status`` body and the reference of the object it concerns, so callers decide on data
-(``reason``, ``details.causes``), never on message text.
+Every failure the cluster reports reaches users as one of the ``ApiError`` classes, mapped from the
+official client's ``ApiException`` at a single boundary (``reconciler._kubernetes``). Each error
+keeps the whole ``Status`` body and the reference of the object it concerns, so callers decide on
+data (``reason``, ``details.causes``), never on message text. A wrong call (a bad argument, a
+malformed selector or duration, an operator module that cannot be loaded) raises a
+``ReconcilerUsageError``, which is also a ``ValueError`` (``ReconcilerUsageTypeError``: also a
+``TypeError``), so callers may catch either the toolkit's class or the builtin.
+
+The tree (the embedded server and ``reconciler.envtest`` have their own roots)::
+
+    ReconcilerError
+    ├── ApiError                          the API server refused a request (code, Status body)
+    │   ├── BadRequestError               400
+    │   ├── UnauthorizedError             401
+    │   ├── ForbiddenError                403
+    │   ├── NotFoundError                 404
+    │   ├── ConflictError                 409
+    │   │   └── AlreadyExistsError        409 AlreadyExists
+    │   ├── GoneError                     410
+    │   ├── UnsupportedMediaTypeError     415
+    │   ├── InvalidError                  422 (``immutable_fields``)
+    │   │   └── ImmutableFieldError       an update the server refuses, and recreate is off
+    │   ├── TooManyRequestsError          429 (``retry_after``)
+    │   └── ServerError                   5xx
+    ├── InClusterConfigError (LookupError)    not in a cluster: ``missing`` files/variables
+    └── ReconcilerUsageError (ValueError) the library was called wrongly
+        ├── ReconcilerUsageTypeError (TypeError)  an argument of the wrong type
+        ├── ClientUsageError              the client was called wrongly
+        └── RbacDerivationError           ``optk manifests`` cannot derive the role
+                                          (``build`` failed on a sample ``parent``)
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
+
+from builders import ObjectRef  # the toolkit's one identity type, re-exported here
 
 __all__ = [
     "AlreadyExistsError",
     "ApiError",
     "BadRequestError",
+    "ClientUsageError",
     "ConflictError",
     "ForbiddenError",
     "GoneError",
+    "ImmutableFieldError",
+    "InClusterConfigError",
     "InvalidError",
     "NotFoundError",
     "ObjectRef",
+    "RbacDerivationError",
     "ReconcilerError",
+    "ReconcilerUsageError",
+    "ReconcilerUsageTypeError",
     "ServerError",
     "StatusCause",
     "TooManyRequestsError",
@@ -31,31 +66,6 @@ __all__ = [
     "UnsupportedMediaTypeError",
     "api_error_from_status",
 ]
-
-
-@attrs.frozen(kw_only=True)
-class ObjectRef:
-    """Identity of one object: what errors and results point at."""
-
-    api_version: str
-    kind: str
-    name: str
-    namespace: str | None = None
-
-    @classmethod
-    def of(cls, obj: Mapping[str, Any]) -> ObjectRef:
-        """The reference of a JSON-shaped object (missing parts become empty strings)."""
-        meta = obj.get("metadata") or {}
-        return cls(
-            api_version=str(obj.get("apiVersion", "")),
-            kind=str(obj.get("kind", "")),
-            name=str(meta.get("name", "")),
-            namespace=meta.get("namespace") or None,
-        )
-
-    def __str__(self) -> str:
-        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
-        return f"{self.kind}.{self.api_version} {where}"
 
 
 @attrs.frozen(kw_only=True)
@@ -69,6 +79,18 @@ class StatusCause:
 
 class ReconcilerError(Exception):
     """Root of every error raised by the ``reconciler`` package."""
+
+
+class ReconcilerUsageError(ReconcilerError, ValueError):
+    """The library was called wrongly: a bad argument or setting; the message names it."""
+
+
+class ReconcilerUsageTypeError(ReconcilerUsageError, TypeError):
+    """An argument of the wrong type (also a ``TypeError``); the message names it."""
+
+
+class ClientUsageError(ReconcilerUsageError):
+    """The client was called wrongly (missing namespace, unknown patch type, not an object)."""
 
 
 class ApiError(ReconcilerError):
@@ -192,6 +214,23 @@ _IMMUTABLE_REASONS = frozenset({"FieldValueInvalid", "FieldValueForbidden"})
 _IMMUTABLE_MARKERS = ("field is immutable", "may not change once set", "are forbidden")
 
 
+class ImmutableFieldError(InvalidError):
+    """An update needs a change the server refuses on an existing object, and recreate is off.
+
+    ``fields`` names the immutable fields; the ``Status`` body and ``ref`` are the refusal's.
+    """
+
+    def __init__(self, source: InvalidError, *, fields: Sequence[str], kind_key: str) -> None:
+        names = ", ".join(fields)
+        message = (
+            f"cannot update immutable field(s) {names}; pass recreate=True to "
+            f"ResourceReconciler (or to reconcile_resource) and allow {kind_key!r} in "
+            f"recreate_kinds to delete and recreate the object"
+        )
+        super().__init__(message, status=source.status, code=source.code, ref=source.ref)
+        self.fields = tuple(fields)
+
+
 class TooManyRequestsError(ApiError):
     """429: throttled; ``retry_after`` holds the server's ``Retry-After`` seconds."""
 
@@ -237,3 +276,19 @@ def api_error_from_status(
         cls = _BY_CODE.get(code, ApiError)
     message = str(body.get("message") or text or f"HTTP {code}")
     return cls(message, status=body, code=code, ref=ref, retry_after=retry_after)
+
+
+class InClusterConfigError(ReconcilerError, LookupError):
+    """Not running in a cluster: ``missing`` names the variables or files not found."""
+
+    def __init__(self, missing: tuple[str, ...]) -> None:
+        super().__init__("no in-cluster configuration: missing " + ", ".join(missing))
+        self.missing = missing
+
+
+class RbacDerivationError(ReconcilerUsageError):
+    """The role cannot be derived: ``build`` failed on a parent, or there is nothing to build."""
+
+    def __init__(self, message: str, *, parent: Mapping[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.parent = parent

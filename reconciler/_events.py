@@ -12,32 +12,18 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
+from builders import ObjectRef
 from reconciler._clients import ClusterClient, KubeObject
 from reconciler._clocks import Clock, RealClock
-from reconciler._errors import ApiError, ObjectRef
+from reconciler._errors import ApiError
+from reconciler._times import format_time
 
-__all__ = ["EventRecorder", "parse_rfc3339", "rfc3339"]
+__all__ = ["EventRecorder"]
 
 _log = logging.getLogger(__name__)
 _MAX_MESSAGE = 16384
-
-
-def rfc3339(seconds: float) -> str:
-    """Epoch seconds as the RFC 3339 UTC timestamp Kubernetes writes (second precision)."""
-    return datetime.fromtimestamp(int(seconds), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_rfc3339(value: Any) -> float | None:
-    """Epoch seconds of an RFC 3339 UTC timestamp as :func:`rfc3339` writes it, else None."""
-    if not isinstance(value, str):
-        return None
-    try:
-        return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
-    except ValueError:
-        return None
 
 
 class EventRecorder:
@@ -56,7 +42,7 @@ class EventRecorder:
         """The Event object that :meth:`record` would create (pure; for tests and dry runs)."""
         meta: Mapping[str, Any] = parent.get("metadata") or {}
         ref = ObjectRef.of(parent)
-        now = rfc3339(self.clock.time())
+        now = format_time(self.clock.time())
         involved = {
             "apiVersion": ref.api_version, "kind": ref.kind, "name": ref.name,
             "uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion"),

@@ -25,12 +25,13 @@ from typing import Any
 
 import attrs
 
+from builders import ObjectRef
 from reconciler._clients import ClusterClient, KubeObject, ListOptions, WatchEvent
 from reconciler._clocks import Clock, RealClock
 from reconciler._errors import GoneError, NotFoundError, ReconcilerError
 from reconciler._queues import ExponentialBackoff
 from reconciler._selectors import LabelSelector
-from reconciler._stores import IndexedCache, object_key
+from reconciler._stores import IndexedCache
 from reconciler._stores import resource_version as _rv
 
 __all__ = [
@@ -228,7 +229,7 @@ class Informer:
         for obj in items:
             obj.setdefault("apiVersion", self.api_version)
             obj.setdefault("kind", self.kind)
-            seen.add(object_key(obj))
+            seen.add(ObjectRef.of(obj).namespaced_name)
             old, stored = self.cache.upsert(obj)
             if stored and not quiet and (old is None or _rv(old) != _rv(obj)):
                 self._dispatch("ADDED" if old is None else "MODIFIED", old, obj)

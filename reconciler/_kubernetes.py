@@ -23,10 +23,10 @@ from kubernetes.client.exceptions import ApiException
 from reconciler._clients import ListFields, ListOptions, WatchEvent
 from reconciler._errors import (
     ApiError,
+    ClientUsageError,
     GoneError,
     NotFoundError,
     ObjectRef,
-    ReconcilerError,
     api_error_from_status,
 )
 
@@ -46,10 +46,6 @@ _AUTH_TTL = 1.0
 kubeconfig loader's refresh hook, which re-applies the whole configuration (setting ``host``
 rescans the environment for proxies): about a fifth of a small request's client CPU. Tokens
 that expire are refreshed by that hook minutes before their expiry, so a second's reuse is safe."""
-
-
-class ClientUsageError(ReconcilerError, ValueError):
-    """The client was called wrongly (missing namespace, unknown patch type, not an object)."""
 
 
 @attrs.frozen(kw_only=True)

@@ -16,22 +16,18 @@ import logging
 import random
 import threading
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import attrs
 
 from reconciler._clients import ClusterClient
 from reconciler._clocks import Clock, RealClock
-from reconciler._errors import ApiError, NotFoundError
+from reconciler._errors import ApiError, NotFoundError, ReconcilerUsageError
+from reconciler._times import format_micro_time
 
 __all__ = ["LeaderElection", "LeaderElector", "LeaseConfig"]
 
 _log = logging.getLogger("optk.leadership")
-
-
-def _micro_time(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 @attrs.frozen(kw_only=True)
@@ -50,7 +46,7 @@ class LeaderElection:
 
     def __attrs_post_init__(self) -> None:
         if not self.lease_duration > self.renew_deadline > self.retry_period > 0:
-            raise ValueError(
+            raise ReconcilerUsageError(
                 "leader election needs lease_duration > renew_deadline > retry_period > 0, got "
                 f"{self.lease_duration}, {self.renew_deadline}, {self.retry_period}"
             )
@@ -83,7 +79,9 @@ class LeaderElector:
         rng: random.Random | None = None,
     ) -> None:
         if not config.name:
-            raise ValueError(f"leader election in {config.namespace!r} needs a Lease name")
+            raise ReconcilerUsageError(
+                f"leader election in {config.namespace!r} needs a Lease name"
+            )
         self.client = client
         self.config = config
         self.identity = identity
@@ -194,14 +192,14 @@ class LeaderElector:
             return False  # held by a live candidate
         new_spec = dict(spec)
         if holder != self.identity:
-            new_spec["acquireTime"] = _micro_time(now_wall)
+            new_spec["acquireTime"] = format_micro_time(now_wall)
             new_spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + (
                 1 if holder else 0
             )
             self.transitions_seen += 1
         new_spec["holderIdentity"] = self.identity
         new_spec["leaseDurationSeconds"] = int(self.config.lease_duration)
-        new_spec["renewTime"] = _micro_time(now_wall)
+        new_spec["renewTime"] = format_micro_time(now_wall)
         try:
             updated = self.client.replace({**lease, "spec": new_spec})
         except ApiError as error:  # a conflict means another candidate won this round
@@ -221,8 +219,8 @@ class LeaderElector:
             "spec": {
                 "holderIdentity": self.identity,
                 "leaseDurationSeconds": int(self.config.lease_duration),
-                "acquireTime": _micro_time(now_wall),
-                "renewTime": _micro_time(now_wall),
+                "acquireTime": format_micro_time(now_wall),
+                "renewTime": format_micro_time(now_wall),
                 "leaseTransitions": 0,
             },
         }
@@ -245,7 +243,7 @@ class LeaderElector:
             if spec.get("holderIdentity") != self.identity:
                 return
             released = {**spec, "holderIdentity": "", "leaseDurationSeconds": 1,
-                        "renewTime": _micro_time(self._clock.time())}
+                        "renewTime": format_micro_time(self._clock.time())}
             self.client.replace({**lease, "spec": released})
         except ApiError as error:
             _log.warning("releasing lease %s failed: %s", self._where(), error)

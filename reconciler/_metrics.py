@@ -20,7 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
-__all__ = ["HealthServer", "OperatorMetrics", "QueueMetrics"]
+__all__ = ["HealthServer", "OperatorMetrics", "QueueMetrics", "ShardMetrics"]
 
 _RECONCILE_BUCKETS = (
     0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8,
@@ -71,6 +71,7 @@ class OperatorMetrics:
             self.reconcile_total.labels(controller, result)
         self.reconcile_errors.labels(controller)
         self.queue = QueueMetrics(controller, registry=r)
+        self.shards = ShardMetrics(controller, registry=r)
 
     def observe_reconcile(self, *, result: str, seconds: float) -> None:
         """Count one reconcile (``success``, ``error``, ``requeue`` or ``requeue_after``)."""
@@ -94,6 +95,41 @@ class OperatorMetrics:
     def exposition(self) -> bytes:
         """The registry in the Prometheus text format."""
         return bytes(generate_latest(self.registry))
+
+
+class ShardMetrics:
+    """Sharding (``reconciler._shards``): ``optk_shard_parents{controller,shard}`` (parents per
+    shard, as the assigner sees them), ``optk_shard_moves_total``, ``optk_shard_drains_total``,
+    ``optk_shard_drain_timeouts_total``, ``optk_shard_releases_total`` (drains this replica
+    acknowledged) and ``optk_shard_assignment_seconds`` (from the assigner's first sight of an
+    unassigned parent to its label being written)."""
+
+    def __init__(self, controller: str, *, registry: CollectorRegistry) -> None:
+        self.controller = controller
+        self._shards: set[str] = set()
+        self.parents = Gauge("optk_shard_parents", "Parents assigned to each shard",
+                             ["controller", "shard"], registry=registry)
+        self.moves = Counter("optk_shard_moves_total", "Parents moved to another shard",
+                             ["controller"], registry=registry).labels(controller)
+        self.drains = Counter("optk_shard_drains_total", "Drain marks set by the assigner",
+                              ["controller"], registry=registry).labels(controller)
+        self.drain_timeouts = Counter(
+            "optk_shard_drain_timeouts_total", "Drains not acknowledged within the timeout",
+            ["controller"], registry=registry).labels(controller)
+        self.releases = Counter("optk_shard_releases_total",
+                                "Drains acknowledged by this replica", ["controller"],
+                                registry=registry).labels(controller)
+        self.assignment = Histogram(
+            "optk_shard_assignment_seconds", "Time from first sight to assignment of a parent",
+            ["controller"], buckets=_QUEUE_BUCKETS, registry=registry).labels(controller)
+
+    def set_parents(self, counts: dict[str, int]) -> None:
+        """Publish the parents per shard (shards absent from ``counts`` drop to zero)."""
+        for shard in self._shards - set(counts):
+            self.parents.labels(self.controller, shard).set(0)
+        self._shards |= set(counts)
+        for shard, count in counts.items():
+            self.parents.labels(self.controller, shard).set(count)
 
 
 class QueueMetrics:

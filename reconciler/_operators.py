@@ -2,8 +2,9 @@
 
 ``Operator`` names the parent kind, the builders and the driver's options; nested values carry
 the two groups of settings that belong together: ``resync=ResyncPolicy(...)`` (interval,
-bounds, heartbeat, overriding ConfigMap; ``reconciler._resyncs``) and
-``leader_election=LeaderElection(...)`` (the Lease and its timing; ``reconciler._leadership``).
+bounds, heartbeat, overriding ConfigMap; ``reconciler._resyncs``),
+``leader_election=LeaderElection(...)`` (the Lease and its timing; ``reconciler._leadership``)
+and ``sharding=Sharding(...)`` (scale-out across replicas; ``reconciler._sharding``).
 This module only defines and validates; ``Operator.start(client)`` hands the value to the
 runtime (``reconciler._runtime``) and ``Operator.run()`` to the process runner
 (``reconciler._running``), both imported when called so that the value stays at the bottom of
@@ -14,15 +15,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 
 from builders import ResourceBuilder
 from reconciler._clients import ClusterClient, KubeObject
 from reconciler._clocks import Clock
+from reconciler._errors import ReconcilerUsageError, ReconcilerUsageTypeError
 from reconciler._leadership import LeaderElection
 from reconciler._resyncs import ResyncPolicy
+from reconciler._sharding import Sharding
 
 if TYPE_CHECKING:
     from reconciler._runtime import OperatorRuntime
@@ -50,6 +53,14 @@ class Operator:
     ``on_start`` hooks are called with the runtime once its parent informer runs and before any
     worker starts (e.g. to watch what ``build`` depends on, such as whether a CRD is served);
     each may return a cleanup callable, run in reverse order when the runtime stops.
+    ``on_delete(parent)`` cleans up what lives outside the cluster when a parent is deleted: the
+    toolkit keeps its ``optk.dev/cleanup`` finalizer on every parent while the hook is declared,
+    runs the hook once the parent is being deleted and its uncollectable children are gone,
+    retries it with backoff while it raises, and only then lets the parent go (docs/driver.md).
+    ``sharding=Sharding(...)`` spreads the parents over all running replicas (docs/sharding.md):
+    each replica reconciles and caches only the parents labelled with its shard, one elected
+    replica assigns them (``leader_election``, when given, sets that election's namespace and
+    timing); ``None`` (the default) keeps one active replica.
     """
 
     api_version: str
@@ -69,22 +80,39 @@ class Operator:
     events: bool = True
     install: Sequence[KubeObject] = ()
     on_start: Sequence[StartHook] = ()
+    on_delete: Callable[[KubeObject], object] | None = None
+    sharding: Sharding | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.workers < 1:
-            raise ValueError(f"operator {self.name!r}: workers must be >= 1, got {self.workers}")
+            raise ReconcilerUsageError(
+                f"operator {self.name!r}: workers must be >= 1, got {self.workers}"
+            )
         if not self.name or len(self.name) > 63:
-            raise ValueError(f"operator name must be a label value of 1..63 chars: {self.name!r}")
+            raise ReconcilerUsageError(
+                f"operator name must be a label value of 1..63 chars: {self.name!r}"
+            )
         if not callable(self.build):
-            raise TypeError(f"operator {self.name!r}: build must be callable")
+            raise ReconcilerUsageTypeError(
+                f"operator {self.name!r}: build must be callable"
+            )
+        if self.on_delete is not None and not callable(self.on_delete):
+            raise ReconcilerUsageTypeError(
+                f"operator {self.name!r}: on_delete must be callable or None"
+            )
         if not isinstance(self.resync, ResyncPolicy):
-            raise TypeError(f"operator {self.name!r}: resync must be a ResyncPolicy, "
+            raise ReconcilerUsageTypeError(
+                f"operator {self.name!r}: resync must be a ResyncPolicy, "
                             f"got {type(self.resync).__name__}")
         if self.leader_election is not None and not isinstance(
             self.leader_election, LeaderElection
         ):
-            raise TypeError(f"operator {self.name!r}: leader_election must be a LeaderElection "
+            raise ReconcilerUsageTypeError(
+                f"operator {self.name!r}: leader_election must be a LeaderElection "
                             f"or None, got {type(self.leader_election).__name__}")
+        if self.sharding is not None and not isinstance(self.sharding, Sharding):
+            raise TypeError(f"operator {self.name!r}: sharding must be a Sharding or None, "
+                            f"got {type(self.sharding).__name__}")
 
     @property
     def election(self) -> LeaderElection | None:
@@ -99,7 +127,8 @@ class Operator:
         if self.resync.heartbeat is None:
             return None
         namespace = self.resync.heartbeat_namespace or (
-            self.leader_election.namespace if self.leader_election is not None else "default"
+            self.leader_election.namespace if self.leader_election is not None
+            else self.sharding.namespace if self.sharding is not None else "default"
         )
         return namespace, f"{self.name}-resync"
 
@@ -138,12 +167,3 @@ class Operator:
         return run_operator(
             self, kubeconfig=kubeconfig, embedded=embedded, metrics_port=metrics_port
         )
-
-
-def __getattr__(name: str) -> Any:
-    """``load_operator`` was defined here; it lives in ``reconciler._running`` now."""
-    if name == "load_operator":
-        from reconciler._running import load_operator
-
-        return load_operator
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -5,8 +5,11 @@ a test or a script). It builds the children, stamps the identity of DESIGN.md se
 (labels, controller owner reference, namespace), reads the live children with one LIST per kind
 (by the ``optk.dev/owner-uid`` label) instead of one GET per child, reconciles every child through
 ``ResourceReconciler`` (one child's error never stops the others), optionally prunes children that
-are ours and no longer built (per-kind allow-list), records Events on the parent, and writes the
-parent's status conditions (DESIGN.md section 6) only when they changed.
+are ours and no longer built (per-kind allow-list; cluster-scoped kinds cluster-wide, CRDs last
+and never while they hold users' custom resources), records Events on the parent, and writes the
+parent's status conditions (DESIGN.md section 6) only when they changed. Before any child the
+garbage collector cannot collect is written, the cleanup finalizer is put on the parent
+(``reconciler._cleanups``); the worker runs the cleanup when the parent is deleted.
 """
 
 from __future__ import annotations
@@ -17,25 +20,35 @@ from typing import Any
 
 import attrs
 
-from builders import BuilderFailedError, DesiredState, ResourceBuilder
+from builders import BuilderFailedError, DesiredState, ObjectRef, ResourceBuilder
 from builders.composition import evaluate
 from builders.convert import is_client_model, to_plain_object
 from builders.names import (
-    COMPONENT_LABEL,
-    INSTANCE_LABEL,
-    MANAGED_BY_LABEL,
     OWNER_UID_LABEL,
     label_value,
-    owner_reference,
+    stamp_identity,
 )
 from reconciler._caches import PassThroughCache, ReadCache
+from reconciler._cleanups import OnDelete, ParentCleanup, count_custom_resources
 from reconciler._clients import ClusterClient, KubeObject
 from reconciler._clocks import Clock, RealClock
-from reconciler._errors import ApiError, NotFoundError, ObjectRef, ReconcilerError
-from reconciler._events import EventRecorder, parse_rfc3339, rfc3339
-from reconciler._reconciling import (
-    Action,
+from reconciler._conditions import (
+    ChildError,
+    parent_conditions,
+    parent_events,
+    status_patch,
+)
+from reconciler._counting import (
     ApiCall,
+    counting,
+    counting_reader,
+    recording,
+    uncounted,
+)
+from reconciler._errors import ApiError, NotFoundError, ReconcilerError, ReconcilerUsageError
+from reconciler._events import EventRecorder
+from reconciler._finalizing import is_uncollectable, refuses_data_loss
+from reconciler._reconciling import (
     ReconcileResult,
     ResourceReconciler,
     is_owned,
@@ -45,29 +58,7 @@ __all__ = ["ChildError", "ParentReconciler", "ParentResult", "parent_conditions"
 
 _log = logging.getLogger(__name__)
 
-_EVENT_REASONS = {
-    Action.CREATED: "Created",
-    Action.UPDATED: "Updated",
-    Action.RECREATED: "Recreated",
-    Action.DELETED: "Deleted",
-}
-
-_Key = tuple[str, str, str | None, str]
 _READ: Any = object()  # "read this child on its own"
-
-
-@attrs.frozen(kw_only=True)
-class ChildError:
-    """One child that could not be reconciled, and why."""
-
-    ref: ObjectRef
-    message: str
-    error: BaseException = attrs.field(eq=False, repr=False)
-
-    @property
-    def retry_after(self) -> float | None:
-        """The server's ``Retry-After`` when it throttled this child's request."""
-        return self.error.retry_after if isinstance(self.error, ApiError) else None
 
 
 @attrs.frozen(kw_only=True)
@@ -108,63 +99,9 @@ def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return meta if isinstance(meta, Mapping) else {}
 
 
-def _key(obj: Mapping[str, Any]) -> _Key:
-    meta = _meta(obj)
-    return (
-        str(obj.get("apiVersion", "")), str(obj.get("kind", "")),
-        meta.get("namespace") or None, str(meta.get("name", "")),
-    )
-
-
-def _ref_of_key(key: _Key) -> ObjectRef:
-    return ObjectRef(api_version=key[0], kind=key[1], namespace=key[2], name=key[3])
-
-
-def _condition(
-    type_: str, ok: bool, *, reason: str, message: str, generation: Any
-) -> dict[str, Any]:
-    return {
-        "type": type_,
-        "status": "True" if ok else "False",
-        "reason": reason,
-        "message": message,
-        "observedGeneration": generation,
-    }
-
-
-def parent_conditions(
-    *, generation: Any, errors: Sequence[ChildError], pending: Sequence[ReconcileResult],
-    children: int,
-) -> list[dict[str, Any]]:
-    """The ``Reconciled`` and ``Ready`` conditions for one outcome (without transition times).
-
-    ``Reconciled`` says whether every child was applied; ``Ready`` additionally needs nothing
-    pending: no child waiting for a deletion to finish (reason ``ChildrenPending``) and none
-    skipped because it is not ours (``ChildrenSkipped``). Messages list the per-child errors and
-    reasons.
-    """
-    if errors:
-        listed = "; ".join(f"{e.ref}: {e.message}" for e in errors)
-        message = f"{len(errors)} of {children} children failed: {listed}"[:4096]
-        return [
-            _condition("Reconciled", False, reason="ChildrenFailed", message=message,
-                       generation=generation),
-            _condition("Ready", False, reason="ChildrenFailed", message=message,
-                       generation=generation),
-        ]
-    reconciled = _condition(
-        "Reconciled", True, reason="ReconcileSucceeded",
-        message=f"all {children} children reconciled", generation=generation,
-    )
-    if pending:
-        waiting = "; ".join(f"{r.ref}: {r.reason}" for r in pending)
-        skipped = any(r.requeue_after is None for r in pending)
-        ready = _condition("Ready", False, reason="ChildrenSkipped" if skipped else
-                           "ChildrenPending", message=waiting[:4096], generation=generation)
-    else:
-        ready = _condition("Ready", True, reason="ChildrenReady",
-                           message=f"all {children} children are as desired", generation=generation)
-    return [reconciled, ready]
+def _order(ref: ObjectRef) -> str:
+    """The order children are listed and pruned in (stable across runs)."""
+    return str((ref.api_version, ref.kind, ref.namespace, ref.name))
 
 
 class ParentReconciler:
@@ -196,25 +133,33 @@ class ParentReconciler:
         status_refresh: float | None = None,
         dry_run: bool = False,
         clock: Clock | None = None,
+        on_delete: OnDelete | None = None,
     ) -> None:
-        self.client = client
+        self.client = counting(client)
         self.build = build
         self.operator_name = operator_name
         self.clock: Clock = clock if clock is not None else RealClock()
-        self.reader: ReadCache = reader if reader is not None else PassThroughCache(client)
+        self.reader = counting_reader(
+            reader if reader is not None else PassThroughCache(uncounted(client))
+        )
         self.resources = resources if resources is not None else ResourceReconciler(
-            client, reader=self.reader, clock=self.clock, dry_run=dry_run
+            self.client, reader=self.reader, clock=self.clock, dry_run=dry_run
         )
         if self.resources.dry_run != dry_run:
-            raise ValueError("ParentReconciler(dry_run=...) must match its resources' dry_run")
+            raise ReconcilerUsageError(
+                "ParentReconciler(dry_run=...) must match its resources' dry_run"
+            )
         self.dry_run = dry_run
         self.prune_kinds = frozenset(prune_kinds)
-        self.recorder = EventRecorder(client, component=operator_name, clock=self.clock) if (
-            events and not dry_run
-        ) else None
+        self.recorder = EventRecorder(
+            self.client, component=operator_name, clock=self.clock
+        ) if (events and not dry_run) else None
         self.write_status = write_status and not dry_run
         self.status_refresh = status_refresh
         self._no_status_subresource: set[tuple[str, str]] = set()
+        self.cleanup = ParentCleanup(self.client, on_delete=on_delete, clock=self.clock,
+                                     dry_run=dry_run)
+        """The cleanup finalizer of this operator's parents (``reconciler._cleanups``)."""
 
     # -- entry point ------------------------------------------------------------------------
 
@@ -226,48 +171,30 @@ class ParentReconciler:
         parent_ref = ObjectRef.of(parent)
         uid = _meta(parent).get("uid")
         if not uid or not parent_ref.name:
-            raise ValueError(f"parent {parent_ref} must be a live object with metadata.uid")
+            raise ReconcilerUsageError(
+                f"parent {parent_ref} must be a live object with metadata.uid"
+            )
         run = _ParentRun(self, parent, str(uid))
-        return run.execute()
+        with recording() as calls:
+            result = run.execute()
+        return attrs.evolve(result, api_calls=tuple(calls))
 
     # -- identity ---------------------------------------------------------------------------
 
     def decorate(self, parent: KubeObject, obj: KubeObject, state: DesiredState) -> dict[str, Any]:
         """``obj`` (a dict or an official model) with the namespace, labels and controller owner
-        reference of section 5."""
+        reference of section 5, as ``builders.stamp_identity`` decides them."""
         child = to_plain_object(obj) if is_client_model(obj) else dict(obj)
-        meta = dict(_meta(child))
-        parent_meta = _meta(parent)
-        parent_ns = parent_meta.get("namespace") or None
-        api_version, kind = str(child.get("apiVersion", "")), str(child.get("kind", ""))
+        ref = ObjectRef.of(child)
         try:
-            namespaced = self.client.is_namespaced(api_version, kind)
+            namespaced = self.client.is_namespaced(ref.api_version, ref.kind)
         except NotFoundError:
-            namespaced = bool(meta.get("namespace") or parent_ns)
-        if namespaced and not meta.get("namespace") and parent_ns:
-            meta["namespace"] = parent_ns
-        if not namespaced:
-            meta.pop("namespace", None)
-        if not state.is_absent:
-            name = str(parent_meta.get("name", ""))
-            labels = dict(meta.get("labels") or {})
-            labels[MANAGED_BY_LABEL] = self.operator_name
-            labels[INSTANCE_LABEL] = label_value(name)
-            if COMPONENT_LABEL not in labels:
-                child_name = str(meta.get("name", ""))
-                component = child_name.removeprefix(f"{name}-") or kind.lower()
-                labels[COMPONENT_LABEL] = label_value(component)
-            labels[OWNER_UID_LABEL] = label_value(str(parent_meta.get("uid")))
-            meta["labels"] = labels
-            if parent_ns is None or meta.get("namespace") == parent_ns:
-                owner = owner_reference(parent)
-                others = [
-                    ref for ref in meta.get("ownerReferences") or ()
-                    if ref.get("uid") != owner["uid"] and not ref.get("controller")
-                ]
-                meta["ownerReferences"] = [*others, owner]
-        child["metadata"] = meta
-        return child
+            namespaced = bool(ref.namespace or _meta(parent).get("namespace"))
+        return stamp_identity(parent, child, operator_name=self.operator_name,
+                              namespaced=namespaced, absent=state.is_absent)
+
+
+_Built = tuple[ObjectRef, dict[str, Any], DesiredState]
 
 
 class _ParentRun:
@@ -278,48 +205,46 @@ class _ParentRun:
         self.parent = parent
         self.uid = uid
         self.ref = ObjectRef.of(parent)
-        self.calls: list[ApiCall] = []
         self.results: list[ReconcileResult] = []
         self.errors: list[ChildError] = []
-        self.changes: dict[str, list[ObjectRef]] = {}
         self.build_failed = False
         self.selector = f"{OWNER_UID_LABEL}={label_value(uid)}"
 
     def execute(self) -> ParentResult:
         built = self._build()
+        built = self._ensure_finalizer(built)
         live, unlisted = self._prefetch(built)
-        built_keys = set()
-        for key, obj, state in built:
-            built_keys.add(key)
-            failure = unlisted.get((key[0], key[1], key[2]))
+        built_refs = set()
+        for ref, obj, state in built:
+            built_refs.add(ref)
+            failure = unlisted.get(_scope(ref))
             if failure is not None:
                 # The list of its kind failed (throttled, server error): one GET per child
                 # would only add load; the child fails with the list's error and is retried.
-                self._fail(_ref_of_key(key), f"listing its kind failed: {failure}", failure)
-            elif key in live:
-                self._child(key, obj, state, live[key])
+                self._fail(ref, f"listing its kind failed: {failure}", failure)
+            elif ref in live:
+                self._child(ref, obj, state, live[ref])
             elif state.is_absent:
                 # Not labelled as ours: ABSENT must still find it by name.
-                self._child(key, obj, state, _READ)
+                self._child(ref, obj, state, _READ)
             else:
                 # Missing from our labelled children: create; a taken name becomes an update.
-                self._child(key, obj, state, None)
-        pruned = self._prune(live, built_keys)
-        self._emit_events()
+                self._child(ref, obj, state, None)
+        pruned = self._prune(live, built_refs)
+        self._emit_events(pruned)
         status_written, status_error = self._status(pruned)
         requeues = [r.requeue_after for r in (*self.results, *pruned) if r.requeue_after]
         requeues += [e.retry_after for e in self.errors if e.retry_after]
         return ParentResult(
             parent=self.ref, children=tuple(self.results), pruned=tuple(pruned),
             errors=tuple(self.errors), status_written=status_written, status_error=status_error,
-            api_calls=tuple(self.calls), requeue_after=min(requeues) if requeues else None,
-            dry_run=self.o.dry_run,
+            requeue_after=min(requeues) if requeues else None, dry_run=self.o.dry_run,
         )
 
     # -- children ---------------------------------------------------------------------------
 
-    def _build(self) -> list[tuple[_Key, dict[str, Any], DesiredState]]:
-        built: list[tuple[_Key, dict[str, Any], DesiredState]] = []
+    def _build(self) -> list[_Built]:
+        built: list[_Built] = []
         try:
             builders = list(self.o.build(self.parent))
         except Exception as exc:
@@ -338,45 +263,79 @@ class _ParentRun:
                 where = ObjectRef(api_version="", kind="builder", name=name)
                 self._fail(where, f"builder failed: {exc}", exc)
                 continue
-            built.append((_key(child), child, state))
+            built.append((ObjectRef.of(child), child, state))
         return built
+
+    def _ensure_finalizer(self, built: list[_Built]) -> list[_Built]:
+        """The cleanup finalizer goes on before any child the garbage collector cannot collect
+        is created; when adding it fails, those children wait (and nothing is pruned)."""
+        try:
+            updated = self.o.cleanup.ensure(self.parent, [ref for ref, _, _ in built])
+        except ReconcilerError as exc:
+            self.build_failed = True
+            self._fail(self.ref, f"adding the cleanup finalizer failed: {exc}", exc)
+            return [b for b in built if not is_uncollectable(self.parent, b[0])]
+        if updated is not None:
+            self.parent = updated
+        return built
+
+    def _refuse_data_loss(self, ref: ObjectRef, live: Any) -> str | None:
+        """Why deleting CRD ``ref`` is refused (custom resources remain), or None."""
+        if ref.kind != "CustomResourceDefinition":
+            return None
+        if live is _READ or live is None:
+            try:
+                live = self.o.client.get(ref.api_version, ref.kind, ref.name)
+            except NotFoundError:
+                return None
+        return refuses_data_loss(live, custom_resources=count_custom_resources(
+            self.o.client, live, owner_uid=self.uid))
 
     def _fail(self, ref: ObjectRef, message: str, exc: BaseException) -> None:
         _log.warning("reconcile of %s: %s: %s", self.ref, ref, message)
         self.errors.append(ChildError(ref=ref, message=message, error=exc))
 
     def _prefetch(
-        self, built: Sequence[tuple[_Key, dict[str, Any], DesiredState]]
-    ) -> tuple[dict[_Key, dict[str, Any]], dict[tuple[str, str, str | None], ReconcilerError]]:
+        self, built: Sequence[_Built]
+    ) -> tuple[dict[ObjectRef, dict[str, Any]], dict[ObjectRef, ReconcilerError]]:
         """Our live children, by one LIST per (kind, namespace) with the owner-uid selector;
-        and the scopes whose list failed, with the error."""
-        scopes: set[tuple[str, str, str | None]] = {(k[0], k[1], k[2]) for k, _, _ in built}
-        parent_ns = self.ref.namespace
+        and the scopes (refs without a name) whose list failed, with the error."""
+        scopes: set[ObjectRef] = {_scope(ref) for ref, _, _ in built}
         for api_version, kind in self.o.prune_kinds:
-            scopes.add((api_version, kind, parent_ns))
-        live: dict[_Key, dict[str, Any]] = {}
-        failed: dict[tuple[str, str, str | None], ReconcilerError] = {}
-        for api_version, kind, namespace in sorted(scopes, key=str):
-            if not self.o.reader.from_memory:
-                self.calls.append(ApiCall(
-                    verb="list",
-                    ref=ObjectRef(api_version=api_version, kind=kind, name="", namespace=namespace),
-                ))
+            scopes.add(ObjectRef(api_version=api_version, kind=kind, name="",
+                                 namespace=self._prune_scope(api_version, kind)))
+        live: dict[ObjectRef, dict[str, Any]] = {}
+        failed: dict[ObjectRef, ReconcilerError] = {}
+        for scope in sorted(scopes, key=_order):
             try:
                 items = self.o.reader.list(
-                    api_version, kind, namespace=namespace, label_selector=self.selector
+                    scope.api_version, scope.kind, namespace=scope.namespace,
+                    label_selector=self.selector,
                 )
             except ReconcilerError as exc:
-                _log.warning("listing %s %s for %s failed: %s", kind, api_version, self.ref, exc)
-                failed[(api_version, kind, namespace)] = exc
+                _log.warning("listing %s %s for %s failed: %s", scope.kind, scope.api_version,
+                             self.ref, exc)
+                failed[scope] = exc
                 continue
             for item in items:
-                live[_key(item)] = item
+                live[ObjectRef.of(item)] = item
         return live, failed
 
-    def _child(self, key: _Key, obj: dict[str, Any], state: DesiredState, live: Any) -> None:
-        ref = _ref_of_key(key)
+    def _prune_scope(self, api_version: str, kind: str) -> str | None:
+        """Where unbuilt children of a prune kind are looked for: the parent's namespace, or
+        cluster-wide for a cluster-scoped kind (those go with the cleanup finalizer too)."""
         try:
+            namespaced = self.o.client.is_namespaced(api_version, kind)
+        except ReconcilerError:
+            namespaced = True  # not served (yet): nothing of it to prune
+        return self.ref.namespace if namespaced else None
+
+    def _child(self, ref: ObjectRef, obj: dict[str, Any], state: DesiredState, live: Any) -> None:
+        try:
+            refusal = self._refuse_data_loss(ref, live) if state.is_absent else None
+            if refusal is not None:
+                self._fail(ref, refusal, ValueError(refusal))
+                return
             if live is _READ:
                 result = self.o.resources.reconcile_resource(obj, state, owner_uid=self.uid)
             else:
@@ -386,39 +345,19 @@ class _ParentRun:
         except Exception as exc:
             self._fail(ref, str(exc), exc)
             return
-        self._record(result)
         self.results.append(result)
 
-    def _record(self, result: ReconcileResult) -> None:
-        self.calls.extend(result.api_calls)
-        reason = _EVENT_REASONS.get(result.action)
-        if reason:
-            self.changes.setdefault(reason, []).append(result.ref)
-
-    def _emit_events(self) -> None:
-        """One Event per kind of change, naming every child it concerns (aggregated as
-        Kubernetes' own event correlator would, so a thousand creates are not a thousand
-        Events); and a Warning listing the failed children."""
+    def _emit_events(self, pruned: Sequence[ReconcileResult]) -> None:
+        """The Events ``parent_events`` groups this outcome into, recorded on the parent."""
         if self.o.recorder is None:
             return
-        for reason, refs in self.changes.items():
-            what = "child" if len(refs) == 1 else f"{len(refs)} children"
-            self._event(reason, f"{reason} {what}: " + ", ".join(str(r) for r in refs))
-        if self.errors:
-            self._event(
-                "ReconcileError", f"{len(self.errors)} children failed: "
-                + "; ".join(f"{e.ref}: {e.message}" for e in self.errors), "Warning",
+        for event in parent_events([*self.results, *pruned], self.errors):
+            self.o.recorder.record(
+                self.parent, reason=event.reason, message=event.message, type=event.type
             )
 
-    def _event(self, reason: str, message: str, type_: str = "Normal") -> None:
-        assert self.o.recorder is not None
-        self.calls.append(ApiCall(verb="create", ref=ObjectRef(
-            api_version="v1", kind="Event", name="", namespace=self.ref.namespace or "default",
-        )))
-        self.o.recorder.record(self.parent, reason=reason, message=message, type=type_)
-
     def _prune(
-        self, live: Mapping[_Key, dict[str, Any]], built: set[_Key]
+        self, live: Mapping[ObjectRef, dict[str, Any]], built: set[ObjectRef]
     ) -> list[ReconcileResult]:
         pruned: list[ReconcileResult] = []
         if not self.o.prune_kinds:
@@ -426,19 +365,24 @@ class _ParentRun:
         if self.build_failed:  # an object a failed builder would have built is not "unbuilt"
             _log.warning("not pruning children of %s: a builder failed", self.ref)
             return pruned
-        for key, obj in sorted(live.items(), key=lambda kv: str(kv[0])):
-            if key in built or (key[0], key[1]) not in self.o.prune_kinds:
+        # CRDs last: the custom resources pruned in the same pass go first.
+        for ref, obj in sorted(live.items(), key=lambda kv: (
+                kv[0].kind == "CustomResourceDefinition", _order(kv[0]))):
+            if ref in built or ref.type_key not in self.o.prune_kinds:
                 continue
             if not is_owned(obj, owner_uid=self.uid)[0]:
                 continue
             try:
+                refusal = self._refuse_data_loss(ref, obj)
+                if refusal is not None:
+                    self._fail(ref, f"prune refused: {refusal}", ValueError(refusal))
+                    continue
                 result = self.o.resources.reconcile_resource(
                     obj, DesiredState.ABSENT, owner_uid=self.uid, live=obj
                 )
             except Exception as exc:
-                self._fail(_ref_of_key(key), f"prune failed: {exc}", exc)
+                self._fail(ref, f"prune failed: {exc}", exc)
                 continue
-            self._record(result)
             pruned.append(result)
         return pruned
 
@@ -447,37 +391,19 @@ class _ParentRun:
     def _status(self, pruned: Sequence[ReconcileResult]) -> tuple[bool, str]:
         if not self.o.write_status:
             return False, ""
-        meta = _meta(self.parent)
-        generation = meta.get("generation")
-        pending = [
-            r for r in (*self.results, *pruned)
-            if r.requeue_after is not None or r.action is Action.SKIPPED
-        ]
-        wanted = parent_conditions(
-            generation=generation, errors=self.errors, pending=pending,
-            children=len(self.results) + len(self.errors),
+        patch = status_patch(
+            parent=self.parent, results=[*self.results, *pruned], errors=self.errors,
+            children=len(self.results) + len(self.errors), now=self.o.clock.time(),
+            refresh=self.o.status_refresh,
         )
-        current = self.parent.get("status")
-        current = current if isinstance(current, Mapping) else {}
-        now = self.o.clock.time()
-        conditions, changed = _merge_conditions(current.get("conditions"), wanted, rfc3339(now))
-        last = parse_rfc3339(current.get("lastReconcileTime"))
-        refresh = self.o.status_refresh
-        stale = last is None or (refresh is not None and now - last >= refresh)
-        if not changed and current.get("observedGeneration") == generation and not stale:
+        if patch is None:
             return False, ""
-        patch = {"status": {
-            "observedGeneration": generation,
-            "lastReconcileTime": rfc3339(now),
-            "conditions": conditions,
-        }}
         return self._write_status(patch)
 
     def _write_status(self, patch: Mapping[str, Any]) -> tuple[bool, str]:
-        kind = (self.ref.api_version, self.ref.kind)
+        kind = self.ref.type_key
         sub = None if kind in self.o._no_status_subresource else "status"
         while True:
-            self.calls.append(ApiCall(verb="patch", ref=self.ref))
             try:
                 self.o.client.patch(
                     self.ref.api_version, self.ref.kind, self.ref.name, patch,
@@ -495,25 +421,6 @@ class _ParentRun:
             return True, ""
 
 
-def _merge_conditions(
-    existing: Any, wanted: Sequence[Mapping[str, Any]], now: str
-) -> tuple[list[dict[str, Any]], bool]:
-    """Existing conditions with ours replaced (transition time kept unless the status flips)."""
-    old = [dict(c) for c in existing or () if isinstance(c, Mapping)]
-    by_type = {c.get("type"): c for c in old}
-    changed = False
-    merged_ours: dict[Any, dict[str, Any]] = {}
-    for cond in wanted:
-        before = by_type.get(cond["type"])
-        new = dict(cond)
-        if before is not None and before.get("status") == cond["status"]:
-            new["lastTransitionTime"] = before.get("lastTransitionTime") or now
-        else:
-            new["lastTransitionTime"] = now
-        if before is None or any(before.get(k) != v for k, v in new.items()):
-            changed = True
-        merged_ours[cond["type"]] = new
-    result = [merged_ours.pop(c.get("type")) if c.get("type") in merged_ours else c for c in old]
-    result.extend(merged_ours.values())
-    return result, changed
-
+def _scope(ref: ObjectRef) -> ObjectRef:
+    """Where an object is listed from: its kind in its namespace (a ref without a name)."""
+    return attrs.evolve(ref, name="")

@@ -1,8 +1,10 @@
 """``optk plan``: what an operator would do to a cluster for given parents, writing nothing.
 
-A plan is a dry-run parent reconcile (``ParentReconciler(dry_run=True)``): creates and patches go
-to the server with ``dryRun=All`` so defaulting and validation are the server's own, deletes and
-recreations are reported without being sent, and no Event or status is written. This module turns
+A plan is the parent reconcile's plans without their execution (``ParentReconciler(dry_run=True)``):
+each child's decision is ``reconciler._planning.plan_child``'s, as in a real run; creates and
+patches go to the server only as ``dryRun=All`` requests, so defaulting, validation and
+immutable-field refusals are the server's own while nothing is stored; deletes and recreations
+are reported without being sent, and no Event or status is written. This module turns
 the results into the text people read (one line per child, the field diff under each update,
 Secret values redacted by ``objectmatcher``) and implements the command behind the CLI.
 """
@@ -13,10 +15,10 @@ import sys
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any, TextIO
 
-from builders import ResourceBuilder
+from builders import ObjectRef, ResourceBuilder
 from objectmatcher import LAST_APPLIED_ANNOTATION, format_diff
 from reconciler._clients import ClusterClient, KubeObject
-from reconciler._errors import NotFoundError, ObjectRef, ReconcilerError
+from reconciler._errors import NotFoundError, ReconcilerError
 from reconciler._parents import ParentReconciler, ParentResult
 from reconciler._reconciling import Action, ResourceReconciler
 
@@ -98,20 +100,16 @@ def plan_command(
 ) -> int:
     """``optk plan MODULE[:ATTR] -f PARENT.yaml``: print the plan; 1 when a child would fail."""
     import yaml
-    from kubernetes import config
 
     from reconciler._kubernetes import KubernetesClient
-    from reconciler._operators import load_operator
+    from reconciler._running import load_api_client, load_operator
 
     operator = load_operator(target)
     parents: list[KubeObject] = []
     for path in files:
         with open(path, encoding="utf-8") as stream:
             parents.extend(doc for doc in yaml.safe_load_all(stream) if doc)
-    api_client = config.new_client_from_config(  # type: ignore[no-untyped-call]
-        config_file=kubeconfig
-    )
-    client = KubernetesClient(api_client)
+    client = KubernetesClient(load_api_client(kubeconfig))
     try:
         results = plan_parents(
             client, operator.build, parents, operator_name=operator.name,

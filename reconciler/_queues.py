@@ -18,6 +18,7 @@ from collections.abc import Hashable
 from typing import Generic, Protocol, TypeVar
 
 from reconciler._clocks import Clock, RealClock
+from reconciler._errors import ReconcilerUsageError
 
 __all__ = [
     "ExponentialBackoff",
@@ -64,9 +65,9 @@ class ExponentialBackoff:
         rng: random.Random | None = None,
     ) -> None:
         if base <= 0 or cap < base:
-            raise ValueError(f"backoff needs 0 < base <= cap, got base={base} cap={cap}")
+            raise ReconcilerUsageError(f"backoff needs 0 < base <= cap, got base={base} cap={cap}")
         if not 0 <= jitter <= 1:
-            raise ValueError(f"jitter is a fraction in [0, 1], got {jitter}")
+            raise ReconcilerUsageError(f"jitter is a fraction in [0, 1], got {jitter}")
         self.base = base
         self.cap = cap
         self.jitter = jitter
@@ -102,7 +103,9 @@ class TokenBucket:
 
     def __init__(self, *, rate: float = 10.0, burst: int = 100, clock: Clock | None = None) -> None:
         if rate <= 0 or burst < 1:
-            raise ValueError(f"token bucket needs rate > 0 and burst >= 1, got {rate}, {burst}")
+            raise ReconcilerUsageError(
+                f"token bucket needs rate > 0 and burst >= 1, got {rate}, {burst}"
+            )
         self.rate = rate
         self.burst = burst
         self._clock = clock or RealClock()
@@ -132,7 +135,7 @@ class MaxOfRateLimiters:
 
     def __init__(self, *limiters: RateLimiter) -> None:
         if not limiters:
-            raise ValueError("MaxOfRateLimiters needs at least one limiter")
+            raise ReconcilerUsageError("MaxOfRateLimiters needs at least one limiter")
         self._limiters = limiters
 
     def when(self, key: Hashable) -> float:

@@ -14,10 +14,10 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Unpack
 
+from builders import ObjectRef
 from reconciler._clients import ClusterClient, KubeObject, ListFields, ListOptions, WatchEvent
 from reconciler._clocks import Clock, RealClock
 from reconciler._informers import Informer
-from reconciler._stores import object_key
 from reconciler._stores import resource_version as _rv
 
 __all__ = ["RecordingClient"]
@@ -49,9 +49,9 @@ class RecordingClient:
         self._informers = informers
         self._keep = keep
         self._lock = threading.Lock()
-        self._versions: dict[tuple[str, str, str, str], list[str]] = {}
+        self._versions: dict[ObjectRef, list[str]] = {}
         self._deleted_uids: dict[str, None] = {}
-        self._inflight: dict[tuple[str, str, str, str], int] = {}
+        self._inflight: dict[ObjectRef, int] = {}
         self._settled = threading.Condition(self._lock)
         self.writes = 0
         self.echo_wait = echo_wait
@@ -109,7 +109,10 @@ class RecordingClient:
         self, api_version: str, kind: str, name: str, patch: Any, **kwargs: Any
     ) -> dict[str, Any]:
         """Patch, and record the version it returned."""
-        key = (api_version, kind, str(kwargs.get("namespace") or ""), name)
+        key = ObjectRef(
+            api_version=api_version, kind=kind, name=name,
+            namespace=kwargs.get("namespace") or None,
+        )
         with self._writing(key):
             result = self.inner.patch(api_version, kind, name, patch, **kwargs)
             return self._record(result, bool(kwargs.get("dry_run")))
@@ -124,7 +127,10 @@ class RecordingClient:
 
     def delete(self, api_version: str, kind: str, name: str, **kwargs: Any) -> dict[str, Any]:
         """Delete, and record the uid deleted."""
-        key = (api_version, kind, str(kwargs.get("namespace") or ""), name)
+        key = ObjectRef(
+            api_version=api_version, kind=kind, name=name,
+            namespace=kwargs.get("namespace") or None,
+        )
         with self._writing(key):
             result = self.inner.delete(api_version, kind, name, **kwargs)
             if kwargs.get("dry_run"):
@@ -154,7 +160,7 @@ class RecordingClient:
             informer.cache.forget({"metadata": meta}, uid=uid)
 
     @contextlib.contextmanager
-    def _writing(self, key: tuple[str, str, str, str]) -> Iterator[None]:
+    def _writing(self, key: ObjectRef) -> Iterator[None]:
         """Mark a write in flight, so its echo waits for the version the write returns."""
         with self._lock:
             self._inflight[key] = self._inflight.get(key, 0) + 1
@@ -212,6 +218,5 @@ class RecordingClient:
         return result
 
     @staticmethod
-    def _key(obj: KubeObject) -> tuple[str, str, str, str]:
-        namespace, name = object_key(obj)
-        return str(obj.get("apiVersion", "")), str(obj.get("kind", "")), namespace, name
+    def _key(obj: KubeObject) -> ObjectRef:
+        return ObjectRef.of(obj)

@@ -15,16 +15,15 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
 from typing import Any, cast
 
 from reconciler._clients import ClusterClient
 from reconciler._clocks import Clock
 from reconciler._errors import ApiError, ConflictError, NotFoundError
-from reconciler._events import parse_rfc3339
 from reconciler._queues import WorkQueue
 from reconciler._resyncs import Heartbeat, ResyncSchedule, parse_duration
 from reconciler._stats import RuntimeStats
+from reconciler._times import format_micro_time, parse_time
 from reconciler._triggers import ParentKey
 
 __all__ = ["HeartbeatStore", "ResyncLoop"]
@@ -142,19 +141,6 @@ _INTERVAL_ANNOTATION = "optk.dev/resync-interval-seconds"
 _TICKS_ANNOTATION = "optk.dev/resync-ticks"
 
 
-def _micro_time(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _parse_micro_time(value: Any) -> float | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC).timestamp()
-    except ValueError:
-        return parse_rfc3339(value)
-
-
 class HeartbeatStore:
     """The heartbeat as a ``coordination.k8s.io/v1`` Lease: ``spec.renewTime`` is ``covered``,
     two annotations hold the grid. One write (a PUT) per beat; a GET only on a conflict.
@@ -182,7 +168,7 @@ class HeartbeatStore:
             return None
         self._lease = lease
         annotations = (lease.get("metadata") or {}).get("annotations") or {}
-        covered = _parse_micro_time((lease.get("spec") or {}).get("renewTime"))
+        covered = parse_time((lease.get("spec") or {}).get("renewTime"))
         try:
             interval = parse_duration(str(annotations.get(_INTERVAL_ANNOTATION)))
             ticks = int(str(annotations.get(_TICKS_ANNOTATION)))
@@ -196,7 +182,7 @@ class HeartbeatStore:
         """Record ``heartbeat`` (creating the Lease the first time)."""
         annotations = {_INTERVAL_ANNOTATION: repr(heartbeat.interval),
                        _TICKS_ANNOTATION: str(heartbeat.ticks)}
-        spec = {"holderIdentity": self.identity, "renewTime": _micro_time(heartbeat.covered)}
+        spec = {"holderIdentity": self.identity, "renewTime": format_micro_time(heartbeat.covered)}
         for _ in range(3):
             try:
                 self._lease = self._put(annotations, spec)

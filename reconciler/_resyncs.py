@@ -40,7 +40,8 @@ from typing import Any
 
 import attrs
 
-from reconciler._events import parse_rfc3339
+from reconciler._errors import ReconcilerUsageError
+from reconciler._times import parse_time
 
 __all__ = [
     "DEFAULT_RESYNC_INTERVAL",
@@ -80,9 +81,11 @@ def parse_duration(text: str) -> float:
             seconds += float(match.group(1)) * _UNITS[match.group(2)]
             pos = match.end()
         if pos != len(value) or not value:
-            raise ValueError(f"not a duration: {text!r} (use e.g. '10h', '1h30m', '90s')") from None
+            raise ReconcilerUsageError(
+                f"not a duration: {text!r} (use e.g. '10h', '1h30m', '90s')"
+            ) from None
     if not seconds > 0 or seconds != seconds or seconds == float("inf"):
-        raise ValueError(f"a resync interval must be positive and finite, got {text!r}")
+        raise ReconcilerUsageError(f"a resync interval must be positive and finite, got {text!r}")
     return seconds
 
 
@@ -94,7 +97,7 @@ def last_reconcile_time(
     An absent or unreadable value means "never reconciled": the parent is due at once.
     """
     status = parent.get("status")
-    return parse_rfc3339(status.get(field)) if isinstance(status, Mapping) else None
+    return parse_time(status.get(field)) if isinstance(status, Mapping) else None
 
 
 @attrs.frozen(kw_only=True)
@@ -151,23 +154,25 @@ class ResyncPolicy:
 
     def __attrs_post_init__(self) -> None:
         if not 0 < self.min_interval <= self.max_interval:
-            raise ValueError(
+            raise ReconcilerUsageError(
                 f"resync bounds need 0 < min_interval <= max_interval, got "
                 f"{self.min_interval}..{self.max_interval}"
             )
         if not self.min_interval <= self.interval <= self.max_interval:
-            raise ValueError(
+            raise ReconcilerUsageError(
                 f"resync interval {self.interval}s is outside its bounds "
                 f"{self.min_interval}..{self.max_interval}s"
             )
         if not 1 <= self.ticks <= 60:
-            raise ValueError(f"resync ticks per interval must be in 1..60, got {self.ticks}")
+            raise ReconcilerUsageError(
+                f"resync ticks per interval must be in 1..60, got {self.ticks}"
+            )
         if self.heartbeat is not None and not self.heartbeat > 0:
-            raise ValueError(
+            raise ReconcilerUsageError(
                 f"ResyncPolicy.heartbeat must be positive or None, got {self.heartbeat}"
             )
         if self.config_map is not None and self.config_map.count("/") != 1:
-            raise ValueError(
+            raise ReconcilerUsageError(
                 f"ResyncPolicy.config_map is 'namespace/name', got {self.config_map!r}"
             )
 
@@ -189,7 +194,7 @@ class ResyncPolicy:
         try:
             seconds = parse_duration(text)
         except ValueError as error:
-            raise ValueError(f"{source}: {error}") from error
+            raise ReconcilerUsageError(f"{source}: {error}") from error
         return attrs.evolve(self, interval=self._clamp(seconds))
 
     def with_environment(self, environ: Mapping[str, str]) -> ResyncPolicy:

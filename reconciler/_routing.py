@@ -6,7 +6,10 @@ once when ``parent_needs_reconcile`` or its grid time passed), and queued on a c
 ``parent_event_triggers`` passes; a child's event is mapped to its parent by controller owner
 reference or ``optk.dev/owner-uid`` and queued when ``child_event_triggers`` passes. Queueing
 coalesces bursts (``Operator.event_coalesce``) and, on a standby, is held instead
-(``reconciler._standby``). The resync ConfigMap's events replace the schedule's policy. The rules
+(``reconciler._standby``). With sharding, a parent carrying the drain mark for this shard is
+queued at once, whatever changed, so a worker acknowledges it, and one moved in from another
+shard is queued so that a worker adopts its children (``reconciler._shards``). The
+resync ConfigMap's events replace the schedule's policy. The rules
 themselves are pure functions in ``reconciler._triggers``.
 """
 
@@ -15,9 +18,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from builders import ObjectRef
+from builders.names import owner_uids
 from reconciler._clients import KubeObject
 from reconciler._informers import Informer, TypeKey
-from reconciler._stores import object_key, owner_uids
 from reconciler._triggers import (
     ParentKey,
     child_event_triggers,
@@ -65,13 +69,21 @@ class EventRouter:
         if rt.client.is_own_echo(event_type, new):
             rt.stats.triggers["own-echo"] += 1
             return
-        key = object_key(new)
+        key = ObjectRef.of(new).namespaced_name
         if event_type == "DELETED":
             rt.stats.triggers["parent-deleted"] += 1
             if not rt.standby.holds(key):
                 rt.queue.add(key)
             return
+        if rt.shards is not None and rt.shards.releasing(new):
+            rt.stats.triggers["drain"] += 1
+            rt.queue.add(key)  # a worker acknowledges once no reconcile of it runs
+            return
         if event_type == "ADDED" and old is None:  # first sight: startup, or a new parent
+            if rt.shards is not None and rt.shards.moved_in(key, new):
+                rt.stats.triggers["moved-in"] += 1
+                rt.queue.add(key)  # a worker adopts its children, then schedules it
+                return
             self.first_sight(key, new)
             return
         if parent_event_triggers(event_type, new, old=old):
@@ -106,7 +118,7 @@ class EventRouter:
             parent = rt.parents.cache.get_by_uid(uid)
             if parent is not None:
                 rt.stats.triggers["child"] += 1
-                self.queue_for_event(object_key(parent))
+                self.queue_for_event(ObjectRef.of(parent).namespaced_name)
                 return
 
     def on_config(self, event_type: str, old: dict[str, Any] | None, new: dict[str, Any]) -> None:

@@ -21,9 +21,10 @@ import threading
 import time
 from typing import Any
 
+from reconciler._errors import ReconcilerUsageError
 from reconciler._operators import Operator
 
-__all__ = ["JsonLogFormatter", "load_operator", "run_command", "run_operator"]
+__all__ = ["JsonLogFormatter", "load_api_client", "load_operator", "run_command", "run_operator"]
 
 _log = logging.getLogger("optk.operator")
 
@@ -47,11 +48,13 @@ def run_operator(
             _log.info("embedded API server at %s (kubeconfig %s)", server.url,
                       server.kubeconfig_path)
             return _run_with(operator, server.api_client(), stop, metrics_port)
-    return _run_with(operator, _api_client(kubeconfig), stop, metrics_port)
+    return _run_with(operator, load_api_client(kubeconfig), stop, metrics_port)
 
 
-def _api_client(kubeconfig: str | None) -> Any:
-    """An official ``ApiClient`` from ``kubeconfig``, the default kubeconfig or in-cluster."""
+def load_api_client(kubeconfig: str | None = None) -> Any:
+    """An official ``ApiClient`` from ``kubeconfig``; when None, the default kubeconfig
+    (``KUBECONFIG``, ``~/.kube/config``), else the in-cluster service account. Wrap it in a
+    ``KubernetesClient``."""
     from kubernetes import config as kube_config
 
     try:
@@ -126,10 +129,12 @@ def load_operator(target: str) -> Operator:
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
-        raise ValueError(f"cannot import operator module {module_name!r}: {error}") from error
+        raise ReconcilerUsageError(
+            f"cannot import operator module {module_name!r}: {error}"
+        ) from error
     value = getattr(module, attr or "operator", None)
     if not isinstance(value, Operator):
-        raise ValueError(
+        raise ReconcilerUsageError(
             f"{module_name}:{attr or 'operator'} is not an Operator (got {type(value).__name__})"
         )
     return value

@@ -6,13 +6,16 @@ their lifecycle: a parent ``Informer`` and a dynamic child ``InformerManager`` w
 ``ResyncLoop`` (``reconciler._resync_loop``) queues parents as their periodic time falls due and
 records the heartbeat; the ``WorkerPool`` (``reconciler._workers``) reconciles; with leader
 election, the ``Standby`` (``reconciler._standby``) holds events until this runtime leads and
-then takes over; a ``HealthServer`` serves metrics and probes. Each loop's logic lives in its own
+then takes over; with sharding, ``Shards`` (``reconciler._shards``) holds this replica's
+shard Lease, scopes the informers to its shard and runs the assigner when elected; a
+``HealthServer`` serves metrics and probes. Each loop's logic lives in its own
 module; this one only constructs, starts, stops and answers what tests and benchmarks ask.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import threading
 import time
@@ -35,6 +38,7 @@ from reconciler._recording import RecordingClient
 from reconciler._resync_loop import HeartbeatStore, ResyncLoop
 from reconciler._resyncs import ResyncSchedule
 from reconciler._routing import EventRouter
+from reconciler._shards import Shards, stamp_shard
 from reconciler._standby import Standby
 from reconciler._stats import RuntimeStats
 from reconciler._triggers import ParentKey, meta_of
@@ -70,6 +74,11 @@ class OperatorRuntime:
         self._threads: list[threading.Thread] = []
         self._cleanups: list[Callable[[], object]] = []
         self._inner = client
+        self.shards: Shards | None = None
+        if operator.sharding is not None:
+            self.shards = Shards(self, operator.sharding, os.environ if environ is None
+                                 else environ)
+        shard_selector = "" if self.shards is None else f",{self.shards.selector}"
         self.metrics = OperatorMetrics(operator.name, max_concurrent=operator.workers)
         self.queue: WorkQueue[ParentKey] = WorkQueue(clock=self.clock,
                                                      observer=self.metrics.queue)
@@ -79,22 +88,25 @@ class OperatorRuntime:
         self.standby = Standby(self)
         self.parents = Informer(
             client, operator.api_version, operator.kind, namespace=operator.namespace,
-            clock=self.clock,
+            clock=self.clock, label_selector=None if self.shards is None else self.shards.selector,
         )
         self.client = RecordingClient(client, informers=self.router.informer_of, clock=self.clock)
         self.informers = InformerManager(
             client, handler=self.router.on_child, clock=self.clock, namespace=operator.namespace,
-            label_selector=f"{MANAGED_BY_LABEL}={operator.name}",
+            label_selector=f"{MANAGED_BY_LABEL}={operator.name}{shard_selector}",
         )
         self.reader = InformerReader(
             client, self.informers, extra={self.parents.type_key: self.parents}
         )
+        build = (operator.build if self.shards is None
+                 else stamp_shard(operator.build, self.shards.shard))
         self.reconciler = ParentReconciler(
-            self.client, operator.build, operator_name=operator.name, reader=self.reader,
+            self.client, build, operator_name=operator.name, reader=self.reader,
             resources=ResourceReconciler(
                 self.client, reader=self.reader, recreate=operator.recreate, clock=self.clock
             ),
             prune_kinds=operator.prune, events=operator.events, clock=self.clock,
+            on_delete=operator.on_delete,
         )
         self.config_informer: Informer | None = None
         if (config_map := operator.resync.config_map_ref) is not None:
@@ -104,8 +116,9 @@ class OperatorRuntime:
             )
         self.heartbeats: HeartbeatStore | None = None
         if (lease := operator.heartbeat_lease) is not None:
+            name = lease[1] if self.shards is None else f"{lease[1]}-{self.shards.shard}"
             self.heartbeats = HeartbeatStore(
-                client, name=lease[1], namespace=lease[0], identity=self.identity,
+                client, name=name, namespace=lease[0], identity=self.identity,
             )
         self.resync = ResyncLoop(
             schedule=self.schedule, queue=self.queue, heartbeats=self.heartbeats,
@@ -113,7 +126,7 @@ class OperatorRuntime:
             leading=lambda: self.workers.started, stopping=lambda: self.stopping,
         )
         self.elector: LeaderElector | None = None
-        if (election := operator.election) is not None:
+        if (election := operator.election) is not None and self.shards is None:
             self.elector = LeaderElector(
                 client, election, identity=self.identity, on_started=self._start_workers,
                 on_stopped=self.standby.lost_leadership, clock=self.clock,
@@ -126,6 +139,9 @@ class OperatorRuntime:
     def start(self) -> OperatorRuntime:
         """Start informers, timer, health server and (when leading, or without election) workers."""
         self._install()
+        self._await_installed_kinds()
+        if self.shards is not None:
+            self.shards.start()
         if self.elector is None:
             self.resync.resume()
         self.parents.add_handler(self.router.on_parent)
@@ -173,6 +189,8 @@ class OperatorRuntime:
             self.resync.write_heartbeat()  # the last word: what this run covered
         if self.elector is not None:
             self.elector.stop(release=release_lease)
+        if self.shards is not None:
+            self.shards.stop(release=release_lease)
         for thread in self._threads:
             thread.join(max(0.0, min(5.0, deadline - time.monotonic())))
         for cleanup in reversed(self._cleanups):
@@ -232,18 +250,6 @@ class OperatorRuntime:
         """Whether nothing is queued or being reconciled right now."""
         return not (self.workers.busy or len(self.queue) or self.queue.processing)
 
-    def wait_synced(self, timeout: float = 30.0) -> bool:
-        """Block (real time) until ``ready``; ``reconciler.testing.wait_synced``."""
-        from reconciler.testing import wait_synced
-
-        return wait_synced(self, timeout)
-
-    def wait_idle(self, timeout: float = 30.0, *, settle: float = 0.05) -> bool:
-        """Block (real time) until idle for ``settle`` seconds; ``reconciler.testing.wait_idle``."""
-        from reconciler.testing import wait_idle
-
-        return wait_idle(self, timeout, settle=settle)
-
     def request(self, namespace: str | None, name: str) -> None:
         """Queue a reconcile of one parent now."""
         self.stats.triggers["manual"] += 1
@@ -263,6 +269,15 @@ class OperatorRuntime:
 
     # --- internals ---------------------------------------------------------------------------
 
+    @property
+    def inner_client(self) -> ClusterClient:
+        """The client the runtime was given (no own-write recording)."""
+        return self._inner
+
+    def track(self, thread: threading.Thread) -> None:
+        """Join ``thread`` (started by a part of the runtime) when the runtime stops."""
+        self._threads.append(thread)
+
     def _spawn(self, target: Callable[[], None], name: str) -> threading.Thread:
         thread = threading.Thread(target=target, name=name, daemon=True)
         self._threads.append(thread)
@@ -279,6 +294,29 @@ class OperatorRuntime:
         self.resync.beat_now()  # a new leader records its heartbeat at once
         if self.elector is not None:
             self.metrics.set_leader(self.elector.config.name, True)
+
+    def _await_installed_kinds(self, timeout: float = 60.0) -> None:
+        """Return once every kind a CRD of ``install`` defines is served (bounded).
+
+        A real API server serves a new CRD's kind a moment after the CRD is created (about 2 s
+        here); waiting means a caller may create parents as soon as ``start()`` returns.
+        """
+        kinds = [
+            (f"{spec.get('group')}/{version.get('name')}", str(spec.get("names", {}).get("kind")))
+            for obj in self.operator.install
+            if obj.get("kind") == "CustomResourceDefinition"
+            for spec in [obj.get("spec") or {}]
+            for version in spec.get("versions") or ()
+            if version.get("served", True)
+        ]
+        deadline = self.clock.monotonic() + timeout
+        for api_version, kind in kinds:
+            while not self._inner.is_served(api_version, kind):
+                if self.clock.monotonic() >= deadline:
+                    _log.warning("%s %s is not served %.0fs after its CRD was installed",
+                                 kind, api_version, timeout)
+                    return
+                self.clock.sleep(0.1)
 
     def _install(self) -> None:
         for obj in self.operator.install:

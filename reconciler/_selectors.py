@@ -13,6 +13,8 @@ from collections.abc import Mapping
 
 import attrs
 
+from reconciler._errors import ReconcilerUsageError
+
 __all__ = ["LabelSelector"]
 
 _REQUIREMENT = re.compile(
@@ -45,12 +47,14 @@ class LabelSelector:
         for part in parts:
             match = _REQUIREMENT.fullmatch(part)
             if match is None or (match["neg"] and match["op"]):
-                raise ValueError(f"malformed label selector {text!r} at {part!r}")
+                raise ReconcilerUsageError(f"malformed label selector {text!r} at {part!r}")
             key, op = match["key"], (match["op"] or "").strip()
             value = match["value"] or ""
             values = frozenset(v.strip() for v in value.strip("()").split(",") if v.strip())
             if op in ("in", "notin") and not value.startswith("("):
-                raise ValueError(f"malformed label selector {text!r}: {op} needs (values)")
+                raise ReconcilerUsageError(
+                    f"malformed label selector {text!r}: {op} needs (values)"
+                )
             if op in ("=", "=="):
                 op, values = "in", frozenset({value})
             elif op == "!=":

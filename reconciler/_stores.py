@@ -4,8 +4,8 @@
 (controller owner reference or ``optk.dev/owner-uid``) and by label, under one lock. It holds
 what an informer (``reconciler._informers``) lists and watches, plus what the toolkit's own
 writes write through (``reconciler._recording``); it neither reads the cluster nor runs threads.
-The identity helpers it indexes by (``object_key``, ``owner_uids``, ``OWNER_UID_LABEL``) live
-here for now, unchanged, beside their main user.
+It keys objects by ``builders.ObjectRef.of(obj).namespaced_name`` and finds parents with
+``builders.names.owner_uids``: identity has one owner, in ``builders``.
 """
 
 from __future__ import annotations
@@ -15,39 +15,15 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
+from builders import ObjectRef
+from builders.names import owner_uids
 from reconciler._clients import KubeObject
 from reconciler._selectors import LabelSelector
 
 __all__ = [
-    "OWNER_UID_LABEL",
     "IndexedCache",
-    "object_key",
-    "owner_uids",
     "resource_version",
 ]
-
-OWNER_UID_LABEL = "optk.dev/owner-uid"
-
-
-def object_key(obj: KubeObject) -> tuple[str, str]:
-    """``(namespace, name)`` of an object; namespace ``""`` when cluster-scoped."""
-    meta = obj.get("metadata") or {}
-    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
-
-
-def owner_uids(obj: KubeObject) -> tuple[str, ...]:
-    """The uids of the parents an object names: controller owner refs, then the owner-uid label."""
-    meta = obj.get("metadata") or {}
-    uids: list[str] = []
-    for ref in meta.get("ownerReferences") or ():
-        uid = ref.get("uid")
-        if uid and ref.get("controller") and uid not in uids:
-            uids.append(str(uid))
-    label = (meta.get("labels") or {}).get(OWNER_UID_LABEL)
-    if label and label not in uids:
-        uids.append(str(label))
-    return tuple(uids)
-
 
 def resource_version(obj: KubeObject | None) -> str:
     """``metadata.resourceVersion`` of ``obj``, ``""`` when absent."""
@@ -133,7 +109,7 @@ class IndexedCache:
 
     def upsert(self, obj: dict[str, Any]) -> tuple[dict[str, Any] | None, bool]:
         """Store ``obj`` unless the cache holds a newer version; ``(old, stored)``."""
-        key = object_key(obj)
+        key = ObjectRef.of(obj).namespaced_name
         uid = str((obj.get("metadata") or {}).get("uid") or "")
         with self._lock:
             old = self._objects.get(key)
@@ -151,7 +127,7 @@ class IndexedCache:
 
     def remove(self, obj: KubeObject) -> dict[str, Any] | None:
         """Drop the object named like ``obj`` (its DELETED event); returns what was cached."""
-        key = object_key(obj)
+        key = ObjectRef.of(obj).namespaced_name
         with self._lock:
             self._tombstones.pop(str((obj.get("metadata") or {}).get("uid") or ""), None)
             old = self._objects.pop(key, None)
@@ -166,7 +142,7 @@ class IndexedCache:
         the same object arriving in between does not bring it back: a reconcile reading the
         cache right after its delete must not see the deleted child as still there.
         """
-        key = object_key(obj)
+        key = ObjectRef.of(obj).namespaced_name
         with self._lock:
             self._tombstones[uid] = None
             while len(self._tombstones) > _MAX_TOMBSTONES:

@@ -15,8 +15,8 @@ type's precision (as the Go ``Time.Format`` does); parsing accepts either type, 
 anything else, because a timestamp in an object someone else wrote is data, not a contract.
 
 The boundary: pure conversions; the only clock read is the one passed in (``RealClock`` when
-omitted). The embedded server keeps its own copy of these few lines (it is independent of the
-reconciler by an import-linter contract).
+omitted). The embedded server has its own ``reconciler.embedded._times`` (it is independent of
+the reconciler by an import-linter contract).
 """
 
 from __future__ import annotations

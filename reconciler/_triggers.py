@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from reconciler._clients import KubeObject
-from reconciler._events import parse_rfc3339
 from reconciler._resyncs import last_reconcile_time
+from reconciler._times import parse_time
 
 __all__ = [
     "REQUESTED_AT_ANNOTATION",
@@ -71,7 +71,7 @@ def parent_needs_reconcile(parent: KubeObject) -> bool:
         "generation"
     ):
         return True
-    requested = parse_rfc3339(_annotation(parent, REQUESTED_AT_ANNOTATION))
+    requested = parse_time(_annotation(parent, REQUESTED_AT_ANNOTATION))
     return requested is not None and requested > last
 
 

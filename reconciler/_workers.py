@@ -5,7 +5,11 @@ key from the ``WorkQueue`` (which never hands one key to two workers), reads the
 informer cache, calls ``ParentReconciler.reconcile`` and turns its result into what happens next:
 success forgets the backoff and sets the next resync time (or a requested ``requeue_after``); a
 failure backs off (honouring ``Retry-After``) or, with ``retry_failed_by_backoff=False``, waits
-for the next resync. A parent gone or being deleted is dropped from the schedule and its child
+for the next resync. With sharding, a parent its shard must release (the drain mark) is
+acknowledged instead of reconciled, and one moved in has its children adopted first (and is
+reconciled only when due) (``reconciler._shards``). A parent being deleted that carries the
+toolkit's cleanup finalizer gets its cleanup (``ParentCleanup.finalize``), retried with backoff
+until done. A parent gone or being deleted is then dropped from the schedule and its child
 informers released. Deciding when to queue is not here (``reconciler._routing``,
 ``reconciler._resync_loop``).
 """
@@ -18,9 +22,10 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from reconciler._errors import ApiError
+from reconciler._finalizing import CLEANUP_FINALIZER
 from reconciler._informers import TypeKey
 from reconciler._parents import ParentResult
-from reconciler._triggers import ParentKey, meta_of
+from reconciler._triggers import ParentKey, meta_of, parent_needs_reconcile
 
 if TYPE_CHECKING:
     from reconciler._runtime import OperatorRuntime
@@ -111,9 +116,30 @@ class WorkerPool:
         rt = self._runtime
         log = ParentLog(_log, {"parent": f"{key[0]}/{key[1]}" if key[0] else key[1]})
         parent = rt.parents.cache.get(*key)
+        if parent is not None and rt.shards is not None and rt.shards.releasing(parent):
+            if not rt.shards.acknowledge(parent):
+                rt.queue.add_rate_limited(key)
+                return
+            parent = None  # no longer ours: forget it as if it were gone
+        if parent is not None and rt.shards is not None and rt.shards.take_adoption(key):
+            rt.informers.use(key, rt.shards.adopt(parent))
+            now = rt.clock.time()
+            if not parent_needs_reconcile(parent) and rt.schedule.observe(
+                    key, parent, now=now) > now:
+                rt.resync.kick()
+                return  # adopted; its periodic resync comes when due
+            rt.schedule.take(key)
+        if parent is not None and meta_of(parent).get("deletionTimestamp") and (
+            CLEANUP_FINALIZER in (meta_of(parent).get("finalizers") or ())
+        ):
+            outcome = rt.reconciler.cleanup.finalize(parent)
+            if not outcome.done:  # retried with backoff; the parent's Cleanup condition says why
+                delay = rt.queue.add_rate_limited(key)
+                log.warning("cleanup pending (%s); retrying in %.3fs", outcome.reason, delay)
+                return
         if parent is None or meta_of(parent).get("deletionTimestamp"):
             log.info("parent %s; its children are collected by their owner references",
-                     "is gone" if parent is None else "is being deleted")
+                     "is gone (or moved)" if parent is None else "is being deleted")
             rt.schedule.remove(key)
             rt.queue.forget(key)
             rt.informers.release(key)

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING
+import typing
 
-if TYPE_CHECKING:
+from reconciler import _errors
+
+if typing.TYPE_CHECKING:
     from reconciler._runtime import OperatorRuntime
 
 __all__ = ["VirtualClock", "wait_idle", "wait_synced"]
@@ -74,7 +76,9 @@ class VirtualClock:
     def advance(self, seconds: float) -> None:
         """Move time forward and wake every waiter so it re-checks its deadline."""
         if seconds < 0:
-            raise ValueError(f"a clock cannot go backwards (advance by {seconds})")
+            raise _errors.ReconcilerUsageError(
+                f"a clock cannot go backwards (advance by {seconds})"
+            )
         with self._lock:
             self._now += seconds
             waiters = list(self._waiting.values())

@@ -15,18 +15,26 @@ import builders
 import builders.objects
 import builders.schemas
 import objectmatcher
+import reconciler
 import reconciler.embedded
 from reconciler import (
     AlreadyExistsError,
     ApiError,
+    ClientUsageError,
     ConflictError,
     InvalidError,
     NotFoundError,
     ObjectRef,
+    Operator,
+    ReconcilerError,
+    ReconcilerUsageError,
+    ReconcilerUsageTypeError,
     ServerError,
     TooManyRequestsError,
 )
 from reconciler._errors import api_error_from_status
+from reconciler._resyncs import parse_duration
+from reconciler._selectors import LabelSelector
 from reconciler.embedded import EmbeddedServerError
 from tests.conftest import FIXTURES
 
@@ -34,8 +42,8 @@ from tests.conftest import FIXTURES
 def _modules(package: ModuleType) -> list[ModuleType]:
     found = [package]
     for info in pkgutil.walk_packages(package.__path__, prefix=f"{package.__name__}."):
-        if info.name.endswith("pytest_plugin"):
-            continue  # a pytest plugin, imported by pytest itself
+        if info.name.endswith(("pytest_plugin", "__main__")):
+            continue  # a pytest plugin (imported by pytest itself) or a command line entry
         found.append(importlib.import_module(info.name))
     return found
 
@@ -71,6 +79,42 @@ def test_pure_packages_define_their_errors_in_one_tree_in_errors_module(
     # Misuse errors are also the matching builtin; the tree is drawn in the module docstring.
     doc = importlib.import_module(home).__doc__ or ""
     assert all(cls.__name__ in doc for cls in found)
+
+
+def test_reconciler_defines_its_errors_in_one_tree_drawn_in_errors_module() -> None:
+    """The reconciler's own errors (its subpackages ``embedded`` and ``envtest`` have their own
+    roots) are defined in ``reconciler._errors``, under ``ReconcilerError``, each named in the
+    tree its docstring draws; misuse is also the matching builtin."""
+    own = {
+        cls: module for cls, module in _exceptions_defined_in(reconciler).items()
+        if not module.startswith(("reconciler.embedded", "reconciler.envtest"))
+    }
+    assert ReconcilerError in own
+    elsewhere = {
+        cls.__name__: module for cls, module in own.items() if module != "reconciler._errors"
+    }
+    assert not elsewhere, f"errors outside reconciler._errors: {elsewhere}"
+    strays = [cls.__name__ for cls in own if not issubclass(cls, ReconcilerError)]
+    assert not strays, f"errors without the ReconcilerError root: {strays}"
+    doc = importlib.import_module("reconciler._errors").__doc__ or ""
+    assert [cls.__name__ for cls in own if cls.__name__ not in doc] == []
+    public = {
+        name for name in reconciler.__all__
+        if inspect.isclass(value := getattr(reconciler, name)) and issubclass(value, Exception)
+    }
+    assert public <= {cls.__name__ for cls in own}
+    assert issubclass(ReconcilerUsageError, ValueError)
+    assert issubclass(ReconcilerUsageTypeError, TypeError)
+    assert issubclass(ClientUsageError, ReconcilerUsageError)
+
+
+def test_misuse_raises_the_usage_error_and_the_builtin() -> None:
+    with pytest.raises(ReconcilerUsageError, match="malformed label selector"):
+        LabelSelector.parse("app in")
+    with pytest.raises(ValueError, match="not a duration"):
+        parse_duration("ten hours")
+    with pytest.raises(ReconcilerUsageTypeError, match="build must be callable"):
+        Operator(api_version="x.dev/v1", kind="Demo", build=None)  # type: ignore[arg-type]
 
 
 def test_embedded_server_errors_share_one_root() -> None:

@@ -20,6 +20,9 @@ import builders.testing
 import objectmatcher
 import reconciler
 import reconciler.embedded
+import reconciler.informers
+import reconciler.planning
+import reconciler.queues
 
 FACADES = (
     "objectmatcher",
@@ -29,9 +32,18 @@ FACADES = (
     "builders.names",
     "builders.objects",
     "builders.schemas",
+    "builders.specs",
     "builders.testing",
     "reconciler",
+    "reconciler.clocks",
     "reconciler.embedded",
+    "reconciler.events",
+    "reconciler.informers",
+    "reconciler.leadership",
+    "reconciler.metrics",
+    "reconciler.planning",
+    "reconciler.queues",
+    "reconciler.testing",
 )
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
@@ -109,6 +121,17 @@ def test_builders_facade_keeps_what_an_operator_calls() -> None:
     assert "deployment" not in builders.__all__
     assert callable(builders.objects.deployment)
     assert builders.names.MANAGED_BY_LABEL == "app.kubernetes.io/managed-by"
+
+
+def test_reconciler_facade_keeps_what_an_operator_calls() -> None:
+    # The machinery (informers, queues, clocks, metrics, plans) lives in public submodules.
+    assert len(reconciler.__all__) <= 40
+    for machinery in ("TokenBucket", "WorkQueue", "Informer", "IndexedCache", "VirtualClock",
+                      "RealClock", "HealthServer", "EventRecorder"):
+        assert machinery not in reconciler.__all__
+    assert callable(reconciler.queues.TokenBucket)
+    assert callable(reconciler.informers.InformerManager)
+    assert callable(reconciler.planning.plan_child)
 
 
 @pytest.mark.parametrize("facade", FACADES)

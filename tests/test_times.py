@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reconciler._clocks import VirtualClock
 from reconciler._times import (
     format_micro_time,
     format_time,
@@ -18,6 +17,8 @@ from reconciler._times import (
     now_time,
     parse_time,
 )
+from reconciler.embedded import _times as embedded_times
+from reconciler.testing import VirtualClock
 from tests.conftest import load_fixture
 
 EPOCHS = st.floats(min_value=0, max_value=4_102_444_800, allow_nan=False)  # 1970 .. 2100
@@ -78,3 +79,15 @@ def test_now_reads_the_injected_clock() -> None:
     assert parse_time(micro) == pytest.approx(clock.time(), abs=1e-6)
     clock.advance(90.5)
     assert parse_time(now_time(clock)) == int(clock.time())
+
+
+@given(EPOCHS)
+def test_the_embedded_server_writes_and_reads_time_as_the_reconciler_does(epoch: float) -> None:
+    """The embedded server keeps its own copy (it may not import the reconciler): both agree."""
+    text = embedded_times.format_time(epoch)
+    assert text == format_time(epoch)
+    parsed = embedded_times.parse_time(text)
+    assert parsed is not None
+    assert parsed.timestamp() == parse_time(text)
+    assert embedded_times.parse_time("yesterday") is None
+    assert parse_time(embedded_times.now_timestamp()) is not None

@@ -8,7 +8,8 @@ Operator authors test their desired-state functions before touching a cluster::
         check_builders(build, parents=from_schema(my_crd), managed_by="my-operator")
 
 Strategies generate valid Kubernetes identifiers, metadata and whole objects (of built-in kinds or
-a CRD's structural schema); ``check_builders`` runs a builder set over generated parents and
+a CRD's structural schema), and typed spec instances from a spec class
+(:func:`spec_instances`); ``check_builders`` runs a builder set over generated parents and
 checks the invariants of DESIGN.md sections 4 and 5, each also available as an ``assert_*``
 function. See ``docs/testing-builders.md`` for a tutorial.
 """
@@ -30,6 +31,7 @@ from builders.testing._check import (
     check_builders,
     check_parent,
 )
+from builders.testing._specs import spec_instances
 from builders.testing._strategies import (
     dns_labels,
     dns_subdomains,
@@ -65,4 +67,5 @@ __all__ = [
     "object_metas",
     "owner_references",
     "quantities",
+    "spec_instances",
 ]

@@ -16,26 +16,11 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from kubernetes import client as kube_client
-from kubernetes import config as kube_config
-
 from examples.thanos.operator import start_operator
-from reconciler import KubernetesClient
+from reconciler import KubernetesClient, load_api_client
 from reconciler.embedded import EmbeddedApiServer
 
 _log = logging.getLogger("thanos-operator")
-
-
-def _api_client(kubeconfig: str | None) -> Any:
-    try:
-        return kube_config.new_client_from_config(  # type: ignore[no-untyped-call]
-            config_file=kubeconfig
-        )
-    except kube_config.ConfigException:
-        if kubeconfig is not None:
-            raise
-        kube_config.load_incluster_config()  # type: ignore[no-untyped-call]
-        return kube_client.ApiClient()
 
 
 def serve(api_client: Any, stop: threading.Event) -> int:
@@ -70,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _log.info("embedded API server at %s (kubeconfig %s)", server.url,
                       server.kubeconfig_path)
             return serve(server.api_client(), stop)
-    return serve(_api_client(args.kubeconfig), stop)
+    return serve(load_api_client(args.kubeconfig), stop)
 
 
 if __name__ == "__main__":

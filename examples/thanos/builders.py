@@ -7,7 +7,9 @@ the block asks for one, and a ServiceMonitor when ``service_monitors`` says thei
 a missing block turns the same identities into ABSENT stubs, so switching a component off
 deletes what it had. Defaults (image, replicas, ports, storage) are filled in here, never
 stored in the parent. Nothing here reads a cluster: whether ServiceMonitors are served is an
-argument, decided by ``examples.thanos.operator``.
+argument, decided by ``examples.thanos.operator``. The builders read the parent's spec as a
+typed ``ThanosSpec`` (``builders.spec_of``), so a spec the class rejects fails with the parent and
+the field named, and defaults come from the class.
 """
 
 from __future__ import annotations
@@ -19,13 +21,18 @@ import attrs
 
 import builders as b
 from builders import objects
-from examples.thanos.crds import SERVICE_MONITOR_API_VERSION, SERVICE_MONITOR_KIND
+from examples.thanos.crds import DEFAULT_IMAGE as DEFAULT_IMAGE
+from examples.thanos.crds import (
+    SERVICE_MONITOR_API_VERSION,
+    SERVICE_MONITOR_KIND,
+    Component,
+    ServingComponent,
+    StorageComponent,
+    ThanosSpec,
+)
 
 OPERATOR_NAME = "thanos-operator"
 """The ``app.kubernetes.io/managed-by`` value of every child."""
-
-DEFAULT_IMAGE = "quay.io/thanos/thanos:v0.34.1"
-"""The image when the parent names none."""
 
 HTTP_PORT = 10902
 GRPC_PORT = 10901
@@ -39,6 +46,8 @@ class ComponentKind:
 
     key: str
     """The block of ``spec`` that switches it on (``queryFrontend``)."""
+    attribute: str
+    """The block's attribute of ``ThanosSpec`` (``query_frontend``)."""
     component: str
     """The ``app.kubernetes.io/component`` value and name suffix (``query-frontend``)."""
     stateful: bool = False
@@ -51,26 +60,28 @@ class ComponentKind:
     """Whether it serves the Store API on ``GRPC_PORT``."""
 
 
-QUERY = ComponentKind(key="query", component="query", exposable=True)
+QUERY = ComponentKind(key="query", attribute="query", component="query", exposable=True)
 QUERY_FRONTEND = ComponentKind(
-    key="queryFrontend", component="query-frontend", exposable=True, http_port=FRONTEND_PORT,
-    grpc=False,
+    key="queryFrontend", attribute="query_frontend", component="query-frontend", exposable=True,
+    http_port=FRONTEND_PORT, grpc=False,
 )
-STORE_GATEWAY = ComponentKind(key="storeGateway", component="store-gateway", stateful=True)
-RULE = ComponentKind(key="rule", component="rule", stateful=True)
+STORE_GATEWAY = ComponentKind(
+    key="storeGateway", attribute="store_gateway", component="store-gateway", stateful=True
+)
+RULE = ComponentKind(key="rule", attribute="rule", component="rule", stateful=True)
 COMPONENTS = (QUERY, QUERY_FRONTEND, STORE_GATEWAY, RULE)
 """Every component, in the order their children are built."""
 
 
-def _spec(parent: Mapping[str, Any]) -> Mapping[str, Any]:
-    spec = parent.get("spec")
-    return spec if isinstance(spec, Mapping) else {}
+def spec(parent: Mapping[str, Any]) -> ThanosSpec:
+    """The parent's spec as a ``ThanosSpec`` (raises ``SpecFieldError`` naming the field)."""
+    return b.spec_of(parent, ThanosSpec)
 
 
-def block(parent: Mapping[str, Any], kind: ComponentKind) -> Mapping[str, Any] | None:
-    """The parent's block for ``kind``, or None when the component is switched off."""
-    value = _spec(parent).get(kind.key)
-    return value if isinstance(value, Mapping) else None
+def block(typed: ThanosSpec, kind: ComponentKind) -> Component | None:
+    """The spec's block for ``kind``, or None when the component is switched off."""
+    value: Component | None = getattr(typed, kind.attribute)
+    return value
 
 
 def _meta(parent: Mapping[str, Any], kind: ComponentKind) -> dict[str, Any]:
@@ -89,10 +100,12 @@ def _ports(kind: ComponentKind) -> dict[str, int]:
     return {"http": kind.http_port, **({"grpc": GRPC_PORT} if kind.grpc else {})}
 
 
-def _args(parent: Mapping[str, Any], kind: ComponentKind, config: Mapping[str, Any]) -> list[str]:
+def _args(
+    parent: Mapping[str, Any], kind: ComponentKind, typed: ThanosSpec, config: Component
+) -> list[str]:
     args = [
         "store" if kind is STORE_GATEWAY else kind.component,
-        f"--log.level={config.get('logLevel', 'info')}",
+        f"--log.level={config.log_level}",
         f"--http-address=0.0.0.0:{kind.http_port}",
     ]
     if kind.grpc:
@@ -102,26 +115,26 @@ def _args(parent: Mapping[str, Any], kind: ComponentKind, config: Mapping[str, A
         args += [
             f"--endpoint=dnssrv+_grpc._tcp.{_service_host(parent, other)}"
             for other in (STORE_GATEWAY, RULE)
-            if block(parent, other) is not None
+            if block(typed, other) is not None
         ]
     if kind is QUERY_FRONTEND:
         args.append(
             f"--query-frontend.downstream-url=http://{_service_host(parent, QUERY)}:{HTTP_PORT}"
         )
-    if kind is RULE and block(parent, QUERY) is not None:
+    if kind is RULE and block(typed, QUERY) is not None:
         args.append(f"--query={_service_host(parent, QUERY)}:{HTTP_PORT}")
     if kind.stateful:
         args.append("--data-dir=/var/thanos/data")
-        if _spec(parent).get("objectStorageSecret"):
+        if typed.object_storage_secret:
             args.append(f"--objstore.config-file={OBJSTORE_PATH}/objstore.yml")
     return args
 
 
 @b.resource_builder
-def workload(parent: Mapping[str, Any], kind: ComponentKind) -> dict[str, Any]:
+def workload(parent: Mapping[str, Any], kind: ComponentKind, typed: ThanosSpec) -> dict[str, Any]:
     """The component's Deployment, or StatefulSet (with a data volume claim) if it is stateful."""
-    config = block(parent, kind) or {}
-    secret = _spec(parent).get("objectStorageSecret") if kind.stateful else None
+    config = block(typed, kind) or (StorageComponent() if kind.stateful else Component())
+    secret = typed.object_storage_secret if kind.stateful else None
     mounts = (
         [objects.volume_mount(name="data", mount_path="/var/thanos/data")] if kind.stateful else []
     )
@@ -131,8 +144,8 @@ def workload(parent: Mapping[str, Any], kind: ComponentKind) -> dict[str, Any]:
         )
     container = objects.container(
         name="thanos",
-        image=str(_spec(parent).get("image") or DEFAULT_IMAGE),
-        args=_args(parent, kind, config),
+        image=typed.image,
+        args=_args(parent, kind, typed, config),
         ports=_ports(kind),
         liveness_probe=objects.probe(port="http", path="/-/healthy"),
         readiness_probe=objects.probe(port="http", path="/-/ready"),
@@ -142,16 +155,17 @@ def workload(parent: Mapping[str, Any], kind: ComponentKind) -> dict[str, Any]:
         "metadata": _meta(parent, kind),
         "selector_labels": b.selector_labels(parent, component=kind.component),
         "containers": [container],
-        "replicas": int(config.get("replicas", 1)),
+        "replicas": config.replicas,
         "volumes": [objects.volume(name="objstore", secret=str(secret))] if secret else None,
     }
     if not kind.stateful:
         return objects.deployment(**common)
+    assert isinstance(config, StorageComponent)  # the stateful blocks are StorageComponents
     claim = {
         "metadata": {"name": "data"},
         "spec": {
             "accessModes": ["ReadWriteOnce"],
-            "resources": {"requests": {"storage": str(config.get("storage", "10Gi"))}},
+            "resources": {"requests": {"storage": config.storage}},
         },
     }
     return objects.statefulset(
@@ -171,15 +185,18 @@ def service(parent: Mapping[str, Any], kind: ComponentKind) -> dict[str, Any]:
 
 
 @b.resource_builder
-def ingress(parent: Mapping[str, Any], kind: ComponentKind) -> dict[str, Any]:
+def ingress(parent: Mapping[str, Any], kind: ComponentKind, typed: ThanosSpec) -> dict[str, Any]:
     """The component's Ingress for ``<block>.ingress.host`` (only built when that is set)."""
-    settings = (block(parent, kind) or {})["ingress"]
+    config = block(typed, kind)
+    settings = config.ingress if isinstance(config, ServingComponent) else None
+    if settings is None:
+        raise ValueError(f"{kind.key} asks for no Ingress")
     return objects.ingress(
         metadata=_meta(parent, kind),
-        host=settings["host"],
+        host=settings.host,
         service_name=_name(parent, kind),
         service_port="http",
-        ingress_class_name=settings.get("ingressClassName"),
+        ingress_class_name=settings.ingress_class_name,
     )
 
 
@@ -198,25 +215,33 @@ def service_monitor(parent: Mapping[str, Any], kind: ComponentKind) -> dict[str,
 
 
 def component(
-    parent: Mapping[str, Any], kind: ComponentKind, *, service_monitors: bool
+    parent: Mapping[str, Any],
+    kind: ComponentKind,
+    *,
+    service_monitors: bool,
+    typed: ThanosSpec | None = None,
 ) -> b.Component:
-    """One component's children: PRESENT (with defaults) when its block is there, else ABSENT."""
-    config = block(parent, kind)
+    """One component's children: PRESENT (with defaults) when its block is there, else ABSENT.
+
+    ``typed`` is the parent's spec when the caller already converted it (else converted here).
+    """
+    typed = spec(parent) if typed is None else typed
+    config = block(typed, kind)
     on = config is not None
     items: list[b.ResourceBuilder] = [
-        b.present_if(on, workload(parent, kind)),
+        b.present_if(on, workload(parent, kind, typed)),
         b.present_if(on, service(parent, kind)),
     ]
     if kind.exposable:
-        wants_ingress = on and isinstance((config or {}).get("ingress"), Mapping)
+        wants_ingress = isinstance(config, ServingComponent) and config.ingress is not None
         items.append(
-            ingress(parent, kind) if wants_ingress else b.absent(
+            ingress(parent, kind, typed) if wants_ingress else b.absent(
                 "networking.k8s.io/v1", "Ingress", name=_name(parent, kind),
                 namespace=parent["metadata"].get("namespace"),
             )
         )
     if service_monitors:
-        monitored = on and _spec(parent).get("serviceMonitors", True) is not False
+        monitored = on and typed.service_monitors
         items.append(b.present_if(monitored, service_monitor(parent, kind)))
     return b.Component(name=kind.component, builders=items)
 
@@ -227,6 +252,8 @@ def build(parent: Mapping[str, Any], *, service_monitors: bool = False) -> list[
     ``service_monitors`` says whether the ServiceMonitor kind is served; when it is not, no
     ServiceMonitor is built at all (not even an ABSENT stub: there is nothing to delete).
     """
-    return b.compose(
-        *(component(parent, kind, service_monitors=service_monitors) for kind in COMPONENTS)
-    )
+    typed = spec(parent)  # converted and validated once per build
+    return b.compose(*(
+        component(parent, kind, service_monitors=service_monitors, typed=typed)
+        for kind in COMPONENTS
+    ))

@@ -1,15 +1,21 @@
-"""The CustomResourceDefinitions of the Thanos example: ``Thanos`` and ``ServiceMonitor``.
+"""The ``Thanos`` spec class and the CustomResourceDefinitions of the example.
 
-``THANOS_CRD`` defines the parent kind (group ``monitoring.optk.dev``, version ``v1alpha1``) with
-a structural schema and a status subresource; its optional blocks ``query``, ``queryFrontend``,
-``storeGateway`` and ``rule`` switch the components on. ``SERVICE_MONITOR_CRD`` is a minimal
-stand-in for the Prometheus operator's ``monitoring.coreos.com/v1`` ServiceMonitor, the kind that
-"appears later" in the demo. These are plain dicts: install them with any client.
+``ThanosSpec`` declares the parent's spec (group ``monitoring.optk.dev``, version ``v1alpha1``)
+as attrs classes; ``THANOS_CRD`` is generated from it (``builders.specs.crd_for``): a structural
+schema, printer columns and a status subresource; its optional blocks ``query``,
+``queryFrontend``, ``storeGateway`` and ``rule`` switch the components on, and the builders read
+the spec as a ``ThanosSpec`` (``builders.spec_of``). ``SERVICE_MONITOR_CRD`` is a minimal
+hand-written stand-in for the Prometheus operator's ``monitoring.coreos.com/v1`` ServiceMonitor,
+the kind that "appears later" in the demo. The CRDs are plain dicts: install them with any client.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
+
+import attrs
+
+from builders.specs import PrinterColumn, crd_for, spec_field
 
 GROUP = "monitoring.optk.dev"
 VERSION = "v1alpha1"
@@ -24,39 +30,84 @@ SERVICE_MONITOR_CRD_NAME = f"servicemonitors.{SERVICE_MONITOR_GROUP}"
 # A host name (DNS-1123 subdomain) that an Ingress accepts.
 _HOST_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,20}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,20}[a-z0-9])?){0,3}$"
 _IMAGE_PATTERN = r"^[a-z0-9][-a-z0-9./]{0,60}:[a-z0-9][-a-z0-9.]{0,20}$"
-_LOG_LEVELS = ["debug", "info", "warn", "error"]
 
 
-def _replicas() -> dict[str, Any]:
-    return {"type": "integer", "minimum": 0, "maximum": 20}
+DEFAULT_IMAGE = "quay.io/thanos/thanos:v0.34.1"
+"""The image when the parent names none."""
+
+LogLevel = Literal["debug", "info", "warn", "error"]
+"""The log levels every component accepts."""
+
+_NAME_PATTERN = "^[a-z]([-a-z0-9]{0,30}[a-z0-9])?$"
+_STORAGE_PATTERN = "^[1-9][0-9]{0,3}(Mi|Gi|Ti)$"
+
+# Defaults are declared with server_default=False: the operator fills them in (spec_of), the API
+# server never stores them in the parent, so a release that changes a default reaches every parent.
 
 
-def _ingress() -> dict[str, Any]:
-    return {
-        "type": "object",
-        "description": "Expose the component through an Ingress for this host.",
-        "required": ["host"],
-        "properties": {
-            "host": {"type": "string", "pattern": _HOST_PATTERN, "maxLength": 100},
-            "ingressClassName": {"type": "string", "pattern": "^[a-z]([-a-z0-9]{0,30}[a-z0-9])?$"},
-        },
-    }
+@attrs.frozen(kw_only=True)
+class Ingress:
+    """Expose the component through an Ingress for this host."""
+
+    host: str = spec_field(pattern=_HOST_PATTERN, max_length=100)
+    ingress_class_name: str | None = spec_field(default=None, pattern=_NAME_PATTERN)
 
 
-def _component(description: str, **extra: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "description": description,
-        "properties": {
-            "replicas": _replicas(),
-            "logLevel": {"type": "string", "enum": _LOG_LEVELS},
-            **extra,
-        },
-    }
+@attrs.frozen(kw_only=True)
+class Component:
+    """One Thanos component: its size and log level."""
+
+    replicas: int = spec_field(default=1, minimum=0, maximum=20, server_default=False)
+    log_level: LogLevel = spec_field(default="info", server_default=False)
 
 
-def _storage() -> dict[str, Any]:
-    return {"type": "string", "pattern": "^[1-9][0-9]{0,3}(Mi|Gi|Ti)$"}
+@attrs.frozen(kw_only=True)
+class ServingComponent(Component):
+    """A stateless component that may be exposed through an Ingress."""
+
+    ingress: Ingress | None = spec_field(default=None)
+
+
+@attrs.frozen(kw_only=True)
+class StorageComponent(Component):
+    """A stateful component with a data volume."""
+
+    storage: str = spec_field(default="10Gi", pattern=_STORAGE_PATTERN, server_default=False)
+
+
+@attrs.frozen(kw_only=True)
+class ThanosSpec:
+    """A Thanos deployment: each component block present switches that component on."""
+
+    image: str = spec_field(default=DEFAULT_IMAGE, pattern=_IMAGE_PATTERN, server_default=False)
+    service_monitors: bool = spec_field(
+        default=True, server_default=False,
+        description="Build ServiceMonitors when their CRD is served (default true).",
+    )
+    object_storage_secret: str | None = spec_field(
+        default=None, pattern=_NAME_PATTERN,
+        description="Secret holding objstore.yml for the store gateway and the ruler.",
+    )
+    query: ServingComponent | None = spec_field(
+        default=None, description="Thanos Query: the PromQL API over every store.")
+    query_frontend: ServingComponent | None = spec_field(
+        default=None, description="Thanos Query Frontend: splitting and caching in front of Query.")
+    store_gateway: StorageComponent | None = spec_field(
+        default=None, description="Thanos Store Gateway: blocks from object storage.")
+    rule: StorageComponent | None = spec_field(
+        default=None, description="Thanos Ruler: recording and alerting rules.")
+
+
+THANOS_CRD: dict[str, Any] = crd_for(
+    ThanosSpec, group=GROUP, version=VERSION, kind=KIND, plural="thanoses", short_names=("th",),
+    printer_columns=[
+        PrinterColumn(name="Query", json_path=".spec.query.replicas", type="integer",
+                      description="Thanos Query replicas (1 when the block leaves it out)."),
+        PrinterColumn(name="Ready", json_path='.status.conditions[?(@.type=="Ready")].status'),
+    ],
+)
+"""The ``Thanos`` CRD, generated from :class:`ThanosSpec`: structural schema, status
+subresource, four optional component blocks, printer columns."""
 
 
 def _crd(
@@ -66,21 +117,13 @@ def _crd(
     kind: str,
     plural: str,
     spec: dict[str, Any],
-    short_names: tuple[str, ...] = (),
-    status: bool = False,
 ) -> dict[str, Any]:
-    """A namespaced, single-version CRD whose objects have ``spec`` (and ``status``)."""
-    properties: dict[str, Any] = {"spec": spec}
+    """A namespaced, single-version CRD whose objects have ``spec`` (a hand-written schema)."""
     served: dict[str, Any] = {"name": version, "served": True, "storage": True}
-    if status:
-        properties["status"] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-        served["subresources"] = {"status": {}}
-    served["schema"] = {"openAPIV3Schema": {"type": "object", "properties": properties}}
+    served["schema"] = {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}}
     names: dict[str, Any] = {
         "plural": plural, "singular": kind.lower(), "kind": kind, "listKind": f"{kind}List",
     }
-    if short_names:
-        names["shortNames"] = list(short_names)
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -88,42 +131,6 @@ def _crd(
         "spec": {"group": group, "scope": "Namespaced", "names": names, "versions": [served]},
     }
 
-
-THANOS_CRD: dict[str, Any] = _crd(
-    group=GROUP,
-    version=VERSION,
-    kind=KIND,
-    plural="thanoses",
-    short_names=("th",),
-    status=True,
-    spec={
-        "type": "object",
-        "properties": {
-            "image": {"type": "string", "pattern": _IMAGE_PATTERN},
-            "serviceMonitors": {
-                "type": "boolean",
-                "description": "Build ServiceMonitors when their CRD is served (default true).",
-            },
-            "objectStorageSecret": {
-                "type": "string",
-                "description": "Secret holding objstore.yml for the store gateway and the ruler.",
-                "pattern": "^[a-z]([-a-z0-9]{0,30}[a-z0-9])?$",
-            },
-            "query": _component(
-                "Thanos Query: the PromQL API over every store.", ingress=_ingress()
-            ),
-            "queryFrontend": _component(
-                "Thanos Query Frontend: splitting and caching in front of Query.",
-                ingress=_ingress(),
-            ),
-            "storeGateway": _component(
-                "Thanos Store Gateway: blocks from object storage.", storage=_storage()
-            ),
-            "rule": _component("Thanos Ruler: recording and alerting rules.", storage=_storage()),
-        },
-    },
-)
-"""The ``Thanos`` CRD: structural schema, status subresource, four optional component blocks."""
 
 SERVICE_MONITOR_CRD: dict[str, Any] = _crd(
     group=SERVICE_MONITOR_GROUP,

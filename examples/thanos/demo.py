@@ -1,16 +1,17 @@
 """``make demo``: the Thanos operator end to end against the embedded API server, as a check.
 
-``python -m examples.thanos.demo [--timeout SECONDS] [--json] [--verbose]`` starts an
-``EmbeddedApiServer``, starts the operator in this process (which installs the Thanos CRD),
-applies two ``Thanos`` parents and then drives the cluster through DESIGN.md section 8: the
-children converge; drift (a deleted Service, a hand-scaled Deployment, a removed label) is
-repaired; a component is switched off and on; the ServiceMonitor CRD appears and ServiceMonitors
-follow; a forced resync of every parent in the steady state writes nothing; a deleted parent's
-children are garbage-collected. Each step waits, with a bound, until the cluster holds exactly
-what the builders say (``objectmatcher.calculate_patch`` finds nothing to change), and prints a
-timestamped line. The summary counts objects, reconciles and API writes (the server's
-``request_counts()``). The exit code is 0 only when every step converged and the steady-state
-resync wrote nothing, so the demo is also a test (``tests/examples/test_demo.py``).
+``python -m examples.thanos.demo [--timeout SECONDS] [--json] [--verbose] [--real]`` starts an
+``EmbeddedApiServer`` (with ``--real``: a ``reconciler.envtest.ControlPlane``, the real
+kube-apiserver and garbage collector, binaries from ``OPTK_KUBE_ASSETS``), starts the operator in
+this process (which installs the Thanos CRD), applies two ``Thanos`` parents and then drives the
+cluster through DESIGN.md section 8: the children converge; drift (a deleted Service, a hand-scaled
+Deployment, a removed label) is repaired; a component is switched off and on; the ServiceMonitor CRD
+appears and ServiceMonitors follow; a forced resync of every parent in the steady state writes
+nothing; a deleted parent's children are garbage-collected. Each step waits, with a bound, until the
+cluster holds exactly what the builders say (``objectmatcher.calculate_patch`` finds nothing to
+change), and prints a timestamped line. The summary counts objects, reconciles and API writes (the
+server's ``request_counts()``). The exit code is 0 only when every step converged and the
+steady-state resync wrote nothing, so the demo is also a test (``tests/examples/test_demo.py``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ from examples.thanos.operator import start_operator
 from objectmatcher import MERGE_PATCH, calculate_patch
 from reconciler import ApiError, KubernetesClient, NotFoundError, OperatorRuntime
 from reconciler.embedded import EmbeddedApiServer
+from reconciler.envtest import ControlPlane
+from reconciler.testing import wait_idle, wait_synced
 
 NAMESPACE = "demo"
 WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
@@ -114,6 +117,10 @@ class Summary:
         }
 
 
+Server = EmbeddedApiServer | ControlPlane
+"""The servers the demo runs on: the embedded one, or a real control plane (``--real``)."""
+
+
 class DemoFailedError(AssertionError):
     """A step that did not converge within its bound (the demo stops there)."""
 
@@ -124,7 +131,7 @@ Check = Callable[[], tuple[bool, str]]
 class Demo:
     """The demo's state: the server, the operator and the progress it prints."""
 
-    def __init__(self, server: EmbeddedApiServer, *, timeout: float, out: TextIO) -> None:
+    def __init__(self, server: Server, *, timeout: float, out: TextIO) -> None:
         self.server = server
         self.client = KubernetesClient(server.api_client())
         self.timeout = timeout
@@ -165,7 +172,7 @@ class Demo:
     def report_events(self) -> None:
         """Print the Events the operator recorded on its parents since the last call."""
         if self.runtime is not None:
-            self.runtime.wait_idle(2.0, settle=0.05)  # its Events follow the children's writes
+            wait_idle(self.runtime, 2.0, settle=0.05)  # its Events follow the children's writes
         events = self.client.list("v1", "Event", namespace=NAMESPACE).get("items", [])
         for event in sorted(events, key=lambda e: int(e["metadata"]["resourceVersion"])):
             uid, count = event["metadata"]["uid"], int(event.get("count") or 1)
@@ -328,12 +335,17 @@ def _script(demo: Demo) -> tuple[int, int]:
     client.create(SERVICE_MONITOR_CRD)
     demo.service_monitors = True
     demo.say(f"   created CustomResourceDefinition {SERVICE_MONITOR_CRD['metadata']['name']}")
+    if isinstance(demo.server, ControlPlane):
+        # the real garbage collector learns new kinds (Thanos, ServiceMonitor) only at start
+        # and on a ~30 s rescan: a restart makes step 6's collection prompt
+        demo.server.restart_controller_manager()
+        demo.say("   restarted kube-controller-manager: its garbage collector knows the new kinds")
     for sample in SAMPLES:
         demo.step(f"add ServiceMonitors to {sample['metadata']['name']}",
                   demo.converged(sample["metadata"]["name"]))
 
     demo.say("5. steady state: resync every parent and count writes")
-    if not runtime.wait_idle(demo.timeout, settle=0.3):
+    if not wait_idle(runtime, demo.timeout, settle=0.3):
         raise DemoFailedError("the operator did not go idle before the steady-state resync")
     before_reconciles = runtime.stats.total
     before = demo.server.request_counts()
@@ -379,24 +391,40 @@ def _changed_uid(demo: Demo, api_version: str, kind: str, name: str, uid: str) -
 
 def _resynced(runtime: OperatorRuntime, target: int, queued: int) -> Check:
     def check() -> tuple[bool, str]:
-        done = runtime.stats.total >= target and runtime.wait_idle(0.5, settle=0.2)
+        done = runtime.stats.total >= target and wait_idle(runtime, 0.5, settle=0.2)
         return done, f"{queued} parents queued, {runtime.stats.total} reconciles in all"
 
     return check
 
 
-def run_demo(*, timeout: float = 20.0, out: TextIO | None = None) -> Summary:
-    """Run the whole demo; returns its summary (``ok`` False if a step failed to converge)."""
+def _object_count(demo: Demo) -> int:
+    """Objects the server stores: all of them on the embedded server; on a real control plane
+    (which holds its own system objects) those of the demo's kinds in its namespace."""
+    if isinstance(demo.server, EmbeddedApiServer):
+        return demo.server.object_count()
+    kinds = (*CHILD_KINDS, (API_VERSION, KIND), ("v1", "Secret"), ("v1", "Event"))
+    return sum(len(demo.client.list(api_version, kind, namespace=NAMESPACE).get("items", []))
+               for api_version, kind in kinds if demo.client.is_served(api_version, kind))
+
+
+def run_demo(*, timeout: float = 20.0, out: TextIO | None = None, real: bool = False,
+             assets: str | None = None) -> Summary:
+    """Run the whole demo; returns its summary (``ok`` False if a step failed to converge).
+
+    ``real`` runs it on a ``reconciler.envtest.ControlPlane`` (binaries from ``assets``, else
+    ``OPTK_KUBE_ASSETS``) instead of an ``EmbeddedApiServer``: the same steps and bounds."""
     out = sys.stdout if out is None else out
     started = time.monotonic()
-    with EmbeddedApiServer() as server:
+    server: Server = ControlPlane(assets) if real else EmbeddedApiServer()
+    with server:
         demo = Demo(server, timeout=timeout, out=out)
-        demo.say(f"embedded API server at {server.url} (kubeconfig {server.kubeconfig_path})")
+        what = "real control plane" if real else "embedded API server"
+        demo.say(f"{what} at {server.url} (kubeconfig {server.kubeconfig_path})")
         runtime = start_operator(demo.client)
         demo.runtime = runtime
         steady: tuple[int, int] = (0, -1)
         try:
-            if not runtime.wait_synced(timeout):
+            if not wait_synced(runtime, timeout):
                 raise DemoFailedError("the operator's caches did not sync")
             demo.say(f"operator {runtime.operator.name} started; {KIND} CRD installed")
             steady = _script(demo)
@@ -406,7 +434,7 @@ def run_demo(*, timeout: float = 20.0, out: TextIO | None = None) -> Summary:
             runtime.stop(timeout=5.0)
         summary = Summary(
             steps=tuple(demo.steps),
-            objects=server.object_count(),
+            objects=_object_count(demo),
             reconciles=runtime.stats.total,
             triggers=runtime.triggers(),
             operator_writes=runtime.stats.writes,
@@ -451,10 +479,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true",
                         help="print the summary as one JSON object on the last line")
     parser.add_argument("--verbose", action="store_true", help="show the operator's own log")
+    parser.add_argument("--real", action="store_true",
+                        help="run on a real control plane (kube-apiserver, etcd, "
+                             "kube-controller-manager from $OPTK_KUBE_ASSETS)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.ERROR,
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    summary = run_demo(timeout=args.timeout)
+    summary = run_demo(timeout=args.timeout, real=args.real)
     if args.json:
         print(json.dumps(summary.to_json()))
     return 0 if summary.ok else 1

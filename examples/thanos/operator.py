@@ -3,23 +3,31 @@
 ``operator`` is what ``optk run examples.thanos.operator:operator`` runs: ``Thanos`` parents, the
 pure ``build`` of ``examples.thanos.builders``, the Thanos CRD installed at start, and pruning of
 the kinds it builds. ServiceMonitors are built only while their CRD is served:
-``ServiceMonitorSwitch`` holds that fact for ``build`` and, once ``watch(...)`` is started next
-to the runtime, keeps it current from a CRD informer and resyncs every parent the moment the CRD
-appears or goes. ``start_operator(client)`` starts both (``python -m examples.thanos`` and the
-demo use it); ``optk run`` starts only the operator (the toolkit's ``Operator`` has no start hook
-yet), so there ServiceMonitors stay off.
+``ServiceMonitorSwitch`` holds that fact for ``build`` and, as the operator's ``on_start`` hook,
+keeps it current from a CRD informer and resyncs every parent the moment the CRD appears or goes.
+The hook runs wherever the operator runs: under ``optk run``, in ``start_operator(client)``
+(``python -m examples.thanos`` and the demo use it) and in tests.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from builders import ResourceBuilder
 from examples.thanos import builders as thanos
-from examples.thanos.crds import API_VERSION, KIND, SERVICE_MONITOR_CRD_NAME, THANOS_CRD
-from reconciler import ClusterClient, Informer, Operator, OperatorRuntime
+from examples.thanos.crds import (
+    API_VERSION,
+    KIND,
+    SERVICE_MONITOR_API_VERSION,
+    SERVICE_MONITOR_CRD_NAME,
+    SERVICE_MONITOR_KIND,
+    THANOS_CRD,
+)
+from reconciler import ClusterClient, Operator, OperatorRuntime, watches
+from reconciler.informers import Informer
 
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
 
@@ -66,6 +74,8 @@ class ServiceMonitorSwitch:
         informer.add_handler(on_event)
         return informer.start()
 
+    @watches((CRD_API_VERSION, "CustomResourceDefinition"),
+             enables=[(SERVICE_MONITOR_API_VERSION, SERVICE_MONITOR_KIND)])
     def on_start(self, runtime: OperatorRuntime) -> Callable[[], None]:
         """The operator's ``on_start`` hook: run the CRD watch beside it; stop it with it."""
         return self.watch(runtime.client, runtime).stop
@@ -93,6 +103,9 @@ service_monitors = ServiceMonitorSwitch()
 
 operator = make_operator(service_monitors)
 """The Thanos operator, as ``optk run examples.thanos.operator:operator`` loads it."""
+
+samples = Path(__file__).with_name("samples.yaml")
+"""The sample parents ``optk manifests`` evaluates the builders over to derive the role."""
 
 
 def start_operator(client: ClusterClient) -> OperatorRuntime:

@@ -10,11 +10,11 @@ other manager owns them. ``Update`` operations (PUT, PATCH) do not record owners
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from reconciler.embedded._statuses import ApiStatusError, status_body
+from reconciler.embedded._times import now_timestamp
 
 __all__ = ["apply_fields", "fields_of", "managed_after_apply", "remove_fields"]
 
@@ -170,7 +170,7 @@ def managed_after_apply(
 ) -> list[dict[str, Any]]:
     """``metadata.managedFields`` after this apply (the manager's entry kept as is when its
     fields did not change, so a repeated apply is a no-op)."""
-    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = now_timestamp()
     result: list[dict[str, Any]] = []
     mine_entry: dict[str, Any] | None = None
     for entry in _entries(live) if live is not None else []:

@@ -27,17 +27,17 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from reconciler.embedded._kinds import ResourceType
-from reconciler.embedded._operations import (
+from reconciler.embedded._operations import Operations
+from reconciler.embedded._statuses import ApiStatusError
+from reconciler.embedded._storage import Bucket, Key, StoredEvent
+from reconciler.embedded._stored_objects import (
     FOREGROUND_FINALIZER,
     NAMESPACES,
     ORPHAN_FINALIZER,
-    Operations,
     Target,
     copy_json,
-    now_timestamp,
 )
-from reconciler.embedded._statuses import ApiStatusError
-from reconciler.embedded._storage import Bucket, Key, StoredEvent
+from reconciler.embedded._times import now_timestamp
 
 __all__ = ["NAMESPACE_STEP_SECONDS", "GarbageCollector", "namespace_conditions"]
 

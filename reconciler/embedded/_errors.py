@@ -16,7 +16,7 @@
     ├── ExcessiveAliasingError (ValueError)          a YAML body whose aliases expand too far
     │                                                (CVE-2019-11253): 400 (_encoding.py)
     ├── ClientGoneError (ConnectionResetError)       the client left mid-body: 499, no traceback
-    │                                                (_http.py)
+    │                                                (_requests.py)
     └── UnsupportedProtobuf (ValueError)             a body this server cannot decode (_protobuf.py)
 
 Only ``ServerNotRunningError`` and ``KubeconfigError`` reach users; the others are raised and caught

@@ -8,7 +8,9 @@ failure is answered with the ``Status`` body a real server sends; no request can
 server. Bodies are JSON (YAML accepted on writes); protobuf ``Accept`` headers get JSON, as a
 client falls back. ``as=Table`` requests (kubectl get) get server-side tables.
 
-Bodies are bounded before anything trusts them: over ``MAX_BODY_BYTES`` answers 413, a YAML
+Reading the request (path, bounded body, list query, delete options) is ``_requests``; this
+module routes, answers and streams. Bodies are bounded before anything trusts them: over
+``MAX_BODY_BYTES`` answers 413, a YAML
 alias bomb 400 (``_encoding.load_yaml``; large YAML is decoded off the event loop), nesting
 deeper than ``MAX_DEPTH`` 422. A client that disconnects mid-request is neither an error nor
 counted: its handler just ends.
@@ -24,8 +26,6 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import aiohttp
-import attrs
 from aiohttp import web
 
 from reconciler.embedded import _discovery, _openapi
@@ -33,88 +33,50 @@ from reconciler.embedded import _tables as tables
 from reconciler.embedded._accounting import RequestAccounting
 from reconciler.embedded._bodies import check_ranges, decode_body
 from reconciler.embedded._encoding import MAX_DEPTH, EncodeCache, encode
-from reconciler.embedded._errors import EmbeddedServerError
 from reconciler.embedded._faults import FaultInjector
-from reconciler.embedded._kinds import ResourceType
-from reconciler.embedded._operations import (
-    CRDS,
-    ListQuery,
-    Operations,
-    Target,
-    warning_header,
-)
+from reconciler.embedded._kinds import KindRegistry, ResourceType
+from reconciler.embedded._operations import Operations
 from reconciler.embedded._patching import (
     APPLY_PATCH,
     MERGE_PATCH,
     PATCH_TYPES,
     STRATEGIC_MERGE_PATCH,
 )
-from reconciler.embedded._protobuf import PROTOBUF
-from reconciler.embedded._selectors import parse_field_selector, parse_label_selector
+from reconciler.embedded._requests import (
+    MAX_BODY_BYTES,
+    NOT_FOUND_TEXT,
+    WRITE_TYPES,
+    ClientGoneError,
+    ResourcePath,
+    content_type,
+    delete_options,
+    is_table_request,
+    list_query,
+    lookup,
+    parse_resource_path,
+    read_body,
+)
 from reconciler.embedded._statuses import (
     ApiStatusError,
     bad_request,
     invalid,
     method_not_allowed,
-    not_found,
     status_body,
-    unsupported_media_type,
 )
+from reconciler.embedded._stored_objects import CRDS, Target, warning_header
 from reconciler.embedded._watching import DEFAULT_WATCH_BUFFER_BYTES, WatchRequest, serve_watch
 
 __all__ = ["MAX_BODY_BYTES", "ApiApplication", "ResourcePath"]
 
 log = logging.getLogger("reconciler.embedded")
 
-MAX_BODY_BYTES = 3 * 1024 * 1024
-"""A real kube-apiserver refuses request bodies over 3 MiB."""
 
 _JSON = "application/json"
-_NOT_FOUND_TEXT = "404 page not found\n"
-_WRITE_TYPES = (_JSON, "application/yaml", PROTOBUF, "*/*", "")
+
 _COUNTED = web.RequestKey("optk.counted", bool)
 """Request key: this request was already accounted (a watch, when its stream started)."""
 
 _TRUE = ("true", "1")
-
-class ClientGoneError(EmbeddedServerError, ConnectionResetError):
-    """The client closed its connection before its request was read."""
-
-
-@attrs.frozen(kw_only=True)
-class ResourcePath:
-    """A parsed resource URL."""
-
-    group: str
-    version: str
-    plural: str
-    namespace: str | None = None
-    name: str | None = None
-    subresource: str | None = None
-
-
-def parse_resource_path(path: str) -> ResourcePath | None:
-    """Split a Kubernetes resource path; None when it is not one."""
-    segments = [s for s in path.split("/") if s]
-    if len(segments) >= 3 and segments[0] == "api" and segments[1] == "v1":
-        group, version, rest = "", "v1", segments[2:]
-    elif len(segments) >= 4 and segments[0] == "apis":
-        group, version, rest = segments[1], segments[2], segments[3:]
-    else:
-        return None
-    namespace = None
-    if (
-        rest[0] == "namespaces" and len(rest) >= 3
-        and not (group == "" and len(rest) == 3 and rest[2] in ("status", "finalize"))
-    ):
-        namespace, rest = rest[1], rest[2:]
-    if not 1 <= len(rest) <= 3:
-        return None
-    return ResourcePath(
-        group=group, version=version, plural=rest[0], namespace=namespace,
-        name=rest[1] if len(rest) > 1 else None,
-        subresource=rest[2] if len(rest) > 2 else None,
-    )
 
 
 def _json_response(body: Any, *, status: int = 200,
@@ -123,13 +85,6 @@ def _json_response(body: Any, *, status: int = 200,
         body=encode(body),
         status=status, content_type=_JSON, headers=headers,
     )
-
-
-def _content_type(request: web.Request) -> str:
-    """The media type of the body; a missing header means JSON, as for a real server."""
-    header = request.headers.get("Content-Type", "")
-    media = header.split(";", 1)[0].strip().lower()
-    return media or _JSON
 
 
 def _aggregated_version(request: web.Request) -> str | None:
@@ -156,6 +111,69 @@ def _verb(method: str, path: ResourcePath | None, *, watch: bool) -> str:
         "POST": "create", "PUT": "update", "PATCH": "patch",
         "DELETE": "delete" if path.name else "deletecollection",
     }.get(method, method.lower())
+
+
+def non_resource_response(
+    request: web.Request, *, registry: KindRegistry, address: str,
+    debug_requests: Callable[[], dict[str, Any]],
+) -> web.Response:
+    """The answer to a path that names no resource: ``/version``, discovery, OpenAPI, health
+    and the request counts (``/debug/optk/requests``); 404 for anything else."""
+    if request.method != "GET":
+        raise method_not_allowed()
+    p = request.path.rstrip("/") or "/"
+    segments = [s for s in p.split("/") if s]
+    body: Any = None
+    if p == "/version":
+        body = _discovery.version_info()
+    elif p in ("/api", "/apis") and (aggregated := _aggregated_version(request)):
+        body = _discovery.aggregated_discovery(
+            registry, core=p == "/api", api_version=f"apidiscovery.k8s.io/{aggregated}"
+        )
+        return web.Response(
+            body=encode(body),
+            headers={"Content-Type": f"application/json;g=apidiscovery.k8s.io;"
+                                     f"v={aggregated};as=APIGroupDiscoveryList"},
+        )
+    elif p == "/api":
+        body = _discovery.api_versions(address)
+    elif p == "/apis":
+        body = _discovery.api_group_list(registry)
+    elif p in ("/healthz", "/livez", "/readyz"):
+        return web.Response(text="ok", content_type="text/plain")
+    elif p == "/debug/optk/requests":
+        body = debug_requests()
+    elif p == "/api/v1":
+        body = _discovery.resource_list(registry, group="", version="v1")
+    elif len(segments) == 2 and segments[0] == "apis":
+        body = _discovery.api_group(registry, segments[1])
+    elif len(segments) == 3 and segments[0] == "apis":
+        body = _discovery.resource_list(registry, group=segments[1], version=segments[2])
+    elif p == "/openapi/v2":
+        body = _openapi.openapi_v2(registry)
+    elif p == "/openapi/v3":
+        body = _openapi.openapi_v3_index(registry)
+    elif p.startswith("/openapi/v3/"):
+        body = _openapi.openapi_v3_document(registry, p[len("/openapi/v3/"):])
+    if body is None:
+        raise ApiStatusError(404, NOT_FOUND_TEXT)
+    return _json_response(body)
+
+
+def _table(
+    ops: Operations, rt: ResourceType, items: list[Mapping[str, Any]], *,
+    metadata: Mapping[str, Any], include: str, with_columns: bool = True,
+) -> dict[str, Any]:
+    """``items`` as the server-side table of ``rt`` (a custom resource's printer columns are
+    read from its CRD)."""
+    printer_columns = None
+    if rt.is_custom:
+        crd = ops.storage.get(CRDS, namespace="", name=f"{rt.plural}.{rt.group}") or {}
+        for version in (crd.get("spec") or {}).get("versions") or ():
+            if version.get("name") == rt.version:
+                printer_columns = version.get("additionalPrinterColumns")
+    return tables.table(rt.kind, items, metadata=metadata, include_object=include,
+                        with_columns=with_columns, printer_columns=printer_columns)
 
 
 class ApiApplication:
@@ -233,7 +251,9 @@ class ApiApplication:
             )
         finally:
             if path is not None and not request.get(_COUNTED):
-                self.accounting.record(verb=verb, resource=resource, code=code)
+                self.accounting.record(verb=verb, resource=resource, code=code,
+                                       namespace=path.namespace, name=path.name,
+                                       user_agent=request.headers.get("User-Agent"))
 
     def _error_response(self, exc: ApiStatusError) -> web.Response:
         if isinstance(exc.body, str):
@@ -257,7 +277,12 @@ class ApiApplication:
         if not self._authenticated(request):
             raise ApiStatusError(401, status_body(401, "Unauthorized", message="Unauthorized"))
         if path is None:
-            return self._non_resource(request)
+            return non_resource_response(
+                request, registry=self.ops.registry, address=self.address(),
+                debug_requests=lambda: {
+                    **self.accounting.as_json(), "activeWatches": self.active_watches,
+                },
+            )
         decision = self.faults.decide(verb, resource)
         if decision.delay:
             await asyncio.sleep(decision.delay)
@@ -276,115 +301,17 @@ class ApiApplication:
                                  headers=headers)
         return await self._resource(request, path, verb=verb)
 
-    # -- non-resource endpoints -----------------------------------------------------------
-
-    def _non_resource(self, request: web.Request) -> web.Response:
-        if request.method != "GET":
-            raise method_not_allowed()
-        registry = self.ops.registry
-        p = request.path.rstrip("/") or "/"
-        segments = [s for s in p.split("/") if s]
-        body: Any = None
-        if p == "/version":
-            body = _discovery.version_info()
-        elif p in ("/api", "/apis") and (aggregated := _aggregated_version(request)):
-            body = _discovery.aggregated_discovery(
-                registry, core=p == "/api", api_version=f"apidiscovery.k8s.io/{aggregated}"
-            )
-            return web.Response(
-                body=encode(body),
-                headers={"Content-Type": f"application/json;g=apidiscovery.k8s.io;"
-                                         f"v={aggregated};as=APIGroupDiscoveryList"},
-            )
-        elif p == "/api":
-            body = _discovery.api_versions(self.address())
-        elif p == "/apis":
-            body = _discovery.api_group_list(registry)
-        elif p in ("/healthz", "/livez", "/readyz"):
-            return web.Response(text="ok", content_type="text/plain")
-        elif p == "/debug/optk/requests":
-            body = {**self.accounting.as_json(), "activeWatches": self.active_watches}
-        elif p == "/api/v1":
-            body = _discovery.resource_list(registry, group="", version="v1")
-        elif len(segments) == 2 and segments[0] == "apis":
-            body = _discovery.api_group(registry, segments[1])
-        elif len(segments) == 3 and segments[0] == "apis":
-            body = _discovery.resource_list(registry, group=segments[1], version=segments[2])
-        elif p == "/openapi/v2":
-            body = _openapi.openapi_v2(registry)
-        elif p == "/openapi/v3":
-            body = _openapi.openapi_v3_index(registry)
-        elif p.startswith("/openapi/v3/"):
-            body = _openapi.openapi_v3_document(registry, p[len("/openapi/v3/"):])
-        if body is None:
-            raise ApiStatusError(404, _NOT_FOUND_TEXT)
-        return _json_response(body)
-
     # -- resources ------------------------------------------------------------------------
-
-    def _lookup(self, path: ResourcePath) -> ResourceType:
-        rt = self.ops.registry.lookup(path.group, path.version, path.plural)
-        if rt is None:
-            raise ApiStatusError(404, _NOT_FOUND_TEXT)
-        if path.subresource is not None and path.subresource not in rt.subresources:
-            if rt.is_custom and path.name:
-                # a custom resource's handler answers every sub-path, with a NotFound Status
-                raise not_found(rt, path.name)
-            raise ApiStatusError(404, _NOT_FOUND_TEXT)
-        if path.namespace is not None and not rt.namespaced:
-            raise ApiStatusError(404, _NOT_FOUND_TEXT)
-        return rt
-
-    async def _read_body(self, request: web.Request, *, allowed: tuple[str, ...]) -> bytes:
-        if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
-            raise self._too_large()
-        content_type = _content_type(request)
-        if content_type not in allowed:
-            raise unsupported_media_type([t for t in allowed if t not in ("*/*", "")])
-        try:
-            return await request.read()
-        except web.HTTPRequestEntityTooLarge as exc:
-            raise self._too_large() from exc
-        except (ConnectionError, aiohttp.ClientPayloadError, aiohttp.ClientConnectionError,
-                aiohttp.http_exceptions.HttpProcessingError) as exc:
-            raise ClientGoneError(f"the client left mid-body: {exc}") from exc
-
-    @staticmethod
-    def _too_large() -> ApiStatusError:
-        return ApiStatusError(413, status_body(
-            413, "RequestEntityTooLarge",
-            message=f"Request entity too large: limit is {MAX_BODY_BYTES}", details={},
-        ))
-
-    def _list_query(self, request: web.Request, rt: ResourceType) -> ListQuery:
-        query = request.query
-        try:
-            limit = int(query.get("limit") or 0)
-        except ValueError as exc:
-            raise bad_request(f"invalid limit: {query.get('limit')}") from exc
-        return ListQuery(
-            labels=parse_label_selector(query.get("labelSelector")),
-            fields=parse_field_selector(query.get("fieldSelector"), rt.kind),
-            limit=limit,
-            continue_token=query.get("continue") or None,
-            resource_version=query.get("resourceVersion"),
-            resource_version_match=query.get("resourceVersionMatch"),
-        )
-
-    @staticmethod
-    def _table_request(request: web.Request) -> bool:
-        accept = request.headers.get("Accept", "")
-        return "as=Table" in accept
 
     async def _resource(
         self, request: web.Request, path: ResourcePath, *, verb: str
     ) -> web.StreamResponse:
-        rt = self._lookup(path)
+        rt = lookup(self.ops.registry, path)
         ops = self.ops
         namespace = path.namespace or ""
         dry_run = "All" in request.query.getall("dryRun", [])
         include = request.query.get("includeObject", "Metadata")
-        table = self._table_request(request)
+        table = is_table_request(request)
         if verb not in rt.verbs and path.subresource is None:
             raise method_not_allowed()
         if path.subresource == "scale":
@@ -393,13 +320,13 @@ class ApiApplication:
         if verb == "get":
             obj = ops.get(self._target(rt, path))
             if table:
-                return _json_response(self._table(rt, [obj], metadata={}, include=include))
+                return _json_response(_table(self.ops, rt, [obj], metadata={}, include=include))
             return web.Response(body=self._cache.encode(obj), content_type=_JSON)
         if verb == "list":
-            body = ops.list(rt, namespace=path.namespace, query=self._list_query(request, rt))
+            body = ops.list(rt, namespace=path.namespace, query=list_query(request, rt))
             if table:
-                return _json_response(self._table(
-                    rt, body["items"], metadata=body["metadata"], include=include
+                return _json_response(_table(
+                    ops, rt, body["items"], metadata=body["metadata"], include=include
                 ))
             return _json_response(body)
         if verb == "watch":
@@ -410,16 +337,16 @@ class ApiApplication:
         if verb == "create":
             if path.name is not None:
                 raise method_not_allowed()
-            raw = await self._read_body(request, allowed=_WRITE_TYPES)
-            decoded = await decode_body(raw, content_type=_content_type(request), rt=rt)
+            raw = await read_body(request, allowed=WRITE_TYPES)
+            decoded = await decode_body(raw, content_type=content_type(request), rt=rt)
             check_ranges(rt, decoded)
             obj = ops.create(rt, decoded, namespace=namespace, dry_run=dry_run,
                              field_validation=field_validation, warnings=warnings)
             return self._written(ops.served(obj, rt), status=201, dry_run=dry_run,
                                  warnings=warnings)
         if verb == "update":
-            raw = await self._read_body(request, allowed=_WRITE_TYPES)
-            decoded = await decode_body(raw, content_type=_content_type(request), rt=rt)
+            raw = await read_body(request, allowed=WRITE_TYPES)
+            decoded = await decode_body(raw, content_type=content_type(request), rt=rt)
             check_ranges(rt, decoded)
             obj = ops.update(self._target(rt, path), decoded, subresource=path.subresource,
                              dry_run=dry_run, field_validation=field_validation,
@@ -427,8 +354,8 @@ class ApiApplication:
             return self._written(ops.served(obj, rt), status=200, dry_run=dry_run,
                                  warnings=warnings)
         if verb == "patch":
-            raw = await self._read_body(request, allowed=PATCH_TYPES)
-            if _content_type(request) == APPLY_PATCH and path.subresource is None:
+            raw = await read_body(request, allowed=PATCH_TYPES)
+            if content_type(request) == APPLY_PATCH and path.subresource is None:
                 applied: Any = raw
                 if request.query.get("fieldManager"):  # else 422 before decoding, as real
                     applied = await decode_body(raw, content_type=APPLY_PATCH, rt=rt)
@@ -438,22 +365,22 @@ class ApiApplication:
                                       force=request.query.get("force", "") in _TRUE,
                                       dry_run=dry_run)
                 return self._written(ops.served(obj, rt), status=code, dry_run=dry_run)
-            if _content_type(request) in (MERGE_PATCH, STRATEGIC_MERGE_PATCH):
+            if content_type(request) in (MERGE_PATCH, STRATEGIC_MERGE_PATCH):
                 with contextlib.suppress(ValueError, RecursionError):
                     check_ranges(rt, json.loads(raw), patch=raw)
-            obj = ops.patch(self._target(rt, path), raw, content_type=_content_type(request),
+            obj = ops.patch(self._target(rt, path), raw, content_type=content_type(request),
                             subresource=path.subresource, dry_run=dry_run,
                             field_validation=field_validation, warnings=warnings)
             return self._written(ops.served(obj, rt), status=200, dry_run=dry_run,
                                  warnings=warnings)
         if verb in ("delete", "deletecollection"):
-            options = await self._delete_options(request)
+            options = await delete_options(request)
             dry_run = dry_run or "All" in (options.get("dryRun") or ())
             if verb == "delete":
                 result = ops.delete(self._target(rt, path), options=options, dry_run=dry_run)
                 return _json_response(result)
             return _json_response(ops.delete_collection(
-                rt, namespace=path.namespace, query=self._list_query(request, rt),
+                rt, namespace=path.namespace, query=list_query(request, rt),
                 options=options, dry_run=dry_run,
             ))
         raise method_not_allowed()
@@ -477,50 +404,22 @@ class ApiApplication:
         if verb == "get":
             return _json_response(ops.get_scale(target))
         if verb == "update":
-            raw = await self._read_body(request, allowed=_WRITE_TYPES)
-            body = await decode_body(raw, content_type=_content_type(request))
+            raw = await read_body(request, allowed=WRITE_TYPES)
+            body = await decode_body(raw, content_type=content_type(request))
             return _json_response(ops.update_scale(target, body, dry_run=dry_run))
         if verb == "patch":
-            raw = await self._read_body(request, allowed=PATCH_TYPES)
+            raw = await read_body(request, allowed=PATCH_TYPES)
             return _json_response(ops.patch_scale(
-                target, raw, content_type=_content_type(request), dry_run=dry_run
+                target, raw, content_type=content_type(request), dry_run=dry_run
             ))
         raise method_not_allowed()
 
-    def _table(
-        self, rt: ResourceType, items: list[Mapping[str, Any]], *, metadata: Mapping[str, Any],
-        include: str, with_columns: bool = True,
-    ) -> dict[str, Any]:
-        printer_columns = None
-        if rt.is_custom:
-            crd = self.ops.storage.get(CRDS, namespace="", name=f"{rt.plural}.{rt.group}") or {}
-            for version in (crd.get("spec") or {}).get("versions") or ():
-                if version.get("name") == rt.version:
-                    printer_columns = version.get("additionalPrinterColumns")
-        return tables.table(rt.kind, items, metadata=metadata, include_object=include,
-                            with_columns=with_columns, printer_columns=printer_columns)
-
-    async def _delete_options(self, request: web.Request) -> dict[str, Any]:
-        options: dict[str, Any] = {}
-        if request.body_exists:
-            raw = await self._read_body(request, allowed=_WRITE_TYPES)
-            if raw.strip():
-                decoded = await decode_body(raw, content_type=_content_type(request))
-                if not isinstance(decoded, Mapping):
-                    raise bad_request("DeleteOptions must be an object")
-                options.update(decoded)
-        query = request.query
-        if "propagationPolicy" in query:
-            options["propagationPolicy"] = query["propagationPolicy"]
-        if "orphanDependents" in query:
-            options["orphanDependents"] = query["orphanDependents"].lower() in _TRUE
-        return options
 
     async def _watch(
         self, request: web.Request, rt: ResourceType, *, path: ResourcePath,
         table_include: str | None,
     ) -> web.StreamResponse:
-        query = self._list_query(request, rt)
+        query = list_query(request, rt)
         rv_text = query.resource_version
         if rv_text and not rv_text.isdigit():
             raise bad_request(f"invalid resource version: {rv_text}")
@@ -534,7 +433,7 @@ class ApiApplication:
             include = table_include
 
             def wrap(obj: Mapping[str, Any], first: bool) -> Mapping[str, Any]:
-                return self._table(rt, [obj], metadata={}, include=include,
+                return _table(self.ops, rt, [obj], metadata={}, include=include,
                                    with_columns=first)
 
         watch_request = WatchRequest(

@@ -96,9 +96,10 @@ class ServerContext:
     def allocate_cluster_ip(self) -> str:
         """A free ClusterIP from the service range (10.0.0.0/16: room for 65,000 Services).
 
-        A cursor walks the range (skipping the network address and the first host, which a
-        real server keeps for the ``kubernetes`` Service), so an allocation costs O(1) amortized
-        however many Services exist; released addresses are reused when the cursor wraps.
+        The lowest free address is taken (skipping the network address and the first host,
+        which a real server keeps for the ``kubernetes`` Service). A cursor never above the
+        lowest free address makes a run of creates O(1) each however many Services exist; a
+        release moves it back to the released address.
         """
         network = self.service_network
         size = network.num_addresses
@@ -120,7 +121,15 @@ class ServerContext:
 
     def release_cluster_ip(self, ip: str) -> None:
         """Return a ClusterIP to the pool when its Service is deleted."""
-        self.allocated_cluster_ips.discard(ip)
+        if ip in self.allocated_cluster_ips:
+            self.allocated_cluster_ips.discard(ip)
+            host = int(ipaddress.IPv4Address(ip)) - int(self.service_network.network_address)
+            self._next_host = min(self._next_host, host)
+
+    def restore_cluster_ips(self, before: set[str]) -> None:
+        """Give back every ClusterIP allocated since ``before`` was taken (a refused create)."""
+        for ip in self.allocated_cluster_ips - before:
+            self.release_cluster_ip(ip)
 
     # Added with the kinds (issue 3): NodePort allocation, as for ClusterIPs.
     node_port_range: tuple[int, int] = (30000, 32767)

@@ -13,11 +13,11 @@ Responses are always JSON.
 from __future__ import annotations
 
 import base64
-import datetime
 from collections.abc import Callable
 from typing import Any
 
 from reconciler.embedded._errors import EmbeddedServerError
+from reconciler.embedded._times import format_time
 
 __all__ = ["MAGIC", "PROTOBUF", "UnsupportedProtobuf", "decode_object"]
 
@@ -135,8 +135,7 @@ def _time(value: int | bytes) -> str:
     seconds = next((v for n, v in _fields(_raw(value)) if n == 1 and isinstance(v, int)), 0)
     if not seconds:
         return ""  # the zero time: JSON null, dropped like other zero values
-    moment = datetime.datetime.fromtimestamp(seconds, datetime.UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(seconds)
 
 
 def _raw(value: int | bytes) -> bytes:

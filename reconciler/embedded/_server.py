@@ -25,7 +25,6 @@ import secrets
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -33,11 +32,10 @@ from typing import Any
 import kubernetes.client
 from aiohttp import web
 
-from reconciler.embedded._accounting import RequestAccounting, RequestKey
 from reconciler.embedded._collecting import GarbageCollector
 from reconciler.embedded._errors import EmbeddedServerError
-from reconciler.embedded._faults import FaultInjector, Faults
 from reconciler.embedded._http import ApiApplication
+from reconciler.embedded._instruments import ServerInstruments
 from reconciler.embedded._kinds import KindRegistry, ServerContext
 from reconciler.embedded._kubeconfig import KubeconfigEntry, KubeconfigFile
 from reconciler.embedded._operations import Operations
@@ -69,7 +67,7 @@ def _make_registry() -> KindRegistry:
     return make_registry()
 
 
-class EmbeddedApiServer:
+class EmbeddedApiServer(ServerInstruments):
     """A Kubernetes API server in this process, for tests, benchmarks and demos.
 
     Use it as a context manager (``with EmbeddedApiServer() as server:``); ``.url``, ``.token``,
@@ -110,8 +108,7 @@ class EmbeddedApiServer:
         self._watch_buffer_bytes = watch_buffer_bytes
         self._tls_material: TlsMaterial | None = None
         self._token = secrets.token_urlsafe(32)
-        self._accounting = RequestAccounting()
-        self._faults = FaultInjector()
+        super().__init__()
         self._storage = Storage(history_size=history_size)
         self._registry = registry if registry is not None else _make_registry()
         self._ops = Operations(self._storage, self._registry, ServerContext())
@@ -348,38 +345,7 @@ class EmbeddedApiServer:
         """A new official ``ApiClient`` connected to this server."""
         return kubernetes.client.ApiClient(self.configuration())
 
-    # -- accounting, faults, history ------------------------------------------------------
-
-    def request_counts(self) -> dict[str, int]:
-        """Cumulative requests by verb: get list watch create update patch delete
-        deletecollection."""
-        return self._accounting.by_verb()
-
-    def request_breakdown(self) -> dict[RequestKey, int]:
-        """Cumulative requests by verb, resource and response code."""
-        return self._accounting.breakdown()
-
-    def reset_request_counts(self) -> None:
-        """Start counting requests from zero."""
-        self._accounting.reset()
-
-    @property
-    def current_faults(self) -> Faults:
-        """The faults in force (``Faults()`` when none)."""
-        return self._faults.current
-
-    def set_faults(self, faults: Faults | None) -> Faults:
-        """Inject ``faults`` from now on (None clears them); returns the previous value."""
-        return self._faults.set(faults or Faults())
-
-    @contextlib.contextmanager
-    def faults(self, faults: Faults) -> Iterator[Faults]:
-        """Inject ``faults`` for the duration of a ``with`` block."""
-        previous = self.set_faults(faults)
-        try:
-            yield faults
-        finally:
-            self.set_faults(previous)
+    # -- history (request counts and faults: ServerInstruments) ---------------------------
 
     def compact(self) -> int:
         """Forget the watch history (as an etcd compaction does); returns the oldest version

@@ -14,6 +14,8 @@ import datetime
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from reconciler.embedded._times import parse_time
+
 __all__ = ["human_duration", "table"]
 
 Cell = Callable[[Mapping[str, Any]], Any]
@@ -29,28 +31,14 @@ def _get(obj: Mapping[str, Any], path: str) -> Any:
 
 
 def _age(obj: Mapping[str, Any]) -> str:
-    timestamp = _get(obj, "metadata.creationTimestamp")
-    try:
-        created = datetime.datetime.strptime(str(timestamp), "%Y-%m-%dT%H:%M:%SZ").replace(
-            tzinfo=datetime.UTC
-        )
-    except ValueError:
+    created = parse_time(_get(obj, "metadata.creationTimestamp"))
+    if created is None:
         return "<unknown>"
     seconds = max(int((datetime.datetime.now(datetime.UTC) - created).total_seconds()), 0)
     for limit, unit, size in ((120, "s", 1), (7200, "m", 60), (172800, "h", 3600)):
         if seconds < limit:
             return f"{seconds // size}{unit}"
     return f"{seconds // 86400}d"
-
-
-def _parse_time(value: Any) -> datetime.datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        when = datetime.datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return when if when.tzinfo else when.replace(tzinfo=datetime.UTC)
 
 
 def human_duration(seconds: float) -> str:
@@ -82,7 +70,7 @@ def human_duration(seconds: float) -> str:
 
 
 def _since(value: Any) -> str:
-    when = _parse_time(value)
+    when = parse_time(value)
     if when is None:
         return "<unknown>"
     return human_duration((datetime.datetime.now(datetime.UTC) - when).total_seconds())

@@ -33,7 +33,7 @@ from reconciler.envtest._assets import KubeAssets, find_assets
 from reconciler.envtest._audit import AuditLog
 from reconciler.envtest._errors import ControlPlaneError, StartTimeoutError, UnknownUserError
 from reconciler.envtest._pki import Pki, generate_pki
-from reconciler.envtest._processes import Component
+from reconciler.envtest._processes import Component, read_from
 
 __all__ = ["ADMIN_USER", "ControlPlane"]
 
@@ -43,6 +43,8 @@ _CONTROLLER_MANAGER_USER = "optk-controller-manager"
 _MARKER_USER = "optk-audit-marker"
 _INTERNAL_USERS = frozenset({"system:apiserver", _CONTROLLER_MANAGER_USER, _MARKER_USER})
 _CONTROLLERS = "garbagecollector,namespace,serviceaccount,serviceaccount-token"
+_MANAGER = "kube-controller-manager"
+_GC_SYNCED = b"all resource monitors have synced"
 _ISSUER = "https://kubernetes.default.svc.cluster.local"
 _AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1", "kind": "Policy",
@@ -85,6 +87,15 @@ def _write_kubeconfig(path: Path, *, url: str, ca_pem: bytes, user: str,
     return path
 
 
+def _http_get(url: str, *, token: str | None, cafile: Path) -> bytes:
+    request = urllib.request.Request(url)
+    if token is not None:
+        request.add_header("Authorization", f"Bearer {token}")
+    context = ssl.create_default_context(cafile=str(cafile)) if url.startswith("https:") else None
+    with urllib.request.urlopen(request, timeout=5, context=context) as response:
+        return bytes(response.read())
+
+
 class ControlPlane:
     """A real Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager) for tests.
 
@@ -117,6 +128,7 @@ class ControlPlane:
         self._pids: list[int] = []
         self._audit: AuditLog | None = None
         self._kubeconfig: Path | None = None
+        self._manager_argv: list[str] = []
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -193,12 +205,13 @@ class ControlPlane:
                                                   {"token": self._token})
         cm_kubeconfig = self._write_kubeconfig(workdir / "controller-manager.kubeconfig",
                                                _CONTROLLER_MANAGER_USER, {"token": self._cm_token})
-        manager = self._spawn("kube-controller-manager", [
+        self._manager_argv = [
             str(assets.kube_controller_manager), f"--kubeconfig={cm_kubeconfig}",
             "--leader-elect=false", "--secure-port=0", f"--controllers={_CONTROLLERS}",
             f"--service-account-private-key-file={pki.service_account_key_path}",
             f"--root-ca-file={pki.ca_cert_path}", "--use-service-account-credentials=false",
-        ])
+        ]
+        manager = self._spawn(_MANAGER, self._manager_argv)
         self._wait(manager, "the default ServiceAccount (serviceaccount controller)",
                    self._default_service_account_exists)
         self.reset_request_counts()  # count from zero, as a fresh embedded server does
@@ -224,17 +237,9 @@ class ControlPlane:
                                         waited_for=what, log_tail=component.log_tail())
             time.sleep(0.1)
 
-    def _ssl_context(self) -> ssl.SSLContext:
-        assert self._pki is not None
-        return ssl.create_default_context(cafile=str(self._pki.ca_cert_path))
-
     def _http_get(self, url: str, *, token: str | None = None) -> bytes:
-        request = urllib.request.Request(url)
-        if token is not None:
-            request.add_header("Authorization", f"Bearer {token}")
-        context = self._ssl_context() if url.startswith("https:") else None
-        with urllib.request.urlopen(request, timeout=5, context=context) as response:
-            return bytes(response.read())
+        assert self._pki is not None
+        return _http_get(url, token=token, cafile=self._pki.ca_cert_path)
 
     def _default_service_account_exists(self) -> bool:
         with self.api_client() as client:
@@ -252,6 +257,19 @@ class ControlPlane:
             self._workdir = None
         self._port = None
         self._kubeconfig = None
+
+    def restart_controller_manager(self) -> None:
+        """Restart kube-controller-manager; returns once its garbage collector has synced. Its
+        collector learns new CRD kinds only at start and on a ~30 s rescan: call this (1-2 s)
+        after creating CRDs whose objects' dependents a test expects collected promptly."""
+        self._require_running()
+        old = next(c for c in self._components if c.name == _MANAGER)
+        old.stop()
+        self._components.remove(old)
+        offset = old.log_path.stat().st_size if old.log_path.exists() else 0
+        manager = self._spawn(_MANAGER, self._manager_argv)
+        self._wait(manager, "the garbage collector's sync after a restart",
+                   lambda: _GC_SYNCED in read_from(manager.log_path, offset))
 
     def check(self) -> None:
         """Raise ``ComponentCrashedError`` (with its log's tail) if a component has exited."""

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from reconciler.envtest._errors import ComponentCrashedError
 
-__all__ = ["Component", "stop_all"]
+__all__ = ["Component", "read_from", "stop_all"]
 
 _LIVE: dict[Component, None] = {}
 _LIVE_LOCK = threading.Lock()
@@ -36,6 +36,16 @@ def tail(path: Path, *, lines: int = 30, max_bytes: int = 16_384) -> str:
     except FileNotFoundError:
         return "(no log written)"
     return "\n".join(data.splitlines()[-lines:]) or "(empty log)"
+
+
+def read_from(path: Path, offset: int) -> bytes:
+    """The bytes of ``path`` from ``offset`` on (empty when it does not exist)."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(offset)
+            return handle.read()
+    except FileNotFoundError:
+        return b""
 
 
 class Component:

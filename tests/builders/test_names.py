@@ -134,3 +134,102 @@ def test_child_meta_of_a_cluster_scoped_parent_owns_namespaced_children() -> Non
     elsewhere = b.child_meta(make_parent(), component="x", managed_by="op", namespace="other")
     assert "ownerReferences" not in elsewhere
     assert elsewhere["labels"][names.OWNER_UID_LABEL] == "0b9c-11"
+
+
+# -- identity: one type, one key function, one stamping ------------------------------------------
+
+
+def test_object_ref_is_the_one_key_of_any_object() -> None:
+    obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "n"}}
+    ref = b.ObjectRef.of(obj)
+    assert ref == b.ObjectRef(api_version="v1", kind="ConfigMap", name="c", namespace="n")
+    assert hash(ref) == hash(b.ObjectRef.of(dict(obj)))
+    assert str(ref) == "ConfigMap.v1 n/c"
+    assert ref.type_key == ("v1", "ConfigMap")
+    cluster = b.ObjectRef.of({"apiVersion": "v1", "kind": "Namespace",
+                              "metadata": {"name": "n", "namespace": ""}})
+    assert cluster.namespace is None
+    assert str(cluster) == "Namespace.v1 n"
+    assert b.ObjectRef.of({}) == b.ObjectRef(api_version="", kind="", name="")
+    assert names.identity_of(obj) == ref
+
+
+def test_identity_of_names_the_missing_field() -> None:
+    with pytest.raises(b.InvalidSpecError, match=r"metadata\.name"):
+        names.identity_of({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}})
+    with pytest.raises(b.InvalidSpecError, match=r"metadata\.namespace"):
+        names.identity_of({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "c", "namespace": 3}})
+
+
+def test_reconciler_uses_the_same_identity_type() -> None:
+    import reconciler
+
+    assert reconciler.ObjectRef is b.ObjectRef
+
+
+def test_stamp_identity_marks_a_namespaced_child() -> None:
+    parent = make_parent()
+    child = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+        "name": "web-config", "labels": {"keep": "me"},
+        "ownerReferences": [{"uid": "other", "controller": True},
+                            {"uid": "friend", "controller": False}]}}
+    stamped = names.stamp_identity(parent, child, operator_name="op", namespaced=True)
+    meta = stamped["metadata"]
+    assert meta["namespace"] == "team-a"
+    assert meta["labels"] == {
+        "keep": "me", names.MANAGED_BY_LABEL: "op", names.INSTANCE_LABEL: "web",
+        names.COMPONENT_LABEL: "config", names.OWNER_UID_LABEL: "0b9c-11",
+    }
+    assert [r["uid"] for r in meta["ownerReferences"]] == ["friend", "0b9c-11"]
+    assert meta["ownerReferences"][-1] == names.owner_reference(parent)
+    assert "namespace" not in child["metadata"]  # the input is untouched
+
+
+def test_stamp_identity_keeps_a_given_component_and_defaults_to_the_kind() -> None:
+    parent = make_parent()
+    given_component = {"apiVersion": "v1", "kind": "Secret", "metadata": {
+        "name": "web-x", "labels": {names.COMPONENT_LABEL: "mine"}}}
+    assert names.stamp_identity(parent, given_component, operator_name="op", namespaced=True)[
+        "metadata"]["labels"][names.COMPONENT_LABEL] == "mine"
+    unrelated = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "web-"}}
+    assert names.stamp_identity(parent, unrelated, operator_name="op", namespaced=True)[
+        "metadata"]["labels"][names.COMPONENT_LABEL] == "secret"
+
+
+def test_stamp_identity_of_cluster_scoped_and_other_namespace_children() -> None:
+    parent = make_parent()
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "web-reader", "namespace": "stray"}}
+    meta = names.stamp_identity(parent, role, operator_name="op", namespaced=False)["metadata"]
+    assert "namespace" not in meta
+    assert "ownerReferences" not in meta  # a namespaced parent cannot own it
+    assert meta["labels"][names.OWNER_UID_LABEL] == "0b9c-11"
+    elsewhere = {"apiVersion": "v1", "kind": "ConfigMap",
+                 "metadata": {"name": "web-c", "namespace": "other"}}
+    meta = names.stamp_identity(parent, elsewhere, operator_name="op", namespaced=True)["metadata"]
+    assert meta["namespace"] == "other"
+    assert "ownerReferences" not in meta
+    tenant = {"apiVersion": "x.dev/v1", "kind": "Tenant", "metadata": {"name": "t", "uid": "u1"}}
+    meta = names.stamp_identity(tenant, elsewhere, operator_name="op", namespaced=True)["metadata"]
+    assert meta["ownerReferences"][0]["uid"] == "u1"
+
+
+def test_stamp_identity_of_an_absent_child_sets_only_its_namespace() -> None:
+    stub = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "web-old"}}
+    stamped = names.stamp_identity(make_parent(), stub, operator_name="op", namespaced=True,
+                               absent=True)
+    assert stamped == {"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "web-old", "namespace": "team-a"}}
+
+
+def test_a_subdomain_part_may_exceed_63_characters_as_kubernetes_allows() -> None:
+    # IsDNS1123Subdomain limits the whole name to 253 characters, not each dot-separated part.
+    assert names.is_dns1123_subdomain("a" * 64)
+    assert names.is_dns1123_subdomain("a" * 100 + "." + "b" * 100)
+    assert not names.is_dns1123_subdomain("a" * 254)
+    assert not names.is_dns1123_subdomain("a..b")
+    long = names.child_name("0", "00000000000000000", "00000000000000000", "000000000000000:0",
+                            max_length=64)
+    assert len(long) <= 64
+    assert names.is_dns1123_subdomain(long)

@@ -1,8 +1,13 @@
-"""Fixtures of the driver tests: a client on the session's embedded server, the Thing CRD,
-and helpers to run small operators and wait for what they do."""
+"""Fixtures of the driver tests: a client on the session's server, the Thing CRD, and helpers
+to run small operators and wait for what they do.
+
+Tests that talk to a server and must hold on both are marked ``both_servers`` (the embedded
+server and the real control plane, ``--kube-api``); the others use server-only hooks (fault
+injection, the embedded server's request breakdown), each saying so."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -11,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from reconciler import KubernetesClient, NotFoundError
+from reconciler import AlreadyExistsError, KubernetesClient, NotFoundError
 from reconciler._operators import Operator
 from reconciler._runtime import OperatorRuntime
 from reconciler.testing import wait_synced
@@ -20,9 +25,11 @@ from tests.driver.sample_operator import API_VERSION, THING_CRD, build
 
 @pytest.fixture(scope="session")
 def client(kube_api: Any) -> KubernetesClient:
-    """A ``KubernetesClient`` with the Thing CRD installed."""
+    """A ``KubernetesClient`` with the Thing CRD installed (once per server: the embedded
+    server serves marked and unmarked tests alike)."""
     kube = KubernetesClient(kube_api.api_client())
-    kube.create(THING_CRD)
+    with contextlib.suppress(AlreadyExistsError):
+        kube.create(THING_CRD)
     assert wait_until(lambda: kube.is_served(API_VERSION, "Thing"))
     return kube
 

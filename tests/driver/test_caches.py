@@ -8,8 +8,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from builders import ObjectRef
+from builders.names import owner_uids
 from reconciler._selectors import LabelSelector
-from reconciler._stores import IndexedCache, object_key, owner_uids
+from reconciler._stores import IndexedCache
+
+
+def _key(obj: dict) -> tuple[str, str]:
+    return ObjectRef.of(obj).namespaced_name
 
 
 def _obj(name: str, *, ns: str = "ns", rv: int = 1, labels: dict[str, str] | None = None,
@@ -30,9 +36,9 @@ def test_objects_are_found_by_name_uid_owner_and_label() -> None:
     assert cache.get("ns", "a") is not None
     assert cache.get("ns", "zzz") is None
     assert cache.get_by_uid("uid-other-c") == cache.get("other", "c")
-    assert [object_key(o) for o in cache.by_owner_uid("p1")] == [("ns", "a"), ("ns", "b")]
-    assert [object_key(o) for o in cache.by_label("app", "x")] == [("ns", "a"), ("other", "c")]
-    assert [object_key(o) for o in cache.list(namespace="ns", label_selector="app=x")] == [
+    assert [_key(o) for o in cache.by_owner_uid("p1")] == [("ns", "a"), ("ns", "b")]
+    assert [_key(o) for o in cache.by_label("app", "x")] == [("ns", "a"), ("other", "c")]
+    assert [_key(o) for o in cache.list(namespace="ns", label_selector="app=x")] == [
         ("ns", "a")
     ]
     assert len(cache.list()) == 3
@@ -45,7 +51,7 @@ def test_an_older_version_never_replaces_a_newer_one_and_indexes_follow_updates(
     assert not stored
     cache.upsert(_obj("a", rv=7, labels={"app": "y"}))
     assert cache.by_label("app", "x") == []
-    assert [object_key(o) for o in cache.by_label("app", "y")] == [("ns", "a")]
+    assert [_key(o) for o in cache.by_label("app", "y")] == [("ns", "a")]
     removed = cache.remove(_obj("a"))
     assert removed is not None
     assert cache.by_label("app", "y") == []
@@ -97,5 +103,5 @@ def test_indexed_listing_equals_a_full_scan(
     cache = IndexedCache()
     for name, labels in objects.items():
         cache.upsert(_obj(name, labels=labels))
-    selected = {object_key(o)[1] for o in cache.list(label_selector=f"{key}={value}")}
+    selected = {_key(o)[1] for o in cache.list(label_selector=f"{key}={value}")}
     assert selected == {n for n, labels in objects.items() if labels.get(key) == value}

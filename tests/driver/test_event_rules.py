@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reconciler._events import rfc3339
+from reconciler._times import format_time as rfc3339
 from reconciler._triggers import (
     REQUESTED_AT_ANNOTATION,
     child_event_triggers,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import pytest
+
 from reconciler import KubernetesClient
 from reconciler._informers import Informer, InformerManager
 from reconciler._recording import RecordingClient
@@ -19,6 +21,7 @@ def _cm(ns: str, name: str, **data: str) -> dict[str, Any]:
             "data": dict(data)}
 
 
+@pytest.mark.both_servers
 def test_an_informer_lists_then_follows_every_change(client: KubernetesClient, ns: str) -> None:
     client.create(_cm(ns, "before", v="1"))
     seen: list[tuple[str, str]] = []
@@ -49,6 +52,7 @@ def test_an_informer_lists_then_follows_every_change(client: KubernetesClient, n
         informer.stop()
 
 
+@pytest.mark.both_servers
 def test_the_echo_of_an_own_write_is_recognised_and_a_foreign_edit_is_not(
     client: KubernetesClient, ns: str
 ) -> None:
@@ -84,6 +88,7 @@ def test_the_echo_of_an_own_write_is_recognised_and_a_foreign_edit_is_not(
         informer.stop()
 
 
+@pytest.mark.both_servers
 def test_a_silent_stream_is_replaced_after_the_inactivity_timeout(
     client: KubernetesClient, ns: str
 ) -> None:
@@ -98,6 +103,7 @@ def test_a_silent_stream_is_replaced_after_the_inactivity_timeout(
         informer.stop()
 
 
+@pytest.mark.both_servers
 def test_concurrent_first_uses_of_a_type_share_one_informer(
     client: KubernetesClient, ns: str
 ) -> None:
@@ -127,6 +133,7 @@ def test_concurrent_first_uses_of_a_type_share_one_informer(
         manager.stop()
 
 
+@pytest.mark.both_servers
 def test_an_own_delete_leaves_the_cache_at_once_and_late_events_do_not_revive_it(
     client: KubernetesClient, ns: str
 ) -> None:

@@ -32,6 +32,7 @@ def test_keywords_are_applied_over_the_options_value() -> None:
         ListOptions.of(base, {"labels": "x"})  # type: ignore[typeddict-unknown-key]
 
 
+@pytest.mark.both_servers
 def test_a_list_pages_and_filters_by_one_options_value(client: KubernetesClient, ns: str) -> None:
     for index in range(5):
         client.create(_cm(ns, f"cm-{index}", "even" if index % 2 == 0 else "odd"))
@@ -47,6 +48,7 @@ def test_a_list_pages_and_filters_by_one_options_value(client: KubernetesClient,
     assert _names(first) + _names(rest) == [f"cm-{i}" for i in range(5)]
 
 
+@pytest.mark.both_servers
 def test_a_watch_resumes_after_the_options_resource_version(
     client: KubernetesClient, ns: str
 ) -> None:
@@ -59,6 +61,7 @@ def test_a_watch_resumes_after_the_options_resource_version(
     assert events == [("ADDED", "after")]
 
 
+@pytest.mark.both_servers
 def test_an_informer_lists_page_by_page(
     kube_api: Any, client: KubernetesClient, ns: str
 ) -> None:

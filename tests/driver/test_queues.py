@@ -11,13 +11,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from reconciler._clocks import VirtualClock
 from reconciler._queues import (
     ExponentialBackoff,
     MaxOfRateLimiters,
     TokenBucket,
     WorkQueue,
 )
+from reconciler.testing import VirtualClock
 
 
 def _queue(clock: VirtualClock) -> WorkQueue[str]:

@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reconciler._events import rfc3339
 from reconciler._resyncs import (
     DEFAULT_RESYNC_INTERVAL,
     RESYNC_ANNOTATION,
@@ -20,6 +19,7 @@ from reconciler._resyncs import (
     last_reconcile_time,
     parse_duration,
 )
+from reconciler._times import format_time as rfc3339
 
 HOUR = 3600.0
 

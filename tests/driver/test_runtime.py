@@ -59,6 +59,7 @@ def _get(url: str) -> tuple[int, str]:
         return error.code, ""
 
 
+@pytest.mark.both_servers
 def test_metrics_and_health_endpoints_answer(client: KubernetesClient, ns: str) -> None:
     operator = make_operator(ns)
     with running(operator, client, metrics_port=0) as runtime:
@@ -78,6 +79,7 @@ def test_metrics_and_health_endpoints_answer(client: KubernetesClient, ns: str) 
         assert f'controller_runtime_active_workers{{controller="{name}"}} 0.0' in body
 
 
+@pytest.mark.both_servers
 def test_shutdown_lets_an_in_flight_reconcile_finish(client: KubernetesClient, ns: str) -> None:
     started = threading.Event()
 
@@ -95,6 +97,7 @@ def test_shutdown_lets_an_in_flight_reconcile_finish(client: KubernetesClient, n
     assert runtime.finished
 
 
+@pytest.mark.both_servers
 def test_a_standby_takes_over_within_the_lease_duration(client: KubernetesClient, ns: str) -> None:
     operator = make_operator(ns, leader_election=LeaderElection(
         namespace=ns, lease_duration=1.0, renew_deadline=0.8, retry_period=0.1))
@@ -130,6 +133,7 @@ def test_a_standby_takes_over_within_the_lease_duration(client: KubernetesClient
         two.stop(5)
 
 
+@pytest.mark.both_servers
 def test_a_released_lease_is_taken_over_at_once(client: KubernetesClient, ns: str) -> None:
     clock = VirtualClock()
     config = LeaderElection(name="lease", namespace=ns)
@@ -197,6 +201,7 @@ def test_optk_run_refuses_a_target_that_is_no_operator() -> None:
     assert "is not an Operator" in result.stderr
 
 
+@pytest.mark.both_servers
 def test_a_standby_taking_over_resumes_the_leaders_schedule_without_a_herd(
     client: KubernetesClient, ns: str
 ) -> None:

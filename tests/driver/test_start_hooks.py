@@ -14,6 +14,7 @@ from reconciler._runtime import OperatorRuntime
 from tests.driver.conftest import child_data, make_operator, running, thing, wait_until
 
 
+@pytest.mark.both_servers
 def test_hooks_run_before_any_reconcile_and_clean_up_at_stop(
     client: KubernetesClient, ns: str
 ) -> None:
@@ -34,6 +35,7 @@ def test_hooks_run_before_any_reconcile_and_clean_up_at_stop(
     assert seen == ["start:0", "second", "second-cleanup", "cleanup"]  # reverse order
 
 
+@pytest.mark.both_servers
 def test_a_failing_hook_aborts_the_start_and_stops_what_started(
     client: KubernetesClient, ns: str
 ) -> None:

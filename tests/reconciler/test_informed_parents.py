@@ -18,15 +18,8 @@ import pytest
 
 from builders import DesiredState, ResourceBuilder
 from builders.names import MANAGED_BY_LABEL
-from reconciler import (
-    Action,
-    InformerManager,
-    InformerReader,
-    KubernetesClient,
-    ParentReconciler,
-    RecordingClient,
-    ResourceReconciler,
-)
+from reconciler import Action, KubernetesClient, ParentReconciler, ResourceReconciler
+from reconciler.informers import InformerManager, InformerReader, RecordingClient
 from tests.reconciler.conftest import Requests, install_crd
 
 GROUP = "informed.optk.dev"

@@ -34,6 +34,7 @@ from tests.reconciler.conftest import Requests, install_crd
 MakeCM = Callable[..., dict[str, Any]]
 
 
+@pytest.mark.both_servers
 def test_create_get_patch_replace_delete_round_trip(
     client: KubernetesClient, configmap: MakeCM, ns: str
 ) -> None:
@@ -58,6 +59,7 @@ def test_create_get_patch_replace_delete_round_trip(
     assert caught.value.reason == "NotFound"
 
 
+@pytest.mark.both_servers
 def test_official_models_are_accepted_at_the_edge(client: KubernetesClient, ns: str) -> None:
     model = k8s.V1ConfigMap(
         api_version="v1", kind="ConfigMap",
@@ -68,6 +70,7 @@ def test_official_models_are_accepted_at_the_edge(client: KubernetesClient, ns: 
     assert created["data"] == {"k": "v"}
 
 
+@pytest.mark.both_servers
 def test_errors_carry_status_data(client: KubernetesClient, configmap: MakeCM, ns: str) -> None:
     client.create(configmap("dup"))
     with pytest.raises(AlreadyExistsError) as exists:
@@ -88,6 +91,7 @@ def test_errors_carry_status_data(client: KubernetesClient, configmap: MakeCM, n
     assert not isinstance(stale.value, AlreadyExistsError)
 
 
+@pytest.mark.both_servers
 def test_list_fills_kinds_selects_and_pages(
     client: KubernetesClient, configmap: MakeCM, ns: str
 ) -> None:
@@ -107,6 +111,7 @@ def test_list_fills_kinds_selects_and_pages(
     assert {f"item-{i}" for i in range(5)} <= names
 
 
+@pytest.mark.both_servers
 def test_dry_run_writes_nothing(client: KubernetesClient, configmap: MakeCM, ns: str) -> None:
     returned = client.create(configmap("dry"), dry_run=True)
     assert returned["metadata"]["name"] == "dry"
@@ -114,6 +119,7 @@ def test_dry_run_writes_nothing(client: KubernetesClient, configmap: MakeCM, ns:
         client.get("v1", "ConfigMap", "dry", namespace=ns)
 
 
+@pytest.mark.both_servers
 def test_unknown_kind_is_not_served_and_a_crd_is_usable_at_once(client: KubernetesClient) -> None:
     group = f"g{uuid.uuid4().hex[:8]}.example.com"
     api_version = f"{group}/v1"
@@ -128,6 +134,7 @@ def test_unknown_kind_is_not_served_and_a_crd_is_usable_at_once(client: Kubernet
     assert created["kind"] == "Gadget"
 
 
+@pytest.mark.both_servers
 def test_discovery_is_cached(client: KubernetesClient, requests: Callable[[], Requests],
                              configmap: MakeCM, ns: str) -> None:
     client.create(configmap("cached"))
@@ -137,6 +144,7 @@ def test_discovery_is_cached(client: KubernetesClient, requests: Callable[[], Re
     assert r.count("get") == 3  # the object reads only: no discovery request per call
 
 
+@pytest.mark.both_servers
 def test_namespaced_kind_without_namespace_is_a_usage_error(client: KubernetesClient) -> None:
     with pytest.raises(ClientUsageError, match="namespaced"):
         client.get("v1", "ConfigMap", "x")
@@ -144,6 +152,7 @@ def test_namespaced_kind_without_namespace_is_a_usage_error(client: KubernetesCl
         client.patch("v1", "ConfigMap", "x", {}, patch_type="text/plain", namespace="default")
 
 
+@pytest.mark.both_servers
 def test_watch_streams_events(client: KubernetesClient, configmap: MakeCM, ns: str) -> None:
     start = client.list("v1", "ConfigMap", namespace=ns)["metadata"]["resourceVersion"]
     client.create(configmap("w1"))
@@ -181,6 +190,7 @@ def test_throttling_carries_retry_after(
     assert throttled.value.retry_after == 7.0
 
 
+@pytest.mark.both_servers
 def test_a_silent_watch_ends_at_the_inactivity_timeout(client: KubernetesClient, ns: str) -> None:
     rv = client.list("v1", "ConfigMap", namespace=ns)["metadata"]["resourceVersion"]
     stream = client.watch("v1", "ConfigMap", namespace=ns, resource_version=rv,
@@ -191,6 +201,7 @@ def test_a_silent_watch_ends_at_the_inactivity_timeout(client: KubernetesClient,
     assert "broke" in str(dead.value)
 
 
+@pytest.mark.both_servers
 def test_the_token_is_read_once_a_second_and_a_new_token_is_used(kube_api: Any, ns: str) -> None:
     # The kubeconfig loader's refresh hook re-applies the whole configuration on every read of
     # the token; the client reads it at most once a second, yet a rotated token is still used.

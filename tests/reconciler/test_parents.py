@@ -24,8 +24,8 @@ from reconciler import (
     ParentReconciler,
     ResourceReconciler,
 )
-from reconciler._clocks import VirtualClock
 from reconciler.embedded import Faults
+from reconciler.testing import VirtualClock
 from tests.reconciler.conftest import Requests, install_crd
 
 GROUP = "parents.optk.dev"
@@ -61,6 +61,7 @@ def fresh(client: KubernetesClient, parent: dict[str, Any]) -> dict[str, Any]:
     return client.get(API, "Stack", meta["name"], namespace=meta["namespace"])
 
 
+@pytest.mark.both_servers
 def test_children_get_identity_and_parent_gets_status_and_events(
     client: KubernetesClient, parent: dict[str, Any], ns: str
 ) -> None:
@@ -95,6 +96,7 @@ def test_children_get_identity_and_parent_gets_status_and_events(
     assert "demo-config" in created[0]["message"]
 
 
+@pytest.mark.both_servers
 def test_steady_state_makes_no_write_and_no_read_per_child(
     client: KubernetesClient, parent: dict[str, Any], requests: Callable[[], Requests]
 ) -> None:
@@ -113,6 +115,7 @@ def test_steady_state_makes_no_write_and_no_read_per_child(
     assert not result.status_written
 
 
+@pytest.mark.both_servers
 def test_one_child_error_does_not_stop_the_others(
     client: KubernetesClient, parent: dict[str, Any], ns: str
 ) -> None:
@@ -145,6 +148,7 @@ def test_one_child_error_does_not_stop_the_others(
     assert warnings
 
 
+@pytest.mark.both_servers
 def test_pruning_deletes_only_ours_of_allowed_kinds(
     client: KubernetesClient, parent: dict[str, Any], ns: str
 ) -> None:
@@ -177,6 +181,7 @@ def test_pruning_deletes_only_ours_of_allowed_kinds(
     client.get("v1", "Secret", "demo-s", namespace=ns)  # Secrets are not in the allow-list
 
 
+@pytest.mark.both_servers
 def test_absent_child_is_deleted_and_pending_deletion_requeues(
     client: KubernetesClient, parent: dict[str, Any], ns: str
 ) -> None:
@@ -199,6 +204,7 @@ def test_absent_child_is_deleted_and_pending_deletion_requeues(
                  patch_type="application/merge-patch+json", namespace=ns)
 
 
+@pytest.mark.both_servers
 def test_status_time_is_refreshed_only_after_the_refresh_interval(
     client: KubernetesClient, parent: dict[str, Any]
 ) -> None:
@@ -215,6 +221,7 @@ def test_status_time_is_refreshed_only_after_the_refresh_interval(
     assert fresh(client, parent)["status"]["lastReconcileTime"] > first
 
 
+@pytest.mark.both_servers
 def test_by_default_an_unchanged_status_is_never_rewritten_however_old(
     client: KubernetesClient, parent: dict[str, Any]
 ) -> None:
@@ -229,6 +236,7 @@ def test_by_default_an_unchanged_status_is_never_rewritten_however_old(
     assert result.writes == 0
 
 
+@pytest.mark.both_servers
 def test_generation_change_is_observed(client: KubernetesClient, parent: dict[str, Any]) -> None:
     pr = ParentReconciler(client, lambda p: builders_of((cm("demo-g", a="1"), PRESENT)),
                           operator_name="stack-operator", events=False)
@@ -246,6 +254,7 @@ def test_generation_change_is_observed(client: KubernetesClient, parent: dict[st
         changed["metadata"]["generation"]}
 
 
+@pytest.mark.both_servers
 def test_a_user_removing_our_label_is_repaired(
     client: KubernetesClient, parent: dict[str, Any], ns: str
 ) -> None:
@@ -261,6 +270,7 @@ def test_a_user_removing_our_label_is_repaired(
     assert labels["optk.dev/owner-uid"] == parent["metadata"]["uid"]
 
 
+@pytest.mark.both_servers
 def test_parent_without_uid_is_a_value_error(client: KubernetesClient) -> None:
     pr = ParentReconciler(client, lambda p: [], operator_name="x",
                           resources=ResourceReconciler(client))
@@ -268,6 +278,7 @@ def test_parent_without_uid_is_a_value_error(client: KubernetesClient) -> None:
         pr.reconcile({"apiVersion": API, "kind": "Stack", "metadata": {"name": uuid.uuid4().hex}})
 
 
+@pytest.mark.both_servers
 def test_builders_may_return_official_models(
     client: KubernetesClient, parent: dict[str, Any], ns: str
 ) -> None:
@@ -281,6 +292,7 @@ def test_builders_may_return_official_models(
     assert pr.reconcile(fresh(client, parent)).children[0].action is Action.UNCHANGED
 
 
+@pytest.mark.both_servers
 def test_a_builder_without_identity_is_reported_by_name_and_parent(
     client: KubernetesClient, parent: dict[str, Any], requests: Callable[[], Requests]
 ) -> None:
@@ -300,6 +312,7 @@ def test_a_builder_without_identity_is_reported_by_name_and_parent(
     assert r.count("create") == 0  # nothing nameless reached the server (events are off)
 
 
+@pytest.mark.both_servers
 def test_nothing_is_pruned_when_a_builder_fails(
     client: KubernetesClient, parent: dict[str, Any], ns: str
 ) -> None:
@@ -320,6 +333,7 @@ def test_nothing_is_pruned_when_a_builder_fails(
     client.get("v1", "ConfigMap", "demo-kept", namespace=ns)
 
 
+@pytest.mark.both_servers
 def test_a_child_that_is_not_ours_keeps_the_parent_not_ready(
     client: KubernetesClient, parent: dict[str, Any], ns: str
 ) -> None:
@@ -339,6 +353,7 @@ def test_a_child_that_is_not_ours_keeps_the_parent_not_ready(
     assert client.get("v1", "ConfigMap", "demo-taken", namespace=ns)["data"] == {"a": "theirs"}
 
 
+@pytest.mark.both_servers
 def test_a_dry_run_is_a_plan_that_writes_nothing(
     client: KubernetesClient, parent: dict[str, Any], ns: str
 ) -> None:
@@ -365,6 +380,7 @@ def test_a_dry_run_is_a_plan_that_writes_nothing(
     assert client.get("v1", "ConfigMap", "demo-planned", namespace=ns)["data"] == {"a": "1"}
 
 
+@pytest.mark.both_servers
 def test_events_record_updates_and_deletes_on_the_parent(
     client: KubernetesClient, parent: dict[str, Any], ns: str
 ) -> None:

@@ -29,6 +29,7 @@ def stack(ns: str, **spec: Any) -> dict[str, Any]:
             "spec": spec}
 
 
+@pytest.mark.both_servers
 def test_plan_of_a_new_parent_lists_creates_and_writes_nothing(
     client: KubernetesClient, stack_kind: None, ns: str
 ) -> None:
@@ -43,6 +44,7 @@ def test_plan_of_a_new_parent_lists_creates_and_writes_nothing(
         client.get(API, "Stack", "s", namespace=ns)
 
 
+@pytest.mark.both_servers
 def test_plan_shows_the_field_diff_with_secret_values_redacted(
     client: KubernetesClient, stack_kind: None, ns: str
 ) -> None:
@@ -62,6 +64,7 @@ def test_plan_shows_the_field_diff_with_secret_values_redacted(
     assert client.get("v1", "ConfigMap", "s-config", namespace=ns)["data"] == {"size": "1"}
 
 
+@pytest.mark.both_servers
 def test_optk_plan_command(
     kube_api: Any, client: KubernetesClient, stack_kind: None, ns: str, tmp_path: Path
 ) -> None:
@@ -79,6 +82,7 @@ def test_optk_plan_command(
                  "--kubeconfig", str(kube_api.kubeconfig_path)]) == 0
 
 
+@pytest.mark.both_servers
 def test_optk_plan_prints_each_outcome_once(
     kube_api: Any, stack_kind: None, tmp_path: Path
 ) -> None:

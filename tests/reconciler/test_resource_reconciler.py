@@ -62,6 +62,7 @@ def service(ns: str, name: str, port: int = 80) -> dict[str, Any]:
 
 
 @pytest.mark.both_servers
+@pytest.mark.both_servers
 def test_present_creates_with_annotation_then_makes_no_write(
     rr: ResourceReconciler, client: KubernetesClient, requests: Callable[[], Requests], ns: str
 ) -> None:
@@ -81,6 +82,7 @@ def test_present_creates_with_annotation_then_makes_no_write(
 
 
 @pytest.mark.both_servers
+@pytest.mark.both_servers
 def test_user_edit_of_our_field_is_reverted_in_one_patch(
     rr: ResourceReconciler, client: KubernetesClient, requests: Callable[[], Requests], ns: str
 ) -> None:
@@ -98,6 +100,7 @@ def test_user_edit_of_our_field_is_reverted_in_one_patch(
     assert rr.reconcile_resource(desired, PRESENT).action is Action.UNCHANGED
 
 
+@pytest.mark.both_servers
 def test_fields_of_the_server_and_other_actors_are_kept(
     rr: ResourceReconciler, client: KubernetesClient, configmap: MakeCM, ns: str
 ) -> None:
@@ -116,6 +119,7 @@ def test_fields_of_the_server_and_other_actors_are_kept(
     assert rr.reconcile_resource(deployment(ns, "defaults"), PRESENT).action is Action.UNCHANGED
 
 
+@pytest.mark.both_servers
 def test_a_field_removed_from_the_builder_is_removed_from_the_object(
     rr: ResourceReconciler, client: KubernetesClient, configmap: MakeCM, ns: str
 ) -> None:
@@ -125,6 +129,7 @@ def test_a_field_removed_from_the_builder_is_removed_from_the_object(
     assert client.get("v1", "ConfigMap", "shrink", namespace=ns)["data"] == {"a": "1"}
 
 
+@pytest.mark.both_servers
 def test_a_conflicting_concurrent_update_is_retried(
     rr: ResourceReconciler, client: KubernetesClient, configmap: MakeCM, ns: str
 ) -> None:
@@ -156,6 +161,7 @@ class _Meddler:
         return self.inner.patch(*args, **kwargs)
 
 
+@pytest.mark.both_servers
 def test_conflict_retries_are_bounded(
     client: KubernetesClient, configmap: MakeCM, ns: str
 ) -> None:
@@ -169,6 +175,7 @@ def test_conflict_retries_are_bounded(
     assert meddler.meddles == 3
 
 
+@pytest.mark.both_servers
 def test_create_race_continues_as_update(
     rr: ResourceReconciler, client: KubernetesClient, configmap: MakeCM, ns: str
 ) -> None:
@@ -179,6 +186,7 @@ def test_create_race_continues_as_update(
     assert client.get("v1", "ConfigMap", "raced", namespace=ns)["data"] == {"a": "2"}
 
 
+@pytest.mark.both_servers
 def test_object_being_deleted_is_requeued(
     rr: ResourceReconciler, client: KubernetesClient, configmap: MakeCM, ns: str
 ) -> None:
@@ -197,6 +205,7 @@ def test_object_being_deleted_is_requeued(
 # -- ownership -------------------------------------------------------------------------------
 
 
+@pytest.mark.both_servers
 def test_an_unowned_object_is_never_touched(
     rr: ResourceReconciler, client: KubernetesClient, requests: Callable[[], Requests],
     configmap: MakeCM, ns: str,
@@ -218,6 +227,7 @@ def test_an_unowned_object_is_never_touched(
     assert LAST_APPLIED_ANNOTATION in live["metadata"]["annotations"]
 
 
+@pytest.mark.both_servers
 def test_a_controller_owner_reference_makes_it_ours(
     rr: ResourceReconciler, client: KubernetesClient, configmap: MakeCM, ns: str
 ) -> None:
@@ -238,6 +248,7 @@ def test_a_controller_owner_reference_makes_it_ours(
 # -- CREATED and ABSENT ----------------------------------------------------------------------
 
 
+@pytest.mark.both_servers
 def test_created_creates_but_never_updates(
     rr: ResourceReconciler, client: KubernetesClient, configmap: MakeCM, ns: str
 ) -> None:
@@ -248,6 +259,7 @@ def test_created_creates_but_never_updates(
     assert client.get("v1", "ConfigMap", "once", namespace=ns)["data"] == {"a": "1"}
 
 
+@pytest.mark.both_servers
 def test_absent_deletes_ours_and_missing_is_success(
     rr: ResourceReconciler, client: KubernetesClient, configmap: MakeCM, ns: str
 ) -> None:
@@ -264,6 +276,7 @@ def test_absent_deletes_ours_and_missing_is_success(
 # -- hooks -----------------------------------------------------------------------------------
 
 
+@pytest.mark.both_servers
 def test_hooks_run_at_their_points(
     rr: ResourceReconciler, client: KubernetesClient, configmap: MakeCM, ns: str
 ) -> None:
@@ -292,6 +305,7 @@ def test_hooks_run_at_their_points(
     client.get("v1", "ConfigMap", "hooked", namespace=ns)
 
 
+@pytest.mark.both_servers
 def test_keep_cluster_ip_hook_avoids_a_false_update(
     rr: ResourceReconciler, client: KubernetesClient, ns: str
 ) -> None:
@@ -306,6 +320,7 @@ def test_keep_cluster_ip_hook_avoids_a_false_update(
 # -- immutable fields ------------------------------------------------------------------------
 
 
+@pytest.mark.both_servers
 def test_immutable_selector_change_is_an_error_naming_the_field_by_default(
     rr: ResourceReconciler, ns: str
 ) -> None:
@@ -316,6 +331,7 @@ def test_immutable_selector_change_is_an_error_naming_the_field_by_default(
     assert "recreate=True" in str(caught.value)
 
 
+@pytest.mark.both_servers
 def test_immutable_selector_change_recreates_when_enabled(
     client: KubernetesClient, ns: str
 ) -> None:
@@ -339,6 +355,7 @@ def test_immutable_selector_change_recreates_when_enabled(
 # -- secrets ---------------------------------------------------------------------------------
 
 
+@pytest.mark.both_servers
 def test_secret_values_never_appear_in_the_result(
     rr: ResourceReconciler, client: KubernetesClient, ns: str
 ) -> None:
@@ -358,6 +375,7 @@ def test_secret_values_never_appear_in_the_result(
     assert "correct-horse" not in annotation
 
 
+@pytest.mark.both_servers
 def test_official_models_are_accepted(
     rr: ResourceReconciler, client: KubernetesClient, ns: str
 ) -> None:
@@ -398,6 +416,7 @@ class SteppingClock:
         self.now += timeout or 0.0
 
 
+@pytest.mark.both_servers
 def test_recreate_gives_up_waiting_at_the_deadline_and_requeues(
     client: KubernetesClient, ns: str
 ) -> None:
@@ -466,6 +485,7 @@ def test_custom_resource_lists_compare_by_the_crd_list_map_keys(
     assert sorted((r["name"], r["to"]) for r in rules) == [("alt", "svc-b"), ("main", "svc-c")]
 
 
+@pytest.mark.both_servers
 def test_dry_run_reports_recreate_and_delete_without_writing(
     client: KubernetesClient, ns: str
 ) -> None:
@@ -481,3 +501,19 @@ def test_dry_run_reports_recreate_and_delete_without_writing(
     assert delete.writes == 0
     after = client.get("apps/v1", "Deployment", "planned", namespace=ns)
     assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+
+
+def test_plan_without_executing_reads_and_writes_nothing(
+    rr: ResourceReconciler, configmap: MakeCM, requests: Callable[[], Requests]
+) -> None:
+    from reconciler._planning import PlanAction
+
+    assert rr.plan(configmap("planned-cm", a="1"), PRESENT).action is PlanAction.CREATE
+    rr.reconcile_resource(configmap("planned-cm", a="1"), PRESENT)
+    with requests() as r:
+        planned = rr.plan(configmap("planned-cm", a="2"), PRESENT)
+    assert planned.action is PlanAction.PATCH
+    assert (r.writes, r.count("get")) == (0, 1)
+    assert ("change", ("data", "a")) in [(d.op, d.path) for d in planned.diff]
+    assert rr.reconcile_resource(configmap("planned-cm", a="2"), PRESENT).action is Action.UPDATED
+    assert rr.plan(configmap("planned-cm", a="2"), PRESENT).action is PlanAction.UNCHANGED

@@ -12,6 +12,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -144,6 +145,7 @@ class ReconcileMachine(RuleBasedStateMachine):
             assert (live.get("data") or {}) == {**wanted, **self.user_keys[name]}
 
 
+@pytest.mark.both_servers
 def test_reconcile_state_machine(client: KubernetesClient, kube_api: Any) -> None:
     machine = type("Machine", (ReconcileMachine,), {"client": client, "server": kube_api})
     run_state_machine_as_test(

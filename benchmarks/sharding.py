@@ -1,0 +1,312 @@
+"""Benchmark: sharding parents across 1, 2 and 3 operator replicas (issue 16).
+
+The embedded API server runs in this process with its request log on; each replica is a
+separate process (``python -m tests.sharding.sample``: one ConfigMap per ``Item`` parent, user
+agent ``optk-shard/<id>``) that reports its own CPU seconds, peak RSS and cached objects. For
+each replica count the parents exist first, then the replicas start together
+(``replicas_hint``); convergence is every parent labelled with a live shard and its ConfigMap
+written and labelled alike; then a steady-state window follows.
+
+- ``per_replica``: for "1", "2", "3" replicas, the median replica's ``cpu_s`` (convergence plus
+  the steady window), ``peak_rss_mb`` and ``cached_objects`` (its parents and children, plus on
+  the replica running the assigner the parents and Leases the assigner caches), with the split
+  ``cpu_converge_s``/``cpu_steady_s``, the convergence seconds and requests per replica, and the
+  same without the interpreter's start (``cpu_work_s``: CPU after the imports;
+  ``peak_rss_above_base_mb``: peak RSS above the RSS before the runtime started).
+- ``takeover_s``: with 3 replicas, ``kill -9`` of one that does not run the assigner, the seconds
+  until none of the parents is labelled with its shard (``lease_duration_s`` is the bound);
+  ``takeover_converged_s`` until its parents' children carry their new owners' labels.
+- ``moved_on_join``: then a third replica joins the two survivors: the fraction of all parents
+  that moved (ideal: 1/3), and ``drains_on_join``, the drains its old owners acknowledged.
+- ``overlapping_writers``: parents whose children or status were written by two replicas
+  interleaved (A, B, A) within one lease duration, from the server's request log over the run.
+
+On a 2-core machine the replicas, the server and this process share the cores: wall-clock
+scale-out is bounded by the cores; the per-replica figures are what scales.
+
+Run: ``python -m benchmarks.sharding [--json] [--parents 1000] [--steady 5] [--lease 5]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from reconciler import ApiError, KubernetesClient
+from reconciler._sharding import SHARD_LABEL
+from reconciler.embedded import EmbeddedApiServer
+from reconciler.embedded._accounting import RequestRecord
+
+ROOT = Path(__file__).resolve().parents[1]
+API_VERSION = "shardtest.optk.dev/v1"
+AGENT = "optk-shard/"
+
+
+def _wait(predicate: Callable[[], bool], timeout: float, what: str, poll: float = 0.5) -> float:
+    started = time.monotonic()
+    while not predicate():
+        if time.monotonic() - started > timeout:
+            raise TimeoutError(f"{what}: not within {timeout:.0f}s")
+        time.sleep(poll)
+    return time.monotonic() - started
+
+
+class Replica:
+    """One replica process."""
+
+    def __init__(self, server: EmbeddedApiServer, namespace: str, shard: str, *,
+                 directory: Path, lease: float, hint: int) -> None:
+        self.shard = shard
+        self.status_path = directory / f"{namespace}-{shard}.json"
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.sharding.sample", "--kubeconfig",
+             str(server.kubeconfig_path), "--shard", shard, "--namespace", namespace,
+             "--status", str(self.status_path), "--lease", str(lease),
+             "--replicas-hint", str(hint)],
+            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+
+    def status(self) -> dict[str, Any]:
+        try:
+            return dict(json.loads(self.status_path.read_text()))
+        except (OSError, ValueError):
+            return {}
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+
+
+def _labels(client: KubernetesClient, kind: str, namespace: str) -> dict[str, str | None]:
+    api = API_VERSION if kind == "Item" else "v1"
+    body = client.list(api, kind, namespace=namespace)
+    return {o["metadata"]["name"]: (o["metadata"].get("labels") or {}).get(SHARD_LABEL)
+            for o in body.get("items") or ()}
+
+
+def _converged(client: KubernetesClient, namespace: str, live: set[str]) -> bool:
+    parents = _labels(client, "Item", namespace)
+    children = _labels(client, "ConfigMap", namespace)
+    return all(shard in live and children.get(f"{name}-cfg") == shard
+               for name, shard in parents.items())
+
+
+def overlapping_writers(log: list[RequestRecord], window: float) -> int:
+    """Parents whose children or status were written by two replicas interleaved (A, B, A)
+    within ``window`` seconds of each other."""
+    writes: dict[str, list[tuple[float, str]]] = {}
+    for record in log:
+        agent = record.user_agent or ""
+        if not agent.startswith(AGENT) or record.code >= 400 or not record.name:
+            continue
+        if record.verb not in ("create", "update", "patch", "delete"):
+            continue
+        if record.resource.startswith("configmaps"):
+            parent = f"{record.namespace}/{record.name.removesuffix('-cfg')}"
+        elif record.resource == "items.shardtest.optk.dev/status":
+            parent = f"{record.namespace}/{record.name}"
+        else:
+            continue
+        writes.setdefault(parent, []).append((record.at, agent))
+    count = 0
+    for sequence in writes.values():
+        sequence.sort()
+        last_seen: dict[str, float] = {}
+        previous = None
+        for at, agent in sequence:
+            if (agent != previous and agent in last_seen and previous is not None
+                    and at - last_seen[previous] <= window):
+                count += 1
+                break
+            last_seen[agent] = at
+            previous = agent
+    return count
+
+
+def _requests(log: list[RequestRecord], since: float) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for record in log:
+        if record.at >= since and (record.user_agent or "").startswith(AGENT):
+            shard = (record.user_agent or "")[len(AGENT):]
+            counts[shard] = counts.get(shard, 0) + 1
+    return counts
+
+
+def run_phase(server: EmbeddedApiServer, client: KubernetesClient, *, replicas: int,
+              parents: int, steady: float, lease: float, directory: Path,
+              failover: bool) -> dict[str, Any]:
+    """Start ``replicas`` replicas on ``parents`` parents; measure convergence and steady
+    state (and with ``failover``, a kill -9 takeover and a join)."""
+    namespace = f"bench-{replicas}-{uuid.uuid4().hex[:6]}"
+    client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    for index in range(parents):
+        client.create({"apiVersion": API_VERSION, "kind": "Item",
+                       "metadata": {"name": f"p{index:04d}", "namespace": namespace},
+                       "spec": {"value": "1"}})
+    shards = [chr(ord("a") + i) for i in range(replicas)]
+    started_at = time.time()
+    running = {s: Replica(server, namespace, s, directory=directory, lease=lease, hint=replicas)
+               for s in shards}
+    result: dict[str, Any] = {}
+    try:
+        converge = _wait(lambda: _converged(client, namespace, set(shards)), 120 + parents / 5,
+                         f"{replicas} replicas converging")
+        at_converge = {s: r.status() for s, r in running.items()}
+        time.sleep(steady)
+        at_end = {s: r.status() for s, r in running.items()}
+        figures = []
+        for shard in shards:
+            a, b = at_converge[shard], at_end[shard]
+            figures.append({
+                "shard": shard, "leading": b.get("leading"),
+                "cpu_s": round(b.get("cpu_s", 0.0), 3),
+                "cpu_converge_s": round(a.get("cpu_s", 0.0), 3),
+                "cpu_steady_s": round(b.get("cpu_s", 0.0) - a.get("cpu_s", 0.0), 3),
+                "peak_rss_mb": round(b.get("peak_rss_mb", 0.0), 1),
+                "cpu_work_s": round(b.get("cpu_s", 0.0) - b.get("base", {}).get("cpu_s", 0.0), 3),
+                "peak_rss_above_base_mb": round(
+                    b.get("peak_rss_mb", 0.0) - b.get("base", {}).get("rss_mb", 0.0), 1),
+                "cached_objects": b.get("cached_objects", 0),
+                "cached_parents": b.get("cached_parents", 0),
+                "reconciles": b.get("reconciles", 0),
+            })
+        requests = _requests(server.request_log(), started_at)
+        for entry in figures:
+            entry["requests"] = requests.get(entry["shard"], 0)
+        median = {key: statistics.median(f[key] for f in figures)
+                  for key in ("cpu_s", "cpu_converge_s", "cpu_steady_s", "peak_rss_mb",
+                              "cached_objects", "requests", "cpu_work_s",
+                              "peak_rss_above_base_mb")}
+        result = {"converge_s": round(converge, 2), "median": median, "replicas": figures}
+        if failover:
+            result.update(_failover(server, client, namespace, running, parents=parents,
+                                    lease=lease, directory=directory))
+    finally:
+        for replica in running.values():
+            replica.stop()
+    return result
+
+
+def _failover(server: EmbeddedApiServer, client: KubernetesClient, namespace: str,
+              running: dict[str, Replica], *, parents: int, lease: float,
+              directory: Path) -> dict[str, Any]:
+    victim = next(s for s, r in running.items() if not r.status().get("leading"))
+    before = _labels(client, "Item", namespace)
+    running.pop(victim).process.send_signal(signal.SIGKILL)
+    killed = time.monotonic()
+    def left() -> int:  # a label-selected list: cheap enough to poll often
+        body = client.list(API_VERSION, "Item", namespace=namespace,
+                           label_selector=f"{SHARD_LABEL}={victim}")
+        return len(body.get("items") or ())
+    _wait(lambda: left() == 0, 10 * lease, "takeover", poll=0.05)
+    takeover = time.monotonic() - killed
+    live = set(running)
+    _wait(lambda: _converged(client, namespace, live), 120, "takeover converging")
+    converged = time.monotonic() - killed
+    owned = sum(s == victim for s in before.values())
+    # a third replica joins the two survivors
+    before = _labels(client, "Item", namespace)
+    released = sum(r.status().get("releases", 0) for r in running.values())
+    joiner = "j"
+    running[joiner] = Replica(server, namespace, joiner, directory=directory, lease=lease,
+                              hint=1)
+    live.add(joiner)
+    _wait(lambda: joiner in set(_labels(client, "Item", namespace).values())
+          and _converged(client, namespace, live), 120, "join converging")
+    time.sleep(lease)
+    after = _labels(client, "Item", namespace)
+    moved = sum(after[n] != before.get(n) for n in after)
+    drains = sum(r.status().get("releases", 0) for s, r in running.items()
+                 if s != joiner) - released
+    return {"takeover_s": round(takeover, 3), "takeover_converged_s": round(converged, 3),
+            "taken_over_parents": owned, "moved_on_join": round(moved / max(1, parents), 4),
+            "drains_on_join": drains, "moved_parents_on_join": moved}
+
+
+def run(*, parents: int, steady: float, lease: float) -> dict[str, Any]:
+    """All phases; the JSON result."""
+    with tempfile.TemporaryDirectory(prefix="optk-sharding-") as tmp, \
+            EmbeddedApiServer() as server:
+        server.enable_request_log(limit=5_000_000)
+        client = KubernetesClient(server.api_client())
+        from tests.sharding.sample import ITEM_CRD
+
+        client.create(ITEM_CRD)
+        _wait(lambda: client.is_served(API_VERSION, "Item"), 30, "the Item CRD", poll=0.05)
+        phases = {str(n): run_phase(server, client, replicas=n, parents=parents, steady=steady,
+                                    lease=lease, directory=Path(tmp), failover=n == 3)
+                  for n in (1, 2, 3)}
+        overlaps = overlapping_writers(server.request_log(), lease)
+    three = phases["3"]
+    return {
+        "parents": parents, "steady_s": steady, "lease_duration_s": lease,
+        "per_replica": {n: {"cpu_s": p["median"]["cpu_s"],
+                            "peak_rss_mb": p["median"]["peak_rss_mb"],
+                            "cached_objects": p["median"]["cached_objects"],
+                            "cpu_converge_s": p["median"]["cpu_converge_s"],
+                            "cpu_steady_s": p["median"]["cpu_steady_s"],
+                            "requests": p["median"]["requests"],
+                            "cpu_work_s": p["median"]["cpu_work_s"],
+                            "peak_rss_above_base_mb": p["median"]["peak_rss_above_base_mb"],
+                            "converge_s": p["converge_s"]}
+                        for n, p in phases.items()},
+        "replicas": {n: p["replicas"] for n, p in phases.items()},
+        "takeover_s": three["takeover_s"],
+        "takeover_converged_s": three["takeover_converged_s"],
+        "moved_on_join": three["moved_on_join"],
+        "drains_on_join": three["drains_on_join"],
+        "moved_parents_on_join": three["moved_parents_on_join"],
+        "overlapping_writers": overlaps,
+        "cpus": os.cpu_count(), "python": platform.python_version(),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse arguments, run, print a summary (and the JSON line last with ``--json``)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--json", action="store_true", help="print one JSON object last")
+    parser.add_argument("--parents", type=int, default=1000)
+    parser.add_argument("--steady", type=float, default=5.0, help="steady-state window (s)")
+    parser.add_argument("--lease", type=float, default=5.0, help="shard lease duration (s)")
+    args = parser.parse_args(argv)
+    try:
+        result = run(parents=args.parents, steady=args.steady, lease=args.lease)
+    except (ApiError, TimeoutError) as error:
+        print(f"benchmark failed: {error}", file=sys.stderr)
+        return 1
+    for n, figures in result["per_replica"].items():
+        print(f"{n} replica(s), {result['parents']} parents: median replica "
+              f"{figures['cpu_s']} CPU s ({figures['cpu_converge_s']} converging, "
+              f"{figures['cpu_work_s']} after start), "
+              f"{figures['peak_rss_mb']} MB peak RSS ({figures['peak_rss_above_base_mb']} above "
+              f"base), {figures['cached_objects']} cached objects, "
+              f"{figures['requests']} requests; converged in {figures['converge_s']} s")
+    print(f"takeover after kill -9: {result['takeover_s']} s (lease "
+          f"{result['lease_duration_s']} s), converged {result['takeover_converged_s']} s; "
+          f"join moved {result['moved_on_join']:.1%} with {result['drains_on_join']} drains; "
+          f"overlapping writers: {result['overlapping_writers']}")
+    if args.json:
+        print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

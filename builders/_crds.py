@@ -1,0 +1,204 @@
+"""CustomResourceDefinitions generated from spec classes: what kubebuilder's markers give Go users.
+
+:func:`schema_for` turns a spec class (``builders._specs``) into a structural OpenAPI v3 schema:
+types, ``required``, ``default`` (only for defaults declared server-side), ``pattern``,
+``minimum``/``maximum``, lengths, item counts, ``enum`` and descriptions (the field's, else its
+class docstring's first paragraph); ``x-kubernetes-preserve-unknown-fields`` appears only where
+the class says ``Any``. :func:`crd_for` wraps it into an ``apiextensions.k8s.io/v1`` CRD with
+names, printer columns and the status subresource. Pure: the result is a dict to install with any
+client.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import attrs
+
+from builders._errors import UnsupportedSpecTypeError
+from builders._specs import FieldInfo, constraint_problem, fields_of, json_value, unwrap
+
+__all__ = ["PrinterColumn", "crd_for", "schema_for"]
+
+_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}
+
+
+@attrs.frozen(kw_only=True)
+class PrinterColumn:
+    """One ``kubectl get`` column of a CRD (``additionalPrinterColumns``)."""
+
+    name: str
+    """The column header (``Replicas``)."""
+    json_path: str
+    """Where the value is, from the object's root (``.spec.replicas``)."""
+    type: Literal["string", "integer", "number", "boolean", "date"] = "string"
+    """The column's type."""
+    description: str | None = None
+    """Shown by ``kubectl explain``-like tools."""
+    priority: int = 0
+    """0: always shown; greater: only with ``-o wide``."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The column as the CRD holds it."""
+        out: dict[str, Any] = {"name": self.name, "type": self.type, "jsonPath": self.json_path}
+        if self.description:
+            out["description"] = self.description
+        if self.priority:
+            out["priority"] = self.priority
+        return out
+
+
+def _doc(cls: type) -> str | None:
+    doc = cls.__doc__ and inspect.cleandoc(cls.__doc__)
+    return " ".join(doc.split("\n\n")[0].split()) if doc else None
+
+
+def _constraints(info: FieldInfo, schema: dict[str, Any]) -> None:
+    target = schema["items"] if schema.get("type") == "array" else schema
+    if schema.get("type") == "array":
+        if info.min_items is not None:
+            schema["minItems"] = info.min_items
+        if info.max_items is not None:
+            schema["maxItems"] = info.max_items
+    kind = target.get("type")
+    if kind == "string":
+        for key, value in (("pattern", info.pattern), ("minLength", info.min_length),
+                           ("maxLength", info.max_length)):
+            if value is not None:
+                target[key] = value
+    elif kind in ("integer", "number"):
+        for key, bound in (("minimum", info.minimum), ("maximum", info.maximum)):
+            if bound is not None:
+                target[key] = int(bound) if kind == "integer" else bound
+
+
+def _type_schema(tp: Any, *, spec: str, field: str) -> dict[str, Any]:
+    shape, args = unwrap(tp, spec=spec, field=field)
+    if shape == "optional":
+        return _type_schema(args[0], spec=spec, field=field)
+    if shape == "spec":
+        return _object_schema(args[0])
+    if shape in ("list", "tuple"):
+        return {"type": "array", "items": _type_schema(args[0], spec=spec, field=f"{field}[]")}
+    if shape == "dict":
+        return {"type": "object",
+                "additionalProperties": _type_schema(args[0], spec=spec, field=f"{field}{{}}")}
+    if shape == "any":
+        return {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    if shape in ("literal", "enum"):
+        values = list(args) if shape == "literal" else [m.value for m in args[0]]
+        kinds = {type(v) for v in values}
+        if len(kinds) != 1 or not kinds <= {str, int}:
+            raise UnsupportedSpecTypeError(spec=spec, field=field,
+                                           reason="enum values must be all strings or all integers")
+        return {"type": "string" if kinds == {str} else "integer", "enum": values}
+    return {"type": _TYPES[shape]}
+
+
+def schema_for(cls: type) -> dict[str, Any]:
+    """The structural OpenAPI v3 schema of spec class ``cls`` (an object schema)."""
+    try:
+        return _object_schema(cls)
+    except RecursionError:  # a structural schema cannot refer to itself
+        raise UnsupportedSpecTypeError(spec=cls.__name__, field="",
+                                       reason="the class contains itself") from None
+
+
+def _object_schema(cls: type) -> dict[str, Any]:
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for f in fields_of(cls):
+        schema = _type_schema(f.type, spec=cls.__name__, field=f.attribute)
+        _constraints(f.info, schema)
+        shape, args = unwrap(f.type)
+        inner = args[0] if shape == "optional" else f.type
+        description = f.info.description or (
+            _doc(inner) if isinstance(inner, type) and attrs.has(inner) else None)
+        if description:
+            schema["description"] = description
+        else:
+            schema.pop("description", None)
+        if f.required and shape != "optional":
+            required.append(f.json_name)
+        elif f.default is not attrs.NOTHING and f.default is not None and f.info.server_default:
+            schema["default"] = _default(cls, f.attribute, f.info, f.default)
+        properties[f.json_name] = schema
+    out: dict[str, Any] = {"type": "object"}
+    doc = _doc(cls)
+    if doc:
+        out["description"] = doc
+    out["properties"] = properties
+    if required:
+        out["required"] = required
+    return out
+
+
+def _default(cls: type, attribute: str, info: FieldInfo, value: Any) -> Any:
+    problem = constraint_problem(info, value)
+    if problem is not None:  # the API server refuses a CRD whose default is invalid
+        raise UnsupportedSpecTypeError(spec=cls.__name__, field=attribute,
+                                       reason=f"default {value!r}: {problem}")
+    return json_value(value)
+
+
+def _plural(kind: str) -> str:
+    word = kind.lower()
+    if word.endswith(("s", "x", "z", "ch", "sh")):
+        return word + "es"
+    if word.endswith("y") and word[-2:-1] not in tuple("aeiou"):
+        return word[:-1] + "ies"
+    return word + "s"
+
+
+def crd_for(
+    spec: type,
+    *,
+    group: str,
+    kind: str,
+    version: str,
+    plural: str | None = None,
+    short_names: Sequence[str] = (),
+    scope: Literal["Namespaced", "Cluster"] = "Namespaced",
+    status: type | None = None,
+    status_subresource: bool = True,
+    printer_columns: Sequence[PrinterColumn] = (),
+) -> dict[str, Any]:
+    """The ``apiextensions.k8s.io/v1`` CRD of kind ``kind`` whose ``spec`` is spec class ``spec``.
+
+    One served and stored ``version``; ``plural`` defaults to the English plural of the kind in
+    lower case. ``status`` is the status's spec class: its schema keeps unknown fields too, as
+    the toolkit writes its own (``conditions``, ``observedGeneration``, ``lastReconcileTime``)
+    there; without it the status is an open object. ``status_subresource`` adds the status
+    subresource (the toolkit writes status through it). ``printer_columns`` are the
+    ``kubectl get`` columns, followed by ``Age`` unless one is named so.
+    """
+    status_schema: dict[str, Any] = (
+        schema_for(status) if status is not None else {"type": "object"})
+    status_schema["x-kubernetes-preserve-unknown-fields"] = True
+    served: dict[str, Any] = {"name": version, "served": True, "storage": True}
+    served["schema"] = {"openAPIV3Schema": {
+        "type": "object",
+        "properties": {"spec": schema_for(spec), "status": status_schema},
+    }}
+    if status_subresource:
+        served["subresources"] = {"status": {}}
+    if printer_columns:
+        columns = [c.to_dict() for c in printer_columns]
+        if not any(c.name == "Age" for c in printer_columns):
+            columns.append(PrinterColumn(
+                name="Age", json_path=".metadata.creationTimestamp", type="date").to_dict())
+        served["additionalPrinterColumns"] = columns
+    plural = plural or _plural(kind)
+    names: dict[str, Any] = {
+        "plural": plural, "singular": kind.lower(), "kind": kind, "listKind": f"{kind}List",
+    }
+    if short_names:
+        names["shortNames"] = list(short_names)
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {"group": group, "scope": scope, "names": names, "versions": [served]},
+    }

@@ -1,0 +1,126 @@
+"""The Observer's builders: the Thanos operator (CRD, RBAC, ServiceAccount, Deployment) and a
+``Thanos`` resource, all from one Observer. Pure: parent dict in, child dicts out.
+
+Every child is built only while ``spec.thanos`` is present and not ``enabled: false``; switched
+off, ``build`` returns nothing and the operator's pruning (``operator.PRUNE``) deletes them, the
+cluster-scoped ones included.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from builders import ResourceBuilder, child_name, resource_builder
+from builders import objects as o
+from examples.observer.crds import DEFAULT_OPERATOR_IMAGE
+from examples.thanos.builders import OPERATOR_NAME as THANOS_OPERATOR_NAME
+from examples.thanos.crds import API_VERSION as THANOS_API_VERSION
+from examples.thanos.crds import GROUP as THANOS_GROUP
+from examples.thanos.crds import KIND as THANOS_KIND
+from examples.thanos.crds import SERVICE_MONITOR_GROUP, THANOS_CRD
+
+OPERATOR_NAME = "observer"
+"""The Observer operator's name (the children's ``managed-by`` label)."""
+
+THANOS_OPERATOR_TARGET = "examples.thanos.operator:operator"
+"""What the Deployment runs with ``optk run``."""
+
+
+def thanos_block(parent: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The Observer's ``spec.thanos`` when it is switched on, else None."""
+    block = (parent.get("spec") or {}).get("thanos")
+    if not isinstance(block, Mapping) or block.get("enabled") is False:
+        return None
+    return block
+
+
+def _names(parent: Mapping[str, Any]) -> tuple[str, str]:
+    """(namespaced name, cluster-wide name) of the operator's objects."""
+    meta = parent["metadata"]
+    local = child_name(meta["name"], "thanos-operator")
+    return local, child_name(meta["namespace"], meta["name"], "thanos-operator", max_length=253)
+
+
+@resource_builder
+def thanos_crd(parent: Mapping[str, Any]) -> dict[str, Any]:
+    """The Thanos CRD, as ``examples.thanos.crds`` defines it (cluster-scoped)."""
+    return copy.deepcopy(THANOS_CRD)
+
+
+_RULES = (
+    o.policy_rule(api_groups=[THANOS_GROUP], resources=["thanos", "thanos/status"],
+                  verbs=["get", "list", "watch", "patch", "update"]),
+    o.policy_rule(api_groups=["apps"], resources=["deployments", "statefulsets"],
+                  verbs=["get", "list", "watch", "create", "patch", "update", "delete"]),
+    o.policy_rule(api_groups=[""], resources=["services", "configmaps"],
+                  verbs=["get", "list", "watch", "create", "patch", "update", "delete"]),
+    o.policy_rule(api_groups=["networking.k8s.io"], resources=["ingresses"],
+                  verbs=["get", "list", "watch", "create", "patch", "update", "delete"]),
+    o.policy_rule(api_groups=[SERVICE_MONITOR_GROUP], resources=["servicemonitors"],
+                  verbs=["get", "list", "watch", "create", "patch", "update", "delete"]),
+    o.policy_rule(api_groups=["apiextensions.k8s.io"], resources=["customresourcedefinitions"],
+                  verbs=["get", "list", "watch", "create"]),
+    o.policy_rule(api_groups=["", "events.k8s.io"], resources=["events"],
+                  verbs=["create", "patch"]),
+    o.policy_rule(api_groups=["coordination.k8s.io"], resources=["leases"],
+                  verbs=["get", "create", "update", "patch"]),
+)
+
+
+@resource_builder
+def cluster_role(parent: Mapping[str, Any]) -> dict[str, Any]:
+    """What the Thanos operator may do, cluster-wide."""
+    return o.cluster_role(metadata={"name": _names(parent)[1]}, rules=_RULES)
+
+
+@resource_builder
+def cluster_role_binding(parent: Mapping[str, Any]) -> dict[str, Any]:
+    """Grants the ClusterRole to the operator's ServiceAccount."""
+    local, cluster = _names(parent)
+    return o.cluster_role_binding(
+        metadata={"name": cluster}, role_name=cluster,
+        subjects=[o.subject(name=local, namespace=parent["metadata"]["namespace"])],
+    )
+
+
+@resource_builder
+def service_account(parent: Mapping[str, Any]) -> dict[str, Any]:
+    """The identity the Thanos operator runs as."""
+    return o.service_account(metadata={"name": _names(parent)[0]})
+
+
+@resource_builder
+def operator_deployment(parent: Mapping[str, Any]) -> dict[str, Any]:
+    """One replica of ``optk run examples.thanos.operator:operator``."""
+    local = _names(parent)[0]
+    block = thanos_block(parent) or {}
+    selector = {"app.kubernetes.io/name": THANOS_OPERATOR_NAME,
+                "app.kubernetes.io/instance": parent["metadata"]["name"]}
+    return o.deployment(
+        metadata={"name": local}, selector_labels=selector, replicas=1,
+        service_account_name=local,
+        containers=[o.container(
+            name="operator", image=str(block.get("operatorImage") or DEFAULT_OPERATOR_IMAGE),
+            command=["optk", "run", THANOS_OPERATOR_TARGET],
+        )],
+    )
+
+
+@resource_builder
+def thanos(parent: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``Thanos`` resource the installed operator reconciles, from ``spec.thanos.spec``."""
+    block = thanos_block(parent) or {}
+    return {"apiVersion": THANOS_API_VERSION, "kind": THANOS_KIND,
+            "metadata": {"name": parent["metadata"]["name"]},
+            "spec": copy.deepcopy(dict(block.get("spec") or {}))}
+
+
+def build(parent: Mapping[str, Any]) -> list[ResourceBuilder]:
+    """The Observer's children, in creation order (the CRD before the Thanos that needs it);
+    none while its ``thanos`` block is off."""
+    if thanos_block(parent) is None:
+        return []
+    return [thanos_crd(parent), cluster_role(parent), cluster_role_binding(parent),
+            service_account(parent), operator_deployment(parent), thanos(parent)]

@@ -1,0 +1,234 @@
+"""Running inside a cluster: the service account's credentials, and ``optk run`` as deployed.
+
+``InClusterConfig.from_environment()`` finds the API server from ``KUBERNETES_SERVICE_HOST``
+and ``KUBERNETES_SERVICE_PORT`` and the service account's token, CA and namespace files (by
+default under ``/var/run/secrets/kubernetes.io/serviceaccount``). ``incluster_api_client``
+makes an official ``ApiClient`` whose bearer token is re-read from the file whenever the file
+changes (projected tokens are rotated by the kubelet, about hourly; client-go re-reads too), so a
+long-running operator never sends an expired token. ``connect(kubeconfig)`` picks a kubeconfig,
+the in-cluster configuration or the default kubeconfig, in that order.
+
+``run_deployed`` is ``optk run`` with ``--leader-elect``/``--lease-namespace``/
+``--watch-namespace`` (what the Deployment of ``optk manifests`` runs): it adapts the
+``Operator`` (``deployed_operator``, the one place that knows those fields), connects with
+``connect`` and runs it until SIGTERM through the public ``Operator.start``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from reconciler._errors import InClusterConfigError
+
+__all__ = [
+    "SERVICE_ACCOUNT_DIR",
+    "InClusterConfig",
+    "InClusterConfigError",
+    "TokenFile",
+    "connect",
+    "deployed_operator",
+    "incluster_api_client",
+    "pod_namespace",
+    "run_deployed",
+]
+
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+"""Where the kubelet mounts the service account's ``token``, ``ca.crt`` and ``namespace``."""
+
+_log = logging.getLogger("optk.incluster")
+
+
+@attrs.frozen(kw_only=True)
+class InClusterConfig:
+    """Where the API server is and where the service account's files are."""
+
+    host: str
+    port: str
+    token_path: Path
+    ca_path: Path
+    namespace_path: Path
+
+    @classmethod
+    def from_environment(
+        cls, environ: Mapping[str, str] | None = None, *,
+        directory: str | os.PathLike[str] = SERVICE_ACCOUNT_DIR,
+    ) -> InClusterConfig:
+        """Read ``KUBERNETES_SERVICE_HOST``/``_PORT`` and check the token and CA files exist;
+        raises ``InClusterConfigError`` naming what is missing."""
+        env = os.environ if environ is None else environ
+        base = Path(directory)
+        config = cls(host=env.get("KUBERNETES_SERVICE_HOST", ""),
+                     port=env.get("KUBERNETES_SERVICE_PORT", ""),
+                     token_path=base / "token", ca_path=base / "ca.crt",
+                     namespace_path=base / "namespace")
+        missing = tuple(
+            [name for name, value in (("KUBERNETES_SERVICE_HOST", config.host),
+                                      ("KUBERNETES_SERVICE_PORT", config.port)) if not value]
+            + [str(p) for p in (config.token_path, config.ca_path) if not p.is_file()]
+        )
+        if missing:
+            raise InClusterConfigError(missing)
+        return config
+
+    @property
+    def url(self) -> str:
+        """``https://host:port`` (an IPv6 host in brackets)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"https://{host}:{self.port}"
+
+
+class TokenFile:
+    """A token file read again whenever it changes (inode, size or modification time)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._stamp: tuple[int, int, int] | None = None
+        self._token = ""
+        self.reads = 0
+
+    def read(self) -> str:
+        """The current token (one ``stat`` per call; the file is read only when it changed)."""
+        info = self.path.stat()
+        stamp = (info.st_ino, info.st_size, info.st_mtime_ns)
+        with self._lock:
+            if stamp != self._stamp:
+                self._token = self.path.read_text(encoding="utf-8").strip()
+                self._stamp = stamp
+                self.reads += 1
+            return self._token
+
+
+def incluster_api_client(config: InClusterConfig | None = None) -> Any:
+    """An official ``ApiClient`` for the in-cluster API server; the token follows the file."""
+    from kubernetes import client as kube_client
+
+    config = config or InClusterConfig.from_environment()
+    token = TokenFile(config.token_path)
+    configuration = kube_client.Configuration()
+    configuration.host = config.url
+    configuration.ssl_ca_cert = str(config.ca_path)
+    configuration.api_key_prefix = {"authorization": "Bearer"}
+    configuration.api_key = {"authorization": token.read()}
+
+    def refresh(conf: Any) -> None:
+        conf.api_key["authorization"] = token.read()
+
+    configuration.refresh_api_key_hook = refresh  # type: ignore[assignment]
+    return kube_client.ApiClient(configuration)
+
+
+def pod_namespace(
+    config: InClusterConfig | None = None, environ: Mapping[str, str] | None = None
+) -> str | None:
+    """The namespace the pod runs in: ``POD_NAMESPACE``, else the service account's file."""
+    env = os.environ if environ is None else environ
+    if env.get("POD_NAMESPACE"):
+        return env["POD_NAMESPACE"]
+    path = config.namespace_path if config else Path(SERVICE_ACCOUNT_DIR) / "namespace"
+    try:
+        return path.read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
+
+
+def connect(
+    kubeconfig: str | None = None, *, environ: Mapping[str, str] | None = None,
+    directory: str | os.PathLike[str] = SERVICE_ACCOUNT_DIR,
+) -> Any:
+    """An ``ApiClient``: from ``kubeconfig`` when given, else in-cluster when the service
+    variables are set (``environ``, the process environment by default), else from the default
+    kubeconfig."""
+    from kubernetes import config as kube_config
+
+    env = os.environ if environ is None else environ
+    if kubeconfig is None and env.get("KUBERNETES_SERVICE_HOST"):
+        return incluster_api_client(InClusterConfig.from_environment(env, directory=directory))
+    return kube_config.new_client_from_config(  # type: ignore[no-untyped-call]
+        config_file=kubeconfig)
+
+
+def deployed_operator(
+    operator: Any, *, leader_elect: bool, lease_namespace: str | None,
+    watch_namespace: str | None,
+) -> Any:
+    """``operator`` with leader election, the Leases' namespace and the watched namespace set
+    (the one function that knows those ``Operator`` fields; adapt it here). The resync
+    heartbeat Lease follows the election's namespace unless the operator names its own."""
+    from reconciler._leadership import LeaderElection
+
+    changes: dict[str, Any] = {}
+    election = operator.leader_election
+    if leader_elect and election is None:
+        election = LeaderElection()
+    if lease_namespace and election is not None:
+        election = attrs.evolve(election, namespace=lease_namespace)
+    elif lease_namespace and operator.resync.heartbeat_namespace is None:
+        changes["resync"] = attrs.evolve(operator.resync, heartbeat_namespace=lease_namespace)
+    if election is not operator.leader_election:
+        changes["leader_election"] = election
+    if watch_namespace:
+        changes["namespace"] = watch_namespace
+    return attrs.evolve(operator, **changes) if changes else operator
+
+
+class _Stop:
+    """Set by SIGTERM/SIGINT (a plain attribute: a handler must take no lock)."""
+
+    requested = False
+
+    def on_signal(self, signum: int, frame: Any) -> None:
+        self.requested = True
+
+
+def run_deployed(
+    target: str,
+    *,
+    kubeconfig: str | None = None,
+    embedded: bool = False,
+    leader_elect: bool = False,
+    lease_namespace: str | None = None,
+    watch_namespace: str | None = None,
+    metrics_port: int | None = None,
+    log_format: str = "text",
+) -> int:
+    """``optk run`` as deployed: the operator adapted by ``deployed_operator``, run until
+    SIGTERM/SIGINT (or lost leadership); the process exit code."""
+    from reconciler._kubernetes import KubernetesClient
+    from reconciler._running import JsonLogFormatter, load_operator
+
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonLogFormatter() if log_format == "json" else logging.Formatter(
+        "%(asctime)s %(levelname)s %(name)s %(message)s"))
+    logging.getLogger().addHandler(handler)
+    logging.getLogger().setLevel(logging.INFO)
+    if leader_elect and not lease_namespace:
+        lease_namespace = pod_namespace()
+        if lease_namespace is None:
+            raise ValueError("--leader-elect needs --lease-namespace outside a pod")
+    operator = deployed_operator(load_operator(target), leader_elect=leader_elect,
+                                 lease_namespace=lease_namespace,
+                                 watch_namespace=watch_namespace)
+    if embedded:
+        return int(operator.run(embedded=True, metrics_port=metrics_port))
+    stop = _Stop()
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, stop.on_signal)
+    runtime = operator.start(KubernetesClient(connect(kubeconfig)), metrics_port=metrics_port)
+    _log.info("operator %s started (identity %s)", operator.name, runtime.identity)
+    try:
+        while not stop.requested and not runtime.finished:
+            time.sleep(0.2)
+    finally:
+        clean = runtime.stop(timeout=operator.shutdown_timeout)
+    return 1 if not stop.requested or not clean else 0

@@ -1,0 +1,10 @@
+"""Kubernetes Events on a parent: the recorder the parent reconcile reports through.
+
+This public module only re-exports (the implementation is private); see ``docs/reconciler.md``.
+"""
+
+from __future__ import annotations
+
+from reconciler._events import EventRecorder
+
+__all__ = ["EventRecorder"]

@@ -1,0 +1,230 @@
+"""``optk manifests``: the derived role, the stream's objects, the checked-in deploy/ files,
+server-side dry runs on both servers and the kubernetes-validate schemas."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from examples.thanos.operator import ServiceMonitorSwitch, make_operator
+from reconciler import Operator, watches
+from reconciler._cli import main
+from reconciler._manifests import ManifestOptions, manifests, manifests_command
+from reconciler._rbac import (
+    RbacDerivationError,
+    derive_rules,
+    operator_facts,
+    resource_for,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "examples" / "thanos" / "deploy" / "operator.yaml"
+TARGET = "examples.thanos.operator:operator"
+KUBECTL = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "kubectl"
+
+
+def _stream(namespace: str = "thanos-operator-system") -> list[dict[str, Any]]:
+    text = manifests_command(TARGET, namespace=namespace, image="optk-thanos:latest")
+    return [d for d in yaml.safe_load_all(text) if d]
+
+
+def test_deploy_directory_is_the_generators_output() -> None:
+    expected = manifests_command(TARGET, image="optk-thanos:latest")
+    assert DEPLOY.read_text(encoding="utf-8") == expected, (
+        "examples/thanos/deploy/operator.yaml is stale: regenerate it with `optk manifests "
+        f"{TARGET} --image optk-thanos:latest > {DEPLOY.relative_to(ROOT)}`")
+
+
+def test_the_stream_holds_every_object_in_apply_order() -> None:
+    kinds = [d["kind"] for d in _stream()]
+    assert kinds == ["Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole",
+                     "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service",
+                     "PodDisruptionBudget"]
+
+
+def test_the_deployment_runs_two_hardened_replicas_with_leader_election() -> None:
+    deploy = next(d for d in _stream() if d["kind"] == "Deployment")
+    spec = deploy["spec"]["template"]["spec"]
+    container = spec["containers"][0]
+    assert deploy["spec"]["replicas"] == 2
+    assert container["command"][:3] == ["optk", "run", TARGET]
+    assert "--leader-elect" in container["command"]
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["resources"]["requests"] == {"cpu": "50m", "memory": "128Mi"}
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True, "capabilities": {"drop": ["ALL"]}}
+    assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert spec["serviceAccountName"] == "thanos-operator"
+
+
+def test_the_derived_role_of_the_example() -> None:
+    roles = {d["kind"]: d for d in _stream() if d["kind"] in ("ClusterRole", "Role")}
+    cluster = {(r["apiGroups"][0], res): tuple(r["verbs"])
+               for r in roles["ClusterRole"]["rules"] for res in r["resources"]}
+    child = ("create", "delete", "get", "list", "patch", "watch")
+    assert cluster == {
+        ("", "events"): ("create",),
+        ("", "services"): child,
+        ("apps", "deployments"): child,
+        ("apps", "statefulsets"): child,
+        ("networking.k8s.io", "ingresses"): child,
+        ("monitoring.coreos.com", "servicemonitors"): child,  # enabled by the hook's watch
+        ("apiextensions.k8s.io", "customresourcedefinitions"): ("create", "list", "watch"),
+        ("monitoring.optk.dev", "thanoses"): ("list", "watch"),
+        ("monitoring.optk.dev", "thanoses/status"): ("patch",),
+    }
+    lease_rules = roles["Role"]["rules"]
+    assert lease_rules == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+         "resourceNames": ["thanos-operator-leader", "thanos-operator-resync"],
+         "verbs": ["get", "update"]},
+    ]
+    every_verb = [v for role in roles.values() for r in role["rules"] for v in r["verbs"]]
+    assert "*" not in every_verb
+    assert "update" not in [v for r in roles["ClusterRole"]["rules"] for v in r["verbs"]]
+
+
+def test_every_rule_has_a_comment() -> None:
+    text = DEPLOY.read_text(encoding="utf-8")
+    for line_no, line in enumerate(text.splitlines()):
+        if line.startswith("- apiGroups:"):
+            assert text.splitlines()[line_no - 1].startswith("# "), line_no
+
+
+def _tiny_operator(**changes: Any) -> Operator:
+    def build(parent: Any) -> list[Any]:
+        from builders import DesiredState, ResourceBuilder
+
+        meta = parent["metadata"]
+        obj = {"apiVersion": "apps/v1", "kind": "Deployment",
+               "metadata": {"name": f"{meta['name']}-app", "namespace": meta["namespace"]}}
+
+        def builder() -> tuple[Any, DesiredState]:
+            return obj, DesiredState.PRESENT
+
+        built: list[ResourceBuilder] = [builder]
+        return built
+
+    return Operator(api_version="v1", kind="ConfigMap", build=build, name="tiny", **changes)
+
+
+def test_a_namespaced_operator_gets_a_role_and_no_cluster_role() -> None:
+    facts = operator_facts(_tiny_operator(namespace="apps", events=False))
+    parent = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}
+    rules = derive_rules(facts, parents=[parent], lease_namespace="ops", namespaced=True)
+    assert {r.namespace for r in rules} == {"apps", "ops"}
+    assert ("apps",) in {r.api_groups for r in rules if r.namespace == "apps"}
+    assert not any(r.resources == ("events",) for r in rules)
+
+
+def test_a_hook_declares_its_watches_and_what_it_enables() -> None:
+    @watches(("v1", "Secret"), enables=[("example.com/v1", "Widget")])
+    def hook(runtime: Any) -> None:
+        return None
+
+    facts = operator_facts(_tiny_operator(on_start=[hook]))
+    parent = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}
+    rules = {(r.api_groups[0], res): r.verbs
+             for r in derive_rules(facts, parents=[parent], lease_namespace="ops")
+             for res in r.resources}
+    assert rules[("", "secrets")] == ("list", "watch")
+    assert rules[("example.com", "widgets")] == ("create", "delete", "get", "list", "patch",
+                                                 "watch")
+    assert rules[("apiextensions.k8s.io", "customresourcedefinitions")] == ("list",)
+
+
+def test_a_sample_the_builders_refuse_is_an_error_naming_it() -> None:
+    def build(parent: Any) -> list[Any]:
+        raise ValueError(f"spec.size of {parent['metadata']['name']} is not a number")
+
+    facts = operator_facts(Operator(api_version="v1", kind="ConfigMap", build=build))
+    bad = {"metadata": {"name": "bad"}}
+    with pytest.raises(RbacDerivationError, match=r"'bad'.*spec\.size"):
+        derive_rules(facts, parents=[bad], lease_namespace="ops")
+    # a generated parent the builders refuse is skipped: samples decide
+    assert derive_rules(facts, parents=[], generated=[bad], lease_namespace="ops")
+
+
+def test_resources_follow_kubernetes_plural_rules() -> None:
+    assert resource_for("networking.k8s.io/v1", "Ingress") == "ingresses"
+    assert resource_for("v1", "Endpoints") == "endpoints"
+    assert resource_for("policy/v1", "PodDisruptionBudget") == "poddisruptionbudgets"
+    assert resource_for("example.com/v1", "Policy") == "policies"
+
+
+def test_optk_manifests_prints_the_stream(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["manifests", TARGET, "--namespace", "ops", "--image", "img:1"]) == 0
+    docs = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
+    assert docs[0] == {"apiVersion": "v1", "kind": "Namespace", "metadata": {
+        "name": "ops", "labels": {"app.kubernetes.io/name": "thanos-operator",
+                                  "app.kubernetes.io/part-of": "operator-toolkit"}}}
+    assert main(["manifests", "no.such.module"]) == 2
+    assert "cannot import" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("version", ["1.30.0", "1.34.0"])
+def test_the_stream_validates_against_the_kubernetes_schemas(version: str) -> None:
+    for doc in _stream():
+        kubernetes_validate.validate(doc, version, strict=True)
+
+
+def test_the_example_without_samples_still_derives_from_its_crd_schema() -> None:
+    facts = operator_facts(make_operator(ServiceMonitorSwitch()))
+    options = ManifestOptions(target=TARGET, namespace="ops", image="img:1")
+    from reconciler._manifests import generated_parents
+
+    generated = generated_parents(facts.parent_crd, count=25)
+    assert generated
+    docs = manifests(facts, options, parents=[], generated=generated)
+    role = next(d for d, _ in docs if d["kind"] == "ClusterRole")
+    assert any("deployments" in r["resources"] for r in role["rules"])
+
+
+@pytest.mark.both_servers
+def test_kubectl_apply_dry_run_server_accepts_the_stream(
+    kube_api: Any, kube_namespace: str, tmp_path: Path
+) -> None:
+    docs = [d for d in _stream(kube_namespace) if d["kind"] != "Namespace"]
+    path = tmp_path / "operator.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    done = subprocess.run(
+        [str(KUBECTL), "--kubeconfig", str(kube_api.kubeconfig_path), "apply",
+         "--dry-run=server", "-f", str(path)],
+        capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("(server dry run)") == len(docs), done.stdout
+
+
+def test_the_dockerfile_builds_what_the_deployment_runs() -> None:
+    lines = [line.strip() for line in
+             (ROOT / "examples" / "thanos" / "Dockerfile").read_text().splitlines()
+             if line.strip() and not line.startswith("#")]
+    assert lines[0].startswith("FROM python:")
+    assert lines[0].endswith("-slim")
+    ignored = (ROOT / ".dockerignore").read_text().split()
+    for line in lines:
+        if line.startswith("COPY "):
+            for source in line.split()[1:-1]:
+                assert (ROOT / source).exists(), source
+                assert source.split("/")[0] not in ignored, source
+    user = [line.split()[1] for line in lines if line.startswith("USER ")][-1]
+    assert int(user.split(":")[0]) > 0  # numeric, so runAsNonRoot can verify it
+    cmd = yaml.safe_load(next(line for line in lines if line.startswith("CMD "))[4:])
+    deploy = next(d for d in _stream() if d["kind"] == "Deployment")
+    command = deploy["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert cmd[:3] == command[:3] == ["optk", "run", TARGET]
+    assert f"EXPOSE {command[command.index('--metrics-port') + 1]}" in lines
+
+
+def test_the_stream_has_no_yaml_anchors() -> None:
+    text = DEPLOY.read_text(encoding="utf-8")
+    assert "&id" not in text
+    assert "*id" not in text

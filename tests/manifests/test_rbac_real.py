@@ -1,0 +1,270 @@
+"""Acceptance of the derived role on the real control plane with RBAC on (issue 15).
+
+The generated manifests are applied as they are; the operator runs in-process as its Deployment
+would (leader election on, Leases in its namespace) with the ServiceAccount's own token, reached
+through the in-cluster configuration (token and CA files, ``KUBERNETES_SERVICE_HOST``/``_PORT``).
+The demo's steps (converge, a CRD that appears later, drift repair, component off and on, parent
+delete) run with zero 403 responses; then, for each rule of the generated roles, the same script
+with only that rule removed meets a 403.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import kubernetes
+import pytest
+import yaml
+
+from examples.thanos.crds import API_VERSION, KIND, SERVICE_MONITOR_CRD
+from examples.thanos.operator import ServiceMonitorSwitch, make_operator, samples
+from reconciler import AlreadyExistsError, ForbiddenError, KubernetesClient, NotFoundError
+from reconciler._incluster import InClusterConfig, deployed_operator, incluster_api_client
+from reconciler._manifests import ManifestOptions, manifests
+from reconciler._rbac import operator_facts
+from reconciler.envtest import ControlPlane
+
+pytestmark = pytest.mark.timeout(600)
+
+_CHILD_LABEL = "app.kubernetes.io/managed-by=thanos-operator"
+_STEP_TIMEOUT = 40.0
+
+
+class ForbiddenCounter:
+    """A ``ClusterClient`` delegate that counts the 403 answers the operator receives."""
+
+    def __init__(self, inner: KubernetesClient) -> None:
+        self._inner = inner
+        self.forbidden: list[str] = []
+
+    def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return getattr(self._inner, name)(*args, **kwargs)
+        except ForbiddenError as error:
+            self.forbidden.append(f"{name}: {error}")
+            raise
+
+    def get(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call("get", *args, **kwargs)
+
+    def list(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call("list", *args, **kwargs)
+
+    def create(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call("create", *args, **kwargs)
+
+    def patch(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call("patch", *args, **kwargs)
+
+    def replace(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call("replace", *args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call("delete", *args, **kwargs)
+
+    def watch(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        stream = self._call("watch", *args, **kwargs)
+
+        def events() -> Iterator[Any]:
+            try:
+                yield from stream
+            except ForbiddenError as error:
+                self.forbidden.append(f"watch: {error}")
+                raise
+
+        return events()
+
+    def is_served(self, api_version: str, kind: str) -> bool:
+        return self._inner.is_served(api_version, kind)
+
+    def is_namespaced(self, api_version: str, kind: str) -> bool:
+        return self._inner.is_namespaced(api_version, kind)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+@attrs.frozen
+class Outcome:
+    """How far the script got and the 403s the operator met."""
+
+    failed_step: str | None
+    forbidden: tuple[str, ...]
+
+
+@pytest.fixture(scope="module")
+def plane(kube_assets: Path) -> Iterator[ControlPlane]:
+    with ControlPlane(kube_assets) as cp:
+        yield cp
+
+
+def _documents(namespace: str) -> list[tuple[dict[str, Any], list[str]]]:
+    facts = operator_facts(make_operator(ServiceMonitorSwitch()))
+    options = ManifestOptions(target="examples.thanos.operator:operator", namespace=namespace,
+                              image="optk-thanos:test")
+    with open(samples, encoding="utf-8") as stream:
+        parents = [d for d in yaml.safe_load_all(stream) if d]
+    return manifests(facts, options, parents=parents)
+
+
+def _rule_ids() -> list[tuple[str, int]]:
+    """(role kind, index) of every rule of the generated roles."""
+    return [(obj["kind"], i) for obj, _ in _documents("x")
+            if obj["kind"] in ("ClusterRole", "Role") for i in range(len(obj["rules"]))]
+
+
+def _wait(check: Callable[[], bool], counting: ForbiddenCounter) -> bool:
+    deadline = time.monotonic() + _STEP_TIMEOUT
+    while time.monotonic() < deadline:
+        if counting.forbidden:
+            return False
+        try:
+            if check():
+                return True
+        except NotFoundError:
+            pass
+        time.sleep(0.2)
+    return False
+
+
+def _run_script(cp: ControlPlane, index: int, without: tuple[str, int] | None,
+                tmp_path: Path) -> Outcome:
+    admin = KubernetesClient(cp.api_client())
+    op_ns, demo_ns = f"optk-op-{index}", f"demo-{index}"
+    for obj, _ in _documents(op_ns):
+        obj = copy.deepcopy(obj)
+        if without is not None and obj["kind"] == without[0]:
+            del obj["rules"][without[1]]
+        if obj["kind"] in ("ClusterRole", "ClusterRoleBinding"):
+            with contextlib.suppress(NotFoundError):
+                admin.delete(obj["apiVersion"], obj["kind"], obj["metadata"]["name"])
+        if obj["kind"] == "CustomResourceDefinition":
+            continue  # the operator installs it, with its own rights
+        admin.create(obj)
+    _wait_for_service_account(cp, op_ns)
+    token = kubernetes.client.CoreV1Api(cp.api_client()).create_namespaced_service_account_token(
+        "thanos-operator", op_ns, {"spec": {"expirationSeconds": 3600}}).status.token
+    secrets = tmp_path / f"sa-{index}"
+    secrets.mkdir()
+    (secrets / "token").write_text(token)
+    (secrets / "ca.crt").write_bytes(Path(cp.ca_cert_path).read_bytes())
+    (secrets / "namespace").write_text(op_ns)
+    host, port = cp.url.removeprefix("https://").rsplit(":", 1)
+    config = InClusterConfig.from_environment(
+        {"KUBERNETES_SERVICE_HOST": host, "KUBERNETES_SERVICE_PORT": port}, directory=secrets)
+    counting = ForbiddenCounter(KubernetesClient(incluster_api_client(config)))
+    operator = deployed_operator(make_operator(ServiceMonitorSwitch()), leader_elect=True,
+                                 lease_namespace=op_ns, watch_namespace=None)
+    try:
+        runtime = operator.start(counting)
+    except ForbiddenError:
+        return Outcome(failed_step="start", forbidden=tuple(counting.forbidden))
+    try:
+        return _steps(admin, counting, demo_ns)
+    finally:
+        runtime.stop(timeout=10.0)
+
+
+def _wait_for_service_account(cp: ControlPlane, namespace: str) -> None:
+    core = kubernetes.client.CoreV1Api(cp.api_client())
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            core.read_namespaced_service_account("thanos-operator", namespace)
+            return
+        except kubernetes.client.ApiException:
+            time.sleep(0.1)
+
+
+def _parents(demo_ns: str) -> list[dict[str, Any]]:
+    with open(samples, encoding="utf-8") as stream:
+        out = [d for d in yaml.safe_load_all(stream) if d]
+    for parent in out:
+        parent["metadata"]["namespace"] = demo_ns
+    return out
+
+
+def _steps(admin: KubernetesClient, counting: ForbiddenCounter, demo_ns: str) -> Outcome:
+    def children(kind: str, api_version: str) -> list[dict[str, Any]]:
+        return list(admin.list(api_version, kind, namespace=demo_ns,
+                               label_selector=_CHILD_LABEL)["items"])
+
+    def reconciled(name: str) -> bool:
+        parent = admin.get(API_VERSION, KIND, name, namespace=demo_ns)
+        status = parent.get("status") or {}
+        return status.get("observedGeneration") == parent["metadata"].get("generation") and any(
+            c.get("type") == "Reconciled" and c.get("status") == "True"
+            for c in status.get("conditions") or ())
+
+    def step(name: str, check: Callable[[], bool]) -> Outcome | None:
+        if _wait(check, counting):
+            return None
+        return Outcome(failed_step=name, forbidden=tuple(counting.forbidden))
+
+    admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": demo_ns}})
+    if failed := step("CRD installed", lambda: admin.is_served(API_VERSION, KIND) or bool(
+            admin.invalidate_discovery())):
+        return failed
+    for parent in _parents(demo_ns):
+        admin.create(parent)
+    if failed := step("converge", lambda: reconciled("observatory") and reconciled("edge")
+                      and len(children("Ingress", "networking.k8s.io/v1")) == 2):
+        return failed
+    with contextlib.suppress(AlreadyExistsError):  # installed by an earlier run
+        admin.create(SERVICE_MONITOR_CRD)
+    if failed := step("ServiceMonitors", lambda: len(
+            children("ServiceMonitor", "monitoring.coreos.com/v1")) >= 1):
+        return failed
+    deployment = children("Deployment", "apps/v1")[0]
+    name, replicas = deployment["metadata"]["name"], deployment["spec"]["replicas"]
+    admin.patch("apps/v1", "Deployment", name, {"spec": {"replicas": replicas + 3}},
+                patch_type="application/merge-patch+json", namespace=demo_ns)
+    service = children("Service", "v1")[0]
+    admin.delete("v1", "Service", service["metadata"]["name"], namespace=demo_ns)
+    if failed := step("drift repaired", lambda: admin.get(
+            "apps/v1", "Deployment", name, namespace=demo_ns)["spec"]["replicas"] == replicas
+            and admin.get("v1", "Service", service["metadata"]["name"], namespace=demo_ns)[
+                "metadata"]["uid"] != service["metadata"]["uid"]):
+        return failed
+    rule_children = [o["metadata"]["name"] for o in children("StatefulSet", "apps/v1")
+                     if o["metadata"]["name"].endswith("-rule")]
+    admin.patch(API_VERSION, KIND, "observatory", {"spec": {"rule": None}},
+                patch_type="application/merge-patch+json", namespace=demo_ns)
+    if failed := step("component off", lambda: not any(
+            o["metadata"]["name"] in rule_children for o in children("StatefulSet", "apps/v1"))):
+        return failed
+    admin.patch(API_VERSION, KIND, "observatory", {"spec": {"rule": {"logLevel": "debug"}}},
+                patch_type="application/merge-patch+json", namespace=demo_ns)
+    if failed := step("component on", lambda: all(
+            any(o["metadata"]["name"] == n for o in children("StatefulSet", "apps/v1"))
+            for n in rule_children)):
+        return failed
+    admin.delete(API_VERSION, KIND, "edge", namespace=demo_ns)
+    if failed := step("parent deleted", lambda: all(
+            p["metadata"]["name"] != "edge"
+            for p in admin.list(API_VERSION, KIND, namespace=demo_ns)["items"])):
+        return failed
+    return Outcome(failed_step=None, forbidden=tuple(counting.forbidden))
+
+
+def test_the_demo_runs_with_the_generated_role_and_no_403(
+    plane: ControlPlane, tmp_path: Path
+) -> None:
+    outcome = _run_script(plane, 0, None, tmp_path)
+    assert outcome == Outcome(failed_step=None, forbidden=()), outcome
+
+
+@pytest.mark.parametrize("without", _rule_ids(), ids=lambda r: f"{r[0]}-rule{r[1]}")
+def test_every_rule_is_needed(
+    plane: ControlPlane, tmp_path: Path, without: tuple[str, int]
+) -> None:
+    index = 1 + _rule_ids().index(without)
+    outcome = _run_script(plane, index, without, tmp_path)
+    assert outcome.forbidden, f"without {without} the script passed: {outcome}"
+    assert outcome.failed_step is not None

@@ -1,0 +1,194 @@
+"""Sharded runtimes in this process, each with its own client, against the embedded server.
+
+Three replicas converge, each caching only its own parents and their children; a crashed
+replica's parents are taken over within the lease duration; a replica joining takes about a
+third of the parents, each moved by a drain its old owner acknowledged.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack
+from typing import Any
+
+import pytest
+
+from reconciler import KubernetesClient
+from reconciler._runtime import OperatorRuntime
+from reconciler.embedded import Faults
+from tests.sharding.conftest import converged, item, owners, wait_until
+from tests.sharding.sample import USER_AGENT_PREFIX, make_operator
+
+LEASE = 2.0
+PARENTS = 30
+
+
+def start_replica(kube_api: Any, namespace: str, shard: str, **options: Any) -> OperatorRuntime:
+    """One replica: its own ApiClient (user agent ``optk-shard/<shard>``) and runtime."""
+    api = kube_api.api_client()
+    api.user_agent = f"{USER_AGENT_PREFIX}{shard}"
+    options.setdefault("replicas_hint", 3)
+    operator = make_operator(namespace=namespace, lease_duration=LEASE, **options)
+    return operator.start(KubernetesClient(api), identity=shard,
+                          environ={"OPTK_SHARD_ID": shard})
+
+
+@pytest.fixture
+def replicas(kube_api: Any, kube_namespace: str) -> Iterator[dict[str, OperatorRuntime]]:
+    """Started replicas by shard id, stopped after the test."""
+    runtimes: dict[str, OperatorRuntime] = {}
+    with ExitStack() as stack:
+        stack.callback(lambda: [rt.stop(2.0) for rt in runtimes.values() if not rt.finished])
+        yield runtimes
+
+
+def cached_parents(runtime: OperatorRuntime) -> set[str]:
+    """The names of the parents in a runtime's cache."""
+    keys = runtime.parents.cache.keys()  # a snapshot: the cache is not iterable
+    return {name for _, name in keys}
+
+
+def cached_children(runtime: OperatorRuntime) -> set[str]:
+    """The names of the ConfigMaps in a runtime's child cache."""
+    informer = runtime.informers.informer("v1", "ConfigMap")
+    keys = [] if informer is None else informer.cache.keys()
+    return {name for _, name in keys}
+
+
+def test_three_replicas_converge_take_over_and_rebalance(
+    kube_api: Any, kube_namespace: str, shard_client: KubernetesClient,
+    replicas: dict[str, OperatorRuntime],
+) -> None:
+    ns, client = kube_namespace, shard_client
+    kube_api.enable_request_log()
+    for shard in ("a", "b", "c"):
+        replicas[shard] = start_replica(kube_api, ns, shard)
+    for index in range(PARENTS):
+        client.create(item(ns, f"p{index:03d}"))
+    assert wait_until(lambda: converged(client, ns, live={"a", "b", "c"}), 30), owners(client, ns)
+
+    # each replica caches only its own parents and their children
+    by_shard = owners(client, ns)
+    assert wait_until(lambda: all(
+        cached_parents(rt) == {n for n, s in by_shard.items() if s == shard}
+        and cached_children(rt) == {f"{n}-cfg" for n, s in by_shard.items() if s == shard}
+        for shard, rt in replicas.items()), 10)
+    assert all(0 < sum(s == shard for s in by_shard.values()) < PARENTS for shard in "abc")
+
+    # crash one replica that is not the assigner: its parents move within the lease duration
+    victim = next(s for s, rt in replicas.items() if rt.shards and not rt.shards.leading)
+    theirs = {n for n, s in by_shard.items() if s == victim}
+    replicas.pop(victim).stop(0.0, release_lease=False)
+    crashed = time.monotonic()
+    live = {"a", "b", "c"} - {victim}
+    assert wait_until(lambda: not set(owners(client, ns).values()) & {victim}, 4 * LEASE)
+    takeover = time.monotonic() - crashed
+    assert takeover < 2 * LEASE + 1.0, takeover
+    # the children moved with their parents (relabelled by the assigner), no reconcile needed
+    assert wait_until(lambda: converged(client, ns, live=live), 20), owners(client, ns)
+    for name in theirs:
+        client.patch("shardtest.optk.dev/v1", "Item", name, {"spec": {"value": "2"}},
+                     patch_type="application/merge-patch+json", namespace=ns)
+    expected = lambda: all(  # noqa: E731
+        (child := client.get("v1", "ConfigMap", f"{n}-cfg", namespace=ns))
+        and (child.get("data") or {}).get("value") == "2" for n in theirs)
+    assert wait_until(expected, 20)
+
+    # a replica joins: about a third move, each released by its old owner first
+    before = owners(client, ns)
+    releases_before = sum(rt.shards.releases for rt in replicas.values() if rt.shards)
+    replicas["d"] = start_replica(kube_api, ns, "d")
+    live = live | {"d"}
+    assert wait_until(lambda: "d" in set(owners(client, ns).values())
+                      and all(s in live for s in owners(client, ns).values()), 20)
+    time.sleep(3 * LEASE / 8)
+    after = owners(client, ns)
+    moved = {n for n in after if after[n] != before[n]}
+    assert 0.1 * PARENTS <= len(moved) <= 0.6 * PARENTS, (len(moved), after)
+    assert all(after[n] == "d" for n in moved)
+    released = sum(rt.shards.releases for rt in replicas.values() if rt.shards and
+                   rt is not replicas["d"]) - releases_before
+    assert released == len(moved)
+    assert wait_until(lambda: cached_parents(replicas["d"]) == moved, 10)
+
+    # never two replicas writing the children (or status) of one parent at once
+    assert overlapping_writers(kube_api.request_log()) == {}
+
+
+def test_graceful_leave_per_shard_heartbeats_and_metrics(
+    kube_api: Any, kube_namespace: str, shard_client: KubernetesClient,
+    replicas: dict[str, OperatorRuntime],
+) -> None:
+    ns, client = kube_namespace, shard_client
+    for shard in ("a", "b"):
+        replicas[shard] = start_replica(kube_api, ns, shard, replicas_hint=2, heartbeat=0.5)
+    for index in range(12):
+        client.create(item(ns, f"q{index:02d}"))
+    assert wait_until(lambda: converged(client, ns, live={"a", "b"}), 20), owners(client, ns)
+    # one heartbeat Lease per shard
+    assert wait_until(lambda: {"shards-resync-a", "shards-resync-b"} <= {
+        lease["metadata"]["name"] for lease in client.list(
+            "coordination.k8s.io/v1", "Lease", namespace=ns).get("items") or ()}, 10)
+    leader = next(rt for rt in replicas.values() if rt.shards and rt.shards.leading)
+    counts = {s: sum(v == s for v in owners(client, ns).values()) for s in "ab"}
+    def exposed() -> bool:
+        text = leader.metrics.exposition().decode()
+        return all(f'optk_shard_parents{{controller="shards",shard="{s}"}} {float(n)}' in text
+                   for s, n in counts.items())
+    assert wait_until(exposed, 10), leader.metrics.exposition().decode()
+    # a graceful stop releases the Lease: its parents move at once, not after a lease
+    other = next(s for s, rt in replicas.items() if rt is not leader)
+    replicas.pop(other).stop(5.0)
+    stopped = time.monotonic()
+    assert wait_until(lambda: set(owners(client, ns).values()) == {leader.shards.shard
+                                                                   if leader.shards else ""},
+                      4 * LEASE)
+    assert time.monotonic() - stopped < LEASE
+    assert wait_until(lambda: converged(client, ns, live={str(
+        leader.shards.shard if leader.shards else "")}), 10)
+
+
+def overlapping_writers(log: list[Any]) -> dict[str, list[str]]:
+    """Parents whose child or status writes came from two replicas interleaved (A, B, A):
+    a handover leaves the old writer silent for good."""
+    writers: dict[str, list[str]] = {}
+    for record in sorted(log, key=lambda r: r.at):
+        agent = record.user_agent or ""
+        if not agent.startswith(USER_AGENT_PREFIX) or record.code >= 400:
+            continue
+        if record.verb not in ("create", "update", "patch", "delete") or not record.name:
+            continue
+        if record.resource.startswith("configmaps"):
+            parent = record.name.removesuffix("-cfg")
+        elif record.resource == "items.shardtest.optk.dev/status":
+            parent = record.name
+        else:
+            continue
+        sequence = writers.setdefault(parent, [])
+        if not sequence or sequence[-1] != agent:
+            sequence.append(agent)
+    return {p: seq for p, seq in writers.items() if len(seq) != len(set(seq))}
+
+
+def test_a_replica_that_cannot_renew_its_lease_stops_before_the_lease_expires(
+    kube_api: Any, kube_namespace: str, shard_client: KubernetesClient,
+    replicas: dict[str, OperatorRuntime],
+) -> None:
+    """Lease renewals fail (the replica is cut off from the Leases, its other requests pass):
+    it stops itself within the renew deadline, before the assigner would move its parents."""
+    ns, client = kube_namespace, shard_client
+    replicas["a"] = start_replica(kube_api, ns, "a", replicas_hint=1)
+    client.create(item(ns, "solo"))
+    assert wait_until(lambda: converged(client, ns, live={"a"}), 20)
+    runtime = replicas["a"]
+    sharding = runtime.operator.sharding
+    assert sharding is not None
+    cut = Faults(error_rate=1.0, error_code=503, verbs={"update"},
+                 resources={"leases.coordination.k8s.io"})
+    with kube_api.faults(cut):
+        started = time.monotonic()
+        assert wait_until(lambda: runtime.finished, 3 * LEASE)
+        stopped = time.monotonic() - started
+    assert stopped < sharding.lease_duration, stopped
+    assert stopped >= sharding.renew_deadline - sharding.renew_period, stopped
