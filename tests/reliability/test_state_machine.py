@@ -24,6 +24,7 @@ from examples.thanos.operator import start_operator
 from objectmatcher import MERGE_PATCH
 from reconciler import KubernetesClient, NotFoundError, OperatorRuntime
 from reconciler.embedded import EmbeddedApiServer, Faults
+from reconciler.testing import wait_idle, wait_synced
 from tests.reliability import _counts
 from tests.reliability._harness import SOAK, Fleet
 
@@ -54,7 +55,9 @@ def test_operator_state_machine(server: EmbeddedApiServer, client: KubernetesCli
         def __init__(self) -> None:
             super().__init__()
             self.runtime: OperatorRuntime = start_operator(client)
-            assert self.runtime.wait_synced(30)
+            if not wait_synced(self.runtime, 30):
+                self.runtime.stop(timeout=10)
+                raise AssertionError("the operator's caches did not sync within 30 s")
             self.fleet = Fleet(client, f"sm-{uuid.uuid4().hex[:8]}")
             self.fleet.create_namespace()
             self.fleet.create_parents(PARENTS)
@@ -115,7 +118,7 @@ def test_operator_state_machine(server: EmbeddedApiServer, client: KubernetesCli
             tried["restarts"] += 1
             self.runtime.stop(timeout=10)
             self.runtime = start_operator(client)
-            assert self.runtime.wait_synced(30)
+            assert wait_synced(self.runtime, 30)
 
         # Soak only, at most two per example: with server restarts in CI the run found parents
         # left unconverged for over 90 s (not reproduced in isolation yet; docs/reliability.md,
@@ -137,12 +140,12 @@ def test_operator_state_machine(server: EmbeddedApiServer, client: KubernetesCli
                 _counts.figure("state_machine.converge_seconds", round(quiet, 2))
                 for fleet in fleets:
                     assert fleet.census() == (0, 0), fleet.namespace
-                assert self.runtime.wait_idle(30, settle=0.5)
+                assert wait_idle(self.runtime, 30, settle=0.5)
                 before = _children(client)
                 server.reset_request_counts()
                 assert self.runtime.resync_all() >= PARENTS  # every parent queued again
                 time.sleep(0.2)
-                assert self.runtime.wait_idle(30, settle=0.5)
+                assert wait_idle(self.runtime, 30, settle=0.5)
                 assert _writes(server) == {}, (
                     "a forced resync of a quiet fleet wrote; children created or changed: "
                     + ", ".join(sorted(set(_children(client).items()) - set(before.items()))))
