@@ -13,7 +13,7 @@ export OPTK_KUBE_ASSETS := $(KUBE_ASSETS)
 endif
 endif
 
-.PHONY: test lint typecheck layers pytest demo clean bench
+.PHONY: test lint typecheck layers pytest demo clean bench soak
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,3 +48,11 @@ demo: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache *.egg-info
+
+# The reliability soak (docs/reliability.md), not in CI: the tests/reliability suite with soak
+# sizes (50 parents, 20 crashes, 2,000 children, 500 watchers), then ten minutes of steady drift
+# with memory and repair latency sampled, then the counts (last line: one JSON object).
+soak: $(STAMP)
+	OPTK_SOAK=1 $(BIN)/pytest tests/reliability -q
+	$(BIN)/python -m tests.reliability.soak --seconds 600
+	$(BIN)/python -m tests.reliability.report --json
