@@ -76,7 +76,8 @@ def test_the_derived_role_of_the_example() -> None:
         ("apps", "statefulsets"): child,
         ("networking.k8s.io", "ingresses"): child,
         ("monitoring.coreos.com", "servicemonitors"): child,  # enabled by the hook's watch
-        ("apiextensions.k8s.io", "customresourcedefinitions"): ("create", "get", "list", "patch", "watch"),
+        ("apiextensions.k8s.io", "customresourcedefinitions"): (
+            "create", "get", "list", "patch", "watch"),
         ("monitoring.optk.dev", "thanoses"): ("list", "watch"),
         ("monitoring.optk.dev", "thanoses/status"): ("patch",),
     }

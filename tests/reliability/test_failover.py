@@ -99,7 +99,6 @@ def test_standby_takes_over_within_the_lease_when_the_leader_is_killed(
     _counts.figure("failover.takeover_seconds", round(takeover, 2))
 
 
-@pytest.mark.xfail(strict=True, reason="fencing after a lost lease: issue 12 defect 1, pending")
 def test_a_leader_paused_past_its_lease_never_writes_beside_the_new_leader(
     server: EmbeddedApiServer, client: KubernetesClient, tmp_path: Path,
     operators: Callable[..., OperatorProcess], proxies: tuple[WriteLog, WriteLog],
