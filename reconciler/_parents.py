@@ -43,6 +43,7 @@ from reconciler._counting import (
 )
 from reconciler._errors import ApiError, NotFoundError, ReconcilerError
 from reconciler._events import EventRecorder
+from reconciler._memo import ChildMemo
 from reconciler._reconciling import (
     ReconcileResult,
     ResourceReconciler,
@@ -148,6 +149,7 @@ class ParentReconciler:
         ) if (events and not dry_run) else None
         self.write_status = write_status and not dry_run
         self.status_refresh = status_refresh
+        self.memo = ChildMemo()  # a resync of an unchanged child skips the match (_memo)
         self._no_status_subresource: set[tuple[str, str]] = set()
 
     # -- entry point ------------------------------------------------------------------------
@@ -286,10 +288,16 @@ class _ParentRun:
         try:
             if live is _READ:
                 result = self.o.resources.reconcile_resource(obj, state, owner_uid=self.uid)
-            else:
+            elif live is None:
                 result = self.o.resources.reconcile_resource(
                     obj, state, owner_uid=self.uid, live=live
                 )
+            else:
+                remembered, digest = self.o.memo.lookup(self.uid, ref, obj, state, live)
+                result = remembered or self.o.resources.reconcile_resource(
+                    obj, state, owner_uid=self.uid, live=live
+                )
+                self.o.memo.remember(self.uid, ref, digest, state, live, result)
         except Exception as exc:
             self._fail(ref, str(exc), exc)
             return
