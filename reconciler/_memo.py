@@ -14,6 +14,7 @@ differently on the same inputs). Pure bookkeeping: no I/O.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from collections import OrderedDict
@@ -28,14 +29,16 @@ from reconciler._reconciling import Action, ReconcileResult
 __all__ = ["ChildMemo"]
 
 _Key = tuple[str, ObjectRef]
-_Entry = tuple[str, DesiredState, str, str, ReconcileResult]
+_Entry = tuple[bytes, DesiredState, str, str, ReconcileResult]
 
 
-def _digest(obj: Mapping[str, Any]) -> str | None:
+def _digest(obj: Mapping[str, Any]) -> bytes | None:
+    """128 bits of BLAKE2b over the sorted-key JSON (kept small: one entry per child)."""
     try:
-        return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+        text = json.dumps(obj, sort_keys=True, separators=(",", ":"))
     except (TypeError, ValueError):
         return None
+    return hashlib.blake2b(text.encode(), digest_size=16).digest()
 
 
 def _version(live: Mapping[str, Any]) -> tuple[str, str]:
@@ -56,7 +59,7 @@ class ChildMemo:
     def lookup(
         self, parent_uid: str, ref: ObjectRef, obj: Mapping[str, Any], state: DesiredState,
         live: Mapping[str, Any],
-    ) -> tuple[ReconcileResult | None, str | None]:
+    ) -> tuple[ReconcileResult | None, bytes | None]:
         """The remembered result for this built child and live object, or None; and the built
         child's digest (to pass to :meth:`remember`)."""
         if state.create_hooks or state.update_hooks or state.delete_hooks:
@@ -76,7 +79,7 @@ class ChildMemo:
         return attrs.evolve(entry[4], live=live), digest
 
     def remember(
-        self, parent_uid: str, ref: ObjectRef, digest: str | None, state: DesiredState,
+        self, parent_uid: str, ref: ObjectRef, digest: bytes | None, state: DesiredState,
         live: Mapping[str, Any], result: ReconcileResult,
     ) -> None:
         """Keep ``result`` if it is an ``UNCHANGED`` one that made no request; else forget."""
@@ -90,7 +93,8 @@ class ChildMemo:
                 self._entries.pop(key, None)
                 return
             assert digest is not None
-            self._entries[key] = (digest, state, uid, version, result)
+            # Without its live object: the cache's next version must not be kept alive here.
+            self._entries[key] = (digest, state, uid, version, attrs.evolve(result, live=None))
             self._entries.move_to_end(key)
             while len(self._entries) > self._size:
                 self._entries.popitem(last=False)
