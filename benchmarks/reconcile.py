@@ -23,7 +23,8 @@ Both sides build their desired children inside the measured window. Requests com
 server's request counts; ``seconds`` is wall time of the reconcile call, ``cpu_seconds`` the
 calling thread's CPU time, ``process_cpu_seconds`` the whole client process's (for ``ours`` this
 includes the informer threads decoding the watch events of its own writes: the window closes
-when every informer has seen them). Each cycle (first, unchanged, one_changed) runs ``repeats``
+when every informer has seen them). Each cycle (first, unchanged, resync: a second unchanged
+reconcile as a periodic resync makes it, one_changed) runs ``repeats``
 times in fresh namespaces; figures are medians.
 
 Run: ``python -m benchmarks.reconcile [--json] [--sizes 1,100,1000] [--repeats 51,5,2]``.
@@ -364,9 +365,11 @@ def _server() -> Iterator[tuple[KubernetesClient, Counts]]:
 def _cycle(
     side: Peer | OursFull, counts: Counts, parent: dict[str, Any]
 ) -> dict[str, dict[str, Any]]:
-    """First, unchanged and one_changed reconciles of one fresh parent."""
+    """First, unchanged, resync (unchanged again) and one_changed reconciles of one fresh
+    parent."""
     figures: dict[str, dict[str, Any]] = {}
-    for case, changed in (("first", None), ("unchanged", None), ("one_changed", 0)):
+    for case, changed in (("first", None), ("unchanged", None), ("resync", None),
+                          ("one_changed", 0)):
         side.changed = changed
         outcome: list[Any] = []
 

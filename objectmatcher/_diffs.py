@@ -14,7 +14,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal
 
 import attrs
-import dictdiffer
 
 from objectmatcher._annotations import LAST_APPLIED_ANNOTATION, is_secret
 from objectmatcher._types import KubeObject, Path
@@ -92,6 +91,8 @@ def compute_diff(
     ``secret`` says whether the objects are a Secret (default: read from their ``kind``; pass it
     when ``before``/``after`` are cut-down parts of an object).
     """
+    import dictdiffer  # lazy: it imports numpy when installed (start-up cost)
+
     if secret is None:
         secret = is_secret(before) or is_secret(after)
     items: list[DiffItem] = []

@@ -21,6 +21,7 @@ from typing import Any
 import attrs
 
 from builders import ObjectRef
+from reconciler._counting import ApiCall
 from reconciler._errors import ApiError
 from reconciler._reconciling import Action, ImmutableFieldError, ReconcileResult
 from reconciler._times import format_time, parse_time
@@ -28,6 +29,7 @@ from reconciler._times import format_time, parse_time
 __all__ = [
     "ChildError",
     "ParentEvent",
+    "ParentResult",
     "error_message",
     "failure_reason",
     "merge_conditions",
@@ -249,3 +251,39 @@ def parent_events(
             + "; ".join(f"{e.ref}: {error_message(e)}" for e in errors),
         ))
     return events
+
+
+@attrs.frozen(kw_only=True)
+class ParentResult:
+    """The outcome of one parent reconcile: per child, pruned objects, status, requeue."""
+
+    parent: ObjectRef
+    children: tuple[ReconcileResult, ...] = ()
+    pruned: tuple[ReconcileResult, ...] = ()
+    errors: tuple[ChildError, ...] = ()
+    status_written: bool = False
+    status_error: str = ""
+    api_calls: tuple[ApiCall, ...] = ()
+    """Every request of this reconcile: lists, child reads and writes, status, events."""
+    requeue_after: float | None = None
+    """Seconds until the parent should be reconciled again (a child asked, or was throttled)."""
+    dry_run: bool = False
+    """True when nothing was written (no child, Event or status): a plan of what would be."""
+    namespace_terminating: bool = False
+    """The namespace is being deleted (a create got 403 ``NamespaceTerminating`` or 404 for the
+    namespace): the reconcile stopped, wrote nothing more, and later ones return at once."""
+
+    @property
+    def ok(self) -> bool:
+        """True when every child was reconciled and the status written (if needed)."""
+        return not self.errors and not self.status_error and not self.namespace_terminating
+
+    @property
+    def requeue(self) -> bool:
+        """Whether a later reconcile was asked for (errors aside: the driver backs off on those)."""
+        return self.requeue_after is not None
+
+    @property
+    def writes(self) -> int:
+        """Write requests made (create, patch, update, delete), events and status included."""
+        return sum(1 for c in self.api_calls if c.verb in ("create", "patch", "update", "delete"))

@@ -30,6 +30,7 @@ from reconciler._errors import (
     ObjectRef,
     api_error_from_status,
 )
+from reconciler._json import loads as _loads
 
 __all__ = [
     "ClientUsageError", "KubernetesClient", "ResourceInfo", "for_operator", "toolkit_version",
@@ -228,7 +229,7 @@ class KubernetesClient:
     def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         response = self._send(method, path, **kwargs)
         try:
-            data = json.loads(response.read())
+            data = _loads(response.read())
         except (ValueError, urllib3.exceptions.HTTPError) as exc:
             raise ApiError(f"{method} {path}: unreadable response: {exc}", code=0,
                            ref=kwargs.get("ref")) from exc
@@ -371,7 +372,7 @@ class KubernetesClient:
     @staticmethod
     def _event(line: bytes, api_version: str, kind: str, ref: ObjectRef) -> WatchEvent:
         try:
-            event: dict[str, Any] = json.loads(line)
+            event: dict[str, Any] = _loads(line)
         except ValueError as exc:
             raise ApiError(f"watch sent a line that is not JSON: {line[:80]!r}", code=0,
                            ref=ref) from exc

@@ -36,12 +36,12 @@ from reconciler._clients import ClusterClient, KubeObject
 from reconciler._clocks import Clock, RealClock
 from reconciler._conditions import (
     ChildError,
+    ParentResult,
     parent_conditions,
     parent_events,
     status_patch,
 )
 from reconciler._counting import (
-    ApiCall,
     counting,
     counting_reader,
     recording,
@@ -57,6 +57,7 @@ from reconciler._errors import (
 )
 from reconciler._events import EventRecorder
 from reconciler._finalizing import is_uncollectable, refuses_data_loss
+from reconciler._memo import ChildMemo
 from reconciler._readiness import Readiness, StatusBuilder, not_ready, readiness_status_patch
 from reconciler._reconciling import (
     ReconcileResult,
@@ -70,42 +71,6 @@ _log = logging.getLogger(__name__)
 
 _READ: Any = object()  # "read this child on its own"
 _TERMINATING_KEPT = 4096  # parents whose namespace is being deleted, remembered by uid
-
-
-@attrs.frozen(kw_only=True)
-class ParentResult:
-    """The outcome of one parent reconcile: per child, pruned objects, status, requeue."""
-
-    parent: ObjectRef
-    children: tuple[ReconcileResult, ...] = ()
-    pruned: tuple[ReconcileResult, ...] = ()
-    errors: tuple[ChildError, ...] = ()
-    status_written: bool = False
-    status_error: str = ""
-    api_calls: tuple[ApiCall, ...] = ()
-    """Every request of this reconcile: lists, child reads and writes, status, events."""
-    requeue_after: float | None = None
-    """Seconds until the parent should be reconciled again (a child asked, or was throttled)."""
-    dry_run: bool = False
-    """True when nothing was written (no child, Event or status): a plan of what would be."""
-    namespace_terminating: bool = False
-    """The namespace is being deleted (a create got 403 ``NamespaceTerminating`` or 404 for the
-    namespace): the reconcile stopped, wrote nothing more, and later ones return at once."""
-
-    @property
-    def ok(self) -> bool:
-        """True when every child was reconciled and the status written (if needed)."""
-        return not self.errors and not self.status_error and not self.namespace_terminating
-
-    @property
-    def requeue(self) -> bool:
-        """Whether a later reconcile was asked for (errors aside: the driver backs off on those)."""
-        return self.requeue_after is not None
-
-    @property
-    def writes(self) -> int:
-        """Write requests made (create, patch, update, delete), events and status included."""
-        return sum(1 for c in self.api_calls if c.verb in ("create", "patch", "update", "delete"))
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -174,6 +139,7 @@ class ParentReconciler:
         self.status_refresh = status_refresh
         self.readiness = readiness  # Ready from the children's health (reconciler._readiness)
         self.status_builder = status
+        self.memo = ChildMemo()  # a resync of an unchanged child skips the match (_memo)
         self._no_status_subresource: set[tuple[str, str]] = set()
         self.cleanup = ParentCleanup(self.client, on_delete=on_delete, clock=self.clock,
                                      dry_run=dry_run)
@@ -378,10 +344,16 @@ class _ParentRun:
                 return
             if live is _READ:
                 result = self.o.resources.reconcile_resource(obj, state, owner_uid=self.uid)
-            else:
+            elif live is None:
                 result = self.o.resources.reconcile_resource(
                     obj, state, owner_uid=self.uid, live=live
                 )
+            else:
+                remembered, digest = self.o.memo.lookup(self.uid, ref, obj, state, live)
+                result = remembered or self.o.resources.reconcile_resource(
+                    obj, state, owner_uid=self.uid, live=live
+                )
+                self.o.memo.remember(self.uid, ref, digest, state, live, result)
         except LeadershipLostError:
             raise  # no further write: the worker stops this reconcile
         except (NamespaceTerminatingError, NotFoundError) as exc:

@@ -52,7 +52,9 @@ class RecordingClient:
         self._versions: dict[ObjectRef, list[str]] = {}
         self._deleted_uids: dict[str, None] = {}
         self._inflight: dict[ObjectRef, int] = {}
-        self._settled = threading.Condition(self._lock)
+        # One condition per key an echo waits on (sharing the lock): a write wakes only the
+        # echoes of its own object, and a write nobody waits on wakes nobody.
+        self._waiters: dict[ObjectRef, tuple[threading.Condition, int]] = {}
         self.writes = 0
         self.echo_wait = echo_wait
 
@@ -173,7 +175,9 @@ class RecordingClient:
                     self._inflight[key] = left
                 else:
                     del self._inflight[key]
-                self._settled.notify_all()
+                waiting = self._waiters.get(key)
+                if waiting is not None:
+                    waiting[0].notify_all()
 
     def is_own_echo(self, event_type: str, obj: KubeObject) -> bool:
         """Whether this watch event is the echo of a write made through this client."""
@@ -181,9 +185,8 @@ class RecordingClient:
         key = self._key(obj)
         with self._lock:
             # The echo can overtake the response of the write it echoes: wait for the response.
-            deadline = self._clock.monotonic() + self.echo_wait
-            while key in self._inflight and self._clock.monotonic() < deadline:
-                self._clock.wait(self._settled, deadline - self._clock.monotonic())
+            if key in self._inflight:
+                self._await_settled(key)
             if event_type == "DELETED":
                 self._versions.pop(key, None)
                 return self._deleted_uids.pop(str(meta.get("uid") or ""), 1) is None
@@ -195,6 +198,21 @@ class RecordingClient:
                     del self._versions[key]
                 return True
             return False
+
+    def _await_settled(self, key: ObjectRef) -> None:
+        """Wait (lock held) until no write to ``key`` is in flight, at most ``echo_wait``."""
+        condition, count = self._waiters.get(key) or (threading.Condition(self._lock), 0)
+        self._waiters[key] = (condition, count + 1)
+        try:
+            deadline = self._clock.monotonic() + self.echo_wait
+            while key in self._inflight and self._clock.monotonic() < deadline:
+                self._clock.wait(condition, deadline - self._clock.monotonic())
+        finally:
+            condition, count = self._waiters[key]
+            if count > 1:
+                self._waiters[key] = (condition, count - 1)
+            else:
+                del self._waiters[key]
 
     def _record(
         self, result: dict[str, Any], dry_run: bool, *, count: bool = True
