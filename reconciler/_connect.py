@@ -14,7 +14,7 @@ from typing import Any
 
 from reconciler._errors import KubeconfigError
 
-__all__ = ["connect"]
+__all__ = ["connect", "load_client"]
 
 _PROBE_TIMEOUT = 5.0
 
@@ -24,19 +24,27 @@ def _default_path() -> str:
         "~/.kube/config")
 
 
-def _load(kubeconfig: str | None) -> Any:
-    from kubernetes import client as kube_client
+def load_client(kubeconfig: str | None) -> Any:
+    """An official ``ApiClient``: from ``kubeconfig``; when None, in-cluster when the service
+    variables are set (its service account token, re-read when it rotates:
+    ``reconciler._incluster``), else the default kubeconfig (``KUBECONFIG``,
+    ``~/.kube/config``). The one place the toolkit loads cluster credentials; raises
+    ``KubeconfigError`` naming the path."""
     from kubernetes import config as kube_config
 
+    from reconciler._errors import InClusterConfigError
+    from reconciler._incluster import InClusterConfig, incluster_api_client
+
     path = kubeconfig or _default_path()
-    if kubeconfig is None and not os.path.exists(path):
-        try:  # no kubeconfig: inside a cluster, its service account
-            kube_config.load_incluster_config()  # type: ignore[no-untyped-call]
-        except kube_config.ConfigException as error:
+    if kubeconfig is None and (
+        os.environ.get("KUBERNETES_SERVICE_HOST") or not os.path.exists(path)
+    ):
+        try:  # inside a cluster: its service account
+            return incluster_api_client(InClusterConfig.from_environment(os.environ))
+        except InClusterConfigError as error:
             raise KubeconfigError(
                 f"no kubeconfig at {path} (set --kubeconfig or KUBECONFIG) and not running in "
                 f"a cluster ({error})", source=path) from error
-        return kube_client.ApiClient()
     if not os.path.isfile(path):
         raise KubeconfigError(f"kubeconfig {path} does not exist", source=path)
     try:
@@ -61,7 +69,7 @@ def connect(kubeconfig: str | None) -> Any:
     from kubernetes.client import ApiClient, VersionApi
     from kubernetes.client.exceptions import ApiException
 
-    api_client = _load(kubeconfig)
+    api_client = load_client(kubeconfig)
     url = str(api_client.configuration.host)
     settings = copy.copy(api_client.configuration)
     settings.retries = 0  # one attempt: an unreachable server fails fast and quietly

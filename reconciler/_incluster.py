@@ -147,14 +147,13 @@ def connect(
 ) -> Any:
     """An ``ApiClient``: from ``kubeconfig`` when given, else in-cluster when the service
     variables are set (``environ``, the process environment by default), else from the default
-    kubeconfig."""
-    from kubernetes import config as kube_config
-
+    kubeconfig (``reconciler._connect.load_client``)."""
     env = os.environ if environ is None else environ
     if kubeconfig is None and env.get("KUBERNETES_SERVICE_HOST"):
         return incluster_api_client(InClusterConfig.from_environment(env, directory=directory))
-    return kube_config.new_client_from_config(  # type: ignore[no-untyped-call]
-        config_file=kubeconfig)
+    from reconciler._connect import load_client
+
+    return load_client(kubeconfig)
 
 
 def deployed_operator(

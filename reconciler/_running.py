@@ -55,22 +55,12 @@ def run_operator(
 
 
 def load_api_client(kubeconfig: str | None = None) -> Any:
-    """An official ``ApiClient`` from ``kubeconfig``; when None, the default kubeconfig
-    (``KUBECONFIG``, ``~/.kube/config``), else the in-cluster service account. Wrap it in a
-    ``KubernetesClient``."""
-    from kubernetes import config as kube_config
+    """An official ``ApiClient`` from ``kubeconfig``; when None, the in-cluster service account
+    (when running in a pod) or the default kubeconfig (``KUBECONFIG``, ``~/.kube/config``). Wrap
+    it in a ``KubernetesClient``. Raises ``KubeconfigError`` (a ``ValueError``) naming the path."""
+    from reconciler._connect import load_client
 
-    try:
-        return kube_config.new_client_from_config(  # type: ignore[no-untyped-call]
-            config_file=kubeconfig
-        )
-    except kube_config.ConfigException:
-        if kubeconfig is not None:
-            raise
-        kube_config.load_incluster_config()  # type: ignore[no-untyped-call]
-        from kubernetes import client as kube_client
-
-        return kube_client.ApiClient()
+    return load_client(kubeconfig)
 
 
 def _run_with(operator: Operator, api_client: Any, stop: _StopFlag,

@@ -117,16 +117,13 @@ def uninstall_command(target: str, *, kubeconfig: str | None = None,
                       out: TextIO | None = None) -> int:
     """``optk uninstall MODULE[:ATTR]``: print what was deleted and released; 1 when something
     had to be left (each such object named with why), 0 otherwise."""
-    from kubernetes import config
-
+    from reconciler._connect import connect
     from reconciler._kubernetes import KubernetesClient
     from reconciler._running import load_operator
 
     out = sys.stdout if out is None else out
     operator = load_operator(target)
-    api_client = config.new_client_from_config(  # type: ignore[no-untyped-call]
-        config_file=kubeconfig
-    )
+    api_client = connect(kubeconfig)
     report = uninstall(KubernetesClient(api_client), operator)
     for ref in report.deleted:
         print(f"deleted {ref}", file=out)

@@ -56,3 +56,15 @@ def test_a_kubeconfig_problem_is_one_line_and_exit_2(
     errors = [line for line in result.stderr.splitlines() if line.startswith(f"optk {command}:")]
     assert len(errors) == 1, result.stderr
     assert named in errors[0]
+
+
+def test_uninstall_names_a_missing_kubeconfig_and_exits_2(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere" / "config"
+    result = subprocess.run(
+        [sys.executable, "-m", "reconciler", "uninstall", "tests.driver.sample_operator",
+         "--kubeconfig", str(missing)],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+        timeout=60)
+    assert result.returncode == 2
+    assert str(missing) in result.stderr
+    assert "Traceback" not in result.stderr
