@@ -4,7 +4,9 @@ The surface is ``EmbeddedApiServer``'s (``url``, ``token``, ``kubeconfig_path``,
 ``request_counts()``) plus ``kubeconfig_for(user, groups)`` for least-privilege tests. Everything
 runs on free loopback ports with a temporary PKI and data directory that are removed on stop;
 every process is stopped (process group, SIGTERM then SIGKILL) on exit, on an exception and on
-Ctrl-C. Request counts come from the API server's audit log (``_audit``).
+Ctrl-C. Request counts come from the API server's audit log (``_audit``). kube-apiserver and
+kube-controller-manager can be restarted alone with the argv they started with (``_argv`` builds
+it once), so a restart keeps the port, PKI, tokens and etcd: what a cluster's restart keeps.
 """
 
 from __future__ import annotations
