@@ -4,7 +4,9 @@ The surface is ``EmbeddedApiServer``'s (``url``, ``token``, ``kubeconfig_path``,
 ``request_counts()``) plus ``kubeconfig_for(user, groups)`` for least-privilege tests. Everything
 runs on free loopback ports with a temporary PKI and data directory that are removed on stop;
 every process is stopped (process group, SIGTERM then SIGKILL) on exit, on an exception and on
-Ctrl-C. Request counts come from the API server's audit log (``_audit``).
+Ctrl-C. Request counts come from the API server's audit log (``_audit``). kube-apiserver and
+kube-controller-manager can be restarted alone with the argv they started with (``_argv`` builds
+it once), so a restart keeps the port, PKI, tokens and etcd: what a cluster's restart keeps.
 """
 
 from __future__ import annotations
@@ -29,6 +31,19 @@ from typing import Any
 import kubernetes.client
 import yaml
 
+from reconciler.envtest._argv import (
+    ADMIN_USER,
+    AUDIT_POLICY,
+    CONTROLLER_MANAGER_USER,
+    MARKER_USER,
+    Layout,
+    apiserver_argv,
+    csv_field,
+    etcd_argv,
+    kubeconfig,
+    manager_argv,
+    token_file,
+)
 from reconciler.envtest._assets import KubeAssets, find_assets
 from reconciler.envtest._audit import AuditLog
 from reconciler.envtest._errors import ControlPlaneError, StartTimeoutError, UnknownUserError
@@ -37,19 +52,10 @@ from reconciler.envtest._processes import Component, read_from
 
 __all__ = ["ADMIN_USER", "ControlPlane"]
 
-ADMIN_USER = "optk-admin"
-"""The user of ``token`` and ``kubeconfig_path`` (group ``system:masters``)."""
-_CONTROLLER_MANAGER_USER = "optk-controller-manager"
-_MARKER_USER = "optk-audit-marker"
-_INTERNAL_USERS = frozenset({"system:apiserver", _CONTROLLER_MANAGER_USER, _MARKER_USER})
-_CONTROLLERS = "garbagecollector,namespace,serviceaccount,serviceaccount-token"
+_INTERNAL_USERS = frozenset({"system:apiserver", CONTROLLER_MANAGER_USER, MARKER_USER})
+_APISERVER = "kube-apiserver"
 _MANAGER = "kube-controller-manager"
 _GC_SYNCED = b"all resource monitors have synced"
-_ISSUER = "https://kubernetes.default.svc.cluster.local"
-_AUDIT_POLICY = {
-    "apiVersion": "audit.k8s.io/v1", "kind": "Policy",
-    "rules": [{"level": "Metadata", "omitStages": ["RequestReceived"]}],
-}
 
 
 def _free_port() -> int:
@@ -58,33 +64,10 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _csv_field(value: str) -> str:
-    if any(ch in value for ch in ',"\n'):
-        raise ValueError(f"user or group {value!r} may not contain a comma, quote or newline")
-    return value
-
-
 def _write_private(path: Path, text: str) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as handle:
         handle.write(text)
-
-
-def _write_kubeconfig(path: Path, *, url: str, ca_pem: bytes, user: str,
-                      credentials: Mapping[str, str]) -> Path:
-    config = {
-        "apiVersion": "v1", "kind": "Config",
-        "clusters": [{"name": "optk-envtest", "cluster": {
-            "server": url, "certificate-authority-data": base64.b64encode(ca_pem).decode(),
-        }}],
-        "users": [{"name": user, "user": dict(credentials)}],
-        "contexts": [{"name": "optk-envtest", "context": {
-            "cluster": "optk-envtest", "user": user, "namespace": "default",
-        }}],
-        "current-context": "optk-envtest", "preferences": {},
-    }
-    _write_private(path, yaml.safe_dump(config, sort_keys=False))
-    return path
 
 
 def _http_get(url: str, *, token: str | None, cafile: Path) -> bytes:
@@ -94,6 +77,24 @@ def _http_get(url: str, *, token: str | None, cafile: Path) -> bytes:
     context = ssl.create_default_context(cafile=str(cafile)) if url.startswith("https:") else None
     with urllib.request.urlopen(request, timeout=5, context=context) as response:
         return bytes(response.read())
+
+
+def _wait_for(component: Component, what: str, ready: Callable[[], bool], *,
+              timeout: float) -> None:
+    """Poll ``ready()`` until true; ``ComponentCrashedError`` if ``component`` exits meanwhile,
+    ``StartTimeoutError`` (with its log's tail) after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        component.check()
+        try:
+            if ready():
+                return
+        except (OSError, urllib.error.URLError, kubernetes.client.ApiException):
+            pass
+        if time.monotonic() > deadline:
+            raise StartTimeoutError(component=component.name, timeout=timeout,
+                                    waited_for=what, log_tail=component.log_tail())
+        time.sleep(0.1)
 
 
 class ControlPlane:
@@ -115,19 +116,19 @@ class ControlPlane:
         self._start_timeout = start_timeout
         self._users: dict[str, tuple[str, tuple[str, ...]]] = {}
         for user, groups in (users or {}).items():
-            self._users[_csv_field(user)] = (
-                secrets.token_urlsafe(24), tuple(_csv_field(g) for g in groups)
+            self._users[csv_field(user)] = (
+                secrets.token_urlsafe(24), tuple(csv_field(g) for g in groups)
             )
         self._token = secrets.token_urlsafe(32)
         self._cm_token = secrets.token_urlsafe(32)
         self._marker_token = secrets.token_urlsafe(32)
-        self._workdir: Path | None = None
+        self._layout: Layout | None = None
         self._pki: Pki | None = None
-        self._port: int | None = None
         self._components: list[Component] = []
         self._pids: list[int] = []
         self._audit: AuditLog | None = None
         self._kubeconfig: Path | None = None
+        self._apiserver_argv: list[str] = []
         self._manager_argv: list[str] = []
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -158,88 +159,49 @@ class ControlPlane:
     def _start(self, assets: KubeAssets) -> None:
         workdir = Path(tempfile.mkdtemp(prefix="optk-envtest-"))
         os.chmod(workdir, 0o700)
-        self._workdir = workdir
+        self._layout = layout = Layout(workdir=workdir, etcd_port=_free_port(),
+                                       peer_port=_free_port(), apiserver_port=_free_port())
         self._pki = pki = generate_pki(workdir)
-        etcd_port, peer_port, self._port = _free_port(), _free_port(), _free_port()
-        etcd_url, peer_url = f"http://127.0.0.1:{etcd_port}", f"http://127.0.0.1:{peer_port}"
-        etcd = self._spawn("etcd", [
-            str(assets.etcd), "--data-dir", str(workdir / "etcd"), "--name", "optk",
-            "--listen-client-urls", etcd_url, "--advertise-client-urls", etcd_url,
-            "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
-            "--initial-cluster", f"optk={peer_url}", "--log-level", "warn",
-            "--unsafe-no-fsync",
-        ])
-        self._wait(etcd, "etcd /health", lambda: b"true" in self._http_get(f"{etcd_url}/health"))
-        tokens = [f'{self._token},{ADMIN_USER},{ADMIN_USER},"system:masters"',
-                  f'{self._cm_token},{_CONTROLLER_MANAGER_USER},{_CONTROLLER_MANAGER_USER},'
-                  '"system:masters"',
-                  f"{self._marker_token},{_MARKER_USER},{_MARKER_USER}"]
-        tokens += [f'{token},{user},{user},"{",".join(groups)}"'
-                   for user, (token, groups) in self._users.items()]
-        _write_private(workdir / "tokens.csv", "\n".join(tokens) + "\n")
-        _write_private(workdir / "audit-policy.yaml", yaml.safe_dump(_AUDIT_POLICY))
-        audit_path = workdir / "audit.log"
-        self._audit = AuditLog(audit_path)
-        apiserver = self._spawn("kube-apiserver", [
-            str(assets.kube_apiserver), "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1", f"--secure-port={self._port}",
-            f"--etcd-servers={etcd_url}", f"--cert-dir={workdir / 'certs'}",
-            f"--tls-cert-file={pki.serving_cert_path}",
-            f"--tls-private-key-file={pki.serving_key_path}",
-            f"--client-ca-file={pki.ca_cert_path}",
-            f"--token-auth-file={workdir / 'tokens.csv'}", "--authorization-mode=Node,RBAC",
-            f"--service-account-key-file={pki.service_account_pub_path}",
-            f"--service-account-signing-key-file={pki.service_account_key_path}",
-            f"--service-account-issuer={_ISSUER}", f"--api-audiences={_ISSUER}",
-            "--service-cluster-ip-range=10.0.0.0/16", "--endpoint-reconciler-type=none",
-            "--profiling=false", "--allow-privileged=true",
-            f"--audit-policy-file={workdir / 'audit-policy.yaml'}",
-            f"--audit-log-path={audit_path}", "--audit-log-format=json",
-            # blocking: each event is written before the request's handler returns, so a
-            # marker request (``_flush_audit``) reliably follows everything sent before it
-            "--audit-log-mode=blocking", "--audit-log-maxsize=0",
-        ])
-        self._wait(apiserver, "kube-apiserver /readyz",
-                   lambda: self._http_get(f"{self.url}/readyz", token=self._token) == b"ok")
+        etcd = self._spawn("etcd", etcd_argv(assets.etcd, layout))
+        self._wait(etcd, "etcd /health",
+                   lambda: b"true" in self._http_get(f"{layout.etcd_url}/health"))
+        _write_private(workdir / "tokens.csv", token_file(
+            admin=self._token, controller_manager=self._cm_token, marker=self._marker_token,
+            users=self._users))
+        _write_private(workdir / "audit-policy.yaml", yaml.safe_dump(dict(AUDIT_POLICY)))
+        self._audit = AuditLog(layout.audit_log)
+        self._apiserver_argv = apiserver_argv(assets.kube_apiserver, layout, pki)
+        self._wait_ready(self._spawn(_APISERVER, self._apiserver_argv))
         self._kubeconfig = self._write_kubeconfig(workdir / "kubeconfig", ADMIN_USER,
                                                   {"token": self._token})
         cm_kubeconfig = self._write_kubeconfig(workdir / "controller-manager.kubeconfig",
-                                               _CONTROLLER_MANAGER_USER, {"token": self._cm_token})
-        self._manager_argv = [
-            str(assets.kube_controller_manager), f"--kubeconfig={cm_kubeconfig}",
-            "--leader-elect=false", "--secure-port=0", f"--controllers={_CONTROLLERS}",
-            f"--service-account-private-key-file={pki.service_account_key_path}",
-            f"--root-ca-file={pki.ca_cert_path}", "--use-service-account-credentials=false",
-        ]
+                                               CONTROLLER_MANAGER_USER, {"token": self._cm_token})
+        self._manager_argv = manager_argv(assets.kube_controller_manager,
+                                          kubeconfig_path=cm_kubeconfig, pki=pki)
         manager = self._spawn(_MANAGER, self._manager_argv)
         self._wait(manager, "the default ServiceAccount (serviceaccount controller)",
                    self._default_service_account_exists)
         self.reset_request_counts()  # count from zero, as a fresh embedded server does
 
-    def _spawn(self, name: str, argv: list[str]) -> Component:
-        assert self._workdir is not None
-        component = Component(name=name, argv=argv, log_path=self._workdir / f"{name}.log")
-        self._components.append(component)
+    def _spawn(self, name: str, argv: list[str], *, at: int | None = None) -> Component:
+        """Start a component; ``at`` keeps its place in the start order (stop goes backwards)."""
+        assert self._layout is not None
+        component = Component(name=name, argv=argv,
+                              log_path=self._layout.workdir / f"{name}.log")
+        self._components.insert(len(self._components) if at is None else at, component)
         self._pids.append(component.pid)
         return component
 
     def _wait(self, component: Component, what: str, ready: Callable[[], bool]) -> None:
-        deadline = time.monotonic() + self._start_timeout
-        while True:
-            component.check()
-            try:
-                if ready():
-                    return
-            except (OSError, urllib.error.URLError, kubernetes.client.ApiException):
-                pass
-            if time.monotonic() > deadline:
-                raise StartTimeoutError(component=component.name, timeout=self._start_timeout,
-                                        waited_for=what, log_tail=component.log_tail())
-            time.sleep(0.1)
+        _wait_for(component, what, ready, timeout=self._start_timeout)
 
     def _http_get(self, url: str, *, token: str | None = None) -> bytes:
         assert self._pki is not None
         return _http_get(url, token=token, cafile=self._pki.ca_cert_path)
+
+    def _wait_ready(self, apiserver: Component) -> None:
+        self._wait(apiserver, "kube-apiserver /readyz",
+                   lambda: self._http_get(f"{self.url}/readyz", token=self._token) == b"ok")
 
     def _default_service_account_exists(self) -> bool:
         with self.api_client() as client:
@@ -252,10 +214,9 @@ class ControlPlane:
         components, self._components = self._components, []
         for component in reversed(components):
             component.stop()
-        if self._workdir is not None:
-            shutil.rmtree(self._workdir, ignore_errors=True)
-            self._workdir = None
-        self._port = None
+        if self._layout is not None:
+            shutil.rmtree(self._layout.workdir, ignore_errors=True)
+            self._layout = None
         self._kubeconfig = None
 
     def restart_controller_manager(self) -> None:
@@ -265,11 +226,42 @@ class ControlPlane:
         self._require_running()
         old = next(c for c in self._components if c.name == _MANAGER)
         old.stop()
+        place = self._components.index(old)
         self._components.remove(old)
         offset = old.log_path.stat().st_size if old.log_path.exists() else 0
-        manager = self._spawn(_MANAGER, self._manager_argv)
+        manager = self._spawn(_MANAGER, self._manager_argv, at=place)
         self._wait(manager, "the garbage collector's sync after a restart",
                    lambda: _GC_SYNCED in read_from(manager.log_path, offset))
+
+    def stop_apiserver(self, *, grace: float = 2.0) -> None:
+        """Stop kube-apiserver alone: SIGTERM, SIGKILL after ``grace`` seconds (no-op when it is
+        stopped). etcd and kube-controller-manager keep running, ``url``, ``token`` and every
+        kubeconfig stay valid; requests are refused until ``start_apiserver()``."""
+        self._require_running()
+        apiserver = next((c for c in self._components if c.name == _APISERVER), None)
+        if apiserver is not None:
+            apiserver.stop(grace=grace)
+            self._components.remove(apiserver)
+
+    def start_apiserver(self) -> None:
+        """Start kube-apiserver again after ``stop_apiserver()`` (no-op when it runs): the same
+        port, PKI, tokens, flags and etcd, so clients holding the old kubeconfig keep working;
+        returns once ``/readyz`` answers. ``ComponentCrashedError`` if it exits (e.g. another
+        process took its port meanwhile), ``StartTimeoutError`` after ``start_timeout``."""
+        self._require_running()
+        if all(c.name != _APISERVER for c in self._components):
+            self._wait_ready(self._spawn(_APISERVER, self._apiserver_argv, at=1))
+
+    def restart_apiserver(self, *, down_seconds: float = 0.0) -> None:
+        """Restart kube-apiserver over the same etcd: ``stop_apiserver()``, ``down_seconds`` of
+        outage, ``start_apiserver()``. Objects and resourceVersions continue (they live in
+        etcd); a watch from a resourceVersion older than the restart gets 410 Gone, as after
+        any real API server restart, since the new server's watch cache starts at its list."""
+        if down_seconds < 0:
+            raise ValueError(f"down_seconds must be >= 0, not {down_seconds}")
+        self.stop_apiserver()
+        time.sleep(down_seconds)
+        self.start_apiserver()
 
     def check(self) -> None:
         """Raise ``ComponentCrashedError`` (with its log's tail) if a component has exited."""
@@ -279,14 +271,15 @@ class ControlPlane:
     # -- connection data ------------------------------------------------------------------
 
     def _require_running(self) -> None:
-        if self._port is None or self._pki is None:
+        if self._layout is None or self._pki is None:
             raise ControlPlaneError("the control plane is not running; use start() or `with`")
 
     @property
     def url(self) -> str:
         """``https://127.0.0.1:<port>`` of kube-apiserver."""
         self._require_running()
-        return f"https://127.0.0.1:{self._port}"
+        assert self._layout is not None
+        return self._layout.apiserver_url
 
     @property
     def token(self) -> str:
@@ -323,8 +316,10 @@ class ControlPlane:
 
     def _write_kubeconfig(self, path: Path, user: str, credentials: Mapping[str, str]) -> Path:
         assert self._pki is not None
-        return _write_kubeconfig(path, url=self.url, ca_pem=self._pki.ca_pem, user=user,
-                                 credentials=credentials)
+        document = kubeconfig(url=self.url, ca_pem=self._pki.ca_pem, user=user,
+                              credentials=credentials)
+        _write_private(path, yaml.safe_dump(document, sort_keys=False))
+        return path
 
     def kubeconfig_for(self, user: str, groups: Iterable[str] = ()) -> Path:
         """A kubeconfig for ``user`` in ``groups`` (not an admin unless a group makes it one).
@@ -334,18 +329,18 @@ class ControlPlane:
         control plane's CA (user = common name, groups = organizations), which needs no restart.
         """
         self._require_running()
-        assert self._workdir is not None
+        assert self._layout is not None
         assert self._pki is not None
-        wanted = tuple(_csv_field(g) for g in groups)
+        wanted = tuple(csv_field(g) for g in groups)
         safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in user)
-        path = self._workdir / f"kubeconfig-{safe}-{uuid.uuid4().hex[:6]}"
+        path = self._layout.workdir / f"kubeconfig-{safe}-{uuid.uuid4().hex[:6]}"
         if user in self._users:
             token, registered = self._users[user]
             if wanted and set(wanted) != set(registered):
                 raise UnknownUserError(user=f"{user} (groups {', '.join(wanted)})",
                                        registered=tuple(self._users))
             return self._write_kubeconfig(path, user, {"token": token})
-        cert, key = self._pki.client_certificate(user=_csv_field(user), groups=wanted)
+        cert, key = self._pki.client_certificate(user=csv_field(user), groups=wanted)
         return self._write_kubeconfig(path, user, {
             "client-certificate-data": base64.b64encode(cert).decode(),
             "client-key-data": base64.b64encode(key).decode(),

@@ -2,20 +2,29 @@
 log file, checked for an early exit, stopped with SIGTERM then SIGKILL to the whole group.
 
 A module-level set holds every running component so that ``stop_all()`` (called at interpreter
-exit and by the pytest plugin at session finish) leaves no process behind.
+exit and by the pytest plugin at session finish) leaves no process behind. That needs a live
+interpreter: for a parent that is SIGKILLed (or crashes), each component is started on Linux with
+``PR_SET_PDEATHSIG`` = SIGKILL, so the kernel ends it when its parent dies. The kernel means the
+parent *thread*, so every component is forked by one daemon thread of this module (``_Spawner``)
+that lives as long as the process, whichever thread starts or restarts a control plane.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import os
+import queue
 import signal
 import subprocess
+import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from pathlib import Path
+from typing import Any
 
 from reconciler.envtest._errors import ComponentCrashedError
 
@@ -23,6 +32,78 @@ __all__ = ["Component", "read_from", "stop_all"]
 
 _LIVE: dict[Component, None] = {}
 _LIVE_LOCK = threading.Lock()
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _die_with_parent_hook() -> Callable[[], None] | None:
+    """On Linux, a ``preexec_fn`` that makes the child get SIGKILL when its parent thread exits
+    (and kills the child at once if the parent is already gone); None elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):  # pragma: no cover - a libc without prctl
+        return None
+    parent, kill = os.getpid(), int(signal.SIGKILL)
+
+    def hook() -> None:  # runs in the child between fork and exec: keep it to system calls
+        prctl(_PR_SET_PDEATHSIG, kill, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os.kill(os.getpid(), kill)
+
+    return hook
+
+
+class _Spawner:
+    """The one thread that forks every component (see the module docstring): ``popen()`` from
+    any thread hands the call to it and waits for the result."""
+
+    def __init__(self) -> None:
+        self._requests: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = (
+            queue.SimpleQueue())
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._pid = 0
+
+    def _run(self) -> None:
+        while True:
+            call, future = self._requests.get()
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(call())
+                except BaseException as exc:  # handed to the caller
+                    future.set_exception(exc)
+
+    def popen(self, argv: Sequence[str], *, log: Any) -> subprocess.Popen[bytes]:
+        """``subprocess.Popen`` of ``argv`` (new session, output to ``log``), forked by the
+        spawner thread with the parent-death signal set."""
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive() or self._pid != os.getpid():
+                self._requests = queue.SimpleQueue()  # a forked child starts its own thread
+                self._thread = threading.Thread(target=self._run, name="optk-envtest-spawner",
+                                                daemon=True)
+                self._thread.start()
+                self._pid = os.getpid()
+        hook = _die_with_parent_hook()
+        future: Future[subprocess.Popen[bytes]] = Future()
+        self._requests.put((lambda: subprocess.Popen(
+            list(argv), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True, close_fds=True, preexec_fn=hook,
+        ), future))
+        try:
+            return future.result()
+        except BaseException:  # e.g. Ctrl-C while waiting: a process started anyway is ended
+            future.add_done_callback(_kill_orphan)
+            raise
+
+
+def _kill_orphan(future: Future[subprocess.Popen[bytes]]) -> None:
+    if not future.cancelled() and future.exception() is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(future.result().pid, signal.SIGKILL)
+
+
+_SPAWNER = _Spawner()
 
 
 def tail(path: Path, *, lines: int = 30, max_bytes: int = 16_384) -> str:
@@ -55,10 +136,7 @@ class Component:
         self.name = name
         self.log_path = log_path
         with log_path.open("ab") as log:
-            self._process = subprocess.Popen(
-                list(argv), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True, close_fds=True,
-            )
+            self._process = _SPAWNER.popen(argv, log=log)
         self.pid = self._process.pid
         with _LIVE_LOCK:
             _LIVE[self] = None
