@@ -208,20 +208,26 @@ def run_phase(server: EmbeddedApiServer, client: KubernetesClient, *, replicas: 
 def _failover(server: EmbeddedApiServer, client: KubernetesClient, namespace: str,
               running: dict[str, Replica], *, parents: int, lease: float,
               directory: Path) -> dict[str, Any]:
+    leader = next(s for s, r in running.items() if r.status().get("leading"))
     victim = next(s for s, r in running.items() if not r.status().get("leading"))
     before = _labels(client, "Item", namespace)
+    theirs = {name for name, shard in before.items() if shard == victim}
     running.pop(victim).process.send_signal(signal.SIGKILL)
-    killed = time.monotonic()
-    def left() -> int:  # a label-selected list: cheap enough to poll often
-        body = client.list(API_VERSION, "Item", namespace=namespace,
-                           label_selector=f"{SHARD_LABEL}={victim}")
-        return len(body.get("items") or ())
-    _wait(lambda: left() == 0, 10 * lease, "takeover", poll=0.05)
-    takeover = time.monotonic() - killed
+    killed = time.time()
     live = set(running)
+
+    def arrived() -> bool:  # the survivors' own reports: no load on the server while polling
+        seen: set[str] = set()
+        for replica in running.values():
+            seen.update(n for n, at in replica.status().get("arrivals", {}).items()
+                        if at > killed)
+        return theirs <= seen
+    _wait(arrived, 10 * lease + parents / 10, "takeover", poll=0.1)
     _wait(lambda: _converged(client, namespace, live), 120, "takeover converging")
-    converged = time.monotonic() - killed
-    owned = sum(s == victim for s in before.values())
+    time.sleep(0.5)  # the replicas' last reports
+    timeline = takeover_timeline(
+        server.request_log(), {s: r.status() for s, r in running.items()}, victim=victim,
+        leader=leader, parents=theirs, killed=killed)
     # a third replica joins the two survivors
     before = _labels(client, "Item", namespace)
     released = sum(r.status().get("releases", 0) for r in running.values())
@@ -236,13 +242,73 @@ def _failover(server: EmbeddedApiServer, client: KubernetesClient, namespace: st
     moved = sum(after[n] != before.get(n) for n in after)
     drains = sum(r.status().get("releases", 0) for s, r in running.items()
                  if s != joiner) - released
-    return {"takeover_s": round(takeover, 3), "takeover_converged_s": round(converged, 3),
-            "taken_over_parents": owned, "moved_on_join": round(moved / max(1, parents), 4),
+    return {"takeover_s": timeline["held"], "takeover_timeline": timeline,
+            "taken_over_parents": len(theirs),
+            "moved_on_join": round(moved / max(1, parents), 4),
             "drains_on_join": drains, "moved_parents_on_join": moved}
 
 
-def run(*, parents: int, steady: float, lease: float) -> dict[str, Any]:
-    """All phases; the JSON result."""
+def takeover_timeline(log: list[RequestRecord], statuses: dict[str, dict[str, Any]], *,
+                      victim: str, leader: str, parents: set[str],
+                      killed: float) -> dict[str, float]:
+    """The takeover after ``kill -9`` of ``victim`` (wall time ``killed``) as seconds after the
+    kill, from the server's request log and the survivors' reports:
+
+    - ``last_renewal``: the victim's last Lease write (negative: before the kill);
+    - ``expiry_noticed``: the assigner's live shards changed (the Lease was a duration old);
+    - ``first_relabelled``/``relabelled``: the assigner's first and last label patch of the
+      victim's parents;
+    - ``arrived``: the last of them arrived in its new owner's parent cache (an ADDED event);
+    - ``children_relabelled``: the last of their children written by its new owner (its
+      shard label: from then on its child informers watch it);
+    - ``held``: every parent of the victim is in a live owner's parent cache and its children
+      in that owner's child informers: the takeover is complete (``takeover_s``).
+    """
+    def after(at: float) -> float:
+        return round(at - killed, 3)
+
+    renewals = [r.at for r in log if r.resource.startswith("leases") and r.code < 400
+                and r.user_agent == f"{AGENT}{victim}" and r.verb in ("update", "patch")
+                and r.at <= killed]
+    relabels: dict[str, float] = {}
+    children: dict[str, float] = {}
+    for record in log:
+        if record.at <= killed or record.code >= 400 or not record.name:
+            continue
+        agent = record.user_agent or ""
+        if (record.resource == "items.shardtest.optk.dev" and record.verb == "patch"
+                and agent == f"{AGENT}{leader}" and record.name in parents):
+            relabels[record.name] = max(relabels.get(record.name, 0.0), record.at)
+        elif (record.resource == "configmaps" and agent.startswith(AGENT)
+              and record.verb in ("create", "update", "patch")):
+            parent = record.name.removesuffix("-cfg")
+            if parent in parents and parent not in children:
+                children[parent] = record.at
+    arrivals: dict[str, float] = {}
+    for status in statuses.values():
+        for name, at in (status.get("arrivals") or {}).items():
+            if name in parents and at > killed:
+                arrivals[name] = max(arrivals.get(name, 0.0), at)
+    noticed = (statuses.get(leader, {}).get("assigner") or {}).get("live_changed_at")
+    held = [max(arrivals.get(n, float("inf")), children.get(n, float("inf"))) for n in parents]
+    return {
+        "last_renewal": after(max(renewals)) if renewals else float("nan"),
+        "expiry_noticed": after(noticed) if noticed and noticed > killed else float("nan"),
+        "first_relabelled": after(min(relabels.values())) if relabels else float("nan"),
+        "relabelled": after(max(relabels.values())) if relabels else float("nan"),
+        "arrived": after(max(arrivals.values())) if arrivals else float("nan"),
+        "children_relabelled": after(max(children.values())) if children else float("nan"),
+        "held": after(max(held)) if held else 0.0,
+        "relabelled_parents": len(relabels), "relabelled_children": len(children),
+    }
+
+
+def run(*, parents: int, steady: float, lease: float,
+        counts: tuple[int, ...] = (1, 2, 3)) -> dict[str, Any]:
+    """The phases for ``counts`` replicas (3 among them: the takeover and the join run with
+    3); the JSON result."""
+    if 3 not in counts:
+        raise ValueError(f"the replica counts must include 3, got {counts}")
     with tempfile.TemporaryDirectory(prefix="optk-sharding-") as tmp, \
             EmbeddedApiServer() as server:
         server.enable_request_log(limit=5_000_000)
@@ -253,7 +319,7 @@ def run(*, parents: int, steady: float, lease: float) -> dict[str, Any]:
         _wait(lambda: client.is_served(API_VERSION, "Item"), 30, "the Item CRD", poll=0.05)
         phases = {str(n): run_phase(server, client, replicas=n, parents=parents, steady=steady,
                                     lease=lease, directory=Path(tmp), failover=n == 3)
-                  for n in (1, 2, 3)}
+                  for n in counts}
         overlaps = overlapping_writers(server.request_log(), lease)
     three = phases["3"]
     return {
@@ -270,7 +336,8 @@ def run(*, parents: int, steady: float, lease: float) -> dict[str, Any]:
                         for n, p in phases.items()},
         "replicas": {n: p["replicas"] for n, p in phases.items()},
         "takeover_s": three["takeover_s"],
-        "takeover_converged_s": three["takeover_converged_s"],
+        "takeover_timeline": three["takeover_timeline"],
+        "taken_over_parents": three["taken_over_parents"],
         "moved_on_join": three["moved_on_join"],
         "drains_on_join": three["drains_on_join"],
         "moved_parents_on_join": three["moved_parents_on_join"],
@@ -286,10 +353,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parents", type=int, default=1000)
     parser.add_argument("--steady", type=float, default=5.0, help="steady-state window (s)")
     parser.add_argument("--lease", type=float, default=5.0, help="shard lease duration (s)")
+    parser.add_argument("--replicas", default="1,2,3",
+                        help="replica counts to run, 3 among them (default 1,2,3: the figures "
+                             "the acceptance checks read need all three)")
     args = parser.parse_args(argv)
     try:
-        result = run(parents=args.parents, steady=args.steady, lease=args.lease)
-    except (ApiError, TimeoutError) as error:
+        counts = tuple(int(n) for n in args.replicas.split(","))
+        result = run(parents=args.parents, steady=args.steady, lease=args.lease, counts=counts)
+    except (ApiError, TimeoutError, ValueError) as error:
         print(f"benchmark failed: {error}", file=sys.stderr)
         return 1
     for n, figures in result["per_replica"].items():
@@ -299,8 +370,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{figures['peak_rss_mb']} MB peak RSS ({figures['peak_rss_above_base_mb']} above "
               f"base), {figures['cached_objects']} cached objects, "
               f"{figures['requests']} requests; converged in {figures['converge_s']} s")
+    steps = ", ".join(f"{k} {v}" for k, v in result["takeover_timeline"].items())
     print(f"takeover after kill -9: {result['takeover_s']} s (lease "
-          f"{result['lease_duration_s']} s), converged {result['takeover_converged_s']} s; "
+          f"{result['lease_duration_s']} s; {steps}); "
           f"join moved {result['moved_on_join']:.1%} with {result['drains_on_join']} drains; "
           f"overlapping writers: {result['overlapping_writers']}")
     if args.json:

@@ -76,6 +76,8 @@ class Assigner:
         self._drains: dict[ParentKey, float] = {}
         self._first_seen: dict[ParentKey, float] = {}
         self._started = 0.0
+        self.live_changed_at: float | None = None
+        """When (wall clock) the live shards last changed, as this assigner saw it."""
         self.moves = 0
         self.drains = 0
         self.assignments = 0
@@ -143,6 +145,7 @@ class Assigner:
         with self._cond:
             changed, self._live = live != self._live, live
         if changed:
+            self.live_changed_at = self._clock.time()
             _log.info("sharding: live shards are now %s", ", ".join(sorted(live)) or "none")
         keys: Iterable[ParentKey] = (self.parents.cache.keys() if sweep or changed
                                      else pending | set(self._drains))

@@ -18,7 +18,7 @@ from reconciler import KubernetesClient
 from reconciler._runtime import OperatorRuntime
 from reconciler.embedded import Faults
 from tests.sharding.conftest import converged, item, owners, wait_until
-from tests.sharding.sample import USER_AGENT_PREFIX, make_operator
+from tests.sharding.sample import USER_AGENT_PREFIX, make_operator, replica_client
 
 LEASE = 2.0
 PARENTS = 30
@@ -26,11 +26,9 @@ PARENTS = 30
 
 def start_replica(kube_api: Any, namespace: str, shard: str, **options: Any) -> OperatorRuntime:
     """One replica: its own ApiClient (user agent ``optk-shard/<shard>``) and runtime."""
-    api = kube_api.api_client()
-    api.user_agent = f"{USER_AGENT_PREFIX}{shard}"
     options.setdefault("replicas_hint", 3)
     operator = make_operator(namespace=namespace, lease_duration=LEASE, **options)
-    return operator.start(KubernetesClient(api), identity=shard,
+    return operator.start(replica_client(kube_api.api_client(), shard), identity=shard,
                           environ={"OPTK_SHARD_ID": shard})
 
 
@@ -112,7 +110,9 @@ def test_three_replicas_converge_take_over_and_rebalance(
     assert released == len(moved)
     assert wait_until(lambda: cached_parents(replicas["d"]) == moved, 10)
 
-    # never two replicas writing the children (or status) of one parent at once
+    # never two replicas writing the children (or status) of one parent at once (and the log
+    # does tell the replicas apart: every one of them wrote children)
+    assert child_writers(kube_api.request_log()) >= {f"{USER_AGENT_PREFIX}{s}" for s in "abcd"}
     assert overlapping_writers(kube_api.request_log()) == {}
 
 
@@ -147,6 +147,13 @@ def test_graceful_leave_per_shard_heartbeats_and_metrics(
     assert time.monotonic() - stopped < LEASE
     assert wait_until(lambda: converged(client, ns, live={str(
         leader.shards.shard if leader.shards else "")}), 10)
+
+
+def child_writers(log: list[Any]) -> set[str]:
+    """The user agents of the replicas that wrote a ConfigMap (a child) successfully."""
+    return {r.user_agent for r in log if (r.user_agent or "").startswith(USER_AGENT_PREFIX)
+            and r.code < 400 and r.resource == "configmaps"
+            and r.verb in ("create", "update", "patch")}
 
 
 def overlapping_writers(log: list[Any]) -> dict[str, list[str]]:
