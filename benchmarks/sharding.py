@@ -212,6 +212,14 @@ def _failover(server: EmbeddedApiServer, client: KubernetesClient, namespace: st
     victim = next(s for s, r in running.items() if not r.status().get("leading"))
     before = _labels(client, "Item", namespace)
     theirs = {name for name, shard in before.items() if shard == victim}
+    # kill it right after it renewed its Lease: the worst case, a whole duration to run
+    lease_of = lambda: client.get("coordination.k8s.io/v1", "Lease",  # noqa: E731
+                                  f"shards-shard-{victim}", namespace=namespace)
+    version = lease_of()["metadata"]["resourceVersion"]
+    _wait(lambda: lease_of()["metadata"]["resourceVersion"] != version, 10 * lease,
+          "the victim's Lease renewal", poll=0.01)
+    cpu_before = {s: r.status().get("cpu_s", 0.0) for s, r in running.items() if s != victim}
+    server_cpu = time.process_time()
     running.pop(victim).process.send_signal(signal.SIGKILL)
     killed = time.time()
     live = set(running)
@@ -223,11 +231,14 @@ def _failover(server: EmbeddedApiServer, client: KubernetesClient, namespace: st
                         if at > killed)
         return theirs <= seen
     _wait(arrived, 10 * lease + parents / 10, "takeover", poll=0.1)
+    cpu = {"server": round(time.process_time() - server_cpu, 3),
+           **{s: round(r.status().get("cpu_s", 0.0) - cpu_before[s], 3)
+              for s, r in running.items()}}
     _wait(lambda: _converged(client, namespace, live), 120, "takeover converging")
     time.sleep(0.5)  # the replicas' last reports
     timeline = takeover_timeline(
         server.request_log(), {s: r.status() for s, r in running.items()}, victim=victim,
-        leader=leader, parents=theirs, killed=killed)
+        leader=leader, parents=theirs, killed=killed, lease=lease)
     # a third replica joins the two survivors
     before = _labels(client, "Item", namespace)
     released = sum(r.status().get("releases", 0) for r in running.values())
@@ -243,18 +254,22 @@ def _failover(server: EmbeddedApiServer, client: KubernetesClient, namespace: st
     drains = sum(r.status().get("releases", 0) for s, r in running.items()
                  if s != joiner) - released
     return {"takeover_s": timeline["held"], "takeover_timeline": timeline,
+            "takeover_cpu_s": cpu,
             "taken_over_parents": len(theirs),
             "moved_on_join": round(moved / max(1, parents), 4),
             "drains_on_join": drains, "moved_parents_on_join": moved}
 
 
 def takeover_timeline(log: list[RequestRecord], statuses: dict[str, dict[str, Any]], *,
-                      victim: str, leader: str, parents: set[str],
-                      killed: float) -> dict[str, float]:
+                      victim: str, leader: str, parents: set[str], killed: float,
+                      lease: float) -> dict[str, float]:
     """The takeover after ``kill -9`` of ``victim`` (wall time ``killed``) as seconds after the
     kill, from the server's request log and the survivors' reports:
 
-    - ``last_renewal``: the victim's last Lease write (negative: before the kill);
+    - ``last_renewal``: the victim's last Lease write (negative: before the kill; the
+      benchmark kills right after a renewal, so its Lease has about a whole duration to run);
+    - ``lease_expired``: that renewal plus the lease duration (the assigner's own clock
+      decides; it sees the renewal a little after it is written);
     - ``expiry_noticed``: the assigner's live shards changed (the Lease was a duration old);
     - ``first_relabelled``/``relabelled``: the assigner's first and last label patch of the
       victim's parents;
@@ -262,7 +277,9 @@ def takeover_timeline(log: list[RequestRecord], statuses: dict[str, dict[str, An
     - ``children_relabelled``: the last of their children written by its new owner (its
       shard label: from then on its child informers watch it);
     - ``held``: every parent of the victim is in a live owner's parent cache and its children
-      in that owner's child informers: the takeover is complete (``takeover_s``).
+      in that owner's child informers: the takeover is complete (``takeover_s``);
+    - ``after_expiry``: ``held`` minus ``lease_expired``: the work of the takeover itself
+      (the issue's bound is the lease duration plus one reconcile).
     """
     def after(at: float) -> float:
         return round(at - killed, 3)
@@ -291,14 +308,17 @@ def takeover_timeline(log: list[RequestRecord], statuses: dict[str, dict[str, An
                 arrivals[name] = max(arrivals.get(name, 0.0), at)
     noticed = (statuses.get(leader, {}).get("assigner") or {}).get("live_changed_at")
     held = [max(arrivals.get(n, float("inf")), children.get(n, float("inf"))) for n in parents]
+    expired = max(renewals) + lease if renewals else float("nan")
     return {
         "last_renewal": after(max(renewals)) if renewals else float("nan"),
+        "lease_expired": after(expired),
         "expiry_noticed": after(noticed) if noticed and noticed > killed else float("nan"),
         "first_relabelled": after(min(relabels.values())) if relabels else float("nan"),
         "relabelled": after(max(relabels.values())) if relabels else float("nan"),
         "arrived": after(max(arrivals.values())) if arrivals else float("nan"),
         "children_relabelled": after(max(children.values())) if children else float("nan"),
         "held": after(max(held)) if held else 0.0,
+        "after_expiry": round(max(held) - expired, 3) if held else 0.0,
         "relabelled_parents": len(relabels), "relabelled_children": len(children),
     }
 
@@ -337,6 +357,7 @@ def run(*, parents: int, steady: float, lease: float,
         "replicas": {n: p["replicas"] for n, p in phases.items()},
         "takeover_s": three["takeover_s"],
         "takeover_timeline": three["takeover_timeline"],
+        "takeover_cpu_s": three["takeover_cpu_s"],
         "taken_over_parents": three["taken_over_parents"],
         "moved_on_join": three["moved_on_join"],
         "drains_on_join": three["drains_on_join"],
@@ -372,7 +393,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{figures['requests']} requests; converged in {figures['converge_s']} s")
     steps = ", ".join(f"{k} {v}" for k, v in result["takeover_timeline"].items())
     print(f"takeover after kill -9: {result['takeover_s']} s (lease "
-          f"{result['lease_duration_s']} s; {steps}); "
+          f"{result['lease_duration_s']} s; {steps}; CPU s from the kill until every parent "
+          f"arrived: {result['takeover_cpu_s']}); "
           f"join moved {result['moved_on_join']:.1%} with {result['drains_on_join']} drains; "
           f"overlapping writers: {result['overlapping_writers']}")
     if args.json:

@@ -73,6 +73,13 @@ def test_three_replicas_converge_take_over_and_rebalance(
         and cached_children(rt) == {f"{n}-cfg" for n, s in by_shard.items() if s == shard}
         for shard, rt in replicas.items()), 10)
     assert all(0 < sum(s == shard for s in by_shard.values()) < PARENTS for shard in "abc")
+    # the assigner caches every parent, but only its metadata view (no spec, no status)
+    assigner = next(rt.shards.assigner for rt in replicas.values()
+                    if rt.shards and rt.shards.assigner)
+    views = assigner.parents.cache.list()
+    assert len(views) == PARENTS
+    assert all(set(v) <= {"apiVersion", "kind", "metadata"} and v["metadata"]["uid"]
+               and "managedFields" not in v["metadata"] for v in views)
 
     # crash one replica that is not the assigner: its parents move within the lease duration
     victim = next(s for s, rt in replicas.items() if rt.shards and not rt.shards.leading)
