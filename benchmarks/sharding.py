@@ -150,6 +150,18 @@ def _requests(log: list[RequestRecord], since: float) -> dict[str, int]:
     return counts
 
 
+def _creation_spans(log: list[RequestRecord], namespace: str) -> dict[str, float]:
+    """Per replica, the seconds from its first to its last ConfigMap creation in
+    ``namespace``: one reconcile pass over its share of the parents (at start)."""
+    spans: dict[str, list[float]] = {}
+    for record in log:
+        agent = record.user_agent or ""
+        if (record.verb == "create" and record.resource == "configmaps" and record.code < 400
+                and record.namespace == namespace and agent.startswith(AGENT)):
+            spans.setdefault(agent[len(AGENT):], []).append(record.at)
+    return {shard: round(max(ats) - min(ats), 3) for shard, ats in spans.items()}
+
+
 def run_phase(server: EmbeddedApiServer, client: KubernetesClient, *, replicas: int,
               parents: int, steady: float, lease: float, directory: Path,
               failover: bool) -> dict[str, Any]:
@@ -186,15 +198,19 @@ def run_phase(server: EmbeddedApiServer, client: KubernetesClient, *, replicas: 
                     b.get("peak_rss_mb", 0.0) - b.get("base", {}).get("rss_mb", 0.0), 1),
                 "cached_objects": b.get("cached_objects", 0),
                 "cached_parents": b.get("cached_parents", 0),
+                "assigner_cached": b.get("assigner_cached", 0),
                 "reconciles": b.get("reconciles", 0),
             })
-        requests = _requests(server.request_log(), started_at)
+        log = server.request_log()
+        requests = _requests(log, started_at)
+        passes = _creation_spans(log, namespace)
         for entry in figures:
             entry["requests"] = requests.get(entry["shard"], 0)
+            entry["share_reconcile_s"] = passes.get(entry["shard"], 0.0)
         median = {key: statistics.median(f[key] for f in figures)
                   for key in ("cpu_s", "cpu_converge_s", "cpu_steady_s", "peak_rss_mb",
                               "cached_objects", "requests", "cpu_work_s",
-                              "peak_rss_above_base_mb")}
+                              "peak_rss_above_base_mb", "share_reconcile_s")}
         result = {"converge_s": round(converge, 2), "median": median, "replicas": figures}
         if failover:
             result.update(_failover(server, client, namespace, running, parents=parents,
@@ -213,10 +229,11 @@ def _failover(server: EmbeddedApiServer, client: KubernetesClient, namespace: st
     before = _labels(client, "Item", namespace)
     theirs = {name for name, shard in before.items() if shard == victim}
     # kill it right after it renewed its Lease: the worst case, a whole duration to run
-    lease_of = lambda: client.get("coordination.k8s.io/v1", "Lease",  # noqa: E731
-                                  f"shards-shard-{victim}", namespace=namespace)
-    version = lease_of()["metadata"]["resourceVersion"]
-    _wait(lambda: lease_of()["metadata"]["resourceVersion"] != version, 10 * lease,
+    def lease_version() -> str:
+        return str(client.get("coordination.k8s.io/v1", "Lease", f"shards-shard-{victim}",
+                              namespace=namespace)["metadata"]["resourceVersion"])
+    version = lease_version()
+    _wait(lambda: lease_version() != version, 10 * lease,
           "the victim's Lease renewal", poll=0.01)
     cpu_before = {s: r.status().get("cpu_s", 0.0) for s, r in running.items() if s != victim}
     server_cpu = time.process_time()
@@ -352,6 +369,7 @@ def run(*, parents: int, steady: float, lease: float,
                             "requests": p["median"]["requests"],
                             "cpu_work_s": p["median"]["cpu_work_s"],
                             "peak_rss_above_base_mb": p["median"]["peak_rss_above_base_mb"],
+                            "share_reconcile_s": p["median"]["share_reconcile_s"],
                             "converge_s": p["converge_s"]}
                         for n, p in phases.items()},
         "replicas": {n: p["replicas"] for n, p in phases.items()},
@@ -363,7 +381,27 @@ def run(*, parents: int, steady: float, lease: float,
         "drains_on_join": three["drains_on_join"],
         "moved_parents_on_join": three["moved_parents_on_join"],
         "overlapping_writers": overlaps,
+        "assigner_replica": _assigner_figures(three["replicas"]),
         "cpus": os.cpu_count(), "python": platform.python_version(),
+    }
+
+
+def _assigner_figures(replicas: list[dict[str, Any]]) -> dict[str, Any]:
+    """With 3 replicas: the one running the assigner (it caches every parent's metadata view
+    and the Leases besides its share) against the median of the others."""
+    leader = next((r for r in replicas if r["leading"]), None)
+    others = [r for r in replicas if not r["leading"]]
+    if leader is None or not others:
+        return {}
+    return {
+        "peak_rss_mb": leader["peak_rss_mb"],
+        "peak_rss_above_base_mb": leader["peak_rss_above_base_mb"],
+        "assigner_cached": leader["assigner_cached"],
+        "others_peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in others),
+        "others_peak_rss_above_base_mb": statistics.median(
+            r["peak_rss_above_base_mb"] for r in others),
+        "cpu_work_s": leader["cpu_work_s"],
+        "others_cpu_work_s": statistics.median(r["cpu_work_s"] for r in others),
     }
 
 
@@ -397,6 +435,12 @@ def main(argv: list[str] | None = None) -> int:
           f"arrived: {result['takeover_cpu_s']}); "
           f"join moved {result['moved_on_join']:.1%} with {result['drains_on_join']} drains; "
           f"overlapping writers: {result['overlapping_writers']}")
+    lead = result["assigner_replica"]
+    if lead:
+        print(f"the replica running the assigner ({lead['assigner_cached']} objects in its "
+              f"cache): {lead['peak_rss_mb']} MB peak RSS ({lead['peak_rss_above_base_mb']} above "
+              f"base), the others {lead['others_peak_rss_mb']} "
+              f"({lead['others_peak_rss_above_base_mb']})")
     if args.json:
         print(json.dumps(result))
     return 0

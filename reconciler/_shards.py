@@ -255,17 +255,18 @@ class Shards:
         informers see them; returns the child types. The children its builders name get one
         JSON patch each that applies only while the child is the operator's and this parent's
         (``adopt_patch``: no LIST first); a child already in this replica's child cache is
-        left alone. Unbuilt children of the prune kinds are found by one LIST per kind by
-        owner uid. A child left over is relabelled by the parent's next reconcile (its
-        desired state carries the label)."""
+        left alone. Unbuilt children of the prune kinds (which the reconcile must see to prune
+        them) are found by one LIST per prune kind by owner uid. A child left over is
+        relabelled by the parent's next reconcile (its desired state carries the label)."""
         meta = meta_of(parent)
         uid = str(meta.get("uid"))
         built, types = self._built_children(parent)
         for ref in built:
             self._adopt_one(ref.api_version, ref.kind, ref.name, ref.namespace, uid)
-        for api_version, kind in sorted(set(self._runtime.operator.prune) - {
-                (r.api_version, r.kind) for r in built}):
-            self._adopt_unbuilt(parent, api_version, kind, named={r.name for r in built})
+        prune = {(str(a), str(k)) for a, k in self._runtime.operator.prune}
+        for api_version, kind in sorted(prune):
+            self._adopt_unbuilt(parent, api_version, kind, named={
+                r.name for r in built if (r.api_version, r.kind) == (api_version, kind)})
         return types
 
     def _adopt_one(self, api_version: str, kind: str, name: str, namespace: str | None,

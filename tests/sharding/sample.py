@@ -81,13 +81,15 @@ def replica_client(api: Any, shard: str) -> KubernetesClient:
 def make_operator(
     *, namespace: str, name: str = OPERATOR_NAME, lease_duration: float = 2.0,
     replicas_hint: int | None = None, workers: int = 4, heartbeat: float | None = None,
+    prune: Sequence[tuple[str, str]] = (),
 ) -> Operator:
-    """The sharded Item operator watching ``namespace``, with short leases for tests."""
+    """The sharded Item operator watching ``namespace``, with short leases for tests
+    (``prune``: the kinds whose unbuilt children it deletes)."""
     renew_deadline = lease_duration * 0.7
     period = lease_duration / 8
     return Operator(
         api_version=API_VERSION, kind="Item", build=build, name=name, namespace=namespace,
-        events=False, workers=workers, install=[ITEM_CRD],
+        events=False, workers=workers, install=[ITEM_CRD], prune=tuple(prune),
         resync=ResyncPolicy(heartbeat=heartbeat),
         leader_election=LeaderElection(namespace=namespace, lease_duration=lease_duration,
                                        renew_deadline=renew_deadline, retry_period=period),
