@@ -41,7 +41,7 @@ from reconciler._sharding import (
 )
 from reconciler._triggers import ParentKey, meta_of
 
-__all__ = ["Assigner"]
+__all__ = ["Assigner", "MetadataView"]
 
 _log = logging.getLogger("optk.sharding")
 _LEASE = ("coordination.k8s.io/v1", "Lease")
