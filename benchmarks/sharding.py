@@ -12,10 +12,18 @@ written and labelled alike; then a steady-state window follows.
   the replica running the assigner the parents and Leases the assigner caches), with the split
   ``cpu_converge_s``/``cpu_steady_s``, the convergence seconds and requests per replica, and the
   same without the interpreter's start (``cpu_work_s``: CPU after the imports;
-  ``peak_rss_above_base_mb``: peak RSS above the RSS before the runtime started).
-- ``takeover_s``: with 3 replicas, ``kill -9`` of one that does not run the assigner, the seconds
-  until none of the parents is labelled with its shard (``lease_duration_s`` is the bound);
-  ``takeover_converged_s`` until its parents' children carry their new owners' labels.
+  ``peak_rss_above_base_mb``: peak RSS above the RSS before the runtime started), and
+  ``share_reconcile_s``, the seconds from its first to its last child created at start (one
+  reconcile pass over its share). ``assigner_replica``: with 3 replicas, the peak RSS of the
+  replica running the assigner (it also caches every parent's metadata view) against the
+  median of the others.
+- ``takeover_s``: with 3 replicas, ``kill -9`` of one that does not run the assigner, right
+  after it renewed its Lease (the worst case: the Lease has a whole duration to run), until
+  every one of its parents is held by a live replica: labelled with its shard, in that
+  replica's parent cache, and its children labelled for that replica's child informers
+  (``lease_duration_s`` plus the relabelling is the bound). ``takeover_timeline`` gives each
+  step in seconds after the kill (``takeover_timeline``'s docstring), ``takeover_cpu_s`` the
+  CPU seconds of the server's process and of each survivor meanwhile.
 - ``moved_on_join``: then a third replica joins the two survivors: the fraction of all parents
   that moved (ideal: 1/3), and ``drains_on_join``, the drains its old owners acknowledged.
 - ``overlapping_writers``: parents whose children or status were written by two replicas
@@ -24,7 +32,8 @@ written and labelled alike; then a steady-state window follows.
 On a 2-core machine the replicas, the server and this process share the cores: wall-clock
 scale-out is bounded by the cores; the per-replica figures are what scales.
 
-Run: ``python -m benchmarks.sharding [--json] [--parents 1000] [--steady 5] [--lease 5]``.
+Run: ``python -m benchmarks.sharding [--json] [--parents 1000] [--steady 5] [--lease 5]
+[--replicas 1,2,3]`` (``--replicas 3``: only the 3-replica phase, for a quick takeover figure).
 """
 
 from __future__ import annotations
