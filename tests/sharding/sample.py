@@ -20,7 +20,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +66,24 @@ def build(parent: Any) -> Sequence[ResourceBuilder]:
     return [settings(parent)]
 
 
+@resource_builder
+def extra(parent: Any, index: int) -> dict[str, Any]:
+    """One more ConfigMap, ``<parent>-cfg-<index>`` (benchmarks with more children)."""
+    value = str((parent.get("spec") or {}).get("value", ""))
+    return config_map(metadata={"name": child_name(parent["metadata"]["name"], f"cfg-{index}")},
+                      data={"value": value})
+
+
+def build_with(children: int) -> Callable[[Any], Sequence[ResourceBuilder]]:
+    """``children`` ConfigMaps per Item: ``<parent>-cfg``, then ``<parent>-cfg-1``, ..."""
+    if children == 1:
+        return build
+
+    def build_n(parent: Any) -> Sequence[ResourceBuilder]:
+        return [settings(parent), *(extra(parent, i) for i in range(1, children))]
+    return build_n
+
+
 OPERATOR_NAME = "shards"
 
 
@@ -81,15 +99,16 @@ def replica_client(api: Any, shard: str) -> KubernetesClient:
 def make_operator(
     *, namespace: str, name: str = OPERATOR_NAME, lease_duration: float = 2.0,
     replicas_hint: int | None = None, workers: int = 4, heartbeat: float | None = None,
-    prune: Sequence[tuple[str, str]] = (),
+    prune: Sequence[tuple[str, str]] = (), children: int = 1,
 ) -> Operator:
     """The sharded Item operator watching ``namespace``, with short leases for tests
-    (``prune``: the kinds whose unbuilt children it deletes)."""
+    (``prune``: the kinds whose unbuilt children it deletes; ``children``: ConfigMaps per
+    Item)."""
     renew_deadline = lease_duration * 0.7
     period = lease_duration / 8
     return Operator(
-        api_version=API_VERSION, kind="Item", build=build, name=name, namespace=namespace,
-        events=False, workers=workers, install=[ITEM_CRD], prune=tuple(prune),
+        api_version=API_VERSION, kind="Item", build=build_with(children), name=name,
+        namespace=namespace, events=False, workers=workers, install=[ITEM_CRD], prune=tuple(prune),
         resync=ResyncPolicy(heartbeat=heartbeat),
         leader_election=LeaderElection(namespace=namespace, lease_duration=lease_duration,
                                        renew_deadline=renew_deadline, retry_period=period),
@@ -182,9 +201,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lease", type=float, default=2.0)
     parser.add_argument("--replicas-hint", type=int, default=None)
     parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--children", type=int, default=1, help="ConfigMaps per Item")
     args = parser.parse_args(argv)
     api = kubernetes.config.new_client_from_config(config_file=args.kubeconfig)
     operator = make_operator(namespace=args.namespace, lease_duration=args.lease,
+                             children=args.children,
                              replicas_hint=args.replicas_hint, workers=args.workers)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
