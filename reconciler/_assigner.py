@@ -1,24 +1,25 @@
 """The assigner: the one elected replica that labels every parent with its shard.
 
-Issue 16. It watches every parent (its own informer, not scoped to a shard) and the shard
-Leases (``reconciler._shards.ShardLease``), and applies the pure decisions of
-``reconciler._sharding``: a new parent is labelled on its first event, the parents of a gone
-shard move at once, those of a live one are drained first (the owner acknowledges, see
-``reconciler._shards.Shards.acknowledge``), and a drain that times out is forced. It writes only
-parents' labels, with their ``resourceVersion``; ``reconciler._shards.Shards`` runs it while its
-election is won.
+Issue 16. It watches every parent (its own informer, not scoped to a shard, caching only each
+parent's metadata view through ``MetadataView``) and the shard Leases
+(``reconciler._shards.ShardLease``), sleeps until the next Lease expiry or drain timeout, and
+applies the pure decisions of ``reconciler._sharding``: a new parent is labelled on its first
+event, the parents of a gone shard move at once, those of a live one are drained first (the
+owner acknowledges, see ``reconciler._shards.Shards.acknowledge``), and a drain that times out
+is forced. It writes only parents' labels, with their ``resourceVersion``;
+``reconciler._shards.Shards`` runs it while its election is won.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Unpack
 
 from builders import ObjectRef
-from reconciler._clients import ClusterClient, KubeObject
+from reconciler._clients import ClusterClient, KubeObject, ListFields, ListOptions, WatchEvent
 from reconciler._clocks import Clock
 from reconciler._errors import ApiError, ConflictError, NotFoundError
 from reconciler._informers import Informer
@@ -33,24 +34,94 @@ from reconciler._sharding import (
     decide,
     drain_patch,
     live_shards,
+    metadata_view,
+    next_change,
     observe_members,
     shard_of,
 )
 from reconciler._triggers import ParentKey, meta_of
 
-__all__ = ["Assigner"]
+__all__ = ["Assigner", "MetadataView"]
 
 _log = logging.getLogger("optk.sharding")
 _LEASE = ("coordination.k8s.io/v1", "Lease")
 _MERGE = "application/merge-patch+json"
+_WRITERS = 8
+"""Label patches in flight at once (a crashed shard's parents move together)."""
+
+
+class MetadataView:
+    """A ``ClusterClient`` whose lists and watches carry only ``metadata_view`` of each object:
+    the assigner's parent informer caches names, uids and labels, not whole parents (the
+    server still sends them whole; what is kept is what costs memory for the process's life).
+    Everything else is the wrapped client's."""
+
+    def __init__(self, client: ClusterClient) -> None:
+        self.inner = client
+
+    def list(self, api_version: str, kind: str, options: ListOptions | None = None, *,
+             namespace: str | None = None, **fields: Unpack[ListFields]) -> dict[str, Any]:
+        """The list body with each item reduced to its metadata view."""
+        body = self.inner.list(api_version, kind, options, namespace=namespace, **fields)
+        return {**body, "items": [metadata_view(o) for o in body.get("items") or ()]}
+
+    def watch(self, api_version: str, kind: str, options: ListOptions | None = None, *,
+              namespace: str | None = None, **fields: Unpack[ListFields]) -> Iterator[WatchEvent]:
+        """The watch events, each object reduced to its metadata view."""
+        for event in self.inner.watch(api_version, kind, options, namespace=namespace,
+                                      **fields):
+            obj = event.get("object")
+            if isinstance(obj, dict) and event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
+                yield {**event, "object": metadata_view(obj)}
+            else:
+                yield event
+
+    def get(self, api_version: str, kind: str, name: str, *,
+            namespace: str | None = None) -> dict[str, Any]:
+        """The wrapped client's ``get``."""
+        return self.inner.get(api_version, kind, name, namespace=namespace)
+
+    def create(self, obj: KubeObject, *, dry_run: bool = False) -> dict[str, Any]:
+        """The wrapped client's ``create``."""
+        return self.inner.create(obj, dry_run=dry_run)
+
+    def patch(self, api_version: str, kind: str, name: str, patch: Any, *, patch_type: str,
+              namespace: str | None = None, subresource: str | None = None,
+              dry_run: bool = False) -> dict[str, Any]:
+        """The wrapped client's ``patch``."""
+        return self.inner.patch(api_version, kind, name, patch, patch_type=patch_type,
+                                namespace=namespace, subresource=subresource, dry_run=dry_run)
+
+    def replace(self, obj: KubeObject, *, subresource: str | None = None,
+                dry_run: bool = False) -> dict[str, Any]:
+        """The wrapped client's ``replace``."""
+        return self.inner.replace(obj, subresource=subresource, dry_run=dry_run)
+
+    def delete(self, api_version: str, kind: str, name: str, *, namespace: str | None = None,
+               propagation_policy: str | None = None,
+               preconditions: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """The wrapped client's ``delete``."""
+        return self.inner.delete(api_version, kind, name, namespace=namespace,
+                                 propagation_policy=propagation_policy,
+                                 preconditions=preconditions)
+
+    def is_served(self, api_version: str, kind: str) -> bool:
+        """The wrapped client's ``is_served``."""
+        return self.inner.is_served(api_version, kind)
+
+    def is_namespaced(self, api_version: str, kind: str) -> bool:
+        """The wrapped client's ``is_namespaced``."""
+        return self.inner.is_namespaced(api_version, kind)
 
 
 class Assigner:
     """The leader's loop: label every parent with its shard, moving parents between shards.
 
     Parent events queue that parent (a new one is assigned at once); a change of the live
-    shards re-decides every parent; a tick every ``renew_period`` notices expired Leases and
-    timed-out drains. Patches carry the parent's ``resourceVersion``: a conflict only means the
+    shards re-decides every parent; the loop wakes at the instant the next Lease expires or
+    drain times out (``next_change``; at the latest every ``renew_period``), so a crashed
+    shard's parents start moving the moment its Lease is a duration old, ``_WRITERS`` label
+    patches at a time. Patches carry the parent's ``resourceVersion``: a conflict only means the
     next event decides again.
     """
 
@@ -62,12 +133,13 @@ class Assigner:
         self.sharding = sharding
         self._clock = clock
         self._metrics = metrics
-        self.parents = Informer(client, api_version, kind, namespace=namespace, clock=clock)
+        self.parents = Informer(MetadataView(client), api_version, kind, namespace=namespace,
+                                clock=clock)
         self.leases = Informer(client, *_LEASE, namespace=sharding.namespace,
                                label_selector=f"{RING_LABEL}={operator}", clock=clock)
         self._cond = threading.Condition()
         self._book = threading.Lock()
-        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="optk-assign")
+        self._pool = ThreadPoolExecutor(max_workers=_WRITERS, thread_name_prefix="optk-assign")
         self._pending: set[ParentKey] = set()
         self._sweep = True
         self._stopping = False
@@ -76,6 +148,8 @@ class Assigner:
         self._drains: dict[ParentKey, float] = {}
         self._first_seen: dict[ParentKey, float] = {}
         self._started = 0.0
+        self.live_changed_at: float | None = None
+        """When (wall clock) the live shards last changed, as this assigner saw it."""
         self.moves = 0
         self.drains = 0
         self.assignments = 0
@@ -110,7 +184,7 @@ class Assigner:
                 if self._stopping:
                     return
                 if not self._pending and not self._sweep:
-                    self._clock.wait(self._cond, self.sharding.renew_period)
+                    self._clock.wait(self._cond, self._until_next_change())
                 if self._stopping:
                     return
                 pending, self._pending = self._pending, set()
@@ -119,6 +193,15 @@ class Assigner:
                 self._round(pending, sweep)
             except Exception:  # never lose the assigner to a bug: the next tick retries
                 _log.exception("sharding: an assignment round failed")
+
+    def _until_next_change(self) -> float:
+        """Seconds to sleep: until the next Lease expiry or drain timeout (then a round
+        notices it at once), at most ``renew_period``."""
+        now = self._clock.monotonic()
+        at = next_change(self._members, now=now, drains=self._drains.values(),
+                         drain_timeout=self.sharding.drain_timeout)
+        period = self.sharding.renew_period
+        return period if at is None else max(0.001, min(period, at - now + 0.001))
 
     def _wake(self, *, sweep: bool, key: ParentKey | None = None) -> None:
         with self._cond:
@@ -143,6 +226,7 @@ class Assigner:
         with self._cond:
             changed, self._live = live != self._live, live
         if changed:
+            self.live_changed_at = self._clock.time()
             _log.info("sharding: live shards are now %s", ", ".join(sorted(live)) or "none")
         keys: Iterable[ParentKey] = (self.parents.cache.keys() if sweep or changed
                                      else pending | set(self._drains))

@@ -5,8 +5,11 @@ labels objects with their shard, a drain handshake before a move). Everything he
 function of values: the ``Sharding`` settings, membership from the shard Leases as observed by
 the assigner's own clock (``observe_members``, ``live_shards``), rendezvous hashing
 (``rendezvous_shard``: adding or removing one of N shards moves about 1/N of the parents), the
-assigner's decision for one parent (``decide``: assign, drain, force a stuck drain, or nothing)
-and the owner's side of the handshake (``must_release``). The I/O shell that renews the Leases,
+assigner's decision for one parent (``decide``: assign, drain, force a stuck drain, or nothing),
+when the passing of time alone changes a decision (``next_change``: the assigner sleeps until
+the next Lease expiry), what the assigner keeps of a parent (``metadata_view``), the owner's
+side of the handshake (``must_release``) and the label patches, among them the conditional
+relabelling of a moved-in parent's child (``adopt_patch``). The I/O shell that renews the Leases,
 runs the assigner and acknowledges drains is ``reconciler._shards``.
 """
 
@@ -20,6 +23,8 @@ from typing import Any
 
 import attrs
 
+from builders.names import MANAGED_BY_LABEL, OWNER_UID_LABEL
+
 __all__ = [
     "DRAIN_LABEL",
     "RING_LABEL",
@@ -29,13 +34,16 @@ __all__ = [
     "Decision",
     "Member",
     "Sharding",
+    "adopt_patch",
     "assign_patch",
     "decide",
     "drain_patch",
     "draining",
     "lease_name",
     "live_shards",
+    "metadata_view",
     "must_release",
+    "next_change",
     "observe_members",
     "parent_hash_key",
     "release_patch",
@@ -153,6 +161,21 @@ def live_shards(members: Mapping[str, Member], *, now: float) -> frozenset[str]:
     return frozenset(shard for shard, member in members.items() if member.live(now))
 
 
+def next_change(
+    members: Mapping[str, Member], *, now: float, drains: Iterable[float] = (),
+    drain_timeout: float,
+) -> float | None:
+    """The next instant (assigner clock) after ``now`` at which the passing of time alone
+    changes a decision: the earliest expiry of a live member's Lease (``observed_at +
+    duration``) or the earliest timeout of a drain started at one of ``drains``; ``None`` when
+    there is none. The assigner sleeps until then, so a crashed shard's parents move the moment
+    its Lease expires, not at the next periodic tick."""
+    instants = [m.observed_at + m.duration for m in members.values() if m.live(now)]
+    instants.extend(started + drain_timeout for started in drains
+                    if started + drain_timeout > now)
+    return min(instants, default=None)
+
+
 # --- partitioning ----------------------------------------------------------------------------
 
 
@@ -257,6 +280,34 @@ def assign_patch(target: str) -> dict[str, Any]:
 def drain_patch() -> dict[str, Any]:
     """The merge patch that marks a parent draining."""
     return {"metadata": {"labels": {DRAIN_LABEL: "true"}}}
+
+
+def adopt_patch(*, shard: str, operator: str, owner_uid: str) -> list[dict[str, Any]]:
+    """The JSON patch with which a new owner labels one child of a moved-in parent with its
+    shard: it applies only while the child is still the operator's (``managed-by``) and the
+    parent's (``owner-uid``): the server refuses it (422) otherwise, so no LIST is needed to
+    find out first."""
+    def pointer(label: str) -> str:
+        return "/metadata/labels/" + label.replace("~", "~0").replace("/", "~1")
+
+    return [
+        {"op": "test", "path": pointer(MANAGED_BY_LABEL), "value": operator},
+        {"op": "test", "path": pointer(OWNER_UID_LABEL), "value": owner_uid},
+        {"op": "add", "path": pointer(SHARD_LABEL), "value": shard},
+    ]
+
+
+_VIEW_FIELDS = ("name", "namespace", "uid", "labels", "resourceVersion", "deletionTimestamp")
+
+
+def metadata_view(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What the assigner keeps of a parent: its type, and of its metadata the name, namespace,
+    uid, labels, ``resourceVersion`` and ``deletionTimestamp`` (no spec, status, annotations or
+    managed fields): enough to decide and to write a label patch with a precondition."""
+    meta = obj.get("metadata") or {}
+    view: dict[str, Any] = {k: obj[k] for k in ("apiVersion", "kind") if k in obj}
+    view["metadata"] = {k: meta[k] for k in _VIEW_FIELDS if k in meta}
+    return view
 
 
 def release_patch() -> dict[str, Any]:

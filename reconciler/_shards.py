@@ -7,7 +7,8 @@ renew deadline stops, before the assigner can consider it gone). The ``Assigner`
 (``reconciler._assigner``) runs on the one replica that wins the ``<operator>-sharder``
 election. ``Shards`` is what the runtime holds: the shard id, the label selector its informers
 use, the builders' label stamping (``stamp_shard``), the owner's side of the drain handshake
-(``releasing``/``acknowledge``), the adoption of a moved-in parent's children, and the threads.
+(``releasing``/``acknowledge``), the adoption of a moved-in parent's children (one conditional
+JSON patch per child its builders name, no LIST), and the threads.
 """
 
 from __future__ import annotations
@@ -19,18 +20,21 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from builders import compose
+import attrs
+
+from builders import ObjectRef, compose
 from builders.composition import evaluate
 from builders.names import MANAGED_BY_LABEL, OWNER_UID_LABEL
 from reconciler._assigner import Assigner
 from reconciler._clients import ClusterClient, KubeObject
 from reconciler._clocks import Clock
-from reconciler._errors import ApiError, NotFoundError
+from reconciler._errors import ApiError, InvalidError, NotFoundError
 from reconciler._leadership import LeaderElection, LeaderElector
 from reconciler._sharding import (
     RING_LABEL,
     SHARD_LABEL,
     Sharding,
+    adopt_patch,
     lease_name,
     must_release,
     release_patch,
@@ -46,6 +50,7 @@ __all__ = ["ShardLease", "Shards", "stamp_shard"]
 _log = logging.getLogger("optk.sharding")
 _LEASE = ("coordination.k8s.io/v1", "Lease")
 _MERGE = "application/merge-patch+json"
+_JSON_PATCH = "application/json-patch+json"
 
 
 def _micro_time(epoch: float) -> str:
@@ -246,36 +251,60 @@ class Shards:
             return False
 
     def adopt(self, parent: KubeObject) -> set[tuple[str, str]]:
-        """Label a moved-in parent's children with this shard (one LIST per child type by
-        owner uid, one PATCH per child still labelled otherwise), so that this replica's child
-        informers see them; returns the child types. A child left over is relabelled by the
-        parent's next reconcile (its desired state carries the label)."""
+        """Label a moved-in parent's children with this shard, so that this replica's child
+        informers see them; returns the child types. The children its builders name get one
+        JSON patch each that applies only while the child is the operator's and this parent's
+        (``adopt_patch``: no LIST first); a child already in this replica's child cache is
+        left alone. Unbuilt children of the prune kinds (which the reconcile must see to prune
+        them) are found by one LIST per prune kind by owner uid. A child left over is
+        relabelled by the parent's next reconcile (its desired state carries the label)."""
+        meta = meta_of(parent)
+        uid = str(meta.get("uid"))
+        built, types = self._built_children(parent)
+        for ref in built:
+            self._adopt_one(ref.api_version, ref.kind, ref.name, ref.namespace, uid)
+        prune = {(str(a), str(k)) for a, k in self._runtime.operator.prune}
+        for api_version, kind in sorted(prune):
+            self._adopt_unbuilt(parent, api_version, kind, named={
+                r.name for r in built if (r.api_version, r.kind) == (api_version, kind)})
+        return types
+
+    def _adopt_one(self, api_version: str, kind: str, name: str, namespace: str | None,
+                   owner_uid: str) -> None:
+        rt = self._runtime
+        try:
+            namespace = namespace if rt.client.is_namespaced(api_version, kind) else None
+            informer = rt.informers.informer(api_version, kind)
+            if informer is not None and informer.cache.get(namespace or "", name) is not None:
+                return  # already labelled for this shard
+            rt.client.patch(api_version, kind, name, adopt_patch(
+                shard=self.shard, operator=rt.operator.name, owner_uid=owner_uid),
+                patch_type=_JSON_PATCH, namespace=namespace)
+        except (NotFoundError, InvalidError):
+            return  # missing (the reconcile creates it) or not this parent's: not adopted
+        except ApiError as error:
+            _log.warning("adopting %s %s/%s failed: %s", kind, namespace, name, error)
+            return
+        self.adopted += 1
+
+    def _adopt_unbuilt(self, parent: KubeObject, api_version: str, kind: str, *,
+                       named: set[str]) -> None:
         meta = meta_of(parent)
         client = self._runtime.client
-        op = self._runtime.operator
-        selector = f"{MANAGED_BY_LABEL}={op.name},{OWNER_UID_LABEL}={meta.get('uid')}"
-        types = self.child_types(parent)
-        for api_version, kind in sorted(types):
-            try:
-                namespace = meta.get("namespace") if client.is_namespaced(
-                    api_version, kind) else None
-                body = client.list(api_version, kind, namespace=namespace,
-                                   label_selector=selector)
-                for child in body.get("items") or ():
-                    if shard_of(child) == self.shard:
-                        continue
-                    child_meta = child.get("metadata") or {}
-                    client.patch(
-                        api_version, kind, str(child_meta.get("name")),
-                        {"metadata": {"labels": {SHARD_LABEL: self.shard},
-                                      "resourceVersion": child_meta.get("resourceVersion")}},
-                        patch_type=_MERGE, namespace=child_meta.get("namespace"),
-                    )
-                    self.adopted += 1
-            except ApiError as error:
-                _log.warning("[%s/%s] adopting its %s children failed: %s",
-                             meta.get("namespace"), meta.get("name"), kind, error)
-        return types
+        selector = (f"{MANAGED_BY_LABEL}={self._runtime.operator.name},"
+                    f"{OWNER_UID_LABEL}={meta.get('uid')}")
+        try:
+            namespace = meta.get("namespace") if client.is_namespaced(api_version, kind) else None
+            body = client.list(api_version, kind, namespace=namespace, label_selector=selector)
+        except ApiError as error:
+            _log.warning("[%s/%s] listing its %s children failed: %s",
+                         meta.get("namespace"), meta.get("name"), kind, error)
+            return
+        for child in body.get("items") or ():
+            child_meta = child.get("metadata") or {}
+            if shard_of(child) != self.shard and child_meta.get("name") not in named:
+                self._adopt_one(api_version, kind, str(child_meta.get("name")),
+                                child_meta.get("namespace"), str(meta.get("uid")))
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -309,15 +338,26 @@ class Shards:
     def child_types(self, parent: KubeObject) -> set[tuple[str, str]]:
         """The types of a parent's children: what its (pure) builders produce, and the pruned
         kinds."""
+        return self._built_children(parent)[1]
+
+    def _built_children(self, parent: KubeObject) -> tuple[list[ObjectRef], set[tuple[str, str]]]:
+        """The children a parent's (pure) builders name, and their types with the pruned
+        kinds."""
         op = self._runtime.operator
         types = {(str(a), str(k)) for a, k in op.prune}
+        refs: list[ObjectRef] = []
+        namespace = meta_of(parent).get("namespace")
         try:
             for builder in compose(op.build(parent)):
                 obj, _ = evaluate(builder, parent=parent)
-                types.add((str(obj.get("apiVersion")), str(obj.get("kind"))))
+                ref = ObjectRef.of(obj)
+                if ref.namespace is None and namespace:
+                    ref = attrs.evolve(ref, namespace=namespace)
+                refs.append(ref)
+                types.add((ref.api_version, ref.kind))
         except Exception as error:  # a build failure is its owner's to report
             _log.debug("sharding: building %s failed: %s", meta_of(parent).get("name"), error)
-        return types
+        return refs, types
 
     def _campaign(self) -> None:
         rt = self._runtime

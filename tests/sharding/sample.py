@@ -20,7 +20,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -66,16 +66,49 @@ def build(parent: Any) -> Sequence[ResourceBuilder]:
     return [settings(parent)]
 
 
+@resource_builder
+def extra(parent: Any, index: int) -> dict[str, Any]:
+    """One more ConfigMap, ``<parent>-cfg-<index>`` (benchmarks with more children)."""
+    value = str((parent.get("spec") or {}).get("value", ""))
+    return config_map(metadata={"name": child_name(parent["metadata"]["name"], f"cfg-{index}")},
+                      data={"value": value})
+
+
+def build_with(children: int) -> Callable[[Any], Sequence[ResourceBuilder]]:
+    """``children`` ConfigMaps per Item: ``<parent>-cfg``, then ``<parent>-cfg-1``, ..."""
+    if children == 1:
+        return build
+
+    def build_n(parent: Any) -> Sequence[ResourceBuilder]:
+        return [settings(parent), *(extra(parent, i) for i in range(1, children))]
+    return build_n
+
+
+OPERATOR_NAME = "shards"
+
+
+def replica_client(api: Any, shard: str) -> KubernetesClient:
+    """A client for one replica: named for the operator (its field manager), with the user
+    agent ``optk-shard/<shard>`` so that the server's request log tells the replicas apart (the
+    runtime keeps a client that already names its operator as it is)."""
+    client = KubernetesClient(api, operator_name=OPERATOR_NAME)
+    client.user_agent = f"{USER_AGENT_PREFIX}{shard}"
+    return client
+
+
 def make_operator(
-    *, namespace: str, name: str = "shards", lease_duration: float = 2.0,
+    *, namespace: str, name: str = OPERATOR_NAME, lease_duration: float = 2.0,
     replicas_hint: int | None = None, workers: int = 4, heartbeat: float | None = None,
+    prune: Sequence[tuple[str, str]] = (), children: int = 1,
 ) -> Operator:
-    """The sharded Item operator watching ``namespace``, with short leases for tests."""
+    """The sharded Item operator watching ``namespace``, with short leases for tests
+    (``prune``: the kinds whose unbuilt children it deletes; ``children``: ConfigMaps per
+    Item)."""
     renew_deadline = lease_duration * 0.7
     period = lease_duration / 8
     return Operator(
-        api_version=API_VERSION, kind="Item", build=build, name=name, namespace=namespace,
-        events=False, workers=workers, install=[ITEM_CRD],
+        api_version=API_VERSION, kind="Item", build=build_with(children), name=name,
+        namespace=namespace, events=False, workers=workers, install=[ITEM_CRD], prune=tuple(prune),
         resync=ResyncPolicy(heartbeat=heartbeat),
         leader_election=LeaderElection(namespace=namespace, lease_duration=lease_duration,
                                        renew_deadline=renew_deadline, retry_period=period),
@@ -86,7 +119,27 @@ def make_operator(
     )
 
 
-def figures(runtime: OperatorRuntime, base: dict[str, float] | None = None) -> dict[str, Any]:
+class Arrivals:
+    """When (wall clock) each parent last arrived in a replica's parent cache (an ADDED event):
+    the benchmark's takeover timeline reads it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._at: dict[str, float] = {}
+
+    def __call__(self, event: str, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
+        if event == "ADDED":
+            with self._lock:
+                self._at[str(new["metadata"]["name"])] = time.time()
+
+    def snapshot(self) -> dict[str, float]:
+        """Name -> wall time of its last arrival."""
+        with self._lock:
+            return dict(self._at)
+
+
+def figures(runtime: OperatorRuntime, base: dict[str, float] | None = None,
+            arrivals: Arrivals | None = None) -> dict[str, Any]:
     """What the replica reports: resources (and ``base``, those before the runtime started,
     i.e. the interpreter and its imports), caches, work and the assigner's counters."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -106,12 +159,14 @@ def figures(runtime: OperatorRuntime, base: dict[str, float] | None = None) -> d
         "cached_parents": parents, "cached_children": children,
         "cached_objects": parents + children + assigned, "assigner_cached": assigned,
         "reconciles": sum(runtime.stats.reconciles.values()),
-        "releases": shards.releases, "idle": runtime.idle, "ready": runtime.ready,
+        "releases": shards.releases, "adopted": shards.adopted,
+        "arrivals": {} if arrivals is None else arrivals.snapshot(),
+        "idle": runtime.idle, "ready": runtime.ready,
         "leading": assigner is not None,
         "assigner": None if assigner is None else {
             "moves": assigner.moves, "drains": assigner.drains,
             "assignments": assigner.assignments, "forced": assigner.forced,
-            "live": sorted(assigner.live),
+            "live": sorted(assigner.live), "live_changed_at": assigner.live_changed_at,
         },
     }
 
@@ -146,17 +201,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lease", type=float, default=2.0)
     parser.add_argument("--replicas-hint", type=int, default=None)
     parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--children", type=int, default=1, help="ConfigMaps per Item")
     args = parser.parse_args(argv)
     api = kubernetes.config.new_client_from_config(config_file=args.kubeconfig)
-    api.user_agent = f"{USER_AGENT_PREFIX}{args.shard}"
     operator = make_operator(namespace=args.namespace, lease_duration=args.lease,
+                             children=args.children,
                              replicas_hint=args.replicas_hint, workers=args.workers)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     usage = resource.getrusage(resource.RUSAGE_SELF)
     base = {"cpu_s": usage.ru_utime + usage.ru_stime, "rss_mb": _rss_mb()}
-    runtime = operator.start(KubernetesClient(api), identity=args.shard,
+    runtime = operator.start(replica_client(api, args.shard), identity=args.shard,
                              environ={"OPTK_SHARD_ID": args.shard})
+    arrivals = Arrivals()
+    runtime.parents.add_handler(arrivals)
     status = Path(args.status)
     lost = False
     try:
@@ -165,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
                 lost = True
                 break
             temp = status.with_suffix(".tmp")
-            temp.write_text(json.dumps(figures(runtime, base)))
+            temp.write_text(json.dumps(figures(runtime, base, arrivals)))
             temp.replace(status)
             stop.wait(0.25)
     finally:

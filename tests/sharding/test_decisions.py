@@ -9,14 +9,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from builders.names import MANAGED_BY_LABEL, OWNER_UID_LABEL
 from reconciler import Sharding
 from reconciler._sharding import (
     DRAIN_LABEL,
     SHARD_LABEL,
     Decision,
+    adopt_patch,
     decide,
     live_shards,
+    metadata_view,
     must_release,
+    next_change,
     observe_members,
     rendezvous_shard,
 )
@@ -75,6 +79,67 @@ def test_membership_is_judged_by_the_observers_clock() -> None:
                                now=112.0, default_duration=15)
     assert live_shards(released, now=112.0) == frozenset()  # a released Lease: gone at once
     assert observe_members(released, [], now=113.0, default_duration=15) == {}
+
+
+def test_the_assigner_wakes_at_the_next_expiry_or_drain_timeout() -> None:
+    members = observe_members({}, [lease("a", "a", "t1"), lease("b", "b", "t1")], now=100.0,
+                              default_duration=15)
+    members = observe_members(members, [lease("a", "a", "t1"), lease("b", "b", "t2", "2")],
+                              now=103.0, default_duration=15)
+    # durations come from the Leases (10 s), counted from when this observer saw each record
+    assert next_change(members, now=104.0, drain_timeout=60) == 110.0
+    assert next_change(members, now=104.0, drains=[45.0], drain_timeout=60) == 105.0
+    assert next_change(members, now=104.0, drains=[30.0], drain_timeout=60) == 110.0  # past
+    assert live_shards(members, now=110.0) == {"b"}  # at that instant "a" is gone
+    assert next_change(members, now=110.0, drain_timeout=60) == 113.0
+    assert next_change(members, now=113.0, drain_timeout=60) is None
+    assert next_change({}, now=0.0, drain_timeout=60) is None
+
+
+def apply_json_patch(obj: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """A JSON patch's ``test`` and ``add`` on labels (what ``adopt_patch`` uses); None when a
+    test fails (the server's 422)."""
+    labels = dict(obj["metadata"].get("labels") or {})
+    for op in ops:
+        key = op["path"].removeprefix("/metadata/labels/").replace("~1", "/").replace("~0", "~")
+        if op["op"] == "test" and labels.get(key) != op["value"]:
+            return None
+        if op["op"] == "add":
+            labels[key] = op["value"]
+    return {**obj, "metadata": {**obj["metadata"], "labels": labels}}
+
+
+def test_adoption_relabels_only_the_operators_child_of_that_parent() -> None:
+    ours = {"metadata": {"name": "p-cfg", "labels": {
+        MANAGED_BY_LABEL: "op", OWNER_UID_LABEL: "u1", SHARD_LABEL: "old"}}}
+    ops = adopt_patch(shard="new", operator="op", owner_uid="u1")
+    adopted = apply_json_patch(ours, ops)
+    assert adopted is not None
+    assert adopted["metadata"]["labels"][SHARD_LABEL] == "new"
+    assert {op["path"] for op in ops} == {
+        "/metadata/labels/app.kubernetes.io~1managed-by", "/metadata/labels/optk.dev~1owner-uid",
+        "/metadata/labels/optk.dev~1shard"}
+    assert apply_json_patch(ours, adopt_patch(shard="new", operator="op", owner_uid="u2")) is None
+    foreign = {"metadata": {"name": "p-cfg", "labels": {OWNER_UID_LABEL: "u1"}}}
+    assert apply_json_patch(foreign, ops) is None
+
+
+def test_the_assigners_view_of_a_parent_keeps_only_what_it_decides_on() -> None:
+    full = {"apiVersion": "x/v1", "kind": "Item", "spec": {"big": "x" * 1000},
+            "status": {"lastReconcile": "t"},
+            "metadata": {"name": "p", "namespace": "ns", "uid": "u", "resourceVersion": "7",
+                         "labels": {SHARD_LABEL: "a", DRAIN_LABEL: "true"},
+                         "annotations": {"a": "b"}, "managedFields": [{"manager": "m"}],
+                         "deletionTimestamp": "2026-01-01T00:00:00Z"}}
+    view = metadata_view(full)
+    assert view == {"apiVersion": "x/v1", "kind": "Item", "metadata": {
+        "name": "p", "namespace": "ns", "uid": "u", "resourceVersion": "7",
+        "labels": {SHARD_LABEL: "a", DRAIN_LABEL: "true"},
+        "deletionTimestamp": "2026-01-01T00:00:00Z"}}
+    kw: dict[str, Any] = {"live": frozenset({"a", "b"}), "drain_started": 0.0, "now": 1.0,
+                          "drain_timeout": 30}
+    assert decide(view, **kw) == decide(full, **kw)
+    assert metadata_view({"metadata": {"name": "p"}}) == {"metadata": {"name": "p"}}
 
 
 def test_decisions() -> None:

@@ -23,8 +23,8 @@ import pytest
 
 from reconciler import KubernetesClient
 from tests.sharding.conftest import child_value, converged, item, owners, wait_until
-from tests.sharding.sample import API_VERSION
-from tests.sharding.test_runtimes import overlapping_writers
+from tests.sharding.sample import API_VERSION, USER_AGENT_PREFIX
+from tests.sharding.test_runtimes import child_writers, overlapping_writers
 
 LEASE = 2.0
 PARENTS = 45
@@ -127,4 +127,5 @@ def test_replica_processes_converge_survive_a_kill_and_rebalance(
     assert 0.1 * PARENTS <= len(moved) <= 0.6 * PARENTS, len(moved)
     assert wait_until(lambda: sum(p.status().get("releases", 0) for s, p in processes.items()
                                   if s != "d") - released_before == len(moved), 5)
+    assert child_writers(kube_api.request_log()) >= {f"{USER_AGENT_PREFIX}{s}" for s in "abcd"}
     assert overlapping_writers(kube_api.request_log()) == {}

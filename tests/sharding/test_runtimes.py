@@ -14,11 +14,13 @@ from typing import Any
 
 import pytest
 
+from builders.names import MANAGED_BY_LABEL, OWNER_UID_LABEL
 from reconciler import KubernetesClient
 from reconciler._runtime import OperatorRuntime
+from reconciler._sharding import SHARD_LABEL, shard_of
 from reconciler.embedded import Faults
 from tests.sharding.conftest import converged, item, owners, wait_until
-from tests.sharding.sample import USER_AGENT_PREFIX, make_operator
+from tests.sharding.sample import API_VERSION, USER_AGENT_PREFIX, make_operator, replica_client
 
 LEASE = 2.0
 PARENTS = 30
@@ -26,11 +28,9 @@ PARENTS = 30
 
 def start_replica(kube_api: Any, namespace: str, shard: str, **options: Any) -> OperatorRuntime:
     """One replica: its own ApiClient (user agent ``optk-shard/<shard>``) and runtime."""
-    api = kube_api.api_client()
-    api.user_agent = f"{USER_AGENT_PREFIX}{shard}"
     options.setdefault("replicas_hint", 3)
     operator = make_operator(namespace=namespace, lease_duration=LEASE, **options)
-    return operator.start(KubernetesClient(api), identity=shard,
+    return operator.start(replica_client(kube_api.api_client(), shard), identity=shard,
                           environ={"OPTK_SHARD_ID": shard})
 
 
@@ -75,6 +75,13 @@ def test_three_replicas_converge_take_over_and_rebalance(
         and cached_children(rt) == {f"{n}-cfg" for n, s in by_shard.items() if s == shard}
         for shard, rt in replicas.items()), 10)
     assert all(0 < sum(s == shard for s in by_shard.values()) < PARENTS for shard in "abc")
+    # the assigner caches every parent, but only its metadata view (no spec, no status)
+    assigner = next(rt.shards.assigner for rt in replicas.values()
+                    if rt.shards and rt.shards.assigner)
+    views = assigner.parents.cache.list()
+    assert len(views) == PARENTS
+    assert all(set(v) <= {"apiVersion", "kind", "metadata"} and v["metadata"]["uid"]
+               and "managedFields" not in v["metadata"] for v in views)
 
     # crash one replica that is not the assigner: its parents move within the lease duration
     victim = next(s for s, rt in replicas.items() if rt.shards and not rt.shards.leading)
@@ -112,7 +119,9 @@ def test_three_replicas_converge_take_over_and_rebalance(
     assert released == len(moved)
     assert wait_until(lambda: cached_parents(replicas["d"]) == moved, 10)
 
-    # never two replicas writing the children (or status) of one parent at once
+    # never two replicas writing the children (or status) of one parent at once (and the log
+    # does tell the replicas apart: every one of them wrote children)
+    assert child_writers(kube_api.request_log()) >= {f"{USER_AGENT_PREFIX}{s}" for s in "abcd"}
     assert overlapping_writers(kube_api.request_log()) == {}
 
 
@@ -149,6 +158,13 @@ def test_graceful_leave_per_shard_heartbeats_and_metrics(
         leader.shards.shard if leader.shards else "")}), 10)
 
 
+def child_writers(log: list[Any]) -> set[str]:
+    """The user agents of the replicas that wrote a ConfigMap (a child) successfully."""
+    return {r.user_agent for r in log if (r.user_agent or "").startswith(USER_AGENT_PREFIX)
+            and r.code < 400 and r.resource == "configmaps"
+            and r.verb in ("create", "update", "patch")}
+
+
 def overlapping_writers(log: list[Any]) -> dict[str, list[str]]:
     """Parents whose child or status writes came from two replicas interleaved (A, B, A):
     a handover leaves the old writer silent for good."""
@@ -169,6 +185,46 @@ def overlapping_writers(log: list[Any]) -> dict[str, list[str]]:
         if not sequence or sequence[-1] != agent:
             sequence.append(agent)
     return {p: seq for p, seq in writers.items() if len(seq) != len(set(seq))}
+
+
+def test_a_new_owner_adopts_the_built_and_the_leftover_children_of_a_moved_in_parent(
+    kube_api: Any, kube_namespace: str, shard_client: KubernetesClient,
+    replicas: dict[str, OperatorRuntime],
+) -> None:
+    """The built child is relabelled by name (a conditional JSON patch); an unbuilt child of a
+    prune kind is found by owner uid, relabelled and then pruned by the new owner; a
+    ConfigMap of another owner is left alone."""
+    ns, client = kube_namespace, shard_client
+    prune = [("v1", "ConfigMap")]
+    replicas["a"] = start_replica(kube_api, ns, "a", replicas_hint=1, prune=prune)
+    client.create(item(ns, "solo"))
+    assert wait_until(lambda: converged(client, ns, live={"a"}), 20)
+    uid = client.get(API_VERSION, "Item", "solo", namespace=ns)["metadata"]["uid"]
+    def config_map(name: str, owner_uid: str) -> dict[str, Any]:
+        owned = [{"apiVersion": API_VERSION, "kind": "Item", "name": "solo", "uid": uid,
+                  "controller": True}] if owner_uid == uid else []  # GC takes dangling ones
+        return {"apiVersion": "v1", "kind": "ConfigMap", "data": {}, "metadata": {
+            "name": name, "namespace": ns, "ownerReferences": owned, "labels": {
+                MANAGED_BY_LABEL: "shards", OWNER_UID_LABEL: owner_uid, SHARD_LABEL: "gone"}}}
+    # left by an earlier build (no longer built) and labelled for a shard long gone
+    client.create(config_map("solo-old", uid))
+    client.create(config_map("stranger", "another-parent"))
+    replicas.pop("a").stop(0.0, release_lease=False)  # a crash: the Leases expire
+    replicas["b"] = start_replica(kube_api, ns, "b", replicas_hint=1, prune=prune)
+    assert wait_until(lambda: owners(client, ns) == {"solo": "b"}, 6 * LEASE)
+    def shard_label(name: str) -> str | None:
+        return shard_of(client.get("v1", "ConfigMap", name, namespace=ns))
+    assert wait_until(lambda: shard_label("solo-cfg") == "b" and shard_label("solo-old") == "b")
+    assert replicas["b"].shards is not None
+    assert replicas["b"].shards.adopted == 2
+    assert shard_label("stranger") == "gone"
+    # the new owner sees the leftover, so its next reconcile prunes it
+    client.patch(API_VERSION, "Item", "solo", {"spec": {"value": "2"}},
+                 patch_type="application/merge-patch+json", namespace=ns)
+    assert wait_until(lambda: "solo-old" not in {c["metadata"]["name"] for c in client.list(
+        "v1", "ConfigMap", namespace=ns).get("items") or ()})
+    assert converged(client, ns, live={"b"}, value="2")
+    assert shard_label("stranger") == "gone"
 
 
 def test_a_replica_that_cannot_renew_its_lease_stops_before_the_lease_expires(
