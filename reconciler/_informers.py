@@ -8,6 +8,12 @@ the inactivity timeout is treated as dead (the client's read timeout, when it of
 server-side ``timeoutSeconds`` bound every stream). Its store is an ``IndexedCache``
 (``reconciler._stores``).
 
+The backoff measures consecutive failures, not the informer's whole life: as client-go's reflector,
+it starts over once a list succeeds or a watch delivers anything (an event, a bookmark) or ends
+normally. A 410 right after a relist (the server keeps expiring every watch) pauses on a separate
+backoff capped at ``GONE_PAUSE_CAP`` seconds, so the informer neither spins nor stays away long
+once the server recovers: the relist that sees what changed meanwhile comes within that cap.
+
 ``InformerManager`` starts informers at run time, the first time a parent's builders produce a
 type (so a CRD installed later is watched as soon as it is used), shares one informer per type
 among all parents (deduplicated under concurrency), scopes them by the ``managed-by`` label, and
@@ -35,6 +41,7 @@ from reconciler._stores import IndexedCache
 from reconciler._stores import resource_version as _rv
 
 __all__ = [
+    "GONE_PAUSE_CAP",
     "EventHandler",
     "Informer",
     "InformerManager",
@@ -51,6 +58,9 @@ EventHandler = Callable[[str, "dict[str, Any] | None", "dict[str, Any]"], None]
 last known state of a deleted object)."""
 
 _log = logging.getLogger("optk.informers")
+
+GONE_PAUSE_CAP = 2.0
+"""The longest pause (seconds, before jitter) between relists while every watch gets 410 Gone."""
 
 
 @attrs.define
@@ -98,6 +108,9 @@ class Informer:
         self._inactivity = inactivity_timeout
         self._page_size = page_size
         self._backoff = backoff or ExponentialBackoff(base=0.05, cap=30.0, jitter=0.5)
+        self._gone_backoff = ExponentialBackoff(
+            base=min(self._backoff.base, GONE_PAUSE_CAP), cap=GONE_PAUSE_CAP, jitter=0.5
+        )
         self._handlers: list[EventHandler] = []
         self._cond = threading.Condition()
         self._synced = False
@@ -172,25 +185,27 @@ class Informer:
 
     def _run(self) -> None:
         need_list = True
-        gone_in_a_row = 0
         while not self.stopped:
+            started = self._clock.monotonic()
+            listed = False
             try:
                 if need_list:
                     self._list()
-                    need_list = False
+                    need_list, listed = False, True
+                    self._backoff.forget("watch")  # the server answers: failures start over
                 self._watch()
-                self._backoff.forget("watch")
-                gone_in_a_row = 0
+                self._healthy()
             except GoneError:
                 _log.info("watch of %s expired (410 Gone); relisting", self.kind)
                 self.stats.relists_after_gone += 1
                 need_list = True
-                gone_in_a_row += 1
-                if gone_in_a_row > 1:  # Gone again right after a relist: do not spin
-                    self._pause(self._backoff.when("watch"))
+                if listed:  # Gone right after a relist: pause briefly, do not spin
+                    self._pause(self._gone_backoff.when("gone"))
             except (ReconcilerError, OSError, ValueError) as error:
                 if self.stopped:
                     return
+                if self._clock.monotonic() - started > self._backoff.cap:
+                    self._backoff.forget("watch")  # it worked for a long while: a new failure
                 delay = self._backoff.when("watch")
                 self.stats.reconnects += 1
                 _log.warning(
@@ -204,6 +219,11 @@ class Informer:
                 _log.exception("informer of %s failed; restarting with a relist", self.kind)
                 need_list = True
                 self._pause(1.0)
+
+    def _healthy(self) -> None:
+        """The watch delivered something or ended normally: both backoffs start over."""
+        self._backoff.forget("watch")
+        self._gone_backoff.forget("gone")
 
     def _pause(self, seconds: float) -> None:
         with self._cond:
@@ -253,9 +273,13 @@ class Informer:
         events: Iterator[WatchEvent] = iter(
             self.client.watch(self.api_version, self.kind, stream, namespace=self.namespace)
         )
+        delivered = False
         for event in events:
             if self.stopped:
                 return
+            if not delivered:
+                delivered = True
+                self._healthy()
             self._handle(event)
 
     def _handle(self, event: WatchEvent) -> None:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pytest
 
 from reconciler import KubernetesClient
-from reconciler._informers import Informer, InformerManager
+from reconciler._informers import GONE_PAUSE_CAP, Informer, InformerManager
 from reconciler._recording import RecordingClient
+from reconciler.embedded import EmbeddedApiServer, Faults
 from tests.driver.conftest import wait_until
 
 MERGE = "application/merge-patch+json"
@@ -161,3 +163,42 @@ def test_an_own_delete_leaves_the_cache_at_once_and_late_events_do_not_revive_it
             again["metadata"]["uid"])
     finally:
         informer.stop()
+
+
+def test_after_a_life_of_failures_a_410_storm_ends_in_a_prompt_relist() -> None:
+    """Server-only hooks (restarts with state, the fault injector), on a server of its own.
+
+    The informer's backoff counts consecutive failures: reconnects during earlier server bounces
+    (each recovered from, with events delivered since) must not lengthen the pause between the
+    relists a later 410 storm causes. Before the fix they did (the count only started over when a
+    watch ended normally, after minutes), so the relist that sees a change made after the storm
+    came after the 30 s cap: the reliability suite's parent that stayed unreconciled."""
+    with EmbeddedApiServer() as server, server.api_client() as api_client:
+        client = KubernetesClient(api_client)
+        seen: list[str] = []
+        informer = Informer(client, "v1", "ConfigMap", namespace="default")
+        informer.add_handler(lambda event, old, new: seen.append(new["metadata"]["name"]))
+        informer.start()
+        try:
+            assert informer.wait_synced(10)
+            for bounce in range(3):  # the server goes away for a moment and comes back
+                server.stop()
+                time.sleep(0.5)
+                server.start()
+                client.create(_cm("default", f"back-{bounce}"))
+                assert wait_until(lambda: f"back-{bounce}" in seen, 60), bounce  # noqa: B023
+            reconnects = informer.stats.reconnects
+            assert reconnects >= 3
+            with server.faults(Faults(watch_gone=True)):
+                server.stop()  # faults apply to new watches: end the open one
+                server.start()
+                # Every watch gets 410: relist, 410, pause, relist, ...
+                assert wait_until(lambda: informer.stats.relists_after_gone >= 4, 60)
+            client.create(_cm("default", "after"))
+            changed = time.monotonic()
+            assert wait_until(lambda: "after" in seen, 60)
+            waited = time.monotonic() - changed
+            # The pause in progress when the storm ends is at most the capped one, jittered.
+            assert waited < GONE_PAUSE_CAP * 1.5 + 2.0, (waited, reconnects)
+        finally:
+            informer.stop()
