@@ -116,6 +116,8 @@ class Informer:
         self._synced = False
         self._stopped = False
         self._resource_version = ""
+        self._streamed: dict[tuple[str, str], dict[str, Any]] = {}  # what list/watch delivered
+        self._relisting = False
         self._thread: threading.Thread | None = None
         self._scope = ListOptions(label_selector=label_selector, field_selector=field_selector)
 
@@ -163,6 +165,17 @@ class Informer:
         """Whether the first list completed (the cache reflects the cluster)."""
         with self._cond:
             return self._synced
+
+    @property
+    def relisting(self) -> bool:
+        """Whether the event being dispatched comes from a relist's difference.
+
+        Handlers run in the informer's thread; during a relist, an object the stream never
+        delivered may be the toolkit's own write-through that also carries a foreign change
+        whose event the stream lost, so such an event is a change even when its version is an
+        own write (``reconciler._routing`` skips the own-echo filter for it).
+        """
+        return self._relisting
 
     @property
     def resource_version(self) -> str:
@@ -246,18 +259,32 @@ class Informer:
         with self._cond:
             quiet = not self._synced and not self.initial_events
         seen: set[tuple[str, str]] = set()
-        for obj in items:
-            obj.setdefault("apiVersion", self.api_version)
-            obj.setdefault("kind", self.kind)
-            seen.add(ObjectRef.of(obj).namespaced_name)
-            old, stored = self.cache.upsert(obj)
-            if stored and not quiet and (old is None or _rv(old) != _rv(obj)):
-                self._dispatch("ADDED" if old is None else "MODIFIED", old, obj)
-        for namespace, name in set(self.cache.keys()) - seen:
-            gone = self.cache.get(namespace, name)
-            if gone is not None:
-                self.cache.remove(gone)
-                self._dispatch("DELETED", gone, gone)
+        self._relisting = True
+        try:
+            for obj in items:
+                obj.setdefault("apiVersion", self.api_version)
+                obj.setdefault("kind", self.kind)
+                key = ObjectRef.of(obj).namespaced_name
+                seen.add(key)
+                streamed = self._streamed.get(key)
+                self._streamed[key] = obj
+                self.cache.upsert(obj)
+                if quiet or (streamed is not None and _rv(streamed) == _rv(obj)):
+                    continue
+                # Compared with what the stream last delivered, not with the cache: the cache
+                # may hold this very version written through by our own write, whose echo the
+                # stream lost, and it may carry a foreign change made before that write.
+                self._dispatch("ADDED" if streamed is None else "MODIFIED", streamed, obj)
+            for namespace, name in set(self.cache.keys()) - seen:
+                gone = self.cache.get(namespace, name)
+                self._streamed.pop((namespace, name), None)
+                if gone is not None:
+                    self.cache.remove(gone)
+                    self._dispatch("DELETED", gone, gone)
+            for key in set(self._streamed) - seen:
+                del self._streamed[key]
+        finally:
+            self._relisting = False
         with self._cond:
             self._resource_version = str(meta.get("resourceVersion") or "")
             self._synced = True
@@ -295,10 +322,13 @@ class Informer:
         obj.setdefault("apiVersion", self.api_version)
         obj.setdefault("kind", self.kind)
         self.stats.events += 1
+        key = ObjectRef.of(obj).namespaced_name
         if kind == "DELETED":
+            self._streamed.pop(key, None)
             old = self.cache.remove(obj)
             self._dispatch("DELETED", old, obj)
         elif kind in ("ADDED", "MODIFIED"):
+            self._streamed[key] = obj
             old, stored = self.cache.upsert(obj)
             # Not stored: the cache already holds a newer version written through by our own
             # write. The event is still a change (maybe a foreign one our write built on), so it

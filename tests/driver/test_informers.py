@@ -202,3 +202,47 @@ def test_after_a_life_of_failures_a_410_storm_ends_in_a_prompt_relist() -> None:
             assert waited < GONE_PAUSE_CAP * 1.5 + 2.0, (waited, reconnects)
         finally:
             informer.stop()
+
+
+def test_a_relist_reports_a_foreign_change_hidden_in_an_own_write_through() -> None:
+    """Server-only hooks (restarts with state, the fault injector), on a server of its own.
+
+    A foreign edit, then our own write (written through to the cache at once), while every watch
+    gets 410: the relist lists our write's version, which the cache already holds. Before the fix
+    the relist compared with the cache and said nothing, and the handler's own-echo filter would
+    have dropped it anyway, so the foreign edit was never seen (the parent left unreconciled in
+    the reliability suite's forced-410 phase). It is now compared with what the stream last
+    delivered, and flagged as a relist's event so that the echo filter lets it through."""
+    with EmbeddedApiServer() as server, server.api_client() as api_client:
+        client = KubernetesClient(api_client)
+        informer = Informer(client, "v1", "ConfigMap", namespace="default")
+        recording = RecordingClient(
+            client, informers=lambda api, kind: informer if kind == "ConfigMap" else None
+        )
+        changes: list[tuple[str | None, str | None, bool]] = []
+
+        def route(event: str, old: Any, new: Any) -> None:  # as reconciler._routing does
+            if recording.is_own_echo(event, new) and not informer.relisting:
+                return
+            if new["metadata"]["name"] == "x":
+                changes.append(((old or {}).get("data", {}).get("v"), new["data"].get("v"),
+                                informer.relisting))
+
+        informer.add_handler(route)
+        informer.start()
+        try:
+            assert informer.wait_synced(10)
+            recording.create(_cm("default", "x", v="1"))
+            assert wait_until(lambda: informer.stats.events >= 1)  # the echo, dropped
+            with server.faults(Faults(watch_gone=True)):
+                server.stop()  # faults apply to new watches: end the open one
+                server.start()
+                assert wait_until(lambda: informer.stats.relists_after_gone >= 2, 30)
+                client.patch("v1", "ConfigMap", "x", {"data": {"v": "2"}}, patch_type=MERGE,
+                             namespace="default")  # foreign
+                recording.patch("v1", "ConfigMap", "x", {"metadata": {"labels": {"o": "1"}}},
+                                patch_type=MERGE, namespace="default")  # ours, written through
+            assert wait_until(lambda: any(new == "2" for _, new, _ in changes), 30), changes
+            assert changes[0] == ("1", "2", True), changes
+        finally:
+            informer.stop()
