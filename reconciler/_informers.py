@@ -8,6 +8,12 @@ the inactivity timeout is treated as dead (the client's read timeout, when it of
 server-side ``timeoutSeconds`` bound every stream). Its store is an ``IndexedCache``
 (``reconciler._stores``).
 
+The backoff measures consecutive failures, not the informer's whole life: as client-go's reflector,
+it starts over once a list succeeds or a watch delivers anything (an event, a bookmark) or ends
+normally. A 410 right after a relist (the server keeps expiring every watch) pauses on a separate
+backoff capped at ``GONE_PAUSE_CAP`` seconds, so the informer neither spins nor stays away long
+once the server recovers: the relist that sees what changed meanwhile comes within that cap.
+
 ``InformerManager`` starts informers at run time, the first time a parent's builders produce a
 type (so a CRD installed later is watched as soon as it is used), shares one informer per type
 among all parents (deduplicated under concurrency), scopes them by the ``managed-by`` label, and
@@ -35,6 +41,7 @@ from reconciler._stores import IndexedCache
 from reconciler._stores import resource_version as _rv
 
 __all__ = [
+    "GONE_PAUSE_CAP",
     "EventHandler",
     "Informer",
     "InformerManager",
@@ -51,6 +58,9 @@ EventHandler = Callable[[str, "dict[str, Any] | None", "dict[str, Any]"], None]
 last known state of a deleted object)."""
 
 _log = logging.getLogger("optk.informers")
+
+GONE_PAUSE_CAP = 2.0
+"""The longest pause (seconds, before jitter) between relists while every watch gets 410 Gone."""
 
 
 @attrs.define
@@ -98,11 +108,16 @@ class Informer:
         self._inactivity = inactivity_timeout
         self._page_size = page_size
         self._backoff = backoff or ExponentialBackoff(base=0.05, cap=30.0, jitter=0.5)
+        self._gone_backoff = ExponentialBackoff(
+            base=min(self._backoff.base, GONE_PAUSE_CAP), cap=GONE_PAUSE_CAP, jitter=0.5
+        )
         self._handlers: list[EventHandler] = []
         self._cond = threading.Condition()
         self._synced = False
         self._stopped = False
         self._resource_version = ""
+        self._streamed: dict[tuple[str, str], dict[str, Any]] = {}  # what list/watch delivered
+        self._relisting = False
         self._thread: threading.Thread | None = None
         self._scope = ListOptions(label_selector=label_selector, field_selector=field_selector)
 
@@ -152,6 +167,17 @@ class Informer:
             return self._synced
 
     @property
+    def relisting(self) -> bool:
+        """Whether the event being dispatched comes from a relist's difference.
+
+        Handlers run in the informer's thread; during a relist, an object the stream never
+        delivered may be the toolkit's own write-through that also carries a foreign change
+        whose event the stream lost, so such an event is a change even when its version is an
+        own write (``reconciler._routing`` skips the own-echo filter for it).
+        """
+        return self._relisting
+
+    @property
     def resource_version(self) -> str:
         """The last ``resourceVersion`` seen (list, event or bookmark)."""
         with self._cond:
@@ -172,25 +198,27 @@ class Informer:
 
     def _run(self) -> None:
         need_list = True
-        gone_in_a_row = 0
         while not self.stopped:
+            started = self._clock.monotonic()
+            listed = False
             try:
                 if need_list:
                     self._list()
-                    need_list = False
+                    need_list, listed = False, True
+                    self._backoff.forget("watch")  # the server answers: failures start over
                 self._watch()
-                self._backoff.forget("watch")
-                gone_in_a_row = 0
+                self._healthy()
             except GoneError:
                 _log.info("watch of %s expired (410 Gone); relisting", self.kind)
                 self.stats.relists_after_gone += 1
                 need_list = True
-                gone_in_a_row += 1
-                if gone_in_a_row > 1:  # Gone again right after a relist: do not spin
-                    self._pause(self._backoff.when("watch"))
+                if listed:  # Gone right after a relist: pause briefly, do not spin
+                    self._pause(self._gone_backoff.when("gone"))
             except (ReconcilerError, OSError, ValueError) as error:
                 if self.stopped:
                     return
+                if self._clock.monotonic() - started > self._backoff.cap:
+                    self._backoff.forget("watch")  # it worked for a long while: a new failure
                 delay = self._backoff.when("watch")
                 self.stats.reconnects += 1
                 _log.warning(
@@ -204,6 +232,11 @@ class Informer:
                 _log.exception("informer of %s failed; restarting with a relist", self.kind)
                 need_list = True
                 self._pause(1.0)
+
+    def _healthy(self) -> None:
+        """The watch delivered something or ended normally: both backoffs start over."""
+        self._backoff.forget("watch")
+        self._gone_backoff.forget("gone")
 
     def _pause(self, seconds: float) -> None:
         with self._cond:
@@ -226,18 +259,32 @@ class Informer:
         with self._cond:
             quiet = not self._synced and not self.initial_events
         seen: set[tuple[str, str]] = set()
-        for obj in items:
-            obj.setdefault("apiVersion", self.api_version)
-            obj.setdefault("kind", self.kind)
-            seen.add(ObjectRef.of(obj).namespaced_name)
-            old, stored = self.cache.upsert(obj)
-            if stored and not quiet and (old is None or _rv(old) != _rv(obj)):
-                self._dispatch("ADDED" if old is None else "MODIFIED", old, obj)
-        for namespace, name in set(self.cache.keys()) - seen:
-            gone = self.cache.get(namespace, name)
-            if gone is not None:
-                self.cache.remove(gone)
-                self._dispatch("DELETED", gone, gone)
+        self._relisting = True
+        try:
+            for obj in items:
+                obj.setdefault("apiVersion", self.api_version)
+                obj.setdefault("kind", self.kind)
+                key = ObjectRef.of(obj).namespaced_name
+                seen.add(key)
+                streamed = self._streamed.get(key)
+                self._streamed[key] = obj
+                self.cache.upsert(obj)
+                if quiet or (streamed is not None and _rv(streamed) == _rv(obj)):
+                    continue
+                # Compared with what the stream last delivered, not with the cache: the cache
+                # may hold this very version written through by our own write, whose echo the
+                # stream lost, and it may carry a foreign change made before that write.
+                self._dispatch("ADDED" if streamed is None else "MODIFIED", streamed, obj)
+            for namespace, name in set(self.cache.keys()) - seen:
+                gone = self.cache.get(namespace, name)
+                self._streamed.pop((namespace, name), None)
+                if gone is not None:
+                    self.cache.remove(gone)
+                    self._dispatch("DELETED", gone, gone)
+            for key in set(self._streamed) - seen:
+                del self._streamed[key]
+        finally:
+            self._relisting = False
         with self._cond:
             self._resource_version = str(meta.get("resourceVersion") or "")
             self._synced = True
@@ -253,9 +300,13 @@ class Informer:
         events: Iterator[WatchEvent] = iter(
             self.client.watch(self.api_version, self.kind, stream, namespace=self.namespace)
         )
+        delivered = False
         for event in events:
             if self.stopped:
                 return
+            if not delivered:
+                delivered = True
+                self._healthy()
             self._handle(event)
 
     def _handle(self, event: WatchEvent) -> None:
@@ -271,10 +322,13 @@ class Informer:
         obj.setdefault("apiVersion", self.api_version)
         obj.setdefault("kind", self.kind)
         self.stats.events += 1
+        key = ObjectRef.of(obj).namespaced_name
         if kind == "DELETED":
+            self._streamed.pop(key, None)
             old = self.cache.remove(obj)
             self._dispatch("DELETED", old, obj)
         elif kind in ("ADDED", "MODIFIED"):
+            self._streamed[key] = obj
             old, stored = self.cache.upsert(obj)
             # Not stored: the cache already holds a newer version written through by our own
             # write. The event is still a change (maybe a foreign one our write built on), so it

@@ -66,7 +66,8 @@ class EventRouter:
     def on_parent(self, event_type: str, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
         """The parent informer's handler."""
         rt = self._runtime
-        if rt.client.is_own_echo(event_type, new):
+        # A relist's difference may be an own write carrying a foreign change the stream lost.
+        if rt.client.is_own_echo(event_type, new) and not rt.parents.relisting:
             rt.stats.triggers["own-echo"] += 1
             return
         key = ObjectRef.of(new).namespaced_name
@@ -109,7 +110,9 @@ class EventRouter:
     ) -> None:
         """The child informers' handler."""
         rt = self._runtime
-        if rt.client.is_own_echo(event_type, new):
+        informer = rt.informers.informer(*type_key)
+        relisting = informer is not None and informer.relisting  # see on_parent
+        if rt.client.is_own_echo(event_type, new) and not relisting:
             rt.stats.triggers["own-echo"] += 1
             return
         if not rt.operator.watch_children or not child_event_triggers(event_type, new, old=old):

@@ -15,6 +15,9 @@ import logging
 import threading
 from typing import TYPE_CHECKING
 
+from builders import ObjectRef
+from builders.composition import evaluate
+from reconciler._clients import KubeObject
 from reconciler._triggers import ParentKey
 
 if TYPE_CHECKING:
@@ -23,6 +26,9 @@ if TYPE_CHECKING:
 __all__ = ["Standby"]
 
 _log = logging.getLogger("optk.operator")
+
+_WARM_SYNC_SECONDS = 30.0
+"""How long the start-up drift look waits for the warmed child informers to list."""
 
 
 class Standby:
@@ -75,10 +81,18 @@ class Standby:
         """Start the child informers the parents' builders need, so that a takeover reconciles
         from warm caches and, after a restart, drift of children whose parents are not due yet is
         seen at once (builders are pure, so building costs no request). A parent already
-        reconciled by this runtime has declared its own types and is skipped."""
+        reconciled by this runtime has declared its own types and is skipped.
+
+        Then, once those informers have listed, queue each parent whose children drifted while
+        no runtime watched them (edited, deleted, or an edit whose event a stopping runtime
+        dropped): a child informer's first list reports nothing, so without this look such
+        drift would wait for the periodic resync. The look plans each child against the caches
+        (no request, no write); only parents with a child to write are queued: no herd.
+        """
         rt = self._runtime
         if not rt.parents.wait_synced(None):
             return
+        warmed: list[tuple[ParentKey, KubeObject]] = []
         parents = rt.parents.cache.keys()
         for key in parents:
             if rt.stopping:
@@ -93,8 +107,34 @@ class Standby:
             except Exception as error:  # the leader reports build failures; a standby only warms
                 _log.debug("warming for %s/%s: build failed: %s", key[0], key[1], error)
                 continue
-            rt.informers.use(key, {(str(o.get("apiVersion")), str(o.get("kind")))
-                                   for o in built})
+            types = {(str(o.get("apiVersion")), str(o.get("kind"))) for o in built}
+            rt.informers.use(key, types)
+            warmed.append((key, parent))
+        deadline = rt.clock.monotonic() + _WARM_SYNC_SECONDS
+        for informer in [rt.informers.informer(*t) for t in rt.informers.types()]:
+            if informer is not None:
+                informer.wait_synced(max(0.0, deadline - rt.clock.monotonic()))
+        for key, seen in warmed:
+            if rt.stopping:
+                return
+            if not rt.stats.reconciles.get(key) and self._drifted(seen):
+                rt.stats.triggers["drift-at-start"] += 1
+                rt.router.queue_for_event(key)
+
+    def _drifted(self, parent: KubeObject) -> bool:
+        """Whether a reconcile of ``parent`` would write a child (planned from the caches)."""
+        rt = self._runtime
+        uid = str((parent.get("metadata") or {}).get("uid") or "")
+        try:
+            for builder in rt.reconciler.build(parent):
+                obj, state = evaluate(builder, parent=parent)
+                child = rt.reconciler.decorate(parent, obj, state)
+                if rt.reconciler.resources.plan(child, state, owner_uid=uid).writes:
+                    return True
+        except Exception as error:  # a failing build or read: its reconcile will say so
+            _log.debug("drift check of %s: %s", ObjectRef.of(parent), error)
+            return False
+        return False
 
     def lost_leadership(self) -> None:
         """The elector's ``on_stopped``: stop the runtime unless it is stopping already."""

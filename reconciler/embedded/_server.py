@@ -39,7 +39,7 @@ from reconciler.embedded._instruments import ServerInstruments
 from reconciler.embedded._kinds import KindRegistry, ServerContext
 from reconciler.embedded._kubeconfig import KubeconfigEntry, KubeconfigFile
 from reconciler.embedded._operations import Operations
-from reconciler.embedded._storage import Storage
+from reconciler.embedded._storage import DEFAULT_HISTORY_BYTES, Storage
 from reconciler.embedded._tls import TlsFiles, TlsMaterial, generate_tls, write_tls
 from reconciler.embedded._watching import DEFAULT_WATCH_BUFFER_BYTES
 
@@ -75,7 +75,8 @@ class EmbeddedApiServer(ServerInstruments):
     ``start()`` restarts it with its state. An existing ``kubeconfig_path`` gets a context
     added (made current when ``set_current_context``) and removed again at ``stop()``; one that
     is not a kubeconfig raises ``KubeconfigError`` (a ``ValueError``) here. Each watcher may
-    have ``watch_buffer_bytes`` waiting in its connection before its watch is ended.
+    have ``watch_buffer_bytes`` waiting in its connection before its watch is ended. The watch
+    history keeps at most ``history_size`` events and about ``history_bytes`` of their objects.
     """
 
     def __init__(
@@ -86,6 +87,7 @@ class EmbeddedApiServer(ServerInstruments):
         allow_non_loopback: bool = False,
         kubeconfig_path: str | os.PathLike[str] | None = None,
         history_size: int = 20_000,
+        history_bytes: int = DEFAULT_HISTORY_BYTES,
         bookmark_interval: float = 60.0,
         registry: KindRegistry | None = None,
         set_current_context: bool = True,
@@ -109,7 +111,7 @@ class EmbeddedApiServer(ServerInstruments):
         self._tls_material: TlsMaterial | None = None
         self._token = secrets.token_urlsafe(32)
         super().__init__()
-        self._storage = Storage(history_size=history_size)
+        self._storage = Storage(history_size=history_size, history_bytes=history_bytes)
         self._registry = registry if registry is not None else _make_registry()
         self._ops = Operations(self._storage, self._registry, ServerContext())
         self._bookmark_interval = bookmark_interval

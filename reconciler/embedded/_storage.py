@@ -3,8 +3,9 @@
 This is the embedded server's etcd. Objects are JSON-shaped dicts that are never changed once
 stored (every write stores a new dict), so events, list snapshots and watchers can share them
 without copying. Every write takes the next global ``resourceVersion`` and appends one event to
-the log; the log keeps the last ``history_size`` events, and a watch or an exact list from a
-version older than that window is answered with 410 Expired (``TooOld``), as a compacted etcd
+the log; the log keeps the last ``history_size`` events and at most about ``history_bytes`` of
+their objects (estimated once per write by ``estimate_size``), and a watch or an exact list from
+a version older than that window is answered with 410 Expired (``TooOld``), as a compacted etcd
 would. Indexes by ``uid`` and by owner ``uid`` serve the garbage collector.
 
 The store knows no HTTP and no per-kind rules (``_operations`` has those). One re-entrant lock
@@ -23,13 +24,38 @@ import attrs
 
 from reconciler.embedded._errors import EmbeddedServerError
 
-__all__ = ["Bucket", "Key", "Storage", "StoredEvent", "TooOld"]
+__all__ = ["DEFAULT_HISTORY_BYTES", "Bucket", "Key", "Storage", "StoredEvent", "TooOld",
+           "estimate_size"]
 
 Bucket = tuple[str, str]
 """``(group, plural)``: where the objects of one resource live, whatever version serves them."""
 
 Key = tuple[str, str, str, str]
 """``(group, plural, namespace, name)``; the namespace is "" for cluster-scoped objects."""
+
+
+DEFAULT_HISTORY_BYTES = 64 * 1024 * 1024
+"""The event log's default bound in bytes (estimated JSON size of the events' objects)."""
+
+
+def estimate_size(obj: Any, *, depth: int = 0) -> int:
+    """About how many bytes ``obj`` takes as JSON, without encoding it.
+
+    Strings count their length plus quotes, every key, value and container a few bytes; past a
+    depth of 64 (deeper bodies are refused before they are stored) a node counts as 64 bytes.
+    """
+    if isinstance(obj, str):
+        return len(obj) + 2
+    if isinstance(obj, Mapping):
+        if depth > 64:
+            return 64
+        return 2 + sum(len(str(k)) + 4 + estimate_size(v, depth=depth + 1)
+                       for k, v in obj.items())
+    if isinstance(obj, (list, tuple)):
+        if depth > 64:
+            return 64
+        return 2 + sum(1 + estimate_size(v, depth=depth + 1) for v in obj)
+    return 8
 
 
 @attrs.frozen(kw_only=True)
@@ -41,6 +67,8 @@ class StoredEvent:
     bucket: Bucket
     obj: Mapping[str, Any]
     old: Mapping[str, Any] | None
+    size: int = 0
+    """The estimated bytes of ``obj`` (what the log's byte bound counts)."""
 
 
 class TooOld(EmbeddedServerError):
@@ -71,12 +99,21 @@ def _owner_uids(obj: Mapping[str, Any]) -> set[str]:
 class Storage:
     """Versioned objects by bucket, with the event log and watcher subscriptions."""
 
-    def __init__(self, *, history_size: int = 20_000) -> None:
+    def __init__(
+        self, *, history_size: int = 20_000, history_bytes: int = DEFAULT_HISTORY_BYTES
+    ) -> None:
+        if history_size < 1 or history_bytes < 1:
+            raise ValueError(
+                f"history_size and history_bytes must be positive, got {history_size} and "
+                f"{history_bytes}"
+            )
         self.lock = threading.RLock()
         self._buckets: dict[Bucket, dict[tuple[str, str], Mapping[str, Any]]] = {}
         self._rv = 0
         self._history: deque[StoredEvent] = deque()
         self._history_size = history_size
+        self._history_limit = history_bytes
+        self._history_bytes = 0
         self._floor = 0  # events with resourceVersion > floor are all retained
         self._subscribers: list[Callable[[StoredEvent], None]] = []
         self._by_uid: dict[str, Key] = {}
@@ -89,6 +126,12 @@ class Storage:
     def resource_version(self) -> int:
         """The latest committed ``resourceVersion``."""
         return self._rv
+
+    @property
+    def history_bytes(self) -> int:
+        """The estimated bytes of the events the log holds now."""
+        with self.lock:
+            return self._history_bytes
 
     @property
     def oldest_resource_version(self) -> int:
@@ -183,11 +226,20 @@ class Storage:
                 objects[(key[2], key[3])] = obj
                 self._index(key, obj)
             event = StoredEvent(
-                type=event_type, resource_version=rv, bucket=bucket, obj=obj, old=old
+                type=event_type, resource_version=rv, bucket=bucket, obj=obj, old=old,
+                size=estimate_size(obj),
             )
             self._history.append(event)
-            while len(self._history) > self._history_size:
-                self._floor = self._history.popleft().resource_version
+            self._history_bytes += event.size
+            # Oldest first, by count and by bytes; the newest event always stays (a watch from
+            # the version before it can still resume).
+            while len(self._history) > 1 and (
+                len(self._history) > self._history_size
+                or self._history_bytes > self._history_limit
+            ):
+                dropped = self._history.popleft()
+                self._history_bytes -= dropped.size
+                self._floor = dropped.resource_version
             for subscriber in list(self._subscribers):
                 subscriber(event)
             return event
@@ -221,6 +273,7 @@ class Storage:
         """Forget the whole event log (as an etcd compaction would); returns the new floor."""
         with self.lock:
             self._history.clear()
+            self._history_bytes = 0
             self._floor = self._rv
             return self._floor
 

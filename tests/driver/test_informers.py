@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pytest
 
 from reconciler import KubernetesClient
-from reconciler._informers import Informer, InformerManager
+from reconciler._informers import GONE_PAUSE_CAP, Informer, InformerManager
 from reconciler._recording import RecordingClient
+from reconciler.embedded import EmbeddedApiServer, Faults
 from tests.driver.conftest import wait_until
 
 MERGE = "application/merge-patch+json"
@@ -161,3 +163,86 @@ def test_an_own_delete_leaves_the_cache_at_once_and_late_events_do_not_revive_it
             again["metadata"]["uid"])
     finally:
         informer.stop()
+
+
+def test_after_a_life_of_failures_a_410_storm_ends_in_a_prompt_relist() -> None:
+    """Server-only hooks (restarts with state, the fault injector), on a server of its own.
+
+    The informer's backoff counts consecutive failures: reconnects during earlier server bounces
+    (each recovered from, with events delivered since) must not lengthen the pause between the
+    relists a later 410 storm causes. Before the fix they did (the count only started over when a
+    watch ended normally, after minutes), so the relist that sees a change made after the storm
+    came after the 30 s cap: the reliability suite's parent that stayed unreconciled."""
+    with EmbeddedApiServer() as server, server.api_client() as api_client:
+        client = KubernetesClient(api_client)
+        seen: list[str] = []
+        informer = Informer(client, "v1", "ConfigMap", namespace="default")
+        informer.add_handler(lambda event, old, new: seen.append(new["metadata"]["name"]))
+        informer.start()
+        try:
+            assert informer.wait_synced(10)
+            for bounce in range(3):  # the server goes away for a moment and comes back
+                server.stop()
+                time.sleep(0.5)
+                server.start()
+                client.create(_cm("default", f"back-{bounce}"))
+                assert wait_until(lambda: f"back-{bounce}" in seen, 60), bounce  # noqa: B023
+            reconnects = informer.stats.reconnects
+            assert reconnects >= 3
+            with server.faults(Faults(watch_gone=True)):
+                server.stop()  # faults apply to new watches: end the open one
+                server.start()
+                # Every watch gets 410: relist, 410, pause, relist, ...
+                assert wait_until(lambda: informer.stats.relists_after_gone >= 4, 60)
+            client.create(_cm("default", "after"))
+            changed = time.monotonic()
+            assert wait_until(lambda: "after" in seen, 60)
+            waited = time.monotonic() - changed
+            # The pause in progress when the storm ends is at most the capped one, jittered.
+            assert waited < GONE_PAUSE_CAP * 1.5 + 2.0, (waited, reconnects)
+        finally:
+            informer.stop()
+
+
+def test_a_relist_reports_a_foreign_change_hidden_in_an_own_write_through() -> None:
+    """Server-only hooks (restarts with state, the fault injector), on a server of its own.
+
+    A foreign edit, then our own write (written through to the cache at once), while every watch
+    gets 410: the relist lists our write's version, which the cache already holds. Before the fix
+    the relist compared with the cache and said nothing, and the handler's own-echo filter would
+    have dropped it anyway, so the foreign edit was never seen (the parent left unreconciled in
+    the reliability suite's forced-410 phase). It is now compared with what the stream last
+    delivered, and flagged as a relist's event so that the echo filter lets it through."""
+    with EmbeddedApiServer() as server, server.api_client() as api_client:
+        client = KubernetesClient(api_client)
+        informer = Informer(client, "v1", "ConfigMap", namespace="default")
+        recording = RecordingClient(
+            client, informers=lambda api, kind: informer if kind == "ConfigMap" else None
+        )
+        changes: list[tuple[str | None, str | None, bool]] = []
+
+        def route(event: str, old: Any, new: Any) -> None:  # as reconciler._routing does
+            if recording.is_own_echo(event, new) and not informer.relisting:
+                return
+            if new["metadata"]["name"] == "x":
+                changes.append(((old or {}).get("data", {}).get("v"), new["data"].get("v"),
+                                informer.relisting))
+
+        informer.add_handler(route)
+        informer.start()
+        try:
+            assert informer.wait_synced(10)
+            recording.create(_cm("default", "x", v="1"))
+            assert wait_until(lambda: informer.stats.events >= 1)  # the echo, dropped
+            with server.faults(Faults(watch_gone=True)):
+                server.stop()  # faults apply to new watches: end the open one
+                server.start()
+                assert wait_until(lambda: informer.stats.relists_after_gone >= 2, 30)
+                client.patch("v1", "ConfigMap", "x", {"data": {"v": "2"}}, patch_type=MERGE,
+                             namespace="default")  # foreign
+                recording.patch("v1", "ConfigMap", "x", {"metadata": {"labels": {"o": "1"}}},
+                                patch_type=MERGE, namespace="default")  # ours, written through
+            assert wait_until(lambda: any(new == "2" for _, new, _ in changes), 30), changes
+            assert changes[0] == ("1", "2", True), changes
+        finally:
+            informer.stop()

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
-from reconciler.embedded._storage import Storage, StoredEvent, TooOld
+from reconciler.embedded._storage import Storage, StoredEvent, TooOld, estimate_size
 
 BUCKET = ("", "configmaps")
 
@@ -85,3 +86,29 @@ def test_namespace_index_follows_writes_and_deletes() -> None:
                    event_type="DELETED", old=storage.get(BUCKET, namespace="ns", name="a"))
     assert [obj["metadata"]["name"] for _, obj in storage.in_namespace("ns")] == ["b"]
     assert storage.in_namespace("other") == []
+
+
+def test_the_window_is_bounded_in_bytes_too() -> None:
+    """20,000 events of large objects must not be held: the oldest go once the estimated bytes
+    pass ``history_bytes``, and a watch from a version they covered gets 410."""
+    storage = Storage(history_size=20_000, history_bytes=1_000_000)
+    blob = "x" * 100_000
+    for i in range(30):
+        rv = storage.next_resource_version()
+        storage.commit(BUCKET, {"metadata": {"name": f"big{i}", "resourceVersion": str(rv)},
+                                "data": {"blob": blob}}, event_type="ADDED", old=None)
+    assert 900_000 < storage.history_bytes <= 1_000_000
+    kept = storage.subscribe_since(storage.oldest_resource_version, lambda event: None)
+    assert len(kept) == 9  # about 100 KB each
+    assert storage.oldest_resource_version == 21
+    with pytest.raises(TooOld):
+        storage.subscribe_since(20, lambda event: None)
+    storage.compact()
+    assert storage.history_bytes == 0
+
+
+def test_estimated_sizes_are_near_the_json_size() -> None:
+    obj = {"metadata": {"name": "n", "labels": {"a": "b" * 50}}, "spec": {"items": [1, "two"] * 40},
+           "data": {"k": "v" * 5000}}
+    actual = len(json.dumps(obj, separators=(",", ":")))
+    assert actual * 0.8 < estimate_size(obj) < actual * 1.5
