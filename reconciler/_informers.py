@@ -116,7 +116,9 @@ class Informer:
         self._synced = False
         self._stopped = False
         self._resource_version = ""
-        self._streamed: dict[tuple[str, str], dict[str, Any]] = {}  # what list/watch delivered
+        # The resourceVersion the list or watch last delivered per object (only the version, so
+        # the informer holds no second copy of what the cache keeps compactly).
+        self._streamed: dict[tuple[str, str], str] = {}
         self._relisting = False
         self._thread: threading.Thread | None = None
         self._scope = ListOptions(label_selector=label_selector, field_selector=field_selector)
@@ -267,14 +269,15 @@ class Informer:
                 key = ObjectRef.of(obj).namespaced_name
                 seen.add(key)
                 streamed = self._streamed.get(key)
-                self._streamed[key] = obj
+                self._streamed[key] = _rv(obj)
                 self.cache.upsert(obj)
-                if quiet or (streamed is not None and _rv(streamed) == _rv(obj)):
+                if quiet or streamed == _rv(obj):
                     continue
                 # Compared with what the stream last delivered, not with the cache: the cache
                 # may hold this very version written through by our own write, whose echo the
-                # stream lost, and it may carry a foreign change made before that write.
-                self._dispatch("ADDED" if streamed is None else "MODIFIED", streamed, obj)
+                # stream lost, and it may carry a foreign change made before that write. So a
+                # MODIFIED from a relist has no ``old``: handlers treat it as a change.
+                self._dispatch("ADDED" if streamed is None else "MODIFIED", None, obj)
             for namespace, name in set(self.cache.keys()) - seen:
                 gone = self.cache.get(namespace, name)
                 self._streamed.pop((namespace, name), None)
@@ -328,7 +331,7 @@ class Informer:
             old = self.cache.remove(obj)
             self._dispatch("DELETED", old, obj)
         elif kind in ("ADDED", "MODIFIED"):
-            self._streamed[key] = obj
+            self._streamed[key] = _rv(obj)
             old, stored = self.cache.upsert(obj)
             # Not stored: the cache already holds a newer version written through by our own
             # write. The event is still a change (maybe a foreign one our write built on), so it
