@@ -117,12 +117,13 @@ class Standby:
         for key, seen in warmed:
             if rt.stopping:
                 return
-            if not rt.stats.reconciles.get(key) and self._drifted(seen):
+            if not rt.stats.reconciles.get(key) and self.drifted(seen):
                 rt.stats.triggers["drift-at-start"] += 1
                 rt.router.queue_for_event(key)
 
-    def _drifted(self, parent: KubeObject) -> bool:
-        """Whether a reconcile of ``parent`` would write a child (planned from the caches)."""
+    def drifted(self, parent: KubeObject) -> bool:
+        """Whether a reconcile of ``parent`` would write a child (planned from the caches, no
+        request): at start, and when a sharded replica adopts a moved-in parent."""
         rt = self._runtime
         uid = str((parent.get("metadata") or {}).get("uid") or "")
         try:

@@ -7,7 +7,8 @@ success forgets the backoff and sets the next resync time (or a requested ``requ
 failure backs off (honouring ``Retry-After``) or, with ``retry_failed_by_backoff=False``, waits
 for the next resync. With sharding, a parent its shard must release (the drain mark) is
 acknowledged instead of reconciled, and one moved in has its children adopted first (and is
-reconciled only when due) (``reconciler._shards``). A parent being deleted that carries the
+reconciled only when due or when a child drifted while no replica watched it, planned against
+the caches) (``reconciler._shards``). A parent being deleted that carries the
 toolkit's cleanup finalizer gets its cleanup (``ParentCleanup.finalize``), retried with backoff
 until done. A write refused by the fence (``LeadershipLostError``: the lease may have expired) ends
 the reconcile with nothing requeued, and the runtime steps down; a parent whose namespace is
@@ -142,8 +143,12 @@ class WorkerPool:
             now = rt.clock.time()
             if not parent_needs_reconcile(parent) and rt.schedule.observe(
                     key, parent, now=now) > now:
-                rt.resync.kick()
-                return  # adopted; its periodic resync comes when due
+                # Its children may have drifted while no replica watched them (the owner
+                # crashed): planned against the caches, no request.
+                if not rt.standby.drifted(parent):
+                    rt.resync.kick()
+                    return  # adopted; its periodic resync comes when due
+                rt.stats.triggers["drift-at-adoption"] += 1
             rt.schedule.take(key)
         if parent is not None and meta_of(parent).get("deletionTimestamp") and (
             CLEANUP_FINALIZER in (meta_of(parent).get("finalizers") or ())

@@ -19,7 +19,7 @@ from reconciler import KubernetesClient
 from reconciler._runtime import OperatorRuntime
 from reconciler._sharding import SHARD_LABEL, shard_of
 from reconciler.embedded import Faults
-from tests.sharding.conftest import converged, item, owners, wait_until
+from tests.sharding.conftest import child_value, converged, item, owners, wait_until
 from tests.sharding.sample import API_VERSION, USER_AGENT_PREFIX, make_operator, replica_client
 
 LEASE = 2.0
@@ -225,6 +225,27 @@ def test_a_new_owner_adopts_the_built_and_the_leftover_children_of_a_moved_in_pa
         "v1", "ConfigMap", namespace=ns).get("items") or ()})
     assert converged(client, ns, live={"b"}, value="2")
     assert shard_label("stranger") == "gone"
+
+
+def test_a_child_edited_while_its_owner_was_dead_is_repaired_at_the_takeover(
+    kube_api: Any, kube_namespace: str, shard_client: KubernetesClient,
+    replicas: dict[str, OperatorRuntime],
+) -> None:
+    """Adoption relabels the children without a full reconcile; a child that drifted while no
+    replica watched it (its owner crashed) is planned against the caches after the adoption and
+    repaired at once, not at the next periodic resync (hours away)."""
+    ns, client = kube_namespace, shard_client
+    replicas["a"] = start_replica(kube_api, ns, "a", replicas_hint=1)
+    for name in ("kept", "drifted"):
+        client.create(item(ns, name))
+    assert wait_until(lambda: converged(client, ns, live={"a"}), 20)
+    replicas.pop("a").stop(0.0, release_lease=False)  # a crash: the Leases expire
+    client.patch("v1", "ConfigMap", "drifted-cfg", {"data": {"value": "edited"}},
+                 patch_type="application/merge-patch+json", namespace=ns)
+    replicas["b"] = start_replica(kube_api, ns, "b", replicas_hint=1)
+    assert wait_until(lambda: converged(client, ns, live={"b"}), 6 * LEASE), {
+        name: child_value(client, ns, name) for name in ("kept", "drifted")}
+    assert replicas["b"].stats.triggers["moved-in"] == 2
 
 
 def test_a_replica_that_cannot_renew_its_lease_stops_before_the_lease_expires(
