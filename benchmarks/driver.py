@@ -25,6 +25,9 @@ Deployment; headless because 1,100 Services would exhaust the server's service I
   of the 1,000 parents, divided by the objects cached.
 
 Run: ``python -m benchmarks.driver [--json] [--sizes 100,1000] [--samples 100] [--real]``.
+``python -m benchmarks.driver --cold-start [--parents 1000] [--json]`` runs only issue 14's size
+goals instead: the Thanos example operator in its own process, cold start, peak RSS and memory
+per cached object against its JSON size (``benchmarks.coldstart``).
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from typing import Any
 
 import kubernetes.config
 
+from benchmarks import coldstart
 from builders import DesiredState, ResourceBuilder
 from reconciler import (
     ApiError,
@@ -388,7 +392,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="resync interval (s) of the periodic-only configuration")
     parser.add_argument("--real", action="store_true",
                         help="a real control plane (binaries from $OPTK_KUBE_ASSETS)")
+    parser.add_argument("--cold-start", action="store_true",
+                        help="only the Thanos operator's cold start, peak RSS and cache memory "
+                             "(benchmarks.coldstart)")
+    coldstart.add_arguments(parser)
     args = parser.parse_args(argv)
+    if args.cold_start:
+        coldstart.report(coldstart.run(args.parents, timeout=args.timeout,
+                                       profile=args.profile), as_json=args.json)
+        return 0
     sizes = [int(s) for s in re.split(r"[,\s]+", args.sizes) if s]
     try:
         result = run(sizes, samples=args.samples, periodic_interval=args.periodic_interval,

@@ -46,8 +46,29 @@ _QUANTITY = re.compile(
 )
 
 
+_ATOMS = (str, int, float, bool, type(None))
+
+
 def _fresh(value: Any) -> Any:
+    """A copy sharing nothing mutable with ``value``: dicts and lists of JSON values are copied
+    by type (several times faster than ``copy.deepcopy``); anything else (a tuple, a mapping
+    type, a user's object) through ``copy.deepcopy`` as before."""
+    kind = type(value)
+    if kind is dict:
+        return {k: v if type(v) in _ATOMS else _fresh(v) for k, v in value.items()}
+    if kind is list:
+        return [v if type(v) in _ATOMS else _fresh(v) for v in value]
+    if kind in _ATOMS:
+        return value
     return copy.deepcopy(value)
+
+
+def copy_object(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep copy of a JSON-shaped object that shares nothing mutable with ``obj`` (dicts and
+    lists copied by type, several times faster than ``copy.deepcopy``). The reconciler hands
+    user code such a copy of a cached parent, since caches share equal parts between objects."""
+    copied: dict[str, Any] = _fresh(dict(obj))
+    return copied
 
 
 def _drop_none(mapping: Mapping[str, Any]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from builders._objects import (
     child_meta,
     container,
+    copy_object,
     daemonset,
     deployment,
     object_meta,
@@ -49,6 +50,7 @@ __all__ = [
     "cluster_role_binding",
     "config_map",
     "container",
+    "copy_object",
     "daemonset",
     "deployment",
     "headless_service",

@@ -6,6 +6,15 @@ the edge are converted once with ``ApiClient.sanitize_for_serialization``. Resou
 discovery (group-version resource lists, cached and refreshed when a kind is unknown, so a CRD
 created at run time is usable at once). This module is the single boundary where HTTP failures and
 ``kubernetes.client.ApiException`` become the ``reconciler._errors`` tree.
+
+Writes (POST, PUT, PATCH, DELETE with a JSON body) go straight to the official client's urllib3
+pool manager (its TLS, proxy, certificate and retry settings), with the URL, headers and
+authentication built as the official ``ApiClient.param_serialize`` builds them and the body
+encoded once (``orjson`` when installed): the generated client's per-request serialisation and
+content-type dispatch cost more than the request itself. Reads and watches go through
+``ApiClient.call_api`` (its read retries). The ``kubernetes`` package itself is imported only
+when an error is mapped: the caller imported it to build the ``ApiClient``, and importing
+``reconciler`` alone does not.
 """
 
 from __future__ import annotations
@@ -18,7 +27,6 @@ from typing import Any, Unpack
 
 import attrs
 import urllib3
-from kubernetes.client.exceptions import ApiException
 
 from reconciler._agents import toolkit_version, user_agent
 from reconciler._clients import ListFields, ListOptions, WatchEvent
@@ -31,6 +39,7 @@ from reconciler._errors import (
     api_error_from_status,
 )
 from reconciler._json import loads as _loads
+from reconciler._transport import WRITES, api_exception, send_call, send_write
 
 __all__ = [
     "ClientUsageError", "KubernetesClient", "ResourceInfo", "for_operator", "toolkit_version",
@@ -196,28 +205,24 @@ class KubernetesClient:
         ref: ObjectRef | None = None,
         timeout: Any = None,
     ) -> Any:
-        """Send one request; return the raw ``RESTResponse`` of a 2xx, raise the error tree else."""
-        headers = {"Accept": _JSON}
-        if body is not None:
-            headers["Content-Type"] = content_type
+        """Send one request; return the raw response of a 2xx, raise the error tree else."""
+        timeout = timeout if timeout is not None else self._timeout
         try:
-            method, url, headers, _, _ = self._api.param_serialize(
-                method=method,
-                resource_path=path,
-                query_params=query or None,
-                header_params=headers,
-                auth_settings=["BearerToken"],
-                _request_auth=self._bearer_auth(),
-            )
-            headers["User-Agent"] = self.user_agent  # the ApiClient's default would win above
-            response = self._api.call_api(
-                method, url, header_params=headers, body=body,
-                _request_timeout=timeout if timeout is not None else self._timeout,
-            )
-        except ApiException as exc:
-            raise _error_from_http(exc.status or 0, exc.body, exc.headers, ref) from exc
+            if method in WRITES and body is not None:  # straight to the official pool
+                response = send_write(self._api, method, path, query=query, body=body,
+                                      content_type=content_type, timeout=timeout,
+                                      auth=self._bearer_auth(), user_agent=self.user_agent)
+            else:  # through the official ApiClient (its read retries)
+                response = send_call(self._api, method, path, query=query, body=body,
+                                     content_type=content_type, timeout=timeout,
+                                     auth=self._bearer_auth(), user_agent=self.user_agent)
         except urllib3.exceptions.HTTPError as exc:
             raise ApiError(f"{method} {path}: {exc}", code=0, ref=ref) from exc
+        except Exception as exc:
+            if isinstance(exc, api_exception()):
+                raise _error_from_http(getattr(exc, "status", 0) or 0, getattr(exc, "body", None),
+                                       getattr(exc, "headers", None), ref) from exc
+            raise
         if not 200 <= response.status <= 299:
             try:
                 data = response.read()
@@ -253,8 +258,7 @@ class KubernetesClient:
 
     def resource(self, api_version: str, kind: str) -> ResourceInfo:
         """Discovery's entry for a kind; ``NotFoundError`` when the server does not serve it."""
-        with self._lock:
-            cached = self._discovery.get(api_version)
+        cached = self._discovery.get(api_version)  # one atomic read: entries are replaced whole
         if cached is not None and kind in cached:
             return cached[kind]
         kinds = self._load_group_version(api_version)

@@ -30,6 +30,7 @@ from builders.names import (
     label_value,
     stamp_identity,
 )
+from builders.objects import copy_object
 from reconciler._caches import PassThroughCache, ReadCache
 from reconciler._cleanups import OnDelete, ParentCleanup, count_custom_resources
 from reconciler._clients import ClusterClient, KubeObject
@@ -159,8 +160,9 @@ class ParentReconciler:
     def reconcile(self, parent: KubeObject) -> ParentResult:
         """Reconcile every child of ``parent`` (a live object with a uid); never raises for a
         child's failure: those are in ``ParentResult.errors`` and in the parent's status."""
-        if is_client_model(parent):
-            parent = to_plain_object(parent)
+        # Builders and hooks get a private copy: the informer cache shares equal parts between
+        # cached objects, and a builder that edits its parent in place must not reach them.
+        parent = to_plain_object(parent) if is_client_model(parent) else copy_object(parent)
         parent_ref = ObjectRef.of(parent)
         uid = _meta(parent).get("uid")
         if not uid or not parent_ref.name:

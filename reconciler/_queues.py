@@ -319,6 +319,11 @@ class WorkQueue(Generic[K]):
         with self._cond:
             return key in self._processing
 
+    def is_pending(self, key: K) -> bool:
+        """Whether ``key`` is ready to be taken or a worker holds it (not: waiting for a time)."""
+        with self._cond:
+            return key in self._dirty or key in self._processing
+
     # --- internals ----------------------------------------------------------------------------
 
     def _add_locked(self, key: K) -> None:

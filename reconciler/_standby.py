@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from builders import ObjectRef
 from builders.composition import evaluate
+from builders.objects import copy_object
 from reconciler._clients import KubeObject
 from reconciler._triggers import ParentKey
 
@@ -81,7 +82,8 @@ class Standby:
         """Start the child informers the parents' builders need, so that a takeover reconciles
         from warm caches and, after a restart, drift of children whose parents are not due yet is
         seen at once (builders are pure, so building costs no request). A parent already
-        reconciled by this runtime has declared its own types and is skipped.
+        reconciled by this runtime, or queued for a worker now (a cold start), declares its own
+        types and is skipped.
 
         Then, once those informers have listed, queue each parent whose children drifted while
         no runtime watched them (edited, deleted, or an edit whose event a stopping runtime
@@ -97,13 +99,13 @@ class Standby:
         for key in parents:
             if rt.stopping:
                 return
-            if rt.stats.reconciles.get(key):
-                continue  # its reconcile declared its types
+            if rt.stats.reconciles.get(key) or rt.queue.is_pending(key):
+                continue  # its reconcile declared (or is about to declare) its types
             parent = rt.parents.cache.get(*key)
             if parent is None:
                 continue
             try:
-                built = [builder()[0] for builder in rt.operator.build(parent)]
+                built = [builder()[0] for builder in rt.operator.build(copy_object(parent))]
             except Exception as error:  # the leader reports build failures; a standby only warms
                 _log.debug("warming for %s/%s: build failed: %s", key[0], key[1], error)
                 continue
@@ -126,6 +128,7 @@ class Standby:
         request): at start, and when a sharded replica adopts a moved-in parent."""
         rt = self._runtime
         uid = str((parent.get("metadata") or {}).get("uid") or "")
+        parent = copy_object(parent)  # builders get a private copy (see ParentReconciler)
         try:
             for builder in rt.reconciler.build(parent):
                 obj, state = evaluate(builder, parent=parent)

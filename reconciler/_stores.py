@@ -6,14 +6,22 @@ what an informer (``reconciler._informers``) lists and watches, plus what the to
 writes write through (``reconciler._recording``); it neither reads the cluster nor runs threads.
 It keys objects by ``builders.ObjectRef.of(obj).namespaced_name`` and finds parents with
 ``builders.names.owner_uids``: identity has one owner, in ``builders``.
+
+What it stores is a compact copy of what it is given (``compact``): ``metadata.managedFields``
+is dropped (server bookkeeping nobody reads from a cache: change detection treats it as
+volatile, the matcher ignores it) and every key and short string value is interned, so the
+thousands of copies of ``apiVersion``, label keys and values, namespaces and field names share
+one string each. The caller's object is never changed; readers get plain dicts and lists.
 """
 
 from __future__ import annotations
 
 import builtins
+import contextlib
+import sys
 import threading
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 from builders import ObjectRef
 from builders.names import owner_uids
@@ -22,8 +30,115 @@ from reconciler._selectors import LabelSelector
 
 __all__ = [
     "IndexedCache",
+    "compact",
     "resource_version",
 ]
+
+_SHORT = 64
+"""String values up to this length are interned (names, labels, enums, images, uids); longer
+ones (annotations such as the last-applied one, config data) are kept as they are."""
+_MAX_LEAVES = 65_536
+"""Distinct leaves (dicts and lists) remembered for sharing, the oldest forgotten first: a bound
+on what the memo keeps alive beyond the cached objects (a few MiB at most)."""
+_intern = sys.intern
+_SCALARS = (int, bool, float)
+_T = TypeVar("_T")
+
+
+class _Leaf:
+    """A leaf as a memo key: equal when the values are equal item by item, in order and type
+    (``True``, ``1`` and ``1.0`` are equal in Python, not in JSON)."""
+
+    __slots__ = ("_hash", "value")
+
+    def __init__(self, value: Any, identity: tuple[Any, ...]) -> None:
+        self.value, self._hash = value, hash(identity)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, _Leaf):
+            return NotImplemented
+        a, b = self.value, other.value
+        if type(a) is not type(b) or a != b:
+            return False
+        if type(a) is dict:
+            return list(a) == list(b) and list(map(type, a.values())) == list(map(type, b.values()))
+        return list(map(type, a)) == list(map(type, b))
+
+
+_leaves: dict[_Leaf, Any] = {}
+
+
+def compact(obj: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``obj`` for a cache: without ``metadata.managedFields``; every key and every
+    string value of up to 64 characters interned; and every leaf dict or list (one whose values
+    are all short strings, numbers, booleans or None: labels, selectors, ports, probes, owner
+    references, arguments) shared with equal leaves of other cached objects. ``obj`` itself is not
+    changed. Cached objects are read-only (as every input in this project): a shared leaf
+    changed in place would change it in every object that holds it."""
+    out = _compact_dict(obj, top=True)
+    meta = out.get("metadata")
+    if type(meta) is dict and "managedFields" in meta:
+        del meta["managedFields"]  # ``meta`` is the copy's own: it holds a dict, not a leaf
+    return out
+
+
+def _compact_dict(value: dict[str, Any], *, top: bool = False) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    leaf = not top
+    for key, item in value.items():
+        kind = type(item)
+        if kind is str:
+            if len(item) <= _SHORT:
+                item = _intern(item)
+            else:
+                leaf = False
+        elif kind is dict:
+            item, leaf = _compact_dict(item), False
+        elif kind is list:
+            item, leaf = _compact_list(item), False
+        elif item is not None and kind not in _SCALARS:
+            leaf = False
+        out[_intern(key) if type(key) is str else key] = item
+    if not leaf:
+        return out
+    return _share(out, tuple(out.items()))
+
+
+def _compact_list(value: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    leaf = True
+    for item in value:
+        kind = type(item)
+        if kind is str:
+            if len(item) <= _SHORT:
+                item = _intern(item)
+            else:
+                leaf = False
+        elif kind is dict:
+            item, leaf = _compact_dict(item), False
+        elif kind is list:
+            item, leaf = _compact_list(item), False
+        elif item is not None and kind not in _SCALARS:
+            leaf = False
+        out.append(item)
+    if not leaf:
+        return out
+    return _share(out, (list, *out))
+
+
+def _share(value: _T, identity: tuple[Any, ...]) -> _T:
+    """The remembered leaf equal to ``value`` (``identity`` is its items, for the hash), or
+    ``value`` itself, then remembered (the oldest forgotten past ``_MAX_LEAVES``)."""
+    leaf = _Leaf(value, identity)
+    shared: _T = _leaves.setdefault(leaf, leaf).value
+    if shared is value and len(_leaves) > _MAX_LEAVES:
+        with contextlib.suppress(KeyError, RuntimeError, StopIteration):  # evicted elsewhere
+            del _leaves[next(iter(_leaves))]
+    return shared
+
 
 def resource_version(obj: KubeObject | None) -> str:
     """``metadata.resourceVersion`` of ``obj``, ``""`` when absent."""
@@ -108,21 +223,35 @@ class IndexedCache:
             return len(self._objects)
 
     def upsert(self, obj: dict[str, Any]) -> tuple[dict[str, Any] | None, bool]:
-        """Store ``obj`` unless the cache holds a newer version; ``(old, stored)``."""
+        """Store a compact copy of ``obj`` (``compact``) unless the cache holds a newer version;
+        ``(old, stored)``. The same uid at the same ``resourceVersion`` is the same object (the
+        watch echo of a write the cache already holds): the cached copy stays, ``stored`` is
+        True."""
         key = ObjectRef.of(obj).namespaced_name
         uid = str((obj.get("metadata") or {}).get("uid") or "")
+        version = resource_version(obj)
         with self._lock:
             old = self._objects.get(key)
             if uid and uid in self._tombstones:
                 return old, False
-            if old is not None and not _newer_or_equal(
-                resource_version(obj), resource_version(old)
-            ):
+            if old is not None:
+                current = resource_version(old)
+                if not _newer_or_equal(version, current):
+                    return old, False
+                if version and version == current and uid == _uid(old):
+                    return old, True
+        stored = compact(obj)  # outside the lock: readers need not wait for the copy
+        key = ObjectRef.of(stored).namespaced_name  # the interned name: one copy of it
+        with self._lock:
+            old = self._objects.get(key)
+            if uid and uid in self._tombstones:
+                return old, False
+            if old is not None and not _newer_or_equal(version, resource_version(old)):
                 return old, False
             if old is not None:
                 self._unindex(key, old)
-            self._objects[key] = obj
-            self._index(key, obj)
+            self._objects[key] = stored
+            self._index(key, stored)
             return old, True
 
     def remove(self, obj: KubeObject) -> dict[str, Any] | None:
@@ -169,6 +298,10 @@ class IndexedCache:
             _discard(self._by_owner, uid, key)
         for label in (meta.get("labels") or {}).items():
             _discard(self._by_label, label, key)
+
+
+def _uid(obj: KubeObject) -> str:
+    return str((obj.get("metadata") or {}).get("uid") or "")
 
 
 def _discard(index: dict[Any, set[tuple[str, str]]], entry: Any, key: tuple[str, str]) -> None:

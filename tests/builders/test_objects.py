@@ -184,3 +184,21 @@ def test_invalid_input_is_rejected_naming_the_field(make: Callable[[], Any], fie
     with pytest.raises(b.InvalidSpecError) as caught:
         make()
     assert field in caught.value.field
+
+
+def test_nested_arguments_are_copied_at_every_depth() -> None:
+    probe = {"httpGet": {"path": "/", "port": "http"}, "periodSeconds": 10}
+    mounts = [{"name": "data", "mountPath": "/data"}]
+    env_tuple = ({"name": "A", "value": "1"},)  # not JSON-shaped: copied by copy.deepcopy
+    built = objects.container(name="a", image="a", liveness_probe=probe, volume_mounts=mounts)
+    built["livenessProbe"]["httpGet"]["path"] = "/changed"
+    built["volumeMounts"][0]["mountPath"] = "/changed"
+    assert probe["httpGet"]["path"] == "/"
+    assert mounts[0]["mountPath"] == "/data"
+    obj = objects.deployment(
+        metadata=_meta("server", labels={"tier": "web"}), selector_labels=SELECTOR,
+        containers=[{"name": "a", "image": "a", "env": env_tuple}],
+    )
+    copied = obj["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert copied == env_tuple
+    assert copied[0] is not env_tuple[0]

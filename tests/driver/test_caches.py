@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import json
 from typing import Any
 
 import pytest
@@ -105,3 +107,90 @@ def test_indexed_listing_equals_a_full_scan(
         cache.upsert(_obj(name, labels=labels))
     selected = {_key(o)[1] for o in cache.list(label_selector=f"{key}={value}")}
     assert selected == {n for n, labels in objects.items() if labels.get(key) == value}
+
+
+def _with_managed_fields(name: str, *, rv: int = 1) -> dict[str, Any]:
+    obj = _obj(name, rv=rv, labels={"app.kubernetes.io/name": "thanos"})
+    obj["metadata"]["managedFields"] = [{"manager": "optk", "operation": "Update",
+                                         "fieldsV1": {"f:data": {"f:k": {}}}}]
+    obj["metadata"]["annotations"] = {"note": "x" * 100}
+    obj["data"] = {"k": "v", "long": "y" * 100}
+    obj["items"] = [{"port": 8080}, ["nested", {"deep": True}], None, 1.5]
+    return obj
+
+
+def test_the_cache_drops_managed_fields_and_keeps_everything_else_as_given() -> None:
+    given_obj = _with_managed_fields("a")
+    before = copy.deepcopy(given_obj)
+    cache = IndexedCache()
+    cache.upsert(given_obj)
+    cached = cache.get("ns", "a")
+    assert cached is not None
+    assert "managedFields" not in cached["metadata"]
+    expected = copy.deepcopy(before)
+    del expected["metadata"]["managedFields"]
+    assert cached == expected
+    assert given_obj == before  # the caller's object (a write's response) is not changed
+    assert cached is not given_obj
+    assert cached["metadata"] is not given_obj["metadata"]
+    assert type(cached["items"]) is list
+    assert type(cached["items"][1][1]) is dict
+
+
+def test_cached_strings_are_interned_across_objects_and_long_values_are_not() -> None:
+    cache = IndexedCache()
+    # distinct string objects with equal text, as separate JSON documents decode them
+    cache.upsert(json.loads(json.dumps(_with_managed_fields("a"))))
+    cache.upsert(json.loads(json.dumps(_with_managed_fields("b"))))
+    a, b = cache.get("ns", "a"), cache.get("ns", "b")
+    assert a is not None
+    assert b is not None
+    assert a["apiVersion"] is b["apiVersion"]
+    label = "app.kubernetes.io/name"
+    assert a["metadata"]["labels"][label] is b["metadata"]["labels"][label]
+    assert next(k for k in a["metadata"]["labels"]) is next(k for k in b["metadata"]["labels"])
+    assert a["metadata"]["namespace"] is b["metadata"]["namespace"]
+    assert a["data"]["long"] == b["data"]["long"]
+    assert a["data"]["long"] is not b["data"]["long"]  # over 64 characters: left alone
+    # equal leaf dicts (all values short scalars) are one dict; others are each object's own
+    assert a["metadata"]["labels"] is b["metadata"]["labels"]
+    assert a["items"][0] is b["items"][0]
+    assert a["data"] is not b["data"]  # holds a long string
+    assert a["metadata"] is not b["metadata"]
+    assert a["items"] is not b["items"]
+    assert a["items"][1] is not b["items"][1]  # holds a dict
+    assert a["items"][1][1] is b["items"][1][1]
+
+
+def test_leaf_dicts_are_shared_only_when_equal_in_value_type_and_order() -> None:
+    cache = IndexedCache()
+    leaves: list[Any] = [{"v": True}, {"v": 1}, {"v": 1.0}, {"v": "1"}, {"v": None},
+                         {"a": 1, "b": 2}, {"b": 2, "a": 1}, {}, [], [True], [1], ["a", "b"],
+                         ["b", "a"]]
+    for i, leaf in enumerate(leaves):
+        obj = _obj(f"o{i}")
+        obj["spec"] = {"leaf": leaf}
+        cache.upsert(obj)
+    cached = [cache.get("ns", f"o{i}")["spec"]["leaf"] for i in range(len(leaves))]
+    assert [type(c) for c in cached] == [type(leaf) for leaf in leaves]
+    assert [list(c.items()) if isinstance(c, dict) else c for c in cached] == [
+        list(leaf.items()) if isinstance(leaf, dict) else leaf for leaf in leaves]
+    assert type(cached[-4][0]) is bool
+    assert type(cached[-3][0]) is int
+    assert [type(c["v"]) for c in cached[:5]] == [bool, int, float, str, type(None)]
+    assert len({id(c) for c in cached}) == len(leaves)
+
+
+def test_the_echo_of_a_cached_version_keeps_the_cached_copy() -> None:
+    cache = IndexedCache()
+    cache.upsert(_with_managed_fields("a", rv=3))
+    first = cache.get("ns", "a")
+    old, stored = cache.upsert(_with_managed_fields("a", rv=3))
+    assert stored
+    assert old is first
+    assert cache.get("ns", "a") is first
+    old, stored = cache.upsert(_with_managed_fields("a", rv=4))
+    assert stored
+    assert old is first
+    assert cache.get("ns", "a") is not first
+    assert cache.upsert(_with_managed_fields("a", rv=2)) == (cache.get("ns", "a"), False)

@@ -48,6 +48,22 @@ def test_a_key_added_while_processing_is_not_handed_to_a_second_worker() -> None
     assert queue.get(timeout=0) is None
 
 
+def test_a_key_is_pending_while_ready_or_held_not_while_waiting_for_its_time() -> None:
+    clock = VirtualClock()
+    queue = _queue(clock)
+    queue.add_after("a", 10.0)
+    assert not queue.is_pending("a")  # due later: warming its caches is not left to a worker
+    queue.add("b")
+    assert queue.is_pending("b")
+    assert queue.get(timeout=0) == "b"
+    assert queue.is_pending("b")
+    queue.done("b")
+    assert not queue.is_pending("b")
+    clock.advance(10.0)
+    assert queue.get(timeout=0) == "a"
+    assert queue.is_pending("a")
+
+
 def test_keys_come_out_in_the_order_they_were_first_added() -> None:
     queue = _queue(VirtualClock())
     for key in ["b", "a", "b", "c", "a"]:
