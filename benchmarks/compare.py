@@ -28,7 +28,13 @@ from typing import Any
 
 from benchmarks import _fleet as fleet
 from benchmarks._profile import summarize as summarize_profile
-from benchmarks._scenario import RESYNC_SECONDS, Options, drift_percentiles, run_scenario
+from benchmarks._scenario import (
+    RESYNC_SECONDS,
+    Options,
+    drift_percentiles,
+    run_paired,
+    run_scenario,
+)
 
 PEERS = ("ours", "kopf")
 HEADLINE = (
@@ -173,6 +179,33 @@ def profile(sizes: list[int], chosen: list[str], out: Path) -> int:
     return 0
 
 
+def _repeat(
+    order: list[str], options: Options, workdir: Path, *, repeat: int, paired: bool
+) -> list[dict[str, Any]]:
+    """One repeat of every peer at one size: paired (``run_paired``) or one after the other."""
+    size, started = options.size, time.monotonic()
+    try:
+        if paired:
+            by_peer = run_paired(order, options, workdir)
+        else:
+            by_peer = {}
+            for peer in order:
+                (workdir / peer).mkdir()
+                by_peer[peer] = run_scenario(peer, options, workdir / peer)
+    except Exception as error:  # recorded in the JSON; the other runs go on
+        print(f"N={size} repeat {repeat}: FAILED: {error}", file=sys.stderr, flush=True)
+        failed = f"{type(error).__name__}: {error}"[:2000]
+        return [{"peer": peer, "size": size, "repeat": repeat, "error": failed}
+                for peer in order]
+    seconds = round(time.monotonic() - started, 1)
+    for peer, figures in by_peer.items():
+        print(f"{peer} N={size} repeat {repeat}: converged in {figures['converge_wall_s']} s",
+              file=sys.stderr, flush=True)
+    print(f"N={size} repeat {repeat}: {seconds} s", file=sys.stderr, flush=True)
+    return [{"peer": peer, "size": size, "repeat": repeat, "run_s": seconds,
+             "paired": paired, "figures": by_peer[peer]} for peer in order]
+
+
 def main(argv: list[str] | None = None) -> int:
     """The command line; returns the exit code."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.compare", description=__doc__)
@@ -185,6 +218,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--drifts", type=int, default=200,
                         help="drifts per run (default 200, bounded: 1000); percentiles pool "
                              "the samples of every repeat")
+    parser.add_argument("--sequential", action="store_true",
+                        help="run the operators one after the other, drifts included (default: "
+                             "the second starts while the first idles, and the drifts take "
+                             "turns between them, so both sample the same background load)")
     parser.add_argument("--json", action="store_true", help="one JSON object on the last line")
     parser.add_argument("--out", default=None, help="also write the JSON to this file")
     parser.add_argument("--plot", action="store_true", help="draw PNGs into docs/benchmarks/")
@@ -206,34 +243,20 @@ def main(argv: list[str] | None = None) -> int:
         for size in sizes:
             for repeat in range(max(1, args.repeats)):
                 order = chosen if repeat % 2 == 0 else list(reversed(chosen))
-                for peer in order:
-                    workdir = Path(scratch) / f"{peer}-{size}-{repeat}"
-                    workdir.mkdir()
-                    options = Options(size=size, steady_seconds=args.steady_seconds,
-                                      drifts=min(max(0, args.drifts), 1000),
-                                      converge_timeout=60.0 + 0.3 * size)
-                    started = time.monotonic()
-                    try:
-                        figures = run_scenario(peer, options, workdir)
-                    except Exception as error:  # recorded in the JSON; the other runs go on
-                        print(f"{peer} N={size} repeat {repeat}: FAILED: {error}",
-                              file=sys.stderr, flush=True)
-                        runs.append({"peer": peer, "size": size, "repeat": repeat,
-                                     "error": f"{type(error).__name__}: {error}"[:2000]})
-                        continue
-                    print(f"{peer} N={size} repeat {repeat}: converged in "
-                          f"{figures['converge_wall_s']} s, run {time.monotonic() - started:.0f} s",
-                          file=sys.stderr, flush=True)
-                    runs.append({"peer": peer, "size": size, "repeat": repeat,
-                                 "run_s": round(time.monotonic() - started, 1),
-                                 "figures": figures})
-                    if args.out:  # partial results survive an interrupted run
-                        Path(args.out).write_text(json.dumps({"runs": runs}, indent=1) + "\n")
+                options = Options(size=size, steady_seconds=args.steady_seconds,
+                                  drifts=min(max(0, args.drifts), 1000),
+                                  converge_timeout=60.0 + 0.3 * size)
+                workdir = Path(scratch) / f"{size}-{repeat}"
+                workdir.mkdir()
+                runs += _repeat(order, options, workdir, repeat=repeat,
+                                paired=not args.sequential)
+                if args.out:  # partial results survive an interrupted run
+                    Path(args.out).write_text(json.dumps({"runs": runs}, indent=1) + "\n")
     figures = summarize(runs)
     result = {
         "benchmark": "compare",
         "sizes": sizes, "repeats": max(1, args.repeats),
-        "drifts_per_run": min(max(0, args.drifts), 1000),
+        "drifts_per_run": min(max(0, args.drifts), 1000), "paired": not args.sequential,
         "elapsed_s": round(time.monotonic() - began, 1),
         "children_per_parent": 10,
         "figures": figures,
