@@ -13,6 +13,7 @@ is stopped when it returns or fails.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 import signal
@@ -72,7 +73,8 @@ class Options:
 
     size: int
     steady_seconds: float = 10.0
-    drifts: int = 30
+    drifts: int = 200
+    """Drifts repaired one at a time: 200 samples make the nearest-rank p99 the third worst."""
     seed: int = 14
     drift_gap: float = 0.2
     """Seconds between a repair and the next drift (drifts are apart in real clusters)."""
@@ -80,7 +82,6 @@ class Options:
     """Stop after the convergence (profiling runs)."""
     profile: Path | None = None
     """Run the operator under ``py-spy record`` writing raw stacks here (profiling runs)."""
-    """Seconds between a repair and the next drift (drifts are apart in real clusters)."""
     converge_timeout: float = 120.0
 
 
@@ -128,6 +129,13 @@ class Probe:
                 return last_busy
             await asyncio.sleep(step)
         return time.monotonic()
+
+
+def drift_percentiles(samples: Sequence[float]) -> dict[str, float | int | None]:
+    """p50, p90, p95, p99 (nearest rank) and the worst of the drift latencies, and how many."""
+    return {"drift_samples": len(samples),
+            **{f"drift_p{q}_ms": fleet.percentile(samples, q) for q in (50, 90, 95, 99)},
+            "drift_max_ms": max(samples) if samples else None}
 
 
 def fleet_verbs(counts: Mapping[str, Any]) -> dict[str, int]:
@@ -224,31 +232,60 @@ async def _drift(
     return kind_of_drift, None if done is None else round((done - sent) * 1000, 2)
 
 
-async def _measure(
-    cluster: Cluster, processes: Processes, peer: Peer, options: Options
-) -> dict[str, Any]:
-    parents = await _install(cluster, options.size)
-    watch = ChildWatch(cluster)
-    watch.set_desired(fleet.desired_children(parents))
-    await watch.start()
-    await _until_counted(cluster, watches=len(fleet.CHILD_KINDS))
-    figures: dict[str, Any] = {}
-    try:
+class Session:
+    """One operator against its own server, phase by phase (``run_scenario``, ``run_paired``).
+
+    ``start`` installs the parents, spawns the operator and measures the cold start, the steady
+    state and the forced resync; ``drift`` makes one drift and waits for its repair;
+    ``drift_figures`` summarises the drifts made; ``finish`` measures the spec change and stops
+    the operator. The caller enters it as an async context (the server and the harness's
+    watches) and keeps the order.
+    """
+
+    def __init__(self, peer_name: str, options: Options, workdir: Path) -> None:
+        self.name, self.options, self.workdir = peer_name, options, workdir
+        self.figures: dict[str, Any] = {}
+        self.latencies: dict[str, list[float]] = {"delete": [], "edit": [], "unlabel": []}
+        self.missed = 0
+        self.rng = random.Random(options.seed + options.size)
+        self._stack = contextlib.AsyncExitStack()
+        self._drifts_before: tuple[dict[str, int], dict[str, int], float] | None = None
+
+    async def __aenter__(self) -> Session:
+        processes = self._stack.enter_context(Processes(self.workdir))
+        _, kubeconfig = start_apiserver(processes)
+        self.processes = processes
+        self.peer = peers(kubeconfig)[self.name]
+        self.cluster = await self._stack.enter_async_context(Cluster(kubeconfig))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._stack.aclose()
+
+    async def start(self) -> None:
+        """Cold start, steady state and forced resync; the figures so far."""
+        cluster, options, figures = self.cluster, self.options, self.figures
+        self.parents = await _install(cluster, options.size)
+        self.watch = watch = ChildWatch(cluster)
+        self._stack.push_async_callback(watch.stop)
+        watch.set_desired(fleet.desired_children(self.parents))
+        await watch.start()
+        await _until_counted(cluster, watches=len(fleet.CHILD_KINDS))
         base = await cluster.server_counts()
         base_counts = fleet_verbs(base)
         base_own = dict(cluster.own)
-        argv = list(peer.argv)
+        argv = list(self.peer.argv)
         if options.profile is not None:
             argv = [str(Path(sys.executable).parent / "py-spy"), "record", "--format", "raw",
                     "--rate", "250", "--nonblocking", "--gil", "-o", str(options.profile),
                     "--", *argv]
         spawned = time.monotonic()
-        process = processes.start(peer.name, argv, env=peer.env)
-        pid = process.pid if options.profile is None else _child_pid(process.pid)
-        probe = Probe(cluster, pid)
+        self.process = process = self.processes.start(self.peer.name, argv, env=self.peer.env)
+        self.pid = process.pid if options.profile is None else _child_pid(process.pid)
+        self.probe = probe = Probe(cluster, self.pid)
         converging = asyncio.create_task(watch.converged(timeout=options.converge_timeout))
         while not converging.done():
-            processes.check_alive(peer.name, process)
+            self.processes.check_alive(self.peer.name, process)
             await asyncio.wait({converging}, timeout=0.5)
         converged_at = converging.result()
         after = await probe.snapshot()
@@ -264,12 +301,7 @@ async def _measure(
             converge_cpu_per_child_ms=round(cpu * 1000 / max(1, len(watch.desired)), 3),
         )
         if options.converge_only:
-            figures["peak_rss_mib"] = round(peak_rss_bytes(pid) / 2**20, 1)
-            if options.profile is not None:
-                os.kill(pid, signal.SIGTERM)  # py-spy writes its file once the child exits
-                process.wait(timeout=60)
-            processes.stop(process)
-            return figures
+            return
         await probe.quiet(timeout=30 + options.size * 0.05)
 
         before = await probe.snapshot()
@@ -282,13 +314,7 @@ async def _measure(
         stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         before = await probe.snapshot()
         started = time.monotonic()
-        await _bounded([
-            cluster.request("PATCH", object_path(API_VERSION, PARENTS_PLURAL, fleet.NAMESPACE,
-                                                 p["metadata"]["name"]),
-                            verb="patch", content_type=MERGE_PATCH,
-                            body={"metadata": {"annotations": {REQUESTED_AT: stamp}}})
-            for p in parents
-        ])
+        await self._patch_parents({"metadata": {"annotations": {REQUESTED_AT: stamp}}})
         last = await probe.quiet(timeout=30 + options.size * 0.2)
         resync, resync_cpu = Probe.delta(before, await probe.snapshot())
         figures.update(
@@ -298,36 +324,56 @@ async def _measure(
             resync_cpu_per_parent_ms=round(resync_cpu * 1000 / options.size, 3),
         )
 
-        rng = random.Random(options.seed + options.size)
-        latencies: dict[str, list[float]] = {"delete": [], "edit": [], "unlabel": []}
-        missed = 0
-        before = await probe.snapshot()
-        for number in range(options.drifts):
-            kind_of_drift, latency = await _drift(cluster, watch, rng, number, timeout=15.0)
-            await asyncio.sleep(options.drift_gap)
-            if latency is None:
-                missed += 1
-            else:
-                latencies[kind_of_drift].append(latency)
-        drift_requests, drift_cpu = Probe.delta(before, await probe.snapshot())
-        every = [v for values in latencies.values() for v in values]
-        figures.update(
-            drift_count=options.drifts, drift_missed=missed,
-            drift_p50_ms=fleet.percentile(every, 50), drift_p99_ms=fleet.percentile(every, 99),
-            drift_p50_ms_by_kind={k: fleet.percentile(v, 50) for k, v in latencies.items()},
+    async def _patch_parents(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        return await _bounded([
+            self.cluster.request(
+                "PATCH", object_path(API_VERSION, PARENTS_PLURAL, fleet.NAMESPACE,
+                                     p["metadata"]["name"]),
+                verb="patch", content_type=MERGE_PATCH, body=body)
+            for p in self.parents
+        ])
+
+    async def drift(self, number: int) -> None:
+        """Drift one random child (the kind cycling with ``number``) and wait for its repair."""
+        self.processes.check_alive(self.peer.name, self.process)
+        if self._drifts_before is None:
+            self._drifts_before = await self.probe.snapshot()
+        kind_of_drift, latency = await _drift(self.cluster, self.watch, self.rng, number,
+                                              timeout=15.0)
+        if latency is None:
+            self.missed += 1
+        else:
+            self.latencies[kind_of_drift].append(latency)
+
+    async def drift_figures(self) -> None:
+        """The drift repair figures of the drifts made so far."""
+        if self._drifts_before is None:
+            return
+        drift_requests, drift_cpu = Probe.delta(self._drifts_before, await self.probe.snapshot())
+        every = [v for values in self.latencies.values() for v in values]
+        self.figures.update(
+            drift_count=len(every) + self.missed, drift_missed=self.missed,
+            **drift_percentiles(every),
+            drift_p50_ms_by_kind={k: fleet.percentile(v, 50) for k, v in self.latencies.items()},
+            drift_p99_ms_by_kind={k: fleet.percentile(v, 99) for k, v in self.latencies.items()},
+            drift_samples_ms=every,
             drift_requests=sum(drift_requests.values()), drift_cpu_s=drift_cpu,
         )
-        await probe.quiet(timeout=30)
+        await self.probe.quiet(timeout=30)
 
+    async def finish(self) -> dict[str, Any]:
+        """The spec change, peak RSS and total CPU; stops the operator; every figure."""
+        options, figures, probe, watch = self.options, self.figures, self.probe, self.watch
+        if options.converge_only:
+            figures["peak_rss_mib"] = round(peak_rss_bytes(self.pid) / 2**20, 1)
+            if options.profile is not None:
+                os.kill(self.pid, signal.SIGTERM)  # py-spy writes its file once the child exits
+                self.process.wait(timeout=60)
+            self.processes.stop(self.process)
+            return figures
         before = await probe.snapshot()
         started = time.monotonic()
-        changed = await _bounded([
-            cluster.request("PATCH", object_path(API_VERSION, PARENTS_PLURAL, fleet.NAMESPACE,
-                                                 p["metadata"]["name"]),
-                            verb="patch", content_type=MERGE_PATCH,
-                            body={"spec": {"image": fleet.NEW_IMAGE}})
-            for p in parents
-        ])
+        changed = await self._patch_parents({"spec": {"image": fleet.NEW_IMAGE}})
         watch.set_desired(fleet.desired_children(changed))
         done = await watch.converged(timeout=options.converge_timeout)
         await probe.quiet(timeout=30 + options.size * 0.2)
@@ -337,22 +383,54 @@ async def _measure(
             spec_change_writes=fleet.writes(spec), spec_change_requests_by_verb=spec,
             spec_change_cpu_s=spec_cpu,
         )
-        figures["peak_rss_mib"] = round(peak_rss_bytes(pid) / 2**20, 1)
-        figures["total_cpu_s"] = round(cpu_seconds(pid), 3)
-        processes.stop(process)
+        figures["peak_rss_mib"] = round(peak_rss_bytes(self.pid) / 2**20, 1)
+        figures["total_cpu_s"] = round(cpu_seconds(self.pid), 3)
+        self.processes.stop(self.process)
         return figures
-    finally:
-        await watch.stop()
+
+
+async def _drifts(sessions: Sequence[Session], options: Options) -> None:
+    """``options.drifts`` drifts per session, taking turns: one drift at a time overall, so
+    every session's samples span the same stretch of time and the same background load."""
+    for number in range(options.drifts):
+        for session in sessions:
+            await session.drift(number)
+            await asyncio.sleep(options.drift_gap / len(sessions))
+    for session in sessions:
+        await session.drift_figures()
 
 
 async def _run(peer_name: str, options: Options, workdir: Path) -> dict[str, Any]:
-    with Processes(workdir) as processes:
-        _, kubeconfig = start_apiserver(processes)
-        peer = peers(kubeconfig)[peer_name]
-        async with Cluster(kubeconfig) as cluster:
-            return await _measure(cluster, processes, peer, options)
+    async with Session(peer_name, options, workdir) as session:
+        await session.start()
+        if not options.converge_only:
+            await _drifts([session], options)
+        return await session.finish()
 
 
 def run_scenario(peer_name: str, options: Options, workdir: Path) -> dict[str, Any]:
     """Every figure of one operator at one size (see the module docstring)."""
     return asyncio.run(_run(peer_name, options, workdir))
+
+
+async def _run_paired(
+    names: Sequence[str], options: Options, workdir: Path
+) -> dict[str, dict[str, Any]]:
+    async with contextlib.AsyncExitStack() as stack:
+        sessions = []
+        for name in names:  # one cold start at a time; the earlier operators idle meanwhile
+            directory = workdir / name
+            directory.mkdir(parents=True, exist_ok=True)
+            session = await stack.enter_async_context(Session(name, options, directory))
+            await session.start()
+            sessions.append(session)
+        await _drifts(sessions, options)
+        return {session.name: await session.finish() for session in reversed(sessions)}
+
+
+def run_paired(
+    names: Sequence[str], options: Options, workdir: Path
+) -> dict[str, dict[str, Any]]:
+    """Every figure of each operator at one size, the drifts interleaved (see the module
+    docstring): figures by peer name."""
+    return asyncio.run(_run_paired(names, options, workdir))

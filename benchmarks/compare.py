@@ -1,11 +1,13 @@
 """Ours against kopf: the Thanos example operator and the same operator written with kopf.
 
-Run as ``python -m benchmarks.compare [--sizes 10,100] [--repeats N] [--json] [--plot]
-[--out FILE]`` (kopf comes with the ``bench`` extra: ``pip install -e '.[bench]'``). For each
-size N (parents of ten children each) and each repeat, each operator runs in its own process
-against a fresh ``optk apiserver`` in its own process, one at a time, the order alternating
+Run as ``python -m benchmarks.compare [--sizes 10,100,1000] [--repeats N] [--drifts N] [--json]
+[--plot] [--out FILE]`` (kopf comes with the ``bench`` extra: ``pip install -e '.[bench]'``).
+For each size N (parents of ten children each) and each repeat, each operator runs in its own
+process against a fresh ``optk apiserver`` in its own process, one at a time, the order alternating
 between repeats; ``benchmarks._scenario`` has the phases. Figures per operator are medians over
-the repeats; ``ratio`` is ours / kopf for every number (below 1: ours is cheaper or faster).
+the repeats, except the drift repair percentiles, taken over the samples of every repeat pooled
+(``drift_samples`` says how many); ``ratio`` is ours / kopf for every number (below 1: ours is
+cheaper or faster).
 With ``--json`` the last line of stdout is one JSON object: ``figures`` (by size, then ``ours``,
 ``kopf``, ``ratio``), ``runs`` (every repeat), ``peers``, ``python``, ``cpu_count``, ``machine``.
 ``--plot`` draws each figure against N into ``docs/benchmarks/`` (see ``benchmarks.plot``).
@@ -26,7 +28,13 @@ from typing import Any
 
 from benchmarks import _fleet as fleet
 from benchmarks._profile import summarize as summarize_profile
-from benchmarks._scenario import RESYNC_SECONDS, Options, run_scenario
+from benchmarks._scenario import (
+    RESYNC_SECONDS,
+    Options,
+    drift_percentiles,
+    run_paired,
+    run_scenario,
+)
 
 PEERS = ("ours", "kopf")
 HEADLINE = (
@@ -40,7 +48,9 @@ HEADLINE = (
     ("resync_writes", "forced resync: writes"),
     ("resync_cpu_per_parent_ms", "forced resync: CPU per parent (ms)"),
     ("drift_p50_ms", "drift repair p50 (ms)"),
+    ("drift_p95_ms", "drift repair p95 (ms)"),
     ("drift_p99_ms", "drift repair p99 (ms)"),
+    ("drift_samples", "drift repair: samples"),
     ("spec_change_wall_s", "spec change: wall time (s)"),
     ("spec_change_requests", "spec change: requests"),
     ("spec_change_cpu_s", "spec change: CPU (s)"),
@@ -86,6 +96,9 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
                 values = [f[key] for f in mine if isinstance(f.get(key), int | float)]
                 medians[key] = fleet.median(values)
             medians["converge_requests"] = mine[0].get("converge_requests")
+            pooled = [v for f in mine for v in f.get("drift_samples_ms") or ()]
+            if pooled:  # percentiles over every repeat's samples, not a median of percentiles
+                medians.update(drift_percentiles(pooled))
             entry[peer] = medians
         if "ours" in entry and "kopf" in entry:
             entry["ratio"] = {
@@ -166,16 +179,49 @@ def profile(sizes: list[int], chosen: list[str], out: Path) -> int:
     return 0
 
 
+def _repeat(
+    order: list[str], options: Options, workdir: Path, *, repeat: int, paired: bool
+) -> list[dict[str, Any]]:
+    """One repeat of every peer at one size: paired (``run_paired``) or one after the other."""
+    size, started = options.size, time.monotonic()
+    try:
+        if paired:
+            by_peer = run_paired(order, options, workdir)
+        else:
+            by_peer = {}
+            for peer in order:
+                (workdir / peer).mkdir()
+                by_peer[peer] = run_scenario(peer, options, workdir / peer)
+    except Exception as error:  # recorded in the JSON; the other runs go on
+        print(f"N={size} repeat {repeat}: FAILED: {error}", file=sys.stderr, flush=True)
+        failed = f"{type(error).__name__}: {error}"[:2000]
+        return [{"peer": peer, "size": size, "repeat": repeat, "error": failed}
+                for peer in order]
+    seconds = round(time.monotonic() - started, 1)
+    for peer, figures in by_peer.items():
+        print(f"{peer} N={size} repeat {repeat}: converged in {figures['converge_wall_s']} s",
+              file=sys.stderr, flush=True)
+    print(f"N={size} repeat {repeat}: {seconds} s", file=sys.stderr, flush=True)
+    return [{"peer": peer, "size": size, "repeat": repeat, "run_s": seconds,
+             "paired": paired, "figures": by_peer[peer]} for peer in order]
+
+
 def main(argv: list[str] | None = None) -> int:
     """The command line; returns the exit code."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.compare", description=__doc__)
-    parser.add_argument("--sizes", default="10,100",
-                        help="parent counts (default 10,100; the embedded server's /24 service "
-                             "range holds at most 126 parents of this shape)")
+    parser.add_argument("--sizes", default="10,100,1000",
+                        help="parent counts (default 10,100,1000; the embedded server's /16 "
+                             "service range holds about 32,000 parents of this shape)")
     parser.add_argument("--repeats", type=int, default=1, help="runs per operator and size")
     parser.add_argument("--peers", default=",".join(PEERS), help="ours,kopf (default both)")
     parser.add_argument("--steady-seconds", type=float, default=10.0)
-    parser.add_argument("--drifts", type=int, default=30, help="drifts per run (bounded: 1000)")
+    parser.add_argument("--drifts", type=int, default=200,
+                        help="drifts per run (default 200, bounded: 1000); percentiles pool "
+                             "the samples of every repeat")
+    parser.add_argument("--sequential", action="store_true",
+                        help="run the operators one after the other, drifts included (default: "
+                             "the second starts while the first idles, and the drifts take "
+                             "turns between them, so both sample the same background load)")
     parser.add_argument("--json", action="store_true", help="one JSON object on the last line")
     parser.add_argument("--out", default=None, help="also write the JSON to this file")
     parser.add_argument("--plot", action="store_true", help="draw PNGs into docs/benchmarks/")
@@ -192,36 +238,26 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile:
         return profile(sizes, chosen, Path(args.profile))
     runs: list[dict[str, Any]] = []
+    began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="optk-compare-") as scratch:
         for size in sizes:
             for repeat in range(max(1, args.repeats)):
                 order = chosen if repeat % 2 == 0 else list(reversed(chosen))
-                for peer in order:
-                    workdir = Path(scratch) / f"{peer}-{size}-{repeat}"
-                    workdir.mkdir()
-                    options = Options(size=size, steady_seconds=args.steady_seconds,
-                                      drifts=min(max(0, args.drifts), 1000),
-                                      converge_timeout=60.0 + 0.3 * size)
-                    started = time.monotonic()
-                    try:
-                        figures = run_scenario(peer, options, workdir)
-                    except Exception as error:  # recorded in the JSON; the other runs go on
-                        print(f"{peer} N={size} repeat {repeat}: FAILED: {error}",
-                              file=sys.stderr, flush=True)
-                        runs.append({"peer": peer, "size": size, "repeat": repeat,
-                                     "error": f"{type(error).__name__}: {error}"[:2000]})
-                        continue
-                    print(f"{peer} N={size} repeat {repeat}: converged in "
-                          f"{figures['converge_wall_s']} s, run {time.monotonic() - started:.0f} s",
-                          file=sys.stderr, flush=True)
-                    runs.append({"peer": peer, "size": size, "repeat": repeat,
-                                 "figures": figures})
-                    if args.out:  # partial results survive an interrupted run
-                        Path(args.out).write_text(json.dumps({"runs": runs}, indent=1) + "\n")
+                options = Options(size=size, steady_seconds=args.steady_seconds,
+                                  drifts=min(max(0, args.drifts), 1000),
+                                  converge_timeout=60.0 + 0.3 * size)
+                workdir = Path(scratch) / f"{size}-{repeat}"
+                workdir.mkdir()
+                runs += _repeat(order, options, workdir, repeat=repeat,
+                                paired=not args.sequential)
+                if args.out:  # partial results survive an interrupted run
+                    Path(args.out).write_text(json.dumps({"runs": runs}, indent=1) + "\n")
     figures = summarize(runs)
     result = {
         "benchmark": "compare",
         "sizes": sizes, "repeats": max(1, args.repeats),
+        "drifts_per_run": min(max(0, args.drifts), 1000), "paired": not args.sequential,
+        "elapsed_s": round(time.monotonic() - began, 1),
         "children_per_parent": 10,
         "figures": figures,
         "runs": runs,

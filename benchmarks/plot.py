@@ -21,10 +21,17 @@ from benchmarks.compare import HEADLINE, PEERS
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "docs" / "benchmarks"
 PLOTTED = (
     "converge_wall_s", "converge_cpu_s", "converge_requests_total", "peak_rss_mib",
-    "steady_requests", "resync_cpu_per_parent_ms", "drift_p50_ms", "drift_p99_ms",
+    "steady_requests", "resync_cpu_per_parent_ms", "drift_p50_ms", "drift_p95_ms",
+    "drift_p99_ms",
     "spec_change_wall_s", "spec_change_requests", "spec_change_cpu_s",
 )
 """The figures drawn (the others are in the table and the JSON)."""
+GOALS = (
+    ("converge_cpu_s", "converge CPU", 0.33),
+    ("converge_wall_s", "converge wall", 0.5),
+    ("drift_p99_ms", "drift repair p99", 0.5),
+)
+"""The ratios of ``compare-ratios.png``: key, label and issue 14's goal (ours / kopf at most)."""
 
 
 def plot(result: Mapping[str, Any], *, out: Path = DEFAULT_OUT) -> list[Path]:
@@ -37,7 +44,9 @@ def plot(result: Mapping[str, Any], *, out: Path = DEFAULT_OUT) -> list[Path]:
     labels = dict(HEADLINE)
     figures = result["figures"]
     sizes = sorted(int(size) for size in figures)
-    machine = f"Python {result.get('python')}, {result.get('cpu_count')} CPUs"
+    load = (result.get("machine") or {}).get("loadavg")
+    machine = f"Python {result.get('python')}, {result.get('cpu_count')} CPUs" + (
+        f", load {load[0]} at the end" if load else "")
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for key in PLOTTED:
@@ -63,7 +72,36 @@ def plot(result: Mapping[str, Any], *, out: Path = DEFAULT_OUT) -> list[Path]:
         fig.savefig(path)
         plt.close(fig)
         written.append(path)
+    written.append(_ratios(plt, figures, sizes, machine, out))
     return written
+
+
+def _ratios(plt: Any, figures: Mapping[str, Any], sizes: list[int], machine: str,
+            out: Path) -> Path:
+    """``compare-ratios.png``: ours / kopf for the goal figures, each with its goal line."""
+    fig, ax = plt.subplots(figsize=(5.5, 3.6), dpi=100)
+    top = 1.0
+    for (key, label, goal), marker in zip(GOALS, ("o", "s", "^"), strict=True):
+        points = [(n, (figures[str(n)].get("ratio") or {}).get(key)) for n in sizes]
+        xs = [n for n, v in points if v is not None]
+        ys = [v for _, v in points if v is not None]
+        if xs:
+            line = ax.plot(xs, ys, marker=marker, label=f"{label} (goal {goal}x)")[0]
+            ax.axhline(goal, color=line.get_color(), linestyle=":", alpha=0.7)
+            top = max(top, *ys)
+    ax.set_xscale("log")
+    ax.set_ylim(bottom=0, top=top * 1.1)
+    ax.set_xlabel("parents N (10 children each)")
+    ax.set_title("ours / kopf (below the dotted line: goal met)", fontsize=10)
+    ax.set_xticks(sizes, [str(n) for n in sizes])
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.text(0.99, 0.01, machine, ha="right", va="bottom", fontsize=7, alpha=0.6)
+    fig.tight_layout()
+    path = out / "compare-ratios.png"
+    fig.savefig(path)
+    plt.close(fig)
+    return path
 
 
 def main(argv: list[str] | None = None) -> int:

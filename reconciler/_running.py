@@ -65,14 +65,18 @@ def load_api_client(kubeconfig: str | None = None) -> Any:
 
 def _run_with(operator: Operator, api_client: Any, stop: _StopFlag,
               metrics_port: int | None) -> int:
+    from reconciler._heap import HeapSettler
     from reconciler._kubernetes import KubernetesClient
 
     client = KubernetesClient(api_client, operator_name=operator.name)
     runtime = operator.start(client, metrics_port=metrics_port)
     _log.info("operator %s started (identity %s)", operator.name, runtime.identity)
+    heap = HeapSettler()  # this process runs one operator: freeze its long-lived heap
+    heap.started()
     try:
         while not stop.requested and not runtime.finished:
             time.sleep(0.2)  # a signal interrupts the sleep and runs its handler
+            heap.poll(runtime)
     finally:
         clean = runtime.stop(timeout=operator.shutdown_timeout)
     lost = not stop.requested
