@@ -42,7 +42,7 @@ def test_a_builder_editing_its_parent_changes_neither_the_cache_nor_other_parent
         for name in ("a", "b"):
             client.create(thing(ns, name, labels={"tier": "gold"}))
         for name in ("a", "b"):
-            assert wait_until(lambda: child_data(client, ns, name) == {"tier": "gold"}), (
+            assert wait_until(lambda n=name: child_data(client, ns, n) == {"tier": "gold"}), (
                 name, child_data(client, ns, name))
         assert wait_idle(runtime, 5, settle=0.2)
         for name in ("a", "b"):
