@@ -64,7 +64,13 @@ from reconciler.embedded._statuses import (
     status_body,
 )
 from reconciler.embedded._stored_objects import CRDS, Target, warning_header
-from reconciler.embedded._watching import DEFAULT_WATCH_BUFFER_BYTES, WatchRequest, serve_watch
+from reconciler.embedded._watching import (
+    DEFAULT_WATCH_BUFFER_BYTES,
+    DEFAULT_WATCH_BUFFER_TOTAL_BYTES,
+    WATCH_BUFFER_FLOOR,
+    WatchRequest,
+    serve_watch,
+)
 
 __all__ = ["MAX_BODY_BYTES", "ApiApplication", "ResourcePath"]
 
@@ -189,9 +195,11 @@ class ApiApplication:
         address: Callable[[], str],
         bookmark_interval: float = 60.0,
         watch_buffer_bytes: int = DEFAULT_WATCH_BUFFER_BYTES,
+        watch_buffer_total_bytes: int = DEFAULT_WATCH_BUFFER_TOTAL_BYTES,
     ) -> None:
         self.ops = ops
         self.watch_buffer_bytes = watch_buffer_bytes
+        self.watch_buffer_total_bytes = watch_buffer_total_bytes
         self.token = token
         self.accounting = accounting
         self.faults = faults
@@ -260,6 +268,12 @@ class ApiApplication:
             return web.Response(text=exc.body, status=exc.code, content_type="text/plain",
                                 headers=exc.headers)
         return _json_response(exc.body, status=exc.code, headers=exc.headers)
+
+    def watch_buffer_limit(self) -> int:
+        """The bytes one watcher may have waiting now: ``watch_buffer_bytes``, or its share of
+        ``watch_buffer_total_bytes`` among the open watches, never below ``WATCH_BUFFER_FLOOR``."""
+        share = self.watch_buffer_total_bytes // max(1, self.active_watches)
+        return max(WATCH_BUFFER_FLOOR, min(self.watch_buffer_bytes, share))
 
     def _resource_label(self, path: ResourcePath | None) -> str:
         if path is None:
@@ -461,7 +475,7 @@ class ApiApplication:
             return await serve_watch(
                 request, watch_request, ops=self.ops, faults=self.faults.current,
                 bookmark_interval=self.bookmark_interval, cache=self._cache,
-                max_buffer_bytes=self.watch_buffer_bytes, on_started=started,
+                max_buffer_bytes=self.watch_buffer_limit, on_started=started,
             )
         finally:
             self.active_watches -= 1

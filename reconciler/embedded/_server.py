@@ -41,7 +41,10 @@ from reconciler.embedded._kubeconfig import KubeconfigEntry, KubeconfigFile
 from reconciler.embedded._operations import Operations
 from reconciler.embedded._storage import DEFAULT_HISTORY_BYTES, Storage
 from reconciler.embedded._tls import TlsFiles, TlsMaterial, generate_tls, write_tls
-from reconciler.embedded._watching import DEFAULT_WATCH_BUFFER_BYTES
+from reconciler.embedded._watching import (
+    DEFAULT_WATCH_BUFFER_BYTES,
+    DEFAULT_WATCH_BUFFER_TOTAL_BYTES,
+)
 
 __all__ = ["EmbeddedApiServer", "ServerNotRunningError"]
 
@@ -75,7 +78,8 @@ class EmbeddedApiServer(ServerInstruments):
     ``start()`` restarts it with its state. An existing ``kubeconfig_path`` gets a context
     added (made current when ``set_current_context``) and removed again at ``stop()``; one that
     is not a kubeconfig raises ``KubeconfigError`` (a ``ValueError``) here. Each watcher may
-    have ``watch_buffer_bytes`` waiting in its connection before its watch is ended. The watch
+    have ``watch_buffer_bytes`` waiting in its connection before its watch is ended, and all
+    watchers together about ``watch_buffer_total_bytes`` (each gets its share of it). The watch
     history keeps at most ``history_size`` events and about ``history_bytes`` of their objects.
     """
 
@@ -92,6 +96,7 @@ class EmbeddedApiServer(ServerInstruments):
         registry: KindRegistry | None = None,
         set_current_context: bool = True,
         watch_buffer_bytes: int = DEFAULT_WATCH_BUFFER_BYTES,
+        watch_buffer_total_bytes: int = DEFAULT_WATCH_BUFFER_TOTAL_BYTES,
     ) -> None:
         if not _is_loopback(host) and not allow_non_loopback:
             raise ValueError(
@@ -108,6 +113,7 @@ class EmbeddedApiServer(ServerInstruments):
                                                    set_current=set_current_context)
             self._kubeconfig_file.check()
         self._watch_buffer_bytes = watch_buffer_bytes
+        self._watch_buffer_total_bytes = watch_buffer_total_bytes
         self._tls_material: TlsMaterial | None = None
         self._token = secrets.token_urlsafe(32)
         super().__init__()
@@ -180,6 +186,7 @@ class EmbeddedApiServer(ServerInstruments):
             address=lambda: f"{self._host}:{self._bound_port}",
             bookmark_interval=self._bookmark_interval,
             watch_buffer_bytes=self._watch_buffer_bytes,
+            watch_buffer_total_bytes=self._watch_buffer_total_bytes,
         )
         self._application = application
         # handler_cancellation: a closed connection cancels its handler, so a watch whose

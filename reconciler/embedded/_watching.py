@@ -11,11 +11,14 @@ version older than the window answers HTTP 200 with one ``ERROR`` event holding 
 Status, exactly as ``watch-410-after-restart.json`` shows. Injected faults can end streams
 early or force that 410.
 
-Memory is bounded per watcher in bytes: a live event is written only while the connection's
-write buffer holds less than ``max_buffer_bytes``; a watcher past that is ended (its connection
-is aborted, as kube-apiserver closes a watch whose client cannot keep up, and the client
-re-lists). The replay waits for the client through aiohttp's writer, and at most
-``max_pending`` events wait while it is written.
+Memory is bounded per watcher and in all, in bytes: a live event is written only while the
+connection's write buffer stays within the watcher's limit; a watcher past it is ended (its
+connection is aborted, as kube-apiserver closes a watch whose client cannot keep up, and the
+client re-lists). The limit is ``max_buffer_bytes`` or, with many watchers, their share of a
+server-wide budget (``ApiApplication``'s ``watch_buffer_limit``: the budget divided by the open
+watches, never below ``WATCH_BUFFER_FLOOR``), so 500 clients that never read cost about the
+budget, not 500 times the per-watcher bound. The replay waits for the client through
+aiohttp's writer, and at most ``max_pending`` events wait while it is written.
 """
 
 from __future__ import annotations
@@ -39,7 +42,13 @@ from reconciler.embedded._selectors import FieldSelector, LabelSelector
 from reconciler.embedded._statuses import status_body
 from reconciler.embedded._storage import StoredEvent, TooOld
 
-__all__ = ["DEFAULT_WATCH_BUFFER_BYTES", "WatchRequest", "serve_watch"]
+__all__ = [
+    "DEFAULT_WATCH_BUFFER_BYTES",
+    "DEFAULT_WATCH_BUFFER_TOTAL_BYTES",
+    "WATCH_BUFFER_FLOOR",
+    "WatchRequest",
+    "serve_watch",
+]
 
 log = logging.getLogger("reconciler.embedded")
 
@@ -47,6 +56,13 @@ _DEFAULT_TIMEOUT = 1800.0
 
 DEFAULT_WATCH_BUFFER_BYTES = 1024 * 1024
 """How many bytes may wait in one watcher's connection buffer before the watch is ended."""
+
+DEFAULT_WATCH_BUFFER_TOTAL_BYTES = 64 * 1024 * 1024
+"""The server-wide budget of bytes waiting in watchers' connection buffers, shared among the
+open watches."""
+
+WATCH_BUFFER_FLOOR = 16 * 1024
+"""The least a watcher's limit falls to however many watches are open."""
 
 
 @attrs.frozen(kw_only=True)
@@ -131,7 +147,7 @@ class _Stream:
         cache: EncodeCache,
         limit: int | None,
         max_pending: int,
-        max_buffer_bytes: int,
+        max_buffer_bytes: Callable[[], int],
     ) -> None:
         self._http_request = http_request
         self._request = request
@@ -183,8 +199,9 @@ class _Stream:
 
         The 200 headers were sent by ``prepare``, so raw chunks follow aiohttp's own framing
         (aiohttp writes the last, empty chunk when the handler returns). When more than
-        ``max_buffer_bytes`` already wait in the connection's buffer the client does not keep
-        up: its connection is aborted (dropping the buffer) and the stream ends, as a real
+        the watcher's limit (``max_buffer_bytes()``) would wait in the connection's buffer (one
+        event is always written to an empty buffer) the client does not keep up: its connection
+        is aborted (dropping the buffer) and the stream ends, as a real
         server closes a watch that falls behind; the client re-lists and watches again.
         """
         transport = self._http_request.transport
@@ -192,7 +209,7 @@ class _Stream:
             self._finish()
             return
         buffered = transport.get_write_buffer_size()
-        if buffered >= self._max_buffer_bytes:
+        if buffered and buffered + len(data) > self._max_buffer_bytes():
             self.fell_behind = True
             log.info("embedded apiserver: ending a watch of %s whose client is %d bytes behind",
                      self._request.rt.plural, buffered)
@@ -241,14 +258,15 @@ async def serve_watch(
     bookmark_interval: float,
     cache: EncodeCache,
     max_pending: int = 50_000,
-    max_buffer_bytes: int = DEFAULT_WATCH_BUFFER_BYTES,
+    max_buffer_bytes: Callable[[], int] = lambda: DEFAULT_WATCH_BUFFER_BYTES,
     on_started: Callable[[], None] | None = None,
 ) -> web.StreamResponse:
     """Stream the events of ``request`` until its timeout, a fault, or the client leaves.
 
-    A watcher whose connection buffer holds ``max_buffer_bytes`` is ended (as a real server
-    ends a watch whose client cannot keep up), so a stalled client never makes the server
-    hoard memory; at most ``max_pending`` events wait while the replay is written.
+    A watcher whose connection buffer would hold more than ``max_buffer_bytes()`` (read at
+    each write: the share of a server-wide budget changes with the open watches) is ended (as
+    a real server ends a watch whose client cannot keep up), so a stalled client never makes
+    the server hoard memory; at most ``max_pending`` events wait while the replay is written.
     ``on_started`` is called once the 200 headers are sent (the watch is then accounted).
     """
     response = web.StreamResponse(status=200)

@@ -204,6 +204,34 @@ def test_stalled_watcher_is_ended_and_the_rest_keep_going(own_server: EmbeddedAp
     stalled.close()
 
 
+def test_stalled_watchers_share_one_budget() -> None:
+    """With many watchers, each may hold only its share of the server-wide budget: here a
+    per-watcher bound too large to matter (64 MiB) and a budget of 2 MiB among 16 watchers that
+    never read. 7.5 MiB of events each (past the kernel's socket buffers, 4 MiB at most on
+    loopback) end every one of them; by the per-watcher bound alone none would end."""
+    with EmbeddedApiServer(watch_buffer_bytes=64 * 1024 * 1024,
+                           watch_buffer_total_bytes=2 * 1024 * 1024) as server:
+        raw = RawClient(server)
+        stalled = []
+        for _ in range(16):
+            sock = _tls_socket(server)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.sendall(
+                f"GET /api/v1/namespaces/default/configmaps?watch=1 HTTP/1.1\r\n"
+                f"Host: 127.0.0.1\r\nAuthorization: Bearer {server.token}\r\n\r\n".encode()
+            )
+            stalled.append(sock)
+        wait_until(lambda: server.active_watches() == 16)
+        value = "x" * 64 * 1024
+        for i in range(120):
+            code, body = raw.json("POST", "/api/v1/namespaces/default/configmaps",
+                                  body=configmap(f"big-{i}", v=value))
+            assert code == 201, body
+        wait_until(lambda: server.active_watches() == 0, timeout=10)
+        for sock in stalled:
+            sock.close()
+
+
 def _rss_bytes(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
