@@ -5,7 +5,7 @@ of its builders (each child after ``stamp_identity``, its ``DesiredState`` and i
 the parent's uid and ``resourceVersion``; a reconcile of the same parent at the same version
 (a periodic resync, a child's drift) reuses them instead of calling the builders. Any change to
 the parent (spec, labels, annotations, status: its version changes on every write) misses it;
-builds with a failed builder or a state with hooks are never kept; ``forget_all()`` (called by
+builds with a failed builder or a state with hooks are never kept; ``forget()`` (called by
 ``OperatorRuntime.resync_all()``) drops every build, for outside state the builders read.
 
 ``ChildMemo`` then skips the match: it remembers, per (parent uid, child), a digest of the built
@@ -135,7 +135,7 @@ class BuildMemo:
 
     @property
     def epoch(self) -> int:
-        """Advanced by :meth:`forget_all`; a build begun before is not kept (see remember)."""
+        """Advanced by :meth:`forget` of all; a build begun before is not kept (see remember)."""
         return self._epoch
 
     def lookup(self, parent: Mapping[str, Any]) -> tuple[Built, ...] | None:
@@ -153,30 +153,35 @@ class BuildMemo:
             return entry.children
 
     def remember(
-        self, parent: Mapping[str, Any], children: tuple[Built, ...], *, epoch: int
-    ) -> None:
-        """Keep ``children`` built for ``parent`` from a build begun at ``epoch``; a build with a
-        hook, or begun before the last :meth:`forget_all`, is not kept (the entry is dropped)."""
+        self, parent: Mapping[str, Any], built: list[Built], *, epoch: int, failed: bool = False
+    ) -> list[Built]:
+        """Keep the children built for ``parent`` by a build begun at ``epoch``, with their
+        digests; returns them so. A build that ``failed`` (a builder raised), has a state with
+        hooks, or begun before the last :meth:`forget` of all is not kept (the entry is dropped)."""
         key, uid, version = _parent_key(parent)
-        hooks = any(s.create_hooks or s.update_hooks or s.delete_hooks for _, _, s, _ in children)
+        hooks = any(state.has_hooks for _, _, state, _ in built)
         with self._lock:
-            if not uid or not version or hooks or epoch != self._epoch:
+            if failed or hooks or not uid or not version or epoch != self._epoch:
                 self._entries.pop(key, None)
+                return built
+        children = tuple((ref, obj, state, digest_of(obj)) for ref, obj, state, _ in built)
+        with self._lock:
+            if epoch == self._epoch:
+                self._entries[key] = _Build(uid=uid, version=version, epoch=epoch,
+                                            children=children)
+                self._entries.move_to_end(key)
+                while len(self._entries) > self._size:
+                    self._entries.popitem(last=False)
+        return list(children)
+
+    def forget(self, parent: tuple[str, str] | None = None) -> None:
+        """Drop the build of ``parent`` (namespace, name: gone, or being deleted); without one,
+        drop every build (outside state the builders read changed): the next reconcile of each
+        parent calls its builders, and a build begun before this call is not kept."""
+        with self._lock:
+            if parent is not None:
+                self._entries.pop(parent, None)
                 return
-            self._entries[key] = _Build(uid=uid, version=version, epoch=epoch, children=children)
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._size:
-                self._entries.popitem(last=False)
-
-    def forget(self, namespace: str, name: str) -> None:
-        """Drop the build of parent ``namespace/name`` (gone, or being deleted)."""
-        with self._lock:
-            self._entries.pop((namespace, name), None)
-
-    def forget_all(self) -> None:
-        """Drop every build (the outside state builders read changed): the next reconcile of
-        each parent calls its builders, and so does one that had already begun."""
-        with self._lock:
             self._epoch += 1
             self._entries.clear()
 

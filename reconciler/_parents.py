@@ -58,7 +58,7 @@ from reconciler._errors import (
 )
 from reconciler._events import EventRecorder
 from reconciler._finalizing import is_uncollectable, refuses_data_loss
-from reconciler._memo import BuildMemo, ChildMemo, digest_of
+from reconciler._memo import BuildMemo, ChildMemo
 from reconciler._readiness import Readiness, StatusBuilder, not_ready, readiness_status_patch
 from reconciler._reconciling import (
     ReconcileResult,
@@ -97,9 +97,7 @@ class ParentReconciler:
     so a steady state makes no writes; the driver's restart-proof resync schedule needs no fresher
     time (it rests on its own heartbeat). ``status_refresh`` (seconds, default ``None``: off)
     optionally also rewrites the time once it is that old, at one write per parent per period.
-    ``reuse_builds=True`` reuses a parent's built children while the parent is unchanged (same
-    uid and ``resourceVersion``) instead of calling the builders again (``reconciler._memo``):
-    for builders that read only the parent; ``forget_builds()`` drops them all.
+    ``reuse_builds``: see ``Operator.reuse_builds`` and ``reconciler._memo.BuildMemo``.
     """
 
     def __init__(
@@ -181,16 +179,10 @@ class ParentReconciler:
             result = run.execute()
         return attrs.evolve(result, api_calls=tuple(calls))
 
-    def forget_builds(self) -> None:
-        """Drop every reused build (what the builders read outside their parent changed); a
-        no-op unless ``reuse_builds``."""
+    def forget_builds(self, parent: tuple[str, str] | None = None) -> None:
+        """Drop every reused build, or only that of ``parent`` (namespace, name), if any."""
         if self.builds is not None:
-            self.builds.forget_all()
-
-    def forget_parent(self, namespace: str, name: str) -> None:
-        """Drop what is kept for parent ``namespace/name`` (it is gone or being deleted)."""
-        if self.builds is not None:
-            self.builds.forget(namespace, name)
+            self.builds.forget(parent)
 
     # -- identity ---------------------------------------------------------------------------
 
@@ -268,23 +260,15 @@ class _ParentRun:
     # -- children ---------------------------------------------------------------------------
 
     def _build(self) -> list[_Built]:
-        """The evaluated builders; with ``reuse_builds``, those of the last reconcile of this
-        very parent (same uid and version), shared: ``_child`` copies before any use that may
-        change them."""
-        memo = self.o.builds
-        if memo is None:
-            return self._evaluate()
-        kept = memo.lookup(self.parent)
-        if kept is not None:
-            return list(kept)
-        epoch = memo.epoch  # before the builders read anything
+        """The evaluated builders, or those kept for this very parent (shared: see ``_own``)."""
+        memo, epoch = self.o.builds, 0
+        if memo is not None:
+            if (kept := memo.lookup(self.parent)) is not None:
+                return list(kept)
+            epoch = memo.epoch  # before the builders read anything
         built = self._evaluate()
-        if self.build_failed:
-            memo.forget(self.ref.namespace or "", self.ref.name)
-            return built
-        built = [(ref, obj, state, digest_of(obj)) for ref, obj, state, _ in built]
-        memo.remember(self.parent, tuple(built), epoch=epoch)
-        return built
+        return built if memo is None else memo.remember(
+            self.parent, built, epoch=epoch, failed=self.build_failed)
 
     def _evaluate(self) -> list[_Built]:
         built: list[_Built] = []
@@ -373,10 +357,8 @@ class _ParentRun:
             namespaced = True  # not served (yet): nothing of it to prune
         return self.ref.namespace if namespaced else None
 
-    def _child(
-        self, ref: ObjectRef, obj: dict[str, Any], state: DesiredState, live: Any,
-        digest: bytes | None,
-    ) -> None:
+    def _child(self, ref: ObjectRef, obj: dict[str, Any], state: DesiredState, live: Any,
+               digest: bytes | None) -> None:
         try:
             refusal = self._refuse_data_loss(ref, live) if state.is_absent else None
             if refusal is not None:
@@ -411,9 +393,7 @@ class _ParentRun:
             return
         self.results.append(result)
 
-    def _own(self, obj: dict[str, Any]) -> dict[str, Any]:
-        """``obj`` for the resource reconcile: a copy when the build is kept for later
-        reconciles (nothing downstream may change a shared child)."""
+    def _own(self, obj: dict[str, Any]) -> dict[str, Any]:  # kept builds are shared: copy
         return obj if self.o.builds is None else copy_object(obj)
 
     def _emit_events(self, pruned: Sequence[ReconcileResult]) -> None:
