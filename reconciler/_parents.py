@@ -321,6 +321,7 @@ class _ParentRun:
     def _fail(self, ref: ObjectRef, message: str, exc: BaseException) -> None:
         _log.debug("reconcile of %s: %s: %s", self.ref, ref, message)  # the caller reports it
         self.errors.append(ChildError(ref=ref, message=message, error=exc))
+        self.o.forget_builds((self.ref.namespace or "", self.ref.name))  # retried afresh
 
     def _prefetch(
         self, built: Sequence[_Built]

@@ -25,6 +25,7 @@ class Counted:
         self.calls = 0
         self.state = state
         self.fail = False
+        self.invalid = False
 
     def __call__(self, parent: dict[str, Any]) -> list[ResourceBuilder]:
         self.calls += 1
@@ -32,8 +33,10 @@ class Counted:
             raise RuntimeError("the builder failed")
         size = str(parent["spec"]["size"])
         tier = str(parent["metadata"].get("labels", {}).get("tier", "none"))
-        return [(lambda o=o: (o, self.state))
-                for o in (cm("bm-a", size=size, tier=tier), cm("bm-b", size=size))]
+        built = [cm("bm-a", size=size, tier=tier), cm("bm-b", size=size)]
+        if self.invalid:
+            built.append(cm("bm-Not_A_Name", size=size))  # the server refuses it
+        return [(lambda o=o: (o, self.state)) for o in built]
 
 
 def _reconciler(client: KubernetesClient, build: Counted, **options: Any) -> ParentReconciler:
@@ -139,6 +142,22 @@ def test_forget_builds_and_a_failed_build_rebuild(
     assert pr.reconcile(parent).ok
     assert pr.reconcile(parent).ok
     assert build.calls == 5
+
+
+def test_a_reconcile_with_a_failed_child_keeps_no_build(
+    client: KubernetesClient, parent: dict[str, Any]
+) -> None:
+    build = Counted()
+    build.invalid = True
+    pr = _reconciler(client, build)
+    for _ in range(2):
+        result = pr.reconcile(parent)
+        assert [e.ref.name for e in result.errors] == ["bm-Not_A_Name"]
+    assert build.calls == 2  # retried with the builders called again
+    build.invalid = False
+    for _ in range(2):
+        assert pr.reconcile(parent).ok
+    assert build.calls == 3
 
 
 def test_builds_with_hooks_are_not_kept_and_hooks_run_as_before(
