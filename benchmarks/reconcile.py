@@ -27,7 +27,12 @@ when every informer has seen them). Each cycle (first, unchanged, resync: a seco
 reconcile as a periodic resync makes it, one_changed) runs ``repeats``
 times in fresh namespaces; figures are medians.
 
-Run: ``python -m benchmarks.reconcile [--json] [--sizes 1,100,1000] [--repeats 51,5,2]``.
+``--reuse-builds`` adds ``ours_reuse``: ``ours`` with ``ParentReconciler(reuse_builds=True)``
+(the build memo, ``reconciler._memo.BuildMemo``; its builders read ``changed``, outside the
+parent, so changing it drops the kept builds).
+
+Run: ``python -m benchmarks.reconcile [--json] [--sizes 1,100,1000] [--repeats 51,5,2]
+[--reuse-builds]``.
 """
 
 from __future__ import annotations
@@ -303,6 +308,8 @@ class OursFull(Side):
 class Ours(OursFull):
     """``ParentReconciler`` doing the peer's job, reading from synced informer caches."""
 
+    reuse_builds = False
+
     def __init__(self, client: KubernetesClient, size: int) -> None:
         Side.__init__(self, client, size)
         self.manager = InformerManager(
@@ -313,7 +320,7 @@ class Ours(OursFull):
         self.reconciler = ParentReconciler(
             writer, self.builders, operator_name=OPERATOR, reader=reader,
             resources=ResourceReconciler(writer, reader=reader), events=False,
-            write_status=False,
+            write_status=False, reuse_builds=self.reuse_builds,
         )
 
     def start_informers(self) -> None:
@@ -346,7 +353,24 @@ class Ours(OursFull):
         self.manager.stop()
 
 
-SIDES: dict[str, type[Peer | OursFull]] = {"ours": Ours, "ours_full": OursFull, "peer": Peer}
+class OursReuse(Ours):
+    """``Ours`` with ``reuse_builds=True``: what it builds depends on ``changed`` (outside the
+    parent), so setting it drops the kept builds, as the option's contract asks."""
+
+    reuse_builds = True
+
+    built_with: int | None = None
+
+    def reconcile(self, parent: Mapping[str, Any]) -> Any:
+        """One parent reconcile; a change of ``changed`` since the last drops the kept builds."""
+        if self.built_with != self.changed:
+            self.reconciler.forget_builds()  # the outside state the builders read changed
+            self.built_with = self.changed
+        return super().reconcile(parent)
+
+
+SIDES: dict[str, type[Peer | OursFull]] = {"ours": Ours, "ours_full": OursFull, "peer": Peer,
+                                           "ours_reuse": OursReuse}
 
 
 @contextmanager
@@ -418,11 +442,13 @@ def run_side(name: str, size: int, repeats: int) -> tuple[dict[str, dict[str, An
     return {case: _median(s) for case, s in samples.items()}, setup
 
 
-def run_size(size: int, repeats: int) -> tuple[dict[str, dict[str, Any]], Any]:
-    """The three cases for one size, each configuration on its own server."""
+def run_size(
+    size: int, repeats: int, configs: tuple[str, ...] = CONFIGS
+) -> tuple[dict[str, dict[str, Any]], Any]:
+    """The cases for one size, each configuration on its own server."""
     figures: dict[str, dict[str, Any]] = {}
     setup = None
-    for name in CONFIGS:
+    for name in configs:
         per_case, side_setup = run_side(name, size, repeats)
         setup = setup or side_setup
         for case, values in per_case.items():
@@ -438,7 +464,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", default="",
                         help="cycles per size, comma-separated (default 51 / 5 / 2 for 1 / 100 "
                              "/ 1000 children, 1 for other sizes)")
+    parser.add_argument("--reuse-builds", action="store_true",
+                        help="also run ours_reuse: ours with ParentReconciler(reuse_builds=True)")
     args = parser.parse_args(argv)
+    configs = (*CONFIGS, "ours_reuse") if args.reuse_builds else CONFIGS
     sizes = [int(s) for s in args.sizes.split(",") if s]
     given = [int(r) for r in args.repeats.split(",") if r]
     repeats = {size: given[i] if i < len(given) else DEFAULT_REPEATS.get(size, 1)
@@ -447,11 +476,12 @@ def main(argv: list[str] | None = None) -> int:
         "python": platform.python_version(), "cpus": os.cpu_count(), "informer_setup": {},
     }
     for size in sizes:
-        report[str(size)], report["informer_setup"][str(size)] = run_size(size, repeats[size])
+        report[str(size)], report["informer_setup"][str(size)] = run_size(
+            size, repeats[size], configs)
         if not args.json:
             for case, by_side in report[str(size)].items():
                 for who, f in by_side.items():
-                    print(f"{size:>5} {case:<12} {who:<9} writes={f['writes']:<5} "
+                    print(f"{size:>5} {case:<12} {who:<10} writes={f['writes']:<5} "
                           f"reads={f['reads']:<5} seconds={f['seconds']:<8} "
                           f"cpu={f['cpu_seconds']:<8} process_cpu={f['process_cpu_seconds']}")
             print(f"{size:>5} informer setup: {report['informer_setup'][str(size)]}")

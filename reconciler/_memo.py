@@ -1,15 +1,20 @@
-"""The resync memo: a child whose desired object and live version are as they were at its last
-``UNCHANGED`` reconcile is unchanged again, without matching or encoding anything.
+"""The resync memos: what a reconcile of an unchanged parent or child need not compute again.
 
-A periodic resync of an unchanged parent rebuilds its children (builders are cheap and may read
-things outside the parent, so they always run) but need not compare each built child with its
-live object again: ``ChildMemo`` remembers, per (parent uid, child), a digest of the built child
-and the live child's uid and ``resourceVersion`` at the last reconcile that found nothing to do,
-and answers that result again while all of them are equal. Any change to the built child (a
-builder reading new outside state included) or to the live object (its version changes on every
-write) misses the memo and takes the full path. Only results that made no request, wrote nothing
-and asked for no requeue are remembered, and never for states with hooks (a hook may decide
-differently on the same inputs). Pure bookkeeping: no I/O.
+``BuildMemo`` (opt-in: ``Operator(reuse_builds=True)``) keeps, per parent, the evaluated output
+of its builders (each child after ``stamp_identity``, its ``DesiredState`` and its digest) with
+the parent's uid and ``resourceVersion``; a reconcile of the same parent at the same version
+(a periodic resync, a child's drift) reuses them instead of calling the builders. Any change to
+the parent (spec, labels, annotations, status: its version changes on every write) misses it;
+builds with a failed builder or a state with hooks are never kept; ``forget()`` (called by
+``OperatorRuntime.resync_all()``) drops every build, for outside state the builders read.
+
+``ChildMemo`` then skips the match: it remembers, per (parent uid, child), a digest of the built
+child and the live child's uid and ``resourceVersion`` at the last reconcile that found nothing
+to do, and answers that result again while all of them are equal. Any change to the built child
+(a builder reading new outside state included) or to the live object (its version changes on
+every write) misses the memo and takes the full path. Only results that made no request, wrote
+nothing and asked for no requeue are remembered, and never for states with hooks (a hook may
+decide differently on the same inputs). Pure bookkeeping: no I/O.
 """
 
 from __future__ import annotations
@@ -26,13 +31,13 @@ import attrs
 from builders import DesiredState, ObjectRef
 from reconciler._reconciling import Action, ReconcileResult
 
-__all__ = ["ChildMemo"]
+__all__ = ["BuildMemo", "ChildMemo", "digest_of"]
 
 _Key = tuple[str, ObjectRef]
 _Entry = tuple[bytes, DesiredState, str, str, ReconcileResult]
 
 
-def _digest(obj: Mapping[str, Any]) -> bytes | None:
+def digest_of(obj: Mapping[str, Any]) -> bytes | None:
     """128 bits of BLAKE2b over the sorted-key JSON (kept small: one entry per child)."""
     try:
         text = json.dumps(obj, sort_keys=True, separators=(",", ":"))
@@ -58,13 +63,15 @@ class ChildMemo:
 
     def lookup(
         self, parent_uid: str, ref: ObjectRef, obj: Mapping[str, Any], state: DesiredState,
-        live: Mapping[str, Any],
+        live: Mapping[str, Any], digest: bytes | None = None,
     ) -> tuple[ReconcileResult | None, bytes | None]:
         """The remembered result for this built child and live object, or None; and the built
-        child's digest (to pass to :meth:`remember`)."""
+        child's digest (to pass to :meth:`remember`; ``digest`` when given, as ``BuildMemo``
+        kept it, else computed)."""
         if state.create_hooks or state.update_hooks or state.delete_hooks:
             return None, None
-        digest = _digest(obj)
+        if digest is None:
+            digest = digest_of(obj)
         uid, version = _version(live)
         if digest is None or not version:
             return None, digest
@@ -98,3 +105,91 @@ class ChildMemo:
             self._entries.move_to_end(key)
             while len(self._entries) > self._size:
                 self._entries.popitem(last=False)
+
+
+Built = tuple[ObjectRef, dict[str, Any], DesiredState, bytes | None]
+"""One evaluated builder: the child's ref, the child (identity stamped), its state, its digest."""
+
+
+@attrs.frozen(kw_only=True)
+class _Build:
+    uid: str
+    version: str
+    epoch: int
+    children: tuple[Built, ...]
+
+
+class BuildMemo:
+    """The last evaluated build of each parent, keyed by the parent's namespace and name, at
+    most ``size`` of them (least recently used dropped first). Thread-safe.
+
+    The children it hands out are shared between reconciles: callers must not change them in
+    place (``ParentReconciler`` hands the resource reconcile a copy)."""
+
+    def __init__(self, *, size: int = 100_000) -> None:
+        self._size = size
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[tuple[str, str], _Build] = OrderedDict()
+        self._epoch = 0
+        self.hits = 0
+
+    @property
+    def epoch(self) -> int:
+        """Advanced by :meth:`forget` of all; a build begun before is not kept (see remember)."""
+        return self._epoch
+
+    def lookup(self, parent: Mapping[str, Any]) -> tuple[Built, ...] | None:
+        """The children built for this very parent (same uid and ``resourceVersion``), or None."""
+        key, uid, version = _parent_key(parent)
+        if not uid or not version:
+            return None
+        with self._lock:
+            entry = self._entries.get(key)
+            if (entry is None or entry.uid != uid or entry.version != version
+                    or entry.epoch != self._epoch):
+                return None
+            self._entries.move_to_end(key)
+            self.hits += 1
+            return entry.children
+
+    def remember(
+        self, parent: Mapping[str, Any], built: list[Built], *, epoch: int, failed: bool = False
+    ) -> list[Built]:
+        """Keep the children built for ``parent`` by a build begun at ``epoch``, with their
+        digests; returns them so. A build that ``failed`` (a builder raised), has a state with
+        hooks, or begun before the last :meth:`forget` of all is not kept (the entry is dropped)."""
+        key, uid, version = _parent_key(parent)
+        hooks = any(state.has_hooks for _, _, state, _ in built)
+        with self._lock:
+            if failed or hooks or not uid or not version or epoch != self._epoch:
+                self._entries.pop(key, None)
+                return built
+        children = tuple((ref, obj, state, digest_of(obj)) for ref, obj, state, _ in built)
+        with self._lock:
+            if epoch == self._epoch:
+                self._entries[key] = _Build(uid=uid, version=version, epoch=epoch,
+                                            children=children)
+                self._entries.move_to_end(key)
+                while len(self._entries) > self._size:
+                    self._entries.popitem(last=False)
+        return list(children)
+
+    def forget(self, parent: tuple[str, str] | None = None) -> None:
+        """Drop the build of ``parent`` (namespace, name: gone, or being deleted); without one,
+        drop every build (outside state the builders read changed): the next reconcile of each
+        parent calls its builders, and a build begun before this call is not kept."""
+        with self._lock:
+            if parent is not None:
+                self._entries.pop(parent, None)
+                return
+            self._epoch += 1
+            self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+def _parent_key(parent: Mapping[str, Any]) -> tuple[tuple[str, str], str, str]:
+    meta = parent.get("metadata") or {}
+    key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+    return key, str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")

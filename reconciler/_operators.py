@@ -66,6 +66,11 @@ class Operator:
     (available replicas, completed Jobs, a check per kind; ``reconciler._readiness``), distinct
     from ``Reconciled`` (they match the spec); ``status=fn`` merges the pure
     ``fn(parent, observed_children) -> dict`` into the parent's status.
+    ``reuse_builds=True`` skips the builders when a parent is unchanged since its last reconcile
+    (same uid and ``resourceVersion``: a periodic resync, a child's drift) and reuses what they
+    built then (docs/driver.md). Off by default, since builders may read outside their parent
+    (an ``on_start`` watch); turn it on when they read only the parent, or when each change to
+    what else they read calls ``runtime.resync_all()``, which drops every reused build.
     """
 
     api_version: str
@@ -89,6 +94,7 @@ class Operator:
     sharding: Sharding | None = None
     readiness: Readiness | None = None
     status: StatusBuilder | None = None
+    reuse_builds: bool = False
 
     def __attrs_post_init__(self) -> None:
         if self.workers < 1:

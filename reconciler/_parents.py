@@ -58,7 +58,7 @@ from reconciler._errors import (
 )
 from reconciler._events import EventRecorder
 from reconciler._finalizing import is_uncollectable, refuses_data_loss
-from reconciler._memo import ChildMemo
+from reconciler._memo import BuildMemo, ChildMemo
 from reconciler._readiness import Readiness, StatusBuilder, not_ready, readiness_status_patch
 from reconciler._reconciling import (
     ReconcileResult,
@@ -97,6 +97,7 @@ class ParentReconciler:
     so a steady state makes no writes; the driver's restart-proof resync schedule needs no fresher
     time (it rests on its own heartbeat). ``status_refresh`` (seconds, default ``None``: off)
     optionally also rewrites the time once it is that old, at one write per parent per period.
+    ``reuse_builds``: see ``Operator.reuse_builds`` and ``reconciler._memo.BuildMemo``.
     """
 
     def __init__(
@@ -116,6 +117,7 @@ class ParentReconciler:
         on_delete: OnDelete | None = None,
         readiness: Readiness | None = None,
         status: StatusBuilder | None = None,
+        reuse_builds: bool = False,
     ) -> None:
         self.client = counting(client)
         self.build = build
@@ -141,6 +143,7 @@ class ParentReconciler:
         self.readiness = readiness  # Ready from the children's health (reconciler._readiness)
         self.status_builder = status
         self.memo = ChildMemo()  # a resync of an unchanged child skips the match (_memo)
+        self.builds = BuildMemo() if reuse_builds else None  # nor builds an unchanged parent
         self._no_status_subresource: set[tuple[str, str]] = set()
         self.cleanup = ParentCleanup(self.client, on_delete=on_delete, clock=self.clock,
                                      dry_run=dry_run)
@@ -176,6 +179,11 @@ class ParentReconciler:
             result = run.execute()
         return attrs.evolve(result, api_calls=tuple(calls))
 
+    def forget_builds(self, parent: tuple[str, str] | None = None) -> None:
+        """Drop every reused build, or only that of ``parent`` (namespace, name), if any."""
+        if self.builds is not None:
+            self.builds.forget(parent)
+
     # -- identity ---------------------------------------------------------------------------
 
     def decorate(self, parent: KubeObject, obj: KubeObject, state: DesiredState) -> dict[str, Any]:
@@ -191,7 +199,7 @@ class ParentReconciler:
                               namespaced=namespaced, absent=state.is_absent)
 
 
-_Built = tuple[ObjectRef, dict[str, Any], DesiredState]
+_Built = tuple[ObjectRef, dict[str, Any], DesiredState, bytes | None]  # the digest when kept
 
 
 class _ParentRun:
@@ -214,7 +222,7 @@ class _ParentRun:
         built = self._ensure_finalizer(built)
         live, unlisted = self._prefetch(built)
         built_refs = set()
-        for ref, obj, state in built:
+        for ref, obj, state, digest in built:
             if self.terminating:
                 break  # every further create in the namespace would be refused as well
             built_refs.add(ref)
@@ -224,13 +232,13 @@ class _ParentRun:
                 # would only add load; the child fails with the list's error and is retried.
                 self._fail(ref, f"listing its kind failed: {failure}", failure)
             elif ref in live:
-                self._child(ref, obj, state, live[ref])
+                self._child(ref, obj, state, live[ref], digest)
             elif state.is_absent:
                 # Not labelled as ours: ABSENT must still find it by name.
-                self._child(ref, obj, state, _READ)
+                self._child(ref, obj, state, _READ, digest)
             else:
                 # Missing from our labelled children: create; a taken name becomes an update.
-                self._child(ref, obj, state, None)
+                self._child(ref, obj, state, None, digest)
         if self.terminating:
             self.o.namespace_terminating(self.uid)
             return ParentResult(parent=self.ref, children=tuple(self.results),
@@ -252,6 +260,17 @@ class _ParentRun:
     # -- children ---------------------------------------------------------------------------
 
     def _build(self) -> list[_Built]:
+        """The evaluated builders, or those kept for this very parent (shared: see ``_own``)."""
+        memo, epoch = self.o.builds, 0
+        if memo is not None:
+            if (kept := memo.lookup(self.parent)) is not None:
+                return list(kept)
+            epoch = memo.epoch  # before the builders read anything
+        built = self._evaluate()
+        return built if memo is None else memo.remember(
+            self.parent, built, epoch=epoch, failed=self.build_failed)
+
+    def _evaluate(self) -> list[_Built]:
         built: list[_Built] = []
         try:
             builders = list(self.o.build(self.parent))
@@ -271,14 +290,14 @@ class _ParentRun:
                 where = ObjectRef(api_version="", kind="builder", name=name)
                 self._fail(where, f"builder failed: {exc}", exc)
                 continue
-            built.append((ObjectRef.of(child), child, state))
+            built.append((ObjectRef.of(child), child, state, None))
         return built
 
     def _ensure_finalizer(self, built: list[_Built]) -> list[_Built]:
         """The cleanup finalizer goes on before any child the garbage collector cannot collect
         is created; when adding it fails, those children wait (and nothing is pruned)."""
         try:
-            updated = self.o.cleanup.ensure(self.parent, [ref for ref, _, _ in built])
+            updated = self.o.cleanup.ensure(self.parent, [b[0] for b in built])
         except ReconcilerError as exc:
             self.build_failed = True
             self._fail(self.ref, f"adding the cleanup finalizer failed: {exc}", exc)
@@ -302,13 +321,14 @@ class _ParentRun:
     def _fail(self, ref: ObjectRef, message: str, exc: BaseException) -> None:
         _log.debug("reconcile of %s: %s: %s", self.ref, ref, message)  # the caller reports it
         self.errors.append(ChildError(ref=ref, message=message, error=exc))
+        self.o.forget_builds((self.ref.namespace or "", self.ref.name))  # retried afresh
 
     def _prefetch(
         self, built: Sequence[_Built]
     ) -> tuple[dict[ObjectRef, dict[str, Any]], dict[ObjectRef, ReconcilerError]]:
         """Our live children, by one LIST per (kind, namespace) with the owner-uid selector;
         and the scopes (refs without a name) whose list failed, with the error."""
-        scopes: set[ObjectRef] = {_scope(ref) for ref, _, _ in built}
+        scopes: set[ObjectRef] = {_scope(b[0]) for b in built}
         for api_version, kind in self.o.prune_kinds:
             scopes.add(ObjectRef(api_version=api_version, kind=kind, name="",
                                  namespace=self._prune_scope(api_version, kind)))
@@ -338,22 +358,25 @@ class _ParentRun:
             namespaced = True  # not served (yet): nothing of it to prune
         return self.ref.namespace if namespaced else None
 
-    def _child(self, ref: ObjectRef, obj: dict[str, Any], state: DesiredState, live: Any) -> None:
+    def _child(self, ref: ObjectRef, obj: dict[str, Any], state: DesiredState, live: Any,
+               digest: bytes | None) -> None:
         try:
             refusal = self._refuse_data_loss(ref, live) if state.is_absent else None
             if refusal is not None:
                 self._fail(ref, refusal, ValueError(refusal))
                 return
             if live is _READ:
-                result = self.o.resources.reconcile_resource(obj, state, owner_uid=self.uid)
+                result = self.o.resources.reconcile_resource(
+                    self._own(obj), state, owner_uid=self.uid)
             elif live is None:
                 result = self.o.resources.reconcile_resource(
-                    obj, state, owner_uid=self.uid, live=live
+                    self._own(obj), state, owner_uid=self.uid, live=live
                 )
             else:
-                remembered, digest = self.o.memo.lookup(self.uid, ref, obj, state, live)
+                remembered, digest = self.o.memo.lookup(self.uid, ref, obj, state, live,
+                                                        digest=digest)
                 result = remembered or self.o.resources.reconcile_resource(
-                    obj, state, owner_uid=self.uid, live=live
+                    self._own(obj), state, owner_uid=self.uid, live=live
                 )
                 self.o.memo.remember(self.uid, ref, digest, state, live, result)
         except LeadershipLostError:
@@ -370,6 +393,9 @@ class _ParentRun:
             self._fail(ref, str(exc), exc)
             return
         self.results.append(result)
+
+    def _own(self, obj: dict[str, Any]) -> dict[str, Any]:  # kept builds are shared: copy
+        return obj if self.o.builds is None else copy_object(obj)
 
     def _emit_events(self, pruned: Sequence[ReconcileResult]) -> None:
         """The Events ``parent_events`` groups this outcome into, recorded on the parent."""

@@ -119,6 +119,7 @@ class OperatorRuntime:
             prune_kinds=operator.prune, events=operator.events, clock=self.clock,
             on_delete=operator.on_delete,
             readiness=operator.readiness, status=operator.status,
+            reuse_builds=operator.reuse_builds,
         )
         self.config_informer: Informer | None = None
         if (config_map := operator.resync.config_map_ref) is not None:
@@ -269,7 +270,9 @@ class OperatorRuntime:
         self.queue.add((namespace or "", name))
 
     def resync_all(self) -> int:
-        """Queue every known parent now, as if all were due; returns how many."""
+        """Queue every known parent now, as if all were due; returns how many. Reused builds
+        (``Operator.reuse_builds``) are dropped first: every parent's builders run again."""
+        self.reconciler.forget_builds()
         keys = self.parents.cache.keys()
         for key in keys:
             self.stats.triggers["resync"] += 1

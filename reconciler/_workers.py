@@ -164,6 +164,7 @@ class WorkerPool:
             rt.schedule.remove(key)
             rt.queue.forget(key)
             rt.informers.release(key)
+            rt.reconciler.forget_builds(key)
             with self._lock:
                 self._last_started.pop(key, None)
             return

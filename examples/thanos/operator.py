@@ -95,6 +95,7 @@ def make_operator(switch: ServiceMonitorSwitch) -> Operator:
     return Operator(
         api_version=API_VERSION, kind=KIND, build=switch.build, name=thanos.OPERATOR_NAME,
         install=[THANOS_CRD], prune=PRUNE, on_start=[switch.on_start],
+        reuse_builds=True,  # build reads only the parent and the switch, which calls resync_all
     )
 
 

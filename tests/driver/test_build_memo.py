@@ -1,0 +1,96 @@
+"""``Operator(reuse_builds=True)`` in the running driver: a reconcile of an unchanged parent (a
+manual or periodic resync, a child's drift) calls no builder and, converged, makes no request;
+a change to the parent, ``runtime.resync_all()`` and a deleted parent drop the kept build.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from builders import ResourceBuilder
+from reconciler import KubernetesClient
+from reconciler._runtime import OperatorRuntime
+from reconciler.testing import wait_idle
+from tests.driver.conftest import child_data, make_operator, running, thing, wait_until
+from tests.driver.sample_operator import build as base
+
+MERGE = "application/merge-patch+json"
+
+
+class Counted:
+    """The sample operator's ``build``, counting its calls."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, parent: Any) -> Sequence[ResourceBuilder]:
+        self.calls += 1
+        return base(parent)
+
+
+def _reconciled(runtime: OperatorRuntime, ns: str, times: int) -> None:
+    assert wait_until(lambda: runtime.stats.reconciles[(ns, "a")] >= times)
+    time.sleep(0.1)
+    assert wait_idle(runtime, 5, settle=0.1)
+
+
+def test_an_unchanged_parent_is_reconciled_without_builders_or_requests(
+    client: KubernetesClient, kube_api: Any, ns: str
+) -> None:
+    build = Counted()
+    operator = make_operator(ns, build=build, reuse_builds=True)
+    with running(operator, client) as runtime:
+        client.create(thing(ns, "a", value="1"))
+        assert wait_until(lambda: child_data(client, ns, "a") == {"value": "1"})
+        _reconciled(runtime, ns, 1)
+        # The first reconcile wrote the parent's status (a new version): built once more.
+        runtime.request(ns, "a")
+        _reconciled(runtime, ns, 2)
+        calls, count = build.calls, runtime.stats.reconciles[(ns, "a")]
+        assert runtime.reconciler.builds is not None
+        assert len(runtime.reconciler.builds) == 1
+
+        before = kube_api.request_counts()
+        runtime.request(ns, "a")  # a resync: the parent is as it was
+        _reconciled(runtime, ns, count + 1)
+        spent = {v: n - before.get(v, 0) for v, n in kube_api.request_counts().items()}
+        assert not {v: n for v, n in spent.items() if n}, spent
+        assert build.calls == calls
+
+        # A drifted child is repaired from the kept build.
+        client.patch("v1", "ConfigMap", "a-cfg", {"data": {"value": "drifted"}},
+                     patch_type=MERGE, namespace=ns)
+        assert wait_until(lambda: child_data(client, ns, "a") == {"value": "1"})
+        assert build.calls == calls
+
+        # A changed parent is built again.
+        client.patch(thing(ns, "a")["apiVersion"], "Thing", "a", {"spec": {"value": "2"}},
+                     patch_type=MERGE, namespace=ns)
+        assert wait_until(lambda: child_data(client, ns, "a") == {"value": "2"})
+        assert build.calls > calls
+        _reconciled(runtime, ns, 1)
+
+        # resync_all (what on_start watches call when outside state changes) rebuilds.
+        calls = build.calls
+        runtime.resync_all()
+        assert wait_until(lambda: build.calls > calls)
+        _reconciled(runtime, ns, 1)
+
+        # A deleted parent's build is dropped.
+        client.delete(thing(ns, "a")["apiVersion"], "Thing", "a", namespace=ns)
+        assert wait_until(lambda: len(runtime.reconciler.builds or ()) == 0)
+
+
+def test_by_default_every_reconcile_builds(client: KubernetesClient, ns: str) -> None:
+    build = Counted()
+    with running(make_operator(ns, build=build), client) as runtime:
+        client.create(thing(ns, "a", value="1"))
+        assert wait_until(lambda: child_data(client, ns, "a") == {"value": "1"})
+        _reconciled(runtime, ns, 1)
+        calls, count = build.calls, runtime.stats.reconciles[(ns, "a")]
+        runtime.request(ns, "a")
+        _reconciled(runtime, ns, count + 1)
+        assert build.calls == calls + 1
+        assert runtime.reconciler.builds is None
