@@ -64,13 +64,7 @@ from reconciler.embedded._statuses import (
     status_body,
 )
 from reconciler.embedded._stored_objects import CRDS, Target, warning_header
-from reconciler.embedded._watching import (
-    DEFAULT_WATCH_BUFFER_BYTES,
-    DEFAULT_WATCH_BUFFER_TOTAL_BYTES,
-    WATCH_BUFFER_FLOOR,
-    WatchRequest,
-    serve_watch,
-)
+from reconciler.embedded._watching import WatchBudget, WatchRequest, serve_watch
 
 __all__ = ["MAX_BODY_BYTES", "ApiApplication", "ResourcePath"]
 
@@ -182,6 +176,9 @@ def _table(
                         with_columns=with_columns, printer_columns=printer_columns)
 
 
+_DEFAULT_BUDGET = WatchBudget()
+
+
 class ApiApplication:
     """Builds the aiohttp application over one ``Operations`` and answers its requests."""
 
@@ -194,12 +191,10 @@ class ApiApplication:
         faults: FaultInjector,
         address: Callable[[], str],
         bookmark_interval: float = 60.0,
-        watch_buffer_bytes: int = DEFAULT_WATCH_BUFFER_BYTES,
-        watch_buffer_total_bytes: int = DEFAULT_WATCH_BUFFER_TOTAL_BYTES,
+        watch_budget: WatchBudget = _DEFAULT_BUDGET,
     ) -> None:
         self.ops = ops
-        self.watch_buffer_bytes = watch_buffer_bytes
-        self.watch_buffer_total_bytes = watch_buffer_total_bytes
+        self.watch_budget = watch_budget
         self.token = token
         self.accounting = accounting
         self.faults = faults
@@ -268,12 +263,6 @@ class ApiApplication:
             return web.Response(text=exc.body, status=exc.code, content_type="text/plain",
                                 headers=exc.headers)
         return _json_response(exc.body, status=exc.code, headers=exc.headers)
-
-    def watch_buffer_limit(self) -> int:
-        """The bytes one watcher may have waiting now: ``watch_buffer_bytes``, or its share of
-        ``watch_buffer_total_bytes`` among the open watches, never below ``WATCH_BUFFER_FLOOR``."""
-        share = self.watch_buffer_total_bytes // max(1, self.active_watches)
-        return max(WATCH_BUFFER_FLOOR, min(self.watch_buffer_bytes, share))
 
     def _resource_label(self, path: ResourcePath | None) -> str:
         if path is None:
@@ -475,7 +464,8 @@ class ApiApplication:
             return await serve_watch(
                 request, watch_request, ops=self.ops, faults=self.faults.current,
                 bookmark_interval=self.bookmark_interval, cache=self._cache,
-                max_buffer_bytes=self.watch_buffer_limit, on_started=started,
+                max_buffer_bytes=lambda: self.watch_budget.limit(self.active_watches),
+                on_started=started,
             )
         finally:
             self.active_watches -= 1

@@ -44,6 +44,7 @@ from reconciler.embedded._tls import TlsFiles, TlsMaterial, generate_tls, write_
 from reconciler.embedded._watching import (
     DEFAULT_WATCH_BUFFER_BYTES,
     DEFAULT_WATCH_BUFFER_TOTAL_BYTES,
+    WatchBudget,
 )
 
 __all__ = ["EmbeddedApiServer", "ServerNotRunningError"]
@@ -73,14 +74,12 @@ def _make_registry() -> KindRegistry:
 class EmbeddedApiServer(ServerInstruments):
     """A Kubernetes API server in this process, for tests, benchmarks and demos.
 
-    Use it as a context manager (``with EmbeddedApiServer() as server:``); ``.url``, ``.token``,
-    ``.kubeconfig_path`` and ``.api_client()`` connect clients to it. ``stop()`` then
-    ``start()`` restarts it with its state. An existing ``kubeconfig_path`` gets a context
-    added (made current when ``set_current_context``) and removed again at ``stop()``; one that
-    is not a kubeconfig raises ``KubeconfigError`` (a ``ValueError``) here. Each watcher may
-    have ``watch_buffer_bytes`` waiting in its connection before its watch is ended, and all
-    watchers together about ``watch_buffer_total_bytes`` (each gets its share of it). The watch
-    history keeps at most ``history_size`` events and about ``history_bytes`` of their objects.
+    A context manager; ``.url``, ``.token``, ``.kubeconfig_path``, ``.api_client()`` connect to
+    it; ``stop()`` then ``start()`` restarts it with its state. A ``kubeconfig_path`` gets a
+    context (current when ``set_current_context``) until ``stop()``; a file that is not a
+    kubeconfig raises ``KubeconfigError`` (``ValueError``). A watcher may have
+    ``watch_buffer_bytes`` unsent (all: ``watch_buffer_total_bytes``) before it is ended; the
+    history keeps at most ``history_size`` events and about ``history_bytes`` of objects.
     """
 
     def __init__(
@@ -112,8 +111,8 @@ class EmbeddedApiServer(ServerInstruments):
             self._kubeconfig_file = KubeconfigFile(path=Path(kubeconfig_path),
                                                    set_current=set_current_context)
             self._kubeconfig_file.check()
-        self._watch_buffer_bytes = watch_buffer_bytes
-        self._watch_buffer_total_bytes = watch_buffer_total_bytes
+        self._watch_budget = WatchBudget(per_watcher=watch_buffer_bytes,
+                                         total=watch_buffer_total_bytes)
         self._tls_material: TlsMaterial | None = None
         self._token = secrets.token_urlsafe(32)
         super().__init__()
@@ -185,8 +184,7 @@ class EmbeddedApiServer(ServerInstruments):
             self._ops, token=self._token, accounting=self._accounting, faults=self._faults,
             address=lambda: f"{self._host}:{self._bound_port}",
             bookmark_interval=self._bookmark_interval,
-            watch_buffer_bytes=self._watch_buffer_bytes,
-            watch_buffer_total_bytes=self._watch_buffer_total_bytes,
+            watch_budget=self._watch_budget,
         )
         self._application = application
         # handler_cancellation: a closed connection cancels its handler, so a watch whose

@@ -15,8 +15,8 @@ Memory is bounded per watcher and in all, in bytes: a live event is written only
 connection's write buffer stays within the watcher's limit; a watcher past it is ended (its
 connection is aborted, as kube-apiserver closes a watch whose client cannot keep up, and the
 client re-lists). The limit is ``max_buffer_bytes`` or, with many watchers, their share of a
-server-wide budget (``ApiApplication``'s ``watch_buffer_limit``: the budget divided by the open
-watches, never below ``WATCH_BUFFER_FLOOR``), so 500 clients that never read cost about the
+server-wide budget (``WatchBudget``: the budget divided by the open watches, never below
+``WATCH_BUFFER_FLOOR``), so 500 clients that never read cost about the
 budget, not 500 times the per-watcher bound. The replay waits for the client through
 aiohttp's writer, and at most ``max_pending`` events wait while it is written.
 """
@@ -46,6 +46,7 @@ __all__ = [
     "DEFAULT_WATCH_BUFFER_BYTES",
     "DEFAULT_WATCH_BUFFER_TOTAL_BYTES",
     "WATCH_BUFFER_FLOOR",
+    "WatchBudget",
     "WatchRequest",
     "serve_watch",
 ]
@@ -63,6 +64,20 @@ open watches."""
 
 WATCH_BUFFER_FLOOR = 16 * 1024
 """The least a watcher's limit falls to however many watches are open."""
+
+
+@attrs.frozen(kw_only=True)
+class WatchBudget:
+    """How many bytes watchers may have waiting unsent: ``per_watcher`` each, and about
+    ``total`` together (each gets its share among the open watches, at least
+    ``WATCH_BUFFER_FLOOR``)."""
+
+    per_watcher: int = DEFAULT_WATCH_BUFFER_BYTES
+    total: int = DEFAULT_WATCH_BUFFER_TOTAL_BYTES
+
+    def limit(self, watchers: int) -> int:
+        """One watcher's limit while ``watchers`` watches are open."""
+        return max(WATCH_BUFFER_FLOOR, min(self.per_watcher, self.total // max(1, watchers)))
 
 
 @attrs.frozen(kw_only=True)
