@@ -187,7 +187,9 @@ async def _until_counted(cluster: Cluster, *, watches: int) -> None:
         await asyncio.sleep(0.02)
 
 
-async def _install(cluster: Cluster, size: int) -> list[dict[str, Any]]:
+async def install_parents(cluster: Cluster, size: int) -> list[dict[str, Any]]:
+    """The Thanos CRD, the namespace and ``size`` parents (8 creates at a time); the parents
+    as created. Shared by ``benchmarks.compare`` and ``benchmarks.coldstart``."""
     await cluster.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
                           verb="create", body=THANOS_CRD)
     await cluster.request("POST", "/api/v1/namespaces", verb="create",
@@ -265,7 +267,7 @@ class Session:
     async def start(self) -> None:
         """Cold start, steady state and forced resync; the figures so far."""
         cluster, options, figures = self.cluster, self.options, self.figures
-        self.parents = await _install(cluster, options.size)
+        self.parents = await install_parents(cluster, options.size)
         self.watch = watch = ChildWatch(cluster)
         self._stack.push_async_callback(watch.stop)
         watch.set_desired(fleet.desired_children(self.parents))

@@ -39,40 +39,14 @@ from typing import Any
 
 from benchmarks import _fleet as fleet
 from benchmarks._child_watch import ChildWatch
-from benchmarks._kube import Cluster, collection_path
+from benchmarks._kube import Cluster
 from benchmarks._processes import Processes, cpu_seconds, peak_rss_bytes, start_apiserver
 from benchmarks._profile import summarize
-from examples.thanos.crds import API_VERSION, THANOS_CRD
+from benchmarks._scenario import install_parents
 
 PARENTS_PLURAL = "thanoses"
 RESYNC = "600s"
 """The operator's periodic resync: longer than a run, so no timer fires while it is measured."""
-
-
-async def _install(cluster: Cluster, size: int) -> list[dict[str, Any]]:
-    """The Thanos CRD, the namespace and ``size`` parents; the parents as created."""
-    await cluster.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-                          verb="create", body=THANOS_CRD)
-    await cluster.request("POST", "/api/v1/namespaces", verb="create",
-                          body={"apiVersion": "v1", "kind": "Namespace",
-                                "metadata": {"name": fleet.NAMESPACE}})
-    path = collection_path(API_VERSION, PARENTS_PLURAL, fleet.NAMESPACE)
-    deadline = time.monotonic() + 30
-    while True:  # the CRD serves its kind once established
-        try:
-            await cluster.request("GET", path, verb="list")
-            break
-        except Exception:
-            if time.monotonic() > deadline:
-                raise
-            await asyncio.sleep(0.05)
-    gate = asyncio.Semaphore(8)
-
-    async def create(index: int) -> dict[str, Any]:
-        async with gate:
-            return await cluster.request("POST", path, verb="create", body=fleet.parent(index))
-
-    return list(await asyncio.gather(*(create(i) for i in range(size))))
 
 
 def _child_pid(pid: int) -> int:
@@ -93,7 +67,7 @@ async def _converge(
     cluster: Cluster, processes: Processes, kubeconfig: Path, *, parents: int, timeout: float,
     profile: Path | None,
 ) -> tuple[dict[str, Any], ChildWatch]:
-    created = await _install(cluster, parents)
+    created = await install_parents(cluster, parents)
     watch = ChildWatch(cluster)
     watch.set_desired(fleet.desired_children(created))
     await watch.start()
