@@ -148,6 +148,7 @@ class Assigner:
         self._drains: dict[ParentKey, float] = {}
         self._first_seen: dict[ParentKey, float] = {}
         self._started = 0.0
+        self._assembled = False
         self.live_changed_at: float | None = None
         """When (wall clock) the live shards last changed, as this assigner saw it."""
         self.moves = 0
@@ -220,9 +221,11 @@ class Assigner:
                                         default_duration=self.sharding.lease_duration)
         live = live_shards(self._members, now=now)
         hint = self.sharding.replicas_hint
-        if (hint is not None and len(live) < hint
-                and now - self._started < self.sharding.lease_duration):
-            return  # starting together: wait a little for the others
+        if not self._assembled:
+            self._assembled = (hint is None or len(live) >= hint
+                               or now - self._started >= self.sharding.lease_duration)
+            if not self._assembled:
+                return  # starting together: wait a little for the others (once, at start)
         with self._cond:
             changed, self._live = live != self._live, live
         if changed:
