@@ -116,9 +116,6 @@ class Informer:
         self._synced = False
         self._stopped = False
         self._resource_version = ""
-        # The resourceVersion the list or watch last delivered per object (only the version, so
-        # the informer holds no second copy of what the cache keeps compactly).
-        self._streamed: dict[tuple[str, str], str] = {}
         self._relisting = False
         self._thread: threading.Thread | None = None
         self._scope = ListOptions(label_selector=label_selector, field_selector=field_selector)
@@ -268,8 +265,7 @@ class Informer:
                 obj.setdefault("kind", self.kind)
                 key = ObjectRef.of(obj).namespaced_name
                 seen.add(key)
-                streamed = self._streamed.get(key)
-                self._streamed[key] = _rv(obj)
+                streamed = self.cache.streamed_version(*key)
                 self.cache.upsert(obj)
                 if quiet or streamed == _rv(obj):
                     continue
@@ -280,12 +276,10 @@ class Informer:
                 self._dispatch("ADDED" if streamed is None else "MODIFIED", None, obj)
             for namespace, name in set(self.cache.keys()) - seen:
                 gone = self.cache.get(namespace, name)
-                self._streamed.pop((namespace, name), None)
                 if gone is not None:
                     self.cache.remove(gone)
                     self._dispatch("DELETED", gone, gone)
-            for key in set(self._streamed) - seen:
-                del self._streamed[key]
+            self.cache.retain_streamed(seen)
         finally:
             self._relisting = False
         with self._cond:
@@ -325,13 +319,10 @@ class Informer:
         obj.setdefault("apiVersion", self.api_version)
         obj.setdefault("kind", self.kind)
         self.stats.events += 1
-        key = ObjectRef.of(obj).namespaced_name
         if kind == "DELETED":
-            self._streamed.pop(key, None)
             old = self.cache.remove(obj)
             self._dispatch("DELETED", old, obj)
         elif kind in ("ADDED", "MODIFIED"):
-            self._streamed[key] = _rv(obj)
             old, stored = self.cache.upsert(obj)
             # Not stored: the cache already holds a newer version written through by our own
             # write. The event is still a change (maybe a foreign one our write built on), so it

@@ -232,7 +232,7 @@ class RecordingClient:
                 versions.append(rv)
                 del versions[: -self._keep]
         if informer is not None and informer.accepts(result):
-            informer.cache.upsert(result)
+            informer.cache.upsert(result, own_write=True)
         return result
 
     @staticmethod

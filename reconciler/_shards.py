@@ -224,7 +224,7 @@ class Shards:
             _log.warning("[%s/%s] acknowledging the drain failed: %s",
                          meta.get("namespace"), meta.get("name"), error)
             return False
-        self._runtime.parents.cache.remove(parent)  # out of our selector now
+        self._runtime.parents.cache.remove(parent, own_write=True)  # out of our selector now
         with self._lock:
             self._adopt.discard((str(meta.get("namespace") or ""), str(meta.get("name"))))
         self.releases += 1

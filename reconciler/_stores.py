@@ -12,6 +12,12 @@ is dropped (server bookkeeping nobody reads from a cache: change detection treat
 volatile, the matcher ignores it) and every key and short string value is interned, so the
 thousands of copies of ``apiVersion``, label keys and values, namespaces and field names share
 one string each. The caller's object is never changed; readers get plain dicts and lists.
+
+It also answers which version of an object the list or watch last delivered
+(``streamed_version``), which the informer compares a relist with. That is the cached version
+except while an own write has moved the cache ahead of the stream (until its echo arrives) or
+dropped an object the stream still has: only those few differences are kept, so the answer
+costs no memory per object.
 """
 
 from __future__ import annotations
@@ -173,6 +179,9 @@ class IndexedCache:
         # uids deleted by our own writes whose DELETED event has not arrived yet: a late
         # ADDED/MODIFIED event of such an object must not bring it back into the cache.
         self._tombstones: dict[str, None] = {}
+        # The version the stream last delivered, for the keys where it is not the cached one
+        # ("" when the stream never delivered the object): see ``streamed_version``.
+        self._streamed: dict[tuple[str, str], str] = {}
 
     def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
         """The object named ``namespace/name`` (namespace None or "" for cluster scope)."""
@@ -222,16 +231,21 @@ class IndexedCache:
         with self._lock:
             return len(self._objects)
 
-    def upsert(self, obj: dict[str, Any]) -> tuple[dict[str, Any] | None, bool]:
+    def upsert(
+        self, obj: dict[str, Any], *, own_write: bool = False
+    ) -> tuple[dict[str, Any] | None, bool]:
         """Store a compact copy of ``obj`` (``compact``) unless the cache holds a newer version;
         ``(old, stored)``. The same uid at the same ``resourceVersion`` is the same object (the
         watch echo of a write the cache already holds): the cached copy stays, ``stored`` is
-        True."""
+        True. ``own_write``: ``obj`` is what our own write returned, not what the list or watch
+        delivered (``streamed_version`` stays where the stream left it)."""
         key = ObjectRef.of(obj).namespaced_name
         uid = str((obj.get("metadata") or {}).get("uid") or "")
         version = resource_version(obj)
         with self._lock:
             old = self._objects.get(key)
+            if not own_write:
+                self._streamed_at(key, version, old)
             if uid and uid in self._tombstones:
                 return old, False
             if old is not None:
@@ -250,19 +264,61 @@ class IndexedCache:
                 return old, False
             if old is not None:
                 self._unindex(key, old)
+            if own_write:
+                self._keep_streamed(key, old)
+            else:
+                self._streamed.pop(key, None)  # the stream and the cache agree again
             self._objects[key] = stored
             self._index(key, stored)
             return old, True
 
-    def remove(self, obj: KubeObject) -> dict[str, Any] | None:
-        """Drop the object named like ``obj`` (its DELETED event); returns what was cached."""
+    def remove(self, obj: KubeObject, *, own_write: bool = False) -> dict[str, Any] | None:
+        """Drop the object named like ``obj`` (its DELETED event); returns what was cached.
+        ``own_write``: our own write took it out of scope before the stream said so."""
         key = ObjectRef.of(obj).namespaced_name
         with self._lock:
-            self._tombstones.pop(str((obj.get("metadata") or {}).get("uid") or ""), None)
+            if own_write:
+                self._keep_streamed(key, self._objects.get(key))
+            else:
+                self._tombstones.pop(str((obj.get("metadata") or {}).get("uid") or ""), None)
+                self._streamed.pop(key, None)
             old = self._objects.pop(key, None)
             if old is not None:
                 self._unindex(key, old)
             return old
+
+    def streamed_version(self, namespace: str | None, name: str) -> str | None:
+        """The ``resourceVersion`` the list or watch last delivered of ``namespace/name``;
+        None when it never did or last delivered its deletion."""
+        key = (namespace or "", name)
+        with self._lock:
+            version = self._streamed.get(key)
+            if version is None:
+                cached = self._objects.get(key)
+                return None if cached is None else resource_version(cached)
+            return version or None
+
+    def retain_streamed(self, keys: builtins.set[tuple[str, str]]) -> None:
+        """Forget what the stream delivered of every object not in ``keys`` (a relist's
+        answer: the rest is gone)."""
+        with self._lock:
+            for key in [k for k in self._streamed if k not in keys]:
+                del self._streamed[key]
+
+    def _streamed_at(self, key: tuple[str, str], version: str,
+                     cached: dict[str, Any] | None) -> None:
+        """The stream delivered ``version`` of ``key``: remember it unless the cache will hold
+        that very version (``upsert`` drops the entry when it stores it)."""
+        if cached is not None and resource_version(cached) == version:
+            self._streamed.pop(key, None)
+        else:
+            self._streamed[key] = version
+
+    def _keep_streamed(self, key: tuple[str, str], cached: dict[str, Any] | None) -> None:
+        """An own write is about to change what the cache holds of ``key``: keep what the
+        stream last delivered, if that was the cached version."""
+        if key not in self._streamed:
+            self._streamed[key] = "" if cached is None else resource_version(cached)
 
     def forget(self, obj: KubeObject, *, uid: str) -> None:
         """Drop an object our own write just deleted, before its DELETED event arrives.
@@ -278,6 +334,7 @@ class IndexedCache:
                 del self._tombstones[next(iter(self._tombstones))]
             old = self._objects.get(key)
             if old is not None and str((old.get("metadata") or {}).get("uid") or "") == uid:
+                self._keep_streamed(key, old)
                 del self._objects[key]
                 self._unindex(key, old)
 

@@ -194,3 +194,69 @@ def test_the_echo_of_a_cached_version_keeps_the_cached_copy() -> None:
     assert old is first
     assert cache.get("ns", "a") is not first
     assert cache.upsert(_with_managed_fields("a", rv=2)) == (cache.get("ns", "a"), False)
+
+
+_NAMES = ("a", "b", "c")
+_STEPS = st.lists(st.tuples(st.sampled_from(("own", "foreign", "own-delete", "create", "deliver",
+                                             "deliver", "unscope", "relist")),
+                            st.sampled_from(_NAMES)), max_size=40)
+
+
+@given(_STEPS)
+def test_the_streamed_version_is_what_the_stream_last_delivered(steps: list[tuple[str, str]]
+                                                                 ) -> None:
+    """The informer compares a relist with the version the list or watch last delivered, not with
+    the cache (our own writes move the cache ahead of the stream). The cache answers it from the
+    few objects where the two differ: once the stream has caught up, it keeps nothing extra."""
+    cache = IndexedCache()
+    server: dict[str, dict[str, Any]] = {}  # what the cluster holds
+    pending: list[tuple[str, dict[str, Any]]] = []  # watch events not delivered yet
+    streamed: dict[str, str | None] = dict.fromkeys(_NAMES)  # the model
+    clock = iter(range(1, 10_000))
+
+    def write(name: str, *, own: bool) -> None:
+        uid = server[name]["metadata"]["uid"] if name in server else f"uid-{next(clock)}"
+        server[name] = _obj(name, rv=next(clock), uid=uid)
+        pending.append(("MODIFIED", server[name]))
+        if own:
+            cache.upsert(copy.deepcopy(server[name]), own_write=True)
+
+    def deliver() -> None:
+        kind, obj = pending.pop(0)
+        if kind == "DELETED":
+            cache.remove(obj)
+            streamed[obj["metadata"]["name"]] = None
+        else:
+            cache.upsert(copy.deepcopy(obj))
+            streamed[obj["metadata"]["name"]] = obj["metadata"]["resourceVersion"]
+
+    for step, name in steps:
+        if step in ("own", "foreign", "create"):
+            if step == "create" and name in server:
+                continue
+            write(name, own=step == "own")
+        elif step == "own-delete" and name in server:
+            gone = server.pop(name)
+            cache.forget(gone, uid=gone["metadata"]["uid"])
+            pending.append(("DELETED", gone))
+        elif step == "unscope" and name in server:  # an own label patch out of the selector
+            gone = server.pop(name)  # (a released parent): the watch says DELETED
+            cache.remove(gone, own_write=True)
+            pending.append(("DELETED", gone))
+        elif step == "deliver" and pending:
+            deliver()
+        elif step == "relist":  # a 410: the events in flight are lost, the list has the rest
+            pending.clear()
+            for obj in server.values():
+                cache.upsert(copy.deepcopy(obj))
+                streamed[obj["metadata"]["name"]] = obj["metadata"]["resourceVersion"]
+            for key in set(cache.keys()) - {("ns", n) for n in server}:
+                cache.remove(cache.get(*key) or {})
+            for gone in set(_NAMES) - set(server):
+                streamed[gone] = None
+            cache.retain_streamed({("ns", n) for n in server})
+        for each in _NAMES:
+            assert cache.streamed_version("ns", each) == streamed[each], (step, name, each)
+    while pending:
+        deliver()
+    assert cache._streamed == {}  # nothing kept once the stream caught up
