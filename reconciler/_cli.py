@@ -20,6 +20,14 @@ def build_parser() -> argparse.ArgumentParser:
     apiserver.add_argument("--kubeconfig", default=None, help="where to write the kubeconfig")
     apiserver.add_argument("--allow-non-loopback", action="store_true",
                            help="allow binding a non-loopback address")
+    apiserver.add_argument("--history-bytes", type=_bytes, default=None, metavar="SIZE",
+                           help="watch history kept, about (default 64Mi; e.g. 16Mi, 1Gi)")
+    apiserver.add_argument("--watch-buffer-bytes", type=_bytes, default=None, metavar="SIZE",
+                           help="unsent bytes a watcher may have before it is ended "
+                                "(default 1Mi)")
+    apiserver.add_argument("--watch-buffer-total-bytes", type=_bytes, default=None,
+                           metavar="SIZE", help="unsent bytes of all watchers together "
+                                                "(default 64Mi)")
     apiserver.set_defaults(handler=_run_apiserver)
     run = subparsers.add_parser("run", help="run an operator defined in a Python module")
     run.add_argument("target", metavar="MODULE[:ATTR] | FILE.py[:ATTR]",
@@ -84,6 +92,18 @@ def build_parser() -> argparse.ArgumentParser:
     uninstall.add_argument("--kubeconfig", default=None, help="kubeconfig of the cluster")
     uninstall.set_defaults(handler=_run_uninstall)
     return parser
+
+
+def _bytes(value: str) -> int:
+    """A size in bytes for the ``apiserver`` limits: a Kubernetes quantity (``64Mi``, ``1G``,
+    ``65536``), a whole number of bytes of at least one."""
+    from objectmatcher import parse_quantity
+
+    amount = parse_quantity(value)
+    if amount is None or amount != amount.to_integral_value() or amount < 1:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a size in bytes (a whole number, or a quantity such as 64Mi)")
+    return int(amount)
 
 
 def _level(value: str) -> str:
@@ -161,8 +181,11 @@ def _run_operator(args: argparse.Namespace) -> int:
 def _run_apiserver(args: argparse.Namespace) -> int:
     from reconciler.embedded._command import run_apiserver
 
+    limits = {name: value for name in ("history_bytes", "watch_buffer_bytes",
+                                       "watch_buffer_total_bytes")
+              if (value := getattr(args, name)) is not None}
     return run_apiserver(host=args.host, port=args.port, kubeconfig=args.kubeconfig,
-                         allow_non_loopback=args.allow_non_loopback)
+                         allow_non_loopback=args.allow_non_loopback, **limits)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

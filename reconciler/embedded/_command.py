@@ -16,6 +16,11 @@ from types import FrameType
 from typing import TextIO
 
 from reconciler.embedded._server import EmbeddedApiServer
+from reconciler.embedded._storage import DEFAULT_HISTORY_BYTES
+from reconciler.embedded._watching import (
+    DEFAULT_WATCH_BUFFER_BYTES,
+    DEFAULT_WATCH_BUFFER_TOTAL_BYTES,
+)
 
 __all__ = ["run_apiserver"]
 
@@ -27,8 +32,12 @@ def run_apiserver(
     kubeconfig: str | None = None,
     allow_non_loopback: bool = False,
     out: TextIO | None = None,
+    history_bytes: int = DEFAULT_HISTORY_BYTES,
+    watch_buffer_bytes: int = DEFAULT_WATCH_BUFFER_BYTES,
+    watch_buffer_total_bytes: int = DEFAULT_WATCH_BUFFER_TOTAL_BYTES,
 ) -> int:
-    """Serve until SIGINT/SIGTERM; returns the process exit code."""
+    """Serve until SIGINT/SIGTERM; returns the process exit code. The limits are
+    ``EmbeddedApiServer``'s."""
     stream = out or sys.stdout
     # The handler only flips a flag: taking a lock there (threading.Event.set) can deadlock
     # when the signal lands while the main thread holds that same lock, or on a second signal.
@@ -40,7 +49,9 @@ def run_apiserver(
     try:
         server = EmbeddedApiServer(
             host=host, port=port, kubeconfig_path=kubeconfig,
-            allow_non_loopback=allow_non_loopback,
+            allow_non_loopback=allow_non_loopback, history_bytes=history_bytes,
+            watch_buffer_bytes=watch_buffer_bytes,
+            watch_buffer_total_bytes=watch_buffer_total_bytes,
         )
     except ValueError as exc:
         print(f"optk apiserver: error: {exc}", file=sys.stderr)

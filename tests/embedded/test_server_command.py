@@ -13,6 +13,7 @@ from pathlib import Path
 
 import kubernetes.client
 import kubernetes.config
+import pytest
 
 from reconciler.embedded import EmbeddedApiServer
 
@@ -71,6 +72,49 @@ def test_optk_apiserver_refuses_a_public_host() -> None:
     )
     assert result.returncode == 2
     assert "refusing to bind" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_optk_apiserver_takes_its_memory_bounds_as_quantities(tmp_path: Path) -> None:
+    """``--history-bytes 4Ki``: a history that small has forgotten the first of twenty 1 KB
+    ConfigMaps, so a list at that version is 410 Expired (the default 64 MiB keeps it)."""
+    kubeconfig = tmp_path / "kubeconfig"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "reconciler", "apiserver", "--kubeconfig", str(kubeconfig),
+         "--history-bytes", "4Ki", "--watch-buffer-bytes", "64Ki",
+         "--watch-buffer-total-bytes", "1Mi"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert process.stdout is not None
+        assert "listening on" in process.stdout.readline()
+        while not kubeconfig.exists():
+            time.sleep(0.02)
+        with kubernetes.config.new_client_from_config(str(kubeconfig)) as client:
+            core = kubernetes.client.CoreV1Api(client)
+            versions = [core.create_namespaced_config_map("default", {
+                "metadata": {"name": f"big-{i}"}, "data": {"v": "x" * 1024}},
+            ).metadata.resource_version for i in range(20)]
+            with pytest.raises(kubernetes.client.ApiException) as expired:
+                core.list_namespaced_config_map("default", resource_version=versions[0],
+                                                resource_version_match="Exact")
+            assert expired.value.status == 410
+            recent = core.list_namespaced_config_map(  # the newest is still in the history
+                "default", resource_version=versions[-1], resource_version_match="Exact")
+            assert len(recent.items) == 20
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=15)
+
+
+@pytest.mark.parametrize("size", ["12.5", "0", "-1Mi", "lots"])
+def test_optk_apiserver_refuses_a_size_that_is_not_bytes(size: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "reconciler", "apiserver", f"--history-bytes={size}"],
+        capture_output=True, text=True, timeout=30, check=False,
+    )
+    assert result.returncode == 2
+    assert f"{size!r} is not a size in bytes" in result.stderr
     assert "Traceback" not in result.stderr
 
 
