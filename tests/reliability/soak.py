@@ -25,6 +25,7 @@ from pathlib import Path
 from objectmatcher import MERGE_PATCH
 from reconciler import KubernetesClient
 from reconciler.embedded import EmbeddedApiServer
+from reconciler.embedded._storage import DEFAULT_HISTORY_BYTES
 from tests.reliability import _counts
 from tests.reliability._harness import Fleet, OperatorProcess, eventually
 
@@ -54,13 +55,16 @@ def _drift(fleet: Fleet, rng: random.Random) -> str:
 
 
 def run_soak(*, seconds: float, interval: float = 0.5, sample: float = 10.0,
-             parents: int = 50, seed: int = 7) -> dict[str, object]:
-    """Run the soak for ``seconds``; returns its figures (``stable`` says whether it passed)."""
+             parents: int = 50, seed: int = 7,
+             history_bytes: int = DEFAULT_HISTORY_BYTES) -> dict[str, object]:
+    """Run the soak for ``seconds``; returns its figures (``stable`` says whether it passed).
+    ``history_bytes``: the server's watch history bound (a small one fills within minutes, so
+    the server's memory should be flat for the rest of the run)."""
     rng = random.Random(seed)
     samples: list[dict[str, float]] = []
     drifts: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="optk-soak-") as workdir, \
-            EmbeddedApiServer() as server:
+            EmbeddedApiServer(history_bytes=history_bytes) as server:
         client = KubernetesClient(server.api_client())
         replica = OperatorProcess(kubeconfig=server.kubeconfig_path,
                                   log=Path(workdir) / "operator.log")
@@ -105,8 +109,15 @@ def run_soak(*, seconds: float, interval: float = 0.5, sample: float = 10.0,
         median(last, key) <= median(first, key) * 1.5 + 64
         for key in ("operator_rss_mib", "server_rss_mib")
     ) and median(last, "repair_seconds") <= median(first, "repair_seconds") * 3 + 1.0
-    figures = {
-        "seconds": seconds, "drifts": drifts, "samples": samples, "stable": stable,
+    half = samples[len(samples) // 2:]
+    span = half[-1]["at"] - half[0]["at"] if len(half) > 1 else 0.0
+    figures: dict[str, object] = {
+        "seconds": seconds, "history_bytes": history_bytes,
+        # the slope over the second half of the run, MiB per minute
+        **{f"{key}_per_min_second_half": round(
+            (half[-1][key] - half[0][key]) / span * 60, 2) if span else None
+           for key in ("operator_rss_mib", "server_rss_mib")},
+        "drifts": drifts, "samples": samples, "stable": stable,
         "final_converge_seconds": round(converge, 2), "duplicated": duplicated, "lost": lost,
     }
     _counts.add("soak", {"soak.drifts": sum(drifts.values()), "objects.duplicated": duplicated,
@@ -124,8 +135,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=600.0, help="how long (default 600)")
     parser.add_argument("--interval", type=float, default=0.5, help="seconds between drifts")
     parser.add_argument("--sample", type=float, default=10.0, help="seconds between samples")
+    parser.add_argument("--history-bytes", type=int, default=DEFAULT_HISTORY_BYTES,
+                        help="the server's watch history bound, bytes (default 64 MiB)")
     args = parser.parse_args(argv)
-    figures = run_soak(seconds=args.seconds, interval=args.interval, sample=args.sample)
+    figures = run_soak(seconds=args.seconds, interval=args.interval, sample=args.sample,
+                       history_bytes=args.history_bytes)
     print(json.dumps(figures, sort_keys=True))
     return 0 if figures["stable"] else 1
 
