@@ -21,6 +21,7 @@ from reconciler import AlreadyExistsError, KubernetesClient, NotFoundError
 from reconciler._finalizing import CLEANUP_FINALIZER
 from reconciler._operators import Operator
 from reconciler._parents import ParentReconciler
+from reconciler.testing import wait_idle
 from tests.driver.conftest import running, wait_until
 from tests.driver.sample_operator import THING_CRD
 from tests.driver.sample_operator import build as namespaced_build
@@ -158,7 +159,10 @@ def test_children_deleted_by_hand_never_keep_the_parent(
         assert wait_until(lambda: not _exists(kube, API_VERSION, KIND, "p", ns), 10)
         assert time.monotonic() - started < 5.0
         assert _cluster_children(kube, name) == [False, False]
-        assert runtime.idle
+        # nothing left retrying (the parent's DELETED event may still be in a worker's hands
+        # for a moment), and nothing re-created once the parent is gone
+        assert wait_idle(runtime, 10, settle=0.3)
+        assert _cluster_children(kube, name) == [False, False]
 
 
 @pytest.mark.both_servers

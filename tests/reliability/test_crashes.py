@@ -68,6 +68,11 @@ def test_operator_survives_sigkill_during_a_storm_and_restarts_without_a_herd(
         time.sleep(rng.uniform(0.0, 0.5))
         stop.set()
         writer.join(10)
+        # at least one change while it is dead (the storm's may all land before the kill, or
+        # set a value the parent already has): the next start always has something to repair
+        fleet.patch_parent(fleet.names[_round % len(fleet.names)],
+                           {"spec": {"query": {"replicas": 7 + _round}}})
+        changes += 1
         replica.start()
         eventually(replica.ready, "the restarted operator's /readyz", 60)
     fleet.wait_converged(90)
