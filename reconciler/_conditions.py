@@ -272,11 +272,16 @@ class ParentResult:
     namespace_terminating: bool = False
     """The namespace is being deleted (a create got 403 ``NamespaceTerminating`` or 404 for the
     namespace): the reconcile stopped, wrote nothing more, and later ones return at once."""
+    parent_gone: bool = False
+    """The parent went away during the reconcile (a write for it was answered 404, or the
+    driver's cache saw it deleted or being deleted): the reconcile stopped before writing
+    anything more for it; the driver drops it (or runs its cleanup)."""
 
     @property
     def ok(self) -> bool:
         """True when every child was reconciled and the status written (if needed)."""
-        return not self.errors and not self.status_error and not self.namespace_terminating
+        return not (self.errors or self.status_error or self.namespace_terminating
+                    or self.parent_gone)
 
     @property
     def requeue(self) -> bool:

@@ -28,6 +28,8 @@ The tree (the embedded server and ``reconciler.envtest`` have their own roots)::
     │   │   └── ImmutableFieldError       an update the server refuses, and recreate is off
     │   ├── TooManyRequestsError          429 (``retry_after``)
     │   └── ServerError                   5xx
+    ├── KindUnlistableError               a kind's informer cannot list it (``cause``): reads of
+    │                                     it fail at once, without a request
     ├── InClusterConfigError (LookupError)    not in a cluster: ``missing`` files/variables
     ├── LeadershipLostError (RuntimeError)    a write fenced: the lease may have expired
     └── ReconcilerUsageError (ValueError) the library was called wrongly
@@ -60,6 +62,7 @@ __all__ = [
     "ImmutableFieldError",
     "InClusterConfigError",
     "InvalidError",
+    "KindUnlistableError",
     "KubeconfigError",
 
 
@@ -111,6 +114,22 @@ class LeadershipLostError(ReconcilerError, RuntimeError):
         self.action = action
         self.renewed_ago = renewed_ago
         self.deadline = deadline
+
+
+class KindUnlistableError(ReconcilerError):
+    """A kind cannot be listed (its informer's lists fail: forbidden, not served, ...).
+
+    Raised by the informer reader instead of waiting for a sync that cannot happen: only the
+    children (and the pruning) of that kind fail, and the message names the kind and ``cause``,
+    the error its last list got. The parent is looked at again when the kind lists.
+    """
+
+    def __init__(self, *, api_version: str, kind: str, cause: BaseException) -> None:
+        super().__init__(f"{kind} {api_version} cannot be listed: {cause}")
+        self.api_version = api_version
+        self.kind = kind
+        self.cause = cause
+        self.retry_after = getattr(cause, "retry_after", None)
 
 
 class ReconcilerUsageError(ReconcilerError, ValueError):

@@ -31,10 +31,9 @@ from typing import Any
 
 import attrs
 
-from builders import ObjectRef
 from reconciler._clients import ClusterClient, KubeObject, ListOptions, WatchEvent
 from reconciler._clocks import Clock, RealClock
-from reconciler._errors import GoneError, NotFoundError, ReconcilerError
+from reconciler._errors import ApiError, GoneError, NotFoundError, ReconcilerError
 from reconciler._queues import ExponentialBackoff
 from reconciler._selectors import LabelSelector
 from reconciler._stores import IndexedCache
@@ -112,6 +111,8 @@ class Informer:
             base=min(self._backoff.base, GONE_PAUSE_CAP), cap=GONE_PAUSE_CAP, jitter=0.5
         )
         self._handlers: list[EventHandler] = []
+        self._sync_handlers: list[Callable[[], None]] = []
+        self._list_error: Exception | None = None
         self._cond = threading.Condition()
         self._synced = False
         self._stopped = False
@@ -136,6 +137,19 @@ class Informer:
         """Call ``handler`` for every change from now on (the initial list included if not yet)."""
         with self._cond:
             self._handlers.append(handler)
+
+    def add_late_sync_handler(self, handler: Callable[[], None]) -> None:
+        """Call ``handler()`` (in the informer's thread) when the first list succeeds after one
+        or more failed: reads of this type failed meanwhile (``list_error``), so what they
+        decided must be looked at again."""
+        with self._cond:
+            self._sync_handlers.append(handler)
+
+    @property
+    def list_error(self) -> Exception | None:
+        """Why the last list failed, while no list has succeeded since (None otherwise)."""
+        with self._cond:
+            return self._list_error
 
     def start(self) -> Informer:
         """Start listing and watching in a daemon thread."""
@@ -182,11 +196,21 @@ class Informer:
         with self._cond:
             return self._resource_version
 
-    def wait_synced(self, timeout: float | None = None) -> bool:
-        """Block until synced or ``timeout`` (clock seconds); whether it synced."""
+    @property
+    def list_refused(self) -> Exception | None:
+        """``list_error`` when the server refuses the list for a reason retries do not change
+        soon (a 4xx such as 403 Forbidden or 404, not 409/410/429), else None."""
+        with self._cond:
+            return _refusal(self._list_error)
+
+    def wait_synced(self, timeout: float | None = None, *, until_refused: bool = False) -> bool:
+        """Block until synced or ``timeout`` (clock seconds); whether it synced.
+        ``until_refused``: also return (False) as soon as a list is refused (``list_refused``)."""
         with self._cond:
             deadline = None if timeout is None else self._clock.monotonic() + timeout
             while not self._synced and not self._stopped:
+                if until_refused and _refusal(self._list_error) is not None:
+                    return False
                 remaining = None if deadline is None else deadline - self._clock.monotonic()
                 if remaining is not None and remaining <= 0:
                     return False
@@ -216,6 +240,8 @@ class Informer:
             except (ReconcilerError, OSError, ValueError) as error:
                 if self.stopped:
                     return
+                if need_list:
+                    self._list_failed(error)
                 if self._clock.monotonic() - started > self._backoff.cap:
                     self._backoff.forget("watch")  # it worked for a long while: a new failure
                 delay = self._backoff.when("watch")
@@ -231,6 +257,13 @@ class Informer:
                 _log.exception("informer of %s failed; restarting with a relist", self.kind)
                 need_list = True
                 self._pause(1.0)
+
+    def _list_failed(self, error: Exception) -> None:
+        """The list failed: until one succeeds, ``list_error`` says why, and a reader waiting
+        for the first sync is woken to fail at once rather than wait out its timeout."""
+        with self._cond:
+            self._list_error = error
+            self._cond.notify_all()
 
     def _healthy(self) -> None:
         """The watch delivered something or ended normally: both backoffs start over."""
@@ -257,35 +290,25 @@ class Informer:
         self.stats.lists += 1
         with self._cond:
             quiet = not self._synced and not self.initial_events
-        seen: set[tuple[str, str]] = set()
+        for obj in items:
+            obj.setdefault("apiVersion", self.api_version)
+            obj.setdefault("kind", self.kind)
+        version = str(meta.get("resourceVersion") or "")
         self._relisting = True
         try:
-            for obj in items:
-                obj.setdefault("apiVersion", self.api_version)
-                obj.setdefault("kind", self.kind)
-                key = ObjectRef.of(obj).namespaced_name
-                seen.add(key)
-                streamed = self.cache.streamed_version(*key)
-                self.cache.upsert(obj)
-                if quiet or streamed == _rv(obj):
-                    continue
-                # Compared with what the stream last delivered, not with the cache: the cache
-                # may hold this very version written through by our own write, whose echo the
-                # stream lost, and it may carry a foreign change made before that write. So a
-                # MODIFIED from a relist has no ``old``: handlers treat it as a change.
-                self._dispatch("ADDED" if streamed is None else "MODIFIED", None, obj)
-            for namespace, name in set(self.cache.keys()) - seen:
-                gone = self.cache.get(namespace, name)
-                if gone is not None:
-                    self.cache.remove(gone)
-                    self._dispatch("DELETED", gone, gone)
-            self.cache.retain_streamed(seen)
+            for event_type, old, new in self.cache.relist(items, version=version, quiet=quiet):
+                self._dispatch(event_type, old, new)
         finally:
             self._relisting = False
         with self._cond:
-            self._resource_version = str(meta.get("resourceVersion") or "")
+            late = not self._synced and self._list_error is not None
+            self._resource_version = version
             self._synced = True
+            self._list_error = None
             self._cond.notify_all()
+            sync_handlers = list(self._sync_handlers) if late else []
+        for handler in sync_handlers:  # the cache was read while it could not list
+            handler()
 
     def _watch(self) -> None:
         self.stats.watches += 1
@@ -326,8 +349,10 @@ class Informer:
             old, stored = self.cache.upsert(obj)
             # Not stored: the cache already holds a newer version written through by our own
             # write. The event is still a change (maybe a foreign one our write built on), so it
-            # is dispatched, without an ``old`` to compare with.
-            self._dispatch(str(kind), old if stored else None, obj)
+            # is dispatched, without an ``old`` to compare with; unless the object is known to
+            # be deleted since (an own delete, a 404): then it is no change of anything alive.
+            if stored or not self.cache.is_buried(obj):
+                self._dispatch(str(kind), old if stored else None, obj)
         with self._cond:
             if version:
                 self._resource_version = version
@@ -339,6 +364,14 @@ class Informer:
             handlers = list(self._handlers)
         for handler in handlers:
             handler(event_type, old, new)
+
+
+def _refusal(error: Exception | None) -> Exception | None:
+    """``error`` if it is a lasting refusal of a list (see ``Informer.list_refused``)."""
+    if isinstance(error, ApiError) and 400 <= error.code < 500 and error.code not in (
+            408, 409, 410, 429):
+        return error
+    return None
 
 
 TypeEventHandler = Callable[[TypeKey, str, "dict[str, Any] | None", "dict[str, Any]"], None]
@@ -353,6 +386,9 @@ class InformerManager:
     starts an informer without attributing it (the reconcile's first read of a type). The
     first list of a new informer dispatches no events: objects that merely exist are no change
     (the parent that needed the type is being reconciled already); later relists do.
+    ``on_late_sync(type)`` is called when an informer lists for the first time after failing to
+    (forbidden, say): the parents that use the type read it while it could not be listed, so
+    the driver looks at them again.
     """
 
     def __init__(
@@ -364,9 +400,11 @@ class InformerManager:
         namespace: str | None = None,
         clock: Clock | None = None,
         informer_options: Mapping[str, Any] | None = None,
+        on_late_sync: Callable[[TypeKey], None] | None = None,
     ) -> None:
         self._client = client
         self._handler = handler
+        self._on_late_sync = on_late_sync
         self._label_selector = label_selector
         self._namespace = namespace
         self._clock = clock or RealClock()
@@ -392,6 +430,8 @@ class InformerManager:
                 informer.add_handler(
                     lambda event, old, new: self._handler(key, event, old, new)
                 )
+                if (late := self._on_late_sync) is not None:
+                    informer.add_late_sync_handler(lambda: late(key))
                 self._informers[key] = informer
                 self._users.setdefault(key, set())
                 self.started_total += 1
@@ -432,6 +472,19 @@ class InformerManager:
         """The running informer of this type, if any."""
         with self._lock:
             return self._informers.get((api_version, kind))
+
+    def users_of(self, api_version: str, kind: str) -> set[Hashable]:
+        """The users (parents) that declared this type."""
+        with self._lock:
+            return set(self._users.get((api_version, kind), ()))
+
+    def unlistable(self) -> dict[TypeKey, Exception]:
+        """The types whose informer has not synced because its lists are refused (403, say),
+        with the error."""
+        with self._lock:
+            informers = list(self._informers.items())
+        return {key: error for key, informer in informers
+                if not informer.has_synced and (error := informer.list_refused) is not None}
 
     def types(self) -> set[TypeKey]:
         """Types with a running informer."""

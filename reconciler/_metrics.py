@@ -8,7 +8,9 @@ unchanged: ``controller_runtime_reconcile_total{controller,result}``,
 ``work_duration_seconds``, ``retries_total``) and ``leader_election_master_status``. Each
 ``OperatorMetrics`` has its own registry (several operators in one process, or in one test
 session, do not collide). ``/readyz`` answers 200 only once the caller's readiness check passes
-(the operator's caches are synced); ``/healthz`` answers 200 while the process serves.
+(the operator's caches are synced), with the body ``ok``, or ``ok (degraded: ...)`` naming what
+the operator cannot do (a child kind it may not list) while it serves the rest; ``/healthz``
+answers 200 while the process serves.
 """
 
 from __future__ import annotations
@@ -188,11 +190,13 @@ class HealthServer:
         metrics: OperatorMetrics,
         *,
         ready: Callable[[], bool],
+        degraded: Callable[[], str] | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
         self._metrics = metrics
         self._ready = ready
+        self._degraded = degraded
         self._server = ThreadingHTTPServer((host, port), self._handler_class())
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -233,6 +237,7 @@ class HealthServer:
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         metrics = self._metrics
         ready = self._ready
+        degraded = self._degraded
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
@@ -243,7 +248,9 @@ class HealthServer:
                     self._answer(200, b"ok", "text/plain")
                 elif path == "/readyz":
                     ok = ready()
-                    body = b"ok" if ok else b"caches not synced"
+                    why = degraded() if ok and degraded is not None else ""
+                    body = (f"ok (degraded: {why})".encode() if why
+                            else b"ok" if ok else b"caches not synced")
                     self._answer(200 if ok else 503, body, "text/plain")
                 else:
                     self._answer(404, b"not found", "text/plain")

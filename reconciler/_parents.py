@@ -98,6 +98,7 @@ class ParentReconciler:
     time (it rests on its own heartbeat). ``status_refresh`` (seconds, default ``None``: off)
     optionally also rewrites the time once it is that old, at one write per parent per period.
     ``reuse_builds``: see ``Operator.reuse_builds`` and ``reconciler._memo.BuildMemo``.
+    ``parent_alive``: see the attribute.
     """
 
     def __init__(
@@ -118,6 +119,7 @@ class ParentReconciler:
         readiness: Readiness | None = None,
         status: StatusBuilder | None = None,
         reuse_builds: bool = False,
+        parent_alive: Callable[[KubeObject], bool] | None = None,
     ) -> None:
         self.client = counting(client)
         self.build = build
@@ -150,6 +152,11 @@ class ParentReconciler:
         """The cleanup finalizer of this operator's parents (``reconciler._cleanups``)."""
         self._terminating: OrderedDict[str, None] = OrderedDict()  # uids, the latest 4,096
         self._terminating_lock = threading.Lock()
+        self.parent_alive = parent_alive
+        """Whether a parent is still there and not being deleted, as the caller's cache says
+        (the driver passes its parent informer's view; no request): asked before each child
+        write and the status, so that no child is created for a parent that went away
+        meanwhile (``ParentResult.parent_gone``). None: not asked."""
 
     def namespace_terminating(self, uid: str) -> None:
         """Remember that parent ``uid``'s namespace is being deleted: leave the parent alone."""
@@ -216,6 +223,7 @@ class _ParentRun:
         self.terminating = False
         self.selector = f"{OWNER_UID_LABEL}={label_value(uid)}"
         self.recheck: float | None = None
+        self.gone = False
 
     def execute(self) -> ParentResult:
         built = self._build()
@@ -223,7 +231,7 @@ class _ParentRun:
         live, unlisted = self._prefetch(built)
         built_refs = set()
         for ref, obj, state, digest in built:
-            if self.terminating:
+            if self.terminating or self._went_away():
                 break  # every further create in the namespace would be refused as well
             built_refs.add(ref)
             failure = unlisted.get(_scope(ref))
@@ -244,9 +252,24 @@ class _ParentRun:
             return ParentResult(parent=self.ref, children=tuple(self.results),
                                 errors=tuple(self.errors), namespace_terminating=True,
                                 dry_run=self.o.dry_run)
+        for scope, failure in sorted(unlisted.items(), key=lambda item: _order(item[0])):
+            if scope.type_key in self.o.prune_kinds and not any(
+                    _scope(ref) == scope for ref in built_refs):
+                # Nothing built of that kind, but pruning must look: reported, retried.
+                self._fail(scope, f"pruning {scope.kind} skipped: listing it failed: {failure}",
+                           failure)
+        if self.gone or self._went_away():
+            _log.debug("reconcile of %s stopped: the parent went away", self.ref)
+            return ParentResult(parent=self.ref, children=tuple(self.results),
+                                errors=tuple(self.errors), parent_gone=True,
+                                dry_run=self.o.dry_run)
         pruned = self._prune(live, built_refs)
         self._emit_events(pruned)
         status_written, status_error = self._status(pruned)
+        if self.gone:  # the status write was answered 404: the parent is gone
+            return ParentResult(parent=self.ref, children=tuple(self.results),
+                                pruned=tuple(pruned), errors=tuple(self.errors),
+                                parent_gone=True, dry_run=self.o.dry_run)
         requeues = [r.requeue_after for r in (*self.results, *pruned) if r.requeue_after]
         if self.recheck is not None:  # a child is not ready yet: look again
             requeues.append(self.recheck)
@@ -256,6 +279,18 @@ class _ParentRun:
             errors=tuple(self.errors), status_written=status_written, status_error=status_error,
             requeue_after=min(requeues) if requeues else None, dry_run=self.o.dry_run,
         )
+
+    def _went_away(self) -> bool:
+        """Whether the caller's cache says the parent is gone or being deleted (no request)."""
+        alive = self.o.parent_alive
+        if not self.gone and alive is not None and not self.o.dry_run and not alive(self.parent):
+            self.gone = True
+        return self.gone
+
+    def _names_parent(self, error: NotFoundError) -> bool:
+        """Whether a 404 says that the parent itself does not exist (not a route or a child)."""
+        return str(error.details.get("name") or "") == self.ref.name and (
+            not error.ref or error.ref.name == self.ref.name)
 
     # -- children ---------------------------------------------------------------------------
 
@@ -299,6 +334,9 @@ class _ParentRun:
         try:
             updated = self.o.cleanup.ensure(self.parent, [b[0] for b in built])
         except ReconcilerError as exc:
+            if isinstance(exc, NotFoundError) and self._names_parent(exc):
+                self.gone = True  # deleted meanwhile: nothing more to write for it
+                return []
             self.build_failed = True
             self._fail(self.ref, f"adding the cleanup finalizer failed: {exc}", exc)
             return [b for b in built if not is_uncollectable(self.parent, b[0])]
@@ -479,6 +517,9 @@ class _ParentRun:
                     subresource=sub,
                 )
             except NotFoundError as exc:
+                if self._names_parent(exc):  # the parent itself is gone, not the subresource
+                    self.gone = True
+                    return False, f"parent is gone: {exc}"
                 if sub is None:
                     return False, f"parent is gone: {exc}"
                 self.o._no_status_subresource.add(kind)  # 404 on /status: no such subresource

@@ -12,6 +12,7 @@ from typing import Any
 
 from reconciler._caches import PassThroughCache
 from reconciler._clients import ClusterClient
+from reconciler._errors import KindUnlistableError
 from reconciler._informers import Informer, InformerManager, TypeKey
 
 __all__ = ["InformerReader"]
@@ -22,7 +23,10 @@ class InformerReader:
 
     The first read of a type starts its informer and waits for its first list (``sync_timeout``);
     a type that is not served reads as missing; an informer that cannot sync in time falls back to
-    reading from the API so a reconcile is never blocked for long.
+    reading from the API so a reconcile is never blocked for long. An informer whose lists fail
+    (forbidden, say) is not waited for at all: the read raises ``KindUnlistableError`` at once,
+    naming the kind and why, so one unlistable kind fails only the children of that kind, never
+    every reconcile for ``sync_timeout`` (issue 21).
     """
 
     from_memory = True
@@ -50,8 +54,10 @@ class InformerReader:
             if not self._client.is_served(api_version, kind):
                 return None
             informer = self._manager.ensure(api_version, kind)
-        if informer.has_synced or informer.wait_synced(self._sync_timeout):
+        if informer.has_synced or informer.wait_synced(self._sync_timeout, until_refused=True):
             return informer
+        if (error := informer.list_refused) is not None:
+            raise KindUnlistableError(api_version=api_version, kind=kind, cause=error)
         return None
 
     def get(

@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Callable, Mapping
 
 from builders.names import MANAGED_BY_LABEL
-from reconciler._clients import ClusterClient
+from reconciler._clients import ClusterClient, KubeObject
 from reconciler._clocks import Clock, RealClock
 from reconciler._fencing import FencingClient, WriteFence
 from reconciler._informers import Informer, InformerManager
@@ -105,6 +105,7 @@ class OperatorRuntime:
         self.informers = InformerManager(
             client, handler=self.router.on_child, clock=self.clock, namespace=operator.namespace,
             label_selector=f"{MANAGED_BY_LABEL}={operator.name}{shard_selector}",
+            on_late_sync=self.standby.recheck,
         )
         self.reader = InformerReader(
             client, self.informers, extra={self.parents.type_key: self.parents}
@@ -119,7 +120,7 @@ class OperatorRuntime:
             prune_kinds=operator.prune, events=operator.events, clock=self.clock,
             on_delete=operator.on_delete,
             readiness=operator.readiness, status=operator.status,
-            reuse_builds=operator.reuse_builds,
+            reuse_builds=operator.reuse_builds, parent_alive=self._parent_alive,
         )
         self.config_informer: Informer | None = None
         if (config_map := operator.resync.config_map_ref) is not None:
@@ -176,6 +177,7 @@ class OperatorRuntime:
             self._spawn(self.resync.run_beat, "optk-heartbeat")
         if self._metrics_port is not None:
             self.health = HealthServer(self.metrics, ready=lambda: self.ready,
+                                       degraded=self.degraded,
                                        port=self._metrics_port).start()
             _log.info("metrics and health on %s", self.health.url)
         self._spawn(self.standby.warm_children, "optk-warm")
@@ -248,10 +250,26 @@ class OperatorRuntime:
 
     @property
     def ready(self) -> bool:
-        """Whether the caches are synced (``/readyz``)."""
+        """Whether the operator serves (``/readyz``): its parent (and resync ConfigMap) caches
+        are synced, and every child cache is synced or its kind's lists are refused (403, say:
+        then it is ready but degraded, see ``degraded``; only the children of that kind wait).
+        """
         config = self.config_informer
-        return (self.parents.has_synced and self.informers.synced()
-                and (config is None or config.has_synced))
+        if not self.parents.has_synced or (config is not None and not config.has_synced):
+            return False
+        if self.informers.synced():
+            return True
+        refused = self.informers.unlistable()
+        return all(informer.has_synced or key in refused
+                   for key in self.informers.types()
+                   if (informer := self.informers.informer(*key)) is not None)
+
+    def degraded(self) -> str:
+        """Why the operator serves only in part ("" when it does not): the child kinds it
+        cannot list, with the reason (``/readyz`` says it)."""
+        return "; ".join(f"{kind} {api_version} cannot be listed: {error}"
+                         for (api_version, kind), error in sorted(
+                             self.informers.unlistable().items()))
 
     @property
     def leading(self) -> bool:
@@ -299,6 +317,14 @@ class OperatorRuntime:
         self._threads.append(thread)
         thread.start()
         return thread
+
+    def _parent_alive(self, parent: KubeObject) -> bool:
+        """Whether the parent cache still holds ``parent`` (same uid), not being deleted."""
+        meta = parent.get("metadata") or {}
+        cached = self.parents.cache.get(meta.get("namespace"), str(meta.get("name") or ""))
+        cached_meta = (cached or {}).get("metadata") or {}
+        return (cached is not None and cached_meta.get("uid") == meta.get("uid")
+                and not cached_meta.get("deletionTimestamp"))
 
     def _start_workers(self) -> None:
         """Start reconciling: at once without election, else when elected (after takeover)."""

@@ -19,7 +19,9 @@ from builders import ObjectRef
 from builders.composition import evaluate
 from builders.objects import copy_object
 from reconciler._clients import KubeObject
-from reconciler._triggers import ParentKey
+from reconciler._errors import KindUnlistableError
+from reconciler._informers import TypeKey
+from reconciler._triggers import ParentKey, parent_needs_reconcile
 
 if TYPE_CHECKING:
     from reconciler._runtime import OperatorRuntime
@@ -114,8 +116,9 @@ class Standby:
             warmed.append((key, parent))
         deadline = rt.clock.monotonic() + _WARM_SYNC_SECONDS
         for informer in [rt.informers.informer(*t) for t in rt.informers.types()]:
-            if informer is not None:
-                informer.wait_synced(max(0.0, deadline - rt.clock.monotonic()))
+            if informer is not None:  # a kind whose list is refused is not waited for
+                informer.wait_synced(max(0.0, deadline - rt.clock.monotonic()),
+                                     until_refused=True)
         for key, seen in warmed:
             if rt.stopping:
                 return
@@ -123,9 +126,38 @@ class Standby:
                 rt.stats.triggers["drift-at-start"] += 1
                 rt.router.queue_for_event(key)
 
+    def recheck(self, type_key: TypeKey) -> None:
+        """A child kind listed for the first time after its lists were refused (``403``, say):
+        the parents that use it were planned (at start) or reconciled without it, so each is
+        looked at again, from the caches, and queued when a child would be written or its last
+        reconcile failed (its status still says so). Runs in a thread of its own."""
+        rt = self._runtime
+        if rt.stopping:
+            return
+        thread = threading.Thread(target=self._recheck, args=(type_key,),
+                                  name=f"optk-recheck-{type_key[1]}", daemon=True)
+        rt.track(thread)
+        thread.start()
+
+    def _recheck(self, type_key: TypeKey) -> None:
+        rt = self._runtime
+        _log.info("%s %s can be listed again: looking at the parents that use it",
+                  type_key[1], type_key[0])
+        for key in sorted(k for k in rt.informers.users_of(*type_key) if isinstance(k, tuple)):
+            if rt.stopping:
+                return
+            parent = rt.parents.cache.get(*key)
+            if parent is None:
+                continue
+            if parent_needs_reconcile(parent) or self.drifted(parent):
+                rt.stats.triggers["drift-at-sync"] += 1
+                rt.router.queue_for_event(key)
+
     def drifted(self, parent: KubeObject) -> bool:
         """Whether a reconcile of ``parent`` would write a child (planned from the caches, no
-        request): at start, and when a sharded replica adopts a moved-in parent."""
+        request): at start, when a sharded replica adopts a moved-in parent, and when a kind
+        lists again. A kind that cannot be listed counts as drift: the reconcile says why on
+        the parent rather than leave it claiming its children are as desired."""
         rt = self._runtime
         uid = str((parent.get("metadata") or {}).get("uid") or "")
         parent = copy_object(parent)  # builders get a private copy (see ParentReconciler)
@@ -135,6 +167,9 @@ class Standby:
                 child = rt.reconciler.decorate(parent, obj, state)
                 if rt.reconciler.resources.plan(child, state, owner_uid=uid).writes:
                     return True
+        except KindUnlistableError as error:
+            _log.debug("drift check of %s: %s", ObjectRef.of(parent), error)
+            return True
         except Exception as error:  # a failing build or read: its reconcile will say so
             _log.debug("drift check of %s: %s", ObjectRef.of(parent), error)
             return False

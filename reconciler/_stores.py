@@ -13,6 +13,14 @@ volatile, the matcher ignores it) and every key and short string value is intern
 thousands of copies of ``apiVersion``, label keys and values, namespaces and field names share
 one string each. The caller's object is never changed; readers get plain dicts and lists.
 
+An object once seen deleted never comes back at a version from before its deletion: every
+deletion (a DELETED event, an object a relist no longer has, the toolkit's own delete) leaves a
+tombstone, the uid with the version it was deleted at, and a later ``upsert`` of that uid is
+refused unless its version is newer (an object a label selector let go of and took back). A late
+answer to an own write, a duplicated or reordered event or an older relist therefore cannot
+revive a deleted parent (issue 21: a revived parent was reconciled for ever, its children
+re-created and collected again). The newest ``_MAX_TOMBSTONES`` are kept.
+
 It also answers which version of an object the list or watch last delivered
 (``streamed_version``), which the informer compares a relist with. That is the cached version
 except while an own write has moved the cache ahead of the stream (until its echo arrives) or
@@ -151,6 +159,14 @@ def resource_version(obj: KubeObject | None) -> str:
     return str(((obj or {}).get("metadata") or {}).get("resourceVersion") or "")
 
 
+def _after(candidate: str, current: str) -> bool:
+    """Whether ``candidate`` is strictly newer than ``current`` (integers compare; an empty or
+    opaque version is not known to be newer)."""
+    if candidate.isdigit() and current.isdigit():
+        return int(candidate) > int(current)
+    return False
+
+
 def _newer_or_equal(candidate: str, current: str) -> bool:
     """Whether ``candidate`` is not older than ``current`` (integers compare; opaque ones win)."""
     if not current or not candidate:
@@ -176,9 +192,9 @@ class IndexedCache:
         self._by_uid: dict[str, tuple[str, str]] = {}
         self._by_owner: dict[str, set[tuple[str, str]]] = {}
         self._by_label: dict[tuple[str, str], set[tuple[str, str]]] = {}
-        # uids deleted by our own writes whose DELETED event has not arrived yet: a late
-        # ADDED/MODIFIED event of such an object must not bring it back into the cache.
-        self._tombstones: dict[str, None] = {}
+        # uid -> the version it was deleted at ("" when not known yet): an object seen deleted
+        # is never stored again at a version from before its deletion (``_bury``).
+        self._tombstones: dict[str, str] = {}
         # The version the stream last delivered, for the keys where it is not the cached one
         # ("" when the stream never delivered the object): see ``streamed_version``.
         self._streamed: dict[tuple[str, str], str] = {}
@@ -246,7 +262,7 @@ class IndexedCache:
             old = self._objects.get(key)
             if not own_write:
                 self._streamed_at(key, version, old)
-            if uid and uid in self._tombstones:
+            if uid and uid in self._tombstones and not self._resurrects(uid, version):
                 return old, False
             if old is not None:
                 current = resource_version(old)
@@ -259,7 +275,9 @@ class IndexedCache:
         with self._lock:
             old = self._objects.get(key)
             if uid and uid in self._tombstones:
-                return old, False
+                if not self._resurrects(uid, version):
+                    return old, False
+                del self._tombstones[uid]  # back in scope at a later version
             if old is not None and not _newer_or_equal(version, resource_version(old)):
                 return old, False
             if old is not None:
@@ -272,20 +290,79 @@ class IndexedCache:
             self._index(key, stored)
             return old, True
 
-    def remove(self, obj: KubeObject, *, own_write: bool = False) -> dict[str, Any] | None:
+    def remove(
+        self, obj: KubeObject, *, own_write: bool = False, version: str | None = None
+    ) -> dict[str, Any] | None:
         """Drop the object named like ``obj`` (its DELETED event); returns what was cached.
-        ``own_write``: our own write took it out of scope before the stream said so."""
+        ``own_write``: our own write took it out of scope before the stream said so. The uid
+        is tombstoned at ``version`` (default: ``obj``'s own version, which a DELETED event
+        carries as the version of the deletion): no older version of it is stored again."""
         key = ObjectRef.of(obj).namespaced_name
         with self._lock:
             if own_write:
                 self._keep_streamed(key, self._objects.get(key))
             else:
-                self._tombstones.pop(str((obj.get("metadata") or {}).get("uid") or ""), None)
                 self._streamed.pop(key, None)
-            old = self._objects.pop(key, None)
-            if old is not None:
-                self._unindex(key, old)
+            old = self._objects.get(key)
+            uid = _uid(obj) or _uid(old or {})
+            if uid:
+                self._bury(uid, resource_version(obj) if version is None else version)
+            if old is None or _uid(old) not in ("", uid):
+                return None  # the DELETED event of an older object of the same name
+            del self._objects[key]
+            self._unindex(key, old)
             return old
+
+    def relist(
+        self, items: Iterable[dict[str, Any]], *, version: str, quiet: bool = False
+    ) -> builtins.list[tuple[str, dict[str, Any] | None, dict[str, Any]]]:
+        """Replace the cache's content with a complete list taken at ``version``; the events
+        that turn the old content into the new one, ``(type, old, new)``, for the handlers.
+
+        Each item is compared with what the stream last delivered of it (``streamed_version``),
+        not with the cache: the cache may hold this very version written through by an own
+        write whose echo the stream lost, carrying a foreign change made before that write. So
+        a MODIFIED from a relist has no ``old``: handlers treat it as a change. An item whose
+        uid was deleted after ``version`` (a late list) is not stored and yields no event.
+        Objects the list no longer has are removed and tombstoned at ``version`` (they were
+        gone by then). ``quiet``: store, but report no ADDED/MODIFIED (the first list of an
+        informer whose objects merely exist)."""
+        events: builtins.list[tuple[str, dict[str, Any] | None, dict[str, Any]]] = []
+        seen: builtins.set[tuple[str, str]] = builtins.set()
+        for obj in items:
+            key = ObjectRef.of(obj).namespaced_name
+            seen.add(key)
+            streamed = self.streamed_version(*key)
+            _, stored = self.upsert(obj)
+            if not stored and self.is_buried(obj):
+                continue
+            if quiet or streamed == resource_version(obj):
+                continue
+            events.append(("ADDED" if streamed is None else "MODIFIED", None, obj))
+        for namespace, name in builtins.set(self.keys()) - seen:
+            gone = self.get(namespace, name)
+            if gone is not None:
+                self.remove(gone, version=version)
+                events.append(("DELETED", gone, gone))
+        self.retain_streamed(seen)
+        return events
+
+    def is_buried(self, obj: KubeObject) -> bool:
+        """Whether ``obj``'s uid was seen deleted at or after ``obj``'s version."""
+        uid = _uid(obj)
+        with self._lock:
+            return bool(uid) and uid in self._tombstones and not _after(
+                resource_version(obj), self._tombstones[uid])
+
+    def _bury(self, uid: str, version: str) -> None:
+        """Remember (lock held) that ``uid`` was deleted at ``version`` ("" when unknown: then
+        no version of it comes back), the newest ``_MAX_TOMBSTONES`` only."""
+        previous = self._tombstones.pop(uid, None)
+        if previous is not None and _after(previous, version):
+            version = previous
+        self._tombstones[uid] = version
+        while len(self._tombstones) > _MAX_TOMBSTONES:
+            del self._tombstones[next(iter(self._tombstones))]
 
     def streamed_version(self, namespace: str | None, name: str) -> str | None:
         """The ``resourceVersion`` the list or watch last delivered of ``namespace/name``;
@@ -320,18 +397,27 @@ class IndexedCache:
         if key not in self._streamed:
             self._streamed[key] = "" if cached is None else resource_version(cached)
 
-    def forget(self, obj: KubeObject, *, uid: str) -> None:
-        """Drop an object our own write just deleted, before its DELETED event arrives.
+    def _resurrects(self, uid: str, version: str) -> bool:
+        """Whether ``version`` of buried ``uid`` is newer than its burial (lock held): only an
+        object a selector let go of comes back, at a later version; a deleted one never."""
+        buried = self._tombstones[uid]
+        return bool(buried) and _after(version, buried)
 
-        The uid is kept as a tombstone until that event (``remove``), so that an older event of
-        the same object arriving in between does not bring it back: a reconcile reading the
-        cache right after its delete must not see the deleted child as still there.
+    def forget(self, obj: KubeObject, *, uid: str) -> None:
+        """Drop an object that is gone before the stream says so: our own write deleted it, or
+        a request for it was answered 404.
+
+        The uid is tombstoned with no version (the deletion's version is not known yet), so
+        no version of it is stored again, until its DELETED event (``remove``) records the
+        version of the deletion: a reconcile reading the cache right after its delete must not
+        see the deleted child as still there, nor a late answer revive a deleted parent.
         """
         key = ObjectRef.of(obj).namespaced_name
         with self._lock:
-            self._tombstones[uid] = None
-            while len(self._tombstones) > _MAX_TOMBSTONES:
-                del self._tombstones[next(iter(self._tombstones))]
+            if uid not in self._tombstones:
+                self._tombstones[uid] = ""
+                while len(self._tombstones) > _MAX_TOMBSTONES:
+                    del self._tombstones[next(iter(self._tombstones))]
             old = self._objects.get(key)
             if old is not None and str((old.get("metadata") or {}).get("uid") or "") == uid:
                 self._keep_streamed(key, old)

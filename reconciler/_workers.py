@@ -178,6 +178,21 @@ class WorkerPool:
             result, error = None, exc
         seconds = time.perf_counter() - started
         rt.stats.reconciles[key] += 1
+        if result is not None and result.parent_gone:
+            # It went away during the reconcile. A write answered 404 while the cache still
+            # holds it: the cache missed (or has not yet seen) the deletion, so it is forgotten
+            # now; a late answer, a relist or a child's event can no longer bring it back. The
+            # key is looked at once more: gone (dropped) or being deleted (its cleanup).
+            cached = rt.parents.cache.get(*key)
+            uid = str(meta_of(parent).get("uid") or "")
+            if cached is not None and str(meta_of(cached).get("uid") or "") == uid and not (
+                    meta_of(cached).get("deletionTimestamp")):
+                rt.parents.cache.forget(cached, uid=uid)
+            rt.stats.triggers["parent-went-away"] += 1
+            rt.queue.add(key)
+            rt.metrics.observe_reconcile(result="success", seconds=seconds)
+            log.info("the parent went away during its reconcile; nothing more is written for it")
+            return
         if result is not None and result.namespace_terminating:
             # final: no retry, no resync; the parent goes with its namespace
             log.info("namespace is being deleted; the parent is left alone until it is gone")

@@ -1,4 +1,5 @@
-"""Fault injection for reliability tests: latency, 5xx, 429 with Retry-After, cut watches, 410.
+"""Fault injection for reliability tests: latency, 5xx, 403, 429 with Retry-After, cut watches,
+410.
 
 A ``Faults`` value describes what to inject; ``EmbeddedApiServer.set_faults()`` swaps it at run
 time (from any thread) and ``EmbeddedApiServer.faults(...)`` does so for a ``with`` block. The HTTP
@@ -33,7 +34,9 @@ class Faults:
     """What to inject. The default value injects nothing.
 
     - ``latency``: seconds added before answering each request.
-    - ``error_rate``: share of requests answered with ``error_code`` (500 or 503).
+    - ``error_rate``: share of requests answered with ``error_code`` (500 or 503; or 403, as a
+      role without the rule answers: with ``error_rate=1`` and ``verbs``/``resources``, a
+      permission revoked).
     - ``throttle_rate``: share of requests answered 429 with ``Retry-After: retry_after``.
     - ``watch_max_events`` / ``watch_max_seconds``: watch streams end after that many events or
       seconds (as a load balancer or a restarting apiserver would cut them).
@@ -45,7 +48,7 @@ class Faults:
 
     latency: float = attrs.field(default=0.0, validator=_non_negative)
     error_rate: float = attrs.field(default=0.0, validator=_rate)
-    error_code: int = attrs.field(default=500, validator=attrs.validators.in_((500, 503)))
+    error_code: int = attrs.field(default=500, validator=attrs.validators.in_((403, 500, 503)))
     throttle_rate: float = attrs.field(default=0.0, validator=_rate)
     retry_after: int = attrs.field(default=1, validator=_non_negative)
     watch_max_events: int | None = None

@@ -293,6 +293,8 @@ class ApiApplication:
             code = decision.error_code
             headers = {"Retry-After": str(decision.retry_after)} if decision.retry_after else {}
             reason, message = {
+                403: ("Forbidden", f'{resource} is forbidden: User "optk" cannot {verb} '
+                                   f'resource "{resource.split(".", 1)[0]}": injected fault'),
                 429: ("TooManyRequests", "Too many requests, please try again later."),
                 503: ("ServiceUnavailable", "the server is currently unable to handle the "
                                             "request"),

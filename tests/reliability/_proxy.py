@@ -4,7 +4,9 @@ The embedded server counts requests by verb, resource and code but cannot tell t
 apart (one token, no per-user-agent log). To check "never two writers" each replica talks to
 its own ``WriteLog`` proxy (plain HTTP on 127.0.0.1, forwarded to the server over verified TLS,
 responses streamed so watches work): every non-GET request is recorded with the replica's label,
-the monotonic time it arrived and the answer's status. Nothing is changed on the way.
+the monotonic time it arrived and the answer's status. Nothing is changed on the way; a test
+may only hold an answer back (``hold``): the server has applied the request, the client hears
+of it late, as over a slow or congested link.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import asyncio
 import ssl
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import attrs
@@ -39,8 +42,10 @@ class LoggedWrite:
 class WriteLog:
     """A proxy for replica ``who`` in front of the server at ``upstream``; ``writes`` grows."""
 
-    def __init__(self, *, who: str, upstream: str, ca_path: Path, token: str) -> None:
+    def __init__(self, *, who: str, upstream: str, ca_path: Path, token: str,
+                 hold: Callable[[str, str], float] | None = None) -> None:
         self.who = who
+        self._hold = hold
         self.writes: list[LoggedWrite] = []
         self._upstream = upstream
         self._ca = str(ca_path)
@@ -83,6 +88,8 @@ class WriteLog:
             if request.method not in ("GET", "HEAD", "OPTIONS"):
                 self.writes.append(LoggedWrite(who=self.who, at=arrived, method=request.method,
                                                path=request.path, status=upstream.status))
+            if self._hold is not None and (seconds := self._hold(request.method, request.path)):
+                await asyncio.sleep(seconds)  # applied upstream; the answer arrives late
             response = web.StreamResponse(status=upstream.status, headers={
                 k: v for k, v in upstream.headers.items() if k.lower() not in _HOP
             })
