@@ -55,9 +55,10 @@ def late_proxy(kube_api: Any, ns: str) -> Iterator[tuple[WriteLog, list[str]]]:
 
 def _writes_for(proxy: WriteLog, ns: str, name: str, since: float) -> list[str]:
     """The operator's writes since ``since`` that concern parent ``name`` or its children."""
-    return [f"{w.method} {w.path} -> {w.status}" for w in proxy.writes
+    return [f"{w.method} {w.path} {w.name} -> {w.status}" for w in proxy.writes
             if w.at >= since and f"/namespaces/{ns}/" in w.path
-            and (f"/{name}" in w.path or f"/{name}-" in w.path)]
+            and (w.name == name or w.name.startswith(f"{name}-")
+                 or w.name.startswith(f"{name}.")) and "/leases/" not in w.path]
 
 
 @pytest.mark.both_servers

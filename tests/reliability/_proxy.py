@@ -12,6 +12,8 @@ of it late, as over a slow or congested link.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import ssl
 import threading
 import time
@@ -37,6 +39,19 @@ class LoggedWrite:
     method: str
     path: str
     status: int
+    name: str = ""
+    """The object written: a create's from its body, else the path's object name."""
+
+
+def _written_name(method: str, path: str, body: bytes) -> str:
+    if method == "POST":
+        with contextlib.suppress(ValueError, AttributeError, TypeError):
+            return str(json.loads(body)["metadata"]["name"])
+        return ""
+    parts = path.strip("/").split("/")
+    if len(parts) >= 2 and parts[-1] in ("status", "scale"):
+        return parts[-2]
+    return parts[-1] if parts else ""
 
 
 class WriteLog:
@@ -87,7 +102,9 @@ class WriteLog:
         ) as upstream:
             if request.method not in ("GET", "HEAD", "OPTIONS"):
                 self.writes.append(LoggedWrite(who=self.who, at=arrived, method=request.method,
-                                               path=request.path, status=upstream.status))
+                                               path=request.path, status=upstream.status,
+                                               name=_written_name(request.method,
+                                                                  request.path, body)))
             if self._hold is not None and (seconds := self._hold(request.method, request.path)):
                 await asyncio.sleep(seconds)  # applied upstream; the answer arrives late
             response = web.StreamResponse(status=upstream.status, headers={
