@@ -157,22 +157,12 @@ def _run_manifests(args: argparse.Namespace) -> int:
 def _run_operator(args: argparse.Namespace) -> int:
     from reconciler._running import run_command
 
-    if args.leader_elect or args.lease_namespace or args.watch_namespace:
-        from reconciler._incluster import run_deployed
-
-        try:
-            return run_deployed(
-                args.target, kubeconfig=args.kubeconfig, embedded=args.embedded,
-                leader_elect=args.leader_elect, lease_namespace=args.lease_namespace,
-                watch_namespace=args.watch_namespace, metrics_port=args.metrics_port,
-                log_format=args.log_format)
-        except ValueError as error:
-            print(f"optk run: {error}", file=sys.stderr)
-            return 2
-    try:
+    try:  # both forms, plain and as deployed (--leader-elect ...), run in one process shell
         return run_command(args.target, kubeconfig=args.kubeconfig, embedded=args.embedded,
                            metrics_port=args.metrics_port, log_format=args.log_format,
-                           log_level=args.log_level)
+                           log_level=args.log_level, leader_elect=args.leader_elect,
+                           lease_namespace=args.lease_namespace,
+                           watch_namespace=args.watch_namespace)
     except ValueError as error:
         print(f"optk run: {error}", file=sys.stderr)
         return 2

@@ -8,26 +8,28 @@ changes (projected tokens are rotated by the kubelet, about hourly; client-go re
 long-running operator never sends an expired token. ``connect(kubeconfig)`` picks a kubeconfig,
 the in-cluster configuration or the default kubeconfig, in that order.
 
-``run_deployed`` is ``optk run`` with ``--leader-elect``/``--lease-namespace``/
-``--watch-namespace`` (what the Deployment of ``optk manifests`` runs): it adapts the
-``Operator`` (``deployed_operator``, the one place that knows those fields), connects with
-``connect`` and runs it until SIGTERM through the public ``Operator.start``.
+``deployed_operator`` is what ``--leader-elect``/``--lease-namespace``/``--watch-namespace``
+(the flags of the Deployment ``optk manifests`` writes) change: the ``Operator`` value, and
+nothing else; it is the one place that knows those fields. ``optk run`` then runs the adapted
+value through the same process shell as without them (``reconciler._running.run_command``:
+logging, connection and ``/version`` probe, heap freeze, signals, metrics);
+``run_deployed`` is that command under its older name.
 """
 
 from __future__ import annotations
 
-import logging
 import os
-import signal
 import threading
-import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from reconciler._errors import InClusterConfigError
+
+if TYPE_CHECKING:
+    from reconciler._operators import Operator
 
 __all__ = [
     "SERVICE_ACCOUNT_DIR",
@@ -43,8 +45,6 @@ __all__ = [
 
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 """Where the kubelet mounts the service account's ``token``, ``ca.crt`` and ``namespace``."""
-
-_log = logging.getLogger("optk.incluster")
 
 
 @attrs.frozen(kw_only=True)
@@ -157,14 +157,20 @@ def connect(
 
 
 def deployed_operator(
-    operator: Any, *, leader_elect: bool, lease_namespace: str | None,
+    operator: Operator, *, leader_elect: bool, lease_namespace: str | None,
     watch_namespace: str | None,
-) -> Any:
+) -> Operator:
     """``operator`` with leader election, the Leases' namespace and the watched namespace set
-    (the one function that knows those ``Operator`` fields; adapt it here). The resync
-    heartbeat Lease follows the election's namespace unless the operator names its own."""
+    (the one function that knows those ``Operator`` fields; adapt it here). With
+    ``leader_elect`` and no ``lease_namespace``, the Leases go to the pod's namespace
+    (``pod_namespace``; a ``ValueError`` outside a pod). The resync heartbeat Lease follows the
+    election's namespace unless the operator names its own."""
     from reconciler._leadership import LeaderElection
 
+    if leader_elect and not lease_namespace:
+        lease_namespace = pod_namespace()
+        if lease_namespace is None:
+            raise ValueError("--leader-elect needs --lease-namespace outside a pod")
     changes: dict[str, Any] = {}
     election = operator.leader_election
     if leader_elect and election is None:
@@ -180,15 +186,6 @@ def deployed_operator(
     return attrs.evolve(operator, **changes) if changes else operator
 
 
-class _Stop:
-    """Set by SIGTERM/SIGINT (a plain attribute: a handler must take no lock)."""
-
-    requested = False
-
-    def on_signal(self, signum: int, frame: Any) -> None:
-        self.requested = True
-
-
 def run_deployed(
     target: str,
     *,
@@ -199,35 +196,13 @@ def run_deployed(
     watch_namespace: str | None = None,
     metrics_port: int | None = None,
     log_format: str = "text",
+    log_level: str = "INFO",
 ) -> int:
-    """``optk run`` as deployed: the operator adapted by ``deployed_operator``, run until
-    SIGTERM/SIGINT (or lost leadership); the process exit code."""
-    from reconciler._kubernetes import KubernetesClient
-    from reconciler._running import JsonLogFormatter, load_operator
+    """``optk run`` as deployed: ``reconciler._running.run_command`` with the deployed flags
+    (one process shell for both forms); the process exit code."""
+    from reconciler._running import run_command
 
-    handler = logging.StreamHandler()
-    handler.setFormatter(JsonLogFormatter() if log_format == "json" else logging.Formatter(
-        "%(asctime)s %(levelname)s %(name)s %(message)s"))
-    logging.getLogger().addHandler(handler)
-    logging.getLogger().setLevel(logging.INFO)
-    if leader_elect and not lease_namespace:
-        lease_namespace = pod_namespace()
-        if lease_namespace is None:
-            raise ValueError("--leader-elect needs --lease-namespace outside a pod")
-    operator = deployed_operator(load_operator(target), leader_elect=leader_elect,
-                                 lease_namespace=lease_namespace,
-                                 watch_namespace=watch_namespace)
-    if embedded:
-        return int(operator.run(embedded=True, metrics_port=metrics_port))
-    stop = _Stop()
-    if threading.current_thread() is threading.main_thread():
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, stop.on_signal)
-    runtime = operator.start(KubernetesClient(connect(kubeconfig)), metrics_port=metrics_port)
-    _log.info("operator %s started (identity %s)", operator.name, runtime.identity)
-    try:
-        while not stop.requested and not runtime.finished:
-            time.sleep(0.2)
-    finally:
-        clean = runtime.stop(timeout=operator.shutdown_timeout)
-    return 1 if not stop.requested or not clean else 0
+    return run_command(target, kubeconfig=kubeconfig, embedded=embedded,
+                       metrics_port=metrics_port, log_format=log_format, log_level=log_level,
+                       leader_elect=leader_elect, lease_namespace=lease_namespace,
+                       watch_namespace=watch_namespace)

@@ -1,12 +1,18 @@
-"""Running an operator as a process: signals, kubeconfig, logging and ``optk run``.
+"""The one process shell of ``optk run`` (both forms) and ``Operator.run``.
 
-``run_operator`` is ``Operator.run``'s body: it connects (a kubeconfig, the in-cluster config
-or a fresh embedded API server), starts the runtime, waits for SIGTERM/SIGINT (or lost
+``run_command`` is ``optk run MODULE[:ATTR]``, plain or as deployed: it sets up logging (text,
+or one JSON object per line with ``JsonLogFormatter``; the level of ``--log-level``/``-v``/``-q``;
+the official client's loggers kept at INFO or above), loads the operator with
+``load_operator``, lets ``reconciler._incluster.deployed_operator`` adapt it to
+``--leader-elect``/``--lease-namespace``/``--watch-namespace`` (the value only: nothing else
+differs between the two forms) and runs it with ``run_operator``. ``run_operator`` is
+``Operator.run``'s body: it connects (a kubeconfig, the in-cluster config or a fresh embedded API
+server) through ``reconciler._connect.connect``, whose ``/version`` probe turns an unreachable
+server into one ``KubeconfigError`` naming the URL; starts the runtime (with its metrics port);
+freezes the long-lived heap (``reconciler._heap``); waits for SIGTERM/SIGINT (or lost
 leadership) and shuts down gracefully: in-flight reconciles finish within the operator's
-``shutdown_timeout``, then everything stops and the Lease is released. ``run_command`` is
-``optk run MODULE[:ATTR]``: it sets up logging (text, or one JSON object per line with
-``JsonLogFormatter``), loads the operator with ``load_operator`` and runs it. Nothing here
-decides what to reconcile; this is the outermost shell of the driver.
+``shutdown_timeout``, then everything stops and the Lease is released. Nothing here decides what
+to reconcile; this is the outermost shell of the driver.
 """
 
 from __future__ import annotations
@@ -211,8 +217,26 @@ def run_command(
     metrics_port: int | None = None,
     log_format: str = "text",
     log_level: str = "INFO",
+    leader_elect: bool = False,
+    lease_namespace: str | None = None,
+    watch_namespace: str | None = None,
 ) -> int:
-    """``optk run MODULE[:ATTR]``: load the operator, set up logging, run until SIGTERM."""
+    """``optk run MODULE[:ATTR]``, both forms: set up logging, load the operator, adapt it to
+    the deployed flags (``deployed_operator``), run it until SIGTERM; the process exit code.
+
+    Raises ``ValueError`` (a ``KubeconfigError`` for a cluster that cannot be reached) with one
+    line for the command line to print."""
+    from reconciler._incluster import deployed_operator
+
+    _configure_logging(log_format=log_format, log_level=log_level)
+    operator = deployed_operator(load_operator(target), leader_elect=leader_elect,
+                                 lease_namespace=lease_namespace,
+                                 watch_namespace=watch_namespace)
+    _log.info("running operator %s for %s.%s", operator.name, operator.kind, operator.api_version)
+    return operator.run(kubeconfig=kubeconfig, embedded=embedded, metrics_port=metrics_port)
+
+
+def _configure_logging(*, log_format: str, log_level: str) -> None:
     handler = logging.StreamHandler()
     handler.setFormatter(JsonLogFormatter() if log_format == "json" else logging.Formatter(
         "%(asctime)s %(levelname)s %(name)s %(message)s"
@@ -222,6 +246,3 @@ def run_command(
     root.setLevel(log_level.upper())
     for noisy in ("kubernetes", "urllib3"):  # their DEBUG shows request bodies (Secret data)
         logging.getLogger(noisy).setLevel(max(logging.INFO, root.level))
-    operator = load_operator(target)
-    _log.info("running operator %s for %s.%s", operator.name, operator.kind, operator.api_version)
-    return operator.run(kubeconfig=kubeconfig, embedded=embedded, metrics_port=metrics_port)
