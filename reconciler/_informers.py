@@ -336,6 +336,7 @@ class Informer:
             return
         version = _rv(obj)
         if kind == "BOOKMARK":
+            self.cache.advance(version)
             with self._cond:
                 self._resource_version = version or self._resource_version
             return

@@ -13,13 +13,19 @@ volatile, the matcher ignores it) and every key and short string value is intern
 thousands of copies of ``apiVersion``, label keys and values, namespaces and field names share
 one string each. The caller's object is never changed; readers get plain dicts and lists.
 
-An object once seen deleted never comes back at a version from before its deletion: every
-deletion (a DELETED event, an object a relist no longer has, the toolkit's own delete) leaves a
-tombstone, the uid with the version it was deleted at, and a later ``upsert`` of that uid is
-refused unless its version is newer (an object a label selector let go of and took back). A late
-answer to an own write, a duplicated or reordered event or an older relist therefore cannot
-revive a deleted parent (issue 21: a revived parent was reconciled for ever, its children
-re-created and collected again). The newest ``_MAX_TOMBSTONES`` are kept.
+An object once seen deleted never comes back at a version from before its deletion (issue 21: a
+late answer revived a deleted parent, which was then reconciled for ever, its children re-created
+and collected again). Two rules, both checked by a Hypothesis state machine
+(tests/driver/test_cache_state_machine.py):
+
+- the stream's high-water mark: the cache knows every change up to the newest version the stream
+  delivered (an event, a bookmark: ``advance``, a relist's version). An own write's answer at or
+  below it is already reflected, so it is written through only onto the same object at an older
+  version, never to add an object the cache does not hold (deleted meanwhile);
+- tombstones: every deletion (a DELETED event, an object a relist no longer has, an own delete
+  or a 404: ``forget``) keeps the uid with the version it was deleted at, and a later ``upsert``
+  of that uid is refused unless its version is newer (an object a label selector let go of and
+  took back). The newest ``_MAX_TOMBSTONES`` are kept.
 
 It also answers which version of an object the list or watch last delivered
 (``streamed_version``), which the informer compares a relist with. That is the cached version
@@ -195,6 +201,9 @@ class IndexedCache:
         # uid -> the version it was deleted at ("" when not known yet): an object seen deleted
         # is never stored again at a version from before its deletion (``_bury``).
         self._tombstones: dict[str, str] = {}
+        # The newest (numeric) version the stream delivered: the cache reflects every change up
+        # to it, so an own write's answer at or below it brings nothing new.
+        self._high = 0
         # The version the stream last delivered, for the keys where it is not the cached one
         # ("" when the stream never delivered the object): see ``streamed_version``.
         self._streamed: dict[tuple[str, str], str] = {}
@@ -248,22 +257,26 @@ class IndexedCache:
             return len(self._objects)
 
     def upsert(
-        self, obj: dict[str, Any], *, own_write: bool = False
+        self, obj: dict[str, Any], *, own_write: bool = False, listed: bool = False
     ) -> tuple[dict[str, Any] | None, bool]:
         """Store a compact copy of ``obj`` (``compact``) unless the cache holds a newer version;
         ``(old, stored)``. The same uid at the same ``resourceVersion`` is the same object (the
         watch echo of a write the cache already holds): the cached copy stays, ``stored`` is
         True. ``own_write``: ``obj`` is what our own write returned, not what the list or watch
-        delivered (``streamed_version`` stays where the stream left it)."""
+        delivered (``streamed_version`` stays where the stream left it). ``listed``: ``obj``
+        comes from a complete list (``relist``), which is the truth even below the stream's
+        high-water mark. Deleted objects are not revived (see the module docstring)."""
         key = ObjectRef.of(obj).namespaced_name
-        uid = str((obj.get("metadata") or {}).get("uid") or "")
+        uid = _uid(obj)
         version = resource_version(obj)
         with self._lock:
             old = self._objects.get(key)
+            if self._stale(uid, version, old, listed=listed):
+                return old, False
             if not own_write:
                 self._streamed_at(key, version, old)
-            if uid and uid in self._tombstones and not self._resurrects(uid, version):
-                return old, False
+                if not listed:
+                    self._advance(version)
             if old is not None:
                 current = resource_version(old)
                 if not _newer_or_equal(version, current):
@@ -274,14 +287,16 @@ class IndexedCache:
         key = ObjectRef.of(stored).namespaced_name  # the interned name: one copy of it
         with self._lock:
             old = self._objects.get(key)
-            if uid and uid in self._tombstones:
-                if not self._resurrects(uid, version):
-                    return old, False
-                del self._tombstones[uid]  # back in scope at a later version
+            # Deleted meanwhile? (The stream's own high-water mark moved past this very event.)
+            if self._stale(uid, version, old, listed=listed or not own_write):
+                return old, False
             if old is not None and not _newer_or_equal(version, resource_version(old)):
                 return old, False
+            self._tombstones.pop(uid, None)  # back in scope at a later version, if buried
             if old is not None:
                 self._unindex(key, old)
+                if (replaced := _uid(old)) and replaced != uid:
+                    self._bury(replaced, version)  # its name is taken: it was deleted by then
             if own_write:
                 self._keep_streamed(key, old)
             else:
@@ -289,6 +304,15 @@ class IndexedCache:
             self._objects[key] = stored
             self._index(key, stored)
             return old, True
+
+    def _stale(self, uid: str, version: str, old: dict[str, Any] | None, *,
+               listed: bool) -> bool:
+        """Whether ``uid`` at ``version`` must not be stored (lock held): it was seen deleted
+        since (a tombstone), or, not from a list, the stream already delivered that version and
+        the cache does not hold the object (deleted or replaced since)."""
+        if uid and uid in self._tombstones and not self._resurrects(uid, version):
+            return True
+        return not listed and self._known(version) and (old is None or _uid(old) != uid)
 
     def remove(
         self, obj: KubeObject, *, own_write: bool = False, version: str | None = None
@@ -305,8 +329,11 @@ class IndexedCache:
                 self._streamed.pop(key, None)
             old = self._objects.get(key)
             uid = _uid(obj) or _uid(old or {})
+            buried = resource_version(obj) if version is None else version
+            if not own_write:
+                self._advance(buried)
             if uid:
-                self._bury(uid, resource_version(obj) if version is None else version)
+                self._bury(uid, buried)
             if old is None or _uid(old) not in ("", uid):
                 return None  # the DELETED event of an older object of the same name
             del self._objects[key]
@@ -333,7 +360,7 @@ class IndexedCache:
             key = ObjectRef.of(obj).namespaced_name
             seen.add(key)
             streamed = self.streamed_version(*key)
-            _, stored = self.upsert(obj)
+            _, stored = self.upsert(obj, listed=True)
             if not stored and self.is_buried(obj):
                 continue
             if quiet or streamed == resource_version(obj):
@@ -345,7 +372,21 @@ class IndexedCache:
                 self.remove(gone, version=version)
                 events.append(("DELETED", gone, gone))
         self.retain_streamed(seen)
+        self.advance(version)
         return events
+
+    def advance(self, version: str) -> None:
+        """The stream delivered everything up to ``version`` (a bookmark, a list)."""
+        with self._lock:
+            self._advance(version)
+
+    def _advance(self, version: str) -> None:
+        if version.isdigit() and int(version) > self._high:
+            self._high = int(version)
+
+    def _known(self, version: str) -> bool:
+        """Whether the stream already delivered ``version`` (lock held)."""
+        return version.isdigit() and int(version) <= self._high
 
     def is_buried(self, obj: KubeObject) -> bool:
         """Whether ``obj``'s uid was seen deleted at or after ``obj``'s version."""
