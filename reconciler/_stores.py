@@ -264,19 +264,19 @@ class IndexedCache:
         watch echo of a write the cache already holds): the cached copy stays, ``stored`` is
         True. ``own_write``: ``obj`` is what our own write returned, not what the list or watch
         delivered (``streamed_version`` stays where the stream left it). ``listed``: ``obj``
-        comes from a complete list (``relist``), which is the truth even below the stream's
-        high-water mark. Deleted objects are not revived (see the module docstring)."""
+        comes from a complete list (``relist``, which moves the stream's high-water mark once
+        it is done). Deleted objects are not revived (see the module docstring)."""
         key = ObjectRef.of(obj).namespaced_name
         uid = _uid(obj)
         version = resource_version(obj)
         with self._lock:
             old = self._objects.get(key)
-            if self._stale(uid, version, old, listed=listed):
-                return old, False
             if not own_write:
                 self._streamed_at(key, version, old)
                 if not listed:
                     self._advance(version)
+            if self._stale(uid, version, old, own_write=own_write):
+                return old, False
             if old is not None:
                 current = resource_version(old)
                 if not _newer_or_equal(version, current):
@@ -287,8 +287,7 @@ class IndexedCache:
         key = ObjectRef.of(stored).namespaced_name  # the interned name: one copy of it
         with self._lock:
             old = self._objects.get(key)
-            # Deleted meanwhile? (The stream's own high-water mark moved past this very event.)
-            if self._stale(uid, version, old, listed=listed or not own_write):
+            if self._stale(uid, version, old, own_write=own_write):  # deleted meanwhile?
                 return old, False
             if old is not None and not _newer_or_equal(version, resource_version(old)):
                 return old, False
@@ -306,13 +305,13 @@ class IndexedCache:
             return old, True
 
     def _stale(self, uid: str, version: str, old: dict[str, Any] | None, *,
-               listed: bool) -> bool:
+               own_write: bool) -> bool:
         """Whether ``uid`` at ``version`` must not be stored (lock held): it was seen deleted
-        since (a tombstone), or, not from a list, the stream already delivered that version and
-        the cache does not hold the object (deleted or replaced since)."""
+        since (a tombstone), or it is an own write's answer the stream already delivered while
+        the cache no longer holds the object (deleted or replaced since)."""
         if uid and uid in self._tombstones and not self._resurrects(uid, version):
             return True
-        return not listed and self._known(version) and (old is None or _uid(old) != uid)
+        return own_write and self._known(version) and (old is None or _uid(old) != uid)
 
     def remove(
         self, obj: KubeObject, *, own_write: bool = False, version: str | None = None
@@ -334,8 +333,14 @@ class IndexedCache:
                 self._advance(buried)
             if uid:
                 self._bury(uid, buried)
-            if old is None or _uid(old) not in ("", uid):
-                return None  # the DELETED event of an older object of the same name
+            if old is not None and _uid(old) not in ("", uid):
+                # The DELETED event of an older object of the same name: the cache already
+                # holds its successor (an own create); the stream has not delivered it yet.
+                if not own_write:
+                    self._streamed[key] = ""
+                return None
+            if old is None:
+                return None
             del self._objects[key]
             self._unindex(key, old)
             return old
