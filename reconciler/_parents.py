@@ -22,13 +22,11 @@ from typing import Any
 
 import attrs
 
-from builders import BuilderFailedError, DesiredState, ObjectRef, ResourceBuilder
-from builders.composition import evaluate
+from builders import DesiredState, ObjectRef, ResourceBuilder
 from builders.convert import is_client_model, to_plain_object
 from builders.names import (
     OWNER_UID_LABEL,
     label_value,
-    stamp_identity,
 )
 from builders.objects import copy_object
 from reconciler._caches import PassThroughCache, ReadCache
@@ -48,6 +46,7 @@ from reconciler._counting import (
     recording,
     uncounted,
 )
+from reconciler._declared import DeclaredChildren, declared_children, stamp_child
 from reconciler._errors import (
     ApiError,
     LeadershipLostError,
@@ -196,14 +195,20 @@ class ParentReconciler:
     def decorate(self, parent: KubeObject, obj: KubeObject, state: DesiredState) -> dict[str, Any]:
         """``obj`` (a dict or an official model) with the namespace, labels and controller owner
         reference of section 5, as ``builders.stamp_identity`` decides them."""
-        child = to_plain_object(obj) if is_client_model(obj) else dict(obj)
-        ref = ObjectRef.of(child)
+        return stamp_child(parent, obj, state, operator_name=self.operator_name,
+                           namespaced=self._namespaced)
+
+    def declared(self, parent: KubeObject) -> DeclaredChildren:
+        """What ``build`` declares for ``parent``, evaluated as the reconcile evaluates it
+        (``reconciler._declared``): stamped children in order and the builders that failed."""
+        return declared_children(self.build, parent, operator_name=self.operator_name,
+                                 namespaced=self._namespaced)
+
+    def _namespaced(self, api_version: str, kind: str) -> bool | None:
         try:
-            namespaced = self.client.is_namespaced(ref.api_version, ref.kind)
+            return self.client.is_namespaced(api_version, kind)
         except NotFoundError:
-            namespaced = bool(ref.namespace or _meta(parent).get("namespace"))
-        return stamp_identity(parent, child, operator_name=self.operator_name,
-                              namespaced=namespaced, absent=state.is_absent)
+            return None  # not served: the child's or the parent's namespace decides
 
 
 _Built = tuple[ObjectRef, dict[str, Any], DesiredState, bytes | None]  # the digest when kept
@@ -306,27 +311,14 @@ class _ParentRun:
             self.parent, built, epoch=epoch, failed=self.build_failed)
 
     def _evaluate(self) -> list[_Built]:
-        built: list[_Built] = []
-        try:
-            builders = list(self.o.build(self.parent))
-        except Exception as exc:
-            self.build_failed = True
-            self._fail(self.ref, f"build failed: {exc}", exc)
-            return built
-        for index, builder in enumerate(builders):
-            try:
-                # evaluate() converts client models, checks identity, and names the builder
-                # and the parent in the BuilderFailedError it raises.
-                obj, state = evaluate(builder, parent=self.parent)
-                child = self.o.decorate(self.parent, obj, state)
-            except Exception as exc:
-                self.build_failed = True
-                name = exc.builder if isinstance(exc, BuilderFailedError) else f"#{index}"
-                where = ObjectRef(api_version="", kind="builder", name=name)
-                self._fail(where, f"builder failed: {exc}", exc)
-                continue
-            built.append((ObjectRef.of(child), child, state, None))
-        return built
+        declared = self.o.declared(self.parent)
+        if declared.build_error is not None:
+            self._fail(self.ref, f"build failed: {declared.build_error}", declared.build_error)
+        for failure in declared.failures:
+            where = ObjectRef(api_version="", kind="builder", name=failure.name)
+            self._fail(where, f"builder failed: {failure.error}", failure.error)
+        self.build_failed = self.build_failed or declared.failed
+        return [(c.ref, c.obj, c.state, None) for c in declared.children]
 
     def _ensure_finalizer(self, built: list[_Built]) -> list[_Built]:
         """The cleanup finalizer goes on before any child the garbage collector cannot collect

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import attrs
 
 from objectmatcher import has_builtin_schema
+from reconciler._declared import declared_children, unknown_scope
 from reconciler._errors import RbacDerivationError
 
 __all__ = [
@@ -53,6 +54,7 @@ _CLUSTER_SCOPED = frozenset({
 })
 
 _PLACEHOLDER_UID = "00000000-0000-4000-8000-000000000000"
+_PLACEHOLDER_OPERATOR = "optk"  # the managed-by label of children evaluated for their kinds
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -205,14 +207,10 @@ def produced_kinds(
         meta.setdefault("uid", _PLACEHOLDER_UID)  # samples as written lack what a server sets
         meta.setdefault("namespace", "default")
         parent = {**sample, "metadata": meta}
-        try:
-            found = set()
-            for builder in build(parent):
-                obj = builder()[0]
-                if not isinstance(obj, Mapping):  # an official client model
-                    obj = {"apiVersion": obj.api_version, "kind": obj.kind}
-                found.add((str(obj.get("apiVersion")), str(obj.get("kind"))))
-        except Exception as error:
+        declared = declared_children(build, parent, operator_name=_PLACEHOLDER_OPERATOR,
+                                     namespaced=unknown_scope)  # only the kinds are read
+        if declared.errors:
+            error = declared.errors[0]
             if refused is not None and (isinstance(error, ValueError)
                                         or isinstance(error.__cause__, ValueError)):
                 refused.append(sample)
@@ -221,7 +219,7 @@ def produced_kinds(
                 f"build failed for parent {name!r} while deriving the role: {error}",
                 parent=parent,
             ) from error
-        kinds |= found
+        kinds |= declared.types
     return kinds
 
 

@@ -20,8 +20,6 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
 from builders import ObjectRef, compose
 from builders.composition import evaluate
 from builders.names import MANAGED_BY_LABEL, OWNER_UID_LABEL
@@ -343,21 +341,12 @@ class Shards:
     def _built_children(self, parent: KubeObject) -> tuple[list[ObjectRef], set[tuple[str, str]]]:
         """The children a parent's (pure) builders name, and their types with the pruned
         kinds."""
-        op = self._runtime.operator
-        types = {(str(a), str(k)) for a, k in op.prune}
-        refs: list[ObjectRef] = []
-        namespace = meta_of(parent).get("namespace")
-        try:
-            for builder in compose(op.build(parent)):
-                obj, _ = evaluate(builder, parent=parent)
-                ref = ObjectRef.of(obj)
-                if ref.namespace is None and namespace:
-                    ref = attrs.evolve(ref, namespace=namespace)
-                refs.append(ref)
-                types.add((ref.api_version, ref.kind))
-        except Exception as error:  # a build failure is its owner's to report
+        rt = self._runtime
+        declared = rt.reconciler.declared(parent)  # as the reconcile builds them
+        for error in declared.errors:  # a build failure is its owner's to report
             _log.debug("sharding: building %s failed: %s", meta_of(parent).get("name"), error)
-        return refs, types
+        refs = [child.ref for child in declared.children]
+        return refs, {(str(a), str(k)) for a, k in rt.operator.prune} | declared.types
 
     def _campaign(self) -> None:
         rt = self._runtime

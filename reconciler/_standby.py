@@ -16,8 +16,6 @@ import threading
 from typing import TYPE_CHECKING
 
 from builders import ObjectRef
-from builders.composition import evaluate
-from builders.objects import copy_object
 from reconciler._clients import KubeObject
 from reconciler._errors import KindUnlistableError
 from reconciler._informers import TypeKey
@@ -106,13 +104,12 @@ class Standby:
             parent = rt.parents.cache.get(*key)
             if parent is None:
                 continue
-            try:
-                built = [builder()[0] for builder in rt.operator.build(copy_object(parent))]
-            except Exception as error:  # the leader reports build failures; a standby only warms
+            declared = rt.reconciler.declared(parent)
+            for error in declared.errors:  # the leader reports build failures; this only warms
                 _log.debug("warming for %s/%s: build failed: %s", key[0], key[1], error)
+            if declared.build_error is not None:
                 continue
-            types = {(str(o.get("apiVersion")), str(o.get("kind"))) for o in built}
-            rt.informers.use(key, types)
+            rt.informers.use(key, declared.types)
             warmed.append((key, parent))
         deadline = rt.clock.monotonic() + _WARM_SYNC_SECONDS
         for informer in [rt.informers.informer(*t) for t in rt.informers.types()]:
@@ -160,12 +157,12 @@ class Standby:
         the parent rather than leave it claiming its children are as desired."""
         rt = self._runtime
         uid = str((parent.get("metadata") or {}).get("uid") or "")
-        parent = copy_object(parent)  # builders get a private copy (see ParentReconciler)
+        declared = rt.reconciler.declared(parent)  # builders get a private copy of parent
+        for error in declared.errors:  # a failing build: its reconcile will say so
+            _log.debug("drift check of %s: %s", ObjectRef.of(parent), error)
         try:
-            for builder in rt.reconciler.build(parent):
-                obj, state = evaluate(builder, parent=parent)
-                child = rt.reconciler.decorate(parent, obj, state)
-                if rt.reconciler.resources.plan(child, state, owner_uid=uid).writes:
+            for child in declared.children:
+                if rt.reconciler.resources.plan(child.obj, child.state, owner_uid=uid).writes:
                     return True
         except KindUnlistableError as error:
             _log.debug("drift check of %s: %s", ObjectRef.of(parent), error)

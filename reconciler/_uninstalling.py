@@ -20,9 +20,9 @@ from typing import TextIO
 import attrs
 
 from builders import ObjectRef
-from builders.composition import evaluate
 from reconciler._cleanups import delete_owned
 from reconciler._clients import ClusterClient, KubeObject
+from reconciler._declared import declared_children, unknown_scope
 from reconciler._errors import DataLossError, NotFoundError, ReconcilerError
 from reconciler._finalizing import (
     CLEANUP_FINALIZER,
@@ -58,12 +58,12 @@ def _kinds(operator: Operator, parents: Iterable[KubeObject]) -> set[tuple[str, 
     kinds = set(operator.prune)
     for parent in parents:
         kinds.update(cleanup_kinds(parent))
-        try:
-            for builder in operator.build(parent):
-                obj, _state = evaluate(builder, parent=parent)
-                kinds.add(ObjectRef.of(obj).type_key)
-        except Exception as exc:  # a builder that fails on some parent: its other kinds count
+        # Only the kinds count: no discovery request for the children's scope.
+        declared = declared_children(operator.build, parent, operator_name=operator.name,
+                                     namespaced=unknown_scope)
+        for exc in declared.errors:  # a builder that fails on some parent: its other kinds count
             _log.warning("building the children of %s failed: %s", ObjectRef.of(parent), exc)
+        kinds.update(declared.types)
     return kinds
 
 
