@@ -167,7 +167,7 @@ class Standby:
         except KindUnlistableError as error:
             _log.debug("drift check of %s: %s", ObjectRef.of(parent), error)
             return True
-        except Exception as error:  # a failing build or read: its reconcile will say so
+        except Exception as error:  # a failing read: its reconcile will say so
             _log.debug("drift check of %s: %s", ObjectRef.of(parent), error)
             return False
         return False
