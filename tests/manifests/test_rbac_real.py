@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -133,10 +134,13 @@ def _wait(check: Callable[[], bool], counting: ForbiddenCounter) -> bool:
     return False
 
 
-def _run_script(cp: ControlPlane, index: int, without: tuple[str, int] | None,
-                tmp_path: Path) -> Outcome:
+def _install(cp: ControlPlane, index: int, without: tuple[str, int] | None,
+             tmp_path: Path) -> tuple[KubernetesClient, str, Callable[[], ForbiddenCounter]]:
+    """Apply the generated manifests (less rule ``without``) for operator namespace
+    ``optk-op-INDEX``; the admin client, that namespace, and a factory of clients with the
+    ServiceAccount's token reached as in a pod."""
     admin = KubernetesClient(cp.api_client())
-    op_ns, demo_ns = f"optk-op-{index}", f"demo-{index}"
+    op_ns = f"optk-op-{index}"
     for obj, _ in _documents(op_ns):
         obj = copy.deepcopy(obj)
         if without is not None and obj["kind"] == without[0]:
@@ -158,7 +162,14 @@ def _run_script(cp: ControlPlane, index: int, without: tuple[str, int] | None,
     host, port = cp.url.removeprefix("https://").rsplit(":", 1)
     config = InClusterConfig.from_environment(
         {"KUBERNETES_SERVICE_HOST": host, "KUBERNETES_SERVICE_PORT": port}, directory=secrets)
-    counting = ForbiddenCounter(KubernetesClient(incluster_api_client(config)))
+    return admin, op_ns, lambda: ForbiddenCounter(KubernetesClient(incluster_api_client(config)))
+
+
+def _run_script(cp: ControlPlane, index: int, without: tuple[str, int] | None,
+                tmp_path: Path) -> Outcome:
+    admin, op_ns, make_client = _install(cp, index, without, tmp_path)
+    demo_ns = f"demo-{index}"
+    counting = make_client()
     operator = deployed_operator(make_operator(ServiceMonitorSwitch()), leader_elect=True,
                                  lease_namespace=op_ns, watch_namespace=None)
     try:
@@ -268,3 +279,121 @@ def test_every_rule_is_needed(
     outcome = _run_script(plane, index, without, tmp_path)
     assert outcome.forbidden, f"without {without} the script passed: {outcome}"
     assert outcome.failed_step is not None
+
+
+def _without_ingresses(admin: KubernetesClient, op_ns: str, *, restore: bool) -> None:
+    """Take ``ingresses`` out of the generated role's rules (or put the rules back), as an
+    administrator tightening the role would."""
+    for obj, _ in _documents(op_ns):
+        if obj["kind"] not in ("ClusterRole", "Role") or not any(
+                "ingresses" in rule.get("resources", ()) for rule in obj["rules"]):
+            continue
+        rules = copy.deepcopy(obj["rules"])
+        if not restore:
+            for rule in rules:
+                rule["resources"] = [r for r in rule.get("resources", ()) if r != "ingresses"]
+            rules = [rule for rule in rules if rule["resources"]]
+        admin.patch(obj["apiVersion"], obj["kind"], obj["metadata"]["name"], {"rules": rules},
+                    patch_type="application/merge-patch+json",
+                    namespace=obj["metadata"].get("namespace"))
+
+
+def test_a_kind_the_role_no_longer_grants_blocks_only_its_children(
+    plane: ControlPlane, tmp_path: Path
+) -> None:
+    """Issue 21, 2 and 3, on the real control plane: the operator restarted under its role
+    without ``ingresses`` repairs a hand-scaled Deployment at once, serves ``/readyz`` as
+    degraded, reports the parent whose Ingress was deleted as not reconciled (naming the
+    kind), and re-creates that Ingress once the rule is restored, without a manual trigger."""
+    admin, op_ns, make_client = _install(plane, 90, None, tmp_path)
+    demo_ns = "demo-90"
+    operator = deployed_operator(make_operator(ServiceMonitorSwitch()), leader_elect=True,
+                                 lease_namespace=op_ns, watch_namespace=None)
+    first = operator.start(make_client())
+    try:
+        outcome = _steps_converge(admin, demo_ns)
+    finally:
+        first.stop(timeout=10.0)
+    assert outcome is None, outcome
+
+    def children(kind: str, api_version: str) -> list[dict[str, Any]]:
+        return list(admin.list(api_version, kind, namespace=demo_ns,
+                               label_selector=_CHILD_LABEL)["items"])
+
+    def condition(name: str) -> dict[str, Any]:
+        parent = admin.get(API_VERSION, KIND, name, namespace=demo_ns)
+        return next((dict(c) for c in (parent.get("status") or {}).get("conditions") or ()
+                     if c.get("type") == "Reconciled"), {})
+
+    ingress = next(i for i in children("Ingress", "networking.k8s.io/v1")
+                   if i["metadata"]["labels"].get("app.kubernetes.io/instance") == "observatory")
+    _without_ingresses(admin, op_ns, restore=False)
+    restarted = operator.start(make_client(), metrics_port=0)
+    try:
+        assert restarted.health is not None
+        deadline = time.monotonic() + _STEP_TIMEOUT
+        body = ""
+        while time.monotonic() < deadline and "degraded" not in body:
+            with contextlib.suppress(OSError), urllib.request.urlopen(
+                    f"{restarted.health.url}/readyz", timeout=5) as reply:
+                body = reply.read().decode() if reply.status == 200 else ""
+            time.sleep(0.2)
+        assert "Ingress" in body, body
+        admin.delete("networking.k8s.io/v1", "Ingress", ingress["metadata"]["name"],
+                     namespace=demo_ns)
+        deployment = children("Deployment", "apps/v1")[0]
+        name, replicas = deployment["metadata"]["name"], deployment["spec"]["replicas"]
+        admin.patch("apps/v1", "Deployment", name, {"spec": {"replicas": replicas + 3}},
+                    patch_type="application/merge-patch+json", namespace=demo_ns)
+        scaled = time.monotonic()
+        assert _wait_plain(lambda: admin.get("apps/v1", "Deployment", name, namespace=demo_ns)[
+            "spec"]["replicas"] == replicas)
+        repair = time.monotonic() - scaled
+        assert repair < 10.0, f"the Deployment waited {repair:.1f}s for the Ingress informer"
+        assert _wait_plain(lambda: condition("observatory").get("status") == "False"), \
+            condition("observatory")
+        assert "Ingress" in str(condition("observatory").get("message"))
+        _without_ingresses(admin, op_ns, restore=True)
+        assert _wait_plain(lambda: any(
+            i["metadata"]["name"] == ingress["metadata"]["name"]
+            for i in children("Ingress", "networking.k8s.io/v1")), 90), restarted.triggers()
+        assert _wait_plain(lambda: all(condition(n).get("status") == "True"
+                                       for n in ("observatory", "edge")), 30)
+        assert restarted.triggers().get("manual", 0) == 0
+    finally:
+        restarted.stop(timeout=10.0)
+        _without_ingresses(admin, op_ns, restore=True)
+
+
+def _wait_plain(check: Callable[[], bool], timeout: float = _STEP_TIMEOUT) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(NotFoundError):
+            if check():
+                return True
+        time.sleep(0.2)
+    return False
+
+
+def _steps_converge(admin: KubernetesClient, demo_ns: str) -> str | None:
+    """Create the samples in ``demo_ns`` and wait until both are reconciled with their
+    Ingresses; None, or what did not happen."""
+    admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": demo_ns}})
+    if not _wait_plain(lambda: admin.is_served(API_VERSION, KIND) or bool(
+            admin.invalidate_discovery())):
+        return "CRD installed"
+    for parent in _parents(demo_ns):
+        admin.create(parent)
+
+    def reconciled(name: str) -> bool:
+        parent = admin.get(API_VERSION, KIND, name, namespace=demo_ns)
+        status = parent.get("status") or {}
+        return status.get("observedGeneration") == parent["metadata"].get("generation") and any(
+            c.get("type") == "Reconciled" and c.get("status") == "True"
+            for c in status.get("conditions") or ())
+
+    if not _wait_plain(lambda: reconciled("observatory") and reconciled("edge") and len(
+            admin.list("networking.k8s.io/v1", "Ingress", namespace=demo_ns,
+                       label_selector=_CHILD_LABEL)["items"]) == 2):
+        return "converge"
+    return None
