@@ -19,7 +19,7 @@ from typing import Any
 
 from reconciler._clients import ClusterClient, ForwardingClient, KubeObject
 from reconciler._clocks import Clock
-from reconciler._errors import LeadershipLostError
+from reconciler._errors import LeadershipLostError, ReconcilerUsageError
 
 __all__ = ["FencingClient", "WriteFence"]
 
@@ -32,7 +32,8 @@ class WriteFence:
 
     def __init__(self, *, clock: Clock, validity: float, identity: str = "") -> None:
         if not validity > 0:
-            raise ValueError(f"a write fence needs a positive validity, got {validity}")
+            raise ReconcilerUsageError(
+                f"a write fence needs a positive validity, got {validity}")
         self._clock = clock
         self.validity = validity
         self.identity = identity
