@@ -14,12 +14,19 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Unpack
 
 from builders import ObjectRef
-from reconciler._clients import ClusterClient, KubeObject, ListFields, ListOptions, WatchEvent
+from reconciler._clients import (
+    ClusterClient,
+    ForwardingClient,
+    KubeObject,
+    ListFields,
+    ListOptions,
+    WatchEvent,
+)
 from reconciler._clocks import Clock
 from reconciler._errors import ApiError, ConflictError, NotFoundError
 from reconciler._informers import Informer
@@ -50,68 +57,27 @@ _WRITERS = 8
 """Label patches in flight at once (a crashed shard's parents move together)."""
 
 
-class MetadataView:
+class MetadataView(ForwardingClient):
     """A ``ClusterClient`` whose lists and watches carry only ``metadata_view`` of each object:
     the assigner's parent informer caches names, uids and labels, not whole parents (the
     server still sends them whole; what is kept is what costs memory for the process's life).
     Everything else is the wrapped client's."""
 
-    def __init__(self, client: ClusterClient) -> None:
-        self.inner = client
-
     def list(self, api_version: str, kind: str, options: ListOptions | None = None, *,
              namespace: str | None = None, **fields: Unpack[ListFields]) -> dict[str, Any]:
         """The list body with each item reduced to its metadata view."""
-        body = self.inner.list(api_version, kind, options, namespace=namespace, **fields)
+        body = super().list(api_version, kind, options, namespace=namespace, **fields)
         return {**body, "items": [metadata_view(o) for o in body.get("items") or ()]}
 
     def watch(self, api_version: str, kind: str, options: ListOptions | None = None, *,
               namespace: str | None = None, **fields: Unpack[ListFields]) -> Iterator[WatchEvent]:
         """The watch events, each object reduced to its metadata view."""
-        for event in self.inner.watch(api_version, kind, options, namespace=namespace,
-                                      **fields):
+        for event in super().watch(api_version, kind, options, namespace=namespace, **fields):
             obj = event.get("object")
             if isinstance(obj, dict) and event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
                 yield {**event, "object": metadata_view(obj)}
             else:
                 yield event
-
-    def get(self, api_version: str, kind: str, name: str, *,
-            namespace: str | None = None) -> dict[str, Any]:
-        """The wrapped client's ``get``."""
-        return self.inner.get(api_version, kind, name, namespace=namespace)
-
-    def create(self, obj: KubeObject, *, dry_run: bool = False) -> dict[str, Any]:
-        """The wrapped client's ``create``."""
-        return self.inner.create(obj, dry_run=dry_run)
-
-    def patch(self, api_version: str, kind: str, name: str, patch: Any, *, patch_type: str,
-              namespace: str | None = None, subresource: str | None = None,
-              dry_run: bool = False) -> dict[str, Any]:
-        """The wrapped client's ``patch``."""
-        return self.inner.patch(api_version, kind, name, patch, patch_type=patch_type,
-                                namespace=namespace, subresource=subresource, dry_run=dry_run)
-
-    def replace(self, obj: KubeObject, *, subresource: str | None = None,
-                dry_run: bool = False) -> dict[str, Any]:
-        """The wrapped client's ``replace``."""
-        return self.inner.replace(obj, subresource=subresource, dry_run=dry_run)
-
-    def delete(self, api_version: str, kind: str, name: str, *, namespace: str | None = None,
-               propagation_policy: str | None = None,
-               preconditions: Mapping[str, str] | None = None) -> dict[str, Any]:
-        """The wrapped client's ``delete``."""
-        return self.inner.delete(api_version, kind, name, namespace=namespace,
-                                 propagation_policy=propagation_policy,
-                                 preconditions=preconditions)
-
-    def is_served(self, api_version: str, kind: str) -> bool:
-        """The wrapped client's ``is_served``."""
-        return self.inner.is_served(api_version, kind)
-
-    def is_namespaced(self, api_version: str, kind: str) -> bool:
-        """The wrapped client's ``is_namespaced``."""
-        return self.inner.is_namespaced(api_version, kind)
 
 
 class Assigner:

@@ -10,6 +10,12 @@ resume point, stream bounds); the same fields may be given as keywords (``ListFi
 once here) as a shorthand that every implementation folds into a ``ListOptions`` with
 ``ListOptions.of``. An implementation honours the fields it can and ignores the ones it cannot
 (``inactivity_timeout`` needs a client-side read timeout): callers never probe for capabilities.
+
+``ForwardingClient`` is the base of every decorator of the protocol (request counting, the write
+fence, the own-write recorder, the assigner's metadata view): each of its methods forwards to
+``self.inner``, list and watch options folded into one ``ListOptions``, so a decorator overrides
+only the calls it changes and the protocol's signatures are spelled once more, here, not once
+per decorator.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from objectmatcher import KubeObject
 
 __all__ = [
     "ClusterClient",
+    "ForwardingClient",
     "KubeObject",
     "ListFields",
     "ListOptions",
@@ -160,3 +167,68 @@ class ClusterClient(Protocol):
         """Whether objects of this kind live in a namespace; ``NotFoundError`` if not served."""
         ...
 
+
+class ForwardingClient(ClusterClient):
+    """A ``ClusterClient`` that sends every call to ``inner`` unchanged: subclass it and override
+    what the decorator changes. ``list``/``watch`` forward one ``ListOptions`` (``options`` with the
+    keyword fields applied), whichever style the caller used."""
+
+    def __init__(self, inner: ClusterClient) -> None:
+        self.inner = inner
+
+    def get(
+        self, api_version: str, kind: str, name: str, *, namespace: str | None = None
+    ) -> dict[str, Any]:
+        """The wrapped client's ``get``."""
+        return self.inner.get(api_version, kind, name, namespace=namespace)
+
+    def list(
+        self, api_version: str, kind: str, options: ListOptions | None = None, *,
+        namespace: str | None = None, **fields: Unpack[ListFields],
+    ) -> dict[str, Any]:
+        """The wrapped client's ``list``."""
+        return self.inner.list(api_version, kind, ListOptions.of(options, fields),
+                               namespace=namespace)
+
+    def watch(
+        self, api_version: str, kind: str, options: ListOptions | None = None, *,
+        namespace: str | None = None, **fields: Unpack[ListFields],
+    ) -> Iterator[WatchEvent]:
+        """The wrapped client's ``watch``."""
+        return self.inner.watch(api_version, kind, ListOptions.of(options, fields),
+                                namespace=namespace)
+
+    def create(self, obj: KubeObject, *, dry_run: bool = False) -> dict[str, Any]:
+        """The wrapped client's ``create``."""
+        return self.inner.create(obj, dry_run=dry_run)
+
+    def patch(
+        self, api_version: str, kind: str, name: str, patch: Any, *, patch_type: str,
+        namespace: str | None = None, subresource: str | None = None, dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """The wrapped client's ``patch``."""
+        return self.inner.patch(api_version, kind, name, patch, patch_type=patch_type,
+                                namespace=namespace, subresource=subresource, dry_run=dry_run)
+
+    def replace(
+        self, obj: KubeObject, *, subresource: str | None = None, dry_run: bool = False
+    ) -> dict[str, Any]:
+        """The wrapped client's ``replace``."""
+        return self.inner.replace(obj, subresource=subresource, dry_run=dry_run)
+
+    def delete(
+        self, api_version: str, kind: str, name: str, *, namespace: str | None = None,
+        propagation_policy: str | None = None, preconditions: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """The wrapped client's ``delete``."""
+        return self.inner.delete(api_version, kind, name, namespace=namespace,
+                                 propagation_policy=propagation_policy,
+                                 preconditions=preconditions)
+
+    def is_served(self, api_version: str, kind: str) -> bool:
+        """The wrapped client's discovery."""
+        return self.inner.is_served(api_version, kind)
+
+    def is_namespaced(self, api_version: str, kind: str) -> bool:
+        """The wrapped client's discovery."""
+        return self.inner.is_namespaced(api_version, kind)

@@ -15,13 +15,20 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Unpack
 
 import attrs
 
 from builders import ObjectRef
 from reconciler._caches import ReadCache
-from reconciler._clients import ClusterClient, KubeObject, WatchEvent
+from reconciler._clients import (
+    ClusterClient,
+    ForwardingClient,
+    KubeObject,
+    ListFields,
+    ListOptions,
+    WatchEvent,
+)
 
 __all__ = [
     "ApiCall",
@@ -78,26 +85,8 @@ def _record(verb: str, ref: ObjectRef) -> None:
             calls.append(call)
 
 
-def _namespace_of(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str | None:
-    """The namespace of a list/watch call, as keywords or inside a typed options value."""
-    if "namespace" in kwargs:
-        return kwargs["namespace"] or None
-    for value in (*args, *kwargs.values()):
-        namespace = getattr(value, "namespace", None)
-        if isinstance(namespace, str):
-            return namespace or None
-    return None
-
-
-class CountingClient:
-    """A ``ClusterClient`` that records each request (verb and object) before sending it.
-
-    ``list`` and ``watch`` pass their options through unchanged (keywords or a typed options
-    value), so the wrapper follows the protocol's option style, whichever it is.
-    """
-
-    def __init__(self, client: ClusterClient) -> None:
-        self.inner = client
+class CountingClient(ForwardingClient):
+    """A ``ClusterClient`` that records each request (verb and object) before sending it."""
 
     def get(
         self, api_version: str, kind: str, name: str, *, namespace: str | None = None
@@ -105,79 +94,57 @@ class CountingClient:
         """Counted ``get``."""
         _record("get", ObjectRef(api_version=api_version, kind=kind, name=name,
                                  namespace=namespace or None))
-        return self.inner.get(api_version, kind, name, namespace=namespace)
+        return super().get(api_version, kind, name, namespace=namespace)
 
-    def list(self, api_version: str, kind: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    def list(
+        self, api_version: str, kind: str, options: ListOptions | None = None, *,
+        namespace: str | None = None, **fields: Unpack[ListFields],
+    ) -> dict[str, Any]:
         """Counted ``list`` (one call per page)."""
         _record("list", ObjectRef(api_version=api_version, kind=kind, name="",
-                                  namespace=_namespace_of(args, kwargs)))
-        return self.inner.list(api_version, kind, *args, **kwargs)
+                                  namespace=namespace or None))
+        return super().list(api_version, kind, options, namespace=namespace, **fields)
 
     def watch(
-        self, api_version: str, kind: str, *args: Any, **kwargs: Any
+        self, api_version: str, kind: str, options: ListOptions | None = None, *,
+        namespace: str | None = None, **fields: Unpack[ListFields],
     ) -> Iterator[WatchEvent]:
         """Counted ``watch`` (one call per stream)."""
         _record("watch", ObjectRef(api_version=api_version, kind=kind, name="",
-                                   namespace=_namespace_of(args, kwargs)))
-        return self.inner.watch(api_version, kind, *args, **kwargs)
+                                   namespace=namespace or None))
+        return super().watch(api_version, kind, options, namespace=namespace, **fields)
 
     def create(self, obj: KubeObject, *, dry_run: bool = False) -> dict[str, Any]:
         """Counted ``create``."""
         _record("create", ObjectRef.of(obj))
-        return self.inner.create(obj, dry_run=dry_run)
+        return super().create(obj, dry_run=dry_run)
 
     def patch(
-        self,
-        api_version: str,
-        kind: str,
-        name: str,
-        patch: Any,
-        *,
-        patch_type: str,
-        namespace: str | None = None,
-        subresource: str | None = None,
-        dry_run: bool = False,
+        self, api_version: str, kind: str, name: str, patch: Any, *, patch_type: str,
+        namespace: str | None = None, subresource: str | None = None, dry_run: bool = False,
     ) -> dict[str, Any]:
         """Counted ``patch``."""
         _record("patch", ObjectRef(api_version=api_version, kind=kind, name=name,
                                    namespace=namespace or None))
-        return self.inner.patch(
-            api_version, kind, name, patch, patch_type=patch_type, namespace=namespace,
-            subresource=subresource, dry_run=dry_run,
-        )
+        return super().patch(api_version, kind, name, patch, patch_type=patch_type,
+                             namespace=namespace, subresource=subresource, dry_run=dry_run)
 
     def replace(
         self, obj: KubeObject, *, subresource: str | None = None, dry_run: bool = False
     ) -> dict[str, Any]:
         """Counted ``update`` (PUT)."""
         _record("update", ObjectRef.of(obj))
-        return self.inner.replace(obj, subresource=subresource, dry_run=dry_run)
+        return super().replace(obj, subresource=subresource, dry_run=dry_run)
 
     def delete(
-        self,
-        api_version: str,
-        kind: str,
-        name: str,
-        *,
-        namespace: str | None = None,
-        propagation_policy: str | None = None,
-        preconditions: Mapping[str, str] | None = None,
+        self, api_version: str, kind: str, name: str, *, namespace: str | None = None,
+        propagation_policy: str | None = None, preconditions: Mapping[str, str] | None = None,
     ) -> dict[str, Any]:
         """Counted ``delete``."""
         _record("delete", ObjectRef(api_version=api_version, kind=kind, name=name,
                                     namespace=namespace or None))
-        return self.inner.delete(
-            api_version, kind, name, namespace=namespace,
-            propagation_policy=propagation_policy, preconditions=preconditions,
-        )
-
-    def is_served(self, api_version: str, kind: str) -> bool:
-        """Discovery, not counted."""
-        return self.inner.is_served(api_version, kind)
-
-    def is_namespaced(self, api_version: str, kind: str) -> bool:
-        """Discovery, not counted."""
-        return self.inner.is_namespaced(api_version, kind)
+        return super().delete(api_version, kind, name, namespace=namespace,
+                              propagation_policy=propagation_policy, preconditions=preconditions)
 
 
 class CountingReader:

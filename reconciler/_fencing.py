@@ -15,12 +15,11 @@ the unfenced client: it is what renews the fence.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from typing import Any, Unpack
+from typing import Any
 
-from reconciler._clients import ClusterClient, KubeObject, ListFields, ListOptions, WatchEvent
+from reconciler._clients import ClusterClient, ForwardingClient, KubeObject
 from reconciler._clocks import Clock
-from reconciler._errors import LeadershipLostError
+from reconciler._errors import LeadershipLostError, ReconcilerUsageError
 
 __all__ = ["FencingClient", "WriteFence"]
 
@@ -33,7 +32,8 @@ class WriteFence:
 
     def __init__(self, *, clock: Clock, validity: float, identity: str = "") -> None:
         if not validity > 0:
-            raise ValueError(f"a write fence needs a positive validity, got {validity}")
+            raise ReconcilerUsageError(
+                f"a write fence needs a positive validity, got {validity}")
         self._clock = clock
         self.validity = validity
         self.identity = identity
@@ -70,11 +70,11 @@ class WriteFence:
         )
 
 
-class FencingClient:
+class FencingClient(ForwardingClient):
     """A ``ClusterClient`` decorator that sends a write only while ``fence`` is valid."""
 
     def __init__(self, inner: ClusterClient, *, fence: WriteFence) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.fence = fence
         self.refused = 0
         """Writes refused by the fence (never sent)."""
@@ -88,40 +88,7 @@ class FencingClient:
             self.refused += 1
             raise
 
-    # reads pass through
-    def get(
-        self, api_version: str, kind: str, name: str, *, namespace: str | None = None
-    ) -> dict[str, Any]:
-        """Read from the cluster."""
-        return self.inner.get(api_version, kind, name, namespace=namespace)
-
-    def list(
-        self, api_version: str, kind: str, options: ListOptions | None = None, *,
-        namespace: str | None = None, **fields: Unpack[ListFields],
-    ) -> dict[str, Any]:
-        """List from the cluster."""
-        return self.inner.list(
-            api_version, kind, ListOptions.of(options, fields), namespace=namespace
-        )
-
-    def watch(
-        self, api_version: str, kind: str, options: ListOptions | None = None, *,
-        namespace: str | None = None, **fields: Unpack[ListFields],
-    ) -> Iterator[WatchEvent]:
-        """Watch the cluster."""
-        return self.inner.watch(
-            api_version, kind, ListOptions.of(options, fields), namespace=namespace
-        )
-
-    def is_served(self, api_version: str, kind: str) -> bool:
-        """Discovery, passed through."""
-        return self.inner.is_served(api_version, kind)
-
-    def is_namespaced(self, api_version: str, kind: str) -> bool:
-        """Discovery, passed through."""
-        return self.inner.is_namespaced(api_version, kind)
-
-    # writes are fenced
+    # reads and discovery pass through (ForwardingClient); writes are fenced
     def create(self, obj: KubeObject, *, dry_run: bool = False) -> dict[str, Any]:
         """Create, if the fence allows."""
         meta = obj.get("metadata") or {}

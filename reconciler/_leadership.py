@@ -6,7 +6,8 @@ DESIGN.md's: a 15 s lease, a 10 s renew deadline, a 2 s retry period. A candidat
 lease free when its holder is empty or when the record has not changed for a whole lease duration
 *by the candidate's own clock* (it measures the time since it last saw the record change, never
 trusts timestamps written by another machine). Updates carry the Lease's ``resourceVersion``, so
-two candidates can never both win a round. A leader that cannot renew within the renew deadline
+two candidates can never both win a round (the writing is ``reconciler._leases``'; what to write
+when is decided here). A leader that cannot renew within the renew deadline
 steps down; a leader that stops releases the lease so a standby takes over at once.
 
 The elector keeps the replica's ``WriteFence`` (``reconciler._fencing``): each successful renew
@@ -28,9 +29,9 @@ import attrs
 
 from reconciler._clients import ClusterClient
 from reconciler._clocks import Clock, RealClock
-from reconciler._errors import ApiError, NotFoundError, ReconcilerUsageError
+from reconciler._errors import ApiError, ReconcilerUsageError
 from reconciler._fencing import WriteFence
-from reconciler._times import format_micro_time
+from reconciler._leases import LeaseWriter
 
 __all__ = ["LeaderElection", "LeaderElector", "LeaseConfig"]
 
@@ -93,6 +94,7 @@ class LeaderElector:
         self.client = client
         self.config = config
         self.identity = identity
+        self.leases = LeaseWriter(client, name=config.name, namespace=config.namespace)
         self._on_started = on_started
         self._on_stopped = on_stopped
         self._clock = clock or RealClock()
@@ -187,15 +189,12 @@ class LeaderElector:
         sent = self._clock.monotonic()  # the fence counts from the request, not the answer
         now_wall = self._clock.time()
         try:
-            lease = self.client.get(
-                "coordination.k8s.io/v1", "Lease", self.config.name,
-                namespace=self.config.namespace,
-            )
-        except NotFoundError:
-            return self._create(now_wall, sent)
+            lease = self.leases.read()
         except ApiError as error:
             _log.warning("reading lease %s failed: %s", self._where(), error)
             return False
+        if lease is None:
+            return self._create(now_wall, sent)
         spec = lease.get("spec") or {}
         holder = spec.get("holderIdentity") or ""
         record = (holder, spec.get("renewTime"), spec.get("leaseTransitions"))
@@ -207,18 +206,12 @@ class LeaderElector:
         if holder and holder != self.identity and now < self._observed_at + duration:
             self.fence.revoke()  # another holds it: stop writing now, not at the deadline
             return False  # held by a live candidate
-        new_spec = dict(spec)
         if holder != self.identity:
-            new_spec["acquireTime"] = format_micro_time(now_wall)
-            new_spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + (
-                1 if holder else 0
-            )
             self.transitions_seen += 1
-        new_spec["holderIdentity"] = self.identity
-        new_spec["leaseDurationSeconds"] = int(self.config.lease_duration)
-        new_spec["renewTime"] = format_micro_time(now_wall)
-        try:
-            updated = self.client.replace({**lease, "spec": new_spec})
+        try:  # a released (vacant) lease taken is no transition: only a takeover counts
+            updated = self.leases.hold(lease, self.identity, now=now_wall,
+                                       duration=int(self.config.lease_duration),
+                                       count_vacant=False)
         except ApiError as error:  # a conflict means another candidate won this round
             _log.debug("updating lease %s failed: %s", self._where(), error)
             return False
@@ -230,20 +223,9 @@ class LeaderElector:
         return True
 
     def _create(self, now_wall: float, sent: float) -> bool:
-        lease = {
-            "apiVersion": "coordination.k8s.io/v1",
-            "kind": "Lease",
-            "metadata": {"name": self.config.name, "namespace": self.config.namespace},
-            "spec": {
-                "holderIdentity": self.identity,
-                "leaseDurationSeconds": int(self.config.lease_duration),
-                "acquireTime": format_micro_time(now_wall),
-                "renewTime": format_micro_time(now_wall),
-                "leaseTransitions": 0,
-            },
-        }
         try:
-            self.client.create(lease)
+            self.leases.hold(None, self.identity, now=now_wall,
+                             duration=int(self.config.lease_duration))
         except ApiError as error:
             _log.debug("creating lease %s failed: %s", self._where(), error)
             return False
@@ -254,16 +236,7 @@ class LeaderElector:
     def _release(self) -> None:
         """Give the lease up so a standby need not wait for it to expire."""
         try:
-            lease = self.client.get(
-                "coordination.k8s.io/v1", "Lease", self.config.name,
-                namespace=self.config.namespace,
-            )
-            spec = lease.get("spec") or {}
-            if spec.get("holderIdentity") != self.identity:
-                return
-            released = {**spec, "holderIdentity": "", "leaseDurationSeconds": 1,
-                        "renewTime": format_micro_time(self._clock.time())}
-            self.client.replace({**lease, "spec": released})
+            self.leases.release(self.identity, now=self._clock.time(), duration=1)
         except ApiError as error:
             _log.warning("releasing lease %s failed: %s", self._where(), error)
 

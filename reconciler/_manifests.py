@@ -22,6 +22,7 @@ from typing import Any
 import attrs
 import yaml
 
+from reconciler._errors import ReconcilerUsageTypeError
 from reconciler._rbac import (
     OperatorFacts,
     PolicyRule,
@@ -66,8 +67,8 @@ def load_samples(source: Any, *, api_version: str, kind: str) -> list[dict[str, 
     elif isinstance(source, Iterable) and not isinstance(source, Mapping):
         objects = [dict(d) for d in source if isinstance(d, Mapping)]
     else:
-        raise TypeError(f"samples must be a YAML path or a list of objects, got "
-                        f"{type(source).__name__}")
+        raise ReconcilerUsageTypeError(
+            f"samples must be a YAML path or a list of objects, got {type(source).__name__}")
     return [o for o in objects if o.get("apiVersion") == api_version and o.get("kind") == kind]
 
 

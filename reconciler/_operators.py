@@ -124,8 +124,9 @@ class Operator:
                 f"operator {self.name!r}: leader_election must be a LeaderElection "
                             f"or None, got {type(self.leader_election).__name__}")
         if self.sharding is not None and not isinstance(self.sharding, Sharding):
-            raise TypeError(f"operator {self.name!r}: sharding must be a Sharding or None, "
-                            f"got {type(self.sharding).__name__}")
+            raise ReconcilerUsageTypeError(
+                f"operator {self.name!r}: sharding must be a Sharding or None, "
+                f"got {type(self.sharding).__name__}")
 
     @property
     def election(self) -> LeaderElection | None:

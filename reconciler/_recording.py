@@ -12,10 +12,10 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any, Unpack
+from typing import Any
 
 from builders import ObjectRef
-from reconciler._clients import ClusterClient, KubeObject, ListFields, ListOptions, WatchEvent
+from reconciler._clients import ClusterClient, ForwardingClient, KubeObject
 from reconciler._clocks import Clock, RealClock
 from reconciler._informers import Informer
 from reconciler._stores import resource_version as _rv
@@ -23,7 +23,7 @@ from reconciler._stores import resource_version as _rv
 __all__ = ["RecordingClient"]
 
 
-class RecordingClient:
+class RecordingClient(ForwardingClient):
     """A ``ClusterClient`` decorator that remembers its own writes and feeds them to the caches.
 
     ``is_own_echo(event_type, obj)`` tells whether a watch event is the echo of a write made
@@ -44,7 +44,7 @@ class RecordingClient:
         echo_wait: float = 5.0,
         clock: Clock | None = None,
     ) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self._clock: Clock = clock or RealClock()
         self._informers = informers
         self._keep = keep
@@ -58,50 +58,7 @@ class RecordingClient:
         self.writes = 0
         self.echo_wait = echo_wait
 
-    # reads pass through
-    def get(
-        self, api_version: str, kind: str, name: str, *, namespace: str | None = None
-    ) -> dict[str, Any]:
-        """Read from the cluster."""
-        return self.inner.get(api_version, kind, name, namespace=namespace)
-
-    def list(
-        self,
-        api_version: str,
-        kind: str,
-        options: ListOptions | None = None,
-        *,
-        namespace: str | None = None,
-        **fields: Unpack[ListFields],
-    ) -> dict[str, Any]:
-        """List from the cluster."""
-        return self.inner.list(
-            api_version, kind, ListOptions.of(options, fields), namespace=namespace
-        )
-
-    def watch(
-        self,
-        api_version: str,
-        kind: str,
-        options: ListOptions | None = None,
-        *,
-        namespace: str | None = None,
-        **fields: Unpack[ListFields],
-    ) -> Iterator[WatchEvent]:
-        """Watch the cluster."""
-        return self.inner.watch(
-            api_version, kind, ListOptions.of(options, fields), namespace=namespace
-        )
-
-    def is_served(self, api_version: str, kind: str) -> bool:
-        """Discovery, passed through."""
-        return self.inner.is_served(api_version, kind)
-
-    def is_namespaced(self, api_version: str, kind: str) -> bool:
-        """Discovery, passed through."""
-        return self.inner.is_namespaced(api_version, kind)
-
-    # writes are recorded
+    # reads and discovery pass through (ForwardingClient); writes are recorded
     def create(self, obj: KubeObject, *, dry_run: bool = False) -> dict[str, Any]:
         """Create, and record the version it returned."""
         with self._writing(self._key(obj)):

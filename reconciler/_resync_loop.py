@@ -14,16 +14,17 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, cast
 
 from reconciler._clients import ClusterClient
 from reconciler._clocks import Clock
 from reconciler._errors import ApiError, ConflictError, LeadershipLostError, NotFoundError
+from reconciler._leases import LeaseWriter, holder_record
 from reconciler._queues import WorkQueue
 from reconciler._resyncs import Heartbeat, ResyncSchedule, parse_duration
 from reconciler._stats import RuntimeStats
-from reconciler._times import format_micro_time, parse_time
+from reconciler._times import parse_time
 from reconciler._triggers import ParentKey
 
 __all__ = ["HeartbeatStore", "ResyncLoop"]
@@ -150,7 +151,8 @@ _FINGERPRINT_ANNOTATION = "optk.dev/operator-fingerprint"
 
 class HeartbeatStore:
     """The heartbeat as a ``coordination.k8s.io/v1`` Lease: ``spec.renewTime`` is ``covered``,
-    two annotations hold the grid. One write (a PUT) per beat; a GET only on a conflict.
+    two annotations hold the grid. One write (a PUT, through ``reconciler._leases``) per beat;
+    a GET only on a conflict.
 
     API errors propagate (``reconciler.ApiError``); the caller decides whether a missed beat
     matters (it does not: the next restart merely treats more parents as possibly missed).
@@ -163,6 +165,7 @@ class HeartbeatStore:
         self.name = name
         self.namespace = namespace
         self.identity = identity
+        self.leases = LeaseWriter(client, name=name, namespace=namespace)
         self._lease: dict[str, Any] | None = None
         self.fingerprint: str | None = None
         """The operator fingerprint written with each beat (None: leave the recorded one);
@@ -174,11 +177,8 @@ class HeartbeatStore:
 
     def read(self) -> Heartbeat | None:
         """The recorded heartbeat, or ``None`` when there is none (or it is unreadable)."""
-        try:
-            lease = self.client.get(
-                "coordination.k8s.io/v1", "Lease", self.name, namespace=self.namespace
-            )
-        except NotFoundError:
+        lease = self.leases.read()
+        if lease is None:
             self.lease_found, self.recorded_fingerprint = False, None
             return None
         self._lease = lease
@@ -202,31 +202,13 @@ class HeartbeatStore:
                        _TICKS_ANNOTATION: str(heartbeat.ticks)}
         if self.fingerprint is not None:
             annotations[_FINGERPRINT_ANNOTATION] = self.fingerprint
-        spec = {"holderIdentity": self.identity, "renewTime": format_micro_time(heartbeat.covered)}
+        spec = holder_record(self.identity, heartbeat.covered)
         for _ in range(3):
-            try:
-                self._lease = self._put(annotations, spec)
+            try:  # over the version last written or read: one PUT, no GET
+                self._lease = self.leases.put(spec, annotations=annotations, over=self._lease)
                 return
             except (ConflictError, NotFoundError):
                 self._lease = None  # someone else wrote it (or deleted it): read afresh
         raise ConflictError(
             f"heartbeat Lease {self.namespace}/{self.name} kept changing under the writer"
         )
-
-    def _put(self, annotations: Mapping[str, str], spec: Mapping[str, Any]) -> dict[str, Any]:
-        if self._lease is None:
-            try:
-                self._lease = self.client.get(
-                    "coordination.k8s.io/v1", "Lease", self.name, namespace=self.namespace
-                )
-            except NotFoundError:
-                return self.client.create({
-                    "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                    "metadata": {"name": self.name, "namespace": self.namespace,
-                                 "annotations": dict(annotations)},
-                    "spec": dict(spec),
-                })
-        meta = dict(self._lease.get("metadata") or {})
-        meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
-        new_spec = {**(self._lease.get("spec") or {}), **spec}
-        return self.client.replace({**self._lease, "metadata": meta, "spec": new_spec})

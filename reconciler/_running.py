@@ -176,7 +176,7 @@ def load_operator_file(target: str) -> Operator | None:
     if not _is_file_target(path):
         return None
     if not os.path.isfile(path):
-        raise ValueError(f"operator file {path!r} does not exist")
+        raise ReconcilerUsageError(f"operator file {path!r} does not exist")
     import importlib.util
 
     full = os.path.abspath(path)
@@ -186,7 +186,7 @@ def load_operator_file(target: str) -> Operator | None:
         sys.path.insert(0, folder)
     spec = importlib.util.spec_from_file_location(name, full)
     if spec is None or spec.loader is None:
-        raise ValueError(f"operator file {path!r} is not a Python module")
+        raise ReconcilerUsageError(f"operator file {path!r} is not a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:

@@ -24,6 +24,7 @@ from typing import Any
 import attrs
 
 from builders.names import MANAGED_BY_LABEL, OWNER_UID_LABEL
+from reconciler._errors import ReconcilerUsageError
 
 __all__ = [
     "DRAIN_LABEL",
@@ -87,16 +88,19 @@ class Sharding:
 
     def __attrs_post_init__(self) -> None:
         if not self.lease_duration > self.renew_deadline > self.renew_period > 0:
-            raise ValueError(
+            raise ReconcilerUsageError(
                 "sharding needs lease_duration > renew_deadline > renew_period > 0, got "
                 f"{self.lease_duration}, {self.renew_deadline}, {self.renew_period}"
             )
         if self.shard_id and not _LABEL_VALUE.match(self.shard_id):
-            raise ValueError(f"sharding: shard_id must be a label value, got {self.shard_id!r}")
+            raise ReconcilerUsageError(
+                f"sharding: shard_id must be a label value, got {self.shard_id!r}")
         if self.drain_timeout <= 0:
-            raise ValueError(f"sharding: drain_timeout must be > 0, got {self.drain_timeout}")
+            raise ReconcilerUsageError(
+                f"sharding: drain_timeout must be > 0, got {self.drain_timeout}")
         if self.replicas_hint is not None and self.replicas_hint < 1:
-            raise ValueError(f"sharding: replicas_hint must be >= 1, got {self.replicas_hint}")
+            raise ReconcilerUsageError(
+                f"sharding: replicas_hint must be >= 1, got {self.replicas_hint}")
 
     def resolve_id(self, environ: Mapping[str, str], identity: str) -> str:
         """This replica's shard id: ``shard_id``, else ``$OPTK_SHARD_ID``, else ``identity``
@@ -104,7 +108,8 @@ class Sharding:
         chosen = self.shard_id or environ.get(SHARD_ENV, "") or identity
         value = re.sub(r"[^A-Za-z0-9._-]", "-", chosen)[:63].strip("-._")
         if not value or not _LABEL_VALUE.match(value):
-            raise ValueError(f"sharding: cannot make a shard id (a label value) of {chosen!r}")
+            raise ReconcilerUsageError(
+                f"sharding: cannot make a shard id (a label value) of {chosen!r}")
         return value
 
 

@@ -3,10 +3,14 @@ errors built from Status bodies as a real API server sends them."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import json
 import pkgutil
+import re
+from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -33,9 +37,14 @@ from reconciler import (
     TooManyRequestsError,
 )
 from reconciler._errors import api_error_from_status
+from reconciler._fencing import WriteFence
+from reconciler._manifests import load_samples
 from reconciler._resyncs import parse_duration
+from reconciler._running import load_operator_file
 from reconciler._selectors import LabelSelector
+from reconciler._sharding import Sharding
 from reconciler.embedded import EmbeddedServerError
+from reconciler.testing import VirtualClock
 from tests.conftest import FIXTURES
 
 
@@ -115,6 +124,57 @@ def test_misuse_raises_the_usage_error_and_the_builtin() -> None:
         parse_duration("ten hours")
     with pytest.raises(ReconcilerUsageTypeError, match="build must be callable"):
         Operator(api_version="x.dev/v1", kind="Demo", build=None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda: WriteFence(clock=VirtualClock(), validity=0), ReconcilerUsageError,
+         "write fence needs a positive validity, got 0"),
+        (lambda: Sharding(drain_timeout=0), ReconcilerUsageError,
+         "sharding: drain_timeout must be > 0, got 0"),
+        (lambda: Sharding(replicas_hint=0), ReconcilerUsageError,
+         "sharding: replicas_hint must be >= 1, got 0"),
+        (lambda: Sharding(shard_id="not a label"), ReconcilerUsageError,
+         "sharding: shard_id must be a label value, got 'not a label'"),
+        (lambda: Sharding(lease_duration=1), ReconcilerUsageError,
+         "sharding needs lease_duration > renew_deadline"),
+        (lambda: Sharding().resolve_id({}, "---"), ReconcilerUsageError,
+         "sharding: cannot make a shard id"),
+        (lambda: load_samples(42, api_version="x.dev/v1", kind="Demo"), ReconcilerUsageTypeError,
+         "samples must be a YAML path or a list of objects, got int"),
+        (lambda: Operator(name="demo", api_version="x.dev/v1", kind="Demo", build=lambda p: [],
+                          sharding=object()),  # type: ignore[arg-type]
+         ReconcilerUsageTypeError, "operator 'demo': sharding must be a Sharding or None, got"),
+        (lambda: load_operator_file("/nonexistent/operator.py"), ReconcilerUsageError,
+         "operator file '/nonexistent/operator.py' does not exist"),
+    ],
+)
+def test_each_usage_error_is_the_toolkits_and_names_what_was_wrong(
+    call: Callable[[], object], error: type[ReconcilerUsageError], message: str,
+) -> None:
+    with pytest.raises(error, match=re.escape(message)):
+        call()
+
+
+# Raises in modules that were being edited elsewhere when the rest became usage errors; they
+# are to become ReconcilerUsageError too (each needs a second line: an import or a re-wrap).
+ROOT = Path(__file__).resolve().parents[1]
+_PENDING_BUILTIN_RAISES = {"reconciler/_incluster.py": 1, "reconciler/_running.py": 3}
+
+
+def test_the_driver_raises_no_bare_value_or_type_error() -> None:
+    """Misuse raises the toolkit's usage errors (also the builtins); a bare ``ValueError`` or
+    ``TypeError`` raised in a driver module would escape ``except ReconcilerError``."""
+    found: dict[str, int] = {}
+    for path in sorted((ROOT / "reconciler").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call)
+                    and isinstance(node.exc.func, ast.Name)
+                    and node.exc.func.id in ("ValueError", "TypeError")):
+                key = str(path.relative_to(ROOT))
+                found[key] = found.get(key, 0) + 1
+    assert all(found[key] <= _PENDING_BUILTIN_RAISES.get(key, 0) for key in found), found
 
 
 def test_embedded_server_errors_share_one_root() -> None:

@@ -24,6 +24,7 @@ from reconciler import (
     NotFoundError,
     ResourceReconciler,
 )
+from reconciler._clients import ForwardingClient
 from tests.reconciler.conftest import Requests, wait_for
 
 MakeCM = Callable[..., dict[str, Any]]
@@ -143,15 +144,12 @@ def test_a_conflicting_concurrent_update_is_retried(
     assert client.get("v1", "ConfigMap", "race", namespace=ns)["data"] == {"a": "2", "other": "z"}
 
 
-class _Meddler:
+class _Meddler(ForwardingClient):
     """A real second writer: before every patch of ours, it changes the object on the server."""
 
     def __init__(self, client: KubernetesClient) -> None:
-        self.inner = client
+        super().__init__(client)
         self.meddles = 0
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
     def patch(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         self.meddles += 1
@@ -167,7 +165,7 @@ def test_conflict_retries_are_bounded(
 ) -> None:
     ResourceReconciler(client).reconcile_resource(configmap("busy", a="1"), PRESENT)
     meddler = _Meddler(client)
-    rr = ResourceReconciler(meddler, conflict_retries=2)  # type: ignore[arg-type]
+    rr = ResourceReconciler(meddler, conflict_retries=2)
     with pytest.raises(ConflictError, match="after 3 attempts") as caught:
         rr.reconcile_resource(configmap("busy", a="2"), PRESENT)
     assert caught.value.ref is not None

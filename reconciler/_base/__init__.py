@@ -1,0 +1,10 @@
+"""Code that the reconciler's independent parts share without depending on one another.
+
+The driver, the embedded API server (``reconciler.embedded``) and the real control plane
+(``reconciler.envtest``) are kept apart by import-linter contracts, so that a bug in one is not
+hidden by the same code in another. Some code is not a decision any of them owns, only a chore
+they would otherwise each write again (generating a throw-away PKI). It lives here, and the
+``base-is-standalone`` contract keeps it from importing anything of ``reconciler``,
+``objectmatcher`` or ``builders``, so the exceptions the other contracts make for it cannot
+smuggle in anything else.
+"""
