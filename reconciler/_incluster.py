@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from reconciler._errors import InClusterConfigError
+from reconciler._errors import InClusterConfigError, ReconcilerUsageError
 
 if TYPE_CHECKING:
     from reconciler._operators import Operator
@@ -170,7 +170,7 @@ def deployed_operator(
     if leader_elect and not lease_namespace:
         lease_namespace = pod_namespace()
         if lease_namespace is None:
-            raise ValueError("--leader-elect needs --lease-namespace outside a pod")
+            raise ReconcilerUsageError("--leader-elect needs --lease-namespace outside a pod")
     changes: dict[str, Any] = {}
     election = operator.leader_election
     if leader_elect and election is None:

@@ -15,8 +15,6 @@ garbage collector cannot collect is written, the cleanup finalizer is put on the
 from __future__ import annotations
 
 import logging
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -57,7 +55,7 @@ from reconciler._errors import (
 )
 from reconciler._events import EventRecorder
 from reconciler._finalizing import is_uncollectable, refuses_data_loss
-from reconciler._memo import BuildMemo, ChildMemo
+from reconciler._memo import BuildMemo, ChildMemo, RecentKeys
 from reconciler._readiness import Readiness, StatusBuilder, not_ready, readiness_status_patch
 from reconciler._reconciling import (
     ReconcileResult,
@@ -149,8 +147,7 @@ class ParentReconciler:
         self.cleanup = ParentCleanup(self.client, on_delete=on_delete, clock=self.clock,
                                      dry_run=dry_run)
         """The cleanup finalizer of this operator's parents (``reconciler._cleanups``)."""
-        self._terminating: OrderedDict[str, None] = OrderedDict()  # uids, the latest 4,096
-        self._terminating_lock = threading.Lock()
+        self._terminating: RecentKeys[str] = RecentKeys(size=_TERMINATING_KEPT)  # parent uids
         self.parent_alive = parent_alive
         """Whether a parent is still there and not being deleted, as the caller's cache says
         (the driver passes its parent informer's view; no request): asked before each child
@@ -159,10 +156,7 @@ class ParentReconciler:
 
     def namespace_terminating(self, uid: str) -> None:
         """Remember that parent ``uid``'s namespace is being deleted: leave the parent alone."""
-        with self._terminating_lock:
-            self._terminating[uid] = None
-            if len(self._terminating) > _TERMINATING_KEPT:
-                self._terminating.popitem(last=False)
+        self._terminating.add(uid)
 
     # -- entry point ------------------------------------------------------------------------
 
@@ -178,7 +172,7 @@ class ParentReconciler:
             raise ReconcilerUsageError(
                 f"parent {parent_ref} must be a live object with metadata.uid"
             )
-        if str(uid) in self._terminating:  # a dict lookup is atomic; writes take the lock
+        if self._terminating.touch(str(uid)):  # a hit keeps it: least recently used dropped
             return ParentResult(parent=parent_ref, namespace_terminating=True)
         run = _ParentRun(self, parent, str(uid))
         with recording() as calls:

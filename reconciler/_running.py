@@ -193,19 +193,20 @@ def load_operator_file(target: str) -> Operator | None:
         spec.loader.exec_module(module)
     except Exception as error:
         sys.modules.pop(name, None)
-        raise ValueError(f"cannot load operator file {path!r}: "
-                         f"{type(error).__name__}: {error}") from error
+        raise ReconcilerUsageError(f"cannot load operator file {path!r}: "
+                                   f"{type(error).__name__}: {error}") from error
     if attr:
         value = getattr(module, attr, None)
         if not isinstance(value, Operator):
-            raise ValueError(f"{path}:{attr} is not an Operator (got {type(value).__name__})")
+            raise ReconcilerUsageError(
+                f"{path}:{attr} is not an Operator (got {type(value).__name__})")
         return value
     if isinstance(default := getattr(module, "operator", None), Operator):
         return default
     found = sorted(key for key, value in vars(module).items() if isinstance(value, Operator))
     if len(found) != 1:
-        raise ValueError(f"{path} defines {len(found)} Operator objects "
-                         f"({', '.join(found) or 'none'}): name one as {path}:ATTR")
+        raise ReconcilerUsageError(f"{path} defines {len(found)} Operator objects "
+                                   f"({', '.join(found) or 'none'}): name one as {path}:ATTR")
     return cast(Operator, getattr(module, found[0]))
 
 

@@ -17,7 +17,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from builders import ObjectRef, compose
@@ -28,6 +27,7 @@ from reconciler._clients import ClusterClient, KubeObject
 from reconciler._clocks import Clock
 from reconciler._errors import ApiError, InvalidError, NotFoundError
 from reconciler._leadership import LeaderElection, LeaderElector
+from reconciler._leases import LeaseWriter
 from reconciler._sharding import (
     RING_LABEL,
     SHARD_LABEL,
@@ -46,13 +46,8 @@ if TYPE_CHECKING:
 __all__ = ["ShardLease", "Shards", "stamp_shard"]
 
 _log = logging.getLogger("optk.sharding")
-_LEASE = ("coordination.k8s.io/v1", "Lease")
 _MERGE = "application/merge-patch+json"
 _JSON_PATCH = "application/json-patch+json"
-
-
-def _micro_time(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class ShardLease:
@@ -73,6 +68,8 @@ class ShardLease:
         self.shard = shard
         self.identity = identity
         self.sharding = sharding
+        self.leases = LeaseWriter(client, name=self.name, namespace=sharding.namespace,
+                                  labels={RING_LABEL: operator, SHARD_LABEL: shard})
         self._clock = clock
         self._on_lost = on_lost
         self._cond = threading.Condition()
@@ -81,29 +78,11 @@ class ShardLease:
 
     def renew(self) -> bool:
         """One renewal (creating the Lease the first time); whether it succeeded."""
-        now = _micro_time(self._clock.time())
-        ns = self.sharding.namespace
-        spec = {"holderIdentity": self.identity, "renewTime": now,
-                "leaseDurationSeconds": max(1, round(self.sharding.lease_duration))}
         try:
-            try:
-                lease = self.client.get(*_LEASE, self.name, namespace=ns)
-            except NotFoundError:
-                self.client.create({
-                    "apiVersion": _LEASE[0], "kind": _LEASE[1],
-                    "metadata": {"name": self.name, "namespace": ns,
-                                 "labels": {RING_LABEL: self.operator, SHARD_LABEL: self.shard}},
-                    "spec": {**spec, "acquireTime": now},
-                })
-            else:
-                old = lease.get("spec") or {}
-                new = {**old, **spec}
-                if old.get("holderIdentity") != self.identity:
-                    new["acquireTime"] = now
-                    new["leaseTransitions"] = int(old.get("leaseTransitions") or 0) + 1
-                self.client.replace({**lease, "spec": new})
+            self.leases.hold(self.leases.read(), self.identity, now=self._clock.time(),
+                             duration=max(1, round(self.sharding.lease_duration)))
         except ApiError as error:
-            _log.warning("renewing shard lease %s/%s failed: %s", ns, self.name, error)
+            _log.warning("renewing shard lease %s failed: %s", self.leases.where, error)
             return False
         self.renewals += 1
         return True
@@ -129,12 +108,7 @@ class ShardLease:
     def release(self) -> None:
         """Give the Lease up (empty holder): the assigner moves this shard's parents at once."""
         try:
-            lease = self.client.get(*_LEASE, self.name, namespace=self.sharding.namespace)
-            spec = lease.get("spec") or {}
-            if spec.get("holderIdentity") != self.identity:
-                return
-            self.client.replace({**lease, "spec": {**spec, "holderIdentity": "",
-                                                   "renewTime": _micro_time(self._clock.time())}})
+            self.leases.release(self.identity, now=self._clock.time())
         except ApiError as error:
             _log.warning("releasing shard lease %s failed: %s", self.name, error)
 

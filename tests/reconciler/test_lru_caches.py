@@ -9,8 +9,6 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-import pytest
-
 from builders import DesiredState, ObjectRef
 from reconciler import Action, KubernetesClient, ParentReconciler
 from reconciler._memo import BuildMemo, ChildMemo, RecentKeys
@@ -98,11 +96,6 @@ def test_the_child_memo_drops_the_least_recently_used_child() -> None:
     assert memo.lookup("b", ref, obj, state, live)[0] is None
 
 
-@pytest.mark.xfail(
-    strict=True, raises=AssertionError,
-    reason="reconciler/_parents.py still keeps its terminating parents first-in-first-out "
-           "(commit 592ed43); the change that moves them to RecentKeys is pending there",
-)
 def test_a_parent_left_alone_stays_so_while_it_is_reconciled(client: KubernetesClient) -> None:
     reconciler = ParentReconciler(client, lambda parent: [], operator_name="lru-operator",
                                   events=False, write_status=False)
