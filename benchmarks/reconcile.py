@@ -28,8 +28,8 @@ reconcile as a periodic resync makes it, one_changed) runs ``repeats``
 times in fresh namespaces; figures are medians.
 
 ``--reuse-builds`` adds ``ours_reuse``: ``ours`` with ``ParentReconciler(reuse_builds=True)``
-(the build memo, ``reconciler._memo.BuildMemo``; its builders read ``changed``, outside the
-parent, so changing it drops the kept builds).
+(the build memo, ``reconciler._reconcile.memo.BuildMemo``; its builders read ``changed``, outside
+the parent, so changing it drops the kept builds).
 
 Run: ``python -m benchmarks.reconcile [--json] [--sizes 1,100,1000] [--repeats 51,5,2]
 [--reuse-builds]``.

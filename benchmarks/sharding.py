@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler import ApiError, KubernetesClient
-from reconciler._sharding import SHARD_LABEL
+from reconciler._sharding.decisions import SHARD_LABEL
 from reconciler.embedded import EmbeddedApiServer
 from reconciler.embedded._accounting import RequestRecord
 

@@ -10,8 +10,7 @@ annotations users set. The machinery is in public submodules that only re-export
 ``reconciler.testing`` (virtual clock, waits on a runtime).
 """
 
-from reconciler._clients import ClusterClient, KubeObject, ListOptions, WatchEvent
-from reconciler._errors import (
+from reconciler._base.errors import (
     AlreadyExistsError,
     ApiError,
     BadRequestError,
@@ -34,18 +33,19 @@ from reconciler._errors import (
     UnauthorizedError,
     UnsupportedMediaTypeError,
 )
-from reconciler._kubernetes import KubernetesClient
-from reconciler._leadership import LeaderElection
-from reconciler._operators import Operator
-from reconciler._parents import ChildError, ParentReconciler, ParentResult
-from reconciler._rbac import watches
-from reconciler._readiness import Readiness
-from reconciler._reconciling import Action, ReconcileResult, ResourceReconciler
-from reconciler._resyncs import DEFAULT_RESYNC_INTERVAL, RESYNC_ANNOTATION, ResyncPolicy
-from reconciler._running import load_api_client
-from reconciler._runtime import OperatorRuntime
-from reconciler._sharding import Sharding
-from reconciler._triggers import REQUESTED_AT_ANNOTATION
+from reconciler._client.kubernetes import KubernetesClient
+from reconciler._client.protocol import ClusterClient, KubeObject, ListOptions, WatchEvent
+from reconciler._commands.rbac import watches
+from reconciler._driver.operators import Operator
+from reconciler._driver.process import load_api_client
+from reconciler._driver.resyncs import DEFAULT_RESYNC_INTERVAL, RESYNC_ANNOTATION, ResyncPolicy
+from reconciler._driver.runtime import OperatorRuntime
+from reconciler._driver.triggers import REQUESTED_AT_ANNOTATION
+from reconciler._leadership.election import LeaderElection
+from reconciler._reconcile.parents import ChildError, ParentReconciler, ParentResult
+from reconciler._reconcile.readiness import Readiness
+from reconciler._reconcile.reconciling import Action, ReconcileResult, ResourceReconciler
+from reconciler._sharding.decisions import Sharding
 
 __all__ = [
     "DEFAULT_RESYNC_INTERVAL",

@@ -2,6 +2,6 @@
 
 import sys
 
-from reconciler._cli import main
+from reconciler._commands.cli import main
 
 sys.exit(main())

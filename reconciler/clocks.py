@@ -7,6 +7,6 @@ Every timer of the driver (resync grid, backoff, leases, event coalescing) reads
 
 from __future__ import annotations
 
-from reconciler._clocks import Clock, RealClock
+from reconciler._base.clocks import Clock, RealClock
 
 __all__ = ["Clock", "RealClock"]

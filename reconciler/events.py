@@ -5,6 +5,6 @@ This public module only re-exports (the implementation is private); see ``docs/r
 
 from __future__ import annotations
 
-from reconciler._events import EventRecorder
+from reconciler._reconcile.events import EventRecorder
 
 __all__ = ["EventRecorder"]

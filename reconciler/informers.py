@@ -8,12 +8,12 @@ re-exports (the implementation is private); see ``docs/driver.md``.
 
 from __future__ import annotations
 
-from reconciler._caches import PassThroughCache, ReadCache
-from reconciler._informers import Informer, InformerManager
-from reconciler._readers import InformerReader
-from reconciler._recording import RecordingClient
-from reconciler._selectors import LabelSelector
-from reconciler._stores import IndexedCache
+from reconciler._cache.informers import Informer, InformerManager
+from reconciler._cache.readers import InformerReader
+from reconciler._cache.recording import RecordingClient
+from reconciler._cache.selectors import LabelSelector
+from reconciler._cache.stores import IndexedCache
+from reconciler._client.caches import PassThroughCache, ReadCache
 
 __all__ = [
     "IndexedCache",

@@ -6,6 +6,6 @@ This public module only re-exports (the implementation is private); see ``docs/d
 
 from __future__ import annotations
 
-from reconciler._leadership import LeaderElection, LeaderElector, LeaseConfig
+from reconciler._leadership.election import LeaderElection, LeaderElector, LeaseConfig
 
 __all__ = ["LeaderElection", "LeaderElector", "LeaseConfig"]

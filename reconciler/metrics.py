@@ -7,6 +7,6 @@ figures directly. This public module only re-exports (the implementation is priv
 
 from __future__ import annotations
 
-from reconciler._metrics import HealthServer, OperatorMetrics
+from reconciler._base.metrics import HealthServer, OperatorMetrics
 
 __all__ = ["HealthServer", "OperatorMetrics"]

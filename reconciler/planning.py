@@ -12,11 +12,11 @@ implementation is private); see ``docs/reconciler.md``.
 
 from __future__ import annotations
 
-from reconciler._conditions import parent_conditions
-from reconciler._counting import ApiCall, CountingClient
-from reconciler._planning import ChildPlan, PlanAction, is_owned, plan_child
-from reconciler._readiness import DEFAULT_HEALTH_CHECKS
-from reconciler._reconciling import DEFAULT_RECREATE_KINDS
+from reconciler._client.counting import ApiCall, CountingClient
+from reconciler._reconcile.conditions import parent_conditions
+from reconciler._reconcile.planning import ChildPlan, PlanAction, is_owned, plan_child
+from reconciler._reconcile.readiness import DEFAULT_HEALTH_CHECKS
+from reconciler._reconcile.reconciling import DEFAULT_RECREATE_KINDS
 
 __all__ = [
     "DEFAULT_HEALTH_CHECKS",

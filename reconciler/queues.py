@@ -7,6 +7,6 @@ queue on its own. This public module only re-exports (the implementation is priv
 
 from __future__ import annotations
 
-from reconciler._queues import ExponentialBackoff, TokenBucket, WorkQueue
+from reconciler._workqueue.queues import ExponentialBackoff, TokenBucket, WorkQueue
 
 __all__ = ["ExponentialBackoff", "TokenBucket", "WorkQueue"]

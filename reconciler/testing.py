@@ -13,10 +13,10 @@ import threading
 import time
 import typing
 
-from reconciler import _errors
+from reconciler._base import errors as _errors
 
 if typing.TYPE_CHECKING:
-    from reconciler._runtime import OperatorRuntime
+    from reconciler._driver.runtime import OperatorRuntime
 
 __all__ = ["VirtualClock", "wait_idle", "wait_synced"]
 

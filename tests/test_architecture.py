@@ -1,14 +1,17 @@
-"""The size limits of the architecture: no module over 500 lines without a stated reason, no class
-over 300 lines, in the three packages (``objectmatcher``, ``builders``, ``reconciler`` with its
-embedded server and control plane).
+"""The shape of the architecture, as docs/architecture.md states it.
 
-A module may exceed 500 lines when its docstring says why, with the phrase "over 500 lines
-because": a split that would only scatter one concept is worse than a long module.
+- Every module of the reconciler's private packages is in the table of docs/architecture.md
+  ("Inside ``reconciler``"), under its package; the package root holds only the facade,
+  ``__main__``, the public faces and the pytest plugin.
+- Sizes are a signal, not a gate: a module over 500 lines says why in its docstring ("over 500
+  lines because"), and a class over 300 lines is listed below with its reason. A split that would
+  only scatter one concept is worse than a long module; code is never squeezed to fit.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -18,6 +21,22 @@ PACKAGES = ("objectmatcher", "builders", "reconciler")
 MAX_MODULE_LINES = 500
 MAX_CLASS_LINES = 300
 REASON = "over 500 lines because"
+LONG_CLASSES = {
+    "reconciler/_reconcile/parents.py:_ParentRun": "one reconcile of one parent, start to end: "
+    "build, finalizer, prefetch, children, prune, Events, status; its steps share the run's "
+    "state (results, errors, the parent as updated), and each step is a short method",
+    "reconciler/_driver/runtime.py:OperatorRuntime": "the one composition root: it builds every "
+    "part with what that part uses, starts and stops them in order, and answers what tests, "
+    "benchmarks and hooks ask; the parts' logic lives in their own modules",
+    "reconciler/_cache/stores.py:IndexedCache": "the indexes, the compact copies, the streamed "
+    "versions and the rules that keep deleted objects from coming back answer one question "
+    "under one lock: what the cache holds",
+}
+"""Classes over ``MAX_CLASS_LINES``, by ``path:name``, with the reason they are one class."""
+FACE = {"__init__", "__main__", "informers", "queues", "leadership", "metrics", "events",
+        "planning", "clocks", "testing", "pytest_plugin"}
+"""What may sit directly in ``reconciler/``: the facade, ``__main__``, the public faces and the
+pytest plugin (``embedded`` and ``envtest`` are packages of their own)."""
 
 
 def _modules() -> list[Path]:
@@ -42,15 +61,60 @@ def test_module_size_is_bounded_or_justified(path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", _modules(), ids=_id)
-def test_classes_are_at_most_300_lines(path: Path) -> None:
+def test_classes_over_300_lines_are_listed_with_a_reason(path: Path) -> None:
     tree = ast.parse(path.read_text())
     too_long = {
-        node.name: (node.end_lineno or node.lineno) - node.lineno + 1
+        f"{_id(path)}:{node.name}": (node.end_lineno or node.lineno) - node.lineno + 1
         for node in ast.walk(tree)
         if isinstance(node, ast.ClassDef)
         and (node.end_lineno or node.lineno) - node.lineno + 1 > MAX_CLASS_LINES
     }
-    assert not too_long, f"{_id(path)}: classes over {MAX_CLASS_LINES} lines: {too_long}"
+    unexplained = {name: lines for name, lines in too_long.items() if name not in LONG_CLASSES}
+    assert not unexplained, f"classes over {MAX_CLASS_LINES} lines with no reason: {unexplained}"
+
+
+def test_listed_long_classes_exist_and_are_long() -> None:
+    """A reason outlives its class only by mistake: every listed class is still over the limit."""
+    for name in LONG_CLASSES:
+        path, cls = name.split(":")
+        nodes = [n for n in ast.walk(ast.parse((ROOT / path).read_text()))
+                 if isinstance(n, ast.ClassDef) and n.name == cls]
+        assert nodes, f"{name} is listed but does not exist"
+        lines = (nodes[0].end_lineno or nodes[0].lineno) - nodes[0].lineno + 1
+        assert lines > MAX_CLASS_LINES, f"{name} has {lines} lines: drop it from LONG_CLASSES"
+
+
+def _documented_modules() -> set[str]:
+    """``package.module`` of every module in docs/architecture.md's package table."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    section = text.split("### Inside `reconciler`", 1)[1].split("\n## ", 1)[0]
+    found: set[str] = set()
+    for row in section.splitlines():
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        if len(cells) != 3 or not re.fullmatch(r"`_[a-z]+`", cells[0]):
+            continue
+        package = cells[0].strip("`")
+        # a module is named in backticks at the start of the cell or after "), "
+        for name in re.findall(r"(?:^|\), )`([a-z_]+)`", cells[2]):
+            found.add(f"{package}.{name}")
+    return found
+
+
+def _private_modules() -> set[str]:
+    return {f"{path.parent.name}.{path.stem}"
+            for path in (ROOT / "reconciler").glob("_*/*.py") if path.stem != "__init__"}
+
+
+def test_every_private_module_is_in_the_architecture_table() -> None:
+    missing = _private_modules() - _documented_modules()
+    assert not missing, f"modules missing from docs/architecture.md's package table: {missing}"
+    stale = _documented_modules() - _private_modules()
+    assert not stale, f"docs/architecture.md names modules that do not exist: {stale}"
+
+
+def test_the_package_root_holds_only_the_public_face() -> None:
+    root = {path.stem for path in (ROOT / "reconciler").glob("*.py")}
+    assert root <= FACE, f"modules in reconciler/ that belong in a package: {root - FACE}"
 
 
 def test_the_walk_sees_every_package() -> None:

@@ -1,5 +1,5 @@
 """Kubeconfig problems give one line naming the path or URL and exit 2 in every subcommand that
-connects (``optk run``, ``optk plan``), never a traceback (reconciler._connect)."""
+connects (``optk run``, ``optk plan``), never a traceback (reconciler._client.connect)."""
 
 from __future__ import annotations
 

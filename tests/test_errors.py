@@ -36,13 +36,13 @@ from reconciler import (
     ServerError,
     TooManyRequestsError,
 )
-from reconciler._errors import api_error_from_status
-from reconciler._fencing import WriteFence
-from reconciler._manifests import load_samples
-from reconciler._resyncs import parse_duration
-from reconciler._running import load_operator_file
-from reconciler._selectors import LabelSelector
-from reconciler._sharding import Sharding
+from reconciler._base.errors import api_error_from_status
+from reconciler._cache.selectors import LabelSelector
+from reconciler._commands.manifests import load_samples
+from reconciler._driver.process import load_operator_file
+from reconciler._driver.resyncs import parse_duration
+from reconciler._leadership.fencing import WriteFence
+from reconciler._sharding.decisions import Sharding
 from reconciler.embedded import EmbeddedServerError
 from reconciler.testing import VirtualClock
 from tests.conftest import FIXTURES
@@ -92,7 +92,7 @@ def test_pure_packages_define_their_errors_in_one_tree_in_errors_module(
 
 def test_reconciler_defines_its_errors_in_one_tree_drawn_in_errors_module() -> None:
     """The reconciler's own errors (its subpackages ``embedded`` and ``envtest`` have their own
-    roots) are defined in ``reconciler._errors``, under ``ReconcilerError``, each named in the
+    roots) are defined in ``reconciler._base.errors``, under ``ReconcilerError``, each named in the
     tree its docstring draws; misuse is also the matching builtin."""
     own = {
         cls: module for cls, module in _exceptions_defined_in(reconciler).items()
@@ -100,12 +100,12 @@ def test_reconciler_defines_its_errors_in_one_tree_drawn_in_errors_module() -> N
     }
     assert ReconcilerError in own
     elsewhere = {
-        cls.__name__: module for cls, module in own.items() if module != "reconciler._errors"
+        cls.__name__: module for cls, module in own.items() if module != "reconciler._base.errors"
     }
-    assert not elsewhere, f"errors outside reconciler._errors: {elsewhere}"
+    assert not elsewhere, f"errors outside reconciler._base.errors: {elsewhere}"
     strays = [cls.__name__ for cls in own if not issubclass(cls, ReconcilerError)]
     assert not strays, f"errors without the ReconcilerError root: {strays}"
-    doc = importlib.import_module("reconciler._errors").__doc__ or ""
+    doc = importlib.import_module("reconciler._base.errors").__doc__ or ""
     assert [cls.__name__ for cls in own if cls.__name__ not in doc] == []
     public = {
         name for name in reconciler.__all__

@@ -1,4 +1,4 @@
-"""reconciler._times: Kubernetes Time and MicroTime, formatted and parsed in one place.
+"""reconciler._base.times: Kubernetes Time and MicroTime, formatted and parsed in one place.
 
 Expected strings are those of the real-apiserver recordings (``creationTimestamp`` is a ``Time``)
 and of the Kubernetes API conventions (Lease ``renewTime`` is a ``MicroTime``).
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reconciler._times import (
+from reconciler._base.times import (
     format_micro_time,
     format_time,
     now_micro_time,

@@ -1,7 +1,7 @@
 """``optk apiserver``: run the embedded API server in the foreground until SIGINT or SIGTERM.
 
-The argument parsing lives in ``reconciler._cli``; this module starts the server, writes the
-kubeconfig, prints where it is and waits for a signal, then stops cleanly. An existing
+The argument parsing lives in ``reconciler._commands.cli``; this module starts the server, writes
+the kubeconfig, prints where it is and waits for a signal, then stops cleanly. An existing
 ``--kubeconfig`` file is added to (one cluster, user and context named
 ``optk-embedded-<port>``, made the current context as ``kind`` does) and restored at shutdown;
 a file that is not a kubeconfig is refused with one line and exit code 2.

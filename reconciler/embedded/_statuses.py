@@ -3,8 +3,8 @@
 Every refusal of the embedded server is an ``ApiStatusError`` raised somewhere below the HTTP
 layer; ``_server`` turns it into the response. The message shapes, reasons and ``details`` follow
 the recordings (``errors.json``, ``conflict.json``, ``watch-410-gone.json``, ``patch-types.json``)
-so that clients parsing them (the official client, kubectl, ``reconciler._errors``) see what a real
-cluster would send. This module knows nothing about HTTP or storage.
+so that clients parsing them (the official client, kubectl, ``reconciler._base.errors``) see what a
+real cluster would send. This module knows nothing about HTTP or storage.
 """
 
 from __future__ import annotations

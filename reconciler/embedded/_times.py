@@ -6,8 +6,9 @@ It parses what clients wrote leniently (any RFC 3339 date-time; a missing zone m
 answers ``None`` for anything else.
 
 The boundary: pure conversions plus the wall-clock read of :func:`now_timestamp`. The reconciler
-has its own ``reconciler._times`` (with an injected clock); the embedded server may not import it
-(it is independent of the rest of ``reconciler`` by an import-linter contract), hence this module.
+has its own ``reconciler._base.times`` (with an injected clock); the embedded server may not import
+it (it is independent of the rest of ``reconciler`` by an import-linter contract), hence this
+module.
 """
 
 from __future__ import annotations

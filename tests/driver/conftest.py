@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from reconciler import AlreadyExistsError, KubernetesClient, NotFoundError
-from reconciler._operators import Operator
-from reconciler._runtime import OperatorRuntime
+from reconciler._driver.operators import Operator
+from reconciler._driver.runtime import OperatorRuntime
 from reconciler.testing import wait_synced
 from tests.driver.sample_operator import API_VERSION, THING_CRD, build
 

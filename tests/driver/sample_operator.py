@@ -12,7 +12,7 @@ from typing import Any
 
 from builders import ResourceBuilder, child_name, resource_builder
 from builders.objects import config_map
-from reconciler._operators import Operator
+from reconciler._driver.operators import Operator
 
 GROUP = "drivertest.optk.dev"
 API_VERSION = f"{GROUP}/v1"

@@ -11,7 +11,7 @@ from typing import Any
 
 from builders import ResourceBuilder
 from reconciler import KubernetesClient
-from reconciler._runtime import OperatorRuntime
+from reconciler._driver.runtime import OperatorRuntime
 from reconciler.testing import wait_idle
 from tests.driver.conftest import child_data, make_operator, running, thing, wait_until
 from tests.driver.sample_operator import build as base

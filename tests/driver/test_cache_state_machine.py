@@ -26,7 +26,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from reconciler._stores import IndexedCache
+from reconciler._cache.stores import IndexedCache
 
 NAMES = ("a", "b", "c")
 

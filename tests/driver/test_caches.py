@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from builders import ObjectRef
 from builders.names import owner_uids
-from reconciler._selectors import LabelSelector
-from reconciler._stores import IndexedCache
+from reconciler._cache.selectors import LabelSelector
+from reconciler._cache.stores import IndexedCache
 
 
 def _key(obj: dict) -> tuple[str, str]:

@@ -18,9 +18,9 @@ import pytest
 from builders import ResourceBuilder, child_name, resource_builder
 from builders.objects import config_map
 from reconciler import AlreadyExistsError, KubernetesClient, NotFoundError
-from reconciler._finalizing import CLEANUP_FINALIZER
-from reconciler._operators import Operator
-from reconciler._parents import ParentReconciler
+from reconciler._driver.operators import Operator
+from reconciler._reconcile.finalizing import CLEANUP_FINALIZER
+from reconciler._reconcile.parents import ParentReconciler
 from reconciler.testing import wait_idle
 from tests.driver.conftest import running, wait_until
 from tests.driver.sample_operator import THING_CRD

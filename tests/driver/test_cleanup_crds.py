@@ -14,9 +14,9 @@ import pytest
 
 from builders import resource_builder
 from reconciler import KubernetesClient, NotFoundError, ServerError
-from reconciler._finalizing import ALLOW_DATA_LOSS_ANNOTATION
-from reconciler._parents import ParentReconciler
-from reconciler._reconciling import Action
+from reconciler._reconcile.finalizing import ALLOW_DATA_LOSS_ANNOTATION
+from reconciler._reconcile.parents import ParentReconciler
+from reconciler._reconcile.reconciling import Action
 from tests.driver.conftest import wait_until
 from tests.driver.sample_operator import THING_CRD
 from tests.driver.test_cleanup import API_VERSION, KIND, _exists, kube

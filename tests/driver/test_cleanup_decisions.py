@@ -1,4 +1,4 @@
-"""The cleanup finalizer's decisions (``reconciler._finalizing``), as pure functions."""
+"""The cleanup finalizer's decisions (``reconciler._reconcile.finalizing``), as pure functions."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from builders import ObjectRef
-from reconciler._finalizing import (
+from reconciler._reconcile.finalizing import (
     ALLOW_DATA_LOSS_ANNOTATION,
     CLEANUP_FINALIZER,
     CLEANUP_KINDS_ANNOTATION,

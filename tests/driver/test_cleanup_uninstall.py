@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from reconciler import KubernetesClient
-from reconciler._cli import main
-from reconciler._finalizing import CLEANUP_FINALIZER
-from reconciler._operators import Operator
+from reconciler._commands.cli import main
+from reconciler._driver.operators import Operator
+from reconciler._reconcile.finalizing import CLEANUP_FINALIZER
 from tests.driver.conftest import running, wait_until
 from tests.driver.test_cleanup import (
     API_VERSION,

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from reconciler._clocks import Clock, RealClock
+from reconciler._base.clocks import Clock, RealClock
 from reconciler.testing import VirtualClock
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from reconciler._times import format_time as rfc3339
-from reconciler._triggers import (
+from reconciler._base.times import format_time as rfc3339
+from reconciler._driver.triggers import (
     REQUESTED_AT_ANNOTATION,
     child_event_triggers,
     parent_event_triggers,

@@ -17,11 +17,11 @@ import pytest
 
 from builders import ResourceBuilder
 from reconciler import KubernetesClient
-from reconciler._errors import LeadershipLostError, ReconcilerError
-from reconciler._fencing import WriteFence
-from reconciler._leadership import LeaderElection
-from reconciler._operators import Operator
-from reconciler._runtime import OperatorRuntime
+from reconciler._base.errors import LeadershipLostError, ReconcilerError
+from reconciler._driver.operators import Operator
+from reconciler._driver.runtime import OperatorRuntime
+from reconciler._leadership.election import LeaderElection
+from reconciler._leadership.fencing import WriteFence
 from reconciler.embedded import Faults
 from reconciler.testing import VirtualClock, wait_synced
 from tests.driver.conftest import child_data, thing, wait_until

@@ -1,11 +1,11 @@
-"""The process's collector policy (``reconciler._heap.HeapSettler``): it freezes the heap once at
-start and once after the cold start is reconciled, never again. ``freeze`` is injected, so the
-test process's own collector is left alone."""
+"""The process's collector policy (``reconciler._driver.heap.HeapSettler``): it freezes the heap
+once at start and once after the cold start is reconciled, never again. ``freeze`` is injected, so
+the test process's own collector is left alone."""
 
 from __future__ import annotations
 
 from reconciler import KubernetesClient
-from reconciler._heap import HeapSettler
+from reconciler._driver.heap import HeapSettler
 from tests.driver.conftest import child_data, make_operator, running, thing, wait_until
 
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from reconciler import KubernetesClient
-from reconciler._informers import GONE_PAUSE_CAP, Informer, InformerManager
-from reconciler._recording import RecordingClient
-from reconciler._stores import compact
+from reconciler._cache.informers import GONE_PAUSE_CAP, Informer, InformerManager
+from reconciler._cache.recording import RecordingClient
+from reconciler._cache.stores import compact
 from reconciler.embedded import EmbeddedApiServer, Faults
 from tests.driver.conftest import wait_until
 
@@ -224,7 +224,7 @@ def test_a_relist_reports_a_foreign_change_hidden_in_an_own_write_through() -> N
         )
         changes: list[tuple[str | None, str | None, bool]] = []
 
-        def route(event: str, old: Any, new: Any) -> None:  # as reconciler._routing does
+        def route(event: str, old: Any, new: Any) -> None:  # as reconciler._driver.routing does
             if recording.is_own_echo(event, new) and not informer.relisting:
                 return
             if new["metadata"]["name"] == "x":

@@ -1,6 +1,6 @@
-"""The one Lease writer (``reconciler._leases``) of leader election and the resync heartbeat:
-absence reads as ``None``, a hold creates or renews or takes over (with ``acquireTime`` and
-``leaseTransitions``), a write over a stale version is refused with 409 instead of overwriting,
+"""The one Lease writer (``reconciler._leadership.leases``) of leader election and the resync
+heartbeat: absence reads as ``None``, a hold creates or renews or takes over (with ``acquireTime``
+and ``leaseTransitions``), a write over a stale version is refused with 409 instead of overwriting,
 and only the holder releases."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from reconciler import ConflictError, KubernetesClient
-from reconciler._leases import LeaseWriter, holder_record
-from reconciler._times import format_micro_time, parse_time
+from reconciler._base.times import format_micro_time, parse_time
+from reconciler._leadership.leases import LeaseWriter, holder_record
 
 T0 = 1_700_000_000.25
 

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from reconciler import KubernetesClient
-from reconciler._clients import ListOptions
-from reconciler._informers import Informer
-from reconciler._recording import RecordingClient
+from reconciler._cache.informers import Informer
+from reconciler._cache.recording import RecordingClient
+from reconciler._client.protocol import ListOptions
 
 
 def _cm(ns: str, name: str, parity: str) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """The operator says what it does: one INFO line per reconcile that changed something, one line
-per failure, nothing at INFO when nothing changed (reconciler._changelog, the worker's log)."""
+per failure, nothing at INFO when nothing changed (reconciler._reconcile.changelog, the worker's
+log)."""
 
 from __future__ import annotations
 

@@ -7,8 +7,8 @@ import urllib.request
 
 import pytest
 
-from reconciler._metrics import HealthServer, OperatorMetrics
-from reconciler._queues import WorkQueue
+from reconciler._base.metrics import HealthServer, OperatorMetrics
+from reconciler._workqueue.queues import WorkQueue
 from reconciler.testing import VirtualClock
 
 

@@ -1,6 +1,6 @@
 """A builder that edits its parent in place reaches nothing but its own copy.
 
-Informer caches share equal parts between cached objects (``reconciler._stores.compact``): two
+Informer caches share equal parts between cached objects (``reconciler._cache.stores.compact``): two
 parents with the same labels hold one labels dict. Builders are meant to be pure, but
 ``parent["metadata"]["labels"].setdefault(...)`` is an easy slip in Python; the reconciler hands
 builders a private copy of the cached parent (``builders.objects.copy_object``), so such a

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from reconciler import KubernetesClient
-from reconciler._resync_loop import HeartbeatStore
-from reconciler._resyncs import DEFAULT_RESYNC_INTERVAL, Heartbeat, ResyncPolicy
-from reconciler._runtime import OperatorRuntime
+from reconciler._driver.resync_loop import HeartbeatStore
+from reconciler._driver.resyncs import DEFAULT_RESYNC_INTERVAL, Heartbeat, ResyncPolicy
+from reconciler._driver.runtime import OperatorRuntime
 from reconciler.embedded import EmbeddedApiServer, Faults
 from reconciler.testing import VirtualClock, wait_idle
 from tests.driver.conftest import child_data, make_operator, running, thing, wait_until

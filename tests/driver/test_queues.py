@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from reconciler._queues import (
+from reconciler._workqueue.queues import (
     ExponentialBackoff,
     MaxOfRateLimiters,
     TokenBucket,

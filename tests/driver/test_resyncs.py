@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reconciler._resyncs import (
+from reconciler._base.times import format_time as rfc3339
+from reconciler._driver.resyncs import (
     DEFAULT_RESYNC_INTERVAL,
     RESYNC_ANNOTATION,
     Heartbeat,
@@ -19,7 +20,6 @@ from reconciler._resyncs import (
     last_reconcile_time,
     parse_duration,
 )
-from reconciler._times import format_time as rfc3339
 
 HOUR = 3600.0
 

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from reconciler import KubernetesClient
-from reconciler._leadership import LeaderElection, LeaderElector
-from reconciler._operators import Operator
-from reconciler._resyncs import ResyncPolicy
-from reconciler._running import load_operator
+from reconciler._driver.operators import Operator
+from reconciler._driver.process import load_operator
+from reconciler._driver.resyncs import ResyncPolicy
+from reconciler._leadership.election import LeaderElection, LeaderElector
 from reconciler.testing import VirtualClock, wait_idle, wait_synced
 from tests.driver.conftest import child_data, make_operator, running, thing, wait_until
 from tests.driver.sample_operator import build as base

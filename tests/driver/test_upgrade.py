@@ -1,5 +1,5 @@
 """A new operator version reaches existing parents at a restart; the same version does not
-reconcile anything (reconciler._upgrades, the fingerprint in the heartbeat Lease)."""
+reconcile anything (reconciler._driver.upgrades, the fingerprint in the heartbeat Lease)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from types import ModuleType
 import pytest
 
 from reconciler import KubernetesClient
-from reconciler._upgrades import operator_fingerprint
+from reconciler._driver.upgrades import operator_fingerprint
 from reconciler.testing import wait_idle
 from tests.driver.conftest import child_data, make_operator, running, thing, wait_until
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from reconciler import KubernetesClient
-from reconciler._install import install_object
+from reconciler._reconcile.install import install_object
 from tests.driver.conftest import make_operator, running
 
 

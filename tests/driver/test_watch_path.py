@@ -12,8 +12,8 @@ import pytest
 
 from builders import DesiredState
 from reconciler import KubernetesClient, NotFoundError
-from reconciler._informers import Informer
-from reconciler._runtime import OperatorRuntime
+from reconciler._cache.informers import Informer
+from reconciler._driver.runtime import OperatorRuntime
 from reconciler.embedded import Faults
 from reconciler.testing import wait_idle
 from tests.driver.conftest import child_data, make_operator, running, thing, wait_until

@@ -16,7 +16,7 @@ import pytest
 
 from examples.thanos.operator import operator as thanos_operator
 from reconciler import LeaderElection
-from reconciler._incluster import (
+from reconciler._client.incluster import (
     InClusterConfig,
     InClusterConfigError,
     TokenFile,

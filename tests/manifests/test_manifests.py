@@ -13,9 +13,9 @@ import yaml
 
 from examples.thanos.operator import ServiceMonitorSwitch, make_operator
 from reconciler import Operator, watches
-from reconciler._cli import main
-from reconciler._manifests import ManifestOptions, manifests, manifests_command
-from reconciler._rbac import (
+from reconciler._commands.cli import main
+from reconciler._commands.manifests import ManifestOptions, manifests, manifests_command
+from reconciler._commands.rbac import (
     RbacDerivationError,
     derive_rules,
     operator_facts,
@@ -180,7 +180,7 @@ def test_the_stream_validates_against_the_kubernetes_schemas(version: str) -> No
 def test_the_example_without_samples_still_derives_from_its_crd_schema() -> None:
     facts = operator_facts(make_operator(ServiceMonitorSwitch()))
     options = ManifestOptions(target=TARGET, namespace="ops", image="img:1")
-    from reconciler._manifests import generated_parents
+    from reconciler._commands.manifests import generated_parents
 
     generated = generated_parents(facts.parent_crd, count=25)
     assert generated

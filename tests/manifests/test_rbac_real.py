@@ -26,9 +26,10 @@ import yaml
 from examples.thanos.crds import API_VERSION, KIND, SERVICE_MONITOR_CRD
 from examples.thanos.operator import ServiceMonitorSwitch, make_operator, samples
 from reconciler import AlreadyExistsError, ForbiddenError, KubernetesClient, NotFoundError
-from reconciler._incluster import InClusterConfig, deployed_operator, incluster_api_client
-from reconciler._manifests import ManifestOptions, manifests
-from reconciler._rbac import operator_facts
+from reconciler._client.incluster import InClusterConfig, incluster_api_client
+from reconciler._commands.manifests import ManifestOptions, manifests
+from reconciler._commands.rbac import operator_facts
+from reconciler._driver.deployed import deployed_operator
 from reconciler.envtest import ControlPlane
 
 pytestmark = pytest.mark.timeout(600)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from builders import DesiredState, ResourceBuilder
-from reconciler._operators import Operator
+from reconciler._driver.operators import Operator
 
 
 def build(parent: Any) -> list[ResourceBuilder]:

@@ -1,7 +1,8 @@
-"""The build memo (``reconciler._memo.BuildMemo``, ``ParentReconciler(reuse_builds=True)``): a
-reconcile of a parent unchanged since its last one reuses its build instead of calling the
-builders; any change to the parent, a failed builder, a state with hooks or ``forget_builds``
-calls them again; a drifted child is repaired from the kept build, which nothing changes.
+"""The build memo (``reconciler._reconcile.memo.BuildMemo``,
+``ParentReconciler(reuse_builds=True)``): a reconcile of a parent unchanged since its last one
+reuses its build instead of calling the builders; any change to the parent, a failed builder, a
+state with hooks or ``forget_builds`` calls them again; a drifted child is repaired from the kept
+build, which nothing changes.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import Any
 
 from builders import DesiredState, ResourceBuilder
 from reconciler import Action, KubernetesClient, ParentReconciler
-from reconciler._memo import digest_of
+from reconciler._reconcile.memo import digest_of
 from tests.reconciler.test_parents import cm, fresh, parent, parent_kind
 
 __all__ = ["parent", "parent_kind"]  # fixtures shared with test_parents

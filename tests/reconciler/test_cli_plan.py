@@ -9,8 +9,8 @@ from typing import Any
 import yaml
 
 from reconciler import KubernetesClient, ParentReconciler
-from reconciler._cli import build_parser
-from reconciler._plans import plan_command
+from reconciler._commands.cli import build_parser
+from reconciler._commands.plans import plan_command
 from tests.reconciler import plan_operator
 from tests.reconciler.test_plans import API, stack, stack_kind
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from reconciler._operators import Operator
-from reconciler._running import load_operator, load_operator_file
+from reconciler._driver.operators import Operator
+from reconciler._driver.process import load_operator, load_operator_file
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from builders import ObjectRef
-from reconciler._conditions import (
+from reconciler._base.times import format_time as rfc3339
+from reconciler._reconcile.conditions import (
     ChildError,
     merge_conditions,
     parent_conditions,
@@ -13,8 +14,7 @@ from reconciler._conditions import (
     pending_children,
     status_patch,
 )
-from reconciler._reconciling import Action, ReconcileResult
-from reconciler._times import format_time as rfc3339
+from reconciler._reconcile.reconciling import Action, ReconcileResult
 
 NOW = 1_800_000_000.0
 

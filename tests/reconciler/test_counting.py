@@ -13,7 +13,7 @@ import pytest
 
 from builders import ObjectRef
 from reconciler import KubernetesClient
-from reconciler._counting import (
+from reconciler._client.counting import (
     CountingClient,
     counting,
     counting_reader,

@@ -25,7 +25,7 @@ from builders import (
     resource_builder,
 )
 from builders.names import INSTANCE_LABEL, MANAGED_BY_LABEL, OWNER_UID_LABEL
-from reconciler._declared import declared_children, unknown_scope
+from reconciler._reconcile.declared import declared_children, unknown_scope
 
 OPERATOR = "declared-test"
 

@@ -10,8 +10,8 @@ import pytest
 
 from builders import DesiredState, ResourceBuilder
 from reconciler import KubernetesClient, ParentReconciler
-from reconciler._events import EventRecorder
-from reconciler._times import parse_time
+from reconciler._base.times import parse_time
+from reconciler._reconcile.events import EventRecorder
 from reconciler.testing import VirtualClock
 
 PRESENT = DesiredState.PRESENT

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from reconciler._assigner import MetadataView
-from reconciler._clients import ClusterClient, ForwardingClient, ListOptions
-from reconciler._counting import CountingClient
-from reconciler._fencing import FencingClient
-from reconciler._recording import RecordingClient
+from reconciler._cache.recording import RecordingClient
+from reconciler._client.counting import CountingClient
+from reconciler._client.protocol import ClusterClient, ForwardingClient, ListOptions
+from reconciler._leadership.fencing import FencingClient
+from reconciler._sharding.assigner import MetadataView
 
 _PROTOCOL = sorted(
     name for name, member in vars(ClusterClient).items()

@@ -1,4 +1,4 @@
-"""``reconciler._json.loads``: the same result whichever decoder runs (orjson or json)."""
+"""``reconciler._base.decoding.loads``: the same result whichever decoder runs (orjson or json)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from reconciler import _json
+from reconciler._base import decoding as _json
 
 OBJECT = {"apiVersion": "v1", "kind": "ConfigMap",
           "metadata": {"name": "a", "namespace": "n", "labels": {"k": "v"},

@@ -1,8 +1,9 @@
 """The bounded caches of the parent reconcile drop the least recently *used* entry, not the
-oldest: a hit keeps an entry in (``reconciler._memo``: ``RecentKeys``, ``BuildMemo``,
+oldest: a hit keeps an entry in (``reconciler._reconcile.memo``: ``RecentKeys``, ``BuildMemo``,
 ``ChildMemo``). Each test fails on first-in-first-out eviction, which a squeeze of
-``reconciler/_parents.py`` under its 500 lines once put in place of the LRU for the set of parents
-in terminating namespaces (commit 592ed43: ``move_to_end`` and the reader's lock dropped)."""
+``reconciler/_reconcile/parents.py`` under its 500 lines once put in place of the LRU for the set
+of parents in terminating namespaces (commit 592ed43: ``move_to_end`` and the reader's lock
+dropped)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ from typing import Any
 
 from builders import DesiredState, ObjectRef
 from reconciler import Action, KubernetesClient, ParentReconciler
-from reconciler._memo import BuildMemo, ChildMemo, RecentKeys
-from reconciler._parents import _TERMINATING_KEPT
-from reconciler._reconciling import ReconcileResult
+from reconciler._reconcile.memo import BuildMemo, ChildMemo, RecentKeys
+from reconciler._reconcile.parents import _TERMINATING_KEPT
+from reconciler._reconcile.reconciling import ReconcileResult
 
 
 def test_recent_keys_drop_the_least_recently_used() -> None:

@@ -1,5 +1,6 @@
-"""The resync memo (``reconciler._memo``) in ``ParentReconciler``: an unchanged child is answered
-from the memo, and any change to the built child or to the live child takes the full path again.
+"""The resync memo (``reconciler._reconcile.memo``) in ``ParentReconciler``: an unchanged child is
+answered from the memo, and any change to the built child or to the live child takes the full path
+again.
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ import pytest
 
 from builders import DesiredState, ResourceBuilder
 from reconciler import AlreadyExistsError, KubernetesClient, NotFoundError, ParentReconciler
-from reconciler._errors import ForbiddenError, NamespaceTerminatingError, api_error_from_status
-from reconciler._operators import Operator
+from reconciler._base.errors import ForbiddenError, NamespaceTerminatingError, api_error_from_status
+from reconciler._driver.operators import Operator
 from reconciler.testing import wait_idle, wait_synced
 from tests.driver.sample_operator import THING_CRD, build
 

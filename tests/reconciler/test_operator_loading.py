@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler._resyncs import ResyncPolicy
-from reconciler._running import load_operator
+from reconciler._driver.process import load_operator
+from reconciler._driver.resyncs import ResyncPolicy
 
 
 def test_a_missing_attribute_is_named_with_the_operators_the_module_has() -> None:

@@ -23,7 +23,7 @@ from objectmatcher import (
     get_last_applied,
     set_last_applied,
 )
-from reconciler._planning import (
+from reconciler._reconcile.planning import (
     ChildPlan,
     PlanAction,
     create_body,

@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from reconciler import KubernetesClient, NotFoundError, ParentReconciler
-from reconciler._cli import main
-from reconciler._plans import format_plan, plan_command, plan_parents
+from reconciler._commands.cli import main
+from reconciler._commands.plans import format_plan, plan_command, plan_parents
 from tests.reconciler import plan_operator
 from tests.reconciler.conftest import install_crd
 

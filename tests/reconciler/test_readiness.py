@@ -7,12 +7,12 @@ from typing import Any
 import pytest
 
 from builders import ObjectRef
-from reconciler._readiness import (
+from reconciler._reconcile.readiness import (
     Readiness,
     child_health,
     readiness_status_patch,
 )
-from reconciler._reconciling import Action, ReconcileResult
+from reconciler._reconcile.reconciling import Action, ReconcileResult
 
 
 def _deployment(replicas: int, available: int, generation: int = 1,

@@ -24,7 +24,7 @@ from reconciler import (
     NotFoundError,
     ResourceReconciler,
 )
-from reconciler._clients import ForwardingClient
+from reconciler._client.protocol import ForwardingClient
 from tests.reconciler.conftest import Requests, wait_for
 
 MakeCM = Callable[..., dict[str, Any]]
@@ -504,7 +504,7 @@ def test_dry_run_reports_recreate_and_delete_without_writing(
 def test_plan_without_executing_reads_and_writes_nothing(
     rr: ResourceReconciler, configmap: MakeCM, requests: Callable[[], Requests]
 ) -> None:
-    from reconciler._planning import PlanAction
+    from reconciler._reconcile.planning import PlanAction
 
     assert rr.plan(configmap("planned-cm", a="1"), PRESENT).action is PlanAction.CREATE
     rr.reconcile_resource(configmap("planned-cm", a="1"), PRESENT)

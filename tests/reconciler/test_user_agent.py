@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from reconciler import KubernetesClient
-from reconciler._kubernetes import toolkit_version, user_agent
-from reconciler._operators import Operator
+from reconciler._client.kubernetes import toolkit_version, user_agent
+from reconciler._driver.operators import Operator
 
 
 def _configmap(name: str, namespace: str) -> dict[str, Any]:

@@ -114,7 +114,7 @@ def test_operator_state_machine(server: EmbeddedApiServer, client: KubernetesCli
                 time.sleep(0.5)
 
         # At most RESTARTS of each kind per example, in CI too: drift around a restart is
-        # repaired since the start-up drift look (reconciler/_standby.py) and the informers'
+        # repaired since the start-up drift look (reconciler/_driver/standby.py) and the informers'
         # relist fixes (docs/reliability.md, "Findings").
         @precondition(lambda self: self.restarts < RESTARTS)
         @rule()

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from reconciler import AlreadyExistsError, KubernetesClient, NotFoundError
-from reconciler._sharding import SHARD_LABEL
+from reconciler._sharding.decisions import SHARD_LABEL
 from tests.sharding.sample import API_VERSION, ITEM_CRD
 
 

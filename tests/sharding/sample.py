@@ -29,7 +29,7 @@ import kubernetes.config
 from builders import ResourceBuilder, child_name, resource_builder
 from builders.objects import config_map
 from reconciler import KubernetesClient, LeaderElection, Operator, ResyncPolicy, Sharding
-from reconciler._runtime import OperatorRuntime
+from reconciler._driver.runtime import OperatorRuntime
 
 GROUP = "shardtest.optk.dev"
 API_VERSION = f"{GROUP}/v1"

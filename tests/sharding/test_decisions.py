@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from builders.names import MANAGED_BY_LABEL, OWNER_UID_LABEL
 from reconciler import Sharding
-from reconciler._sharding import (
+from reconciler._sharding.decisions import (
     DRAIN_LABEL,
     SHARD_LABEL,
     Decision,

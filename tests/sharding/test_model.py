@@ -1,7 +1,7 @@
 """A Hypothesis state machine over joins, leaves, crashes, partitions and parent creations.
 
-A pure model of the protocol, driven by the real decisions of ``reconciler._sharding``: shard
-Leases renewed (or not) in model time, the assigner deciding per parent with membership judged
+A pure model of the protocol, driven by the real decisions of ``reconciler._sharding.decisions``:
+shard Leases renewed (or not) in model time, the assigner deciding per parent with membership judged
 by its own clock, owners starting and finishing reconciles, and acknowledging drains only when
 no reconcile of the parent is in flight. At every step no parent may have two replicas able to
 write it; at the end, once the survivors have renewed and the assigner has run to a fixpoint,
@@ -23,7 +23,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from reconciler._sharding import (
+from reconciler._sharding.decisions import (
     DRAIN_LABEL,
     SHARD_LABEL,
     Decision,

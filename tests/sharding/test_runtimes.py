@@ -16,8 +16,8 @@ import pytest
 
 from builders.names import MANAGED_BY_LABEL, OWNER_UID_LABEL
 from reconciler import KubernetesClient
-from reconciler._runtime import OperatorRuntime
-from reconciler._sharding import SHARD_LABEL, shard_of
+from reconciler._driver.runtime import OperatorRuntime
+from reconciler._sharding.decisions import SHARD_LABEL, shard_of
 from reconciler.embedded import Faults
 from tests.sharding.conftest import child_value, converged, item, owners, wait_until
 from tests.sharding.sample import API_VERSION, USER_AGENT_PREFIX, make_operator, replica_client

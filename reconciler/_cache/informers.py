@@ -1,0 +1,529 @@
+"""Informers: per-type list+watch caches the driver reacts to and the reconcile reads from.
+
+An ``Informer`` lists one resource type (page by page), then watches from the list's
+``resourceVersion`` with bookmarks; when a stream ends it resumes from the last version seen; on
+410 Gone it relists and turns the difference between its cache and the new list into events, so no
+change is lost; other failures reconnect after a jittered backoff; a stream silent for longer than
+the inactivity timeout is treated as dead (the client's read timeout, when it offers one, and the
+server-side ``timeoutSeconds`` bound every stream). Its store is an ``IndexedCache``
+(``reconciler._cache.stores``).
+
+The backoff measures consecutive failures, not the informer's whole life: as client-go's reflector,
+it starts over once a list succeeds or a watch delivers anything (an event, a bookmark) or ends
+normally. A 410 right after a relist (the server keeps expiring every watch) pauses on a separate
+backoff capped at ``GONE_PAUSE_CAP`` seconds, so the informer neither spins nor stays away long
+once the server recovers: the relist that sees what changed meanwhile comes within that cap.
+
+The module is over 500 lines because an informer and the manager that shares informers between
+parents are one lifecycle (started on a parent's first use, the late first sync after refused
+lists, stopped when no parent needs the type), and the manager drives the informer's private
+hooks; split, each half would only make sense beside the other.
+
+``InformerManager`` starts informers at run time, the first time a parent's builders produce a
+type (so a CRD installed later is watched as soon as it is used), shares one informer per type
+among all parents (deduplicated under concurrency), scopes them by the ``managed-by`` label, and
+stops an informer when no parent needs its type any more. The reconcile reads these caches
+through ``reconciler._cache.readers.InformerReader``; the toolkit's own writes reach them through
+``reconciler._cache.recording.RecordingClient``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from typing import Any
+
+import attrs
+
+from reconciler._base.clocks import Clock, RealClock
+from reconciler._base.errors import ApiError, GoneError, NotFoundError, ReconcilerError
+from reconciler._cache.selectors import LabelSelector
+from reconciler._cache.stores import IndexedCache
+from reconciler._cache.stores import resource_version as _rv
+from reconciler._client.protocol import ClusterClient, KubeObject, ListOptions, WatchEvent
+from reconciler._workqueue.queues import ExponentialBackoff
+
+__all__ = [
+    "GONE_PAUSE_CAP",
+    "EventHandler",
+    "Informer",
+    "InformerManager",
+    "InformerStats",
+    "TypeEventHandler",
+    "TypeKey",
+]
+
+TypeKey = tuple[str, str]
+"""``(apiVersion, kind)`` of a resource type."""
+
+EventHandler = Callable[[str, "dict[str, Any] | None", "dict[str, Any]"], None]
+"""Called as ``handler(event_type, old, new)`` for ADDED, MODIFIED and DELETED (``new`` is the
+last known state of a deleted object)."""
+
+_log = logging.getLogger("optk.informers")
+
+GONE_PAUSE_CAP = 2.0
+"""The longest pause (seconds, before jitter) between relists while every watch gets 410 Gone."""
+
+
+@attrs.define
+class InformerStats:
+    """Counters of what an informer did (for tests, logs and benchmarks)."""
+
+    lists: int = 0
+    watches: int = 0
+    relists_after_gone: int = 0
+    reconnects: int = 0
+    events: int = 0
+
+
+class Informer:
+    """List and watch one resource type into an ``IndexedCache``, calling handlers on changes."""
+
+    def __init__(
+        self,
+        client: ClusterClient,
+        api_version: str,
+        kind: str,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        clock: Clock | None = None,
+        watch_timeout: int = 300,
+        inactivity_timeout: float = 360.0,
+        page_size: int = 500,
+        backoff: ExponentialBackoff | None = None,
+        initial_events: bool = True,
+    ) -> None:
+        self.client = client
+        self.initial_events = initial_events
+        self.api_version = api_version
+        self.kind = kind
+        self.namespace = namespace
+        self.label_selector = label_selector
+        self.field_selector = field_selector
+        self._selector = LabelSelector.parse(label_selector)
+        self.cache = IndexedCache()
+        self.stats = InformerStats()
+        self._clock = clock or RealClock()
+        self._watch_timeout = watch_timeout
+        self._inactivity = inactivity_timeout
+        self._page_size = page_size
+        self._backoff = backoff or ExponentialBackoff(base=0.05, cap=30.0, jitter=0.5)
+        self._gone_backoff = ExponentialBackoff(
+            base=min(self._backoff.base, GONE_PAUSE_CAP), cap=GONE_PAUSE_CAP, jitter=0.5
+        )
+        self._handlers: list[EventHandler] = []
+        self._sync_handlers: list[Callable[[], None]] = []
+        self._list_error: Exception | None = None
+        self._cond = threading.Condition()
+        self._synced = False
+        self._stopped = False
+        self._resource_version = ""
+        self._relisting = False
+        self._thread: threading.Thread | None = None
+        self._scope = ListOptions(label_selector=label_selector, field_selector=field_selector)
+
+    def accepts(self, obj: KubeObject) -> bool:
+        """Whether ``obj`` is in this informer's scope (namespace and label selector)."""
+        meta = obj.get("metadata") or {}
+        if self.namespace and meta.get("namespace") != self.namespace:
+            return False
+        return self._selector.matches(meta.get("labels"))
+
+    @property
+    def type_key(self) -> TypeKey:
+        """``(apiVersion, kind)``."""
+        return (self.api_version, self.kind)
+
+    def add_handler(self, handler: EventHandler) -> None:
+        """Call ``handler`` for every change from now on (the initial list included if not yet)."""
+        with self._cond:
+            self._handlers.append(handler)
+
+    def add_late_sync_handler(self, handler: Callable[[], None]) -> None:
+        """Call ``handler()`` (in the informer's thread) when the first list succeeds after one
+        or more failed: reads of this type failed meanwhile (``list_error``), so what they
+        decided must be looked at again."""
+        with self._cond:
+            self._sync_handlers.append(handler)
+
+    @property
+    def list_error(self) -> Exception | None:
+        """Why the last list failed, while no list has succeeded since (None otherwise)."""
+        with self._cond:
+            return self._list_error
+
+    def start(self) -> Informer:
+        """Start listing and watching in a daemon thread."""
+        with self._cond:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name=f"informer-{self.kind}", daemon=True
+                )
+                self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop: no handler is called after this returns; the thread ends with its stream."""
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+
+    @property
+    def stopped(self) -> bool:
+        """Whether ``stop`` was called."""
+        with self._cond:
+            return self._stopped
+
+    @property
+    def has_synced(self) -> bool:
+        """Whether the first list completed (the cache reflects the cluster)."""
+        with self._cond:
+            return self._synced
+
+    @property
+    def relisting(self) -> bool:
+        """Whether the event being dispatched comes from a relist's difference.
+
+        Handlers run in the informer's thread; during a relist, an object the stream never
+        delivered may be the toolkit's own write-through that also carries a foreign change
+        whose event the stream lost, so such an event is a change even when its version is an
+        own write (``reconciler._driver.routing`` skips the own-echo filter for it).
+        """
+        return self._relisting
+
+    @property
+    def resource_version(self) -> str:
+        """The last ``resourceVersion`` seen (list, event or bookmark)."""
+        with self._cond:
+            return self._resource_version
+
+    @property
+    def list_refused(self) -> Exception | None:
+        """``list_error`` when the server refuses the list for a reason retries do not change
+        soon (a 4xx such as 403 Forbidden or 404, not 409/410/429), else None."""
+        with self._cond:
+            return _refusal(self._list_error)
+
+    def wait_synced(self, timeout: float | None = None, *, until_refused: bool = False) -> bool:
+        """Block until synced or ``timeout`` (clock seconds); whether it synced.
+        ``until_refused``: also return (False) as soon as a list is refused (``list_refused``)."""
+        with self._cond:
+            deadline = None if timeout is None else self._clock.monotonic() + timeout
+            while not self._synced and not self._stopped:
+                if until_refused and _refusal(self._list_error) is not None:
+                    return False
+                remaining = None if deadline is None else deadline - self._clock.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._clock.wait(self._cond, remaining)
+            return self._synced
+
+    # --- the loop --------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        need_list = True
+        while not self.stopped:
+            started = self._clock.monotonic()
+            listed = False
+            try:
+                if need_list:
+                    self._list()
+                    need_list, listed = False, True
+                    self._backoff.forget("watch")  # the server answers: failures start over
+                self._watch()
+                self._healthy()
+            except GoneError:
+                _log.info("watch of %s expired (410 Gone); relisting", self.kind)
+                self.stats.relists_after_gone += 1
+                need_list = True
+                if listed:  # Gone right after a relist: pause briefly, do not spin
+                    self._pause(self._gone_backoff.when("gone"))
+            except (ReconcilerError, OSError, ValueError) as error:
+                if self.stopped:
+                    return
+                if need_list:
+                    self._list_failed(error)
+                if self._clock.monotonic() - started > self._backoff.cap:
+                    self._backoff.forget("watch")  # it worked for a long while: a new failure
+                delay = self._backoff.when("watch")
+                self.stats.reconnects += 1
+                _log.warning(
+                    "watch of %s failed (%s); retrying in %.2fs", self.kind, error, delay,
+                    extra={"kind": self.kind},
+                )
+                if isinstance(error, NotFoundError):
+                    need_list = True  # the kind is not served (yet): list again when it is
+                self._pause(delay)
+            except Exception:  # a handler bug must not kill the informer silently
+                _log.exception("informer of %s failed; restarting with a relist", self.kind)
+                need_list = True
+                self._pause(1.0)
+
+    def _list_failed(self, error: Exception) -> None:
+        """The list failed: until one succeeds, ``list_error`` says why, and a reader waiting
+        for the first sync is woken to fail at once rather than wait out its timeout."""
+        with self._cond:
+            self._list_error = error
+            self._cond.notify_all()
+
+    def _healthy(self) -> None:
+        """The watch delivered something or ended normally: both backoffs start over."""
+        self._backoff.forget("watch")
+        self._gone_backoff.forget("gone")
+
+    def _pause(self, seconds: float) -> None:
+        with self._cond:
+            deadline = self._clock.monotonic() + seconds
+            while not self._stopped and self._clock.monotonic() < deadline:
+                self._clock.wait(self._cond, deadline - self._clock.monotonic())
+
+    def _list(self) -> None:
+        items: list[dict[str, Any]] = []
+        token: str | None = None
+        while True:
+            page = attrs.evolve(self._scope, limit=self._page_size, continue_token=token)
+            body = self.client.list(self.api_version, self.kind, page, namespace=self.namespace)
+            items.extend(body.get("items") or ())
+            meta = body.get("metadata") or {}
+            token = meta.get("continue") or None
+            if not token:
+                break
+        self.stats.lists += 1
+        with self._cond:
+            quiet = not self._synced and not self.initial_events
+        for obj in items:
+            obj.setdefault("apiVersion", self.api_version)
+            obj.setdefault("kind", self.kind)
+        version = str(meta.get("resourceVersion") or "")
+        self._relisting = True
+        try:
+            for event_type, old, new in self.cache.relist(items, version=version, quiet=quiet):
+                self._dispatch(event_type, old, new)
+        finally:
+            self._relisting = False
+        with self._cond:
+            late = not self._synced and self._list_error is not None
+            self._resource_version = version
+            self._synced = True
+            self._list_error = None
+            self._cond.notify_all()
+            sync_handlers = list(self._sync_handlers) if late else []
+        for handler in sync_handlers:  # the cache was read while it could not list
+            handler()
+
+    def _watch(self) -> None:
+        self.stats.watches += 1
+        stream = attrs.evolve(
+            self._scope, resource_version=self.resource_version or None,
+            timeout_seconds=self._watch_timeout, allow_bookmarks=True,
+            inactivity_timeout=self._inactivity,
+        )
+        events: Iterator[WatchEvent] = iter(
+            self.client.watch(self.api_version, self.kind, stream, namespace=self.namespace)
+        )
+        delivered = False
+        for event in events:
+            if self.stopped:
+                return
+            if not delivered:
+                delivered = True
+                self._healthy()
+            self._handle(event)
+
+    def _handle(self, event: WatchEvent) -> None:
+        kind = event.get("type")
+        obj = event.get("object")
+        if not isinstance(obj, dict):
+            return
+        version = _rv(obj)
+        if kind == "BOOKMARK":
+            self.cache.advance(version)
+            with self._cond:
+                self._resource_version = version or self._resource_version
+            return
+        obj.setdefault("apiVersion", self.api_version)
+        obj.setdefault("kind", self.kind)
+        self.stats.events += 1
+        if kind == "DELETED":
+            old = self.cache.remove(obj)
+            self._dispatch("DELETED", old, obj)
+        elif kind in ("ADDED", "MODIFIED"):
+            old, stored = self.cache.upsert(obj)
+            # Not stored: the cache already holds a newer version written through by our own
+            # write. The event is still a change (maybe a foreign one our write built on), so it
+            # is dispatched, without an ``old`` to compare with; unless the object is known to
+            # be deleted since (an own delete, a 404): then it is no change of anything alive.
+            if stored or not self.cache.is_buried(obj):
+                self._dispatch(str(kind), old if stored else None, obj)
+        with self._cond:
+            if version:
+                self._resource_version = version
+
+    def _dispatch(self, event_type: str, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
+        with self._cond:
+            if self._stopped:
+                return
+            handlers = list(self._handlers)
+        for handler in handlers:
+            handler(event_type, old, new)
+
+
+def _refusal(error: Exception | None) -> Exception | None:
+    """``error`` if it is a lasting refusal of a list (see ``Informer.list_refused``)."""
+    if isinstance(error, ApiError) and 400 <= error.code < 500 and error.code not in (
+            408, 409, 410, 429):
+        return error
+    return None
+
+
+TypeEventHandler = Callable[[TypeKey, str, "dict[str, Any] | None", "dict[str, Any]"], None]
+"""An ``InformerManager`` handler: ``handler(type_key, event_type, old, new)``."""
+
+
+class InformerManager:
+    """One shared informer per child type, started on first use and stopped when unused.
+
+    ``use(user, types)`` declares the types one parent (``user``) needs now; informers for new
+    types start at once, and a type no user needs any more has its informer stopped. ``ensure``
+    starts an informer without attributing it (the reconcile's first read of a type). The
+    first list of a new informer dispatches no events: objects that merely exist are no change
+    (the parent that needed the type is being reconciled already); later relists do.
+    ``on_late_sync(type)`` is called when an informer lists for the first time after failing to
+    (forbidden, say): the parents that use the type read it while it could not be listed, so
+    the driver looks at them again.
+    """
+
+    def __init__(
+        self,
+        client: ClusterClient,
+        *,
+        handler: TypeEventHandler,
+        label_selector: str | None = None,
+        namespace: str | None = None,
+        clock: Clock | None = None,
+        informer_options: Mapping[str, Any] | None = None,
+        on_late_sync: Callable[[TypeKey], None] | None = None,
+    ) -> None:
+        self._client = client
+        self._handler = handler
+        self._on_late_sync = on_late_sync
+        self._label_selector = label_selector
+        self._namespace = namespace
+        self._clock = clock or RealClock()
+        self._options = dict(informer_options or {})
+        self._lock = threading.Lock()
+        self._informers: dict[TypeKey, Informer] = {}
+        self._users: dict[TypeKey, set[Hashable]] = {}
+        self._types_of: dict[Hashable, frozenset[TypeKey]] = {}
+        self._stopped = False
+        self.started_total = 0
+
+    def ensure(self, api_version: str, kind: str) -> Informer:
+        """The informer of this type, started now if it was not running."""
+        key = (api_version, kind)
+        with self._lock:
+            informer = self._informers.get(key)
+            if informer is None:
+                informer = Informer(
+                    self._client, api_version, kind, namespace=self._namespace,
+                    label_selector=self._label_selector, clock=self._clock,
+                    initial_events=False, **self._options,
+                )
+                informer.add_handler(
+                    lambda event, old, new: self._handler(key, event, old, new)
+                )
+                if (late := self._on_late_sync) is not None:
+                    informer.add_late_sync_handler(lambda: late(key))
+                self._informers[key] = informer
+                self._users.setdefault(key, set())
+                self.started_total += 1
+                if not self._stopped:
+                    informer.start()
+                _log.info("started informer for %s.%s", kind, api_version)
+            return informer
+
+    def use(self, user: Hashable, types: Iterable[TypeKey]) -> None:
+        """``user`` needs exactly ``types`` now: start new informers, stop unneeded ones.
+
+        Types the server does not serve are left out until it does.
+        """
+        # A kind not served yet (its CRD is missing) is not watched; the parent's retry will
+        # declare it again once the CRD exists.
+        wanted = frozenset(t for t in types if self._client.is_served(*t))
+        for api_version, kind in wanted:
+            self.ensure(api_version, kind)
+        unused: list[Informer] = []
+        with self._lock:
+            previous = self._types_of.get(user, frozenset())
+            for key in wanted - previous:
+                self._users.setdefault(key, set()).add(user)
+            for key in previous - wanted:
+                unused.extend(self._drop_user_locked(key, user))
+            if wanted:
+                self._types_of[user] = wanted
+            else:
+                self._types_of.pop(user, None)
+        for informer in unused:
+            informer.stop()
+
+    def release(self, user: Hashable) -> None:
+        """``user`` (a deleted parent) needs nothing any more."""
+        self.use(user, ())
+
+    def informer(self, api_version: str, kind: str) -> Informer | None:
+        """The running informer of this type, if any."""
+        with self._lock:
+            return self._informers.get((api_version, kind))
+
+    def users_of(self, api_version: str, kind: str) -> set[Hashable]:
+        """The users (parents) that declared this type."""
+        with self._lock:
+            return set(self._users.get((api_version, kind), ()))
+
+    def unlistable(self) -> dict[TypeKey, Exception]:
+        """The types whose informer has not synced because its lists are refused (403, say),
+        with the error."""
+        with self._lock:
+            informers = list(self._informers.items())
+        return {key: error for key, informer in informers
+                if not informer.has_synced and (error := informer.list_refused) is not None}
+
+    def types(self) -> set[TypeKey]:
+        """Types with a running informer."""
+        with self._lock:
+            return set(self._informers)
+
+    def synced(self) -> bool:
+        """Whether every running informer has synced."""
+        with self._lock:
+            informers = list(self._informers.values())
+        return all(informer.has_synced for informer in informers)
+
+    def stop(self) -> None:
+        """Stop every informer."""
+        with self._lock:
+            self._stopped = True
+            informers = list(self._informers.values())
+            self._informers.clear()
+            self._users.clear()
+            self._types_of.clear()
+        for informer in informers:
+            informer.stop()
+
+    def _drop_user_locked(self, key: TypeKey, user: Hashable) -> list[Informer]:
+        users = self._users.get(key)
+        if users is None:
+            return []
+        users.discard(user)
+        if users:
+            return []
+        del self._users[key]
+        informer = self._informers.pop(key, None)
+        if informer is None:
+            return []
+        _log.info("stopped informer for %s.%s: no parent needs it", key[1], key[0])
+        return [informer]

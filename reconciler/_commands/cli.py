@@ -1,0 +1,191 @@
+"""``optk``: the command line. Each subcommand parses its arguments here and runs elsewhere."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``optk`` argument parser with every subcommand."""
+    parser = argparse.ArgumentParser(prog="optk", description="operator-toolkit command line")
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    apiserver = subparsers.add_parser(
+        "apiserver", help="run the embedded Kubernetes API server in the foreground"
+    )
+    apiserver.add_argument("--host", default="127.0.0.1", help="address to bind (loopback)")
+    apiserver.add_argument("--port", type=int, default=0, help="port (0: pick a free one)")
+    apiserver.add_argument("--kubeconfig", default=None, help="where to write the kubeconfig")
+    apiserver.add_argument("--allow-non-loopback", action="store_true",
+                           help="allow binding a non-loopback address")
+    apiserver.add_argument("--history-bytes", type=_bytes, default=None, metavar="SIZE",
+                           help="watch history kept, about (default 64Mi; e.g. 16Mi, 1Gi)")
+    apiserver.add_argument("--watch-buffer-bytes", type=_bytes, default=None, metavar="SIZE",
+                           help="unsent bytes a watcher may have before it is ended "
+                                "(default 1Mi)")
+    apiserver.add_argument("--watch-buffer-total-bytes", type=_bytes, default=None,
+                           metavar="SIZE", help="unsent bytes of all watchers together "
+                                                "(default 64Mi)")
+    apiserver.set_defaults(handler=_run_apiserver)
+    run = subparsers.add_parser("run", help="run an operator defined in a Python module")
+    run.add_argument("target", metavar="MODULE[:ATTR] | FILE.py[:ATTR]",
+                     help="module (or Python file) and Operator attribute (default: operator, "
+                          "or a file's one Operator)")
+    where = run.add_mutually_exclusive_group()
+    where.add_argument("--kubeconfig", default=None, help="kubeconfig of the cluster")
+    where.add_argument("--embedded", action="store_true", help="run a fresh embedded API server")
+    run.add_argument("--metrics-port", type=int, default=None,
+                     help="serve /metrics, /healthz, /readyz on this port (0: any free port)")
+    run.add_argument("--log-format", choices=("text", "json"), default="text",
+                     help="text lines, or one JSON object per line")
+    level = run.add_mutually_exclusive_group()
+    level.add_argument("-v", "--verbose", action="store_const", const="DEBUG", dest="log_level",
+                       help="log at DEBUG (every reconcile, every request decision)")
+    level.add_argument("-q", "--quiet", action="store_const", const="WARNING", dest="log_level",
+                       help="log warnings and errors only")
+    level.add_argument("--log-level", type=_level, dest="log_level", metavar="LEVEL",
+                       help="DEBUG, INFO (the default: one line per change), WARNING or ERROR")
+    run.add_argument("--leader-elect", action="store_true",
+                     help="campaign for the <name>-leader Lease (run several replicas)")
+    run.add_argument("--lease-namespace", default=None,
+                     help="namespace of the Leases (default: the pod's own namespace)")
+    run.add_argument("--watch-namespace", default=None, help="watch parents in this one namespace")
+    run.set_defaults(handler=_run_operator, log_level="INFO")
+    manifests = subparsers.add_parser(
+        "manifests", help="print the YAML that deploys an operator, with a derived role"
+    )
+    manifests.add_argument("target", metavar="MODULE[:ATTR]", help="module and Operator attribute")
+    manifests.add_argument("--namespace", default=None,
+                           help="namespace of the operator (default: <name>-system)")
+    manifests.add_argument("--image", default=None, help="container image (default: <name>:latest)")
+    scope = manifests.add_mutually_exclusive_group()
+    scope.add_argument("--cluster-wide", dest="namespaced", action="store_false", default=None,
+                       help="a ClusterRole: parents in every namespace")
+    scope.add_argument("--namespaced", dest="namespaced", action="store_true",
+                       help="a Role: parents in the operator's namespace only")
+    manifests.add_argument("--samples", action="append", default=[],
+                           help="YAML file of sample parents (repeatable; default: the module's "
+                                "`samples` attribute)")
+    manifests.set_defaults(handler=_run_manifests)
+    plan = subparsers.add_parser(
+        "plan", help="show what an operator would create, update, recreate or delete; no writes",
+        description="Plan the parents in the files: for each, the spec (and labels, annotations) "
+                    "IN THE FILE is built, with the identity (uid, resourceVersion) and status of "
+                    "the parent of that name on the cluster when it exists, and compared with "
+                    "the live children: what the operator would do if the file were applied. "
+                    "Nothing is written (creates and patches are sent as dryRun=All).",
+    )
+    plan.add_argument("target", metavar="MODULE[:ATTR]", help="module and Operator attribute")
+    plan.add_argument("-f", "--filename", action="append", required=True, dest="files",
+                      help="YAML file of parent objects whose spec is planned (repeatable)")
+    plan.add_argument("--kubeconfig", default=None, help="kubeconfig of the cluster")
+    plan.add_argument("--show-unchanged", action="store_true", help="list unchanged children too")
+    plan.add_argument("-v", "--verbose", action="store_true",
+                      help="also log what the dry-run reconcile does (stderr)")
+    plan.set_defaults(handler=_run_plan)
+    uninstall = subparsers.add_parser(
+        "uninstall", help="delete what a (stopped) operator owns, then its finalizers on parents"
+    )
+    uninstall.add_argument("target", metavar="MODULE[:ATTR]", help="module and Operator attribute")
+    uninstall.add_argument("--kubeconfig", default=None, help="kubeconfig of the cluster")
+    uninstall.set_defaults(handler=_run_uninstall)
+    return parser
+
+
+def _bytes(value: str) -> int:
+    """A size in bytes for the ``apiserver`` limits: a Kubernetes quantity (``64Mi``, ``1G``,
+    ``65536``), a whole number of bytes of at least one."""
+    from objectmatcher import parse_quantity
+
+    amount = parse_quantity(value)
+    if amount is None or amount != amount.to_integral_value() or amount < 1:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a size in bytes (a whole number, or a quantity such as 64Mi)")
+    return int(amount)
+
+
+def _level(value: str) -> str:
+    """A logging level name for ``--log-level``."""
+    name = value.upper()
+    if name not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+        raise argparse.ArgumentTypeError(
+            f"unknown log level {value!r} (DEBUG, INFO, WARNING, ERROR or CRITICAL)")
+    return name
+
+
+def _run_plan(args: argparse.Namespace) -> int:
+    from reconciler._commands.plans import plan_command
+
+    # The printed plan carries every child's outcome, errors included: the reconcile's own
+    # warnings would only repeat it on stderr.
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.ERROR,
+                        format="optk plan: %(levelname)s %(name)s: %(message)s")
+
+    try:
+        return plan_command(args.target, files=args.files, kubeconfig=args.kubeconfig,
+                            show_unchanged=args.show_unchanged)
+    except (ValueError, OSError) as error:
+        print(f"optk plan: {error}", file=sys.stderr)
+        return 2
+
+
+def _run_uninstall(args: argparse.Namespace) -> int:
+    from reconciler._commands.uninstall import uninstall_command
+
+    try:
+        return uninstall_command(args.target, kubeconfig=args.kubeconfig)
+    except (ValueError, OSError) as error:
+        print(f"optk uninstall: {error}", file=sys.stderr)
+        return 2
+
+
+def _run_manifests(args: argparse.Namespace) -> int:
+    from reconciler._commands.manifests import manifests_command
+
+    try:
+        text = manifests_command(args.target, namespace=args.namespace, image=args.image,
+                                 namespaced=args.namespaced, samples=args.samples)
+    except (ValueError, TypeError, OSError) as error:
+        print(f"optk manifests: {error}", file=sys.stderr)
+        return 2
+    sys.stdout.write(text)
+    return 0
+
+
+def _run_operator(args: argparse.Namespace) -> int:
+    from reconciler._driver.process import run_command
+
+    try:  # both forms, plain and as deployed (--leader-elect ...), run in one process shell
+        return run_command(args.target, kubeconfig=args.kubeconfig, embedded=args.embedded,
+                           metrics_port=args.metrics_port, log_format=args.log_format,
+                           log_level=args.log_level, leader_elect=args.leader_elect,
+                           lease_namespace=args.lease_namespace,
+                           watch_namespace=args.watch_namespace)
+    except ValueError as error:
+        print(f"optk run: {error}", file=sys.stderr)
+        return 2
+
+
+def _run_apiserver(args: argparse.Namespace) -> int:
+    from reconciler.embedded._command import run_apiserver
+
+    limits = {name: value for name in ("history_bytes", "watch_buffer_bytes",
+                                       "watch_buffer_total_bytes")
+              if (value := getattr(args, name)) is not None}
+    return run_apiserver(host=args.host, port=args.port, kubeconfig=args.kubeconfig,
+                         allow_non_loopback=args.allow_non_loopback, **limits)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``optk`` console script and ``python -m reconciler``."""
+    args = build_parser().parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is not None:
+        return int(handler(args))
+    raise AssertionError(f"unhandled command {args.command!r}")  # argparse guards this
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,294 @@
+"""``optk manifests``: the YAML stream that deploys an operator, with its derived role.
+
+Pure except for ``manifests_command`` (load the operator and the samples, print): ``manifests``
+turns ``OperatorFacts`` (``reconciler._commands.rbac.operator_facts``) and ``ManifestOptions`` into
+the objects, ``render`` into one ``kubectl apply -f -`` stream whose roles carry a comment above
+each rule saying what it is for. The objects: a Namespace, the operator's CRDs (its ``install``
+objects), a ServiceAccount, a ClusterRole and/or Roles with their bindings
+(``reconciler._commands.rbac.derive_rules``), a Deployment of two replicas running
+``optk run MODULE:ATTR --leader-elect`` (probes on ``/healthz`` and ``/readyz`` of the metrics
+port, resource requests, non-root, read-only root file system, no capabilities, seccomp
+RuntimeDefault), a metrics Service and a PodDisruptionBudget.
+"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import yaml
+
+from reconciler._base.errors import ReconcilerUsageTypeError
+from reconciler._commands.rbac import (
+    OperatorFacts,
+    PolicyRule,
+    RbacDerivationError,
+    derive_rules,
+    operator_facts,
+)
+
+__all__ = [
+    "METRICS_PORT",
+    "ManifestOptions",
+    "generated_parents",
+    "load_samples",
+    "manifests",
+    "manifests_command",
+    "render",
+]
+
+METRICS_PORT = 8080
+_NAME_LABEL = "app.kubernetes.io/name"
+_PART_LABEL = "app.kubernetes.io/part-of"
+
+
+@attrs.frozen(kw_only=True)
+class ManifestOptions:
+    """How to deploy: where, which image, what to run, and the role's scope."""
+
+    target: str
+    namespace: str
+    image: str
+    namespaced: bool = False
+    replicas: int = 2
+    generated: int = 25
+
+
+def load_samples(source: Any, *, api_version: str, kind: str) -> list[dict[str, Any]]:
+    """Parent objects from ``source``: a YAML file path (str or Path) or a list of objects;
+    only those of the parent kind are kept."""
+    if isinstance(source, (str, os.PathLike)):
+        with open(source, encoding="utf-8") as stream:
+            objects = [d for d in yaml.safe_load_all(stream) if isinstance(d, dict)]
+    elif isinstance(source, Iterable) and not isinstance(source, Mapping):
+        objects = [dict(d) for d in source if isinstance(d, Mapping)]
+    else:
+        raise ReconcilerUsageTypeError(
+            f"samples must be a YAML path or a list of objects, got {type(source).__name__}")
+    return [o for o in objects if o.get("apiVersion") == api_version and o.get("kind") == kind]
+
+
+def generated_parents(crd: Mapping[str, Any] | None, *, count: int) -> list[dict[str, Any]]:
+    """Up to ``count`` parents drawn (deterministically) from the CRD's schema with
+    ``builders.testing.from_schema``; none without a CRD or without Hypothesis installed."""
+    if crd is None or count <= 0:
+        return []
+    try:
+        from hypothesis import HealthCheck, given, settings
+
+        from builders.testing import from_schema
+    except ImportError:  # the `testing` extra is not installed: samples only
+        return []
+    drawn: list[dict[str, Any]] = []
+
+    @settings(max_examples=count, derandomize=True, database=None, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(from_schema(crd))
+    def collect(parent: dict[str, Any]) -> None:
+        drawn.append(parent)
+
+    collect()
+    return drawn[:count]
+
+
+def _labels(facts: OperatorFacts) -> dict[str, str]:
+    return {_NAME_LABEL: facts.name, _PART_LABEL: "operator-toolkit"}
+
+
+def _meta(name: str, labels: Mapping[str, str], namespace: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    meta["labels"] = dict(labels)
+    return meta
+
+
+def _roles(facts: OperatorFacts, rules: Sequence[PolicyRule], namespace: str,
+           ) -> list[tuple[dict[str, Any], list[str]]]:
+    """ClusterRole/Roles and their bindings; a role comes with the reasons of its rules."""
+    labels = _labels(facts)
+    subject = {"kind": "ServiceAccount", "name": facts.name, "namespace": namespace}
+    out: list[tuple[dict[str, Any], list[str]]] = []
+    scopes: list[str | None] = sorted({r.namespace for r in rules},
+                                      key=lambda s: (s is not None, s or ""))
+    for scope in scopes:
+        mine = [r for r in rules if r.namespace == scope]
+        kind = "ClusterRole" if scope is None else "Role"
+        role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind,
+                "metadata": _meta(facts.name, labels, scope),
+                "rules": [r.to_dict() for r in mine]}
+        binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": f"{kind}Binding",
+                   "metadata": _meta(facts.name, labels, scope),
+                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": kind,
+                               "name": facts.name},
+                   "subjects": [subject]}
+        out += [(role, [r.reason for r in mine]), (binding, [])]
+    return out
+
+
+def _deployment(facts: OperatorFacts, options: ManifestOptions) -> dict[str, Any]:
+    labels = _labels(facts)
+    command = ["optk", "run", options.target, "--metrics-port", str(METRICS_PORT),
+               "--log-format", "json", "--leader-elect", "--lease-namespace", "$(POD_NAMESPACE)"]
+    if options.namespaced and facts.namespace:
+        command += ["--watch-namespace", facts.namespace]
+    probe = {"httpGet": {"path": "/healthz", "port": "metrics"}, "periodSeconds": 10,
+             "timeoutSeconds": 2, "failureThreshold": 3}
+    container = {
+        "name": "operator",
+        "image": options.image,
+        "command": command,
+        "env": [{"name": "POD_NAMESPACE",
+                 "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+                {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
+                {"name": "PYTHONUNBUFFERED", "value": "1"}],
+        "ports": [{"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"}],
+        "livenessProbe": {**probe, "initialDelaySeconds": 10},
+        "readinessProbe": {**probe, "httpGet": {"path": "/readyz", "port": "metrics"}},
+        "resources": {"requests": {"cpu": "50m", "memory": "128Mi"},
+                      "limits": {"memory": "512Mi"}},
+        "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                            "runAsNonRoot": True, "capabilities": {"drop": ["ALL"]}},
+        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+    }
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": _meta(facts.name, labels, options.namespace),
+        "spec": {
+            "replicas": options.replicas,
+            "selector": {"matchLabels": {_NAME_LABEL: facts.name}},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "serviceAccountName": facts.name,
+                    "securityContext": {"runAsNonRoot": True,
+                                        "seccompProfile": {"type": "RuntimeDefault"}},
+                    "terminationGracePeriodSeconds": 40,
+                    "containers": [container],
+                    "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "16Mi"}}],
+                },
+            },
+        },
+    }
+
+
+def manifests(
+    facts: OperatorFacts, options: ManifestOptions, *, parents: Sequence[Mapping[str, Any]],
+    generated: Sequence[Mapping[str, Any]] = (),
+) -> list[tuple[dict[str, Any], list[str]]]:
+    """The objects to apply, in order, each with the reasons of its rules (roles only)."""
+    if options.namespaced:
+        facts = attrs.evolve(facts, namespace=facts.namespace or options.namespace)
+    rules = derive_rules(facts, parents=parents, generated=generated,
+                         lease_namespace=options.namespace,
+                         namespaced=options.namespaced)
+    labels = _labels(facts)
+    ns = options.namespace
+    selector = {_NAME_LABEL: facts.name}
+    objects: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(ns, labels)},
+        *(dict(o) for o in facts.install),
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(facts.name, labels, ns)},
+    ]
+    out: list[tuple[dict[str, Any], list[str]]] = [(o, []) for o in objects]
+    out += _roles(facts, rules, ns)
+    out += [(o, []) for o in (
+        _deployment(facts, options),
+        {"apiVersion": "v1", "kind": "Service",
+         "metadata": _meta(f"{facts.name}-metrics", labels, ns),
+         "spec": {"selector": selector, "ports": [
+             {"name": "metrics", "port": METRICS_PORT, "targetPort": "metrics",
+              "protocol": "TCP"}]}},
+        {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+         "metadata": _meta(facts.name, labels, ns),
+         "spec": {"minAvailable": 1, "selector": {"matchLabels": selector}}},
+    )]
+    return out
+
+
+class _Dumper(yaml.SafeDumper):
+    """Writes shared sub-objects out in full (no ``&id001`` anchors and aliases)."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _dump(data: Any) -> str:
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False)
+
+
+def _comment(text: str) -> str:
+    return "".join(f"# {line}\n" for line in textwrap.wrap(text, 96))
+
+
+def render(documents: Sequence[tuple[Mapping[str, Any], Sequence[str]]], *, header: str) -> str:
+    """One YAML stream; a role's rules each follow a comment giving its reason."""
+    parts = []
+    for obj, reasons in documents:
+        if not reasons:
+            parts.append(_dump(dict(obj)))
+            continue
+        rest = {k: v for k, v in obj.items() if k != "rules"}
+        text = _dump(rest) + "rules:\n"
+        for rule, reason in zip(obj["rules"], reasons, strict=True):
+            text += _comment(reason) + _dump([rule])
+        parts.append(text)
+    return _comment(header) + "---\n" + "---\n".join(parts)
+
+
+def manifests_text(operator: Any, options: ManifestOptions, *,
+                   samples: Sequence[Mapping[str, Any]]) -> str:
+    """The YAML stream for ``operator`` (an ``Operator``) with the given sample parents."""
+    facts = operator_facts(operator)
+    generated = generated_parents(facts.parent_crd, count=options.generated)
+    if not samples and not generated:
+        raise RbacDerivationError(
+            f"operator {facts.name!r}: no parents to evaluate build over: pass --samples FILE, "
+            "set a `samples` attribute beside the operator, or install the parent's CRD with a "
+            "schema")
+    header = (f"Generated by `optk manifests {options.target}` for namespace {options.namespace}"
+              f" from {len(samples)} sample and {len(generated)} generated parents."
+              " Regenerate instead of editing.")
+    return render(manifests(facts, options, parents=samples, generated=generated),
+                  header=header)
+
+
+def manifests_command(
+    target: str,
+    *,
+    namespace: str | None = None,
+    image: str | None = None,
+    namespaced: bool | None = None,
+    samples: Sequence[str] = (),
+) -> str:
+    """``optk manifests``: load the operator (and its ``samples`` attribute unless files are
+    given) and return the YAML stream. ``namespaced`` None: a namespaced role exactly when the
+    operator watches one namespace (``Operator.namespace``)."""
+    from reconciler._driver.process import load_operator
+
+    operator = load_operator(target)
+    facts = operator_facts(operator)
+    module_name, _, attr = target.partition(":")
+    target = f"{module_name}:{attr or 'operator'}"
+    if samples:
+        sources: list[Any] = list(samples)
+    else:
+        import importlib
+
+        attribute = getattr(importlib.import_module(module_name), "samples", None)
+        sources = [] if attribute is None else [attribute]
+    parents: list[dict[str, Any]] = []
+    for source in sources:
+        if isinstance(source, Path):
+            source = str(source)
+        parents += load_samples(source, api_version=facts.api_version, kind=facts.kind)
+    options = ManifestOptions(
+        target=target, namespace=namespace or f"{facts.name}-system",
+        image=image or f"{facts.name}:latest",
+        namespaced=facts.namespace is not None if namespaced is None else namespaced,
+    )
+    return manifests_text(operator, options, samples=parents)

@@ -1,0 +1,137 @@
+"""``optk plan``: what an operator would do to a cluster for given parents, writing nothing.
+
+A plan is the parent reconcile's plans without their execution (``ParentReconciler(dry_run=True)``):
+each child's decision is ``reconciler._reconcile.planning.plan_child``'s, as in a real run; creates
+and patches go to the server only as ``dryRun=All`` requests, so defaulting, validation and
+immutable-field refusals are the server's own while nothing is stored; deletes and recreations
+are reported without being sent, and no Event or status is written. This module turns
+the results into the text people read (one line per child, the field diff under each update,
+Secret values redacted by ``objectmatcher``) and implements the command behind the CLI.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Collection, Iterable, Sequence
+from typing import Any, TextIO
+
+from builders import ObjectRef, ResourceBuilder
+from objectmatcher import LAST_APPLIED_ANNOTATION, format_diff
+from reconciler._base.errors import NotFoundError, ReconcilerError
+from reconciler._client.protocol import ClusterClient, KubeObject
+from reconciler._reconcile.parents import ParentReconciler, ParentResult
+from reconciler._reconcile.reconciling import Action, ResourceReconciler
+
+__all__ = ["format_plan", "plan_command", "plan_parents"]
+
+_ANNOTATION_PATH = ("metadata", "annotations", LAST_APPLIED_ANNOTATION)
+_VERBS = {
+    Action.CREATED: "create",
+    Action.UPDATED: "update",
+    Action.RECREATED: "recreate",
+    Action.DELETED: "delete",
+    Action.SKIPPED: "skip",
+    Action.UNCHANGED: "unchanged",
+}
+
+
+_IDENTITY = ("uid", "resourceVersion", "generation", "creationTimestamp", "ownerReferences",
+             "finalizers", "deletionTimestamp", "managedFields")
+
+
+def _live_parent(client: ClusterClient, parent: KubeObject) -> dict[str, Any]:
+    """The parent as given (the file's spec, labels and annotations) with the stored parent's
+    identity (uid, resourceVersion, ...) and status when it exists, so its children's owner
+    references and the plan match a real reconcile of that spec; when it does not exist yet, a
+    placeholder uid so that its children can be planned all the same."""
+    ref = ObjectRef.of(parent)
+    meta = dict(parent.get("metadata") or {})
+    try:
+        live = client.get(ref.api_version, ref.kind, ref.name, namespace=ref.namespace)
+    except NotFoundError:
+        meta.setdefault("uid", f"planned-{ref.name}")
+        return {**parent, "metadata": meta}
+    live_meta = live.get("metadata") or {}
+    meta.update({key: live_meta[key] for key in _IDENTITY if key in live_meta})
+    meta.setdefault("namespace", live_meta.get("namespace"))
+    planned = {**parent, "metadata": meta}
+    if "status" in live:
+        planned["status"] = live["status"]
+    return planned
+
+
+def plan_parents(
+    client: ClusterClient,
+    build: Callable[[KubeObject], Iterable[ResourceBuilder]],
+    parents: Iterable[KubeObject],
+    *,
+    operator_name: str,
+    prune_kinds: Collection[tuple[str, str]] = (),
+    recreate: bool = False,
+) -> list[ParentResult]:
+    """The dry-run result of reconciling each parent (read from the cluster when it exists)."""
+    resources = ResourceReconciler(client, recreate=recreate, dry_run=True)
+    planner = ParentReconciler(
+        client, build, operator_name=operator_name, resources=resources,
+        prune_kinds=prune_kinds, dry_run=True,
+    )
+    return [planner.reconcile(_live_parent(client, parent)) for parent in parents]
+
+
+def format_plan(results: Sequence[ParentResult], *, show_unchanged: bool = False) -> str:
+    """People's view of a plan: per parent, one line per child, diffs indented under updates."""
+    lines: list[str] = []
+    for result in results:
+        lines.append(f"{result.parent}:")
+        for child in (*result.children, *result.pruned):
+            if child.action is Action.UNCHANGED and not show_unchanged:
+                continue
+            line = f"  {_VERBS[child.action]:<9} {child.ref}"
+            if child.reason and child.action is not Action.UNCHANGED:
+                line += f"  ({child.reason})"
+            lines.append(line)
+            shown = [d for d in child.diff if tuple(d.path[:3]) != _ANNOTATION_PATH]
+            if child.action in (Action.UPDATED, Action.RECREATED) and shown:
+                lines.extend(f"      {row}" for row in format_diff(shown).splitlines())
+        for error in result.errors:
+            lines.append(f"  {'error':<9} {error.ref}  ({error.message})")
+        unchanged = sum(1 for c in result.children if c.action is Action.UNCHANGED)
+        if unchanged and not show_unchanged:
+            lines.append(f"  ({unchanged} unchanged)")
+        if not result.children and not result.pruned and not result.errors:
+            lines.append("  (no children)")
+    return "\n".join(lines)
+
+
+def plan_command(
+    target: str,
+    *,
+    files: Sequence[str],
+    kubeconfig: str | None = None,
+    show_unchanged: bool = False,
+    out: TextIO = sys.stdout,
+) -> int:
+    """``optk plan MODULE[:ATTR] -f PARENT.yaml``: print the plan; 1 when a child would fail."""
+    import yaml
+
+    from reconciler._client.connect import connect
+    from reconciler._client.kubernetes import KubernetesClient
+    from reconciler._driver.process import load_operator
+
+    operator = load_operator(target)
+    parents: list[KubeObject] = []
+    for path in files:
+        with open(path, encoding="utf-8") as stream:
+            parents.extend(doc for doc in yaml.safe_load_all(stream) if doc)
+    api_client = connect(kubeconfig)
+    client = KubernetesClient(api_client)
+    try:
+        results = plan_parents(
+            client, operator.build, parents, operator_name=operator.name,
+            prune_kinds=operator.prune, recreate=operator.recreate,
+        )
+    except ReconcilerError as error:
+        print(f"optk plan: {error}", file=sys.stderr)
+        return 2
+    print(format_plan(results, show_unchanged=show_unchanged), file=out)
+    return 0 if all(r.ok for r in results) else 1

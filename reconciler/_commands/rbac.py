@@ -1,0 +1,343 @@
+"""The least-privilege role of an operator, derived from what it builds and what the driver does.
+
+Pure: ``derive_rules`` takes ``OperatorFacts`` (read from an ``Operator`` by ``operator_facts``,
+the one place that knows the ``Operator``'s fields) and parents to evaluate ``build`` over, and
+returns ``PolicyRule`` values, each with the reason it exists. The verbs per kind are the ones
+the reconciler sends (see docs/deploying.md): children are listed and watched by informers,
+created, patched on drift, deleted when absent or pruned and read with GET on a conflict; the
+parent is listed and watched, its status patched; Events are created; the Leases of leader
+election and of the resync heartbeat are created, read and replaced (``update``); installed
+objects are created; what an ``on_start`` hook watches is declared on the hook with ``watches``.
+Nothing here talks to a cluster: kinds map to resources by the installed CRDs, a table of the
+irregular built-in plurals and Kubernetes' own guess (``UnsafeGuessKindToResource``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import attrs
+
+from objectmatcher import has_builtin_schema
+from reconciler._base.errors import RbacDerivationError
+from reconciler._reconcile.declared import declared_children, unknown_scope
+
+__all__ = [
+    "HookWatches",
+    "OperatorFacts",
+    "PolicyRule",
+    "RbacDerivationError",
+    "derive_rules",
+    "operator_facts",
+    "produced_kinds",
+    "resource_for",
+    "watches",
+]
+
+KindKey = tuple[str, str]
+"""``(apiVersion, kind)``."""
+
+WATCHES_ATTRIBUTE = "optk_watches"
+
+CHILD_VERBS = ("create", "delete", "get", "list", "patch", "watch")
+"""What the reconciler sends for a child kind (never ``update``: changes are patches)."""
+
+_CRD = ("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+
+# Built-in kinds whose resource is not Kubernetes' guess, and built-in cluster-scoped kinds.
+_IRREGULAR = {"Endpoints": "endpoints", "PodSecurityPolicy": "podsecuritypolicies"}
+_CLUSTER_SCOPED = frozenset({
+    "Namespace", "Node", "PersistentVolume", "ClusterRole", "ClusterRoleBinding",
+    "CustomResourceDefinition", "StorageClass", "PriorityClass", "IngressClass", "APIService",
+    "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "CSIDriver", "RuntimeClass",
+})
+
+_PLACEHOLDER_UID = "00000000-0000-4000-8000-000000000000"
+_PLACEHOLDER_OPERATOR = "optk"  # the managed-by label of children evaluated for their kinds
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@attrs.frozen(kw_only=True)
+class HookWatches:
+    """What an ``on_start`` hook watches (listed and watched) and the kinds it lets ``build``
+    produce (children that appear only when what it watches says so, e.g. a CRD is served)."""
+
+    watches: tuple[KindKey, ...] = ()
+    enables: tuple[KindKey, ...] = ()
+
+
+def watches(*kinds: KindKey, enables: Iterable[KindKey] = ()) -> Callable[[F], F]:
+    """Declare on an ``Operator.on_start`` hook what it watches, for ``optk manifests``.
+
+    ``@watches(("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+    enables=[("monitoring.coreos.com/v1", "ServiceMonitor")])`` grants ``list`` and ``watch`` on
+    CRDs and the child verbs on ServiceMonitors. Works on functions and methods.
+    """
+    declared = HookWatches(watches=tuple(kinds), enables=tuple(enables))
+
+    def mark(hook: F) -> F:
+        setattr(hook, WATCHES_ATTRIBUTE, declared)
+        return hook
+
+    return mark
+
+
+@attrs.frozen(kw_only=True)
+class OperatorFacts:
+    """What the role and the manifests need to know about an operator, and nothing more."""
+
+    name: str
+    api_version: str
+    kind: str
+    build: Callable[[Mapping[str, Any]], Iterable[Any]]
+    namespace: str | None = None
+    install: tuple[Mapping[str, Any], ...] = ()
+    prune: tuple[KindKey, ...] = ()
+    hooks: tuple[HookWatches, ...] = ()
+    leader_lease: str = ""
+    heartbeat: bool = True
+    heartbeat_namespace: str | None = None
+    config_map: str | None = None
+    events: bool = True
+    on_delete: bool = False
+
+    @property
+    def crds(self) -> tuple[Mapping[str, Any], ...]:
+        """The CustomResourceDefinitions among the installed objects."""
+        return tuple(o for o in self.install if (o.get("apiVersion"), o.get("kind")) == _CRD)
+
+    @property
+    def parent_crd(self) -> Mapping[str, Any] | None:
+        """The installed CRD that defines the parent kind, if any."""
+        group = _group(self.api_version)
+        for crd in self.crds:
+            spec = crd.get("spec") or {}
+            if spec.get("group") == group and (spec.get("names") or {}).get("kind") == self.kind:
+                return crd
+        return None
+
+
+def operator_facts(operator: Any) -> OperatorFacts:
+    """The facts of an ``Operator``: the one function that reads its fields (adapt it here)."""
+    hooks = tuple(
+        h for h in (getattr(hook, WATCHES_ATTRIBUTE, None) for hook in operator.on_start)
+        if isinstance(h, HookWatches)
+    )
+    return OperatorFacts(
+        name=operator.name, api_version=operator.api_version, kind=operator.kind,
+        build=operator.build, namespace=operator.namespace, install=tuple(operator.install),
+        prune=tuple((str(a), str(k)) for a, k in operator.prune),
+        hooks=hooks, heartbeat=operator.resync.heartbeat is not None,
+        leader_lease=(operator.leader_election.named(f"{operator.name}-leader").name
+                      if operator.leader_election is not None else ""),
+        heartbeat_namespace=operator.resync.heartbeat_namespace,
+        config_map=operator.resync.config_map, events=operator.events,
+        on_delete=getattr(operator, "on_delete", None) is not None,
+    )
+
+
+@attrs.frozen(kw_only=True)
+class PolicyRule:
+    """One RBAC rule with why it exists; ``namespace`` None means cluster-wide (ClusterRole)."""
+
+    api_groups: tuple[str, ...]
+    resources: tuple[str, ...]
+    verbs: tuple[str, ...]
+    reason: str
+    resource_names: tuple[str, ...] = ()
+    namespace: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The rule as it appears in a Role or ClusterRole."""
+        rule: dict[str, Any] = {"apiGroups": list(self.api_groups),
+                                "resources": list(self.resources)}
+        if self.resource_names:
+            rule["resourceNames"] = list(self.resource_names)
+        rule["verbs"] = list(self.verbs)
+        return rule
+
+
+def _group(api_version: str) -> str:
+    return api_version.rpartition("/")[0] if "/" in api_version else ""
+
+
+def resource_for(api_version: str, kind: str, crds: Sequence[Mapping[str, Any]] = ()) -> str:
+    """The resource (plural) of a kind: from a CRD that defines it, else Kubernetes' rules."""
+    group = _group(api_version)
+    for crd in crds:
+        spec = crd.get("spec") or {}
+        names = spec.get("names") or {}
+        if spec.get("group") == group and names.get("kind") == kind and names.get("plural"):
+            return str(names["plural"])
+    if kind in _IRREGULAR:
+        return _IRREGULAR[kind]
+    lower = kind.lower()  # k8s.io/apimachinery meta.UnsafeGuessKindToResource
+    if lower.endswith("s"):
+        return f"{lower}es"
+    if lower.endswith("y"):
+        return f"{lower[:-1]}ies"
+    return f"{lower}s"
+
+
+def _cluster_scoped(api_version: str, kind: str, crds: Sequence[Mapping[str, Any]]) -> bool:
+    group = _group(api_version)
+    for crd in crds:
+        spec = crd.get("spec") or {}
+        if spec.get("group") == group and (spec.get("names") or {}).get("kind") == kind:
+            return spec.get("scope") == "Cluster"
+    return kind in _CLUSTER_SCOPED and has_builtin_schema(api_version, kind)
+
+
+def produced_kinds(
+    build: Callable[[Mapping[str, Any]], Iterable[Any]], parents: Iterable[Mapping[str, Any]],
+    *, refused: list[Mapping[str, Any]] | None = None,
+) -> set[KindKey]:
+    """Every ``(apiVersion, kind)`` the builders produce for ``parents`` (any desired state).
+
+    A parent ``build`` refuses raises ``RbacDerivationError``, unless ``refused`` is given: then
+    a refusal by a ``ValueError`` (an invalid spec) is appended there and skipped (generated
+    parents may be valid for the schema and still refused by the builders).
+    """
+    kinds: set[KindKey] = set()
+    for sample in parents:
+        meta = dict(sample.get("metadata") or {})
+        name = meta.get("name")
+        meta.setdefault("uid", _PLACEHOLDER_UID)  # samples as written lack what a server sets
+        meta.setdefault("namespace", "default")
+        parent = {**sample, "metadata": meta}
+        declared = declared_children(build, parent, operator_name=_PLACEHOLDER_OPERATOR,
+                                     namespaced=unknown_scope)  # only the kinds are read
+        if declared.errors:
+            error = declared.errors[0]
+            if refused is not None and (isinstance(error, ValueError)
+                                        or isinstance(error.__cause__, ValueError)):
+                refused.append(sample)
+                continue
+            raise RbacDerivationError(
+                f"build failed for parent {name!r} while deriving the role: {error}",
+                parent=parent,
+            ) from error
+        kinds |= declared.types
+    return kinds
+
+
+@attrs.define
+class _Grants:
+    """Verbs and reasons accumulated per (namespace, group, resource, names)."""
+
+    verbs: dict[tuple[str | None, str, str, tuple[str, ...]], set[str]] = attrs.Factory(dict)
+    reasons: dict[tuple[str | None, str, str, tuple[str, ...]], list[str]] = attrs.Factory(dict)
+
+    def add(self, group: str, resource: str, verbs: Iterable[str], reason: str, *,
+            namespace: str | None = None, names: tuple[str, ...] = ()) -> None:
+        key = (namespace, group, resource, names)
+        self.verbs.setdefault(key, set()).update(verbs)
+        reasons = self.reasons.setdefault(key, [])
+        if reason not in reasons:
+            reasons.append(reason)
+
+    def rules(self) -> tuple[PolicyRule, ...]:
+        """Resources with the same group, verbs, names and namespace share one rule."""
+        merged: dict[tuple[str | None, str, tuple[str, ...], tuple[str, ...]],
+                     tuple[list[str], list[str]]] = {}
+        for key in sorted(self.verbs, key=lambda k: (k[0] or "", k[1], k[2], k[3])):
+            namespace, group, resource, names = key
+            rule_key = (namespace, group, tuple(sorted(self.verbs[key])), names)
+            resources, reasons = merged.setdefault(rule_key, ([], []))
+            resources.append(resource)
+            reasons.extend(r for r in self.reasons[key] if r not in reasons)
+        return tuple(
+            PolicyRule(api_groups=(group,), resources=tuple(resources), verbs=verbs,
+                       resource_names=names, namespace=namespace, reason="; ".join(reasons))
+            for (namespace, group, verbs, names), (resources, reasons) in merged.items()
+        )
+
+
+def derive_rules(
+    facts: OperatorFacts,
+    *,
+    parents: Iterable[Mapping[str, Any]],
+    generated: Iterable[Mapping[str, Any]] = (),
+    lease_namespace: str,
+    namespaced: bool = False,
+) -> tuple[PolicyRule, ...]:
+    """The operator's rules: the smallest set for what its driver sends, each with its reason.
+
+    ``parents`` (samples) and ``generated`` (drawn from the schema; those ``build`` refuses as
+    invalid are skipped) are evaluated with ``build``. ``lease_namespace`` is
+    where the Leases live (the operator's own namespace); ``namespaced`` puts every namespaced
+    kind in a Role of ``facts.namespace`` (the one namespace the operator watches) instead of the
+    ClusterRole; cluster-scoped kinds always go to the ClusterRole.
+    """
+    if namespaced and not facts.namespace:
+        raise RbacDerivationError(
+            f"operator {facts.name!r}: a namespaced role needs the operator to watch one "
+            "namespace (Operator.namespace)")
+    crds = facts.crds
+    scope = facts.namespace if namespaced else None
+    grants = _Grants()
+
+    def grant(api_version: str, kind: str, verbs: Iterable[str], reason: str,
+              *, sub: str = "") -> None:
+        where = None if _cluster_scoped(api_version, kind, crds) else scope
+        resource = resource_for(api_version, kind, crds) + (f"/{sub}" if sub else "")
+        grants.add(_group(api_version), resource, verbs, reason, namespace=where)
+
+    grant(facts.api_version, facts.kind, ("list", "watch"),
+          f"the parents ({facts.kind}): the parent informer lists and watches them")
+    grant(facts.api_version, facts.kind, ("patch",),
+          "the parents' status (conditions, observedGeneration, lastReconcileTime)", sub="status")
+    children = produced_kinds(facts.build, parents)
+    children |= produced_kinds(facts.build, generated, refused=[])
+    children |= set(facts.prune)
+    for hook in facts.hooks:
+        children |= set(hook.enables)
+    children.discard((facts.api_version, facts.kind))
+    if facts.on_delete or (not _cluster_scoped(facts.api_version, facts.kind, crds) and any(
+            _cluster_scoped(*k, crds) for k in children)):
+        grant(facts.api_version, facts.kind, ("patch",),
+              "the parents' optk.dev/cleanup finalizer (cluster-scoped children or on_delete)")
+    for api_version, kind in sorted(children):
+        grant(api_version, kind, CHILD_VERBS,
+              "children: informers list and watch them, the reconciler creates, patches drift, "
+              "deletes absent and pruned ones, and reads one with get after a conflict")
+    custom = sorted(k for k in children if not has_builtin_schema(*k))
+    if custom:
+        grant(*_CRD, ("list",), "the CRD schemas of custom children ("
+              + ", ".join(k for _, k in custom) + ") for the three-way comparison")
+    for obj in facts.install:
+        api_version, kind = str(obj.get("apiVersion")), str(obj.get("kind"))
+        grant(api_version, kind, ("get", "create", "patch"),
+              "applied at start through the matcher (Operator.install): read, created when "
+              "missing, patched when it differs")
+    for hook in facts.hooks:
+        for api_version, kind in hook.watches:
+            grant(api_version, kind, ("list", "watch"),
+                  "watched by an on_start hook (declared with reconciler.watches)")
+    if facts.events:
+        grants.add("", "events", ("create", "patch"), "Events on the parents for each create, "
+                   "update and delete (a repeat patches the Event's count)", namespace=scope)
+    if facts.config_map:
+        namespace, name = facts.config_map.split("/")
+        grants.add("", "configmaps", ("list", "watch"),
+                   f"the resync ConfigMap {name!r} (informer with a name field selector)",
+                   namespace=namespace)
+    heartbeat_ns = facts.heartbeat_namespace or lease_namespace
+    leases = {lease_namespace: [facts.leader_lease or f"{facts.name}-leader"]}
+    if facts.heartbeat:
+        leases.setdefault(heartbeat_ns, []).append(f"{facts.name}-resync")
+    for namespace, names in leases.items():
+        what = " and ".join(
+            ["resync heartbeat" if n == f"{facts.name}-resync" else "leader election"
+             for n in names])
+        grants.add("coordination.k8s.io", "leases", ("create",),
+                   f"the first write of the {what} Lease"
+                   + ("s" if len(names) > 1 else "") + " (create cannot be limited by name)",
+                   namespace=namespace)
+        grants.add("coordination.k8s.io", "leases", ("get", "update"),
+                   f"{what}: read and renewed by update, "
+                   + ("these Leases" if len(names) > 1 else "this Lease") + " only",
+                   namespace=namespace, names=tuple(names))
+    return grants.rules()

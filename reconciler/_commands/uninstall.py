@@ -1,0 +1,136 @@
+"""``optk uninstall``: remove what an operator owns, then its finalizers, so nothing is left stuck.
+
+An operator that is removed while its parents carry the toolkit's ``optk.dev/cleanup`` finalizer
+would leave those parents undeletable (nobody removes the finalizer). :func:`uninstall` is the
+way out, for a stopped operator: it deletes every child the operator manages (found by the
+``app.kubernetes.io/managed-by`` label in every namespace, cluster-scoped ones included, and ours
+by the toolkit's ownership rule), then removes the finalizer from every parent. The kinds looked
+at are those the live parents' builders build, the operator's ``prune`` kinds and the kinds each
+parent's cleanup annotation lists. CRDs that still hold custom resources are kept (and reported)
+unless marked ``optk.dev/allow-data-loss``. The command-line shell is ``reconciler._commands.cli``.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Iterable
+from typing import TextIO
+
+import attrs
+
+from builders import ObjectRef
+from reconciler._base.errors import DataLossError, NotFoundError, ReconcilerError
+from reconciler._client.protocol import ClusterClient, KubeObject
+from reconciler._driver.operators import Operator
+from reconciler._reconcile.cleanups import delete_owned
+from reconciler._reconcile.declared import declared_children, unknown_scope
+from reconciler._reconcile.finalizing import (
+    CLEANUP_FINALIZER,
+    cleanup_kinds,
+    finalizer_patch,
+    has_finalizer,
+    managed_selector,
+)
+from reconciler._reconcile.planning import is_owned
+
+__all__ = ["UninstallReport", "uninstall", "uninstall_command"]
+
+_log = logging.getLogger("optk.uninstall")
+
+
+@attrs.frozen(kw_only=True)
+class UninstallReport:
+    """What ``uninstall`` did: children deleted, parents released, and what it had to leave."""
+
+    deleted: tuple[ObjectRef, ...] = ()
+    released: tuple[ObjectRef, ...] = ()
+    kept: tuple[tuple[ObjectRef, str], ...] = ()
+    """Objects left in place, with why (a CRD holding custom resources, a refused request)."""
+
+    @property
+    def ok(self) -> bool:
+        """Whether nothing had to be left."""
+        return not self.kept
+
+
+def _kinds(operator: Operator, parents: Iterable[KubeObject]) -> set[tuple[str, str]]:
+    kinds = set(operator.prune)
+    for parent in parents:
+        kinds.update(cleanup_kinds(parent))
+        # Only the kinds count: no discovery request for the children's scope.
+        declared = declared_children(operator.build, parent, operator_name=operator.name,
+                                     namespaced=unknown_scope)
+        for exc in declared.errors:  # a builder that fails on some parent: its other kinds count
+            _log.warning("building the children of %s failed: %s", ObjectRef.of(parent), exc)
+        kinds.update(declared.types)
+    return kinds
+
+
+def _order(obj: KubeObject) -> tuple[bool, str]:
+    ref = ObjectRef.of(obj)  # CRDs last: the custom resources deleted before them
+    return ref.kind == "CustomResourceDefinition", str(ref)
+
+
+def uninstall(client: ClusterClient, operator: Operator) -> UninstallReport:
+    """Delete every child ``operator`` manages, then remove its finalizer from every parent.
+    The operator must not be running (it would create the children again)."""
+    parents = client.list(operator.api_version, operator.kind,
+                          namespace=operator.namespace)["items"]
+    deleted: list[ObjectRef] = []
+    kept: list[tuple[ObjectRef, str]] = []
+    found: list[KubeObject] = []
+    for api_version, kind in sorted(_kinds(operator, parents)):
+        try:
+            found += client.list(api_version, kind,
+                                 label_selector=managed_selector(operator.name))["items"]
+        except NotFoundError:
+            continue
+    for obj in sorted(found, key=_order):
+        ref = ObjectRef.of(obj)
+        if not is_owned(obj)[0]:
+            kept.append((ref, is_owned(obj)[1]))
+            continue
+        try:
+            if delete_owned(client, obj):
+                deleted.append(ref)
+        except (DataLossError, ReconcilerError) as exc:
+            kept.append((ref, str(exc)))
+    released: list[ObjectRef] = []
+    for parent in parents:
+        if not has_finalizer(parent):
+            continue
+        ref = ObjectRef.of(parent)
+        try:
+            client.patch(ref.api_version, ref.kind, ref.name, finalizer_patch(parent, add=False),
+                         patch_type="application/merge-patch+json", namespace=ref.namespace)
+        except NotFoundError:
+            continue
+        except ReconcilerError as exc:
+            kept.append((ref, f"removing {CLEANUP_FINALIZER} failed: {exc}"))
+            continue
+        released.append(ref)
+    return UninstallReport(deleted=tuple(deleted), released=tuple(released), kept=tuple(kept))
+
+
+def uninstall_command(target: str, *, kubeconfig: str | None = None,
+                      out: TextIO | None = None) -> int:
+    """``optk uninstall MODULE[:ATTR]``: print what was deleted and released; 1 when something
+    had to be left (each such object named with why), 0 otherwise."""
+    from reconciler._client.connect import connect
+    from reconciler._client.kubernetes import KubernetesClient
+    from reconciler._driver.process import load_operator
+
+    out = sys.stdout if out is None else out
+    operator = load_operator(target)
+    api_client = connect(kubeconfig)
+    report = uninstall(KubernetesClient(api_client), operator)
+    for ref in report.deleted:
+        print(f"deleted {ref}", file=out)
+    for ref in report.released:
+        print(f"removed {CLEANUP_FINALIZER} from {ref}", file=out)
+    for ref, why in report.kept:
+        print(f"kept {ref}: {why}", file=out)
+    print(f"{operator.name}: {len(report.deleted)} deleted, {len(report.released)} released, "
+          f"{len(report.kept)} kept", file=out)
+    return 0 if report.ok else 1

@@ -1,0 +1,183 @@
+"""The operator definition: a frozen value users write in a few lines.
+
+``Operator`` names the parent kind, the builders and the driver's options; nested values carry
+the two groups of settings that belong together: ``resync=ResyncPolicy(...)`` (interval,
+bounds, heartbeat, overriding ConfigMap; ``reconciler._driver.resyncs``),
+``leader_election=LeaderElection(...)`` (the Lease and its timing;
+``reconciler._leadership.election``) and ``sharding=Sharding(...)`` (scale-out across replicas;
+``reconciler._sharding.decisions``). This module only defines and validates;
+``Operator.start(client)`` hands the value to the runtime (``reconciler._driver.runtime``) and
+``Operator.run()`` to the process runner (``reconciler._driver.process``), both imported when
+called so that the value stays at the bottom of the driver's layers.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import attrs
+
+from builders import ResourceBuilder
+from reconciler._base.clocks import Clock
+from reconciler._base.errors import ReconcilerUsageError, ReconcilerUsageTypeError
+from reconciler._client.protocol import ClusterClient, KubeObject
+from reconciler._driver.resyncs import ResyncPolicy
+from reconciler._leadership.election import LeaderElection
+from reconciler._reconcile.readiness import Readiness, StatusBuilder
+from reconciler._sharding.decisions import Sharding
+
+if TYPE_CHECKING:
+    from reconciler._driver.runtime import OperatorRuntime
+
+__all__ = ["Operator", "StartHook"]
+
+StartHook = Callable[["OperatorRuntime"], "Callable[[], object] | None"]
+"""An ``Operator.on_start`` hook: called with the running runtime; may return a cleanup."""
+
+
+@attrs.frozen(kw_only=True)
+class Operator:
+    """An operator: parents of one kind, the builders of their children, and driver options.
+
+    ``build(parent)`` returns the parent's ``ResourceBuilder`` list. ``resync`` is the one place
+    the periodic resync is set (``ResyncPolicy``: interval, bounds, heartbeat, ConfigMap;
+    ``OPTK_RESYNC_INTERVAL`` and the ConfigMap override the interval). ``leader_election`` turns
+    election on (``LeaderElection``: Lease namespace, name, timing) or leaves it off (``None``).
+    ``prune`` lists ``(apiVersion, kind)`` pairs whose unbuilt children are deleted. ``install``
+    holds objects (e.g. the parent's CRD) created at start when missing. ``event_coalesce``
+    bounds event-driven reconciles of one parent to one per that many seconds: the first event
+    after a quiet period is handled at once, a burst is folded into one reconcile per window.
+    ``watch_children=False`` ignores child events (drift waits for the periodic resync): the
+    periodic-only configuration, kept for comparison and for very large, rarely drifting fleets.
+    ``on_start`` hooks are called with the runtime once its parent informer runs and before any
+    worker starts (e.g. to watch what ``build`` depends on, such as whether a CRD is served);
+    each may return a cleanup callable, run in reverse order when the runtime stops.
+    ``on_delete(parent)`` cleans up what lives outside the cluster when a parent is deleted: the
+    toolkit keeps its ``optk.dev/cleanup`` finalizer on every parent while the hook is declared,
+    runs the hook once the parent is being deleted and its uncollectable children are gone,
+    retries it with backoff while it raises, and only then lets the parent go (docs/driver.md).
+    ``sharding=Sharding(...)`` spreads the parents over all running replicas (docs/sharding.md):
+    each replica reconciles and caches only the parents labelled with its shard, one elected
+    replica assigns them (``leader_election``, when given, sets that election's namespace and
+    timing); ``None`` (the default) keeps one active replica.
+    ``readiness=Readiness(...)`` makes the ``Ready`` condition mean the children are healthy
+    (available replicas, completed Jobs, a check per kind; ``reconciler._reconcile.readiness``),
+    distinct from ``Reconciled`` (they match the spec); ``status=fn`` merges the pure
+    ``fn(parent, observed_children) -> dict`` into the parent's status.
+    ``reuse_builds=True`` skips the builders when a parent is unchanged since its last reconcile
+    (same uid and ``resourceVersion``: a periodic resync, a child's drift) and reuses what they
+    built then (docs/driver.md). Off by default, since builders may read outside their parent
+    (an ``on_start`` watch); turn it on when they read only the parent, or when each change to
+    what else they read calls ``runtime.resync_all()``, which drops every reused build.
+    """
+
+    api_version: str
+    kind: str
+    build: Callable[[KubeObject], Iterable[ResourceBuilder]]
+    name: str = "optk"
+    resync: ResyncPolicy = attrs.field(factory=ResyncPolicy)
+    leader_election: LeaderElection | None = None
+    workers: int = 4
+    recreate: bool = False
+    prune: Collection[tuple[str, str]] = ()
+    namespace: str | None = None
+    metrics_port: int | None = None
+    shutdown_timeout: float = 30.0
+    event_coalesce: float = 0.05
+    watch_children: bool = True
+    events: bool = True
+    install: Sequence[KubeObject] = ()
+    on_start: Sequence[StartHook] = ()
+    on_delete: Callable[[KubeObject], object] | None = None
+    sharding: Sharding | None = None
+    readiness: Readiness | None = None
+    status: StatusBuilder | None = None
+    reuse_builds: bool = False
+
+    def __attrs_post_init__(self) -> None:
+        if self.workers < 1:
+            raise ReconcilerUsageError(
+                f"operator {self.name!r}: workers must be >= 1, got {self.workers}"
+            )
+        if not self.name or len(self.name) > 63:
+            raise ReconcilerUsageError(
+                f"operator name must be a label value of 1..63 chars: {self.name!r}"
+            )
+        if not callable(self.build):
+            raise ReconcilerUsageTypeError(
+                f"operator {self.name!r}: build must be callable"
+            )
+        if self.on_delete is not None and not callable(self.on_delete):
+            raise ReconcilerUsageTypeError(
+                f"operator {self.name!r}: on_delete must be callable or None"
+            )
+        if not isinstance(self.resync, ResyncPolicy):
+            raise ReconcilerUsageTypeError(
+                f"operator {self.name!r}: resync must be a ResyncPolicy, "
+                            f"got {type(self.resync).__name__}")
+        if self.leader_election is not None and not isinstance(
+            self.leader_election, LeaderElection
+        ):
+            raise ReconcilerUsageTypeError(
+                f"operator {self.name!r}: leader_election must be a LeaderElection "
+                            f"or None, got {type(self.leader_election).__name__}")
+        if self.sharding is not None and not isinstance(self.sharding, Sharding):
+            raise ReconcilerUsageTypeError(
+                f"operator {self.name!r}: sharding must be a Sharding or None, "
+                f"got {type(self.sharding).__name__}")
+
+    @property
+    def election(self) -> LeaderElection | None:
+        """The leader election settings with the Lease name filled in (``<name>-leader``)."""
+        if self.leader_election is None:
+            return None
+        return self.leader_election.named(f"{self.name}-leader")
+
+    @property
+    def heartbeat_lease(self) -> tuple[str, str] | None:
+        """``(namespace, name)`` of the resync heartbeat's Lease, or None when it is off."""
+        if self.resync.heartbeat is None:
+            return None
+        namespace = self.resync.heartbeat_namespace or (
+            self.leader_election.namespace if self.leader_election is not None
+            else self.sharding.namespace if self.sharding is not None else "default"
+        )
+        return namespace, f"{self.name}-resync"
+
+    def policy(self, environ: Mapping[str, str] | None = None) -> ResyncPolicy:
+        """The resync policy from code and environment (the ConfigMap applies at run time)."""
+        return self.resync.with_environment(os.environ if environ is None else environ)
+
+    def start(
+        self,
+        client: ClusterClient,
+        *,
+        clock: Clock | None = None,
+        identity: str | None = None,
+        environ: Mapping[str, str] | None = None,
+        metrics_port: int | None = None,
+    ) -> OperatorRuntime:
+        """Start the operator against ``client``; returns the running runtime."""
+        from reconciler._driver.runtime import OperatorRuntime
+
+        runtime = OperatorRuntime(
+            self, client, clock=clock, identity=identity, environ=environ,
+            metrics_port=self.metrics_port if metrics_port is None else metrics_port,
+        )
+        return runtime.start()
+
+    def run(
+        self,
+        *,
+        kubeconfig: str | None = None,
+        embedded: bool = False,
+        metrics_port: int | None = None,
+    ) -> int:
+        """Run until SIGTERM/SIGINT (or lost leadership); returns the process exit code."""
+        from reconciler._driver.process import run_operator
+
+        return run_operator(
+            self, kubeconfig=kubeconfig, embedded=embedded, metrics_port=metrics_port
+        )

@@ -1,0 +1,249 @@
+"""The one process shell of ``optk run`` (both forms) and ``Operator.run``.
+
+``run_command`` is ``optk run MODULE[:ATTR]``, plain or as deployed: it sets up logging (text,
+or one JSON object per line with ``JsonLogFormatter``; the level of ``--log-level``/``-v``/``-q``;
+the official client's loggers kept at INFO or above), loads the operator with
+``load_operator``, lets ``reconciler._driver.deployed.deployed_operator`` adapt it to
+``--leader-elect``/``--lease-namespace``/``--watch-namespace`` (the value only: nothing else
+differs between the two forms) and runs it with ``run_operator``. ``run_operator`` is
+``Operator.run``'s body: it connects (a kubeconfig, the in-cluster config or a fresh embedded API
+server) through ``reconciler._client.connect.connect``, whose ``/version`` probe turns an
+unreachable server into one ``KubeconfigError`` naming the URL; starts the runtime (with its
+metrics port); freezes the long-lived heap (``reconciler._driver.heap``); waits for SIGTERM/SIGINT
+(or lost leadership) and shuts down gracefully: in-flight reconciles finish within the operator's
+``shutdown_timeout``, then everything stops and the Lease is released. Nothing here decides what
+to reconcile; this is the outermost shell of the driver.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any, cast
+
+from reconciler._base.errors import ReconcilerUsageError
+from reconciler._driver.operators import Operator
+
+__all__ = ["JsonLogFormatter", "load_api_client", "load_operator", "load_operator_file",
+           "run_command", "run_operator"]
+
+_log = logging.getLogger("optk.operator")
+
+
+def run_operator(
+    operator: Operator,
+    *,
+    kubeconfig: str | None = None,
+    embedded: bool = False,
+    metrics_port: int | None = None,
+) -> int:
+    """Run ``operator`` until SIGTERM/SIGINT (or lost leadership); the process exit code."""
+    stop = _StopFlag()
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, stop.on_signal)
+    if embedded:
+        from reconciler.embedded import EmbeddedApiServer
+
+        with EmbeddedApiServer() as server:
+            _log.info("embedded API server at %s (kubeconfig %s)", server.url,
+                      server.kubeconfig_path)
+            return _run_with(operator, server.api_client(), stop, metrics_port)
+    from reconciler._client.connect import connect
+
+    return _run_with(operator, connect(kubeconfig), stop, metrics_port)
+
+
+def load_api_client(kubeconfig: str | None = None) -> Any:
+    """An official ``ApiClient`` from ``kubeconfig``; when None, the in-cluster service account
+    (when running in a pod) or the default kubeconfig (``KUBECONFIG``, ``~/.kube/config``). Wrap
+    it in a ``KubernetesClient``. Raises ``KubeconfigError`` (a ``ValueError``) naming the path."""
+    from reconciler._client.connect import load_client
+
+    return load_client(kubeconfig)
+
+
+def _run_with(operator: Operator, api_client: Any, stop: _StopFlag,
+              metrics_port: int | None) -> int:
+    from reconciler._client.kubernetes import KubernetesClient
+    from reconciler._driver.heap import HeapSettler
+
+    client = KubernetesClient(api_client, operator_name=operator.name)
+    runtime = operator.start(client, metrics_port=metrics_port)
+    _log.info("operator %s started (identity %s)", operator.name, runtime.identity)
+    heap = HeapSettler()  # this process runs one operator: freeze its long-lived heap
+    heap.started()
+    try:
+        while not stop.requested and not runtime.finished:
+            time.sleep(0.2)  # a signal interrupts the sleep and runs its handler
+            heap.poll(runtime)
+    finally:
+        clean = runtime.stop(timeout=operator.shutdown_timeout)
+    lost = not stop.requested
+    _log.info("operator %s stopped%s", operator.name, " (leadership lost)" if lost else "")
+    return 1 if lost or not clean else 0
+
+
+class _StopFlag:
+    """Set by SIGTERM/SIGINT. A plain attribute: a handler must take no lock the interrupted
+    main thread may hold (``Event.set`` could deadlock against ``Event.wait``)."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def on_signal(self, signum: int, frame: Any) -> None:
+        """The signal handler."""
+        self.requested = True
+
+
+class JsonLogFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message and the ``parent`` key if any."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The record as a JSON line."""
+        line: dict[str, Any] = {
+            "ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        parent = getattr(record, "parent", None)
+        if parent is not None:
+            line["parent"] = parent
+        if record.exc_info:
+            line["error"] = self.formatException(record.exc_info)
+        return json.dumps(line)
+
+
+def load_operator(target: str) -> Operator:
+    """The ``Operator`` named by ``MODULE[:ATTR]`` (``ATTR`` defaults to ``operator``).
+
+    Raises ``ValueError`` naming the target when it cannot be imported or is no ``Operator``.
+    """
+    from_file = load_operator_file(target)
+    if from_file is not None:
+        return from_file
+    module_name, _, attr = target.partition(":")
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)  # as `python -m` and `kopf run -m` find the user's modules
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ReconcilerUsageError(
+            f"cannot import operator module {module_name!r}: {error}"
+        ) from error
+    name = attr or "operator"
+    found = sorted(key for key, item in vars(module).items() if isinstance(item, Operator))
+    have = (
+        f"the module's Operator objects: {', '.join(found)}" if found
+        else "the module has no Operator object"
+    )
+    if not hasattr(module, name):
+        raise ReconcilerUsageError(
+            f"{module_name}:{name}: module {module_name!r} has no attribute {name!r} ({have})"
+        )
+    value = getattr(module, name)
+    if not isinstance(value, Operator):
+        raise ReconcilerUsageError(
+            f"{module_name}:{name} is not an Operator (got {type(value).__name__}; {have})"
+        )
+    return value
+
+
+def _is_file_target(path: str) -> bool:
+    return path.endswith(".py") or os.sep in path or path.startswith(".")
+
+
+def load_operator_file(target: str) -> Operator | None:
+    """The ``Operator`` in a Python file named by ``PATH.py[:ATTR]`` (as ``kopf run PATH.py``),
+    or ``None`` when ``target`` names no file (then it is ``MODULE[:ATTR]``).
+
+    The file is imported as a module named after it, its directory first on ``sys.path`` so
+    that it imports its neighbours. ``ATTR`` defaults to ``operator``, else to the one
+    ``Operator`` the module defines. Raises ``ValueError`` naming the file when it is missing,
+    fails to import, or holds no (or more than one, without ``ATTR``) ``Operator``.
+    """
+    path, colon, attr = target.rpartition(":")
+    if not colon or not _is_file_target(path):
+        path, attr = target, ""
+    if not _is_file_target(path):
+        return None
+    if not os.path.isfile(path):
+        raise ReconcilerUsageError(f"operator file {path!r} does not exist")
+    import importlib.util
+
+    full = os.path.abspath(path)
+    name = os.path.splitext(os.path.basename(full))[0]
+    folder = os.path.dirname(full)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    spec = importlib.util.spec_from_file_location(name, full)
+    if spec is None or spec.loader is None:
+        raise ReconcilerUsageError(f"operator file {path!r} is not a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:
+        sys.modules.pop(name, None)
+        raise ReconcilerUsageError(f"cannot load operator file {path!r}: "
+                                   f"{type(error).__name__}: {error}") from error
+    if attr:
+        value = getattr(module, attr, None)
+        if not isinstance(value, Operator):
+            raise ReconcilerUsageError(
+                f"{path}:{attr} is not an Operator (got {type(value).__name__})")
+        return value
+    if isinstance(default := getattr(module, "operator", None), Operator):
+        return default
+    found = sorted(key for key, value in vars(module).items() if isinstance(value, Operator))
+    if len(found) != 1:
+        raise ReconcilerUsageError(f"{path} defines {len(found)} Operator objects "
+                                   f"({', '.join(found) or 'none'}): name one as {path}:ATTR")
+    return cast(Operator, getattr(module, found[0]))
+
+
+def run_command(
+    target: str,
+    *,
+    kubeconfig: str | None = None,
+    embedded: bool = False,
+    metrics_port: int | None = None,
+    log_format: str = "text",
+    log_level: str = "INFO",
+    leader_elect: bool = False,
+    lease_namespace: str | None = None,
+    watch_namespace: str | None = None,
+) -> int:
+    """``optk run MODULE[:ATTR]``, both forms: set up logging, load the operator, adapt it to
+    the deployed flags (``deployed_operator``), run it until SIGTERM; the process exit code.
+
+    Raises ``ValueError`` (a ``KubeconfigError`` for a cluster that cannot be reached) with one
+    line for the command line to print."""
+    from reconciler._driver.deployed import deployed_operator
+
+    _configure_logging(log_format=log_format, log_level=log_level)
+    operator = deployed_operator(load_operator(target), leader_elect=leader_elect,
+                                 lease_namespace=lease_namespace,
+                                 watch_namespace=watch_namespace)
+    _log.info("running operator %s for %s.%s", operator.name, operator.kind, operator.api_version)
+    return operator.run(kubeconfig=kubeconfig, embedded=embedded, metrics_port=metrics_port)
+
+
+def _configure_logging(*, log_format: str, log_level: str) -> None:
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonLogFormatter() if log_format == "json" else logging.Formatter(
+        "%(asctime)s %(levelname)s %(name)s %(message)s"
+    ))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(log_level.upper())
+    for noisy in ("kubernetes", "urllib3"):  # their DEBUG shows request bodies (Secret data)
+        logging.getLogger(noisy).setLevel(max(logging.INFO, root.level))

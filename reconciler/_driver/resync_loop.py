@@ -1,0 +1,214 @@
+"""The resync loop: the timer that queues due parents, and the heartbeat that keeps it
+restart-proof.
+
+Two threads of the runtime, driven by the ``ResyncSchedule`` (``reconciler._driver.resyncs`` decides
+when each parent is due; this module only waits and acts): the timer sleeps on the injected
+clock until the next due time and queues every parent due by then; the heartbeat records every
+``ResyncPolicy.heartbeat`` seconds, in a Lease, up to when every due parent was reconciled, and
+``resume`` reads the previous run's record at start or takeover (``HeartbeatStore``: the Lease
+that holds it). Both run only while this runtime leads (a standby keeps its schedule and stays
+silent).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any, cast
+
+from reconciler._base.clocks import Clock
+from reconciler._base.errors import ApiError, ConflictError, LeadershipLostError, NotFoundError
+from reconciler._base.times import parse_time
+from reconciler._client.protocol import ClusterClient
+from reconciler._driver.resyncs import Heartbeat, ResyncSchedule, parse_duration
+from reconciler._driver.stats import RuntimeStats
+from reconciler._driver.triggers import ParentKey
+from reconciler._leadership.leases import LeaseWriter, holder_record
+from reconciler._workqueue.queues import WorkQueue
+
+__all__ = ["HeartbeatStore", "ResyncLoop"]
+
+_log = logging.getLogger("optk.operator")
+
+
+class ResyncLoop:
+    """The timer and heartbeat threads of one runtime.
+
+    ``leading()`` tells whether the runtime's workers run; ``stopping()`` whether it stops.
+    """
+
+    def __init__(
+        self,
+        *,
+        schedule: ResyncSchedule,
+        queue: WorkQueue[ParentKey],
+        heartbeats: HeartbeatStore | None,
+        period: float | None,
+        clock: Clock,
+        stats: RuntimeStats,
+        leading: Callable[[], bool],
+        stopping: Callable[[], bool],
+    ) -> None:
+        self.schedule = schedule
+        self.queue = queue
+        self.heartbeats = heartbeats
+        self.period = period or 60.0
+        self.clock = clock
+        self.stats = stats
+        self._leading = leading
+        self._stopping = stopping
+        self._timer_cond = threading.Condition()
+        self._beat_cond = threading.Condition()
+        self._last_heartbeat: Heartbeat | None = None
+
+    def kick(self) -> None:
+        """Wake the timer: the schedule changed."""
+        with self._timer_cond:
+            self._timer_cond.notify_all()
+
+    def beat_now(self) -> None:
+        """Wake the heartbeat: a new leader records its heartbeat at once."""
+        with self._beat_cond:
+            self._beat_cond.notify_all()
+
+    def wake_all(self) -> None:
+        """Wake both threads so they see that the runtime stops."""
+        self.kick()
+        self.beat_now()
+
+    def run_timer(self) -> None:
+        """The timer thread: queue parents as they fall due, while leading."""
+        with self._timer_cond:
+            while True:
+                if self._stopping():
+                    return
+                if not self._leading():  # a standby keeps its schedule; the leader's timer fires
+                    self.clock.wait(self._timer_cond, None)
+                    continue
+                for key in self.schedule.pop_due(self.clock.time()):
+                    self.stats.triggers["resync"] += 1
+                    self.queue.add(cast(ParentKey, key))
+                due = self.schedule.next_due()
+                wait = None if due is None else max(0.0, due - self.clock.time())
+                self.clock.wait(self._timer_cond, wait)
+
+    def resume(self) -> None:
+        """Read the previous run's heartbeat so first-seen parents keep their grid times."""
+        if self.heartbeats is None:
+            return
+        try:
+            heartbeat = self.heartbeats.read()
+        except ApiError as error:
+            _log.warning("reading the resync heartbeat failed (%s); restarting from the "
+                         "parents' status alone", error)
+            heartbeat = None
+        if heartbeat is not None:
+            _log.debug("resuming the periodic resync: covered until %.0f", heartbeat.covered)
+        self.schedule.resume_from(heartbeat)
+
+    def run_beat(self) -> None:
+        """The heartbeat thread: record what this run covered every period while leading."""
+        next_beat = self.clock.monotonic()
+        while True:
+            if self._stopping():
+                return
+            leading = self._leading()
+            now = self.clock.monotonic()
+            if leading and now >= next_beat:
+                self.write_heartbeat()
+                next_beat = now + self.period
+            wait = next_beat - now if leading and now < next_beat else self.period
+            with self._beat_cond:
+                self.clock.wait(self._beat_cond, wait)
+
+    def force_beat(self) -> None:
+        """Write the heartbeat now even if unchanged (its fingerprint changed)."""
+        self._last_heartbeat = None
+        self.write_heartbeat()
+
+    def write_heartbeat(self) -> None:
+        """Record the schedule's heartbeat unless it is the one recorded last (a record stays
+        true as time passes: only a reconcile moves ``covered``)."""
+        if self.heartbeats is None:
+            return
+        heartbeat = self.schedule.heartbeat(self.clock.time())
+        if heartbeat == self._last_heartbeat:
+            return
+        try:
+            self.heartbeats.write(heartbeat)
+            self.stats.heartbeats += 1
+            self._last_heartbeat = heartbeat
+        except (ApiError, LeadershipLostError) as error:  # a missed beat only widens what a
+            # restart re-checks; a fenced one (leadership lost) was never sent
+            _log.warning("writing the resync heartbeat failed: %s", error)
+
+
+_INTERVAL_ANNOTATION = "optk.dev/resync-interval-seconds"
+_TICKS_ANNOTATION = "optk.dev/resync-ticks"
+_FINGERPRINT_ANNOTATION = "optk.dev/operator-fingerprint"
+
+
+class HeartbeatStore:
+    """The heartbeat as a ``coordination.k8s.io/v1`` Lease: ``spec.renewTime`` is ``covered``,
+    two annotations hold the grid. One write (a PUT, through ``reconciler._leadership.leases``) per
+    beat; a GET only on a conflict.
+
+    API errors propagate (``reconciler.ApiError``); the caller decides whether a missed beat
+    matters (it does not: the next restart merely treats more parents as possibly missed).
+    """
+
+    def __init__(
+        self, client: ClusterClient, *, name: str, namespace: str, identity: str
+    ) -> None:
+        self.client = client
+        self.name = name
+        self.namespace = namespace
+        self.identity = identity
+        self.leases = LeaseWriter(client, name=name, namespace=namespace)
+        self._lease: dict[str, Any] | None = None
+        self.fingerprint: str | None = None
+        """The operator fingerprint written with each beat (None: leave the recorded one);
+        ``reconciler._driver.upgrades`` sets it once every parent was reconciled under it."""
+        self.recorded_fingerprint: str | None = None
+        """The fingerprint ``read`` found (None: none recorded)."""
+        self.lease_found = False
+        """Whether ``read`` found the Lease (a previous run recorded a heartbeat)."""
+
+    def read(self) -> Heartbeat | None:
+        """The recorded heartbeat, or ``None`` when there is none (or it is unreadable)."""
+        lease = self.leases.read()
+        if lease is None:
+            self.lease_found, self.recorded_fingerprint = False, None
+            return None
+        self._lease = lease
+        annotations = (lease.get("metadata") or {}).get("annotations") or {}
+        self.lease_found = True
+        recorded = annotations.get(_FINGERPRINT_ANNOTATION)
+        self.recorded_fingerprint = recorded if isinstance(recorded, str) else None
+        covered = parse_time((lease.get("spec") or {}).get("renewTime"))
+        try:
+            interval = parse_duration(str(annotations.get(_INTERVAL_ANNOTATION)))
+            ticks = int(str(annotations.get(_TICKS_ANNOTATION)))
+        except ValueError:
+            return None
+        if covered is None or ticks < 1:
+            return None
+        return Heartbeat(covered=covered, interval=interval, ticks=ticks)
+
+    def write(self, heartbeat: Heartbeat) -> None:
+        """Record ``heartbeat`` (creating the Lease the first time)."""
+        annotations = {_INTERVAL_ANNOTATION: repr(heartbeat.interval),
+                       _TICKS_ANNOTATION: str(heartbeat.ticks)}
+        if self.fingerprint is not None:
+            annotations[_FINGERPRINT_ANNOTATION] = self.fingerprint
+        spec = holder_record(self.identity, heartbeat.covered)
+        for _ in range(3):
+            try:  # over the version last written or read: one PUT, no GET
+                self._lease = self.leases.put(spec, annotations=annotations, over=self._lease)
+                return
+            except (ConflictError, NotFoundError):
+                self._lease = None  # someone else wrote it (or deleted it): read afresh
+        raise ConflictError(
+            f"heartbeat Lease {self.namespace}/{self.name} kept changing under the writer"
+        )

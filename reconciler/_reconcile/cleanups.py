@@ -1,0 +1,274 @@
+"""The cleanup finalizer's executor: the reads and writes ``reconciler._reconcile.finalizing``
+decides.
+
+``ParentCleanup.ensure(parent, children)`` runs inside a parent reconcile, before the children
+are written: it adds the toolkit's finalizer (one merge patch, with the kinds to look for) when
+the parent gets its first uncollectable child or the operator has ``on_delete``; otherwise it
+makes no request. ``ParentCleanup.finalize(parent)`` runs when the worker finds the parent being
+deleted: it lists the annotated kinds by the parent's owner-uid label (all namespaces), deletes
+what is ours and outside the garbage collector's reach (a CRD with custom resources left only
+when marked ``optk.dev/allow-data-loss``), runs ``on_delete``, and removes the finalizer. What
+is not done yet is reported in a ``Cleanup`` condition on the parent; the worker retries with
+backoff. ``delete_owned`` is the same deletion for ``optk uninstall``
+(``reconciler._commands.uninstall``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import attrs
+
+from builders import ObjectRef
+from builders.names import OWNER_UID_LABEL, label_value
+from reconciler._base.clocks import Clock, RealClock
+from reconciler._base.errors import ConflictError, DataLossError, NotFoundError, ReconcilerError
+from reconciler._base.times import format_time
+from reconciler._client.protocol import ClusterClient, KubeObject
+from reconciler._reconcile.conditions import merge_conditions
+from reconciler._reconcile.finalizing import (
+    CleanupStep,
+    cleanup_condition,
+    cleanup_kinds,
+    crd_resource_types,
+    decide_cleanup,
+    finalizer_patch,
+    is_uncollectable,
+    needs_cleanup,
+    owner_selector,
+    refuses_data_loss,
+)
+from reconciler._reconcile.planning import is_owned
+
+__all__ = ["CleanupOutcome", "OnDelete", "ParentCleanup", "delete_owned"]
+
+_log = logging.getLogger("optk.cleanup")
+
+OnDelete = Callable[[KubeObject], object]
+"""An ``Operator.on_delete`` hook: called with the parent being deleted; raises to be retried."""
+
+_MERGE = "application/merge-patch+json"
+_MAX_PASSES = 3  # delete, then look again: objects without finalizers are gone at once
+
+
+@attrs.frozen(kw_only=True)
+class CleanupOutcome:
+    """One ``finalize`` pass: whether the parent is released, and what is left if not."""
+
+    done: bool
+    reason: str = ""
+    deleted: tuple[ObjectRef, ...] = ()
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _custom_resources(client: ClusterClient, crd: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every custom resource of ``crd``, over its served versions (one LIST each, all
+    namespaces; the same object seen in two versions counted once)."""
+    found: dict[tuple[str | None, str], dict[str, Any]] = {}
+    for api_version, kind in crd_resource_types(crd):
+        try:
+            items = client.list(api_version, kind)["items"]
+        except NotFoundError:
+            continue
+        for item in items:
+            ref = ObjectRef.of(item)
+            found.setdefault((ref.namespace, ref.name), item)
+    return list(found.values())
+
+
+def _owned_by(obj: Mapping[str, Any], owner_uid: str | None) -> bool:
+    labels = _meta(obj).get("labels") or {}
+    return bool(owner_uid) and labels.get(OWNER_UID_LABEL) == label_value(str(owner_uid))
+
+
+def count_custom_resources(
+    client: ClusterClient, crd: Mapping[str, Any], *, owner_uid: str | None = None
+) -> int:
+    """How many custom resources of ``crd`` exist that are users' data: those that are not
+    children of the parent with ``owner_uid`` (they go with that parent anyway)."""
+    return sum(1 for item in _custom_resources(client, crd) if not _owned_by(item, owner_uid))
+
+
+def delete_owned(
+    client: ClusterClient, obj: Mapping[str, Any], *, owner_uid: str | None = None
+) -> bool:
+    """Delete ``obj`` (background propagation). For a CRD, the custom resources that are
+    children of the parent with ``owner_uid`` are deleted first; any other one left makes it
+    raise ``DataLossError`` unless the CRD is marked. Whether a delete was sent (False: gone)."""
+    ref = ObjectRef.of(obj)
+    if ref.kind == "CustomResourceDefinition":
+        others = 0
+        for item in _custom_resources(client, obj):
+            if not _owned_by(item, owner_uid):
+                others += 1
+                continue
+            item_ref = ObjectRef.of(item)
+            with contextlib.suppress(NotFoundError):
+                client.delete(item_ref.api_version, item_ref.kind, item_ref.name,
+                              namespace=item_ref.namespace, propagation_policy="Background")
+        refusal = refuses_data_loss(obj, custom_resources=others)
+        if refusal is not None:
+            raise DataLossError(refusal, ref=ref, custom_resources=others)
+    try:
+        client.delete(ref.api_version, ref.kind, ref.name, namespace=ref.namespace,
+                      propagation_policy="Background")
+    except NotFoundError:
+        return False
+    return True
+
+
+class ParentCleanup:
+    """Adds, executes and removes the cleanup finalizer of one operator's parents."""
+
+    def __init__(
+        self,
+        client: ClusterClient,
+        *,
+        on_delete: OnDelete | None = None,
+        clock: Clock | None = None,
+        dry_run: bool = False,
+    ) -> None:
+        self.client = client
+        self.on_delete = on_delete
+        self.clock: Clock = clock if clock is not None else RealClock()
+        self.dry_run = dry_run
+        self._hook_done: set[str] = set()
+        self._lock = threading.Lock()
+
+    # -- while the parent lives -------------------------------------------------------------
+
+    def ensure(
+        self, parent: Mapping[str, Any], children: Iterable[ObjectRef]
+    ) -> dict[str, Any] | None:
+        """Add the finalizer when ``parent`` needs it and lacks it: the parent as the server
+        returned it after the patch, or None when no write was needed."""
+        wanted = needs_cleanup(parent, children, on_delete=self.on_delete is not None)
+        ref = ObjectRef.of(parent)
+        for attempt in range(2):
+            decision = decide_cleanup(parent, wanted_kinds=wanted)
+            if decision.step is not CleanupStep.ADD or self.dry_run:
+                return None if attempt == 0 else dict(parent)
+            try:
+                live = self.client.patch(
+                    ref.api_version, ref.kind, ref.name,
+                    finalizer_patch(parent, add=True, kinds=decision.kinds),
+                    patch_type=_MERGE, namespace=ref.namespace,
+                )
+            except ConflictError:
+                if attempt:
+                    raise
+                # a stale read (our own earlier patch not seen yet): decide on a fresh one
+                parent = self.client.get(ref.api_version, ref.kind, ref.name,
+                                         namespace=ref.namespace)
+                continue
+            _log.info("%s: added the cleanup finalizer (%s)", ref, decision.reason)
+            return live
+        return None
+
+    # -- while it is being deleted ----------------------------------------------------------
+
+    def finalize(self, parent: Mapping[str, Any]) -> CleanupOutcome:
+        """One cleanup pass over ``parent`` (being deleted). Never raises for the cluster's
+        answers: what is left is in the outcome (and the parent's ``Cleanup`` condition)."""
+        ref = ObjectRef.of(parent)
+        uid = str(_meta(parent).get("uid") or "")
+        deleted: list[ObjectRef] = []
+        try:
+            for _ in range(_MAX_PASSES):
+                remaining, deleting = self._remaining(parent, uid)
+                decision = decide_cleanup(
+                    parent, remaining=remaining, deleting_now=deleting,
+                    on_delete=self.on_delete is not None, on_delete_done=self._done(uid),
+                )
+                step = decision.step
+                if step is CleanupStep.NONE:
+                    return CleanupOutcome(done=True, deleted=tuple(deleted))
+                if step is CleanupStep.DELETE_CHILDREN:
+                    for child in decision.delete:
+                        if delete_owned(self.client, remaining[child], owner_uid=uid):
+                            deleted.append(child)
+                            _log.info("%s: deleted %s", ref, child)
+                    continue
+                if step is CleanupStep.WAIT:
+                    return self._waiting(parent, decision.reason, deleted)
+                if step is CleanupStep.RUN_ON_DELETE:
+                    self._run_hook(parent, uid)
+                    continue
+                self._remove(parent)
+                _log.info("%s: cleanup done; removed the finalizer", ref)
+                return CleanupOutcome(done=True, deleted=tuple(deleted))
+            return self._waiting(parent, "children are still being deleted", deleted)
+        except Exception as exc:  # the cluster's refusal or the hook's error: retried
+            return self._waiting(parent, str(exc), deleted)
+
+    def _remaining(
+        self, parent: Mapping[str, Any], uid: str
+    ) -> tuple[dict[ObjectRef, Mapping[str, Any]], set[ObjectRef]]:
+        found: dict[ObjectRef, Mapping[str, Any]] = {}
+        deleting: set[ObjectRef] = set()
+        for api_version, kind in cleanup_kinds(parent):
+            try:
+                items = self.client.list(api_version, kind,
+                                         label_selector=owner_selector(uid))["items"]
+            except NotFoundError:
+                continue  # the kind is not served: nothing of it can remain
+            for item in items:
+                child = ObjectRef.of(item)
+                if not is_uncollectable(parent, child) or not is_owned(item, owner_uid=uid)[0]:
+                    continue
+                found[child] = item
+                if _meta(item).get("deletionTimestamp"):
+                    deleting.add(child)
+        return found, deleting
+
+    def _done(self, uid: str) -> bool:
+        with self._lock:
+            return uid in self._hook_done
+
+    def _run_hook(self, parent: Mapping[str, Any], uid: str) -> None:
+        assert self.on_delete is not None
+        self.on_delete(dict(parent))
+        with self._lock:
+            self._hook_done.add(uid)
+        _log.info("%s: on_delete succeeded", ObjectRef.of(parent))
+
+    def _remove(self, parent: Mapping[str, Any]) -> None:
+        ref = ObjectRef.of(parent)
+        with contextlib.suppress(NotFoundError):  # gone already
+            self.client.patch(ref.api_version, ref.kind, ref.name,
+                              finalizer_patch(parent, add=False), patch_type=_MERGE,
+                              namespace=ref.namespace)
+        with self._lock:
+            self._hook_done.discard(str(_meta(parent).get("uid") or ""))
+
+    def _waiting(
+        self, parent: Mapping[str, Any], reason: str, deleted: list[ObjectRef]
+    ) -> CleanupOutcome:
+        """Report ``reason`` on the parent (only when the condition changes) and not done."""
+        ref = ObjectRef.of(parent)
+        _log.warning("%s: cleanup waits: %s", ref, reason)
+        wanted = cleanup_condition(waiting=True, reason="CleanupPending", message=reason)
+        status = parent.get("status")
+        existing = status.get("conditions") if isinstance(status, Mapping) else None
+        conditions, changed = merge_conditions(existing, [wanted], format_time(self.clock.time()))
+        if changed:
+            for sub in ("status", None):
+                try:
+                    self.client.patch(ref.api_version, ref.kind, ref.name,
+                                      {"status": {"conditions": conditions}}, patch_type=_MERGE,
+                                      namespace=ref.namespace, subresource=sub)
+                    break
+                except NotFoundError:
+                    continue
+                except ReconcilerError as exc:
+                    _log.warning("%s: writing the Cleanup condition failed: %s", ref, exc)
+                    break
+        return CleanupOutcome(done=False, reason=reason, deleted=tuple(deleted))

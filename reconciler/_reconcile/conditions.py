@@ -1,0 +1,294 @@
+"""What a parent's reconcile says about it: status conditions and Events, decided in pure code.
+
+From the children's results and errors of one parent reconcile, :func:`parent_conditions` makes the
+``Reconciled`` and ``Ready`` conditions (with ``observedGeneration``), :func:`merge_conditions`
+merges them into the parent's existing conditions (transition times kept unless a status flips),
+:func:`status_patch` decides whether the status needs writing at all (only on a change, or when
+the optional refresh period is over) and what to write, and :func:`parent_events` groups the
+outcome into the few Events people read (one per kind of change, one warning for failures). No
+I/O: ``reconciler._reconcile.parents`` sends what these functions return.
+
+A change the server refuses on an immutable field (``ImmutableFieldError``: recreation is off or
+not allowed for the kind) gets its own reason, ``ImmutableFieldChanged``, on both conditions and
+on the Warning, naming the child, the field(s) and the server's reason, and what clears it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from builders import ObjectRef
+from reconciler._base.errors import ApiError
+from reconciler._base.times import format_time, parse_time
+from reconciler._client.counting import ApiCall
+from reconciler._reconcile.reconciling import Action, ImmutableFieldError, ReconcileResult
+
+__all__ = [
+    "ChildError",
+    "ParentEvent",
+    "ParentResult",
+    "error_message",
+    "failure_reason",
+    "merge_conditions",
+    "parent_conditions",
+    "parent_events",
+    "pending_children",
+    "status_patch",
+]
+
+_MAX_CONDITION_MESSAGE = 4096
+
+_EVENT_REASONS = {
+    Action.CREATED: "Created",
+    Action.UPDATED: "Updated",
+    Action.RECREATED: "Recreated",
+    Action.DELETED: "Deleted",
+}
+
+
+@attrs.frozen(kw_only=True)
+class ChildError:
+    """One child that could not be reconciled, and why."""
+
+    ref: ObjectRef
+    message: str
+    error: BaseException = attrs.field(eq=False, repr=False)
+
+    @property
+    def retry_after(self) -> float | None:
+        """The server's ``Retry-After`` when it throttled this child's request."""
+        return self.error.retry_after if isinstance(self.error, ApiError) else None
+
+
+@attrs.frozen(kw_only=True)
+class ParentEvent:
+    """One Event to record on the parent."""
+
+    reason: str
+    message: str
+    type: str = "Normal"
+
+
+def _condition(
+    type_: str, ok: bool, *, reason: str, message: str, generation: Any
+) -> dict[str, Any]:
+    return {
+        "type": type_,
+        "status": "True" if ok else "False",
+        "reason": reason,
+        "message": message,
+        "observedGeneration": generation,
+    }
+
+
+def failure_reason(errors: Sequence[ChildError]) -> str:
+    """The reason of a failed reconcile: ``ImmutableFieldChanged`` when every failure is a
+    refused change of an immutable field, else ``ChildrenFailed``."""
+    if errors and all(isinstance(e.error, ImmutableFieldError) for e in errors):
+        return "ImmutableFieldChanged"
+    return "ChildrenFailed"
+
+
+def error_message(error: ChildError) -> str:
+    """What people read about one failed child; for a refused immutable change, the field(s),
+    the server's reason and what clears it."""
+    exc = error.error
+    if not isinstance(exc, ImmutableFieldError):
+        return error.message
+    why = "; ".join(sorted({c.message for c in exc.causes if c.field in exc.fields
+                            and c.message})) or exc.reason
+    return (
+        f"the change of {', '.join(exc.fields)} cannot be applied ({why}); retried with "
+        f"backoff, it clears once the change is reverted or recreation is allowed "
+        f"(recreate=True with the kind in recreate_kinds)"
+    )
+
+
+def pending_children(results: Sequence[ReconcileResult]) -> list[ReconcileResult]:
+    """The results that keep a parent from being ready: waiting (a requeue) or skipped."""
+    return [r for r in results if r.requeue_after is not None or r.action is Action.SKIPPED]
+
+
+def parent_conditions(
+    *, generation: Any, errors: Sequence[ChildError], pending: Sequence[ReconcileResult],
+    children: int,
+) -> list[dict[str, Any]]:
+    """The ``Reconciled`` and ``Ready`` conditions for one outcome (without transition times).
+
+    ``Reconciled`` says whether every child was applied; ``Ready`` additionally needs nothing
+    pending: no child waiting for a deletion to finish (reason ``ChildrenPending``) and none
+    skipped because it is not ours (``ChildrenSkipped``). Messages list the per-child errors and
+    reasons.
+    """
+    if errors:
+        listed = "; ".join(f"{e.ref}: {error_message(e)}" for e in errors)
+        message = f"{len(errors)} of {children} children failed: {listed}"
+        message = message[:_MAX_CONDITION_MESSAGE]
+        reason = failure_reason(errors)
+        return [
+            _condition("Reconciled", False, reason=reason, message=message,
+                       generation=generation),
+            _condition("Ready", False, reason=reason, message=message,
+                       generation=generation),
+        ]
+    reconciled = _condition(
+        "Reconciled", True, reason="ReconcileSucceeded",
+        message=f"all {children} children reconciled", generation=generation,
+    )
+    if pending:
+        waiting = "; ".join(f"{r.ref}: {r.reason}" for r in pending)
+        skipped = any(r.requeue_after is None for r in pending)
+        ready = _condition(
+            "Ready", False, reason="ChildrenSkipped" if skipped else "ChildrenPending",
+            message=waiting[:_MAX_CONDITION_MESSAGE], generation=generation,
+        )
+    else:
+        ready = _condition("Ready", True, reason="ChildrenReady",
+                           message=f"all {children} children are as desired", generation=generation)
+    return [reconciled, ready]
+
+
+def merge_conditions(
+    existing: Any, wanted: Sequence[Mapping[str, Any]], now: str
+) -> tuple[list[dict[str, Any]], bool]:
+    """Existing conditions with ours replaced (transition time kept unless the status flips),
+    and whether anything changed."""
+    old = [dict(c) for c in existing or () if isinstance(c, Mapping)]
+    by_type = {c.get("type"): c for c in old}
+    changed = False
+    merged_ours: dict[Any, dict[str, Any]] = {}
+    for cond in wanted:
+        before = by_type.get(cond["type"])
+        new = dict(cond)
+        if before is not None and before.get("status") == cond["status"]:
+            new["lastTransitionTime"] = before.get("lastTransitionTime") or now
+        else:
+            new["lastTransitionTime"] = now
+        if before is None or any(before.get(k) != v for k, v in new.items()):
+            changed = True
+        merged_ours[cond["type"]] = new
+    result = [merged_ours.pop(c.get("type")) if c.get("type") in merged_ours else c for c in old]
+    result.extend(merged_ours.values())
+    return result, changed
+
+
+def status_patch(
+    *,
+    parent: Mapping[str, Any],
+    results: Sequence[ReconcileResult],
+    errors: Sequence[ChildError],
+    children: int,
+    now: float,
+    refresh: float | None = None,
+) -> dict[str, Any] | None:
+    """The merge patch of the parent's status after one reconcile, or None when nothing changed.
+
+    ``results`` are every child's and pruned object's results, ``children`` how many children
+    were built (failed ones included). The status is written when its conditions or
+    ``observedGeneration`` change, when it has no readable ``lastReconcileTime``, or (with
+    ``refresh`` seconds) when that time is older than ``refresh``.
+    """
+    meta = parent.get("metadata")
+    generation = meta.get("generation") if isinstance(meta, Mapping) else None
+    wanted = parent_conditions(
+        generation=generation, errors=errors, pending=pending_children(results),
+        children=children,
+    )
+    current = parent.get("status")
+    current = current if isinstance(current, Mapping) else {}
+    conditions, changed = merge_conditions(current.get("conditions"), wanted, format_time(now))
+    last = parse_time(current.get("lastReconcileTime"))
+    stale = last is None or (refresh is not None and now - last >= refresh)
+    if not changed and current.get("observedGeneration") == generation and not stale:
+        return None
+    return {"status": {
+        "observedGeneration": generation,
+        "lastReconcileTime": format_time(now),
+        "conditions": conditions,
+    }}
+
+
+_ORIGINAL_MEANING = {
+    "unreadable": "corrupt, oversized or too deeply nested",
+    "foreign": "it records another object",
+}
+
+
+def parent_events(
+    results: Sequence[ReconcileResult], errors: Sequence[ChildError]
+) -> list[ParentEvent]:
+    """The Events one parent reconcile produces: one per kind of change naming every child it
+    concerns (aggregated as Kubernetes' own event correlator would, so a thousand creates are
+    not a thousand Events), in order of first occurrence; then a Warning listing the failed
+    children. Messages name objects and actions only, never field values."""
+    changes: dict[str, list[ObjectRef]] = {}
+    for result in results:
+        reason = _EVENT_REASONS.get(result.action)
+        if reason:
+            changes.setdefault(reason, []).append(result.ref)
+    events = []
+    for reason, refs in changes.items():
+        what = "child" if len(refs) == 1 else f"{len(refs)} children"
+        events.append(ParentEvent(
+            reason=reason, message=f"{reason} {what}: " + ", ".join(str(r) for r in refs),
+        ))
+    for result in results:
+        if result.original_status in ("unreadable", "foreign"):
+            events.append(ParentEvent(
+                reason="LastAppliedUnreadable", type="Warning",
+                message=f"child {result.ref}: its last-applied annotation was "
+                f"{result.original_status} ({_ORIGINAL_MEANING[result.original_status]}); "
+                "it was compared two-way and patched from the desired object",
+            ))
+    if errors:
+        reason = failure_reason(errors)
+        events.append(ParentEvent(
+            reason="ReconcileError" if reason == "ChildrenFailed" else reason, type="Warning",
+            message=f"{len(errors)} children failed: "
+            + "; ".join(f"{e.ref}: {error_message(e)}" for e in errors),
+        ))
+    return events
+
+
+@attrs.frozen(kw_only=True)
+class ParentResult:
+    """The outcome of one parent reconcile: per child, pruned objects, status, requeue."""
+
+    parent: ObjectRef
+    children: tuple[ReconcileResult, ...] = ()
+    pruned: tuple[ReconcileResult, ...] = ()
+    errors: tuple[ChildError, ...] = ()
+    status_written: bool = False
+    status_error: str = ""
+    api_calls: tuple[ApiCall, ...] = ()
+    """Every request of this reconcile: lists, child reads and writes, status, events."""
+    requeue_after: float | None = None
+    """Seconds until the parent should be reconciled again (a child asked, or was throttled)."""
+    dry_run: bool = False
+    """True when nothing was written (no child, Event or status): a plan of what would be."""
+    namespace_terminating: bool = False
+    """The namespace is being deleted (a create got 403 ``NamespaceTerminating`` or 404 for the
+    namespace): the reconcile stopped, wrote nothing more, and later ones return at once."""
+    parent_gone: bool = False
+    """The parent went away during the reconcile (a write for it was answered 404, or the
+    driver's cache saw it deleted or being deleted): the reconcile stopped before writing
+    anything more for it; the driver drops it (or runs its cleanup)."""
+
+    @property
+    def ok(self) -> bool:
+        """True when every child was reconciled and the status written (if needed)."""
+        return not (self.errors or self.status_error or self.namespace_terminating
+                    or self.parent_gone)
+
+    @property
+    def requeue(self) -> bool:
+        """Whether a later reconcile was asked for (errors aside: the driver backs off on those)."""
+        return self.requeue_after is not None
+
+    @property
+    def writes(self) -> int:
+        """Write requests made (create, patch, update, delete), events and status included."""
+        return sum(1 for c in self.api_calls if c.verb in ("create", "patch", "update", "delete"))

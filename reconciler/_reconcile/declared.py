@@ -1,0 +1,154 @@
+"""The children a parent declares: its builders evaluated once, the same way for every caller.
+
+Six places need what a parent's builders build: the reconcile (``reconciler._reconcile.parents``),
+the warm start and the drift look at start (``reconciler._driver.standby``), the adoption of a
+moved-in parent's children (``reconciler._sharding.shards``), the role ``optk manifests`` derives
+(``reconciler._commands.rbac``) and ``optk uninstall`` (``reconciler._commands.uninstall``). Each
+used to evaluate the builders itself, and the copies drifted apart (one indexed what a builder
+returned directly, and an official client model such as ``V1ConfigMap`` broke it). Here is the one
+evaluation: :func:`declared_children` runs ``build`` over a private copy of the parent, evaluates
+every builder with ``builders.composition.evaluate`` (client models converted, identity checked,
+failures named after the builder), stamps the identity of DESIGN.md section 5 with
+``builders.names.stamp_identity`` and returns a :class:`DeclaredChildren` value: the children in
+order, and every builder that failed without stopping the others.
+
+Boundary: a pure decision, like ``reconciler._reconcile.planning``. No client and no I/O: whether a
+kind is namespaced comes from the caller as a callable (the reconcile asks its client's discovery; a
+caller with no cluster to ask passes :func:`unknown_scope`). What to do with a failure is the
+caller's: the reconcile reports each one on the parent, the warm start and the drift look skip
+them, the role derivation refuses or skips the parent, uninstall logs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import attrs
+
+from builders import BuilderFailedError, DesiredState, KubeObject, ObjectRef
+from builders.composition import evaluate
+from builders.convert import is_client_model, to_plain_object
+from builders.names import stamp_identity
+from builders.objects import copy_object
+
+__all__ = [
+    "BuilderFailure",
+    "DeclaredChild",
+    "DeclaredChildren",
+    "Namespaced",
+    "declared_children",
+    "stamp_child",
+    "unknown_scope",
+]
+
+Namespaced = Callable[[str, str], bool | None]
+"""``namespaced(api_version, kind)``: whether the kind is namespaced; None when it is not known
+(not served, or no cluster to ask): then a child is namespaced when it or its parent names a
+namespace."""
+
+
+def unknown_scope(api_version: str, kind: str) -> bool | None:
+    """A :data:`Namespaced` lookup that knows no kind (for callers that need only the children's
+    types and names, with no cluster to ask or none worth asking)."""
+    del api_version, kind
+    return None
+
+
+@attrs.frozen(kw_only=True)
+class DeclaredChild:
+    """One evaluated child: its key, the object with its identity stamped, its desired state."""
+
+    ref: ObjectRef
+    obj: dict[str, Any]
+    state: DesiredState
+
+
+@attrs.frozen(kw_only=True)
+class BuilderFailure:
+    """A builder that declared no child: its name (``BuilderFailedError.builder``, or ``#<index>``
+    when it failed after running, e.g. while its identity was stamped), its index in what
+    ``build`` returned, and the exception."""
+
+    name: str
+    index: int
+    error: Exception
+
+
+@attrs.frozen(kw_only=True)
+class DeclaredChildren:
+    """What :func:`declared_children` found: the children in the builders' order, the builders
+    that failed, and ``build_error`` when ``build(parent)`` itself raised (then nothing else)."""
+
+    children: tuple[DeclaredChild, ...] = ()
+    failures: tuple[BuilderFailure, ...] = ()
+    build_error: Exception | None = None
+
+    @property
+    def failed(self) -> bool:
+        """Whether ``build`` or any builder failed (so the children may be incomplete)."""
+        return self.build_error is not None or bool(self.failures)
+
+    @property
+    def errors(self) -> tuple[Exception, ...]:
+        """Every failure's exception: ``build``'s own first, then the builders' in order."""
+        head = () if self.build_error is None else (self.build_error,)
+        return (*head, *(failure.error for failure in self.failures))
+
+    @property
+    def types(self) -> set[tuple[str, str]]:
+        """The children's ``(apiVersion, kind)`` pairs."""
+        return {child.ref.type_key for child in self.children}
+
+
+def stamp_child(
+    parent: KubeObject, obj: KubeObject, state: DesiredState, *, operator_name: str,
+    namespaced: Namespaced,
+) -> dict[str, Any]:
+    """``obj`` (a dict or an official client model) as a new dict with the namespace, labels and
+    controller owner reference of DESIGN.md section 5, as ``builders.stamp_identity`` decides
+    them; an unknown kind's scope is taken from the child's or the parent's namespace."""
+    child = to_plain_object(obj) if is_client_model(obj) else dict(obj)
+    ref = ObjectRef.of(child)
+    scoped = namespaced(ref.api_version, ref.kind)
+    if scoped is None:
+        meta = parent.get("metadata")
+        parent_namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
+        scoped = bool(ref.namespace or parent_namespace)
+    return stamp_identity(parent, child, operator_name=operator_name, namespaced=scoped,
+                          absent=state.is_absent)
+
+
+def declared_children(
+    build: Callable[[KubeObject], Iterable[Any]], parent: KubeObject, *, operator_name: str,
+    namespaced: Namespaced,
+) -> DeclaredChildren:
+    """Evaluate ``build(parent)``'s builders in order into stamped children; never raises for a
+    failing ``build`` or builder (see :class:`DeclaredChildren`).
+
+    ``build`` and its builders get a private copy of ``parent`` (a dict or an official client
+    model, converted), so a builder that edits its parent in place changes nothing outside;
+    identity is stamped from ``parent`` as given. ``operator_name`` fills the ``managed-by``
+    label; ``namespaced`` says which kinds are namespaced (:data:`Namespaced`).
+    """
+    plain = to_plain_object(parent) if is_client_model(parent) else parent
+    private = copy_object(plain)
+    try:
+        builders = list(build(private))
+    except Exception as exc:
+        return DeclaredChildren(build_error=exc)
+    children: list[DeclaredChild] = []
+    failures: list[BuilderFailure] = []
+    for index, builder in enumerate(builders):
+        try:
+            # evaluate() converts client models, checks identity, and names the builder and
+            # the parent in the BuilderFailedError it raises.
+            obj, state = evaluate(builder, parent=private)
+            child = stamp_child(plain, obj, state, operator_name=operator_name,
+                                namespaced=namespaced)
+        except Exception as exc:
+            name = exc.builder if isinstance(exc, BuilderFailedError) else f"#{index}"
+            failures.append(BuilderFailure(name=name, index=index, error=exc))
+            continue
+        children.append(DeclaredChild(ref=ObjectRef.of(child), obj=child, state=state))
+    return DeclaredChildren(children=tuple(children), failures=tuple(failures))

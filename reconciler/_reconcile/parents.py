@@ -1,0 +1,539 @@
+"""The parent reconcile: run one parent's builders and bring every child to its desired state.
+
+``ParentReconciler.reconcile(parent)`` is a plain call (the driver's work queue calls it, and so can
+a test or a script). It builds the children, stamps the identity of DESIGN.md section 5 on each
+(labels, controller owner reference, namespace), reads the live children with one LIST per kind
+(by the ``optk.dev/owner-uid`` label) instead of one GET per child, reconciles every child through
+``ResourceReconciler`` (one child's error never stops the others), optionally prunes children that
+are ours and no longer built (per-kind allow-list; cluster-scoped kinds cluster-wide, CRDs last
+and never while they hold users' custom resources), records Events on the parent, and writes the
+parent's status conditions (DESIGN.md section 6) only when they changed. Before any child the
+garbage collector cannot collect is written, the cleanup finalizer is put on the parent
+(``reconciler._reconcile.cleanups``); the worker runs the cleanup when the parent is deleted.
+
+The module is over 500 lines because one parent's reconcile is one sequence (build, finalizer,
+one LIST per kind, each child, prune, Events, status) whose steps share the run's state; the
+decisions it takes are elsewhere (``planning``, ``conditions``, ``finalizing``, ``declared``),
+so what is left is the sequence itself.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from builders import DesiredState, ObjectRef, ResourceBuilder
+from builders.convert import is_client_model, to_plain_object
+from builders.names import (
+    OWNER_UID_LABEL,
+    label_value,
+)
+from builders.objects import copy_object
+from reconciler._base.clocks import Clock, RealClock
+from reconciler._base.errors import (
+    ApiError,
+    LeadershipLostError,
+    NamespaceTerminatingError,
+    NotFoundError,
+    ReconcilerError,
+    ReconcilerUsageError,
+)
+from reconciler._client.caches import PassThroughCache, ReadCache
+from reconciler._client.counting import (
+    counting,
+    counting_reader,
+    recording,
+    uncounted,
+)
+from reconciler._client.protocol import ClusterClient, KubeObject
+from reconciler._reconcile.cleanups import OnDelete, ParentCleanup, count_custom_resources
+from reconciler._reconcile.conditions import (
+    ChildError,
+    ParentResult,
+    parent_conditions,
+    parent_events,
+    status_patch,
+)
+from reconciler._reconcile.declared import DeclaredChildren, declared_children, stamp_child
+from reconciler._reconcile.events import EventRecorder
+from reconciler._reconcile.finalizing import is_uncollectable, refuses_data_loss
+from reconciler._reconcile.memo import BuildMemo, ChildMemo, RecentKeys
+from reconciler._reconcile.readiness import (
+    Readiness,
+    StatusBuilder,
+    not_ready,
+    readiness_status_patch,
+)
+from reconciler._reconcile.reconciling import (
+    ReconcileResult,
+    ResourceReconciler,
+    is_owned,
+)
+
+__all__ = ["ChildError", "ParentReconciler", "ParentResult", "parent_conditions"]
+
+_log = logging.getLogger(__name__)
+
+_READ: Any = object()  # "read this child on its own"
+_TERMINATING_KEPT = 4096  # parents whose namespace is being deleted, remembered by uid
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _order(ref: ObjectRef) -> str:
+    """The order children are listed and pruned in (stable across runs)."""
+    return str((ref.api_version, ref.kind, ref.namespace, ref.name))
+
+
+class ParentReconciler:
+    """Reconciles parents of one kind: ``reconcile(parent) -> ParentResult``.
+
+    ``build(parent)`` returns the parent's ``ResourceBuilder`` list, in order. ``operator_name``
+    fills the ``app.kubernetes.io/managed-by`` label and is the Events' reporting component.
+    ``prune_kinds`` lists the ``(apiVersion, kind)`` pairs whose unbuilt children (ours, found by
+    the ``optk.dev/owner-uid`` label) are deleted; pruning is off when it is empty. Events and
+    status writing can be switched off. ``dry_run`` writes nothing (server-side dry runs for
+    creates and patches, no Events, no status): the result is a plan. The status (with
+    ``lastReconcileTime``) is written only when its conditions or ``observedGeneration`` change,
+    so a steady state makes no writes; the driver's restart-proof resync schedule needs no fresher
+    time (it rests on its own heartbeat). ``status_refresh`` (seconds, default ``None``: off)
+    optionally also rewrites the time once it is that old, at one write per parent per period.
+    ``reuse_builds``: see ``Operator.reuse_builds`` and ``reconciler._reconcile.memo.BuildMemo``.
+    ``parent_alive``: see the attribute.
+    """
+
+    def __init__(
+        self,
+        client: ClusterClient,
+        build: Callable[[KubeObject], Iterable[ResourceBuilder]],
+        *,
+        operator_name: str,
+        reader: ReadCache | None = None,
+        resources: ResourceReconciler | None = None,
+        prune_kinds: Collection[tuple[str, str]] = (),
+        events: bool = True,
+        write_status: bool = True,
+        status_refresh: float | None = None,
+        dry_run: bool = False,
+        clock: Clock | None = None,
+        on_delete: OnDelete | None = None,
+        readiness: Readiness | None = None,
+        status: StatusBuilder | None = None,
+        reuse_builds: bool = False,
+        parent_alive: Callable[[KubeObject], bool] | None = None,
+    ) -> None:
+        self.client = counting(client)
+        self.build = build
+        self.operator_name = operator_name
+        self.clock: Clock = clock if clock is not None else RealClock()
+        self.reader = counting_reader(
+            reader if reader is not None else PassThroughCache(uncounted(client))
+        )
+        self.resources = resources if resources is not None else ResourceReconciler(
+            self.client, reader=self.reader, clock=self.clock, dry_run=dry_run
+        )
+        if self.resources.dry_run != dry_run:
+            raise ReconcilerUsageError(
+                "ParentReconciler(dry_run=...) must match its resources' dry_run"
+            )
+        self.dry_run = dry_run
+        self.prune_kinds = frozenset(prune_kinds)
+        self.recorder = EventRecorder(
+            self.client, component=operator_name, clock=self.clock
+        ) if (events and not dry_run) else None
+        self.write_status = write_status and not dry_run
+        self.status_refresh = status_refresh
+        # Ready from the children's health (reconciler._reconcile.readiness)
+        self.readiness = readiness
+        self.status_builder = status
+        self.memo = ChildMemo()  # a resync of an unchanged child skips the match (_memo)
+        self.builds = BuildMemo() if reuse_builds else None  # nor builds an unchanged parent
+        self._no_status_subresource: set[tuple[str, str]] = set()
+        self.cleanup = ParentCleanup(self.client, on_delete=on_delete, clock=self.clock,
+                                     dry_run=dry_run)
+        """The cleanup finalizer of this operator's parents (``reconciler._reconcile.cleanups``)."""
+        self._terminating: RecentKeys[str] = RecentKeys(size=_TERMINATING_KEPT)  # parent uids
+        self.parent_alive = parent_alive
+        """Whether a parent is still there and not being deleted, as the caller's cache says
+        (the driver passes its parent informer's view; no request): asked before each child
+        write and the status, so that no child is created for a parent that went away
+        meanwhile (``ParentResult.parent_gone``). None: not asked."""
+
+    def namespace_terminating(self, uid: str) -> None:
+        """Remember that parent ``uid``'s namespace is being deleted: leave the parent alone."""
+        self._terminating.add(uid)
+
+    # -- entry point ------------------------------------------------------------------------
+
+    def reconcile(self, parent: KubeObject) -> ParentResult:
+        """Reconcile every child of ``parent`` (a live object with a uid); never raises for a
+        child's failure: those are in ``ParentResult.errors`` and in the parent's status."""
+        # Builders and hooks get a private copy: the informer cache shares equal parts between
+        # cached objects, and a builder that edits its parent in place must not reach them.
+        parent = to_plain_object(parent) if is_client_model(parent) else copy_object(parent)
+        parent_ref = ObjectRef.of(parent)
+        uid = _meta(parent).get("uid")
+        if not uid or not parent_ref.name:
+            raise ReconcilerUsageError(
+                f"parent {parent_ref} must be a live object with metadata.uid"
+            )
+        if self._terminating.touch(str(uid)):  # a hit keeps it: least recently used dropped
+            return ParentResult(parent=parent_ref, namespace_terminating=True)
+        run = _ParentRun(self, parent, str(uid))
+        with recording() as calls:
+            result = run.execute()
+        return attrs.evolve(result, api_calls=tuple(calls))
+
+    def forget_builds(self, parent: tuple[str, str] | None = None) -> None:
+        """Drop every reused build, or only that of ``parent`` (namespace, name), if any."""
+        if self.builds is not None:
+            self.builds.forget(parent)
+
+    # -- identity ---------------------------------------------------------------------------
+
+    def decorate(self, parent: KubeObject, obj: KubeObject, state: DesiredState) -> dict[str, Any]:
+        """``obj`` (a dict or an official model) with the namespace, labels and controller owner
+        reference of section 5, as ``builders.stamp_identity`` decides them."""
+        return stamp_child(parent, obj, state, operator_name=self.operator_name,
+                           namespaced=self._namespaced)
+
+    def declared(self, parent: KubeObject) -> DeclaredChildren:
+        """What ``build`` declares for ``parent``, evaluated as the reconcile evaluates it
+        (``reconciler._reconcile.declared``): stamped children in order and the builders that
+        failed."""
+        return declared_children(self.build, parent, operator_name=self.operator_name,
+                                 namespaced=self._namespaced)
+
+    def _namespaced(self, api_version: str, kind: str) -> bool | None:
+        try:
+            return self.client.is_namespaced(api_version, kind)
+        except NotFoundError:
+            return None  # not served: the child's or the parent's namespace decides
+
+
+_Built = tuple[ObjectRef, dict[str, Any], DesiredState, bytes | None]  # the digest when kept
+
+
+class _ParentRun:
+    """One ``reconcile(parent)`` call."""
+
+    def __init__(self, owner: ParentReconciler, parent: KubeObject, uid: str) -> None:
+        self.o = owner
+        self.parent = parent
+        self.uid = uid
+        self.ref = ObjectRef.of(parent)
+        self.results: list[ReconcileResult] = []
+        self.errors: list[ChildError] = []
+        self.build_failed = False
+        self.terminating = False
+        self.selector = f"{OWNER_UID_LABEL}={label_value(uid)}"
+        self.recheck: float | None = None
+        self.gone = False
+
+    def execute(self) -> ParentResult:
+        built = self._build()
+        built = self._ensure_finalizer(built)
+        live, unlisted = self._prefetch(built)
+        built_refs = set()
+        for ref, obj, state, digest in built:
+            if self.terminating or self._went_away():
+                break  # every further create in the namespace would be refused as well
+            built_refs.add(ref)
+            failure = unlisted.get(_scope(ref))
+            if failure is not None:
+                # The list of its kind failed (throttled, server error): one GET per child
+                # would only add load; the child fails with the list's error and is retried.
+                self._fail(ref, f"listing its kind failed: {failure}", failure)
+            elif ref in live:
+                self._child(ref, obj, state, live[ref], digest)
+            elif state.is_absent:
+                # Not labelled as ours: ABSENT must still find it by name.
+                self._child(ref, obj, state, _READ, digest)
+            else:
+                # Missing from our labelled children: create; a taken name becomes an update.
+                self._child(ref, obj, state, None, digest)
+        if self.terminating:
+            self.o.namespace_terminating(self.uid)
+            return ParentResult(parent=self.ref, children=tuple(self.results),
+                                errors=tuple(self.errors), namespace_terminating=True,
+                                dry_run=self.o.dry_run)
+        for scope, failure in sorted(unlisted.items(), key=lambda item: _order(item[0])):
+            if scope.type_key in self.o.prune_kinds and not any(
+                    _scope(ref) == scope for ref in built_refs):
+                # Nothing built of that kind, but pruning must look: reported, retried.
+                self._fail(scope, f"pruning {scope.kind} skipped: listing it failed: {failure}",
+                           failure)
+        if self.gone or self._went_away():
+            _log.debug("reconcile of %s stopped: the parent went away", self.ref)
+            return ParentResult(parent=self.ref, children=tuple(self.results),
+                                errors=tuple(self.errors), parent_gone=True,
+                                dry_run=self.o.dry_run)
+        pruned = self._prune(live, built_refs)
+        self._emit_events(pruned)
+        status_written, status_error = self._status(pruned)
+        if self.gone:  # the status write was answered 404: the parent is gone
+            return ParentResult(parent=self.ref, children=tuple(self.results),
+                                pruned=tuple(pruned), errors=tuple(self.errors),
+                                parent_gone=True, dry_run=self.o.dry_run)
+        requeues = [r.requeue_after for r in (*self.results, *pruned) if r.requeue_after]
+        if self.recheck is not None:  # a child is not ready yet: look again
+            requeues.append(self.recheck)
+        requeues += [e.retry_after for e in self.errors if e.retry_after]
+        return ParentResult(
+            parent=self.ref, children=tuple(self.results), pruned=tuple(pruned),
+            errors=tuple(self.errors), status_written=status_written, status_error=status_error,
+            requeue_after=min(requeues) if requeues else None, dry_run=self.o.dry_run,
+        )
+
+    def _went_away(self) -> bool:
+        """Whether the caller's cache says the parent is gone or being deleted (no request)."""
+        alive = self.o.parent_alive
+        if not self.gone and alive is not None and not self.o.dry_run and not alive(self.parent):
+            self.gone = True
+        return self.gone
+
+    def _names_parent(self, error: NotFoundError) -> bool:
+        """Whether a 404 says that the parent itself does not exist (not a route or a child)."""
+        return str(error.details.get("name") or "") == self.ref.name and (
+            not error.ref or error.ref.name == self.ref.name)
+
+    # -- children ---------------------------------------------------------------------------
+
+    def _build(self) -> list[_Built]:
+        """The evaluated builders, or those kept for this very parent (shared: see ``_own``)."""
+        memo, epoch = self.o.builds, 0
+        if memo is not None:
+            if (kept := memo.lookup(self.parent)) is not None:
+                return list(kept)
+            epoch = memo.epoch  # before the builders read anything
+        built = self._evaluate()
+        return built if memo is None else memo.remember(
+            self.parent, built, epoch=epoch, failed=self.build_failed)
+
+    def _evaluate(self) -> list[_Built]:
+        declared = self.o.declared(self.parent)
+        if declared.build_error is not None:
+            self._fail(self.ref, f"build failed: {declared.build_error}", declared.build_error)
+        for failure in declared.failures:
+            where = ObjectRef(api_version="", kind="builder", name=failure.name)
+            self._fail(where, f"builder failed: {failure.error}", failure.error)
+        self.build_failed = self.build_failed or declared.failed
+        return [(c.ref, c.obj, c.state, None) for c in declared.children]
+
+    def _ensure_finalizer(self, built: list[_Built]) -> list[_Built]:
+        """The cleanup finalizer goes on before any child the garbage collector cannot collect
+        is created; when adding it fails, those children wait (and nothing is pruned)."""
+        try:
+            updated = self.o.cleanup.ensure(self.parent, [b[0] for b in built])
+        except ReconcilerError as exc:
+            if isinstance(exc, NotFoundError) and self._names_parent(exc):
+                self.gone = True  # deleted meanwhile: nothing more to write for it
+                return []
+            self.build_failed = True
+            self._fail(self.ref, f"adding the cleanup finalizer failed: {exc}", exc)
+            return [b for b in built if not is_uncollectable(self.parent, b[0])]
+        if updated is not None:
+            self.parent = updated
+        return built
+
+    def _refuse_data_loss(self, ref: ObjectRef, live: Any) -> str | None:
+        """Why deleting CRD ``ref`` is refused (custom resources remain), or None."""
+        if ref.kind != "CustomResourceDefinition":
+            return None
+        if live is _READ or live is None:
+            try:
+                live = self.o.client.get(ref.api_version, ref.kind, ref.name)
+            except NotFoundError:
+                return None
+        return refuses_data_loss(live, custom_resources=count_custom_resources(
+            self.o.client, live, owner_uid=self.uid))
+
+    def _fail(self, ref: ObjectRef, message: str, exc: BaseException) -> None:
+        _log.debug("reconcile of %s: %s: %s", self.ref, ref, message)  # the caller reports it
+        self.errors.append(ChildError(ref=ref, message=message, error=exc))
+        self.o.forget_builds((self.ref.namespace or "", self.ref.name))  # retried afresh
+
+    def _prefetch(
+        self, built: Sequence[_Built]
+    ) -> tuple[dict[ObjectRef, dict[str, Any]], dict[ObjectRef, ReconcilerError]]:
+        """Our live children, by one LIST per (kind, namespace) with the owner-uid selector;
+        and the scopes (refs without a name) whose list failed, with the error."""
+        scopes: set[ObjectRef] = {_scope(b[0]) for b in built}
+        for api_version, kind in self.o.prune_kinds:
+            scopes.add(ObjectRef(api_version=api_version, kind=kind, name="",
+                                 namespace=self._prune_scope(api_version, kind)))
+        live: dict[ObjectRef, dict[str, Any]] = {}
+        failed: dict[ObjectRef, ReconcilerError] = {}
+        for scope in sorted(scopes, key=_order):
+            try:
+                items = self.o.reader.list(
+                    scope.api_version, scope.kind, namespace=scope.namespace,
+                    label_selector=self.selector,
+                )
+            except ReconcilerError as exc:
+                _log.warning("listing %s %s for %s failed: %s", scope.kind, scope.api_version,
+                             self.ref, exc)
+                failed[scope] = exc
+                continue
+            for item in items:
+                live[ObjectRef.of(item)] = item
+        return live, failed
+
+    def _prune_scope(self, api_version: str, kind: str) -> str | None:
+        """Where unbuilt children of a prune kind are looked for: the parent's namespace, or
+        cluster-wide for a cluster-scoped kind (those go with the cleanup finalizer too)."""
+        try:
+            namespaced = self.o.client.is_namespaced(api_version, kind)
+        except ReconcilerError:
+            namespaced = True  # not served (yet): nothing of it to prune
+        return self.ref.namespace if namespaced else None
+
+    def _child(self, ref: ObjectRef, obj: dict[str, Any], state: DesiredState, live: Any,
+               digest: bytes | None) -> None:
+        try:
+            refusal = self._refuse_data_loss(ref, live) if state.is_absent else None
+            if refusal is not None:
+                self._fail(ref, refusal, ValueError(refusal))
+                return
+            if live is _READ:
+                result = self.o.resources.reconcile_resource(
+                    self._own(obj), state, owner_uid=self.uid)
+            elif live is None:
+                result = self.o.resources.reconcile_resource(
+                    self._own(obj), state, owner_uid=self.uid, live=live
+                )
+            else:
+                remembered, digest = self.o.memo.lookup(self.uid, ref, obj, state, live,
+                                                        digest=digest)
+                result = remembered or self.o.resources.reconcile_resource(
+                    self._own(obj), state, owner_uid=self.uid, live=live
+                )
+                self.o.memo.remember(self.uid, ref, digest, state, live, result)
+        except LeadershipLostError:
+            raise  # no further write: the worker stops this reconcile
+        except (NamespaceTerminatingError, NotFoundError) as exc:
+            if self.o.dry_run or (isinstance(exc, NotFoundError)
+                                  and not _namespace_gone(exc, ref)):
+                self._fail(ref, str(exc), exc)  # a plan reports the refusal as it is
+                return
+            _log.info("reconcile of %s: namespace %s is being deleted", self.ref, ref.namespace)
+            self.terminating = True
+            return
+        except Exception as exc:
+            self._fail(ref, str(exc), exc)
+            return
+        self.results.append(result)
+
+    def _own(self, obj: dict[str, Any]) -> dict[str, Any]:  # kept builds are shared: copy
+        return obj if self.o.builds is None else copy_object(obj)
+
+    def _emit_events(self, pruned: Sequence[ReconcileResult]) -> None:
+        """The Events ``parent_events`` groups this outcome into, recorded on the parent."""
+        if self.o.recorder is None:
+            return
+        for event in parent_events([*self.results, *pruned], self.errors):
+            self.o.recorder.record(
+                self.parent, reason=event.reason, message=event.message, type=event.type
+            )
+
+    def _prune(
+        self, live: Mapping[ObjectRef, dict[str, Any]], built: set[ObjectRef]
+    ) -> list[ReconcileResult]:
+        pruned: list[ReconcileResult] = []
+        if not self.o.prune_kinds:
+            return pruned
+        if self.build_failed:  # an object a failed builder would have built is not "unbuilt"
+            _log.warning("not pruning children of %s: a builder failed", self.ref)
+            return pruned
+        # CRDs last: the custom resources pruned in the same pass go first.
+        for ref, obj in sorted(live.items(), key=lambda kv: (
+                kv[0].kind == "CustomResourceDefinition", _order(kv[0]))):
+            if ref in built or ref.type_key not in self.o.prune_kinds:
+                continue
+            if not is_owned(obj, owner_uid=self.uid)[0]:
+                continue
+            try:
+                refusal = self._refuse_data_loss(ref, obj)
+                if refusal is not None:
+                    self._fail(ref, f"prune refused: {refusal}", ValueError(refusal))
+                    continue
+                result = self.o.resources.reconcile_resource(
+                    obj, DesiredState.ABSENT, owner_uid=self.uid, live=obj
+                )
+            except LeadershipLostError:
+                raise
+            except Exception as exc:
+                self._fail(ref, f"prune failed: {exc}", exc)
+                continue
+            pruned.append(result)
+        return pruned
+
+    # -- status -----------------------------------------------------------------------------
+
+    def _status(self, pruned: Sequence[ReconcileResult]) -> tuple[bool, str]:
+        if not self.o.write_status:
+            return False, ""
+        if self.o.readiness is not None or self.o.status_builder is not None:
+            return self._health_status(pruned)
+        patch = status_patch(
+            parent=self.parent, results=[*self.results, *pruned], errors=self.errors,
+            children=len(self.results) + len(self.errors), now=self.o.clock.time(),
+            refresh=self.o.status_refresh,
+        )
+        if patch is None:
+            return False, ""
+        return self._write_status(patch)
+
+    def _health_status(self, pruned: Sequence[ReconcileResult]) -> tuple[bool, str]:
+        try:
+            patch, wanted = readiness_status_patch(
+                parent=self.parent, results=[*self.results, *pruned], errors=self.errors,
+                children=len(self.results) + len(self.errors), now=self.o.clock.time(),
+                readiness=self.o.readiness, status=self.o.status_builder,
+                refresh=self.o.status_refresh,
+            )
+        except Exception as exc:  # a user's status builder failed: reported, retried
+            return False, f"status builder failed: {type(exc).__name__}: {exc}"
+        if self.o.readiness is not None and not_ready(wanted):
+            self.recheck = self.o.readiness.recheck
+        return (False, "") if patch is None else self._write_status(patch)
+
+    def _write_status(self, patch: Mapping[str, Any]) -> tuple[bool, str]:
+        kind = self.ref.type_key
+        sub = None if kind in self.o._no_status_subresource else "status"
+        while True:
+            try:
+                self.o.client.patch(
+                    self.ref.api_version, self.ref.kind, self.ref.name, patch,
+                    patch_type="application/merge-patch+json", namespace=self.ref.namespace,
+                    subresource=sub,
+                )
+            except NotFoundError as exc:
+                if self._names_parent(exc):  # the parent itself is gone, not the subresource
+                    self.gone = True
+                    return False, f"parent is gone: {exc}"
+                if sub is None:
+                    return False, f"parent is gone: {exc}"
+                self.o._no_status_subresource.add(kind)  # 404 on /status: no such subresource
+                sub = None
+                continue
+            except ApiError as exc:
+                return False, f"status write failed: {exc}"
+            return True, ""
+
+
+def _namespace_gone(error: NotFoundError, ref: ObjectRef) -> bool:
+    """Whether a 404 says the child's namespace is gone (not the object)."""
+    found = (error.details.get("kind"), error.details.get("name"))
+    return bool(ref.namespace) and found == ("namespaces", ref.namespace)
+
+
+def _scope(ref: ObjectRef) -> ObjectRef:
+    """Where an object is listed from: its kind in its namespace (a ref without a name)."""
+    return attrs.evolve(ref, name="")

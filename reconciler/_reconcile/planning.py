@@ -1,0 +1,286 @@
+"""The plan of one child: every decision of a resource reconcile, in pure code.
+
+``plan_child(live=..., desired=..., state=..., owner_uid=...)`` says what to do to bring one live
+object (or its absence) to a built object in a ``DesiredState`` (DESIGN.md section 4): whether the
+object is ours (a controller owner reference to the parent, or our last-applied annotation; else a
+conflict, skipped unless adoption is on), whether it is being deleted (wait and requeue), the
+hooks (``before_create``, ``before_update``, ``should_update``, ``before_delete``), the three-way
+match (``objectmatcher.calculate_patch``), the request body (a create carrying the last-applied
+annotation of the object as built, or a patch preconditioned on the live ``resourceVersion`` that
+updates the annotation in the same request) and the action: create, patch, delete, skip or
+unchanged. A refused update on immutable fields becomes a recreate by :func:`plan_recreate`.
+
+No I/O and no client here: ``reconciler._reconcile.reconciling`` reads the live object, asks for a
+plan, sends the one request it names and, when the server answers with a conflict or a race, plans
+again with what it read.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from builders import DesiredState, ObjectRef
+from objectmatcher import (
+    LAST_APPLIED_ANNOTATION,
+    ORIGINAL_FOREIGN,
+    ORIGINAL_RECORDED,
+    ORIGINAL_UNREADABLE,
+    KubeObject,
+    calculate_patch,
+    set_last_applied,
+)
+
+__all__ = [
+    "ChildPlan",
+    "PlanAction",
+    "create_body",
+    "is_owned",
+    "kind_key",
+    "may_recreate",
+    "plan_child",
+    "plan_recreate",
+]
+
+
+class PlanAction(enum.Enum):
+    """The one thing a plan asks the executor to do."""
+
+    CREATE = "create"
+    """Send ``ChildPlan.body`` as a create."""
+    PATCH = "patch"
+    """Send ``ChildPlan.body`` as a patch of ``ChildPlan.patch_type``."""
+    RECREATE = "recreate"
+    """Delete the live object (foreground), wait until it is gone, then create it again."""
+    DELETE = "delete"
+    """Delete the object (background propagation, preconditioned on its uid)."""
+    SKIP = "skip"
+    """Write nothing: not ours, being deleted, or a race (``ChildPlan.reason`` says which)."""
+    UNCHANGED = "unchanged"
+    """Write nothing: the object is as desired (or the state or a hook says to leave it)."""
+
+
+@attrs.frozen(kw_only=True)
+class ChildPlan:
+    """What to do to one object, with everything the request needs."""
+
+    action: PlanAction
+    ref: ObjectRef
+    reason: str = ""
+    """Why nothing is written, or why a recreate, for people."""
+    requeue: bool = False
+    """True when the object should be looked at again later (being deleted, a race)."""
+    body: Mapping[str, Any] | None = attrs.field(default=None, repr=False)
+    """The create body or the patch body."""
+    patch_type: str = ""
+    diff: tuple[Any, ...] = ()
+    """``objectmatcher`` diff items of a patch or recreate (Secret values redacted)."""
+    delete_uid: str | None = None
+    """The uid precondition of a delete (the object planned against, not a newcomer)."""
+    propagation: str | None = None
+    """The propagation policy of a delete: ``Background``, or ``Foreground`` for a recreate."""
+    live: Mapping[str, Any] | None = attrs.field(default=None, repr=False, eq=False)
+    """The live object the plan was made against."""
+    original_status: str = ORIGINAL_RECORDED
+    """The matcher's ``PatchResult.original_status`` of the live object's last-applied
+    annotation: ``recorded``, ``absent``, ``unreadable`` (corrupt, oversized or too deeply
+    nested) or ``foreign`` (it records another object). The last two are worth a Warning on
+    the parent; the plan then patches from the desired object and rewrites the annotation."""
+
+    @property
+    def writes(self) -> bool:
+        """Whether executing the plan sends a write."""
+        return self.action in (
+            PlanAction.CREATE, PlanAction.PATCH, PlanAction.RECREATE, PlanAction.DELETE
+        )
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def kind_key(obj_or_ref: Mapping[str, Any] | ObjectRef) -> str:
+    """``Kind.group`` (``Kind`` for the core group): how kinds are named in allow-lists."""
+    ref = obj_or_ref if isinstance(obj_or_ref, ObjectRef) else ObjectRef.of(obj_or_ref)
+    group = ref.api_version.rpartition("/")[0]
+    return f"{ref.kind}.{group}" if group else ref.kind
+
+
+def is_owned(live: KubeObject, *, owner_uid: str | None = None) -> tuple[bool, str]:
+    """Whether ``live`` is ours (DESIGN.md section 4), and if not, why.
+
+    Ours: it has a controller owner reference to ``owner_uid``, or it carries our last-applied
+    annotation and no controller owner reference to some other owner.
+    """
+    meta = _meta(live)
+    controllers = [
+        ref for ref in meta.get("ownerReferences") or () if isinstance(ref, Mapping)
+        and ref.get("controller")
+    ]
+    if owner_uid and any(ref.get("uid") == owner_uid for ref in controllers):
+        return True, ""
+    if controllers and owner_uid:
+        other = controllers[0]
+        return False, (
+            f"controlled by {other.get('kind')} {other.get('name')} (uid {other.get('uid')}), "
+            "not by this parent"
+        )
+    if LAST_APPLIED_ANNOTATION in (meta.get("annotations") or {}):
+        return True, ""
+    return False, (
+        f"not managed by the toolkit: no {LAST_APPLIED_ANNOTATION} annotation and no controller "
+        "owner reference to this parent; pass adopt=True to take it over"
+    )
+
+
+def _annotation(desired: KubeObject) -> str:
+    """The last-applied annotation of the object as built (hooks' additions are not ours: they
+    keep or stamp values, and recording them would make them look like our fields)."""
+    return str(set_last_applied(desired)["metadata"]["annotations"][LAST_APPLIED_ANNOTATION])
+
+
+def create_body(desired: KubeObject, state: DesiredState) -> dict[str, Any]:
+    """What to create: ``before_create(desired)`` with the last-applied annotation of
+    ``desired`` and no ``resourceVersion``."""
+    body = dict(state.before_create(desired))
+    meta = dict(_meta(body))
+    meta.pop("resourceVersion", None)
+    meta["annotations"] = {
+        **(meta.get("annotations") or {}), LAST_APPLIED_ANNOTATION: _annotation(desired),
+    }
+    body["metadata"] = meta
+    return body
+
+
+def _patch_body(
+    patch: Mapping[str, Any], live: KubeObject, annotation: str
+) -> dict[str, Any] | None:
+    """The patch to send, recording the built object and preconditioned on the live
+    ``resourceVersion``; None when all it would change is an annotation that already records
+    the built object (the difference came from a hook)."""
+    body = dict(patch)
+    meta = dict(body.get("metadata") or {})
+    annotations = dict(meta.get("annotations") or {})
+    annotations[LAST_APPLIED_ANNOTATION] = annotation
+    live_annotations = _meta(live).get("annotations") or {}
+    rest = {k: v for k, v in annotations.items() if k != LAST_APPLIED_ANNOTATION}
+    other_meta = {k: v for k, v in meta.items() if k != "annotations"}
+    if (
+        not rest and not other_meta and body.keys() <= {"metadata"}
+        and live_annotations.get(LAST_APPLIED_ANNOTATION) == annotation
+    ):
+        return None
+    meta["annotations"] = annotations
+    resource_version = _meta(live).get("resourceVersion")
+    if resource_version:
+        meta["resourceVersion"] = str(resource_version)
+    body["metadata"] = meta
+    return body
+
+
+def plan_child(
+    *,
+    live: KubeObject | None,
+    desired: KubeObject,
+    state: DesiredState,
+    owner_uid: str | None = None,
+    adopt: bool = False,
+    match_options: Sequence[Any] = (),
+    crd_schema: Mapping[str, Any] | None = None,
+    raced: bool = False,
+    ref: ObjectRef | None = None,
+) -> ChildPlan:
+    """The plan that brings ``live`` (None: missing) to ``desired`` in ``state``.
+
+    ``owner_uid`` names the parent whose controller owner reference makes an object ours;
+    ``adopt`` writes objects that are not. ``match_options`` and ``crd_schema`` go to
+    ``calculate_patch``. ``raced`` says the executor's create found the name taken (``live`` is
+    what it read then): a CREATED object made by someone else is left as it is, and a name that
+    is free again is retried later instead of at once. ``ref`` is ``ObjectRef.of(desired)``
+    when the caller has it already.
+    """
+    if ref is None:
+        ref = ObjectRef.of(desired)
+    if state.is_absent:
+        return _plan_absent(ref, live, state, owner_uid=owner_uid, adopt=adopt)
+    if live is None:
+        if raced:
+            return ChildPlan(action=PlanAction.SKIP, ref=ref, requeue=True,
+                             reason="create raced with a delete")
+        return ChildPlan(action=PlanAction.CREATE, ref=ref, body=create_body(desired, state))
+    if state.is_created:
+        reason = "created by someone else" if raced else "exists; CREATED never updates"
+        return ChildPlan(action=PlanAction.UNCHANGED, ref=ref, live=live, reason=reason)
+    if _meta(live).get("deletionTimestamp"):
+        return ChildPlan(action=PlanAction.SKIP, ref=ref, live=live, requeue=True,
+                         reason="being deleted; will create it again once gone")
+    owned, why = is_owned(live, owner_uid=owner_uid)
+    if not owned and not adopt:
+        return ChildPlan(action=PlanAction.SKIP, ref=ref, live=live, reason=why)
+    hooked = state.before_update(live, desired)
+    if not state.should_update(live, hooked):
+        return ChildPlan(action=PlanAction.UNCHANGED, ref=ref, live=live,
+                         reason="should_update said no")
+    match = calculate_patch(live, hooked, *match_options, crd_schema=crd_schema)
+    original = match.original_status
+    if match.is_empty and original not in _BAD_ORIGINALS:
+        return ChildPlan(action=PlanAction.UNCHANGED, ref=ref, live=live)
+    # an unreadable or foreign record is replaced even when nothing else differs
+    body = _patch_body(match.patch, live, _annotation(desired))
+    if body is None:
+        return ChildPlan(action=PlanAction.UNCHANGED, ref=ref, live=live,
+                         original_status=original)
+    return ChildPlan(action=PlanAction.PATCH, ref=ref, live=live, body=body,
+                     patch_type=match.patch_type or _MERGE, diff=tuple(match.diff),
+                     original_status=original)
+
+
+_BAD_ORIGINALS = frozenset({ORIGINAL_UNREADABLE, ORIGINAL_FOREIGN})
+_MERGE = "application/merge-patch+json"
+
+
+def _plan_absent(
+    ref: ObjectRef, live: KubeObject | None, state: DesiredState, *, owner_uid: str | None,
+    adopt: bool,
+) -> ChildPlan:
+    if live is None:
+        return ChildPlan(action=PlanAction.UNCHANGED, ref=ref, reason="absent")
+    if _meta(live).get("deletionTimestamp"):
+        return ChildPlan(action=PlanAction.UNCHANGED, ref=ref, live=live,
+                         reason="already being deleted")
+    owned, why = is_owned(live, owner_uid=owner_uid)
+    if not owned and not adopt:
+        return ChildPlan(action=PlanAction.SKIP, ref=ref, live=live, reason=why)
+    target = state.before_delete(live)
+    if target is None:
+        return ChildPlan(action=PlanAction.UNCHANGED, ref=ref, live=live,
+                         reason="before_delete kept it")
+    uid = _meta(target).get("uid")
+    return ChildPlan(action=PlanAction.DELETE, ref=ref, live=live, propagation="Background",
+                     delete_uid=str(uid) if uid else None)
+
+
+def may_recreate(ref: ObjectRef, *, recreate: bool, recreate_kinds: Collection[str]) -> bool:
+    """Whether an object the server refuses to update may be deleted and created again."""
+    return recreate and kind_key(ref) in recreate_kinds
+
+
+def plan_recreate(
+    plan: ChildPlan, *, fields: Sequence[str], recreate: bool, recreate_kinds: Collection[str]
+) -> ChildPlan | None:
+    """The recreate that replaces a ``plan``'s patch the server refused on immutable ``fields``;
+    None when recreating is off or its kind is not allowed (the refusal stands)."""
+    if plan.action is not PlanAction.PATCH or not may_recreate(
+        plan.ref, recreate=recreate, recreate_kinds=recreate_kinds
+    ):
+        return None
+    uid = _meta(plan.live or {}).get("uid")
+    return ChildPlan(
+        action=PlanAction.RECREATE, ref=plan.ref, live=plan.live, diff=plan.diff,
+        propagation="Foreground", delete_uid=str(uid) if uid else None,
+        reason=f"would delete and recreate: {', '.join(fields)} changed",
+    )

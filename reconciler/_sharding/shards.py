@@ -1,0 +1,367 @@
+"""Sharding at run time: the shard Lease, the drain acknowledgement, adoption, the assigner's
+election.
+
+The I/O shell around the pure decisions of ``reconciler._sharding.decisions``. ``ShardLease`` holds
+and renews this replica's Lease ``<operator>-shard-<id>`` (a replica that cannot renew within the
+renew deadline stops, before the assigner can consider it gone). The ``Assigner``
+(``reconciler._sharding.assigner``) runs on the one replica that wins the ``<operator>-sharder``
+election. ``Shards`` is what the runtime holds: the shard id, the label selector its informers
+use, the builders' label stamping (``stamp_shard``), the owner's side of the drain handshake
+(``releasing``/``acknowledge``), the adoption of a moved-in parent's children (one conditional
+JSON patch per child its builders name, no LIST), and the threads.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from builders import ObjectRef, compose
+from builders.composition import evaluate
+from builders.names import MANAGED_BY_LABEL, OWNER_UID_LABEL
+from reconciler._base.clocks import Clock
+from reconciler._base.errors import ApiError, InvalidError, NotFoundError
+from reconciler._base.keys import ParentKey, meta_of
+from reconciler._client.protocol import ClusterClient, KubeObject
+from reconciler._leadership.election import LeaderElection, LeaderElector
+from reconciler._leadership.leases import LeaseWriter
+from reconciler._sharding.assigner import Assigner
+from reconciler._sharding.decisions import (
+    RING_LABEL,
+    SHARD_LABEL,
+    Sharding,
+    adopt_patch,
+    lease_name,
+    must_release,
+    release_patch,
+    shard_of,
+)
+
+if TYPE_CHECKING:
+    from reconciler._driver.runtime import OperatorRuntime
+
+__all__ = ["ShardLease", "Shards", "stamp_shard"]
+
+_log = logging.getLogger("optk.sharding")
+_MERGE = "application/merge-patch+json"
+_JSON_PATCH = "application/json-patch+json"
+
+
+class ShardLease:
+    """This replica's membership: the Lease ``<operator>-shard-<id>``, renewed every period.
+
+    ``run`` blocks until ``stop``; when no renewal succeeded for ``renew_deadline`` it calls
+    ``on_lost`` and returns (the replica must stop working: the assigner will move its parents
+    once the Lease is a whole duration old by its own clock, which is later).
+    """
+
+    def __init__(
+        self, client: ClusterClient, *, operator: str, shard: str, identity: str,
+        sharding: Sharding, clock: Clock, on_lost: Callable[[], None],
+    ) -> None:
+        self.client = client
+        self.name = lease_name(operator, shard)
+        self.operator = operator
+        self.shard = shard
+        self.identity = identity
+        self.sharding = sharding
+        self.leases = LeaseWriter(client, name=self.name, namespace=sharding.namespace,
+                                  labels={RING_LABEL: operator, SHARD_LABEL: shard})
+        self._clock = clock
+        self._on_lost = on_lost
+        self._cond = threading.Condition()
+        self._stopping = False
+        self.renewals = 0
+
+    def renew(self) -> bool:
+        """One renewal (creating the Lease the first time); whether it succeeded."""
+        try:
+            self.leases.hold(self.leases.read(), self.identity, now=self._clock.time(),
+                             duration=max(1, round(self.sharding.lease_duration)))
+        except ApiError as error:
+            _log.warning("renewing shard lease %s failed: %s", self.leases.where, error)
+            return False
+        self.renewals += 1
+        return True
+
+    def run(self) -> None:
+        """Renew every ``renew_period`` until ``stop``; call ``on_lost`` past the deadline."""
+        last = self._clock.monotonic()
+        while not self._sleep(self.sharding.renew_period):
+            if self.renew():
+                last = self._clock.monotonic()
+            elif self._clock.monotonic() - last >= self.sharding.renew_deadline:
+                _log.error("shard %s could not renew its lease within %.0fs; stopping",
+                           self.shard, self.sharding.renew_deadline)
+                self._on_lost()
+                return
+
+    def stop(self) -> None:
+        """Stop renewing (``release`` gives the Lease up)."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+
+    def release(self) -> None:
+        """Give the Lease up (empty holder): the assigner moves this shard's parents at once."""
+        try:
+            self.leases.release(self.identity, now=self._clock.time())
+        except ApiError as error:
+            _log.warning("releasing shard lease %s failed: %s", self.name, error)
+
+    def _sleep(self, seconds: float) -> bool:
+        with self._cond:
+            deadline = self._clock.monotonic() + seconds
+            while not self._stopping and self._clock.monotonic() < deadline:
+                self._clock.wait(self._cond, deadline - self._clock.monotonic())
+            return self._stopping
+
+
+class _Stamped:
+    """A ``ResourceBuilder`` whose object carries the shard label (identity stays the
+    reconciler's)."""
+
+    def __init__(self, builder: Any, parent: KubeObject, shard: str) -> None:
+        self._builder = builder
+        self._parent = parent
+        self._shard = shard
+        self.name = getattr(builder, "name", getattr(builder, "__qualname__", repr(builder)))
+
+    def __call__(self) -> tuple[KubeObject, Any]:
+        obj, state = evaluate(self._builder, parent=self._parent)
+        meta = dict(obj.get("metadata") or {})
+        meta["labels"] = {**(meta.get("labels") or {}), SHARD_LABEL: self._shard}
+        return {**obj, "metadata": meta}, state
+
+
+def stamp_shard(
+    build: Callable[[KubeObject], Any], shard: str
+) -> Callable[[KubeObject], list[Any]]:
+    """``build`` whose children carry ``optk.dev/shard=<shard>`` (the owning replica's shard),
+    so that each replica's child informers select only the children of its own parents."""
+
+    def sharded(parent: KubeObject) -> list[Any]:
+        return [_Stamped(builder, parent, shard) for builder in compose(build(parent))]
+
+    sharded.__qualname__ = getattr(build, "__qualname__", "build")
+    return sharded
+
+
+class Shards:
+    """The runtime's sharding: its shard, Lease, assigner election and drain acknowledgement."""
+
+    def __init__(self, runtime: OperatorRuntime, sharding: Sharding,
+                 environ: Mapping[str, str]) -> None:
+        self._runtime = runtime
+        op = runtime.operator
+        self.sharding = sharding
+        self.shard = sharding.resolve_id(environ, runtime.identity)
+        self.selector = f"{SHARD_LABEL}={self.shard}"
+        self.lease = ShardLease(
+            runtime.inner_client, operator=op.name, shard=self.shard,
+            identity=runtime.identity, sharding=sharding, clock=runtime.clock,
+            on_lost=self._lost,
+        )
+        base = op.leader_election or LeaderElection(namespace=sharding.namespace)
+        self.election = base.named(f"{op.name}-sharder")
+        self.assigner: Assigner | None = None
+        self.elector: LeaderElector | None = None
+        self._lock = threading.Lock()
+        self._stopping = False
+        self._adopt: set[ParentKey] = set()
+        self.releases = 0
+        self.adopted = 0
+
+    # --- the owner's side --------------------------------------------------------------------
+
+    def releasing(self, parent: KubeObject) -> bool:
+        """Whether this shard must let ``parent`` go (the drain mark is on it)."""
+        return must_release(parent, self.shard)
+
+    def acknowledge(self, parent: KubeObject) -> bool:
+        """Acknowledge a drain (no reconcile of it runs: the work queue never hands a key to two
+        workers): remove the shard label and the mark; whether it was written."""
+        meta = meta_of(parent)
+        patch = release_patch()
+        patch["metadata"]["resourceVersion"] = meta.get("resourceVersion")
+        try:
+            self._runtime.client.patch(
+                str(parent.get("apiVersion")), str(parent.get("kind")), str(meta.get("name")),
+                patch, patch_type=_MERGE, namespace=meta.get("namespace"),
+            )
+        except ApiError as error:  # a conflict: the next event (or resync) tries again
+            _log.warning("[%s/%s] acknowledging the drain failed: %s",
+                         meta.get("namespace"), meta.get("name"), error)
+            return False
+        self._runtime.parents.cache.remove(parent, own_write=True)  # out of our selector now
+        with self._lock:
+            self._adopt.discard((str(meta.get("namespace") or ""), str(meta.get("name"))))
+        self.releases += 1
+        self._runtime.metrics.shards.releases.inc()
+        _log.info("[%s/%s] released to the assigner", meta.get("namespace"), meta.get("name"))
+        return True
+
+    def moved_in(self, key: ParentKey, parent: KubeObject) -> bool:
+        """Whether a parent first seen now, after the initial list, came from another shard
+        (it was reconciled before: it has a status); it is then marked for adoption."""
+        rt = self._runtime
+        if not rt.parents.has_synced or not parent.get("status"):
+            return False
+        with self._lock:
+            self._adopt.add(key)
+        return True
+
+    def take_adoption(self, key: ParentKey) -> bool:
+        """Whether ``key`` waits for adoption (and clear the mark)."""
+        with self._lock:
+            if key in self._adopt:
+                self._adopt.discard(key)
+                return True
+            return False
+
+    def adopt(self, parent: KubeObject) -> set[tuple[str, str]]:
+        """Label a moved-in parent's children with this shard, so that this replica's child
+        informers see them; returns the child types. The children its builders name get one
+        JSON patch each that applies only while the child is the operator's and this parent's
+        (``adopt_patch``: no LIST first); a child already in this replica's child cache is
+        left alone. Unbuilt children of the prune kinds (which the reconcile must see to prune
+        them) are found by one LIST per prune kind by owner uid. A child left over is
+        relabelled by the parent's next reconcile (its desired state carries the label)."""
+        meta = meta_of(parent)
+        uid = str(meta.get("uid"))
+        built, types = self._built_children(parent)
+        for ref in built:
+            self._adopt_one(ref.api_version, ref.kind, ref.name, ref.namespace, uid)
+        prune = {(str(a), str(k)) for a, k in self._runtime.operator.prune}
+        for api_version, kind in sorted(prune):
+            self._adopt_unbuilt(parent, api_version, kind, named={
+                r.name for r in built if (r.api_version, r.kind) == (api_version, kind)})
+        return types
+
+    def _adopt_one(self, api_version: str, kind: str, name: str, namespace: str | None,
+                   owner_uid: str) -> None:
+        rt = self._runtime
+        try:
+            namespace = namespace if rt.client.is_namespaced(api_version, kind) else None
+            informer = rt.informers.informer(api_version, kind)
+            if informer is not None and informer.cache.get(namespace or "", name) is not None:
+                return  # already labelled for this shard
+            rt.client.patch(api_version, kind, name, adopt_patch(
+                shard=self.shard, operator=rt.operator.name, owner_uid=owner_uid),
+                patch_type=_JSON_PATCH, namespace=namespace)
+        except (NotFoundError, InvalidError):
+            return  # missing (the reconcile creates it) or not this parent's: not adopted
+        except ApiError as error:
+            _log.warning("adopting %s %s/%s failed: %s", kind, namespace, name, error)
+            return
+        self.adopted += 1
+
+    def _adopt_unbuilt(self, parent: KubeObject, api_version: str, kind: str, *,
+                       named: set[str]) -> None:
+        meta = meta_of(parent)
+        client = self._runtime.client
+        selector = (f"{MANAGED_BY_LABEL}={self._runtime.operator.name},"
+                    f"{OWNER_UID_LABEL}={meta.get('uid')}")
+        try:
+            namespace = meta.get("namespace") if client.is_namespaced(api_version, kind) else None
+            body = client.list(api_version, kind, namespace=namespace, label_selector=selector)
+        except ApiError as error:
+            _log.warning("[%s/%s] listing its %s children failed: %s",
+                         meta.get("namespace"), meta.get("name"), kind, error)
+            return
+        for child in body.get("items") or ():
+            child_meta = child.get("metadata") or {}
+            if shard_of(child) != self.shard and child_meta.get("name") not in named:
+                self._adopt_one(api_version, kind, str(child_meta.get("name")),
+                                child_meta.get("namespace"), str(meta.get("uid")))
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Take the Lease (one synchronous renewal), then renew and campaign in threads."""
+        self.lease.renew()
+        rt = self._runtime
+        for target, name in ((self.lease.run, "optk-shard-lease"),
+                             (self._campaign, "optk-sharder")):
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            rt.track(thread)
+            thread.start()
+
+    def stop(self, *, release: bool) -> None:
+        """Stop assigning and renewing; ``release`` gives the Lease and the election up."""
+        with self._lock:
+            self._stopping = True
+            elector = self.elector
+        self.lease.stop()
+        if elector is not None:
+            elector.stop(release=release)
+        if release:
+            self.lease.release()
+
+    @property
+    def leading(self) -> bool:
+        """Whether this replica runs the assigner now."""
+        with self._lock:
+            return self.assigner is not None
+
+    def child_types(self, parent: KubeObject) -> set[tuple[str, str]]:
+        """The types of a parent's children: what its (pure) builders produce, and the pruned
+        kinds."""
+        return self._built_children(parent)[1]
+
+    def _built_children(self, parent: KubeObject) -> tuple[list[ObjectRef], set[tuple[str, str]]]:
+        """The children a parent's (pure) builders name, and their types with the pruned
+        kinds."""
+        rt = self._runtime
+        declared = rt.reconciler.declared(parent)  # as the reconcile builds them
+        for error in declared.errors:  # a build failure is its owner's to report
+            _log.debug("sharding: building %s failed: %s", meta_of(parent).get("name"), error)
+        refs = [child.ref for child in declared.children]
+        return refs, {(str(a), str(k)) for a, k in rt.operator.prune} | declared.types
+
+    def _campaign(self) -> None:
+        rt = self._runtime
+        while True:
+            with self._lock:
+                if self._stopping:
+                    return
+                self.elector = LeaderElector(
+                    rt.inner_client, self.election, identity=rt.identity,
+                    on_started=self._lead, on_stopped=self._unlead, clock=rt.clock,
+                )
+                elector = self.elector
+            elector.run()
+            time.sleep(0.05)
+
+    def _lead(self) -> None:
+        rt = self._runtime
+        op = rt.operator
+        assigner = Assigner(
+            rt.inner_client, api_version=op.api_version, kind=op.kind, operator=op.name,
+            namespace=op.namespace, sharding=self.sharding, clock=rt.clock,
+            metrics=rt.metrics.shards,
+        )
+        with self._lock:
+            if self._stopping:
+                return
+            self.assigner = assigner
+        rt.metrics.set_leader(self.election.name, True)
+        thread = threading.Thread(target=assigner.run, name="optk-assigner", daemon=True)
+        rt.track(thread)
+        thread.start()
+
+    def _unlead(self) -> None:
+        with self._lock:
+            assigner, self.assigner = self.assigner, None
+        if assigner is not None:
+            assigner.stop()
+        self._runtime.metrics.set_leader(self.election.name, False)
+
+    def _lost(self) -> None:
+        rt = self._runtime
+        if not rt.stopping:
+            threading.Thread(target=rt.stop, kwargs={"release_lease": False},
+                             name="optk-stop", daemon=True).start()
