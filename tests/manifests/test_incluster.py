@@ -21,10 +21,10 @@ from reconciler._client.incluster import (
     InClusterConfigError,
     TokenFile,
     connect,
-    deployed_operator,
     incluster_api_client,
     pod_namespace,
 )
+from reconciler._driver.deployed import deployed_operator
 
 ROOT = Path(__file__).resolve().parents[2]
 
