@@ -11,6 +11,17 @@ queued at once, whatever changed, so a worker acknowledges it, and one moved in 
 shard is queued so that a worker adopts its children (``reconciler._shards``). The
 resync ConfigMap's events replace the schedule's policy. The rules
 themselves are pure functions in ``reconciler._triggers``.
+
+What it receives from the runtime (``reconciler._runtime`` wires it; it never sees the runtime):
+the ``queue`` it feeds; the ``parents`` informer (its cache maps a child's owner uid to a
+parent, its ``relisting`` says whether an echo may carry a lost change) and the child
+``informers`` (the same for a child's type); the ``schedule`` (first sights, the ConfigMap's
+policy) and the ``base_policy`` the ConfigMap overrides; ``shards`` (drain marks and moved-in
+parents; None without sharding); the ``clock`` and ``stats``; the operator's
+``event_coalesce`` and ``watch_children``; and callables: ``is_own_echo`` (the recording
+client's), ``last_started`` (the workers', for coalescing), ``holds`` (the standby's: a standby
+keeps events instead of queueing), ``standing_by()`` (whether a first sight waits for the
+takeover) and ``kick()`` (wake the resync timer).
 """
 
 from __future__ import annotations

@@ -9,6 +9,17 @@ election. ``Shards`` is what the runtime holds: the shard id, the label selector
 use, the builders' label stamping (``stamp_shard``), the owner's side of the drain handshake
 (``releasing``/``acknowledge``), the adoption of a moved-in parent's children (one conditional
 JSON patch per child its builders name, no LIST), and the threads.
+
+What ``Shards`` receives from the runtime (``reconciler._runtime`` wires it; it never sees the
+runtime): the operator's name, parent type, namespace, prune kinds and leader election settings
+(the assigner and the sharder election), the ``sharding`` settings and this replica's
+``shard`` id (resolved by the runtime first: the informers' selectors need it), the
+``identity``; two clients, ``leases`` (the plain one: Leases and the assigner) and ``client``
+(the recording one: a drain acknowledgement and an adoption are the operator's writes); the
+``parents`` informer (an acknowledged parent leaves its cache) and the child ``informers``
+(an adopted child already seen is left alone); ``declared(parent)`` (the reconciler's: what a
+parent's builders name); the ``clock`` and ``metrics``; and ``stopping()``, ``stop()`` (a lease
+not renewed stops the runtime, leaving the Lease to expire) and ``track(thread)``.
 """
 
 from __future__ import annotations

@@ -7,6 +7,16 @@ takeover reconciles from warm caches. ``take_over`` resumes the schedule from th
 leader's heartbeat, queues the parents whose status or grid time calls for it, and replays only
 the held events newer than one lease duration (earlier ones the old leader handled while it
 renewed): no herd. ``lost_leadership`` stops the runtime so that a restart campaigns afresh.
+
+What it receives from the runtime (``reconciler._runtime`` wires it; it never sees the runtime):
+the runtime's ``lock`` (shared with the workers), the ``election`` (None without leader
+election: then it holds nothing; its lease duration bounds the replay, its name labels the
+leader metric), the ``queue``, the ``parents`` informer and the child ``informers`` (warmed,
+rechecked), the parent ``reconciler`` (what a parent declares, and the drift plan), the
+``clock``, ``stats`` and ``metrics``; and callables: the router's ``first_sight`` and
+``queue_for_event`` (a takeover and a drift look queue through them), the resync loop's
+``resume``, ``workers_started()``, ``stopping()``, ``stop()`` (a lost lease stops the runtime)
+and ``track(thread)`` (the runtime joins its recheck threads when it stops).
 """
 
 from __future__ import annotations

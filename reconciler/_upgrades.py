@@ -15,6 +15,14 @@ start did.
 
 Boundary: this module decides and queues; the Lease I/O is ``HeartbeatStore``'s, the reconciles
 are the workers'.
+
+What ``UpgradeCheck`` receives from the runtime (``reconciler._runtime`` wires it; it never sees
+the runtime): the running operator's fingerprint, the ``heartbeats`` store (the recorded
+fingerprint; None: no heartbeat, nothing to compare), the ``parents`` informer (the parents to
+pass over), the ``queue`` and ``schedule`` (a pass queues every parent and takes it off the
+timer), the ``stats`` (reconciles counted per parent tell when the pass is complete), and
+``force_beat()`` (record the new fingerprint at once) and ``stopping()``. ``operator_fingerprint``
+reads an ``Operator`` through the ``Fingerprinted`` protocol.
 """
 
 from __future__ import annotations

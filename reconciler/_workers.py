@@ -16,6 +16,19 @@ being deleted (``ParentResult.namespace_terminating``) is neither retried nor re
 gone or being deleted is then dropped from the schedule and its child
 informers released. Deciding when to queue is not here (``reconciler._routing``,
 ``reconciler._resync_loop``).
+
+A turn on a key has two steps: ``_reconcile`` does the I/O and describes what came of it as an
+``Outcome``; the pure ``settle`` (``reconciler._settling``) turns that into a ``Settlement``,
+which ``_execute`` carries out. What follows a reconcile is decided there, not here.
+
+What it receives from the runtime (``reconciler._runtime`` wires it; it never sees the runtime):
+the runtime's ``lock`` (shared with the standby, which asks whether the workers started), the
+``queue`` it drains, the ``parents`` informer (the parent is read from its cache; one that went
+away is forgotten there) and the child ``informers`` (used and released per parent), the parent
+``reconciler``, the resync ``schedule``, ``shards`` (drain and adoption; None without
+sharding), the ``clock``, ``stats`` and ``metrics``; and callables: ``kick()`` (wake the resync
+timer), ``drifted(parent)`` and ``step_down()`` (the standby's drift look and its stop on a lost
+lease) and ``stopping()``.
 """
 
 from __future__ import annotations
