@@ -25,9 +25,6 @@ LONG_CLASSES = {
     "reconciler/_reconcile/parents.py:_ParentRun": "one reconcile of one parent, start to end: "
     "build, finalizer, prefetch, children, prune, Events, status; its steps share the run's "
     "state (results, errors, the parent as updated), and each step is a short method",
-    "reconciler/_driver/runtime.py:OperatorRuntime": "the one composition root: it builds every "
-    "part with what that part uses, starts and stops them in order, and answers what tests, "
-    "benchmarks and hooks ask; the parts' logic lives in their own modules",
     "reconciler/_cache/stores.py:IndexedCache": "the indexes, the compact copies, the streamed "
     "versions and the rules that keep deleted objects from coming back answer one question "
     "under one lock: what the cache holds",

@@ -8,6 +8,11 @@ clock until the next due time and queues every parent due by then; the heartbeat
 ``resume`` reads the previous run's record at start or takeover (``HeartbeatStore``: the Lease
 that holds it). Both run only while this runtime leads (a standby keeps its schedule and stays
 silent).
+
+What ``ResyncLoop`` receives from the runtime (``reconciler._driver.runtime`` wires it; it never
+sees the runtime): the ``schedule`` it follows, the ``queue`` it feeds, the ``heartbeats`` store
+(None: no heartbeat), the beat ``period``, the ``clock`` and ``stats``, and ``leading()``
+(whether the workers run) and ``stopping()``.
 """
 
 from __future__ import annotations

@@ -11,26 +11,40 @@ queued at once, whatever changed, so a worker acknowledges it, and one moved in 
 shard is queued so that a worker adopts its children (``reconciler._sharding.shards``). The
 resync ConfigMap's events replace the schedule's policy. The rules
 themselves are pure functions in ``reconciler._driver.triggers``.
+
+What it receives from the runtime (``reconciler._driver.runtime`` wires it; it never sees the
+runtime): the ``queue`` it feeds; the ``parents`` informer (its cache maps a child's owner uid to a
+parent, its ``relisting`` says whether an echo may carry a lost change) and the child
+``informers`` (the same for a child's type); the ``schedule`` (first sights, the ConfigMap's
+policy) and the ``base_policy`` the ConfigMap overrides; ``shards`` (drain marks and moved-in
+parents; None without sharding); the ``clock`` and ``stats``; the operator's
+``event_coalesce`` and ``watch_children``; and callables: ``is_own_echo`` (the recording
+client's), ``last_started`` (the workers', for coalescing), ``holds`` (the standby's: a standby
+keeps events instead of queueing), ``standing_by()`` (whether a first sight waits for the
+takeover) and ``kick()`` (wake the resync timer).
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from builders import ObjectRef
 from builders.names import owner_uids
-from reconciler._cache.informers import Informer, TypeKey
+from reconciler._base.clocks import Clock
+from reconciler._cache.informers import Informer, InformerManager, TypeKey
 from reconciler._client.protocol import KubeObject
+from reconciler._driver.resyncs import ResyncPolicy, ResyncSchedule
+from reconciler._driver.stats import RuntimeStats
 from reconciler._driver.triggers import (
     ParentKey,
     child_event_triggers,
     parent_event_triggers,
     parent_needs_reconcile,
 )
-
-if TYPE_CHECKING:
-    from reconciler._driver.runtime import OperatorRuntime
+from reconciler._sharding.shards import Shards
+from reconciler._workqueue.queues import WorkQueue
 
 __all__ = ["EventRouter"]
 
@@ -40,100 +54,122 @@ _log = logging.getLogger("optk.operator")
 class EventRouter:
     """The informer handlers of one runtime."""
 
-    def __init__(self, runtime: OperatorRuntime) -> None:
-        self._runtime = runtime
-
-    def informer_of(self, api_version: str, kind: str) -> Informer | None:
-        """The runtime's informer of a type (the parents' or a child type's), if running."""
-        rt = self._runtime
-        if (api_version, kind) == rt.parents.type_key:
-            return rt.parents
-        return rt.informers.informer(api_version, kind)
+    def __init__(
+        self,
+        *,
+        queue: WorkQueue[ParentKey],
+        parents: Informer,
+        informers: InformerManager,
+        schedule: ResyncSchedule,
+        base_policy: ResyncPolicy,
+        shards: Shards | None,
+        clock: Clock,
+        stats: RuntimeStats,
+        event_coalesce: float,
+        watch_children: bool,
+        is_own_echo: Callable[[str, KubeObject], bool],
+        last_started: Callable[[ParentKey], float | None],
+        holds: Callable[[ParentKey], bool],
+        standing_by: Callable[[], bool],
+        kick: Callable[[], None],
+    ) -> None:
+        self._queue = queue
+        self._parents = parents
+        self._informers = informers
+        self._schedule = schedule
+        self._base_policy = base_policy
+        self._shards = shards
+        self._clock = clock
+        self._stats = stats
+        self._event_coalesce = event_coalesce
+        self._watch_children = watch_children
+        self._is_own_echo = is_own_echo
+        self._last_started = last_started
+        self._holds = holds
+        self._standing_by = standing_by
+        self._kick = kick
 
     def queue_for_event(self, key: ParentKey) -> None:
         """Queue ``key`` for an event: at once after a quiet window, else at the window's end."""
-        rt = self._runtime
-        if rt.standby.holds(key):
+        if self._holds(key):
             return
-        window = rt.operator.event_coalesce
-        last = rt.workers.last_started(key)
-        elapsed = None if last is None else rt.clock.monotonic() - last
+        window = self._event_coalesce
+        last = self._last_started(key)
+        elapsed = None if last is None else self._clock.monotonic() - last
         if elapsed is None or elapsed >= window:
-            rt.queue.add(key)
+            self._queue.add(key)
         else:
-            rt.queue.add_after(key, window - elapsed)
+            self._queue.add_after(key, window - elapsed)
 
     def on_parent(self, event_type: str, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
         """The parent informer's handler."""
-        rt = self._runtime
+        triggers = self._stats.triggers
         # A relist's difference may be an own write carrying a foreign change the stream lost.
-        if rt.client.is_own_echo(event_type, new) and not rt.parents.relisting:
-            rt.stats.triggers["own-echo"] += 1
+        if self._is_own_echo(event_type, new) and not self._parents.relisting:
+            triggers["own-echo"] += 1
             return
         key = ObjectRef.of(new).namespaced_name
         if event_type == "DELETED":
-            rt.stats.triggers["parent-deleted"] += 1
-            if not rt.standby.holds(key):
-                rt.queue.add(key)
+            triggers["parent-deleted"] += 1
+            if not self._holds(key):
+                self._queue.add(key)
             return
-        if rt.shards is not None and rt.shards.releasing(new):
-            rt.stats.triggers["drain"] += 1
-            rt.queue.add(key)  # a worker acknowledges once no reconcile of it runs
+        shards = self._shards
+        if shards is not None and shards.releasing(new):
+            triggers["drain"] += 1
+            self._queue.add(key)  # a worker acknowledges once no reconcile of it runs
             return
         if event_type == "ADDED" and old is None:  # first sight: startup, or a new parent
-            if rt.shards is not None and rt.shards.moved_in(key, new):
-                rt.stats.triggers["moved-in"] += 1
-                rt.queue.add(key)  # a worker adopts its children, then schedules it
+            if shards is not None and shards.moved_in(key, new):
+                triggers["moved-in"] += 1
+                self._queue.add(key)  # a worker adopts its children, then schedules it
                 return
             self.first_sight(key, new)
             return
         if parent_event_triggers(event_type, new, old=old):
-            rt.stats.triggers["parent-changed"] += 1
+            triggers["parent-changed"] += 1
             self.queue_for_event(key)
 
     def first_sight(self, key: ParentKey, parent: KubeObject) -> None:
         """Schedule a parent seen for the first time (or afresh at a takeover): queue it now
         when it needs a reconcile or its grid time passed while no one was watching."""
-        rt = self._runtime
-        now = rt.clock.time()
-        due = rt.schedule.observe(key, parent, now=now)
-        standby = rt.elector is not None and not rt.leading and not rt.standby.taking_over
-        if (parent_needs_reconcile(parent) or due <= now) and not standby:  # else: takeover
-            rt.stats.triggers["parent-new"] += 1
-            rt.schedule.take(key)  # in flight: the reconcile sets its next time
-            rt.queue.add(key)
-        rt.resync.kick()
+        now = self._clock.time()
+        due = self._schedule.observe(key, parent, now=now)
+        # a standby leaves it to its takeover
+        if (parent_needs_reconcile(parent) or due <= now) and not self._standing_by():
+            self._stats.triggers["parent-new"] += 1
+            self._schedule.take(key)  # in flight: the reconcile sets its next time
+            self._queue.add(key)
+        self._kick()
 
     def on_child(
         self, type_key: TypeKey, event_type: str, old: dict[str, Any] | None,
         new: dict[str, Any],
     ) -> None:
         """The child informers' handler."""
-        rt = self._runtime
-        informer = rt.informers.informer(*type_key)
+        informer = self._informers.informer(*type_key)
         relisting = informer is not None and informer.relisting  # see on_parent
-        if rt.client.is_own_echo(event_type, new) and not relisting:
-            rt.stats.triggers["own-echo"] += 1
+        if self._is_own_echo(event_type, new) and not relisting:
+            self._stats.triggers["own-echo"] += 1
             return
-        if not rt.operator.watch_children or not child_event_triggers(event_type, new, old=old):
+        if not self._watch_children or not child_event_triggers(event_type, new, old=old):
             return
         for uid in owner_uids(new):
-            parent = rt.parents.cache.get_by_uid(uid)
+            parent = self._parents.cache.get_by_uid(uid)
             if parent is not None:
-                rt.stats.triggers["child"] += 1
+                self._stats.triggers["child"] += 1
                 self.queue_for_event(ObjectRef.of(parent).namespaced_name)
                 return
 
     def on_config(self, event_type: str, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
         """The resync ConfigMap informer's handler: apply its interval to the schedule."""
-        rt = self._runtime
         try:
-            policy = (rt.base_policy if event_type == "DELETED"
-                      else rt.base_policy.with_configmap(new))
+            policy = (self._base_policy if event_type == "DELETED"
+                      else self._base_policy.with_configmap(new))
         except ValueError as error:
             _log.error("ignoring the resync ConfigMap: %s", error)
             return
-        if policy != rt.schedule.policy:
+        if policy != self._schedule.policy:
             _log.info("resync interval is now %.0fs", policy.interval)
-            rt.schedule.set_policy(policy)
-            rt.resync.kick()
+            self._schedule.set_policy(policy)
+            self._kick()

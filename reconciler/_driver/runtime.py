@@ -8,9 +8,33 @@ periodic time falls due and records the heartbeat; the ``WorkerPool``
 (``reconciler._driver.workers``) reconciles; with leader election, the ``Standby``
 (``reconciler._driver.standby``) holds events until this runtime leads and then takes over; with
 sharding, ``Shards`` (``reconciler._sharding.shards``) holds this replica's shard Lease, scopes the
-informers to its shard and runs the assigner when elected; a ``HealthServer`` serves metrics and
-probes. Each loop's logic lives in its own module; this one only constructs, starts, stops and
-answers what tests and benchmarks ask.
+informers to its shard and runs the assigner when elected; the ``UpgradeCheck``
+(``reconciler._driver.upgrades``) reconciles every parent once after the operator's code changed; a
+``HealthServer`` serves metrics and probes. Each loop's logic lives in its own module; this one
+only constructs, starts, stops and answers what tests and benchmarks ask.
+
+This is the only composition root (issue 22). No part receives the runtime: each receives, as
+keyword arguments, the values and shared objects it uses (the queue, the informers, the
+schedule, the reconciler, the clock, the stats) and callables into the runtime or into another
+part (``stopping()``, ``kick()``, ``holds(key)``, ...), and none imports this module (the
+import-linter contract ``parts-know-no-runtime``). ``__init__`` wires them in this order:
+
+1. plain values: clock, identity, policy, stats, lock; the client (fenced when electing); the
+   shard id, which the informers' selectors, the builders' shard label and the heartbeat's
+   Lease name need before ``Shards`` itself exists; metrics, queue, schedule;
+2. the informers, since everything reads through them; their handlers belong to the router
+   and the standby, which come last, so they are late-bound lambdas;
+3. the recording client (it writes own writes through to the informers), the reader and the
+   parent reconciler (which read through them), the resync ConfigMap's informer, the
+   heartbeat store and the resync loop (it asks at each turn whether the workers run);
+4. ``Shards``, which builds through the reconciler and patches through the client;
+5. the three parts that call each other: the workers (they ask the standby about drift and
+   step down through it: late-bound), the router (it asks the workers when a key last
+   started, and the standby, late-bound, whether it holds a key), the standby (it replays
+   into the router and asks whether the workers run);
+6. the elector (it calls back the standby and the runtime) and the upgrade check.
+
+A late-bound lambda reads its target when called, which is only once ``start`` ran.
 """
 
 from __future__ import annotations
@@ -22,6 +46,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from functools import partial
 
 from builders.names import MANAGED_BY_LABEL
 from reconciler._base.clocks import Clock, RealClock
@@ -42,10 +67,10 @@ from reconciler._driver.upgrades import UpgradeCheck, operator_fingerprint
 from reconciler._driver.workers import WorkerPool
 from reconciler._leadership.election import LeaderElector
 from reconciler._leadership.fencing import FencingClient, WriteFence
-from reconciler._reconcile.install import install_object
+from reconciler._reconcile.install import install_all
 from reconciler._reconcile.parents import ParentReconciler
 from reconciler._reconcile.reconciling import ResourceReconciler
-from reconciler._sharding.shards import Shards, stamp_shard
+from reconciler._sharding.shards import Shards, shard_selector, stamp_shard
 from reconciler._workqueue.queues import WorkQueue
 
 __all__ = ["OperatorRuntime", "RuntimeStats"]
@@ -66,6 +91,7 @@ class OperatorRuntime:
         environ: Mapping[str, str] | None = None,
         metrics_port: int | None = None,
     ) -> None:
+        # The composition root (the module docstring says the order and why).
         self.operator = operator
         self.clock: Clock = clock or RealClock()
         self.identity = identity or f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
@@ -80,82 +106,104 @@ class OperatorRuntime:
         if isinstance(client, KubernetesClient) and client.operator_name is None:
             client = for_operator(client, operator.name)  # User-Agent and fieldManager
         self._inner = client
-        self.fence: WriteFence | None = None
-        writer = client  # every write of the reconciles and the heartbeat: fenced when electing
-        if operator.election is not None and operator.sharding is None:  # shards: own leases
-            self.fence = WriteFence(clock=self.clock, validity=operator.election.renew_deadline,
-                                    identity=self.identity)
-            writer = FencingClient(client, fence=self.fence)
-        self.shards: Shards | None = None
-        if operator.sharding is not None:
-            self.shards = Shards(self, operator.sharding, os.environ if environ is None
-                                 else environ)
-        shard_selector = "" if self.shards is None else f",{self.shards.selector}"
+        # Election and sharding exclude each other's leases: a sharded replica holds its own.
+        election = operator.election if operator.sharding is None else None
+        self.fence = None if election is None else WriteFence(
+            clock=self.clock, validity=election.renew_deadline, identity=self.identity)
+        # every write of the reconciles and the heartbeat: fenced when electing
+        writer = client if self.fence is None else FencingClient(client, fence=self.fence)
+        # The shard id comes before the informers (their selectors), the builders (the shard
+        # label) and the heartbeat (its Lease name); ``Shards`` itself comes later.
+        shard = None if operator.sharding is None else operator.sharding.resolve_id(
+            os.environ if environ is None else environ, self.identity)
+        shard_scope = None if shard is None else shard_selector(shard)
         self.metrics = OperatorMetrics(operator.name, max_concurrent=operator.workers)
-        self.queue: WorkQueue[ParentKey] = WorkQueue(clock=self.clock,
-                                                     observer=self.metrics.queue)
+        self.queue: WorkQueue[ParentKey] = WorkQueue(clock=self.clock, observer=self.metrics.queue)
         self.schedule = ResyncSchedule(self.base_policy)
-        self.router = EventRouter(self)
-        self.workers = WorkerPool(self)
-        self.standby = Standby(self)
-        self.parents = Informer(
-            client, operator.api_version, operator.kind, namespace=operator.namespace,
-            clock=self.clock, label_selector=None if self.shards is None else self.shards.selector,
-        )
-        self.client = RecordingClient(writer, informers=self.router.informer_of, clock=self.clock)
+        # The informers. Their handlers are the router's and the standby's, which read
+        # through the reconciler, which reads through these informers: late-bound.
+        self.parents = Informer(client, operator.api_version, operator.kind,
+                               namespace=operator.namespace, clock=self.clock,
+                               label_selector=shard_scope)
         self.informers = InformerManager(
-            client, handler=self.router.on_child, clock=self.clock, namespace=operator.namespace,
-            label_selector=f"{MANAGED_BY_LABEL}={operator.name}{shard_selector}",
-            on_late_sync=self.standby.recheck,
+            client, handler=lambda *event: self.router.on_child(*event),
+            clock=self.clock, namespace=operator.namespace,
+            label_selector=f"{MANAGED_BY_LABEL}={operator.name}"
+                           + ("" if shard_scope is None else f",{shard_scope}"),
+            on_late_sync=lambda type_key: self.standby.recheck(type_key),
         )
-        self.reader = InformerReader(
-            client, self.informers, extra={self.parents.type_key: self.parents}
-        )
-        build = (operator.build if self.shards is None
-                 else stamp_shard(operator.build, self.shards.shard))
-        self.reconciler = ParentReconciler(
-            self.client, build, operator_name=operator.name, reader=self.reader,
-            resources=ResourceReconciler(
-                self.client, reader=self.reader, recreate=operator.recreate, clock=self.clock
-            ),
-            prune_kinds=operator.prune, events=operator.events, clock=self.clock,
-            on_delete=operator.on_delete,
-            readiness=operator.readiness, status=operator.status,
-            reuse_builds=operator.reuse_builds, parent_alive=self._parent_alive,
-        )
-        self.config_informer: Informer | None = None
-        if (config_map := operator.resync.config_map_ref) is not None:
-            self.config_informer = Informer(
-                client, "v1", "ConfigMap", namespace=config_map[0],
-                field_selector=f"metadata.name={config_map[1]}", clock=self.clock,
-            )
-        self.heartbeats: HeartbeatStore | None = None
-        if (lease := operator.heartbeat_lease) is not None:
-            name = lease[1] if self.shards is None else f"{lease[1]}-{self.shards.shard}"
-            self.heartbeats = HeartbeatStore(
-                writer, name=name, namespace=lease[0], identity=self.identity,
-            )
+        # The client records own writes and writes them through to the informers; the
+        # reconciler reads through them (``reader``) and writes through this client.
+        self.client = RecordingClient(writer, informers=self._informer_of, clock=self.clock)
+        self.reader = InformerReader(client, self.informers,
+                                     extra={self.parents.type_key: self.parents})
+        self.reconciler = _parent_reconciler(operator, self.client, self.reader, shard=shard,
+                                             clock=self.clock,
+                                             parent_alive=partial(_parent_alive, self.parents))
+        self.config_informer = _config_informer(operator, client, clock=self.clock)
+        # The resync loop needs only the schedule, the queue and the heartbeat; whether the
+        # workers run is asked at each turn (they come later).
+        self.heartbeats = _heartbeat_store(operator, writer, shard=shard, identity=self.identity)
         self.resync = ResyncLoop(
             schedule=self.schedule, queue=self.queue, heartbeats=self.heartbeats,
             period=operator.resync.heartbeat, clock=self.clock, stats=self.stats,
             leading=lambda: self.workers.started, stopping=lambda: self.stopping,
         )
-        self.elector: LeaderElector | None = None
-        if (election := operator.election) is not None and self.shards is None:
-            self.elector = LeaderElector(
-                client, election, identity=self.identity, on_started=self._start_workers,
-                on_stopped=self.standby.lost_leadership, clock=self.clock, fence=self.fence,
-            )
+        # Sharding builds (and adopts) through the reconciler and patches through the client.
+        self.shards = None if operator.sharding is None or shard is None else Shards(
+            operator_name=operator.name, api_version=operator.api_version, kind=operator.kind,
+            namespace=operator.namespace, prune=operator.prune,
+            leader_election=operator.leader_election, sharding=operator.sharding, shard=shard,
+            identity=self.identity, leases=client, client=self.client, parents=self.parents,
+            informers=self.informers, declared=self.reconciler.declared, clock=self.clock,
+            metrics=self.metrics, stopping=lambda: self.stopping,
+            stop=lambda: self.stop(release_lease=False), track=self.track,
+        )
+        # Workers, router and standby call each other: the router asks the workers when a
+        # key last started and the standby whether it holds a key; the standby replays into
+        # the router; the workers ask the standby about drift and step down through it. So:
+        # workers (the standby late-bound), router (the standby late-bound), standby.
+        self.workers = WorkerPool(
+            lock=self.lock, queue=self.queue, parents=self.parents, informers=self.informers,
+            reconciler=self.reconciler, schedule=self.schedule, shards=self.shards,
+            clock=self.clock, stats=self.stats, metrics=self.metrics, kick=self.resync.kick,
+            drifted=lambda parent: self.standby.drifted(parent),
+            step_down=lambda: self.standby.lost_leadership(), stopping=lambda: self.stopping,
+        )
+        self.router = EventRouter(
+            queue=self.queue, parents=self.parents, informers=self.informers,
+            schedule=self.schedule, base_policy=self.base_policy, shards=self.shards,
+            clock=self.clock, stats=self.stats, event_coalesce=operator.event_coalesce,
+            watch_children=operator.watch_children, is_own_echo=self.client.is_own_echo,
+            last_started=self.workers.last_started, holds=lambda key: self.standby.holds(key),
+            standing_by=self._standing_by, kick=self.resync.kick,
+        )
+        self.standby = Standby(
+            lock=self.lock, election=election, queue=self.queue, parents=self.parents,
+            informers=self.informers, reconciler=self.reconciler, clock=self.clock,
+            stats=self.stats, metrics=self.metrics, first_sight=self.router.first_sight,
+            queue_for_event=self.router.queue_for_event, resume=self.resync.resume,
+            workers_started=lambda: self.workers.started, stopping=lambda: self.stopping,
+            stop=self.stop, track=self.track,
+        )
+        # The elector calls back into the standby (lost) and the runtime (elected).
+        self.elector = None if election is None else LeaderElector(
+            client, election, identity=self.identity, on_started=self._start_workers,
+            on_stopped=self.standby.lost_leadership, clock=self.clock, fence=self.fence,
+        )
         self._metrics_port = metrics_port
         self.health: HealthServer | None = None
-        self.upgrade = UpgradeCheck(self, operator_fingerprint(operator))
+        self.upgrade = UpgradeCheck(
+            operator_fingerprint(operator), heartbeats=self.heartbeats, parents=self.parents,
+            queue=self.queue, schedule=self.schedule, stats=self.stats,
+            force_beat=self.resync.force_beat, stopping=lambda: self.stopping,
+        )
 
     # --- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> OperatorRuntime:
         """Start informers, timer, health server and (when leading, or without election) workers."""
-        self._install()
-        self._await_installed_kinds()
+        install_all(self._inner, self.operator.install, clock=self.clock)
         if self.shards is not None:
             self.shards.start()
         if self.elector is None:
@@ -210,12 +258,7 @@ class OperatorRuntime:
             self.shards.stop(release=release_lease)
         for thread in self._threads:
             thread.join(max(0.0, min(5.0, deadline - time.monotonic())))
-        for cleanup in reversed(self._cleanups):
-            try:
-                cleanup()
-            except Exception:
-                _log.exception("shutdown: an on_start cleanup of %s failed", self.operator.name)
-        self._cleanups.clear()
+        _clean_up(self._cleanups, self.operator.name)
         self.parents.stop()
         self.informers.stop()
         if self.config_informer is not None:
@@ -258,12 +301,7 @@ class OperatorRuntime:
         config = self.config_informer
         if not self.parents.has_synced or (config is not None and not config.has_synced):
             return False
-        if self.informers.synced():
-            return True
-        refused = self.informers.unlistable()
-        return all(informer.has_synced or key in refused
-                   for key in self.informers.types()
-                   if (informer := self.informers.informer(*key)) is not None)
+        return _children_serve(self.informers)
 
     def degraded(self) -> str:
         """Why the operator serves only in part ("" when it does not): the child kinds it
@@ -319,13 +357,15 @@ class OperatorRuntime:
         thread.start()
         return thread
 
-    def _parent_alive(self, parent: KubeObject) -> bool:
-        """Whether the parent cache still holds ``parent`` (same uid), not being deleted."""
-        meta = parent.get("metadata") or {}
-        cached = self.parents.cache.get(meta.get("namespace"), str(meta.get("name") or ""))
-        cached_meta = (cached or {}).get("metadata") or {}
-        return (cached is not None and cached_meta.get("uid") == meta.get("uid")
-                and not cached_meta.get("deletionTimestamp"))
+    def _informer_of(self, api_version: str, kind: str) -> Informer | None:
+        """The running informer of a type (parents' or children's): own writes go there."""
+        if (api_version, kind) == self.parents.type_key:
+            return self.parents
+        return self.informers.informer(api_version, kind)
+
+    def _standing_by(self) -> bool:
+        """Whether it campaigns, neither leading nor taking over (the takeover queues)."""
+        return self.elector is not None and not self.leading and not self.standby.taking_over
 
     def _start_workers(self) -> None:
         """Start reconciling: at once without election, else when elected (after takeover)."""
@@ -339,29 +379,66 @@ class OperatorRuntime:
         if self.elector is not None:
             self.metrics.set_leader(self.elector.config.name, True)
 
-    def _await_installed_kinds(self, timeout: float = 60.0) -> None:
-        """Return once every kind a CRD of ``install`` defines is served (bounded).
 
-        A real API server serves a new CRD's kind a moment after the CRD is created (about 2 s
-        here); waiting means a caller may create parents as soon as ``start()`` returns.
-        """
-        kinds = [
-            (f"{spec.get('group')}/{version.get('name')}", str(spec.get("names", {}).get("kind")))
-            for obj in self.operator.install
-            if obj.get("kind") == "CustomResourceDefinition"
-            for spec in [obj.get("spec") or {}]
-            for version in spec.get("versions") or ()
-            if version.get("served", True)
-        ]
-        deadline = self.clock.monotonic() + timeout
-        for api_version, kind in kinds:
-            while not self._inner.is_served(api_version, kind):
-                if self.clock.monotonic() >= deadline:
-                    _log.warning("%s %s is not served %.0fs after its CRD was installed",
-                                 kind, api_version, timeout)
-                    return
-                self.clock.sleep(0.1)
+def _parent_alive(parents: Informer, parent: KubeObject) -> bool:
+    """Whether the parent cache still holds ``parent`` (same uid), not being deleted."""
+    meta = parent.get("metadata") or {}
+    cached = parents.cache.get(meta.get("namespace"), str(meta.get("name") or ""))
+    cached_meta = (cached or {}).get("metadata") or {}
+    return (cached is not None and cached_meta.get("uid") == meta.get("uid")
+            and not cached_meta.get("deletionTimestamp"))
 
-    def _install(self) -> None:
-        for obj in self.operator.install:  # created, or patched when it changed (logged)
-            install_object(self._inner, obj)
+
+def _clean_up(cleanups: list[Callable[[], object]], operator_name: str) -> None:
+    """Run the ``on_start`` hooks' cleanups, last first (a failing one is logged), and forget
+    them."""
+    for cleanup in reversed(cleanups):
+        try:
+            cleanup()
+        except Exception:
+            _log.exception("shutdown: an on_start cleanup of %s failed", operator_name)
+    cleanups.clear()
+
+
+def _parent_reconciler(
+    operator: Operator, client: ClusterClient, reader: InformerReader, *, shard: str | None,
+    clock: Clock, parent_alive: Callable[[KubeObject], bool],
+) -> ParentReconciler:
+    """The parent reconcile of ``operator``: its builders (stamped with the shard's label when
+    sharded) over ``client``, reading through ``reader``."""
+    build = operator.build if shard is None else stamp_shard(operator.build, shard)
+    return ParentReconciler(
+        client, build, operator_name=operator.name, reader=reader,
+        resources=ResourceReconciler(client, reader=reader, recreate=operator.recreate,
+                                     clock=clock),
+        prune_kinds=operator.prune, events=operator.events, clock=clock,
+        on_delete=operator.on_delete, readiness=operator.readiness, status=operator.status,
+        reuse_builds=operator.reuse_builds, parent_alive=parent_alive,
+    )
+
+
+def _config_informer(operator: Operator, client: ClusterClient, *,
+                     clock: Clock) -> Informer | None:
+    """The informer of the resync ConfigMap (``ResyncPolicy.config_map``), if one is named."""
+    if (config_map := operator.resync.config_map_ref) is None:
+        return None
+    return Informer(client, "v1", "ConfigMap", namespace=config_map[0],
+                    field_selector=f"metadata.name={config_map[1]}", clock=clock)
+
+
+def _heartbeat_store(operator: Operator, writer: ClusterClient, *, shard: str | None,
+                     identity: str) -> HeartbeatStore | None:
+    """The heartbeat's Lease (one per shard when sharded), if the operator keeps one."""
+    if (lease := operator.heartbeat_lease) is None:
+        return None
+    name = lease[1] if shard is None else f"{lease[1]}-{shard}"
+    return HeartbeatStore(writer, name=name, namespace=lease[0], identity=identity)
+
+
+def _children_serve(informers: InformerManager) -> bool:
+    """Whether every child cache is synced or its kind's lists are refused."""
+    if informers.synced():
+        return True
+    refused = informers.unlistable()
+    return all(informer.has_synced or key in refused for key in informers.types()
+               if (informer := informers.informer(*key)) is not None)

@@ -7,22 +7,35 @@ takeover reconciles from warm caches. ``take_over`` resumes the schedule from th
 leader's heartbeat, queues the parents whose status or grid time calls for it, and replays only
 the held events newer than one lease duration (earlier ones the old leader handled while it
 renewed): no herd. ``lost_leadership`` stops the runtime so that a restart campaigns afresh.
+
+What it receives from the runtime (``reconciler._driver.runtime`` wires it; it never sees the
+runtime): the runtime's ``lock`` (shared with the workers), the ``election`` (None without leader
+election: then it holds nothing; its lease duration bounds the replay, its name labels the
+leader metric), the ``queue``, the ``parents`` informer and the child ``informers`` (warmed,
+rechecked), the parent ``reconciler`` (what a parent declares, and the drift plan), the
+``clock``, ``stats`` and ``metrics``; and callables: the router's ``first_sight`` and
+``queue_for_event`` (a takeover and a drift look queue through them), the resync loop's
+``resume``, ``workers_started()``, ``stopping()``, ``stop()`` (a lost lease stops the runtime)
+and ``track(thread)`` (the runtime joins its recheck threads when it stops).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from builders import ObjectRef
+from reconciler._base.clocks import Clock
 from reconciler._base.errors import KindUnlistableError
-from reconciler._cache.informers import TypeKey
+from reconciler._base.metrics import OperatorMetrics
+from reconciler._cache.informers import Informer, InformerManager, TypeKey
 from reconciler._client.protocol import KubeObject
+from reconciler._driver.stats import RuntimeStats
 from reconciler._driver.triggers import ParentKey, parent_needs_reconcile
-
-if TYPE_CHECKING:
-    from reconciler._driver.runtime import OperatorRuntime
+from reconciler._leadership.election import LeaderElection
+from reconciler._reconcile.parents import ParentReconciler
+from reconciler._workqueue.queues import WorkQueue
 
 __all__ = ["Standby"]
 
@@ -35,9 +48,42 @@ _WARM_SYNC_SECONDS = 30.0
 class Standby:
     """The standby side of one runtime; shares the runtime's lock."""
 
-    def __init__(self, runtime: OperatorRuntime) -> None:
-        self._runtime = runtime
-        self._lock = runtime.lock
+    def __init__(
+        self,
+        *,
+        lock: threading.Condition,
+        election: LeaderElection | None,
+        queue: WorkQueue[ParentKey],
+        parents: Informer,
+        informers: InformerManager,
+        reconciler: ParentReconciler,
+        clock: Clock,
+        stats: RuntimeStats,
+        metrics: OperatorMetrics,
+        first_sight: Callable[[ParentKey, KubeObject], None],
+        queue_for_event: Callable[[ParentKey], None],
+        resume: Callable[[], None],
+        workers_started: Callable[[], bool],
+        stopping: Callable[[], bool],
+        stop: Callable[[], object],
+        track: Callable[[threading.Thread], None],
+    ) -> None:
+        self._lock = lock
+        self._election = election
+        self._queue = queue
+        self._parents = parents
+        self._informers = informers
+        self._reconciler = reconciler
+        self._clock = clock
+        self._stats = stats
+        self._metrics = metrics
+        self._first_sight = first_sight
+        self._queue_for_event = queue_for_event
+        self._resume = resume
+        self._workers_started = workers_started
+        self._stopping = stopping
+        self._stop = stop
+        self._track = track
         self._held: dict[ParentKey, float] = {}
         self._taking_over = False
 
@@ -50,33 +96,32 @@ class Standby:
     def holds(self, key: ParentKey) -> bool:
         """On a standby, remember an event's parent instead of queueing it (the leader handles
         it; ``take_over`` replays the recent ones); whether it was held."""
-        rt = self._runtime
-        if rt.elector is None:
+        if self._election is None:
             return False
         with self._lock:
-            if rt.workers.started or self._taking_over:
+            if self._workers_started() or self._taking_over:
                 return False
-            self._held[key] = rt.clock.monotonic()
+            self._held[key] = self._clock.monotonic()
             return True
 
     def take_over(self) -> None:
         """Becoming leader: resume from the heartbeat, queue what is due, replay recent events."""
-        rt = self._runtime
         with self._lock:
             self._taking_over = True
             held, self._held = self._held, {}
-        rt.resync.resume()
-        known = rt.parents.cache.keys()  # a snapshot: the cache is not iterable
+        self._resume()
+        cache = self._parents.cache
+        known = cache.keys()  # a snapshot: the cache is not iterable
         for key in known:
-            parent = rt.parents.cache.get(*key)
+            parent = cache.get(*key)
             if parent is not None:
-                rt.router.first_sight(key, parent)
-        election = rt.operator.election
-        horizon = rt.clock.monotonic() - (election.lease_duration if election else 0.0)
+                self._first_sight(key, parent)
+        election = self._election
+        horizon = self._clock.monotonic() - (election.lease_duration if election else 0.0)
         for key, seen in held.items():
             if seen >= horizon:
-                rt.stats.triggers["standby-event"] += 1
-                rt.queue.add(key)
+                self._stats.triggers["standby-event"] += 1
+                self._queue.add(key)
 
     def warm_children(self) -> None:
         """Start the child informers the parents' builders need, so that a takeover reconciles
@@ -91,78 +136,75 @@ class Standby:
         drift would wait for the periodic resync. The look plans each child against the caches
         (no request, no write); only parents with a child to write are queued: no herd.
         """
-        rt = self._runtime
-        if not rt.parents.wait_synced(None):
+        if not self._parents.wait_synced(None):
             return
         warmed: list[tuple[ParentKey, KubeObject]] = []
-        parents = rt.parents.cache.keys()
+        cache, informers = self._parents.cache, self._informers
+        parents = cache.keys()
         for key in parents:
-            if rt.stopping:
+            if self._stopping():
                 return
-            if rt.stats.reconciles.get(key) or rt.queue.is_pending(key):
+            if self._stats.reconciles.get(key) or self._queue.is_pending(key):
                 continue  # its reconcile declared (or is about to declare) its types
-            parent = rt.parents.cache.get(*key)
+            parent = cache.get(*key)
             if parent is None:
                 continue
-            declared = rt.reconciler.declared(parent)
+            declared = self._reconciler.declared(parent)
             for error in declared.errors:  # the leader reports build failures; this only warms
                 _log.debug("warming for %s/%s: build failed: %s", key[0], key[1], error)
             if declared.build_error is not None:
                 continue
-            rt.informers.use(key, declared.types)
+            informers.use(key, declared.types)
             warmed.append((key, parent))
-        deadline = rt.clock.monotonic() + _WARM_SYNC_SECONDS
-        for informer in [rt.informers.informer(*t) for t in rt.informers.types()]:
+        deadline = self._clock.monotonic() + _WARM_SYNC_SECONDS
+        for informer in [informers.informer(*t) for t in informers.types()]:
             if informer is not None:  # a kind whose list is refused is not waited for
-                informer.wait_synced(max(0.0, deadline - rt.clock.monotonic()),
+                informer.wait_synced(max(0.0, deadline - self._clock.monotonic()),
                                      until_refused=True)
         for key, seen in warmed:
-            if rt.stopping:
+            if self._stopping():
                 return
-            if not rt.stats.reconciles.get(key) and self.drifted(seen):
-                rt.stats.triggers["drift-at-start"] += 1
-                rt.router.queue_for_event(key)
+            if not self._stats.reconciles.get(key) and self.drifted(seen):
+                self._stats.triggers["drift-at-start"] += 1
+                self._queue_for_event(key)
 
     def recheck(self, type_key: TypeKey) -> None:
         """A child kind listed for the first time after its lists were refused (``403``, say):
         the parents that use it were planned (at start) or reconciled without it, so each is
         looked at again, from the caches, and queued when a child would be written or its last
         reconcile failed (its status still says so). Runs in a thread of its own."""
-        rt = self._runtime
-        if rt.stopping:
+        if self._stopping():
             return
         thread = threading.Thread(target=self._recheck, args=(type_key,),
                                   name=f"optk-recheck-{type_key[1]}", daemon=True)
-        rt.track(thread)
+        self._track(thread)
         thread.start()
 
     def _recheck(self, type_key: TypeKey) -> None:
-        rt = self._runtime
         _log.info("%s %s can be listed again: looking at the parents that use it",
                   type_key[1], type_key[0])
-        for key in sorted(k for k in rt.informers.users_of(*type_key) if isinstance(k, tuple)):
-            if rt.stopping:
+        for key in sorted(k for k in self._informers.users_of(*type_key) if isinstance(k, tuple)):
+            if self._stopping():
                 return
-            parent = rt.parents.cache.get(*key)
+            parent = self._parents.cache.get(*key)
             if parent is None:
                 continue
             if parent_needs_reconcile(parent) or self.drifted(parent):
-                rt.stats.triggers["drift-at-sync"] += 1
-                rt.router.queue_for_event(key)
+                self._stats.triggers["drift-at-sync"] += 1
+                self._queue_for_event(key)
 
     def drifted(self, parent: KubeObject) -> bool:
         """Whether a reconcile of ``parent`` would write a child (planned from the caches, no
         request): at start, when a sharded replica adopts a moved-in parent, and when a kind
         lists again. A kind that cannot be listed counts as drift: the reconcile says why on
         the parent rather than leave it claiming its children are as desired."""
-        rt = self._runtime
         uid = str((parent.get("metadata") or {}).get("uid") or "")
-        declared = rt.reconciler.declared(parent)  # builders get a private copy of parent
+        declared = self._reconciler.declared(parent)  # builders get a private copy of parent
         for error in declared.errors:  # a failing build: its reconcile will say so
             _log.debug("drift check of %s: %s", ObjectRef.of(parent), error)
         try:
             for child in declared.children:
-                if rt.reconciler.resources.plan(child.obj, child.state, owner_uid=uid).writes:
+                if self._reconciler.resources.plan(child.obj, child.state, owner_uid=uid).writes:
                     return True
         except KindUnlistableError as error:
             _log.debug("drift check of %s: %s", ObjectRef.of(parent), error)
@@ -174,9 +216,8 @@ class Standby:
 
     def lost_leadership(self) -> None:
         """The elector's ``on_stopped``: stop the runtime unless it is stopping already."""
-        rt = self._runtime
-        if rt.elector is not None:
-            rt.metrics.set_leader(rt.elector.config.name, False)
-        if not rt.stopping:
+        if self._election is not None:
+            self._metrics.set_leader(self._election.name, False)
+        if not self._stopping():
             _log.error("leadership lost; stopping so that a restart campaigns afresh")
-            threading.Thread(target=rt.stop, name="optk-stop", daemon=True).start()
+            threading.Thread(target=self._stop, name="optk-stop", daemon=True).start()

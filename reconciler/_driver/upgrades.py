@@ -15,6 +15,14 @@ start did.
 
 Boundary: this module decides and queues; the Lease I/O is ``HeartbeatStore``'s, the reconciles
 are the workers'.
+
+What ``UpgradeCheck`` receives from the runtime (``reconciler._driver.runtime`` wires it; it never
+sees the runtime): the running operator's fingerprint, the ``heartbeats`` store (the recorded
+fingerprint; None: no heartbeat, nothing to compare), the ``parents`` informer (the parents to
+pass over), the ``queue`` and ``schedule`` (a pass queues every parent and takes it off the
+timer), the ``stats`` (reconciles counted per parent tell when the pass is complete), and
+``force_beat()`` (record the new fingerprint at once) and ``stopping()``. ``operator_fingerprint``
+reads an ``Operator`` through the ``Fingerprinted`` protocol.
 """
 
 from __future__ import annotations
@@ -24,17 +32,19 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Callable
 from importlib import metadata
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from reconciler._cache.informers import Informer
+from reconciler._driver.resync_loop import HeartbeatStore
+from reconciler._driver.resyncs import ResyncSchedule
+from reconciler._driver.stats import RuntimeStats
 from reconciler._driver.triggers import ParentKey
+from reconciler._workqueue.queues import WorkQueue
 
-if TYPE_CHECKING:
-    from reconciler._driver.operators import Operator
-    from reconciler._driver.runtime import OperatorRuntime
-
-__all__ = ["UpgradeCheck", "operator_fingerprint"]
+__all__ = ["Fingerprinted", "UpgradeCheck", "operator_fingerprint"]
 
 _log = logging.getLogger("optk.operator")
 
@@ -77,7 +87,24 @@ def _source_files(module_name: str) -> list[str]:
     return sorted(set(seen.values()))
 
 
-def operator_fingerprint(operator: Operator) -> str:
+class Fingerprinted(Protocol):
+    """What ``operator_fingerprint`` reads of an ``Operator`` (a protocol, so that this module
+    does not import ``reconciler._driver.operators``, which imports the runtime)."""
+
+    @property
+    def api_version(self) -> str: ...
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def build(self) -> Callable[..., object]: ...
+
+
+def operator_fingerprint(operator: Fingerprinted) -> str:
     """A short digest that changes when the operator's code (or the toolkit) changes.
 
     It covers the toolkit's version, the operator's API version, kind and name, the code of
@@ -113,39 +140,55 @@ class UpgradeCheck:
     fingerprint in the heartbeat once each of them was reconciled.
     """
 
-    def __init__(self, runtime: OperatorRuntime, fingerprint: str) -> None:
-        self._runtime = runtime
+    def __init__(
+        self,
+        fingerprint: str,
+        *,
+        heartbeats: HeartbeatStore | None,
+        parents: Informer,
+        queue: WorkQueue[ParentKey],
+        schedule: ResyncSchedule,
+        stats: RuntimeStats,
+        force_beat: Callable[[], None],
+        stopping: Callable[[], bool],
+    ) -> None:
+        self._heartbeats = heartbeats
+        self._parents = parents
+        self._queue = queue
+        self._schedule = schedule
+        self._stats = stats
+        self._force_beat = force_beat
+        self._stopping = stopping
         self.fingerprint = fingerprint
         self.completed = False
         """Whether every parent known at the start was reconciled under ``fingerprint``."""
 
     def run(self) -> None:
         """Compare, queue and wait for the pass (bounded by the runtime's stop)."""
-        rt = self._runtime
-        store = rt.heartbeats
+        store, cache, stats = self._heartbeats, self._parents.cache, self._stats
         if store is None:
             return
-        if not rt.parents.wait_synced(None) or rt.stopping:
+        if not self._parents.wait_synced(None) or self._stopping():
             return
-        keys = rt.parents.cache.keys()
+        keys = cache.keys()
         old = store.recorded_fingerprint
         if not store.lease_found or old == self.fingerprint:
-            due = rt.stats.triggers["parent-new"]
+            due = stats.triggers["parent-new"]
             _log.info("resuming the periodic resync (operator %s unchanged): %d of %d parents "
                       "due now", self.fingerprint[:8], due, len(keys))
             self._record()
             return
         _log.info("operator changed (fingerprint %s -> %s): reconciling all %d parents",
                   (old or "none")[:8], self.fingerprint[:8], len(keys))
-        before = {key: rt.stats.reconciles[key] for key in keys}
+        before = {key: stats.reconciles[key] for key in keys}
         for key in keys:
-            rt.stats.triggers["operator-changed"] += 1
-            rt.schedule.take(key)
-            rt.queue.add(key)
+            stats.triggers["operator-changed"] += 1
+            self._schedule.take(key)
+            self._queue.add(key)
         pending: set[ParentKey] = set(keys)
-        while pending and not rt.stopping:
-            pending = {key for key in pending if rt.stats.reconciles[key] <= before[key]
-                       and rt.parents.cache.get(*key) is not None}
+        while pending and not self._stopping():
+            pending = {key for key in pending if stats.reconciles[key] <= before[key]
+                       and cache.get(*key) is not None}
             if pending:
                 time.sleep(0.02)
         if not pending:
@@ -153,8 +196,8 @@ class UpgradeCheck:
             self._record()
 
     def _record(self) -> None:
-        rt = self._runtime
         self.completed = True
-        if rt.heartbeats is not None and rt.heartbeats.fingerprint != self.fingerprint:
-            rt.heartbeats.fingerprint = self.fingerprint
-            rt.resync.force_beat()
+        store = self._heartbeats
+        if store is not None and store.fingerprint != self.fingerprint:
+            store.fingerprint = self.fingerprint
+            self._force_beat()

@@ -16,6 +16,19 @@ being deleted (``ParentResult.namespace_terminating``) is neither retried nor re
 gone or being deleted is then dropped from the schedule and its child
 informers released. Deciding when to queue is not here (``reconciler._driver.routing``,
 ``reconciler._driver.resync_loop``).
+
+A turn on a key has two steps: ``_reconcile`` does the I/O and describes what came of it as an
+``Outcome``; the pure ``settle`` (``reconciler._driver.settling``) turns that into a ``Settlement``,
+which ``_execute`` carries out. What follows a reconcile is decided there, not here.
+
+What it receives from the runtime (``reconciler._driver.runtime`` wires it; it never sees the
+runtime): the runtime's ``lock`` (shared with the standby, which asks whether the workers started),
+the ``queue`` it drains, the ``parents`` informer (the parent is read from its cache; one that went
+away is forgotten there) and the child ``informers`` (used and released per parent), the parent
+``reconciler``, the resync ``schedule``, ``shards`` (drain and adoption; None without
+sharding), the ``clock``, ``stats`` and ``metrics``; and callables: ``kick()`` (wake the resync
+timer), ``drifted(parent)`` and ``step_down()`` (the standby's drift look and its stop on a lost
+lease) and ``stopping()``.
 """
 
 from __future__ import annotations
@@ -23,17 +36,23 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
+from reconciler._base.clocks import Clock
 from reconciler._base.errors import ApiError, LeadershipLostError
-from reconciler._cache.informers import TypeKey
+from reconciler._base.metrics import OperatorMetrics
+from reconciler._cache.informers import Informer, InformerManager, TypeKey
+from reconciler._client.protocol import KubeObject
+from reconciler._driver.resyncs import ResyncSchedule
+from reconciler._driver.settling import Outcome, Settlement, settle
+from reconciler._driver.stats import RuntimeStats
 from reconciler._driver.triggers import ParentKey, meta_of, parent_needs_reconcile
 from reconciler._reconcile.changelog import describe_changes
 from reconciler._reconcile.finalizing import CLEANUP_FINALIZER
-from reconciler._reconcile.parents import ParentResult
-
-if TYPE_CHECKING:
-    from reconciler._driver.runtime import OperatorRuntime
+from reconciler._reconcile.parents import ParentReconciler, ParentResult
+from reconciler._sharding.shards import Shards
+from reconciler._workqueue.queues import WorkQueue
 
 __all__ = ["ParentLog", "WorkerPool"]
 
@@ -54,9 +73,38 @@ class ParentLog(logging.LoggerAdapter):  # type: ignore[type-arg]
 class WorkerPool:
     """The runtime's reconciling threads; shares the runtime's lock for its counters."""
 
-    def __init__(self, runtime: OperatorRuntime) -> None:
-        self._runtime = runtime
-        self._lock = runtime.lock
+    def __init__(
+        self,
+        *,
+        lock: threading.Condition,
+        queue: WorkQueue[ParentKey],
+        parents: Informer,
+        informers: InformerManager,
+        reconciler: ParentReconciler,
+        schedule: ResyncSchedule,
+        shards: Shards | None,
+        clock: Clock,
+        stats: RuntimeStats,
+        metrics: OperatorMetrics,
+        kick: Callable[[], None],
+        drifted: Callable[[KubeObject], bool],
+        step_down: Callable[[], None],
+        stopping: Callable[[], bool],
+    ) -> None:
+        self._lock = lock
+        self._queue = queue
+        self._parents = parents
+        self._informers = informers
+        self._reconciler = reconciler
+        self._schedule = schedule
+        self._shards = shards
+        self._clock = clock
+        self._stats = stats
+        self._metrics = metrics
+        self._kick = kick
+        self._drifted = drifted
+        self._step_down = step_down
+        self._stopping = stopping
         self._threads: list[threading.Thread] = []
         self._active = 0
         self._last_started: dict[ParentKey, float] = {}
@@ -82,7 +130,7 @@ class WorkerPool:
     def start(self, count: int) -> bool:
         """Start ``count`` workers unless started already or stopping; whether it started them."""
         with self._lock:
-            if self._runtime.stopping or self._threads:
+            if self._stopping() or self._threads:
                 return False
             for index in range(count):
                 worker = threading.Thread(target=self._work, name=f"optk-worker-{index}",
@@ -101,8 +149,8 @@ class WorkerPool:
         return clean
 
     def _work(self) -> None:
-        queue = self._runtime.queue
-        metrics = self._runtime.metrics
+        queue = self._queue
+        metrics = self._metrics
         while (key := queue.get()) is not None:
             with self._lock:
                 self._active += 1
@@ -127,113 +175,133 @@ class WorkerPool:
         with self._lock:
             first, self._fenced = not self._fenced, True
         if first:
-            self._runtime.standby.lost_leadership()
+            self._step_down()
 
     def _process(self, key: ParentKey) -> None:
-        rt = self._runtime
-        log = ParentLog(_log, {"parent": f"{key[0]}/{key[1]}" if key[0] else key[1]})
-        parent = rt.parents.cache.get(*key)
-        if parent is not None and rt.shards is not None and rt.shards.releasing(parent):
-            if not rt.shards.acknowledge(parent):
-                rt.queue.add_rate_limited(key)
-                return
+        """One turn on ``key``: reconcile (the I/O), then settle (``reconciler._driver.settling``
+        decides, this executes)."""
+        outcome, parent = self._reconcile(key)
+        self._execute(key, parent, settle(outcome))
+
+    def _reconcile(self, key: ParentKey) -> tuple[Outcome, KubeObject | None]:
+        """The drain acknowledgement, adoption, cleanup or reconcile of ``key``: what came of
+        it, and the parent it was about (None: gone)."""
+        parent = self._parents.cache.get(*key)
+        shards = self._shards
+        if parent is not None and shards is not None and shards.releasing(parent):
+            if not shards.acknowledge(parent):
+                return Outcome(drain_refused=True), parent
             parent = None  # no longer ours: forget it as if it were gone
-        if parent is not None and rt.shards is not None and rt.shards.take_adoption(key):
-            rt.informers.use(key, rt.shards.adopt(parent))
-            now = rt.clock.time()
-            if not parent_needs_reconcile(parent) and rt.schedule.observe(
+        if parent is not None and shards is not None and shards.take_adoption(key):
+            self._informers.use(key, shards.adopt(parent))
+            now = self._clock.time()
+            if not parent_needs_reconcile(parent) and self._schedule.observe(
                     key, parent, now=now) > now:
                 # Its children may have drifted while no replica watched them (the owner
                 # crashed): planned against the caches, no request.
-                if not rt.standby.drifted(parent):
-                    rt.resync.kick()
-                    return  # adopted; its periodic resync comes when due
-                rt.stats.triggers["drift-at-adoption"] += 1
-            rt.schedule.take(key)
-        if parent is not None and meta_of(parent).get("deletionTimestamp") and (
-            CLEANUP_FINALIZER in (meta_of(parent).get("finalizers") or ())
-        ):
-            outcome = rt.reconciler.cleanup.finalize(parent)
-            if not outcome.done:  # retried with backoff; the parent's Cleanup condition says why
-                delay = rt.queue.add_rate_limited(key)
-                log.warning("cleanup pending (%s); retrying in %.3fs", outcome.reason, delay)
-                return
-        if parent is None or meta_of(parent).get("deletionTimestamp"):
-            log.info("parent %s; its children are collected by their owner references",
-                     "is gone (or moved)" if parent is None else "is being deleted")
-            rt.schedule.remove(key)
-            rt.queue.forget(key)
-            rt.informers.release(key)
-            rt.reconciler.forget_builds(key)
-            with self._lock:
-                self._last_started.pop(key, None)
-            return
+                if not self._drifted(parent):
+                    return Outcome(adopted=True), parent
+                self._stats.triggers["drift-at-adoption"] += 1
+            self._schedule.take(key)
+        if parent is None:
+            return Outcome(gone=True), None
+        meta = meta_of(parent)
+        if meta.get("deletionTimestamp"):
+            if CLEANUP_FINALIZER in (meta.get("finalizers") or ()):
+                cleanup = self._reconciler.cleanup.finalize(parent)
+                if not cleanup.done:  # retried with backoff
+                    return Outcome(cleanup_pending=cleanup.reason), parent
+            return Outcome(deleting=True), parent
         with self._lock:
-            self._last_started[key] = rt.clock.monotonic()
+            self._last_started[key] = self._clock.monotonic()
         started = time.perf_counter()
         try:
-            result: ParentResult | None = rt.reconciler.reconcile(parent)
+            result: ParentResult | None = self._reconciler.reconcile(parent)
             error: Exception | None = None
         except (ApiError, ValueError, TypeError) as exc:
             result, error = None, exc
         seconds = time.perf_counter() - started
-        rt.stats.reconciles[key] += 1
-        if result is not None and result.parent_gone:
-            # It went away during the reconcile. A write answered 404 while the cache still
-            # holds it: the cache missed (or has not yet seen) the deletion, so it is forgotten
-            # now; a late answer, a relist or a child's event can no longer bring it back. The
-            # key is looked at once more: gone (dropped) or being deleted (its cleanup).
-            cached = rt.parents.cache.get(*key)
-            uid = str(meta_of(parent).get("uid") or "")
-            if cached is not None and str(meta_of(cached).get("uid") or "") == uid and not (
-                    meta_of(cached).get("deletionTimestamp")):
-                rt.parents.cache.forget(cached, uid=uid)
-            rt.stats.triggers["parent-went-away"] += 1
-            rt.queue.add(key)
-            rt.metrics.observe_reconcile(result="success", seconds=seconds)
-            log.info("the parent went away during its reconcile; nothing more is written for it")
+        self._stats.reconciles[key] += 1
+        return outcome_of(
+            result, error, seconds=seconds,
+            retry_failed_by_backoff=self._schedule.policy.retry_failed_by_backoff,
+        ), parent
+
+    def _execute(self, key: ParentKey, parent: KubeObject | None, plan: Settlement) -> None:
+        """Carry ``plan`` out, in ``Settlement``'s order."""
+        self._stats.writes += plan.writes
+        if plan.use_types is not None:
+            self._informers.use(key, plan.use_types)
+        if plan.count_failure:
+            self._stats.failures[key] += 1
+        if plan.trigger is not None:
+            self._stats.triggers[plan.trigger] += 1
+        if plan.forget_cached and parent is not None:
+            self._forget_cached(key, parent)
+        if plan.forget_backoff:
+            self._queue.forget(key)
+        if plan.unschedule:
+            self._schedule.remove(key)
+        if plan.reschedule and parent is not None:
+            self._schedule.reconciled(key, parent, at=self._clock.time())
+        if plan.suspend:
+            self._schedule.suspend(key)
+        if plan.release:
+            self._informers.release(key)
+            self._reconciler.forget_builds(key)
+            with self._lock:
+                self._last_started.pop(key, None)
+        if plan.requeue_now:
+            self._queue.add(key)
+        if plan.requeue_after is not None:
+            self._queue.add_after(key, plan.requeue_after)
+        delay = 0.0
+        if plan.backoff:
+            delay = self._queue.add_rate_limited(key, at_least=plan.backoff_at_least)
+        elif plan.report_delay:  # left to the resync: looked at when due
+            due = self._schedule.due_at(key)
+            delay = 0.0 if due is None else due - self._clock.time()
+        if plan.kick:
+            self._kick()
+        if plan.metric is not None:
+            self._metrics.observe_reconcile(result=plan.metric, seconds=plan.seconds)
+        if plan.message is None and plan.detail is None:
             return
-        if result is not None and result.namespace_terminating:
-            # final: no retry, no resync; the parent goes with its namespace
-            log.info("namespace is being deleted; the parent is left alone until it is gone")
-            rt.queue.forget(key)
-            rt.schedule.remove(key)
-            rt.metrics.observe_reconcile(result="success", seconds=seconds)
-            return
-        if result is not None:
-            rt.stats.writes += result.writes
-            rt.informers.use(key, types_of(result))
-        if result is not None and result.ok:
-            rt.queue.forget(key)
-            rt.schedule.reconciled(key, parent, at=rt.clock.time())
-            rt.resync.kick()
-            if result.requeue_after is not None:
-                rt.queue.add_after(key, result.requeue_after)
-                rt.metrics.observe_reconcile(result="requeue_after", seconds=seconds)
-            else:
-                rt.metrics.observe_reconcile(result="success", seconds=seconds)
-            if (changes := describe_changes(result)) is not None:  # silent when nothing changed
-                log.info("reconciled: %s", changes)
-            log.debug("reconciled in %.3fs: %d writes", seconds, result.writes)
-            return
-        rt.stats.failures[key] += 1
-        rt.metrics.observe_reconcile(result="error", seconds=seconds)
-        retry_after = getattr(error, "retry_after", None) or 0.0
-        if result is not None:
-            retry_after = max([retry_after, *(e.retry_after or 0.0 for e in result.errors)])
-        if rt.schedule.policy.retry_failed_by_backoff:
-            delay = rt.queue.add_rate_limited(key, at_least=retry_after)
-            rt.schedule.suspend(key)
-        else:  # failures wait for the next event or the periodic resync
-            rt.schedule.reconciled(key, parent, at=rt.clock.time())
-            due = rt.schedule.due_at(key)
-            delay = 0.0 if due is None else due - rt.clock.time()
-            rt.resync.kick()
-        reason = str(error) if error is not None else "; ".join(
-            [f"{e.ref}: {e.message}" for e in (result.errors if result else ())]
-            + ([result.status_error] if result is not None and result.status_error else [])
-        )
-        log.warning("reconcile failed (%s); retrying in %.3fs", reason, delay)
+        log = ParentLog(_log, {"parent": f"{key[0]}/{key[1]}" if key[0] else key[1]})
+        if plan.message is not None and plan.report_delay:
+            log.log(plan.level, "%s; retrying in %.3fs", plan.message, delay)
+        elif plan.message is not None:
+            log.log(plan.level, "%s", plan.message)
+        if plan.detail is not None:
+            log.debug("%s", plan.detail)
+
+    def _forget_cached(self, key: ParentKey, parent: KubeObject) -> None:
+        """Drop ``parent`` (which went away during its reconcile: a write answered 404) from
+        the parent cache, unless the cache holds another one by now or sees its deletion."""
+        cached = self._parents.cache.get(*key)
+        uid = str(meta_of(parent).get("uid") or "")
+        if cached is not None and str(meta_of(cached).get("uid") or "") == uid and not (
+                meta_of(cached).get("deletionTimestamp")):
+            self._parents.cache.forget(cached, uid=uid)
+
+
+def outcome_of(result: ParentResult | None, error: Exception | None, *, seconds: float,
+               retry_failed_by_backoff: bool) -> Outcome:
+    """The ``Outcome`` of a reconcile that returned ``result`` or raised ``error``."""
+    retry_after = getattr(error, "retry_after", None) or 0.0
+    if result is None:
+        return Outcome(reconciled=True, reason=str(error), retry_after=retry_after,
+                       retry_failed_by_backoff=retry_failed_by_backoff, seconds=seconds)
+    reason = "; ".join([f"{e.ref}: {e.message}" for e in result.errors]
+                       + ([result.status_error] if result.status_error else []))
+    return Outcome(
+        reconciled=True, ok=result.ok, went_away=result.parent_gone,
+        namespace_terminating=result.namespace_terminating, requeue_after=result.requeue_after,
+        retry_after=max([retry_after, *(e.retry_after or 0.0 for e in result.errors)]),
+        retry_failed_by_backoff=retry_failed_by_backoff, reason=reason,
+        types=frozenset(types_of(result)), writes=result.writes,
+        changes=describe_changes(result) if result.ok else None, seconds=seconds,
+    )
 
 
 def types_of(result: ParentResult) -> set[TypeKey]:

@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable
 
 import attrs
 
 from builders import ObjectRef
 from objectmatcher import LAST_APPLIED_ANNOTATION, calculate_patch, set_last_applied
+from reconciler._base.clocks import Clock
 from reconciler._base.errors import AlreadyExistsError, NotFoundError
 from reconciler._client.protocol import ClusterClient, KubeObject
 
-__all__ = ["InstallResult", "install_object"]
+__all__ = ["InstallResult", "install_all", "install_object"]
 
 _log = logging.getLogger("optk.operator")
 _ANNOTATION_PATH = ("metadata", "annotations", LAST_APPLIED_ANNOTATION)
@@ -90,3 +92,32 @@ def install_object(client: ClusterClient, obj: KubeObject) -> InstallResult:
     _log.info("updated %s %s: %s", ref.kind, ref.name, shown or "the last-applied annotation")
     _wait_served(client, obj)
     return InstallResult(ref=ref, action="updated", fields=fields)
+
+
+def install_all(client: ClusterClient, objects: Iterable[KubeObject], *, clock: Clock,
+                timeout: float = 60.0) -> None:
+    """Apply every object (``install_object``), then return once every kind their CRDs define
+    is served (bounded by ``timeout`` on ``clock``).
+
+    A real API server serves a new CRD's kind a moment after the CRD is created (about 2 s
+    here); waiting means a caller may create parents as soon as the operator started.
+    """
+    objects = list(objects)
+    for obj in objects:  # created, or patched when it changed (logged)
+        install_object(client, obj)
+    kinds = [
+        (f"{spec.get('group')}/{version.get('name')}", str(spec.get("names", {}).get("kind")))
+        for obj in objects
+        if obj.get("kind") == "CustomResourceDefinition"
+        for spec in [obj.get("spec") or {}]
+        for version in spec.get("versions") or ()
+        if version.get("served", True)
+    ]
+    deadline = clock.monotonic() + timeout
+    for api_version, kind in kinds:
+        while not client.is_served(api_version, kind):
+            if clock.monotonic() >= deadline:
+                _log.warning("%s %s is not served %.0fs after its CRD was installed",
+                             kind, api_version, timeout)
+                return
+            clock.sleep(0.1)

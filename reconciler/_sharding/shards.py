@@ -1,14 +1,25 @@
 """Sharding at run time: the shard Lease, the drain acknowledgement, adoption, the assigner's
 election.
 
-The I/O shell around the pure decisions of ``reconciler._sharding.decisions``. ``ShardLease`` holds
-and renews this replica's Lease ``<operator>-shard-<id>`` (a replica that cannot renew within the
+The I/O shell around the pure decisions of ``reconciler._sharding``. ``ShardLease`` holds and
+renews this replica's Lease ``<operator>-shard-<id>`` (a replica that cannot renew within the
 renew deadline stops, before the assigner can consider it gone). The ``Assigner``
 (``reconciler._sharding.assigner``) runs on the one replica that wins the ``<operator>-sharder``
 election. ``Shards`` is what the runtime holds: the shard id, the label selector its informers
 use, the builders' label stamping (``stamp_shard``), the owner's side of the drain handshake
 (``releasing``/``acknowledge``), the adoption of a moved-in parent's children (one conditional
 JSON patch per child its builders name, no LIST), and the threads.
+
+What ``Shards`` receives from the runtime (``reconciler._driver.runtime`` wires it; it never sees
+the runtime): the operator's name, parent type, namespace, prune kinds and leader election settings
+(the assigner and the sharder election), the ``sharding`` settings and this replica's
+``shard`` id (resolved by the runtime first: the informers' selectors need it), the
+``identity``; two clients, ``leases`` (the plain one: Leases and the assigner) and ``client``
+(the recording one: a drain acknowledgement and an adoption are the operator's writes); the
+``parents`` informer (an acknowledged parent leaves its cache) and the child ``informers``
+(an adopted child already seen is left alone); ``declared(parent)`` (the reconciler's: what a
+parent's builders name); the ``clock`` and ``metrics``; and ``stopping()``, ``stop()`` (a lease
+not renewed stops the runtime, leaving the Lease to expire) and ``track(thread)``.
 """
 
 from __future__ import annotations
@@ -16,8 +27,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Collection
+from typing import Any
 
 from builders import ObjectRef, compose
 from builders.composition import evaluate
@@ -25,9 +36,12 @@ from builders.names import MANAGED_BY_LABEL, OWNER_UID_LABEL
 from reconciler._base.clocks import Clock
 from reconciler._base.errors import ApiError, InvalidError, NotFoundError
 from reconciler._base.keys import ParentKey, meta_of
+from reconciler._base.metrics import OperatorMetrics
+from reconciler._cache.informers import Informer, InformerManager
 from reconciler._client.protocol import ClusterClient, KubeObject
 from reconciler._leadership.election import LeaderElection, LeaderElector
 from reconciler._leadership.leases import LeaseWriter
+from reconciler._reconcile.declared import DeclaredChildren
 from reconciler._sharding.assigner import Assigner
 from reconciler._sharding.decisions import (
     RING_LABEL,
@@ -40,10 +54,7 @@ from reconciler._sharding.decisions import (
     shard_of,
 )
 
-if TYPE_CHECKING:
-    from reconciler._driver.runtime import OperatorRuntime
-
-__all__ = ["ShardLease", "Shards", "stamp_shard"]
+__all__ = ["ShardLease", "Shards", "shard_selector", "stamp_shard"]
 
 _log = logging.getLogger("optk.sharding")
 _MERGE = "application/merge-patch+json"
@@ -137,6 +148,11 @@ class _Stamped:
         return {**obj, "metadata": meta}, state
 
 
+def shard_selector(shard: str) -> str:
+    """The label selector of the objects of ``shard``: its parents, and their children."""
+    return f"{SHARD_LABEL}={shard}"
+
+
 def stamp_shard(
     build: Callable[[KubeObject], Any], shard: str
 ) -> Callable[[KubeObject], list[Any]]:
@@ -153,20 +169,53 @@ def stamp_shard(
 class Shards:
     """The runtime's sharding: its shard, Lease, assigner election and drain acknowledgement."""
 
-    def __init__(self, runtime: OperatorRuntime, sharding: Sharding,
-                 environ: Mapping[str, str]) -> None:
-        self._runtime = runtime
-        op = runtime.operator
+    def __init__(
+        self,
+        *,
+        operator_name: str,
+        api_version: str,
+        kind: str,
+        namespace: str | None,
+        prune: Collection[tuple[str, str]],
+        leader_election: LeaderElection | None,
+        sharding: Sharding,
+        shard: str,
+        identity: str,
+        leases: ClusterClient,
+        client: ClusterClient,
+        parents: Informer,
+        informers: InformerManager,
+        declared: Callable[[KubeObject], DeclaredChildren],
+        clock: Clock,
+        metrics: OperatorMetrics,
+        stopping: Callable[[], bool],
+        stop: Callable[[], object],
+        track: Callable[[threading.Thread], None],
+    ) -> None:
+        self._operator_name = operator_name
+        self._parent_type = (api_version, kind)
+        self._namespace = namespace
+        self._prune = {(str(a), str(k)) for a, k in prune}
+        self._identity = identity
+        self._leases = leases
+        self._client = client
+        self._parents = parents
+        self._informers = informers
+        self._declared = declared
+        self._clock = clock
+        self._metrics = metrics
+        self._stopping_runtime = stopping
+        self._stop_runtime = stop
+        self._track = track
         self.sharding = sharding
-        self.shard = sharding.resolve_id(environ, runtime.identity)
-        self.selector = f"{SHARD_LABEL}={self.shard}"
+        self.shard = shard
+        self.selector = shard_selector(shard)
         self.lease = ShardLease(
-            runtime.inner_client, operator=op.name, shard=self.shard,
-            identity=runtime.identity, sharding=sharding, clock=runtime.clock,
-            on_lost=self._lost,
+            leases, operator=operator_name, shard=shard, identity=identity, sharding=sharding,
+            clock=clock, on_lost=self._lost,
         )
-        base = op.leader_election or LeaderElection(namespace=sharding.namespace)
-        self.election = base.named(f"{op.name}-sharder")
+        base = leader_election or LeaderElection(namespace=sharding.namespace)
+        self.election = base.named(f"{operator_name}-sharder")
         self.assigner: Assigner | None = None
         self.elector: LeaderElector | None = None
         self._lock = threading.Lock()
@@ -188,7 +237,7 @@ class Shards:
         patch = release_patch()
         patch["metadata"]["resourceVersion"] = meta.get("resourceVersion")
         try:
-            self._runtime.client.patch(
+            self._client.patch(
                 str(parent.get("apiVersion")), str(parent.get("kind")), str(meta.get("name")),
                 patch, patch_type=_MERGE, namespace=meta.get("namespace"),
             )
@@ -196,19 +245,18 @@ class Shards:
             _log.warning("[%s/%s] acknowledging the drain failed: %s",
                          meta.get("namespace"), meta.get("name"), error)
             return False
-        self._runtime.parents.cache.remove(parent, own_write=True)  # out of our selector now
+        self._parents.cache.remove(parent, own_write=True)  # out of our selector now
         with self._lock:
             self._adopt.discard((str(meta.get("namespace") or ""), str(meta.get("name"))))
         self.releases += 1
-        self._runtime.metrics.shards.releases.inc()
+        self._metrics.shards.releases.inc()
         _log.info("[%s/%s] released to the assigner", meta.get("namespace"), meta.get("name"))
         return True
 
     def moved_in(self, key: ParentKey, parent: KubeObject) -> bool:
         """Whether a parent first seen now, after the initial list, came from another shard
         (it was reconciled before: it has a status); it is then marked for adoption."""
-        rt = self._runtime
-        if not rt.parents.has_synced or not parent.get("status"):
+        if not self._parents.has_synced or not parent.get("status"):
             return False
         with self._lock:
             self._adopt.add(key)
@@ -235,22 +283,20 @@ class Shards:
         built, types = self._built_children(parent)
         for ref in built:
             self._adopt_one(ref.api_version, ref.kind, ref.name, ref.namespace, uid)
-        prune = {(str(a), str(k)) for a, k in self._runtime.operator.prune}
-        for api_version, kind in sorted(prune):
+        for api_version, kind in sorted(self._prune):
             self._adopt_unbuilt(parent, api_version, kind, named={
                 r.name for r in built if (r.api_version, r.kind) == (api_version, kind)})
         return types
 
     def _adopt_one(self, api_version: str, kind: str, name: str, namespace: str | None,
                    owner_uid: str) -> None:
-        rt = self._runtime
         try:
-            namespace = namespace if rt.client.is_namespaced(api_version, kind) else None
-            informer = rt.informers.informer(api_version, kind)
+            namespace = namespace if self._client.is_namespaced(api_version, kind) else None
+            informer = self._informers.informer(api_version, kind)
             if informer is not None and informer.cache.get(namespace or "", name) is not None:
                 return  # already labelled for this shard
-            rt.client.patch(api_version, kind, name, adopt_patch(
-                shard=self.shard, operator=rt.operator.name, owner_uid=owner_uid),
+            self._client.patch(api_version, kind, name, adopt_patch(
+                shard=self.shard, operator=self._operator_name, owner_uid=owner_uid),
                 patch_type=_JSON_PATCH, namespace=namespace)
         except (NotFoundError, InvalidError):
             return  # missing (the reconcile creates it) or not this parent's: not adopted
@@ -262,8 +308,8 @@ class Shards:
     def _adopt_unbuilt(self, parent: KubeObject, api_version: str, kind: str, *,
                        named: set[str]) -> None:
         meta = meta_of(parent)
-        client = self._runtime.client
-        selector = (f"{MANAGED_BY_LABEL}={self._runtime.operator.name},"
+        client = self._client
+        selector = (f"{MANAGED_BY_LABEL}={self._operator_name},"
                     f"{OWNER_UID_LABEL}={meta.get('uid')}")
         try:
             namespace = meta.get("namespace") if client.is_namespaced(api_version, kind) else None
@@ -283,11 +329,10 @@ class Shards:
     def start(self) -> None:
         """Take the Lease (one synchronous renewal), then renew and campaign in threads."""
         self.lease.renew()
-        rt = self._runtime
         for target, name in ((self.lease.run, "optk-shard-lease"),
                              (self._campaign, "optk-sharder")):
             thread = threading.Thread(target=target, name=name, daemon=True)
-            rt.track(thread)
+            self._track(thread)
             thread.start()
 
     def stop(self, *, release: bool) -> None:
@@ -315,42 +360,39 @@ class Shards:
     def _built_children(self, parent: KubeObject) -> tuple[list[ObjectRef], set[tuple[str, str]]]:
         """The children a parent's (pure) builders name, and their types with the pruned
         kinds."""
-        rt = self._runtime
-        declared = rt.reconciler.declared(parent)  # as the reconcile builds them
+        declared = self._declared(parent)  # as the reconcile builds them
         for error in declared.errors:  # a build failure is its owner's to report
             _log.debug("sharding: building %s failed: %s", meta_of(parent).get("name"), error)
         refs = [child.ref for child in declared.children]
-        return refs, {(str(a), str(k)) for a, k in rt.operator.prune} | declared.types
+        return refs, self._prune | declared.types
 
     def _campaign(self) -> None:
-        rt = self._runtime
         while True:
             with self._lock:
                 if self._stopping:
                     return
                 self.elector = LeaderElector(
-                    rt.inner_client, self.election, identity=rt.identity,
-                    on_started=self._lead, on_stopped=self._unlead, clock=rt.clock,
+                    self._leases, self.election, identity=self._identity,
+                    on_started=self._lead, on_stopped=self._unlead, clock=self._clock,
                 )
                 elector = self.elector
             elector.run()
             time.sleep(0.05)
 
     def _lead(self) -> None:
-        rt = self._runtime
-        op = rt.operator
         assigner = Assigner(
-            rt.inner_client, api_version=op.api_version, kind=op.kind, operator=op.name,
-            namespace=op.namespace, sharding=self.sharding, clock=rt.clock,
-            metrics=rt.metrics.shards,
+            self._leases, api_version=self._parent_type[0], kind=self._parent_type[1],
+            operator=self._operator_name, namespace=self._namespace, sharding=self.sharding,
+            clock=self._clock,
+            metrics=self._metrics.shards,
         )
         with self._lock:
             if self._stopping:
                 return
             self.assigner = assigner
-        rt.metrics.set_leader(self.election.name, True)
+        self._metrics.set_leader(self.election.name, True)
         thread = threading.Thread(target=assigner.run, name="optk-assigner", daemon=True)
-        rt.track(thread)
+        self._track(thread)
         thread.start()
 
     def _unlead(self) -> None:
@@ -358,10 +400,8 @@ class Shards:
             assigner, self.assigner = self.assigner, None
         if assigner is not None:
             assigner.stop()
-        self._runtime.metrics.set_leader(self.election.name, False)
+        self._metrics.set_leader(self.election.name, False)
 
     def _lost(self) -> None:
-        rt = self._runtime
-        if not rt.stopping:
-            threading.Thread(target=rt.stop, kwargs={"release_lease": False},
-                             name="optk-stop", daemon=True).start()
+        if not self._stopping_runtime():  # ``stop`` leaves the Lease to expire
+            threading.Thread(target=self._stop_runtime, name="optk-stop", daemon=True).start()
