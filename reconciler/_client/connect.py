@@ -10,9 +10,15 @@ from __future__ import annotations
 
 import copy
 import os
+from collections.abc import Mapping
 from typing import Any
 
-from reconciler._base.errors import KubeconfigError
+from reconciler._base.errors import InClusterConfigError, KubeconfigError
+from reconciler._client.incluster import (
+    SERVICE_ACCOUNT_DIR,
+    InClusterConfig,
+    incluster_api_client,
+)
 
 __all__ = ["connect", "load_client"]
 
@@ -24,23 +30,25 @@ def _default_path() -> str:
         "~/.kube/config")
 
 
-def load_client(kubeconfig: str | None) -> Any:
+def load_client(
+    kubeconfig: str | None, *, environ: Mapping[str, str] | None = None,
+    directory: str | os.PathLike[str] = SERVICE_ACCOUNT_DIR,
+) -> Any:
     """An official ``ApiClient``: from ``kubeconfig``; when None, in-cluster when the service
-    variables are set (its service account token, re-read when it rotates:
-    ``reconciler._client.incluster``), else the default kubeconfig (``KUBECONFIG``,
-    ``~/.kube/config``). The one place the toolkit loads cluster credentials; raises
-    ``KubeconfigError`` naming the path."""
+    variables are set in ``environ`` (the process environment by default; its service account
+    token under ``directory``, re-read when it rotates: ``reconciler._client.incluster``), else
+    the default kubeconfig (``KUBECONFIG``, ``~/.kube/config``). The one place the toolkit loads
+    cluster credentials; raises ``KubeconfigError`` naming the path."""
     from kubernetes import config as kube_config
 
-    from reconciler._base.errors import InClusterConfigError
-    from reconciler._client.incluster import InClusterConfig, incluster_api_client
-
+    env = os.environ if environ is None else environ
     path = kubeconfig or _default_path()
     if kubeconfig is None and (
-        os.environ.get("KUBERNETES_SERVICE_HOST") or not os.path.exists(path)
+        env.get("KUBERNETES_SERVICE_HOST") or not os.path.exists(path)
     ):
         try:  # inside a cluster: its service account
-            return incluster_api_client(InClusterConfig.from_environment(os.environ))
+            return incluster_api_client(
+                InClusterConfig.from_environment(env, directory=directory))
         except InClusterConfigError as error:
             raise KubeconfigError(
                 f"no kubeconfig at {path} (set --kubeconfig or KUBECONFIG) and not running in "

@@ -5,8 +5,8 @@ and ``KUBERNETES_SERVICE_PORT`` and the service account's token, CA and namespac
 default under ``/var/run/secrets/kubernetes.io/serviceaccount``). ``incluster_api_client``
 makes an official ``ApiClient`` whose bearer token is re-read from the file whenever the file
 changes (projected tokens are rotated by the kubelet, about hourly; client-go re-reads too), so a
-long-running operator never sends an expired token. ``connect(kubeconfig)`` picks a kubeconfig,
-the in-cluster configuration or the default kubeconfig, in that order.
+long-running operator never sends an expired token. Choosing between a kubeconfig, this and the
+default kubeconfig is ``reconciler._client.connect.load_client``'s.
 
 What ``optk run --leader-elect`` changes of the operator is ``reconciler._driver.deployed``'s.
 """
@@ -28,7 +28,6 @@ __all__ = [
     "InClusterConfig",
     "InClusterConfigError",
     "TokenFile",
-    "connect",
     "incluster_api_client",
     "pod_namespace",
 ]
@@ -129,18 +128,3 @@ def pod_namespace(
         return path.read_text(encoding="utf-8").strip() or None
     except OSError:
         return None
-
-
-def connect(
-    kubeconfig: str | None = None, *, environ: Mapping[str, str] | None = None,
-    directory: str | os.PathLike[str] = SERVICE_ACCOUNT_DIR,
-) -> Any:
-    """An ``ApiClient``: from ``kubeconfig`` when given, else in-cluster when the service
-    variables are set (``environ``, the process environment by default), else from the default
-    kubeconfig (``reconciler._client.connect.load_client``)."""
-    env = os.environ if environ is None else environ
-    if kubeconfig is None and env.get("KUBERNETES_SERVICE_HOST"):
-        return incluster_api_client(InClusterConfig.from_environment(env, directory=directory))
-    from reconciler._client.connect import load_client
-
-    return load_client(kubeconfig)

@@ -16,11 +16,11 @@ import pytest
 
 from examples.thanos.operator import operator as thanos_operator
 from reconciler import LeaderElection
+from reconciler._client.connect import load_client
 from reconciler._client.incluster import (
     InClusterConfig,
     InClusterConfigError,
     TokenFile,
-    connect,
     incluster_api_client,
     pod_namespace,
 )
@@ -73,10 +73,10 @@ def test_the_client_follows_the_token_file_as_it_rotates(kube_api: Any, tmp_path
 
 def test_connect_prefers_a_kubeconfig_then_the_cluster(kube_api: Any, tmp_path: Path) -> None:
     directory, env = _service_account(tmp_path, kube_api, kube_api.token)
-    client = connect(environ=env, directory=directory)
+    client = load_client(None, environ=env, directory=directory)
     assert client.configuration.host == kube_api.url
     assert kubernetes.client.VersionApi(client).get_code().major
-    from_file = connect(str(kube_api.kubeconfig_path), environ=env, directory=directory)
+    from_file = load_client(str(kube_api.kubeconfig_path), environ=env, directory=directory)
     assert kubernetes.client.VersionApi(from_file).get_code().major
 
 
