@@ -7,6 +7,10 @@ import logging
 import sys
 from collections.abc import Sequence
 
+_TARGET = "MODULE[:ATTR] | FILE.py[:ATTR]"
+_TARGET_HELP = ("module or Python file (a file inside a package is imported by its dotted name) "
+                "and Operator attribute (default: operator, else the module's one Operator)")
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``optk`` argument parser with every subcommand."""
@@ -30,9 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                 "(default 64Mi)")
     apiserver.set_defaults(handler=_run_apiserver)
     run = subparsers.add_parser("run", help="run an operator defined in a Python module")
-    run.add_argument("target", metavar="MODULE[:ATTR] | FILE.py[:ATTR]",
-                     help="module (or Python file) and Operator attribute (default: operator, "
-                          "or a file's one Operator)")
+    run.add_argument("target", metavar=_TARGET, help=_TARGET_HELP)
     where = run.add_mutually_exclusive_group()
     where.add_argument("--kubeconfig", default=None, help="kubeconfig of the cluster")
     where.add_argument("--embedded", action="store_true", help="run a fresh embedded API server")
@@ -56,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     manifests = subparsers.add_parser(
         "manifests", help="print the YAML that deploys an operator, with a derived role"
     )
-    manifests.add_argument("target", metavar="MODULE[:ATTR]", help="module and Operator attribute")
+    manifests.add_argument("target", metavar=_TARGET, help=_TARGET_HELP)
     manifests.add_argument("--namespace", default=None,
                            help="namespace of the operator (default: <name>-system)")
     manifests.add_argument("--image", default=None, help="container image (default: <name>:latest)")
@@ -77,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "the live children: what the operator would do if the file were applied. "
                     "Nothing is written (creates and patches are sent as dryRun=All).",
     )
-    plan.add_argument("target", metavar="MODULE[:ATTR]", help="module and Operator attribute")
+    plan.add_argument("target", metavar=_TARGET, help=_TARGET_HELP)
     plan.add_argument("-f", "--filename", action="append", required=True, dest="files",
                       help="YAML file of parent objects whose spec is planned (repeatable)")
     plan.add_argument("--kubeconfig", default=None, help="kubeconfig of the cluster")
@@ -88,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     uninstall = subparsers.add_parser(
         "uninstall", help="delete what a (stopped) operator owns, then its finalizers on parents"
     )
-    uninstall.add_argument("target", metavar="MODULE[:ATTR]", help="module and Operator attribute")
+    uninstall.add_argument("target", metavar=_TARGET, help=_TARGET_HELP)
     uninstall.add_argument("--kubeconfig", default=None, help="kubeconfig of the cluster")
     uninstall.set_defaults(handler=_run_uninstall)
     return parser

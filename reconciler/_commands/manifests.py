@@ -16,13 +16,12 @@ from __future__ import annotations
 import os
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import attrs
 import yaml
 
-from reconciler._base.errors import ReconcilerUsageTypeError
+from reconciler._base.errors import ReconcilerUsageError, ReconcilerUsageTypeError
 from reconciler._commands.rbac import (
     OperatorFacts,
     PolicyRule,
@@ -63,7 +62,12 @@ def load_samples(source: Any, *, api_version: str, kind: str) -> list[dict[str, 
     only those of the parent kind are kept."""
     if isinstance(source, (str, os.PathLike)):
         with open(source, encoding="utf-8") as stream:
-            objects = [d for d in yaml.safe_load_all(stream) if isinstance(d, dict)]
+            try:
+                objects = [d for d in yaml.safe_load_all(stream) if isinstance(d, dict)]
+            except yaml.YAMLError as error:
+                raise ReconcilerUsageError(
+                    f"samples file {os.fspath(source)!r} is not YAML: "
+                    f"{' '.join(str(error).split())}") from error
     elif isinstance(source, Iterable) and not isinstance(source, Mapping):
         objects = [dict(d) for d in source if isinstance(d, Mapping)]
     else:
@@ -266,28 +270,23 @@ def manifests_command(
     samples: Sequence[str] = (),
 ) -> str:
     """``optk manifests``: load the operator (and its ``samples`` attribute unless files are
-    given) and return the YAML stream. ``namespaced`` None: a namespaced role exactly when the
-    operator watches one namespace (``Operator.namespace``)."""
-    from reconciler._driver.process import load_operator
+    given; a relative path there is resolved against the module's file, files given here against
+    the current directory) and return the YAML stream. ``namespaced`` None: a namespaced role
+    exactly when the operator watches one namespace (``Operator.namespace``)."""
+    from reconciler._driver.process import load_target
 
-    operator = load_operator(target)
+    loaded = load_target(target)
+    operator = loaded.operator
     facts = operator_facts(operator)
-    module_name, _, attr = target.partition(":")
-    target = f"{module_name}:{attr or 'operator'}"
-    if samples:
-        sources: list[Any] = list(samples)
-    else:
-        import importlib
-
-        attribute = getattr(importlib.import_module(module_name), "samples", None)
-        sources = [] if attribute is None else [attribute]
+    sources: list[Any] = list(samples)
+    if not samples and (attribute := getattr(loaded.module, "samples", None)) is not None:
+        is_path = isinstance(attribute, (str, os.PathLike))
+        sources = [loaded.beside(attribute) if is_path else attribute]
     parents: list[dict[str, Any]] = []
     for source in sources:
-        if isinstance(source, Path):
-            source = str(source)
         parents += load_samples(source, api_version=facts.api_version, kind=facts.kind)
     options = ManifestOptions(
-        target=target, namespace=namespace or f"{facts.name}-system",
+        target=loaded.target, namespace=namespace or f"{facts.name}-system",
         image=image or f"{facts.name}:latest",
         namespaced=facts.namespace is not None if namespaced is None else namespaced,
     )

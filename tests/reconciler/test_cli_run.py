@@ -1,4 +1,6 @@
-"""``optk run FILE.py[:ATTR]`` loads an operator from a file, as ``kopf run`` does."""
+"""``optk run FILE.py[:ATTR]`` loads an operator from a file, as ``kopf run`` does: a lone file
+by its own name, a file inside a package by its dotted name (the other commands:
+``tests/reconciler/test_operator_targets.py``)."""
 
 from __future__ import annotations
 
@@ -55,12 +57,12 @@ def test_a_file_is_loaded_by_path_with_its_one_operator_or_the_named_one(
     assert load_operator_file("tests.driver.sample_operator:operator") is None
 
 
-def test_optk_run_handlers_py_from_its_directory(tmp_path: Path) -> None:
-    _write(tmp_path, 3, _op("operator"))
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def started(target: str, *, cwd: Path, env: dict[str, str]) -> list[str]:
+    """The stderr lines of ``python -m reconciler run TARGET --embedded`` in ``cwd`` until the
+    operator started; then SIGTERM, which must end it with exit code 0."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "reconciler", "run", "handlers_3.py", "--embedded"],
-        cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+        [sys.executable, "-m", "reconciler", "run", target, "--embedded"],
+        cwd=cwd, env=env, stderr=subprocess.PIPE, text=True)
     assert process.stderr is not None
     seen: list[str] = []
     try:
@@ -69,8 +71,24 @@ def test_optk_run_handlers_py_from_its_directory(tmp_path: Path) -> None:
             if "started (identity" in raw or len(seen) > 500:
                 break
         process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=30) == 0, "".join(seen)[-2000:]
+        assert process.wait(timeout=60) == 0, "".join(seen)[-2000:]
     finally:
         if process.poll() is None:
             process.kill()
+            process.wait()
+    return seen
+
+
+def test_optk_run_handlers_py_from_its_directory(tmp_path: Path) -> None:
+    _write(tmp_path, 3, _op("operator"))
+    seen = started("handlers_3.py", cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert any("operator from-file started" in line for line in seen), "".join(seen)[-2000:]
+
+
+def test_optk_run_the_example_file_by_a_relative_path_from_elsewhere() -> None:
+    """``optk run ./<repo>/examples/thanos/operator.py`` from the repository's parent directory,
+    with no ``PYTHONPATH``: the file is ``examples.thanos.operator``, its package imports work."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    seen = started(f"./{os.path.relpath(ROOT / 'examples/thanos/operator.py', ROOT.parent)}",
+                   cwd=ROOT.parent, env=env)
+    assert any("operator thanos-operator started" in line for line in seen), "".join(seen)
