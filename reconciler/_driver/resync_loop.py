@@ -6,7 +6,10 @@ when each parent is due; this module only waits and acts): the timer sleeps on t
 clock until the next due time and queues every parent due by then; the heartbeat records every
 ``ResyncPolicy.heartbeat`` seconds, in a Lease, up to when every due parent was reconciled, and
 ``resume`` reads the previous run's record at start or takeover (``HeartbeatStore``: the Lease
-that holds it). Both run only while this runtime leads (a standby keeps its schedule and stays
+that holds it). Each beat also stamps the Lease with the time of the write and the period (a
+``Beat``), so that others can tell a running operator from a stopped one (``heartbeat_hold``:
+``optk uninstall`` refuses while it is fresh); the last beat, at a clean stop, empties the
+holder. Both run only while this runtime leads (a standby keeps its schedule and stays
 silent).
 
 What ``ResyncLoop`` receives from the runtime (``reconciler._driver.runtime`` wires it; it never
@@ -22,17 +25,19 @@ import threading
 from collections.abc import Callable
 from typing import Any, cast
 
+import attrs
+
 from reconciler._base.clocks import Clock
 from reconciler._base.errors import ApiError, ConflictError, LeadershipLostError, NotFoundError
-from reconciler._base.times import parse_time
-from reconciler._client.protocol import ClusterClient
+from reconciler._base.times import format_micro_time, parse_time
+from reconciler._client.protocol import ClusterClient, KubeObject
 from reconciler._driver.resyncs import Heartbeat, ResyncSchedule, parse_duration
 from reconciler._driver.stats import RuntimeStats
 from reconciler._driver.triggers import ParentKey
-from reconciler._leadership.leases import LeaseWriter, holder_record
+from reconciler._leadership.leases import LeaseHold, LeaseWriter, holder_record
 from reconciler._workqueue.queues import WorkQueue
 
-__all__ = ["HeartbeatStore", "ResyncLoop"]
+__all__ = ["HEARTBEAT_GRACE", "Beat", "HeartbeatStore", "ResyncLoop", "heartbeat_hold"]
 
 _log = logging.getLogger("optk.operator")
 
@@ -65,7 +70,6 @@ class ResyncLoop:
         self._stopping = stopping
         self._timer_cond = threading.Condition()
         self._beat_cond = threading.Condition()
-        self._last_heartbeat: Heartbeat | None = None
 
     def kick(self) -> None:
         """Wake the timer: the schedule changed."""
@@ -128,22 +132,21 @@ class ResyncLoop:
                 self.clock.wait(self._beat_cond, wait)
 
     def force_beat(self) -> None:
-        """Write the heartbeat now even if unchanged (its fingerprint changed)."""
-        self._last_heartbeat = None
+        """Write the heartbeat now, before its period is up (its fingerprint changed)."""
         self.write_heartbeat()
 
-    def write_heartbeat(self) -> None:
-        """Record the schedule's heartbeat unless it is the one recorded last (a record stays
-        true as time passes: only a reconcile moves ``covered``)."""
+    def write_heartbeat(self, *, last: bool = False) -> None:
+        """Record the schedule's heartbeat, stamped with the time of the write and the period:
+        every beat writes, even when ``covered`` did not move, because the stamp is how others
+        (``optk uninstall``) see that the operator runs. ``last``: the runtime stops, so the
+        record is released (an empty holder) and nobody waits for it to go stale."""
         if self.heartbeats is None:
             return
-        heartbeat = self.schedule.heartbeat(self.clock.time())
-        if heartbeat == self._last_heartbeat:
-            return
+        now = self.clock.time()
         try:
-            self.heartbeats.write(heartbeat)
+            self.heartbeats.write(self.schedule.heartbeat(now),
+                                  beat=Beat(at=now, period=self.period, stopped=last))
             self.stats.heartbeats += 1
-            self._last_heartbeat = heartbeat
         except (ApiError, LeadershipLostError) as error:  # a missed beat only widens what a
             # restart re-checks; a fenced one (leadership lost) was never sent
             _log.warning("writing the resync heartbeat failed: %s", error)
@@ -152,6 +155,42 @@ class ResyncLoop:
 _INTERVAL_ANNOTATION = "optk.dev/resync-interval-seconds"
 _TICKS_ANNOTATION = "optk.dev/resync-ticks"
 _FINGERPRINT_ANNOTATION = "optk.dev/operator-fingerprint"
+_BEAT_ANNOTATION = "optk.dev/heartbeat-time"
+_PERIOD_ANNOTATION = "optk.dev/heartbeat-period-seconds"
+
+HEARTBEAT_GRACE = 2.0
+"""A heartbeat counts as fresh for this many periods after its last write: one beat may be
+missed or late (a slow API server, a long pause) before a running operator looks stopped."""
+
+
+@attrs.frozen(kw_only=True)
+class Beat:
+    """One write of the heartbeat as a sign of life: when (epoch seconds, the runtime's clock),
+    the period of the writes, and whether the runtime is stopping (the record is released)."""
+
+    at: float
+    period: float
+    stopped: bool = False
+
+
+def heartbeat_hold(lease: KubeObject) -> LeaseHold | None:
+    """Whether the heartbeat Lease's writer runs, as a ``LeaseHold``: its holder (empty once
+    it stopped cleanly), the time of its last beat and ``HEARTBEAT_GRACE`` periods of
+    validity. ``None`` for a Lease without a beat's stamp (written by a toolkit before the
+    stamp, or no heartbeat at all): its ``renewTime`` is what the resync covered, not a time
+    of writing, and tells nothing of whether its writer runs."""
+    meta = lease.get("metadata") or {}
+    annotations = meta.get("annotations") or {}
+    at = parse_time(annotations.get(_BEAT_ANNOTATION))
+    try:
+        period = float(str(annotations.get(_PERIOD_ANNOTATION)))
+    except ValueError:
+        return None
+    if at is None or not period > 0:
+        return None
+    return LeaseHold(where=f"{meta.get('namespace')}/{meta.get('name')}",
+                     holder=str((lease.get("spec") or {}).get("holderIdentity") or ""),
+                     renewed=at, valid_for=HEARTBEAT_GRACE * period)
 
 
 class HeartbeatStore:
@@ -201,13 +240,18 @@ class HeartbeatStore:
             return None
         return Heartbeat(covered=covered, interval=interval, ticks=ticks)
 
-    def write(self, heartbeat: Heartbeat) -> None:
-        """Record ``heartbeat`` (creating the Lease the first time)."""
+    def write(self, heartbeat: Heartbeat, *, beat: Beat | None = None) -> None:
+        """Record ``heartbeat`` (creating the Lease the first time), with ``beat``'s stamp and
+        period when given (a beat that stops empties the holder)."""
         annotations = {_INTERVAL_ANNOTATION: repr(heartbeat.interval),
                        _TICKS_ANNOTATION: str(heartbeat.ticks)}
         if self.fingerprint is not None:
             annotations[_FINGERPRINT_ANNOTATION] = self.fingerprint
-        spec = holder_record(self.identity, heartbeat.covered)
+        if beat is not None:
+            annotations[_BEAT_ANNOTATION] = format_micro_time(beat.at)
+            annotations[_PERIOD_ANNOTATION] = repr(beat.period)
+        holder = "" if beat is not None and beat.stopped else self.identity
+        spec = holder_record(holder, heartbeat.covered)
         for _ in range(3):
             try:  # over the version last written or read: one PUT, no GET
                 self._lease = self.leases.put(spec, annotations=annotations, over=self._lease)

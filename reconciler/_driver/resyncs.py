@@ -138,7 +138,7 @@ class ResyncPolicy:
     restart may resync a parent half an interval early once.
 
     ``heartbeat`` is the period (seconds) of the one write that makes the resync restart-proof
-    (skipped when nothing was reconciled since): the leader records in the Lease
+    (and tells ``optk uninstall`` that the operator runs): the leader records in the Lease
     ``<operator>-resync`` in ``heartbeat_namespace`` (default: the leader election's namespace,
     else ``"default"``) up to when every due parent was reconciled. ``None`` turns it off: a
     restart then trusts only the parents' ``status.lastReconcileTime``.

@@ -251,7 +251,7 @@ class OperatorRuntime:
         deadline = time.monotonic() + timeout
         clean = self.workers.join(deadline)
         if self.workers.started:
-            self.resync.write_heartbeat()  # the last word: what this run covered
+            self.resync.write_heartbeat(last=release_lease)  # the last word; a release too
         if self.elector is not None:
             self.elector.stop(release=release_lease)
         if self.shards is not None:

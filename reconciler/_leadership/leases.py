@@ -19,6 +19,10 @@ write, but the writing is the same and easy to get subtly wrong, so it lives her
 API errors propagate as ``reconciler.ApiError``: whether a failed write matters (a lost round of
 an election, a missed heartbeat) is the caller's decision.
 
+``LeaseHold`` is the reading side for those outside the election (``optk uninstall``): who holds
+a Lease, when it was last renewed, and for how long that counts (``leader_hold``: the Lease's own
+``leaseDurationSeconds``; the heartbeat's reading is ``reconciler._driver.resync_loop``'s).
+
 (``ShardLease.renew``/``release`` still spell the same writes out themselves: ``_shards`` was
 being edited elsewhere when this module was made; ``hold(..., count_vacant=True)`` and
 ``release`` with ``labels`` on the writer are exactly what they do.)
@@ -29,11 +33,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import attrs
+
 from reconciler._base.errors import NotFoundError
-from reconciler._base.times import format_micro_time
+from reconciler._base.times import format_micro_time, parse_time
 from reconciler._client.protocol import ClusterClient, KubeObject
 
-__all__ = ["LEASE_API_VERSION", "LEASE_KIND", "LeaseWriter", "holder_record"]
+__all__ = ["LEASE_API_VERSION", "LEASE_KIND", "LeaseHold", "LeaseWriter", "holder_record",
+           "leader_hold"]
 
 LEASE_API_VERSION = "coordination.k8s.io/v1"
 LEASE_KIND = "Lease"
@@ -48,6 +55,39 @@ def holder_record(
     if duration is not None:
         record["leaseDurationSeconds"] = duration
     return record
+
+
+@attrs.frozen(kw_only=True)
+class LeaseHold:
+    """Who holds the Lease ``where`` (empty: nobody, it was released), when the record was last
+    renewed (epoch seconds, the writer's clock) and for how long after that it counts."""
+
+    where: str
+    holder: str
+    renewed: float
+    valid_for: float
+
+    def age(self, now: float) -> float:
+        """Seconds since the last renewal at ``now`` (negative when the writer's clock is ahead)."""
+        return now - self.renewed
+
+    def fresh(self, now: float) -> bool:
+        """Whether someone holds the Lease and renewed it less than ``valid_for`` ago."""
+        return bool(self.holder) and self.age(now) < self.valid_for
+
+
+def leader_hold(lease: KubeObject, *, default_duration: float) -> LeaseHold | None:
+    """The hold an election Lease records (``holderIdentity``, ``renewTime``, and
+    ``leaseDurationSeconds``, else ``default_duration``); ``None`` when it was never renewed."""
+    spec = lease.get("spec") or {}
+    renewed = parse_time(spec.get("renewTime"))
+    if renewed is None:
+        return None
+    meta = lease.get("metadata") or {}
+    duration = spec.get("leaseDurationSeconds")
+    return LeaseHold(where=f"{meta.get('namespace')}/{meta.get('name')}",
+                     holder=str(spec.get("holderIdentity") or ""), renewed=renewed,
+                     valid_for=float(duration) if duration else default_duration)
 
 
 def _taken_over(
