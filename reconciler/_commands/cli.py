@@ -88,10 +88,19 @@ def build_parser() -> argparse.ArgumentParser:
                       help="also log what the dry-run reconcile does (stderr)")
     plan.set_defaults(handler=_run_plan)
     uninstall = subparsers.add_parser(
-        "uninstall", help="delete what a (stopped) operator owns, then its finalizers on parents"
+        "uninstall", help="delete what a (stopped) operator owns, then its finalizers on parents",
+        description="Delete every child the operator manages, then remove its finalizer from "
+                    "every parent. Refused (exit code 2, nothing done) while the operator runs: "
+                    "while its <name>-leader Lease is held and renewed within its lease "
+                    "duration, or its <name>-resync heartbeat Lease is held and written within "
+                    "two heartbeat periods (in any namespace). A cleanly stopped operator "
+                    "releases both; after a crash, wait for them to go stale or pass --force.",
     )
     uninstall.add_argument("target", metavar=_TARGET, help=_TARGET_HELP)
     uninstall.add_argument("--kubeconfig", default=None, help="kubeconfig of the cluster")
+    uninstall.add_argument("--force", action="store_true",
+                           help="uninstall even while the operator's Leases say it runs (it "
+                                "will create what it owns again)")
     uninstall.set_defaults(handler=_run_uninstall)
     return parser
 
@@ -137,7 +146,7 @@ def _run_uninstall(args: argparse.Namespace) -> int:
     from reconciler._commands.uninstall import uninstall_command
 
     try:
-        return uninstall_command(args.target, kubeconfig=args.kubeconfig)
+        return uninstall_command(args.target, kubeconfig=args.kubeconfig, force=args.force)
     except (ValueError, OSError) as error:
         print(f"optk uninstall: {error}", file=sys.stderr)
         return 2

@@ -8,21 +8,39 @@ by the toolkit's ownership rule), then removes the finalizer from every parent. 
 at are those the live parents' builders build, the operator's ``prune`` kinds and the kinds each
 parent's cleanup annotation lists. CRDs that still hold custom resources are kept (and reported)
 unless marked ``optk.dev/allow-data-loss``. The command-line shell is ``reconciler._commands.cli``.
+
+An operator still running would create everything again within a second, so
+``uninstall_command`` first looks for it (``running_holds``): the Leases named ``<name>-leader``
+(leader election) and ``<name>-resync`` (the resync heartbeat), in every namespace (a deployed
+operator keeps them in its own). It refuses while either is fresh: the leader Lease held and
+renewed within its ``leaseDurationSeconds``, the heartbeat held and stamped within
+``HEARTBEAT_GRACE`` periods (``reconciler._driver.resync_loop.heartbeat_hold``). A cleanly
+stopped operator released both, so uninstall runs at once after it; after a crash it waits for
+them to go stale, or ``force``. Freshness is judged by this machine's clock against the
+times the operator wrote.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+import time
 from collections.abc import Iterable
 from typing import TextIO
 
 import attrs
 
 from builders import ObjectRef
-from reconciler._base.errors import DataLossError, NotFoundError, ReconcilerError
+from reconciler._base.errors import (
+    DataLossError,
+    NotFoundError,
+    ReconcilerError,
+    ReconcilerUsageError,
+)
 from reconciler._client.protocol import ClusterClient, KubeObject
 from reconciler._driver.operators import Operator
+from reconciler._driver.resync_loop import heartbeat_hold
+from reconciler._leadership.leases import LEASE_API_VERSION, LEASE_KIND, LeaseHold, leader_hold
 from reconciler._reconcile.cleanups import delete_owned
 from reconciler._reconcile.declared import declared_children, unknown_scope
 from reconciler._reconcile.finalizing import (
@@ -34,7 +52,8 @@ from reconciler._reconcile.finalizing import (
 )
 from reconciler._reconcile.planning import is_owned
 
-__all__ = ["UninstallReport", "uninstall", "uninstall_command"]
+__all__ = ["UninstallReport", "describe_hold", "running_holds",
+           "uninstall", "uninstall_command"]
 
 _log = logging.getLogger("optk.uninstall")
 
@@ -113,18 +132,66 @@ def uninstall(client: ClusterClient, operator: Operator) -> UninstallReport:
     return UninstallReport(deleted=tuple(deleted), released=tuple(released), kept=tuple(kept))
 
 
-def uninstall_command(target: str, *, kubeconfig: str | None = None,
+def running_holds(client: ClusterClient, operator: Operator) -> list[LeaseHold]:
+    """The holds of ``operator``'s leader and heartbeat Leases in every namespace (fresh or
+    not; a heartbeat without a beat's stamp tells nothing and is left out)."""
+    election = operator.leader_election
+    duration = election.lease_duration if election is not None else 15.0
+    holds: list[LeaseHold] = []
+    for suffix in ("leader", "resync"):
+        leases = client.list(LEASE_API_VERSION, LEASE_KIND,
+                             field_selector=f"metadata.name={operator.name}-{suffix}")["items"]
+        for lease in leases:
+            hold = (leader_hold(lease, default_duration=duration) if suffix == "leader"
+                    else heartbeat_hold(lease))
+            if hold is not None:
+                holds.append(hold)
+    return holds
+
+
+def describe_hold(hold: LeaseHold, *, now: float) -> str:
+    """``Lease NS/NAME is held by ID, renewed 3s ago (fresh for 15s)``."""
+    age = hold.age(now)
+    when = f"{age:.0f}s ago" if age >= 0 else f"{-age:.0f}s in the future (clock skew)"
+    return (f"Lease {hold.where} is held by {hold.holder!r}, renewed {when} "
+            f"(fresh for {hold.valid_for:.0f}s)")
+
+
+def _refuse_while_running(client: ClusterClient, operator: Operator, *, force: bool) -> None:
+    try:
+        holds = running_holds(client, operator)
+    except ReconcilerError as error:
+        if not force:
+            raise ReconcilerUsageError(
+                f"cannot tell whether operator {operator.name!r} runs: listing its Leases "
+                f"failed ({error}); pass --force to uninstall anyway") from error
+        return
+    now = time.time()
+    fresh = [hold for hold in holds if hold.fresh(now)]
+    if not fresh:
+        return
+    reason = f"operator {operator.name!r} is running: {describe_hold(fresh[0], now=now)}"
+    if not force:
+        raise ReconcilerUsageError(
+            f"{reason}; stop it first (it would create everything again), or pass --force")
+    print(f"optk uninstall: --force: {reason}", file=sys.stderr)
+
+
+def uninstall_command(target: str, *, kubeconfig: str | None = None, force: bool = False,
                       out: TextIO | None = None) -> int:
     """``optk uninstall MODULE[:ATTR]``: print what was deleted and released; 1 when something
-    had to be left (each such object named with why), 0 otherwise."""
+    had to be left (each such object named with why), 0 otherwise. Raises
+    ``ReconcilerUsageError`` (a ``ValueError``) naming the fresh Lease while the operator runs
+    (or when its Leases cannot be listed), unless ``force``; nothing is done then."""
     from reconciler._client.connect import connect
     from reconciler._client.kubernetes import KubernetesClient
     from reconciler._driver.process import load_operator
 
     out = sys.stdout if out is None else out
     operator = load_operator(target)
-    api_client = connect(kubeconfig)
-    report = uninstall(KubernetesClient(api_client), operator)
+    client = KubernetesClient(connect(kubeconfig))
+    _refuse_while_running(client, operator, force=force)
+    report = uninstall(client, operator)
     for ref in report.deleted:
         print(f"deleted {ref}", file=out)
     for ref in report.released:
