@@ -7,7 +7,7 @@ operator on the embedded API server (the pytest plugin's ``kube_api`` fixture), 
 a Dockerfile (numeric non-root user), a ``pyproject.toml`` that asks for ``operator-toolkit``
 alone in production and with its ``embedded`` and ``testing`` extras for the tests, and a README
 with its two commands (set up, test). The files are the templates of ``skeleton/`` (package
-data), whose ``{{placeholder}}`` fields :func:`render_project` fills in; :func:`project_names`
+data of the ``skeleton`` package), whose ``{{placeholder}}`` fields :func:`render_project` fills in; :func:`project_names`
 derives every name from ``NAME`` and refuses one that is no DNS-1123 label, would not make a
 Python package, or would shadow a module the project imports. Nothing is overwritten: the
 folder must be new or empty. The command-line shell is ``reconciler._commands.cli``.
@@ -127,7 +127,7 @@ def render_project(names: ProjectNames, *, toolkit_version: str | None = None) -
         "toolkit": _requirement("", toolkit_version),
         "toolkit_test": _requirement("[embedded,testing]", toolkit_version),
     }
-    skeleton = importlib.resources.files(__package__ or "reconciler._commands") / "skeleton"
+    skeleton = importlib.resources.files(f"{__package__}.skeleton")
 
     def fill(match: re.Match[str]) -> str:
         return fields[match.group(1)]
