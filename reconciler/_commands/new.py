@@ -6,11 +6,12 @@ the ``Operator``, Hypothesis property tests (``builders.testing.check_builders``
 operator on the embedded API server (the pytest plugin's ``kube_api`` fixture), a sample parent,
 a Dockerfile (numeric non-root user), a ``pyproject.toml`` that asks for ``operator-toolkit``
 alone in production and with its ``embedded`` and ``testing`` extras for the tests, and a README
-with its two commands (set up, test). The files are the templates of ``skeleton/`` (package
-data of the ``skeleton`` package), whose ``{{placeholder}}`` fields :func:`render_project` fills in; :func:`project_names`
-derives every name from ``NAME`` and refuses one that is no DNS-1123 label, would not make a
-Python package, or would shadow a module the project imports. Nothing is overwritten: the
-folder must be new or empty. The command-line shell is ``reconciler._commands.cli``.
+with its two commands (set up, test). The files are the templates of ``skeleton/`` (the data of
+the package ``reconciler._commands.skeleton``), whose ``{{placeholder}}`` fields
+:func:`render_project` fills in; :func:`project_names` derives every name from ``NAME`` and
+refuses one that is no DNS-1123 label, would not make a Python package, or would shadow a module
+the project imports. Nothing is overwritten: the folder must be new or empty. The command-line
+shell is ``reconciler._commands.cli``.
 """
 
 from __future__ import annotations
