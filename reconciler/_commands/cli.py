@@ -102,6 +102,19 @@ def build_parser() -> argparse.ArgumentParser:
                            help="uninstall even while the operator's Leases say it runs (it "
                                 "will create what it owns again)")
     uninstall.set_defaults(handler=_run_uninstall)
+    new = subparsers.add_parser(
+        "new", help="write a new operator project: typed spec, builders, tests, Dockerfile",
+        description="Write the project NAME (the canonical Memcached operator, named after it): "
+                    "a typed spec and its CRD, builders, Hypothesis property tests, a test on "
+                    "the embedded API server, a sample parent, a Dockerfile, a pyproject.toml "
+                    "and a README with its two commands (set up, test).",
+    )
+    new.add_argument("name", metavar="NAME",
+                     help="a DNS-1123 label starting with a letter (memcached, web-cache): the "
+                          "kind (WebCache), package (web_cache) and operator name derive from it")
+    new.add_argument("--dir", default=None, dest="directory", metavar="PATH",
+                     help="the project's folder, new or empty (default: ./NAME)")
+    new.set_defaults(handler=_run_new)
     return parser
 
 
@@ -149,6 +162,16 @@ def _run_uninstall(args: argparse.Namespace) -> int:
         return uninstall_command(args.target, kubeconfig=args.kubeconfig, force=args.force)
     except (ValueError, OSError) as error:
         print(f"optk uninstall: {error}", file=sys.stderr)
+        return 2
+
+
+def _run_new(args: argparse.Namespace) -> int:
+    from reconciler._commands.new import new_command
+
+    try:
+        return new_command(args.name, directory=args.directory)
+    except (ValueError, OSError) as error:
+        print(f"optk new: {error}", file=sys.stderr)
         return 2
 
 
