@@ -164,11 +164,15 @@ def test_a_steady_state_resync_makes_no_write_and_no_read(
     # The first comparison of a custom kind (ServiceMonitor) lists the CRDs once to learn its
     # schema; that cache is warm after one resync, so the steady state is the second.
     operator.resync_every_parent()
+    beats = operator.runtime.stats.heartbeats
     before = kube_api.request_counts()
     assert operator.resync_every_parent() == len(names)
     after = kube_api.request_counts()
     spent = {verb: after.get(verb, 0) - before.get(verb, 0) for verb in after}
-    assert sum(spent.get(verb, 0) for verb in WRITE_VERBS) == 0, spent
+    # a heartbeat beat (one PUT of its Lease a minute) may fall in the window: a sign of life,
+    # not a write of the resync
+    beats = operator.runtime.stats.heartbeats - beats
+    assert sum(spent.get(verb, 0) for verb in WRITE_VERBS) - beats == 0, spent
     assert spent.get("get", 0) == 0, spent
     assert spent.get("list", 0) == 0, spent
 
