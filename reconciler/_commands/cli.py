@@ -37,7 +37,12 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--kubeconfig", default=None, help="kubeconfig of the cluster")
     where.add_argument("--embedded", action="store_true", help="run a fresh embedded API server")
     run.add_argument("--metrics-port", type=int, default=None,
-                     help="serve /metrics, /healthz, /readyz on this port (0: any free port)")
+                     help="serve /metrics, /healthz, /readyz on this port (0: any free port; "
+                          "default: not served)")
+    run.add_argument("--metrics-bind-address", type=_bind_address, default=None, metavar="ADDR",
+                     help="the IP address the metrics port listens on; 0.0.0.0 or :: is every "
+                          "interface, IPv4 and IPv6 (default: every interface when running in "
+                          "a pod, i.e. KUBERNETES_SERVICE_HOST is set, else 127.0.0.1)")
     run.add_argument("--log-format", choices=("text", "json"), default="text",
                      help="text lines, or one JSON object per line")
     level = run.add_mutually_exclusive_group()
@@ -106,6 +111,16 @@ def _bytes(value: str) -> int:
     return int(amount)
 
 
+def _bind_address(value: str) -> str:
+    """An IP address for ``--metrics-bind-address``."""
+    from reconciler._base.metrics import parse_bind_address
+
+    try:
+        return parse_bind_address(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def _level(value: str) -> str:
     """A logging level name for ``--log-level``."""
     name = value.upper()
@@ -159,7 +174,9 @@ def _run_operator(args: argparse.Namespace) -> int:
 
     try:  # both forms, plain and as deployed (--leader-elect ...), run in one process shell
         return run_command(args.target, kubeconfig=args.kubeconfig, embedded=args.embedded,
-                           metrics_port=args.metrics_port, log_format=args.log_format,
+                           metrics_port=args.metrics_port,
+                           metrics_bind_address=args.metrics_bind_address,
+                           log_format=args.log_format,
                            log_level=args.log_level, leader_elect=args.leader_elect,
                            lease_namespace=args.lease_namespace,
                            watch_namespace=args.watch_namespace)

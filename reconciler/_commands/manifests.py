@@ -6,9 +6,9 @@ the objects, ``render`` into one ``kubectl apply -f -`` stream whose roles carry
 each rule saying what it is for. The objects: a Namespace, the operator's CRDs (its ``install``
 objects), a ServiceAccount, a ClusterRole and/or Roles with their bindings
 (``reconciler._commands.rbac.derive_rules``), a Deployment of two replicas running
-``optk run MODULE:ATTR --leader-elect`` (probes on ``/healthz`` and ``/readyz`` of the metrics
-port, resource requests, non-root, read-only root file system, no capabilities, seccomp
-RuntimeDefault), a metrics Service and a PodDisruptionBudget.
+``optk run MODULE:ATTR --leader-elect`` (the metrics port on every interface, probes on
+``/healthz`` and ``/readyz`` of that port, resource requests, non-root, read-only root file
+system, no capabilities, seccomp RuntimeDefault), a metrics Service and a PodDisruptionBudget.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import attrs
 import yaml
 
 from reconciler._base.errors import ReconcilerUsageTypeError
+from reconciler._base.metrics import ALL_INTERFACES
 from reconciler._commands.rbac import (
     OperatorFacts,
     PolicyRule,
@@ -132,8 +133,9 @@ def _roles(facts: OperatorFacts, rules: Sequence[PolicyRule], namespace: str,
 
 def _deployment(facts: OperatorFacts, options: ManifestOptions) -> dict[str, Any]:
     labels = _labels(facts)
-    command = ["optk", "run", options.target, "--metrics-port", str(METRICS_PORT),
-               "--log-format", "json", "--leader-elect", "--lease-namespace", "$(POD_NAMESPACE)"]
+    command = ["optk", "run", options.target, "--metrics-bind-address", ALL_INTERFACES,
+               "--metrics-port", str(METRICS_PORT), "--log-format", "json", "--leader-elect",
+               "--lease-namespace", "$(POD_NAMESPACE)"]
     if options.namespaced and facts.namespace:
         command += ["--watch-namespace", facts.namespace]
     probe = {"httpGet": {"path": "/healthz", "port": "metrics"}, "periodSeconds": 10,

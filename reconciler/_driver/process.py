@@ -42,6 +42,7 @@ def run_operator(
     kubeconfig: str | None = None,
     embedded: bool = False,
     metrics_port: int | None = None,
+    metrics_bind_address: str | None = None,
 ) -> int:
     """Run ``operator`` until SIGTERM/SIGINT (or lost leadership); the process exit code."""
     stop = _StopFlag()
@@ -54,10 +55,11 @@ def run_operator(
         with EmbeddedApiServer() as server:
             _log.info("embedded API server at %s (kubeconfig %s)", server.url,
                       server.kubeconfig_path)
-            return _run_with(operator, server.api_client(), stop, metrics_port)
+            return _run_with(operator, server.api_client(), stop, metrics_port,
+                             metrics_bind_address)
     from reconciler._client.connect import connect
 
-    return _run_with(operator, connect(kubeconfig), stop, metrics_port)
+    return _run_with(operator, connect(kubeconfig), stop, metrics_port, metrics_bind_address)
 
 
 def load_api_client(kubeconfig: str | None = None) -> Any:
@@ -70,12 +72,13 @@ def load_api_client(kubeconfig: str | None = None) -> Any:
 
 
 def _run_with(operator: Operator, api_client: Any, stop: _StopFlag,
-              metrics_port: int | None) -> int:
+              metrics_port: int | None, metrics_bind_address: str | None) -> int:
     from reconciler._client.kubernetes import KubernetesClient
     from reconciler._driver.heap import HeapSettler
 
     client = KubernetesClient(api_client, operator_name=operator.name)
-    runtime = operator.start(client, metrics_port=metrics_port)
+    runtime = operator.start(client, metrics_port=metrics_port,
+                             metrics_bind_address=metrics_bind_address)
     _log.info("operator %s started (identity %s)", operator.name, runtime.identity)
     heap = HeapSettler()  # this process runs one operator: freeze its long-lived heap
     heap.started()
@@ -216,6 +219,7 @@ def run_command(
     kubeconfig: str | None = None,
     embedded: bool = False,
     metrics_port: int | None = None,
+    metrics_bind_address: str | None = None,
     log_format: str = "text",
     log_level: str = "INFO",
     leader_elect: bool = False,
@@ -234,7 +238,8 @@ def run_command(
                                  lease_namespace=lease_namespace,
                                  watch_namespace=watch_namespace)
     _log.info("running operator %s for %s.%s", operator.name, operator.kind, operator.api_version)
-    return operator.run(kubeconfig=kubeconfig, embedded=embedded, metrics_port=metrics_port)
+    return operator.run(kubeconfig=kubeconfig, embedded=embedded, metrics_port=metrics_port,
+                        metrics_bind_address=metrics_bind_address)
 
 
 def _configure_logging(*, log_format: str, log_level: str) -> None:

@@ -50,7 +50,7 @@ from functools import partial
 
 from builders.names import MANAGED_BY_LABEL
 from reconciler._base.clocks import Clock, RealClock
-from reconciler._base.metrics import HealthServer, OperatorMetrics
+from reconciler._base.metrics import HealthServer, OperatorMetrics, default_bind_address
 from reconciler._cache.informers import Informer, InformerManager
 from reconciler._cache.readers import InformerReader
 from reconciler._cache.recording import RecordingClient
@@ -90,6 +90,7 @@ class OperatorRuntime:
         identity: str | None = None,
         environ: Mapping[str, str] | None = None,
         metrics_port: int | None = None,
+        metrics_bind_address: str | None = None,
     ) -> None:
         # The composition root (the module docstring says the order and why).
         self.operator = operator
@@ -191,7 +192,7 @@ class OperatorRuntime:
             client, election, identity=self.identity, on_started=self._start_workers,
             on_stopped=self.standby.lost_leadership, clock=self.clock, fence=self.fence,
         )
-        self._metrics_port = metrics_port
+        self._serve_health = _health_server(self, metrics_port, metrics_bind_address, environ)
         self.health: HealthServer | None = None
         self.upgrade = UpgradeCheck(
             operator_fingerprint(operator), heartbeats=self.heartbeats, parents=self.parents,
@@ -224,10 +225,8 @@ class OperatorRuntime:
         self._spawn(self.resync.run_timer, "optk-resync")
         if self.heartbeats is not None:
             self._spawn(self.resync.run_beat, "optk-heartbeat")
-        if self._metrics_port is not None:
-            self.health = HealthServer(self.metrics, ready=lambda: self.ready,
-                                       degraded=self.degraded,
-                                       port=self._metrics_port).start()
+        if self._serve_health is not None:
+            self.health = self._serve_health().start()
             _log.info("metrics and health on %s", self.health.url)
         self._spawn(self.standby.warm_children, "optk-warm")
         if self.elector is not None:
@@ -433,6 +432,17 @@ def _heartbeat_store(operator: Operator, writer: ClusterClient, *, shard: str | 
         return None
     name = lease[1] if shard is None else f"{lease[1]}-{shard}"
     return HeartbeatStore(writer, name=name, namespace=lease[0], identity=identity)
+
+
+def _health_server(runtime: OperatorRuntime, port: int | None, host: str | None,
+                   environ: Mapping[str, str] | None) -> Callable[[], HealthServer] | None:
+    """What ``start`` calls to serve ``/metrics``, ``/healthz`` and ``/readyz`` (None without a
+    port): on ``host``, by default every interface inside a pod and loopback elsewhere."""
+    if port is None:
+        return None
+    return partial(HealthServer, runtime.metrics, ready=lambda: runtime.ready,
+                   degraded=runtime.degraded, port=port, host=host or default_bind_address(
+                       os.environ if environ is None else environ))
 
 
 def _children_serve(informers: InformerManager) -> bool:
