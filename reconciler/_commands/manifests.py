@@ -34,6 +34,7 @@ from reconciler._commands.rbac import (
 
 __all__ = [
     "METRICS_PORT",
+    "RUN_AS",
     "ManifestOptions",
     "generated_parents",
     "load_samples",
@@ -43,6 +44,9 @@ __all__ = [
 ]
 
 METRICS_PORT = 8080
+RUN_AS = 65532
+"""The pod's numeric user and group (distroless' ``nonroot``): ``runAsNonRoot`` alone refuses an
+image whose user is a name, since the kubelet cannot tell that a name is not root."""
 _NAME_LABEL = "app.kubernetes.io/name"
 _PART_LABEL = "app.kubernetes.io/part-of"
 
@@ -167,7 +171,8 @@ def _deployment(facts: OperatorFacts, options: ManifestOptions) -> dict[str, Any
                 "metadata": {"labels": labels},
                 "spec": {
                     "serviceAccountName": facts.name,
-                    "securityContext": {"runAsNonRoot": True,
+                    "securityContext": {"runAsNonRoot": True, "runAsUser": RUN_AS,
+                                        "runAsGroup": RUN_AS,
                                         "seccompProfile": {"type": "RuntimeDefault"}},
                     "terminationGracePeriodSeconds": 40,
                     "containers": [container],

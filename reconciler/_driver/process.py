@@ -17,6 +17,7 @@ to reconcile; this is the outermost shell of the driver.
 
 from __future__ import annotations
 
+import datetime
 import importlib
 import json
 import logging
@@ -106,12 +107,15 @@ class _StopFlag:
 
 
 class JsonLogFormatter(logging.Formatter):
-    """One JSON object per line: time, level, logger, message and the ``parent`` key if any."""
+    """One JSON object per line: time, level, logger, message and the ``parent`` key if any.
+
+    ``ts`` is RFC 3339 in UTC with milliseconds (``2026-11-26T15:04:05.123Z``): ordered across
+    replicas and nodes in whatever time zone they run, as log pipelines parse it."""
 
     def format(self, record: logging.LogRecord) -> str:
         """The record as a JSON line."""
         line: dict[str, Any] = {
-            "ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+            "ts": _rfc3339(record.created),
             "level": record.levelname.lower(),
             "logger": record.name,
             "msg": record.getMessage(),
@@ -122,6 +126,12 @@ class JsonLogFormatter(logging.Formatter):
         if record.exc_info:
             line["error"] = self.formatException(record.exc_info)
         return json.dumps(line)
+
+
+def _rfc3339(created: float) -> str:
+    """``created`` (seconds since the epoch) as ``YYYY-MM-DDTHH:MM:SS.mmmZ``."""
+    moment = datetime.datetime.fromtimestamp(created, tz=datetime.UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def load_operator(target: str) -> Operator:

@@ -60,7 +60,11 @@ def test_the_deployment_runs_two_hardened_replicas_with_leader_election() -> Non
     assert container["securityContext"] == {
         "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
         "runAsNonRoot": True, "capabilities": {"drop": ["ALL"]}}
-    assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert spec["securityContext"] == {
+        "runAsNonRoot": True, "runAsUser": 65532, "runAsGroup": 65532,
+        "seccompProfile": {"type": "RuntimeDefault"}}
+    command = container["command"]
+    assert command[command.index("--metrics-bind-address") + 1] == "0.0.0.0"
     assert spec["serviceAccountName"] == "thanos-operator"
 
 
