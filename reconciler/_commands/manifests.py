@@ -4,11 +4,13 @@ Pure except for ``manifests_command`` (load the operator and the samples, print)
 turns ``OperatorFacts`` (``reconciler._commands.rbac.operator_facts``) and ``ManifestOptions`` into
 the objects, ``render`` into one ``kubectl apply -f -`` stream whose roles carry a comment above
 each rule saying what it is for. The objects: a Namespace, the operator's CRDs (its ``install``
-objects), a ServiceAccount, a ClusterRole and/or Roles with their bindings
-(``reconciler._commands.rbac.derive_rules``), a Deployment of two replicas running
-``optk run MODULE:ATTR --leader-elect`` (the metrics port on every interface, probes on
-``/healthz`` and ``/readyz`` of that port, resource requests, non-root, read-only root file
-system, no capabilities, seccomp RuntimeDefault), a metrics Service and a PodDisruptionBudget.
+objects, with the last-applied annotation the operator's own install would write, so that the
+operator finds them equal and needs no ``create``), a ServiceAccount, a ClusterRole and/or
+Roles with their bindings (``reconciler._commands.rbac.derive_rules``), a Deployment of two
+replicas running ``optk run MODULE:ATTR --leader-elect`` (the metrics port on every
+interface, probes on ``/healthz`` and ``/readyz`` of that port, resource requests, numeric
+non-root user, read-only root file system, no capabilities, seccomp RuntimeDefault), a metrics
+Service and a PodDisruptionBudget.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 import attrs
 import yaml
 
+from objectmatcher import set_last_applied
 from reconciler._base.errors import ReconcilerUsageTypeError
 from reconciler._base.metrics import ALL_INTERFACES
 from reconciler._commands.rbac import (
@@ -192,13 +195,13 @@ def manifests(
         facts = attrs.evolve(facts, namespace=facts.namespace or options.namespace)
     rules = derive_rules(facts, parents=parents, generated=generated,
                          lease_namespace=options.namespace,
-                         namespaced=options.namespaced)
+                         namespaced=options.namespaced, install_applied=True)
     labels = _labels(facts)
     ns = options.namespace
     selector = {_NAME_LABEL: facts.name}
     objects: list[dict[str, Any]] = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(ns, labels)},
-        *(dict(o) for o in facts.install),
+        *(set_last_applied(o) for o in facts.install),
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(facts.name, labels, ns)},
     ]
     out: list[tuple[dict[str, Any], list[str]]] = [(o, []) for o in objects]

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from examples.thanos.operator import ServiceMonitorSwitch, make_operator
+from objectmatcher import get_last_applied
 from reconciler import Operator, watches
 from reconciler._commands.cli import main
 from reconciler._commands.manifests import ManifestOptions, manifests, manifests_command
@@ -71,7 +72,8 @@ def test_the_deployment_runs_two_hardened_replicas_with_leader_election() -> Non
 def test_the_derived_role_of_the_example() -> None:
     roles = {d["kind"]: d for d in _stream() if d["kind"] in ("ClusterRole", "Role")}
     cluster = {(r["apiGroups"][0], res): tuple(r["verbs"])
-               for r in roles["ClusterRole"]["rules"] for res in r["resources"]}
+               for r in roles["ClusterRole"]["rules"] for res in r["resources"]
+               if "resourceNames" not in r}
     child = ("create", "delete", "get", "list", "patch", "watch")
     assert cluster == {
         ("", "events"): ("create", "patch"),
@@ -80,11 +82,15 @@ def test_the_derived_role_of_the_example() -> None:
         ("apps", "statefulsets"): child,
         ("networking.k8s.io", "ingresses"): child,
         ("monitoring.coreos.com", "servicemonitors"): child,  # enabled by the hook's watch
-        ("apiextensions.k8s.io", "customresourcedefinitions"): (
-            "create", "get", "list", "patch", "watch"),
+        ("apiextensions.k8s.io", "customresourcedefinitions"): ("list", "watch"),
         ("monitoring.optk.dev", "thanoses"): ("list", "watch"),
         ("monitoring.optk.dev", "thanoses/status"): ("patch",),
     }
+    named = [r for r in roles["ClusterRole"]["rules"] if "resourceNames" in r]
+    assert named == [{"apiGroups": ["apiextensions.k8s.io"],
+                      "resources": ["customresourcedefinitions"],
+                      "resourceNames": ["thanoses.monitoring.optk.dev"],
+                      "verbs": ["get", "patch"]}]  # no create: the manifests apply the CRD
     lease_rules = roles["Role"]["rules"]
     assert lease_rules == [
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
@@ -144,6 +150,33 @@ def test_a_hook_declares_its_watches_and_what_it_enables() -> None:
     assert rules[("example.com", "widgets")] == ("create", "delete", "get", "list", "patch",
                                                  "watch")
     assert rules[("apiextensions.k8s.io", "customresourcedefinitions")] == ("list",)
+
+
+def test_install_objects_are_read_and_patched_by_name_and_created_only_when_not_applied(
+) -> None:
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "widgets.example.com"},
+           "spec": {"group": "example.com", "scope": "Namespaced",
+                    "names": {"plural": "widgets", "kind": "Widget"}, "versions": []}}
+    facts = operator_facts(_tiny_operator(install=[crd]))
+    parent = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}
+
+    def crd_rules(**flags: Any) -> list[tuple[tuple[str, ...], tuple[str, ...], str]]:
+        return [(r.verbs, r.resource_names, r.reason)
+                for r in derive_rules(facts, parents=[parent], lease_namespace="ops", **flags)
+                if r.resources == ("customresourcedefinitions",)]
+
+    create, by_name = crd_rules()
+    assert by_name[:2] == (("get", "patch"), ("widgets.example.com",))
+    assert create[:2] == (("create",), ())
+    assert "create cannot be limited by name" in create[2]
+    (applied,) = crd_rules(install_applied=True)
+    assert applied[:2] == (("get", "patch"), ("widgets.example.com",))
+    assert "not granted create, which cannot be limited by name" in applied[2]
+    stream = manifests(facts, ManifestOptions(target="m:operator", namespace="ops",
+                                              image="i"), parents=[parent])
+    shipped = next(o for o, _ in stream if o["kind"] == "CustomResourceDefinition")
+    assert get_last_applied(shipped) == crd  # what the operator's install finds equal
 
 
 def test_a_sample_the_builders_refuse_is_an_error_naming_it() -> None:
