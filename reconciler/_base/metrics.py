@@ -16,7 +16,9 @@ answers 200 while the process serves.
 mean every interface and both IP families (as Kubernetes components read ``--bind-address``):
 a dual-stack socket, or IPv4 alone where the kernel has no IPv6. ``default_bind_address`` is
 the default of ``optk run``: every interface inside a pod (``KUBERNETES_SERVICE_HOST`` set), where
-the kubelet probes the pod's address, and loopback elsewhere.
+the kubelet probes the pod's address, and loopback elsewhere. With an ``authorize`` callable
+(``reconciler._client.reviews.MetricsAuthorizer``: the API server's TokenReview and
+SubjectAccessReview), ``/metrics`` answers only a scraper it allows; the probes stay open.
 """
 
 from __future__ import annotations
@@ -250,12 +252,23 @@ def _bind(host: str, port: int, handler: type[BaseHTTPRequestHandler]) -> _Serve
     return (_Server6 if ":" in host else _Server)((host, port), handler)
 
 
+def _bearer(header: str | None) -> str | None:
+    """The token of an ``Authorization: Bearer TOKEN`` header, else None."""
+    scheme, _, token = (header or "").strip().partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    return token.strip() or None
+
+
 class HealthServer:
     """A small threaded HTTP server for ``/metrics``, ``/healthz`` and ``/readyz``.
 
     ``host`` is the address to bind (``0.0.0.0`` or ``::``: every interface, both families);
-    ``port=0`` picks a free port (read it from ``.port``). Use as a context manager, or call
-    ``start``/``stop``.
+    ``port=0`` picks a free port (read it from ``.port``). ``authorize``, when given, guards
+    ``/metrics`` only: it gets the request's bearer token (None without one) and returns the
+    HTTP status and body to answer unless the status is 200 (a 401 says ``WWW-Authenticate:
+    Bearer``); ``/healthz`` and ``/readyz`` stay open for the kubelet. Use as a context
+    manager, or call ``start``/``stop``.
     """
 
     def __init__(
@@ -266,10 +279,12 @@ class HealthServer:
         degraded: Callable[[], str] | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        authorize: Callable[[str | None], tuple[int, str]] | None = None,
     ) -> None:
         self._metrics = metrics
         self._ready = ready
         self._degraded = degraded
+        self._authorize = authorize
         self._server = _bind(host, port, self._handler_class())
         self._thread: threading.Thread | None = None
 
@@ -310,12 +325,19 @@ class HealthServer:
         metrics = self._metrics
         ready = self._ready
         degraded = self._degraded
+        authorize = self._authorize
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 path = self.path.split("?", 1)[0]
                 if path == "/metrics":
-                    self._answer(200, metrics.exposition(), CONTENT_TYPE_LATEST)
+                    code, why = 200, ""
+                    if authorize is not None:
+                        code, why = authorize(_bearer(self.headers.get("Authorization")))
+                    if code == 200:
+                        self._answer(200, metrics.exposition(), CONTENT_TYPE_LATEST)
+                    else:
+                        self._answer(code, why.encode(), "text/plain")
                 elif path in ("/healthz", "/livez"):
                     self._answer(200, b"ok", "text/plain")
                 elif path == "/readyz":
@@ -329,6 +351,8 @@ class HealthServer:
 
             def _answer(self, code: int, body: bytes, content_type: str) -> None:
                 self.send_response(code)
+                if code == 401:
+                    self.send_header("WWW-Authenticate", 'Bearer realm="metrics"')
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()

@@ -64,6 +64,7 @@ class ManifestOptions:
     namespaced: bool = False
     replicas: int = 2
     generated: int = 25
+    metrics_auth: bool = True
 
 
 def load_samples(source: Any, *, api_version: str, kind: str) -> list[dict[str, Any]]:
@@ -143,6 +144,8 @@ def _deployment(facts: OperatorFacts, options: ManifestOptions) -> dict[str, Any
     command = ["optk", "run", options.target, "--metrics-bind-address", ALL_INTERFACES,
                "--metrics-port", str(METRICS_PORT), "--log-format", "json", "--leader-elect",
                "--lease-namespace", "$(POD_NAMESPACE)"]
+    if options.metrics_auth:
+        command += ["--metrics-auth"]
     if options.namespaced and facts.namespace:
         command += ["--watch-namespace", facts.namespace]
     probe = {"httpGet": {"path": "/healthz", "port": "metrics"}, "periodSeconds": 10,
@@ -195,7 +198,8 @@ def manifests(
         facts = attrs.evolve(facts, namespace=facts.namespace or options.namespace)
     rules = derive_rules(facts, parents=parents, generated=generated,
                          lease_namespace=options.namespace,
-                         namespaced=options.namespaced, install_applied=True)
+                         namespaced=options.namespaced, install_applied=True,
+                         metrics_auth=options.metrics_auth)
     labels = _labels(facts)
     ns = options.namespace
     selector = {_NAME_LABEL: facts.name}
@@ -206,6 +210,12 @@ def manifests(
     ]
     out: list[tuple[dict[str, Any], list[str]]] = [(o, []) for o in objects]
     out += _roles(facts, rules, ns)
+    if options.metrics_auth:
+        out.append(({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                     "metadata": _meta(f"{facts.name}-metrics-reader", labels),
+                     "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]},
+                    ["for scrapers, not the operator: bind a Prometheus ServiceAccount to it "
+                     "to scrape /metrics (optk run --metrics-auth asks the API server)"]))
     out += [(o, []) for o in (
         _deployment(facts, options),
         {"apiVersion": "v1", "kind": "Service",
@@ -274,6 +284,7 @@ def manifests_command(
     image: str | None = None,
     namespaced: bool | None = None,
     samples: Sequence[str] = (),
+    metrics_auth: bool = True,
 ) -> str:
     """``optk manifests``: load the operator (and its ``samples`` attribute unless files are
     given) and return the YAML stream. ``namespaced`` None: a namespaced role exactly when the
@@ -300,5 +311,6 @@ def manifests_command(
         target=target, namespace=namespace or f"{facts.name}-system",
         image=image or f"{facts.name}:latest",
         namespaced=facts.namespace is not None if namespaced is None else namespaced,
+        metrics_auth=metrics_auth,
     )
     return manifests_text(operator, options, samples=parents)

@@ -265,6 +265,7 @@ def derive_rules(
     lease_namespace: str,
     namespaced: bool = False,
     install_applied: bool = False,
+    metrics_auth: bool = False,
 ) -> tuple[PolicyRule, ...]:
     """The operator's rules: the smallest set for what its driver sends, each with its reason.
 
@@ -275,6 +276,8 @@ def derive_rules(
     ClusterRole; cluster-scoped kinds always go to the ClusterRole. ``install_applied``: the
     manifests apply the ``install`` objects (with the operator's last-applied annotation), so
     the operator finds them and needs no ``create``, only ``get`` and ``patch`` by name.
+    ``metrics_auth``: ``optk run --metrics-auth`` asks the API server who may scrape
+    ``/metrics`` (TokenReview, SubjectAccessReview: ``create``, cluster-wide).
     """
     if namespaced and not facts.namespace:
         raise RbacDerivationError(
@@ -333,6 +336,11 @@ def derive_rules(
         for api_version, kind in hook.watches:
             grant(api_version, kind, ("list", "watch"),
                   "watched by an on_start hook (declared with reconciler.watches)")
+    if metrics_auth:
+        grants.add("authentication.k8s.io", "tokenreviews", ("create",),
+                   "--metrics-auth: is a scraper's bearer token valid, and whose is it")
+        grants.add("authorization.k8s.io", "subjectaccessreviews", ("create",),
+                   "--metrics-auth: may the token's user get /metrics")
     if facts.events:
         grants.add("", "events", ("create", "patch"), "Events on the parents for each create, "
                    "update and delete (a repeat patches the Event's count)", namespace=scope)

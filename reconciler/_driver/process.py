@@ -26,7 +26,7 @@ import signal
 import sys
 import threading
 import time
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from reconciler._base.errors import ReconcilerUsageError
 from reconciler._driver.operators import Operator
@@ -44,8 +44,10 @@ def run_operator(
     embedded: bool = False,
     metrics_port: int | None = None,
     metrics_bind_address: str | None = None,
+    metrics_auth: bool = False,
 ) -> int:
     """Run ``operator`` until SIGTERM/SIGINT (or lost leadership); the process exit code."""
+    serving = _Serving(metrics_port, metrics_bind_address, metrics_auth)
     stop = _StopFlag()
     if threading.current_thread() is threading.main_thread():
         for signum in (signal.SIGTERM, signal.SIGINT):
@@ -56,11 +58,10 @@ def run_operator(
         with EmbeddedApiServer() as server:
             _log.info("embedded API server at %s (kubeconfig %s)", server.url,
                       server.kubeconfig_path)
-            return _run_with(operator, server.api_client(), stop, metrics_port,
-                             metrics_bind_address)
+            return _run_with(operator, server.api_client(), stop, serving)
     from reconciler._client.connect import connect
 
-    return _run_with(operator, connect(kubeconfig), stop, metrics_port, metrics_bind_address)
+    return _run_with(operator, connect(kubeconfig), stop, serving)
 
 
 def load_api_client(kubeconfig: str | None = None) -> Any:
@@ -72,14 +73,20 @@ def load_api_client(kubeconfig: str | None = None) -> Any:
     return load_client(kubeconfig)
 
 
-def _run_with(operator: Operator, api_client: Any, stop: _StopFlag,
-              metrics_port: int | None, metrics_bind_address: str | None) -> int:
+class _Serving(NamedTuple):
+    """Where and how ``/metrics``, ``/healthz`` and ``/readyz`` are served."""
+
+    metrics_port: int | None
+    metrics_bind_address: str | None
+    metrics_auth: bool
+
+
+def _run_with(operator: Operator, api_client: Any, stop: _StopFlag, serving: _Serving) -> int:
     from reconciler._client.kubernetes import KubernetesClient
     from reconciler._driver.heap import HeapSettler
 
     client = KubernetesClient(api_client, operator_name=operator.name)
-    runtime = operator.start(client, metrics_port=metrics_port,
-                             metrics_bind_address=metrics_bind_address)
+    runtime = operator.start(client, **serving._asdict())
     _log.info("operator %s started (identity %s)", operator.name, runtime.identity)
     heap = HeapSettler()  # this process runs one operator: freeze its long-lived heap
     heap.started()
@@ -230,6 +237,7 @@ def run_command(
     embedded: bool = False,
     metrics_port: int | None = None,
     metrics_bind_address: str | None = None,
+    metrics_auth: bool = False,
     log_format: str = "text",
     log_level: str = "INFO",
     leader_elect: bool = False,
@@ -249,7 +257,7 @@ def run_command(
                                  watch_namespace=watch_namespace)
     _log.info("running operator %s for %s.%s", operator.name, operator.kind, operator.api_version)
     return operator.run(kubeconfig=kubeconfig, embedded=embedded, metrics_port=metrics_port,
-                        metrics_bind_address=metrics_bind_address)
+                        metrics_bind_address=metrics_bind_address, metrics_auth=metrics_auth)
 
 
 def _configure_logging(*, log_format: str, log_level: str) -> None:

@@ -44,8 +44,8 @@ def test_deploy_directory_is_the_generators_output() -> None:
 def test_the_stream_holds_every_object_in_apply_order() -> None:
     kinds = [d["kind"] for d in _stream()]
     assert kinds == ["Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole",
-                     "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service",
-                     "PodDisruptionBudget"]
+                     "ClusterRoleBinding", "Role", "RoleBinding", "ClusterRole", "Deployment",
+                     "Service", "PodDisruptionBudget"]
 
 
 def test_the_deployment_runs_two_hardened_replicas_with_leader_election() -> None:
@@ -70,7 +70,8 @@ def test_the_deployment_runs_two_hardened_replicas_with_leader_election() -> Non
 
 
 def test_the_derived_role_of_the_example() -> None:
-    roles = {d["kind"]: d for d in _stream() if d["kind"] in ("ClusterRole", "Role")}
+    roles = {d["kind"]: d for d in _stream() if d["kind"] in ("ClusterRole", "Role")
+             and d["metadata"]["name"] == "thanos-operator"}
     cluster = {(r["apiGroups"][0], res): tuple(r["verbs"])
                for r in roles["ClusterRole"]["rules"] for res in r["resources"]
                if "resourceNames" not in r}
@@ -85,6 +86,8 @@ def test_the_derived_role_of_the_example() -> None:
         ("apiextensions.k8s.io", "customresourcedefinitions"): ("list", "watch"),
         ("monitoring.optk.dev", "thanoses"): ("list", "watch"),
         ("monitoring.optk.dev", "thanoses/status"): ("patch",),
+        ("authentication.k8s.io", "tokenreviews"): ("create",),  # --metrics-auth
+        ("authorization.k8s.io", "subjectaccessreviews"): ("create",),
     }
     named = [r for r in roles["ClusterRole"]["rules"] if "resourceNames" in r]
     assert named == [{"apiGroups": ["apiextensions.k8s.io"],
@@ -101,6 +104,21 @@ def test_the_derived_role_of_the_example() -> None:
     every_verb = [v for role in roles.values() for r in role["rules"] for v in r["verbs"]]
     assert "*" not in every_verb
     assert "update" not in [v for r in roles["ClusterRole"]["rules"] for v in r["verbs"]]
+
+
+def test_metrics_auth_is_on_by_default_with_a_reader_role_for_scrapers() -> None:
+    stream = _stream()
+    deploy = next(d for d in stream if d["kind"] == "Deployment")
+    assert "--metrics-auth" in deploy["spec"]["template"]["spec"]["containers"][0]["command"]
+    reader = next(d for d in stream if d["metadata"]["name"] == "thanos-operator-metrics-reader")
+    assert (reader["kind"], reader["rules"]) == (
+        "ClusterRole", [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}])
+    assert not any(d["kind"].endswith("Binding") and d["roleRef"]["name"] == reader["metadata"][
+        "name"] for d in stream)  # bound by whoever scrapes
+    plain = [d for d in yaml.safe_load_all(manifests_command(
+        TARGET, image="i", metrics_auth=False)) if d]
+    assert not any("reviews" in str(d) or "metrics-reader" in str(d) for d in plain)
+    assert "--metrics-auth" not in str(plain)
 
 
 def test_every_rule_has_a_comment() -> None:
