@@ -24,12 +24,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import attrs
 import pytest
 
-__all__ = ["PodNetwork", "pod_network"]
+__all__ = ["PodNetwork", "pod_network", "terminate"]
 
 _CLONE_NEWNET = 0x40000000
 _counter = itertools.count()
@@ -99,6 +99,82 @@ class PodNetwork:
             return sock
 
         return self.inside(bind)
+
+    @contextmanager
+    def forward(self, host: str, port: int, target: tuple[str, int]) -> Iterator[Forwarder]:
+        """Inside the namespace, ``host:port`` leads to ``target`` in the host's namespace."""
+        forwarder = Forwarder(self.listen(host, port), target)
+        try:
+            yield forwarder
+        finally:
+            forwarder.close()
+
+
+class Forwarder:
+    """Connections to a socket listening inside the pod's namespace, forwarded to ``target``
+    in this (the host's) namespace: what kube-proxy does for the ``kubernetes`` Service.
+    Every loop ends once ``close`` is called (accept and reads time out every 0.2 s)."""
+
+    def __init__(self, listener: socket.socket, target: tuple[str, int]) -> None:
+        self._listener = listener
+        self._listener.settimeout(0.2)
+        self._target = target
+        self._closed = threading.Event()
+        self._threads = [threading.Thread(target=self._accept, name="optk-forward",
+                                          daemon=True)]
+        self._threads[0].start()
+
+    def _accept(self) -> None:
+        while not self._closed.is_set():
+            try:
+                inside, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            try:
+                outside = socket.create_connection(self._target, timeout=5)
+            except OSError:
+                inside.close()
+                continue
+            for source, sink in ((inside, outside), (outside, inside)):
+                thread = threading.Thread(target=self._pump, args=(source, sink), daemon=True)
+                self._threads.append(thread)
+                thread.start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+        source.settimeout(0.2)
+        try:
+            while not self._closed.is_set():
+                try:
+                    data = source.recv(65536)
+                except TimeoutError:
+                    continue
+                if not data:
+                    break
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            with suppress(OSError):
+                sink.shutdown(socket.SHUT_WR)
+
+    def close(self) -> None:
+        """Stop accepting and forwarding; wait (bounded) for the threads."""
+        self._closed.set()
+        self._listener.close()
+        for thread in self._threads:
+            thread.join(timeout=2)
+
+
+def terminate(process: subprocess.Popen[Any], grace: float = 40.0) -> int:
+    """SIGTERM, as the kubelet stops a pod; SIGKILL after ``grace`` seconds; the exit code."""
+    process.send_signal(signal.SIGTERM)
+    try:
+        return process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return process.wait(timeout=10)
 
 
 def _free_subnet() -> tuple[str, str]:

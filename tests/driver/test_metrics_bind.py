@@ -9,7 +9,6 @@ answers the probes from the host at the pod address, with the flag and, inside a
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -27,7 +26,7 @@ from reconciler._base.metrics import (
     parse_bind_address,
 )
 from reconciler._commands.cli import build_parser
-from tests.podnet import PodNetwork, pod_network
+from tests.podnet import PodNetwork, pod_network, terminate
 
 ROOT = Path(__file__).resolve().parents[2]
 _PORT = 8080
@@ -50,7 +49,7 @@ def _serve_in_pod(net: PodNetwork, flags: Sequence[str], env: dict[str, str]) ->
         net.argv([sys.executable, "-m", "reconciler", "run", "tests.driver.sample_operator",
                   "--embedded", "--metrics-port", str(_PORT), *flags]),
         cwd=ROOT, env={**env, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE, text=True)
+        stderr=subprocess.DEVNULL)
     base = f"http://{net.pod_ip}:{_PORT}"
     try:
         deadline = time.monotonic() + 90
@@ -60,12 +59,7 @@ def _serve_in_pod(net: PodNetwork, flags: Sequence[str], env: dict[str, str]) ->
             time.sleep(0.2)
         return [_status(f"{base}/healthz"), _status(f"{base}/readyz")]
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.communicate(timeout=10)
+        terminate(process, grace=30)
 
 
 def _without_service_host() -> dict[str, str]:
