@@ -11,18 +11,35 @@ session, do not collide). ``/readyz`` answers 200 only once the caller's readine
 (the operator's caches are synced), with the body ``ok``, or ``ok (degraded: ...)`` naming what
 the operator cannot do (a child kind it may not list) while it serves the rest; ``/healthz``
 answers 200 while the process serves.
+
+``HealthServer`` binds the address it is given; the unspecified addresses ``0.0.0.0`` and ``::``
+mean every interface and both IP families (as Kubernetes components read ``--bind-address``):
+a dual-stack socket, or IPv4 alone where the kernel has no IPv6. ``default_bind_address`` is
+the default of ``optk run``: every interface inside a pod (``KUBERNETES_SERVICE_HOST`` set), where
+the kubelet probes the pod's address, and loopback elsewhere. With an ``authorize`` callable
+(``reconciler._client.reviews.MetricsAuthorizer``: the API server's TokenReview and
+SubjectAccessReview), ``/metrics`` answers only a scraper it allows; the probes stay open.
 """
 
 from __future__ import annotations
 
+import errno
+import ipaddress
+import socket
+import socketserver
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
-__all__ = ["HealthServer", "OperatorMetrics", "QueueMetrics", "ShardMetrics"]
+__all__ = ["ALL_INTERFACES", "LOOPBACK", "HealthServer", "OperatorMetrics", "QueueMetrics",
+           "ShardMetrics", "default_bind_address", "parse_bind_address"]
+
+ALL_INTERFACES = "0.0.0.0"
+"""Every interface, both IP families (``::`` means the same)."""
+LOOPBACK = "127.0.0.1"
 
 _RECONCILE_BUCKETS = (
     0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8,
@@ -178,11 +195,80 @@ class QueueMetrics:
         self.retries.inc()
 
 
+def parse_bind_address(value: str) -> str:
+    """``value`` as an IP address to bind (IPv4 or IPv6, brackets allowed); a ``ValueError``
+    saying why for anything else (a host name, or an address with a port: the port is
+    ``--metrics-port``'s)."""
+    text = value.strip()
+    bare = text[1:-1] if text.startswith("[") and text.endswith("]") else text
+    try:
+        return str(ipaddress.ip_address(bare))
+    except ValueError:
+        host, colon, port = text.rpartition(":")
+        hint = (f" (the port is set with --metrics-port: give the address alone, e.g. "
+                f"{host.strip('[]') or ALL_INTERFACES})" if colon and port.isdigit() else "")
+        raise ValueError(f"{value!r} is not an IP address to bind{hint}") from None
+
+
+def default_bind_address(environ: Mapping[str, str]) -> str:
+    """Every interface inside a pod (``KUBERNETES_SERVICE_HOST`` set: the kubelet probes the
+    pod's address), loopback elsewhere (a developer's machine)."""
+    return ALL_INTERFACES if environ.get("KUBERNETES_SERVICE_HOST") else LOOPBACK
+
+
+class _Server(ThreadingHTTPServer):
+    """A threaded HTTP server that does not resolve its own name (``HTTPServer`` would ask DNS
+    for the bound address's name at bind time: slow, or hanging, where DNS is unreachable)."""
+
+    daemon_threads = True
+    dual_stack = False
+
+    def server_bind(self) -> None:
+        if self.dual_stack:
+            self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        socketserver.TCPServer.server_bind(self)
+        self.server_name = str(self.server_address[0])
+        self.server_port = int(self.server_address[1])
+
+
+class _Server6(_Server):
+    address_family = socket.AF_INET6
+
+
+class _DualStack(_Server6):
+    dual_stack = True
+
+
+def _bind(host: str, port: int, handler: type[BaseHTTPRequestHandler]) -> _Server:
+    """A server bound to ``host``: ``0.0.0.0`` and ``::`` mean every interface of both
+    families (a dual-stack socket; IPv4 alone where the kernel has no IPv6)."""
+    if host in ("0.0.0.0", "::"):
+        try:
+            return _DualStack(("::", port), handler)
+        except OSError as error:
+            if error.errno not in (errno.EAFNOSUPPORT, errno.EADDRNOTAVAIL):
+                raise
+            return _Server(("0.0.0.0", port), handler)  # no IPv6 here (kernel or sysctl)
+    return (_Server6 if ":" in host else _Server)((host, port), handler)
+
+
+def _bearer(header: str | None) -> str | None:
+    """The token of an ``Authorization: Bearer TOKEN`` header, else None."""
+    scheme, _, token = (header or "").strip().partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    return token.strip() or None
+
+
 class HealthServer:
     """A small threaded HTTP server for ``/metrics``, ``/healthz`` and ``/readyz``.
 
-    ``port=0`` picks a free port (read it from ``.port``). Use as a context manager, or call
-    ``start``/``stop``.
+    ``host`` is the address to bind (``0.0.0.0`` or ``::``: every interface, both families);
+    ``port=0`` picks a free port (read it from ``.port``). ``authorize``, when given, guards
+    ``/metrics`` only: it gets the request's bearer token (None without one) and returns the
+    HTTP status and body to answer unless the status is 200 (a 401 says ``WWW-Authenticate:
+    Bearer``); ``/healthz`` and ``/readyz`` stay open for the kubelet. Use as a context
+    manager, or call ``start``/``stop``.
     """
 
     def __init__(
@@ -193,12 +279,13 @@ class HealthServer:
         degraded: Callable[[], str] | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        authorize: Callable[[str | None], tuple[int, str]] | None = None,
     ) -> None:
         self._metrics = metrics
         self._ready = ready
         self._degraded = degraded
-        self._server = ThreadingHTTPServer((host, port), self._handler_class())
-        self._server.daemon_threads = True
+        self._authorize = authorize
+        self._server = _bind(host, port, self._handler_class())
         self._thread: threading.Thread | None = None
 
     @property
@@ -208,9 +295,9 @@ class HealthServer:
 
     @property
     def url(self) -> str:
-        """``http://host:port``."""
-        host = self._server.server_address[0]
-        return f"http://{host!s}:{self.port}"
+        """``http://host:port`` (the bound address; an IPv6 one in brackets)."""
+        host = str(self._server.server_address[0])
+        return f"http://[{host}]:{self.port}" if ":" in host else f"http://{host}:{self.port}"
 
     def start(self) -> HealthServer:
         """Serve in a daemon thread."""
@@ -238,12 +325,19 @@ class HealthServer:
         metrics = self._metrics
         ready = self._ready
         degraded = self._degraded
+        authorize = self._authorize
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 path = self.path.split("?", 1)[0]
                 if path == "/metrics":
-                    self._answer(200, metrics.exposition(), CONTENT_TYPE_LATEST)
+                    code, why = 200, ""
+                    if authorize is not None:
+                        code, why = authorize(_bearer(self.headers.get("Authorization")))
+                    if code == 200:
+                        self._answer(200, metrics.exposition(), CONTENT_TYPE_LATEST)
+                    else:
+                        self._answer(code, why.encode(), "text/plain")
                 elif path in ("/healthz", "/livez"):
                     self._answer(200, b"ok", "text/plain")
                 elif path == "/readyz":
@@ -257,6 +351,8 @@ class HealthServer:
 
             def _answer(self, code: int, body: bytes, content_type: str) -> None:
                 self.send_response(code)
+                if code == 401:
+                    self.send_header("WWW-Authenticate", 'Bearer realm="metrics"')
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()

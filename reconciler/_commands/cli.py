@@ -39,7 +39,18 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--kubeconfig", default=None, help="kubeconfig of the cluster")
     where.add_argument("--embedded", action="store_true", help="run a fresh embedded API server")
     run.add_argument("--metrics-port", type=int, default=None,
-                     help="serve /metrics, /healthz, /readyz on this port (0: any free port)")
+                     help="serve /metrics, /healthz, /readyz on this port (0: any free port; "
+                          "default: not served)")
+    run.add_argument("--metrics-bind-address", type=_bind_address, default=None, metavar="ADDR",
+                     help="the IP address the metrics port listens on; 0.0.0.0 or :: is every "
+                          "interface, IPv4 and IPv6 (default: every interface when running in "
+                          "a pod, i.e. KUBERNETES_SERVICE_HOST is set, else 127.0.0.1)")
+    run.add_argument("--metrics-auth", action=argparse.BooleanOptionalAction, default=False,
+                     help="/metrics answers only a bearer token the API server accepts "
+                          "(TokenReview) for a user allowed to get /metrics "
+                          "(SubjectAccessReview; the <name>-metrics-reader ClusterRole); "
+                          "/healthz and /readyz stay open (default: off; the manifests turn "
+                          "it on)")
     run.add_argument("--log-format", choices=("text", "json"), default="text",
                      help="text lines, or one JSON object per line")
     level = run.add_mutually_exclusive_group()
@@ -67,6 +78,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="a ClusterRole: parents in every namespace")
     scope.add_argument("--namespaced", dest="namespaced", action="store_true",
                        help="a Role: parents in the operator's namespace only")
+    manifests.add_argument("--metrics-auth", action=argparse.BooleanOptionalAction, default=True,
+                           help="run the operator with --metrics-auth, grant it TokenReviews "
+                                "and SubjectAccessReviews, and add the <name>-metrics-reader "
+                                "ClusterRole for scrapers (default: on)")
     manifests.add_argument("--samples", action="append", default=[],
                            help="YAML file of sample parents (repeatable; default: the module's "
                                 "`samples` attribute)")
@@ -130,6 +145,16 @@ def _bytes(value: str) -> int:
     return int(amount)
 
 
+def _bind_address(value: str) -> str:
+    """An IP address for ``--metrics-bind-address``."""
+    from reconciler._base.metrics import parse_bind_address
+
+    try:
+        return parse_bind_address(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def _level(value: str) -> str:
     """A logging level name for ``--log-level``."""
     name = value.upper()
@@ -180,7 +205,8 @@ def _run_manifests(args: argparse.Namespace) -> int:
 
     try:
         text = manifests_command(args.target, namespace=args.namespace, image=args.image,
-                                 namespaced=args.namespaced, samples=args.samples)
+                                 namespaced=args.namespaced, samples=args.samples,
+                                 metrics_auth=args.metrics_auth)
     except (ValueError, TypeError, OSError) as error:
         print(f"optk manifests: {error}", file=sys.stderr)
         return 2
@@ -193,7 +219,10 @@ def _run_operator(args: argparse.Namespace) -> int:
 
     try:  # both forms, plain and as deployed (--leader-elect ...), run in one process shell
         return run_command(args.target, kubeconfig=args.kubeconfig, embedded=args.embedded,
-                           metrics_port=args.metrics_port, log_format=args.log_format,
+                           metrics_port=args.metrics_port,
+                           metrics_bind_address=args.metrics_bind_address,
+                           metrics_auth=args.metrics_auth,
+                           log_format=args.log_format,
                            log_level=args.log_level, leader_elect=args.leader_elect,
                            lease_namespace=args.lease_namespace,
                            watch_namespace=args.watch_namespace)

@@ -4,11 +4,13 @@ Pure except for ``manifests_command`` (load the operator and the samples, print)
 turns ``OperatorFacts`` (``reconciler._commands.rbac.operator_facts``) and ``ManifestOptions`` into
 the objects, ``render`` into one ``kubectl apply -f -`` stream whose roles carry a comment above
 each rule saying what it is for. The objects: a Namespace, the operator's CRDs (its ``install``
-objects), a ServiceAccount, a ClusterRole and/or Roles with their bindings
-(``reconciler._commands.rbac.derive_rules``), a Deployment of two replicas running
-``optk run MODULE:ATTR --leader-elect`` (probes on ``/healthz`` and ``/readyz`` of the metrics
-port, resource requests, non-root, read-only root file system, no capabilities, seccomp
-RuntimeDefault), a metrics Service and a PodDisruptionBudget.
+objects, with the last-applied annotation the operator's own install would write, so that the
+operator finds them equal and needs no ``create``), a ServiceAccount, a ClusterRole and/or
+Roles with their bindings (``reconciler._commands.rbac.derive_rules``), a Deployment of two
+replicas running ``optk run MODULE:ATTR --leader-elect`` (the metrics port on every
+interface, probes on ``/healthz`` and ``/readyz`` of that port, resource requests, numeric
+non-root user, read-only root file system, no capabilities, seccomp RuntimeDefault), a metrics
+Service and a PodDisruptionBudget.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from typing import Any
 import attrs
 import yaml
 
+from objectmatcher import set_last_applied
 from reconciler._base.errors import ReconcilerUsageError, ReconcilerUsageTypeError
+from reconciler._base.metrics import ALL_INTERFACES
 from reconciler._commands.rbac import (
     OperatorFacts,
     PolicyRule,
@@ -32,6 +36,7 @@ from reconciler._commands.rbac import (
 
 __all__ = [
     "METRICS_PORT",
+    "RUN_AS",
     "ManifestOptions",
     "generated_parents",
     "load_samples",
@@ -41,6 +46,9 @@ __all__ = [
 ]
 
 METRICS_PORT = 8080
+RUN_AS = 65532
+"""The pod's numeric user and group (distroless' ``nonroot``): ``runAsNonRoot`` alone refuses an
+image whose user is a name, since the kubelet cannot tell that a name is not root."""
 _NAME_LABEL = "app.kubernetes.io/name"
 _PART_LABEL = "app.kubernetes.io/part-of"
 
@@ -55,6 +63,7 @@ class ManifestOptions:
     namespaced: bool = False
     replicas: int = 2
     generated: int = 25
+    metrics_auth: bool = True
 
 
 def load_samples(source: Any, *, api_version: str, kind: str) -> list[dict[str, Any]]:
@@ -136,8 +145,11 @@ def _roles(facts: OperatorFacts, rules: Sequence[PolicyRule], namespace: str,
 
 def _deployment(facts: OperatorFacts, options: ManifestOptions) -> dict[str, Any]:
     labels = _labels(facts)
-    command = ["optk", "run", options.target, "--metrics-port", str(METRICS_PORT),
-               "--log-format", "json", "--leader-elect", "--lease-namespace", "$(POD_NAMESPACE)"]
+    command = ["optk", "run", options.target, "--metrics-bind-address", ALL_INTERFACES,
+               "--metrics-port", str(METRICS_PORT), "--log-format", "json", "--leader-elect",
+               "--lease-namespace", "$(POD_NAMESPACE)"]
+    if options.metrics_auth:
+        command += ["--metrics-auth"]
     if options.namespaced and facts.namespace:
         command += ["--watch-namespace", facts.namespace]
     probe = {"httpGet": {"path": "/healthz", "port": "metrics"}, "periodSeconds": 10,
@@ -169,7 +181,8 @@ def _deployment(facts: OperatorFacts, options: ManifestOptions) -> dict[str, Any
                 "metadata": {"labels": labels},
                 "spec": {
                     "serviceAccountName": facts.name,
-                    "securityContext": {"runAsNonRoot": True,
+                    "securityContext": {"runAsNonRoot": True, "runAsUser": RUN_AS,
+                                        "runAsGroup": RUN_AS,
                                         "seccompProfile": {"type": "RuntimeDefault"}},
                     "terminationGracePeriodSeconds": 40,
                     "containers": [container],
@@ -189,17 +202,24 @@ def manifests(
         facts = attrs.evolve(facts, namespace=facts.namespace or options.namespace)
     rules = derive_rules(facts, parents=parents, generated=generated,
                          lease_namespace=options.namespace,
-                         namespaced=options.namespaced)
+                         namespaced=options.namespaced, install_applied=True,
+                         metrics_auth=options.metrics_auth)
     labels = _labels(facts)
     ns = options.namespace
     selector = {_NAME_LABEL: facts.name}
     objects: list[dict[str, Any]] = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(ns, labels)},
-        *(dict(o) for o in facts.install),
+        *(set_last_applied(o) for o in facts.install),
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(facts.name, labels, ns)},
     ]
     out: list[tuple[dict[str, Any], list[str]]] = [(o, []) for o in objects]
     out += _roles(facts, rules, ns)
+    if options.metrics_auth:
+        out.append(({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                     "metadata": _meta(f"{facts.name}-metrics-reader", labels),
+                     "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]},
+                    ["for scrapers, not the operator: bind a Prometheus ServiceAccount to it "
+                     "to scrape /metrics (optk run --metrics-auth asks the API server)"]))
     out += [(o, []) for o in (
         _deployment(facts, options),
         {"apiVersion": "v1", "kind": "Service",
@@ -268,6 +288,7 @@ def manifests_command(
     image: str | None = None,
     namespaced: bool | None = None,
     samples: Sequence[str] = (),
+    metrics_auth: bool = True,
 ) -> str:
     """``optk manifests``: load the operator (and its ``samples`` attribute unless files are
     given; a relative path there is resolved against the module's file, files given here against
@@ -289,5 +310,6 @@ def manifests_command(
         target=loaded.target, namespace=namespace or f"{facts.name}-system",
         image=image or f"{facts.name}:latest",
         namespaced=facts.namespace is not None if namespaced is None else namespaced,
+        metrics_auth=metrics_auth,
     )
     return manifests_text(operator, options, samples=parents)

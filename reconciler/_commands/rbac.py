@@ -7,7 +7,9 @@ the reconciler sends (see docs/deploying.md): children are listed and watched by
 created, patched on drift, deleted when absent or pruned and read with GET on a conflict; the
 parent is listed and watched, its status patched; Events are created; the Leases of leader
 election and of the resync heartbeat are created, read and replaced (``update``); installed
-objects are created; what an ``on_start`` hook watches is declared on the hook with ``watches``.
+objects are read by name and patched by name when they differ, and created only when the
+manifests do not apply them (``create`` is the one verb Kubernetes cannot limit by name); what
+an ``on_start`` hook watches is declared on the hook with ``watches``.
 Nothing here talks to a cluster: kinds map to resources by the installed CRDs, a table of the
 irregular built-in plurals and Kubernetes' own guess (``UnsafeGuessKindToResource``).
 """
@@ -262,6 +264,8 @@ def derive_rules(
     generated: Iterable[Mapping[str, Any]] = (),
     lease_namespace: str,
     namespaced: bool = False,
+    install_applied: bool = False,
+    metrics_auth: bool = False,
 ) -> tuple[PolicyRule, ...]:
     """The operator's rules: the smallest set for what its driver sends, each with its reason.
 
@@ -269,7 +273,11 @@ def derive_rules(
     invalid are skipped) are evaluated with ``build``. ``lease_namespace`` is
     where the Leases live (the operator's own namespace); ``namespaced`` puts every namespaced
     kind in a Role of ``facts.namespace`` (the one namespace the operator watches) instead of the
-    ClusterRole; cluster-scoped kinds always go to the ClusterRole.
+    ClusterRole; cluster-scoped kinds always go to the ClusterRole. ``install_applied``: the
+    manifests apply the ``install`` objects (with the operator's last-applied annotation), so
+    the operator finds them and needs no ``create``, only ``get`` and ``patch`` by name.
+    ``metrics_auth``: ``optk run --metrics-auth`` asks the API server who may scrape
+    ``/metrics`` (TokenReview, SubjectAccessReview: ``create``, cluster-wide).
     """
     if namespaced and not facts.namespace:
         raise RbacDerivationError(
@@ -280,10 +288,10 @@ def derive_rules(
     grants = _Grants()
 
     def grant(api_version: str, kind: str, verbs: Iterable[str], reason: str,
-              *, sub: str = "") -> None:
+              *, sub: str = "", names: tuple[str, ...] = ()) -> None:
         where = None if _cluster_scoped(api_version, kind, crds) else scope
         resource = resource_for(api_version, kind, crds) + (f"/{sub}" if sub else "")
-        grants.add(_group(api_version), resource, verbs, reason, namespace=where)
+        grants.add(_group(api_version), resource, verbs, reason, namespace=where, names=names)
 
     grant(facts.api_version, facts.kind, ("list", "watch"),
           f"the parents ({facts.kind}): the parent informer lists and watches them")
@@ -307,15 +315,32 @@ def derive_rules(
     if custom:
         grant(*_CRD, ("list",), "the CRD schemas of custom children ("
               + ", ".join(k for _, k in custom) + ") for the three-way comparison")
+    installed: dict[KindKey, list[str]] = {}
     for obj in facts.install:
-        api_version, kind = str(obj.get("apiVersion")), str(obj.get("kind"))
-        grant(api_version, kind, ("get", "create", "patch"),
-              "applied at start through the matcher (Operator.install): read, created when "
-              "missing, patched when it differs")
+        key = (str(obj.get("apiVersion")), str(obj.get("kind")))
+        installed.setdefault(key, []).append(str((obj.get("metadata") or {}).get("name")))
+    for (api_version, kind), names in sorted(installed.items()):
+        if install_applied:
+            grant(api_version, kind, ("get", "patch"),
+                  "Operator.install, applied by these manifests with the operator's "
+                  "last-applied annotation: at start the operator reads each by name and "
+                  "patches it only when its own version differs; it is not granted create, "
+                  "which cannot be limited by name", names=tuple(sorted(names)))
+            continue
+        grant(api_version, kind, ("get", "patch"),
+              "Operator.install, applied at start through the matcher: read by name, "
+              "patched when it differs", names=tuple(sorted(names)))
+        grant(api_version, kind, ("create",), "Operator.install: created at start when "
+              "missing (create cannot be limited by name)")
     for hook in facts.hooks:
         for api_version, kind in hook.watches:
             grant(api_version, kind, ("list", "watch"),
                   "watched by an on_start hook (declared with reconciler.watches)")
+    if metrics_auth:
+        grants.add("authentication.k8s.io", "tokenreviews", ("create",),
+                   "--metrics-auth: is a scraper's bearer token valid, and whose is it")
+        grants.add("authorization.k8s.io", "subjectaccessreviews", ("create",),
+                   "--metrics-auth: may the token's user get /metrics")
     if facts.events:
         grants.add("", "events", ("create", "patch"), "Events on the parents for each create, "
                    "update and delete (a repeat patches the Event's count)", namespace=scope)

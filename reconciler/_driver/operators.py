@@ -158,13 +158,21 @@ class Operator:
         identity: str | None = None,
         environ: Mapping[str, str] | None = None,
         metrics_port: int | None = None,
+        metrics_bind_address: str | None = None,
+        metrics_auth: bool = False,
     ) -> OperatorRuntime:
-        """Start the operator against ``client``; returns the running runtime."""
+        """Start the operator against ``client``; returns the running runtime.
+
+        ``metrics_bind_address``: the address ``/metrics``, ``/healthz`` and ``/readyz`` are
+        served on (with a metrics port); None: every interface inside a pod, else loopback.
+        ``metrics_auth``: ``/metrics`` answers only a bearer token the API server authenticates
+        (TokenReview) and allows ``get`` on ``/metrics`` (SubjectAccessReview)."""
         from reconciler._driver.runtime import OperatorRuntime
 
         runtime = OperatorRuntime(
             self, client, clock=clock, identity=identity, environ=environ,
             metrics_port=self.metrics_port if metrics_port is None else metrics_port,
+            metrics_bind_address=metrics_bind_address, metrics_auth=metrics_auth,
         )
         return runtime.start()
 
@@ -174,10 +182,13 @@ class Operator:
         kubeconfig: str | None = None,
         embedded: bool = False,
         metrics_port: int | None = None,
+        metrics_bind_address: str | None = None,
+        metrics_auth: bool = False,
     ) -> int:
         """Run until SIGTERM/SIGINT (or lost leadership); returns the process exit code."""
         from reconciler._driver.process import run_operator
 
         return run_operator(
-            self, kubeconfig=kubeconfig, embedded=embedded, metrics_port=metrics_port
+            self, kubeconfig=kubeconfig, embedded=embedded, metrics_port=metrics_port,
+            metrics_bind_address=metrics_bind_address, metrics_auth=metrics_auth,
         )

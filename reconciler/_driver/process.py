@@ -22,6 +22,7 @@ the module kept (``LoadedOperator``) so that ``optk manifests`` finds its ``samp
 
 from __future__ import annotations
 
+import datetime
 import importlib
 import importlib.util
 import json
@@ -32,7 +33,7 @@ import sys
 import threading
 import time
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 
@@ -51,8 +52,11 @@ def run_operator(
     kubeconfig: str | None = None,
     embedded: bool = False,
     metrics_port: int | None = None,
+    metrics_bind_address: str | None = None,
+    metrics_auth: bool = False,
 ) -> int:
     """Run ``operator`` until SIGTERM/SIGINT (or lost leadership); the process exit code."""
+    serving = _Serving(metrics_port, metrics_bind_address, metrics_auth)
     stop = _StopFlag()
     if threading.current_thread() is threading.main_thread():
         for signum in (signal.SIGTERM, signal.SIGINT):
@@ -63,10 +67,10 @@ def run_operator(
         with EmbeddedApiServer() as server:
             _log.info("embedded API server at %s (kubeconfig %s)", server.url,
                       server.kubeconfig_path)
-            return _run_with(operator, server.api_client(), stop, metrics_port)
+            return _run_with(operator, server.api_client(), stop, serving)
     from reconciler._client.connect import connect
 
-    return _run_with(operator, connect(kubeconfig), stop, metrics_port)
+    return _run_with(operator, connect(kubeconfig), stop, serving)
 
 
 def load_api_client(kubeconfig: str | None = None) -> Any:
@@ -78,13 +82,20 @@ def load_api_client(kubeconfig: str | None = None) -> Any:
     return load_client(kubeconfig)
 
 
-def _run_with(operator: Operator, api_client: Any, stop: _StopFlag,
-              metrics_port: int | None) -> int:
+class _Serving(NamedTuple):
+    """Where and how ``/metrics``, ``/healthz`` and ``/readyz`` are served."""
+
+    metrics_port: int | None
+    metrics_bind_address: str | None
+    metrics_auth: bool
+
+
+def _run_with(operator: Operator, api_client: Any, stop: _StopFlag, serving: _Serving) -> int:
     from reconciler._client.kubernetes import KubernetesClient
     from reconciler._driver.heap import HeapSettler
 
     client = KubernetesClient(api_client, operator_name=operator.name)
-    runtime = operator.start(client, metrics_port=metrics_port)
+    runtime = operator.start(client, **serving._asdict())
     _log.info("operator %s started (identity %s)", operator.name, runtime.identity)
     heap = HeapSettler()  # this process runs one operator: freeze its long-lived heap
     heap.started()
@@ -112,12 +123,15 @@ class _StopFlag:
 
 
 class JsonLogFormatter(logging.Formatter):
-    """One JSON object per line: time, level, logger, message and the ``parent`` key if any."""
+    """One JSON object per line: time, level, logger, message and the ``parent`` key if any.
+
+    ``ts`` is RFC 3339 in UTC with milliseconds (``2026-11-26T15:04:05.123Z``): ordered across
+    replicas and nodes in whatever time zone they run, as log pipelines parse it."""
 
     def format(self, record: logging.LogRecord) -> str:
         """The record as a JSON line."""
         line: dict[str, Any] = {
-            "ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+            "ts": _rfc3339(record.created),
             "level": record.levelname.lower(),
             "logger": record.name,
             "msg": record.getMessage(),
@@ -149,6 +163,12 @@ class LoadedOperator:
         if os.path.isabs(path) or not where:
             return os.fspath(path)
         return os.path.join(os.path.dirname(os.path.abspath(where)), path)
+
+
+def _rfc3339(created: float) -> str:
+    """``created`` (seconds since the epoch) as ``YYYY-MM-DDTHH:MM:SS.mmmZ``."""
+    moment = datetime.datetime.fromtimestamp(created, tz=datetime.UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def load_operator(target: str) -> Operator:
@@ -287,6 +307,8 @@ def run_command(
     kubeconfig: str | None = None,
     embedded: bool = False,
     metrics_port: int | None = None,
+    metrics_bind_address: str | None = None,
+    metrics_auth: bool = False,
     log_format: str = "text",
     log_level: str = "INFO",
     leader_elect: bool = False,
@@ -305,7 +327,8 @@ def run_command(
                                  lease_namespace=lease_namespace,
                                  watch_namespace=watch_namespace)
     _log.info("running operator %s for %s.%s", operator.name, operator.kind, operator.api_version)
-    return operator.run(kubeconfig=kubeconfig, embedded=embedded, metrics_port=metrics_port)
+    return operator.run(kubeconfig=kubeconfig, embedded=embedded, metrics_port=metrics_port,
+                        metrics_bind_address=metrics_bind_address, metrics_auth=metrics_auth)
 
 
 def _configure_logging(*, log_format: str, log_level: str) -> None:

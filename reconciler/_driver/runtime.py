@@ -50,12 +50,13 @@ from functools import partial
 
 from builders.names import MANAGED_BY_LABEL
 from reconciler._base.clocks import Clock, RealClock
-from reconciler._base.metrics import HealthServer, OperatorMetrics
+from reconciler._base.metrics import HealthServer, OperatorMetrics, default_bind_address
 from reconciler._cache.informers import Informer, InformerManager
 from reconciler._cache.readers import InformerReader
 from reconciler._cache.recording import RecordingClient
 from reconciler._client.kubernetes import KubernetesClient, for_operator
 from reconciler._client.protocol import ClusterClient, KubeObject
+from reconciler._client.reviews import MetricsAuthorizer
 from reconciler._driver.operators import Operator
 from reconciler._driver.resync_loop import HeartbeatStore, ResyncLoop
 from reconciler._driver.resyncs import ResyncSchedule
@@ -90,6 +91,8 @@ class OperatorRuntime:
         identity: str | None = None,
         environ: Mapping[str, str] | None = None,
         metrics_port: int | None = None,
+        metrics_bind_address: str | None = None,
+        metrics_auth: bool = False,
     ) -> None:
         # The composition root (the module docstring says the order and why).
         self.operator = operator
@@ -191,7 +194,8 @@ class OperatorRuntime:
             client, election, identity=self.identity, on_started=self._start_workers,
             on_stopped=self.standby.lost_leadership, clock=self.clock, fence=self.fence,
         )
-        self._metrics_port = metrics_port
+        self._serve_health = _health_server(self, metrics_port, metrics_bind_address, environ,
+                                            auth=metrics_auth)
         self.health: HealthServer | None = None
         self.upgrade = UpgradeCheck(
             operator_fingerprint(operator), heartbeats=self.heartbeats, parents=self.parents,
@@ -224,11 +228,8 @@ class OperatorRuntime:
         self._spawn(self.resync.run_timer, "optk-resync")
         if self.heartbeats is not None:
             self._spawn(self.resync.run_beat, "optk-heartbeat")
-        if self._metrics_port is not None:
-            self.health = HealthServer(self.metrics, ready=lambda: self.ready,
-                                       degraded=self.degraded,
-                                       port=self._metrics_port).start()
-            _log.info("metrics and health on %s", self.health.url)
+        if self._serve_health is not None:
+            self.health = self._serve_health()
         self._spawn(self.standby.warm_children, "optk-warm")
         if self.elector is not None:
             self.metrics.set_leader(self.elector.config.name, False)
@@ -433,6 +434,28 @@ def _heartbeat_store(operator: Operator, writer: ClusterClient, *, shard: str | 
         return None
     name = lease[1] if shard is None else f"{lease[1]}-{shard}"
     return HeartbeatStore(writer, name=name, namespace=lease[0], identity=identity)
+
+
+def _health_server(runtime: OperatorRuntime, port: int | None, host: str | None,
+                   environ: Mapping[str, str] | None, *, auth: bool,
+                   ) -> Callable[[], HealthServer] | None:
+    """What ``start`` calls to serve ``/metrics``, ``/healthz`` and ``/readyz`` (None without a
+    port): on ``host``, by default every interface inside a pod and loopback elsewhere; with
+    ``auth``, ``/metrics`` only to a scraper the API server allows (reviews sent unfenced:
+    a standby serves its metrics too)."""
+    if port is None:
+        return None
+
+    def serve() -> HealthServer:
+        server = HealthServer(
+            runtime.metrics, ready=lambda: runtime.ready, degraded=runtime.degraded, port=port,
+            host=host or default_bind_address(os.environ if environ is None else environ),
+            authorize=MetricsAuthorizer(runtime.inner_client) if auth else None).start()
+        _log.info("metrics and health on %s%s", server.url, " (/metrics authorized by the API "
+                  "server)" if auth else "")
+        return server
+
+    return serve
 
 
 def _children_serve(informers: InformerManager) -> bool:

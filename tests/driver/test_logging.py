@@ -4,6 +4,7 @@ log)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -17,6 +18,7 @@ import pytest
 
 from builders import ResourceBuilder
 from reconciler import KubernetesClient
+from reconciler._driver.process import JsonLogFormatter
 from reconciler.testing import wait_idle
 from tests.driver.conftest import child_data, make_operator, running, thing, wait_until
 from tests.driver.sample_operator import build as base
@@ -108,3 +110,12 @@ def test_optk_run_quiet_logs_no_info_and_a_bad_level_is_refused() -> None:
             quiet.kill()
     assert quiet.returncode == 0, err[-2000:]
     assert " INFO " not in err
+
+
+def test_json_lines_carry_rfc3339_utc_time_with_milliseconds() -> None:
+    record = logging.LogRecord("optk.operator", logging.INFO, __file__, 1, "hello %s",
+                               ("world",), None)
+    record.created = 1795705445.1239  # 2026-11-26T15:04:05.123Z (truncated, not rounded)
+    line = json.loads(JsonLogFormatter().format(record))
+    assert line == {"ts": "2026-11-26T15:04:05.123Z", "level": "info",
+                    "logger": "optk.operator", "msg": "hello world"}

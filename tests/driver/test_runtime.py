@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -190,6 +191,8 @@ def test_optk_run_serves_an_operator_until_sigterm() -> None:
             process.kill()
     assert any("operator sample started" in line["msg"] for line in lines)
     assert all({"ts", "level", "logger", "msg"} <= set(line) for line in lines)
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", line["ts"])
+               for line in lines), lines[0]
 
 
 def test_optk_run_refuses_a_target_that_is_no_operator() -> None:

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from examples.thanos.operator import ServiceMonitorSwitch, make_operator
+from objectmatcher import get_last_applied
 from reconciler import Operator, watches
 from reconciler._commands.cli import main
 from reconciler._commands.manifests import ManifestOptions, manifests, manifests_command
@@ -43,8 +44,8 @@ def test_deploy_directory_is_the_generators_output() -> None:
 def test_the_stream_holds_every_object_in_apply_order() -> None:
     kinds = [d["kind"] for d in _stream()]
     assert kinds == ["Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole",
-                     "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service",
-                     "PodDisruptionBudget"]
+                     "ClusterRoleBinding", "Role", "RoleBinding", "ClusterRole", "Deployment",
+                     "Service", "PodDisruptionBudget"]
 
 
 def test_the_deployment_runs_two_hardened_replicas_with_leader_election() -> None:
@@ -60,14 +61,20 @@ def test_the_deployment_runs_two_hardened_replicas_with_leader_election() -> Non
     assert container["securityContext"] == {
         "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
         "runAsNonRoot": True, "capabilities": {"drop": ["ALL"]}}
-    assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert spec["securityContext"] == {
+        "runAsNonRoot": True, "runAsUser": 65532, "runAsGroup": 65532,
+        "seccompProfile": {"type": "RuntimeDefault"}}
+    command = container["command"]
+    assert command[command.index("--metrics-bind-address") + 1] == "0.0.0.0"
     assert spec["serviceAccountName"] == "thanos-operator"
 
 
 def test_the_derived_role_of_the_example() -> None:
-    roles = {d["kind"]: d for d in _stream() if d["kind"] in ("ClusterRole", "Role")}
+    roles = {d["kind"]: d for d in _stream() if d["kind"] in ("ClusterRole", "Role")
+             and d["metadata"]["name"] == "thanos-operator"}
     cluster = {(r["apiGroups"][0], res): tuple(r["verbs"])
-               for r in roles["ClusterRole"]["rules"] for res in r["resources"]}
+               for r in roles["ClusterRole"]["rules"] for res in r["resources"]
+               if "resourceNames" not in r}
     child = ("create", "delete", "get", "list", "patch", "watch")
     assert cluster == {
         ("", "events"): ("create", "patch"),
@@ -76,11 +83,17 @@ def test_the_derived_role_of_the_example() -> None:
         ("apps", "statefulsets"): child,
         ("networking.k8s.io", "ingresses"): child,
         ("monitoring.coreos.com", "servicemonitors"): child,  # enabled by the hook's watch
-        ("apiextensions.k8s.io", "customresourcedefinitions"): (
-            "create", "get", "list", "patch", "watch"),
+        ("apiextensions.k8s.io", "customresourcedefinitions"): ("list", "watch"),
         ("monitoring.optk.dev", "thanoses"): ("list", "watch"),
         ("monitoring.optk.dev", "thanoses/status"): ("patch",),
+        ("authentication.k8s.io", "tokenreviews"): ("create",),  # --metrics-auth
+        ("authorization.k8s.io", "subjectaccessreviews"): ("create",),
     }
+    named = [r for r in roles["ClusterRole"]["rules"] if "resourceNames" in r]
+    assert named == [{"apiGroups": ["apiextensions.k8s.io"],
+                      "resources": ["customresourcedefinitions"],
+                      "resourceNames": ["thanoses.monitoring.optk.dev"],
+                      "verbs": ["get", "patch"]}]  # no create: the manifests apply the CRD
     lease_rules = roles["Role"]["rules"]
     assert lease_rules == [
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
@@ -91,6 +104,21 @@ def test_the_derived_role_of_the_example() -> None:
     every_verb = [v for role in roles.values() for r in role["rules"] for v in r["verbs"]]
     assert "*" not in every_verb
     assert "update" not in [v for r in roles["ClusterRole"]["rules"] for v in r["verbs"]]
+
+
+def test_metrics_auth_is_on_by_default_with_a_reader_role_for_scrapers() -> None:
+    stream = _stream()
+    deploy = next(d for d in stream if d["kind"] == "Deployment")
+    assert "--metrics-auth" in deploy["spec"]["template"]["spec"]["containers"][0]["command"]
+    reader = next(d for d in stream if d["metadata"]["name"] == "thanos-operator-metrics-reader")
+    assert (reader["kind"], reader["rules"]) == (
+        "ClusterRole", [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}])
+    assert not any(d["kind"].endswith("Binding") and d["roleRef"]["name"] == reader["metadata"][
+        "name"] for d in stream)  # bound by whoever scrapes
+    plain = [d for d in yaml.safe_load_all(manifests_command(
+        TARGET, image="i", metrics_auth=False)) if d]
+    assert not any("reviews" in str(d) or "metrics-reader" in str(d) for d in plain)
+    assert "--metrics-auth" not in str(plain)
 
 
 def test_every_rule_has_a_comment() -> None:
@@ -140,6 +168,33 @@ def test_a_hook_declares_its_watches_and_what_it_enables() -> None:
     assert rules[("example.com", "widgets")] == ("create", "delete", "get", "list", "patch",
                                                  "watch")
     assert rules[("apiextensions.k8s.io", "customresourcedefinitions")] == ("list",)
+
+
+def test_install_objects_are_read_and_patched_by_name_and_created_only_when_not_applied(
+) -> None:
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "widgets.example.com"},
+           "spec": {"group": "example.com", "scope": "Namespaced",
+                    "names": {"plural": "widgets", "kind": "Widget"}, "versions": []}}
+    facts = operator_facts(_tiny_operator(install=[crd]))
+    parent = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}
+
+    def crd_rules(**flags: Any) -> list[tuple[tuple[str, ...], tuple[str, ...], str]]:
+        return [(r.verbs, r.resource_names, r.reason)
+                for r in derive_rules(facts, parents=[parent], lease_namespace="ops", **flags)
+                if r.resources == ("customresourcedefinitions",)]
+
+    create, by_name = crd_rules()
+    assert by_name[:2] == (("get", "patch"), ("widgets.example.com",))
+    assert create[:2] == (("create",), ())
+    assert "create cannot be limited by name" in create[2]
+    (applied,) = crd_rules(install_applied=True)
+    assert applied[:2] == (("get", "patch"), ("widgets.example.com",))
+    assert "not granted create, which cannot be limited by name" in applied[2]
+    stream = manifests(facts, ManifestOptions(target="m:operator", namespace="ops",
+                                              image="i"), parents=[parent])
+    shipped = next(o for o, _ in stream if o["kind"] == "CustomResourceDefinition")
+    assert get_last_applied(shipped) == crd  # what the operator's install finds equal
 
 
 def test_a_sample_the_builders_refuse_is_an_error_naming_it() -> None:

@@ -3,8 +3,10 @@
 The generated manifests are applied as they are; the operator runs in-process as its Deployment
 would (leader election on, Leases in its namespace) with the ServiceAccount's own token, reached
 through the in-cluster configuration (token and CA files, ``KUBERNETES_SERVICE_HOST``/``_PORT``).
-The demo's steps (converge, a CRD that appears later, drift repair, component off and on, parent
-delete) run with zero 403 responses; then, for each rule of the generated roles, the same script
+The manifests' CRD is applied as ``kubectl apply`` would, so the operator's ``install`` finds it
+equal and only reads it (its role has no ``create`` on CRDs). The demo's steps (converge, a CRD
+that appears later, drift repair, component off and on, parent delete) run with zero 403
+responses; then, for each rule of the generated roles, the same script
 with only that rule removed meets a 403.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -27,14 +30,17 @@ from examples.thanos.crds import API_VERSION, KIND, SERVICE_MONITOR_CRD
 from examples.thanos.operator import ServiceMonitorSwitch, make_operator, samples
 from reconciler import AlreadyExistsError, ForbiddenError, KubernetesClient, NotFoundError
 from reconciler._client.incluster import InClusterConfig, incluster_api_client
+from reconciler._client.reviews import MetricsAuthorizer
 from reconciler._commands.manifests import ManifestOptions, manifests
 from reconciler._commands.rbac import operator_facts
 from reconciler._driver.deployed import deployed_operator
 from reconciler.envtest import ControlPlane
+from reconciler.testing import VirtualClock
 
 pytestmark = pytest.mark.timeout(600)
 
-_CHILD_LABEL = "app.kubernetes.io/managed-by=thanos-operator"
+_OPERATOR = "thanos-operator"
+_CHILD_LABEL = f"app.kubernetes.io/managed-by={_OPERATOR}"
 _STEP_TIMEOUT = 40.0
 
 
@@ -116,9 +122,14 @@ def _documents(namespace: str) -> list[tuple[dict[str, Any], list[str]]]:
 
 
 def _rule_ids() -> list[tuple[str, int]]:
-    """(role kind, index) of every rule of the generated roles."""
-    return [(obj["kind"], i) for obj, _ in _documents("x")
-            if obj["kind"] in ("ClusterRole", "Role") for i in range(len(obj["rules"]))]
+    """(role kind, index) of every rule of the operator's generated roles (not the
+    metrics reader's: scrapers are bound to that one)."""
+    return [(obj["kind"], i) for obj, _ in _documents("x") if _operators_role(obj)
+            for i in range(len(obj["rules"]))]
+
+
+def _operators_role(obj: dict[str, Any]) -> bool:
+    return obj["kind"] in ("ClusterRole", "Role") and obj["metadata"]["name"] == _OPERATOR
 
 
 def _wait(check: Callable[[], bool], counting: ForbiddenCounter) -> bool:
@@ -144,17 +155,18 @@ def _install(cp: ControlPlane, index: int, without: tuple[str, int] | None,
     op_ns = f"optk-op-{index}"
     for obj, _ in _documents(op_ns):
         obj = copy.deepcopy(obj)
-        if without is not None and obj["kind"] == without[0]:
+        if without is not None and _operators_role(obj) and obj["kind"] == without[0]:
             del obj["rules"][without[1]]
         if obj["kind"] in ("ClusterRole", "ClusterRoleBinding"):
             with contextlib.suppress(NotFoundError):
                 admin.delete(obj["apiVersion"], obj["kind"], obj["metadata"]["name"])
         if obj["kind"] == "CustomResourceDefinition":
-            continue  # the operator installs it, with its own rights
+            with contextlib.suppress(AlreadyExistsError):  # one CRD for every run
+                admin.create(obj)  # applied as the manifests are: the operator only reads it
+            continue
         admin.create(obj)
     _wait_for_service_account(cp, op_ns)
-    token = kubernetes.client.CoreV1Api(cp.api_client()).create_namespaced_service_account_token(
-        "thanos-operator", op_ns, {"spec": {"expirationSeconds": 3600}}).status.token
+    token = _token(cp, op_ns, _OPERATOR)
     secrets = tmp_path / f"sa-{index}"
     secrets.mkdir()
     (secrets / "token").write_text(token)
@@ -170,28 +182,65 @@ def _run_script(cp: ControlPlane, index: int, without: tuple[str, int] | None,
                 tmp_path: Path) -> Outcome:
     admin, op_ns, make_client = _install(cp, index, without, tmp_path)
     demo_ns = f"demo-{index}"
+    scraper = _scraper(cp, admin, op_ns, "prometheus", reader=True)
     counting = make_client()
     operator = deployed_operator(make_operator(ServiceMonitorSwitch()), leader_elect=True,
                                  lease_namespace=op_ns, watch_namespace=None)
-    try:
-        runtime = operator.start(counting)
+    try:  # as deployed: --metrics-auth
+        runtime = operator.start(counting, metrics_port=0, metrics_auth=True)
     except ForbiddenError:
         return Outcome(failed_step="start", forbidden=tuple(counting.forbidden))
     try:
-        return _steps(admin, counting, demo_ns)
+        assert runtime.health is not None
+        url = f"{runtime.health.url}/metrics"
+        return _steps(admin, counting, demo_ns, scraped=lambda: _scrape(url, scraper)[0] == 200)
     finally:
         runtime.stop(timeout=10.0)
 
 
-def _wait_for_service_account(cp: ControlPlane, namespace: str) -> None:
+def _wait_for_service_account(cp: ControlPlane, namespace: str, name: str = _OPERATOR) -> None:
     core = kubernetes.client.CoreV1Api(cp.api_client())
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
-            core.read_namespaced_service_account("thanos-operator", namespace)
+            core.read_namespaced_service_account(name, namespace)
             return
         except kubernetes.client.ApiException:
             time.sleep(0.1)
+
+
+def _token(cp: ControlPlane, namespace: str, service_account: str) -> str:
+    """A token of the ServiceAccount from a TokenRequest, as the kubelet projects one."""
+    return str(kubernetes.client.CoreV1Api(cp.api_client()).create_namespaced_service_account_token(
+        service_account, namespace, {"spec": {"expirationSeconds": 3600}}).status.token)
+
+
+def _scraper(cp: ControlPlane, admin: KubernetesClient, namespace: str, name: str, *,
+             reader: bool) -> str:
+    """A ServiceAccount's token, the account bound to the metrics reader role when ``reader``
+    (as a Prometheus would be)."""
+    admin.create({"apiVersion": "v1", "kind": "ServiceAccount",
+                  "metadata": {"name": name, "namespace": namespace}})
+    if reader:
+        admin.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                      "metadata": {"name": f"{namespace}-{name}"},
+                      "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                  "name": f"{_OPERATOR}-metrics-reader"},
+                      "subjects": [{"kind": "ServiceAccount", "name": name,
+                                    "namespace": namespace}]})
+    _wait_for_service_account(cp, namespace, name)
+    return _token(cp, namespace, name)
+
+
+def _scrape(url: str, token: str | None) -> tuple[int, str]:
+    """GET ``url`` (with the bearer token, if any): status and body."""
+    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers),
+                                    timeout=10) as reply:
+            return int(reply.status), reply.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
 
 
 def _parents(demo_ns: str) -> list[dict[str, Any]]:
@@ -202,7 +251,8 @@ def _parents(demo_ns: str) -> list[dict[str, Any]]:
     return out
 
 
-def _steps(admin: KubernetesClient, counting: ForbiddenCounter, demo_ns: str) -> Outcome:
+def _steps(admin: KubernetesClient, counting: ForbiddenCounter, demo_ns: str, *,
+           scraped: Callable[[], bool]) -> Outcome:
     def children(kind: str, api_version: str) -> list[dict[str, Any]]:
         return list(admin.list(api_version, kind, namespace=demo_ns,
                                label_selector=_CHILD_LABEL)["items"])
@@ -227,6 +277,8 @@ def _steps(admin: KubernetesClient, counting: ForbiddenCounter, demo_ns: str) ->
         admin.create(parent)
     if failed := step("converge", lambda: reconciled("observatory") and reconciled("edge")
                       and len(children("Ingress", "networking.k8s.io/v1")) == 2):
+        return failed
+    if failed := step("metrics scraped", scraped):
         return failed
     with contextlib.suppress(AlreadyExistsError):  # installed by an earlier run
         admin.create(SERVICE_MONITOR_CRD)
@@ -270,6 +322,10 @@ def test_the_demo_runs_with_the_generated_role_and_no_403(
 ) -> None:
     outcome = _run_script(plane, 0, None, tmp_path)
     assert outcome == Outcome(failed_step=None, forbidden=()), outcome
+    crd = KubernetesClient(plane.api_client()).get(
+        "apiextensions.k8s.io/v1", "CustomResourceDefinition", "thanoses.monitoring.optk.dev")
+    managers = {entry.get("manager") for entry in crd["metadata"].get("managedFields") or ()}
+    assert "thanos-operator" not in managers, managers  # found equal: read, never written
 
 
 @pytest.mark.parametrize("without", _rule_ids(), ids=lambda r: f"{r[0]}-rule{r[1]}")
@@ -398,3 +454,59 @@ def _steps_converge(admin: KubernetesClient, demo_ns: str) -> str | None:
                        label_selector=_CHILD_LABEL)["items"]) == 2):
         return "converge"
     return None
+
+
+def test_metrics_answer_only_a_token_the_api_server_accepts_and_allows(
+    plane: ControlPlane, tmp_path: Path
+) -> None:
+    """Issue 23, 4: the operator as deployed (``--metrics-auth``, its generated role) answers
+    /metrics with 200 to a ServiceAccount bound to ``<name>-metrics-reader``, 401 without a
+    token or with one the API server rejects, 403 to a valid token lacking the role; the
+    probes stay open; a verdict is cached (a repeated scrape sends no review)."""
+    admin, op_ns, make_client = _install(plane, 80, None, tmp_path)
+    reader = _scraper(plane, admin, op_ns, "prometheus", reader=True)
+    stranger = _scraper(plane, admin, op_ns, "stranger", reader=False)
+    counting = make_client()
+    operator = deployed_operator(make_operator(ServiceMonitorSwitch()), leader_elect=True,
+                                 lease_namespace=op_ns, watch_namespace=None)
+    runtime = operator.start(counting, metrics_port=0, metrics_auth=True)
+    try:
+        assert runtime.health is not None
+        base = runtime.health.url
+        status, body = _scrape(f"{base}/metrics", reader)
+        assert status == 200, body
+        assert "controller_runtime_reconcile_total" in body
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"{base}/metrics", timeout=10)
+        assert refused.value.code == 401
+        assert refused.value.headers["WWW-Authenticate"].startswith("Bearer")
+        assert _scrape(f"{base}/metrics", "not-a-token")[0] == 401
+        status, body = _scrape(f"{base}/metrics", stranger)
+        assert status == 403, body
+        assert f"system:serviceaccount:{op_ns}:stranger" in body
+        assert _scrape(f"{base}/healthz", None) == (200, "ok")
+        assert _wait_plain(lambda: _scrape(f"{base}/readyz", None)[0] == 200)
+        user = f"system:serviceaccount:{op_ns}:{_OPERATOR}"
+        before = plane.request_counts(user=user).get("create", 0)
+        assert [_scrape(f"{base}/metrics", t)[0] for t in (reader, stranger) * 3] == [200, 403] * 3
+        assert plane.request_counts(user=user).get("create", 0) == before  # cached verdicts
+        assert _scrape(f"{base}/metrics", "another-token")[0] == 401
+        assert plane.request_counts(user=user).get("create", 0) == before + 1  # its TokenReview
+        assert counting.forbidden == []
+    finally:
+        runtime.stop(timeout=10.0)
+
+
+def test_the_verdict_cache_expires_and_stays_bounded(plane: ControlPlane) -> None:
+    clock = VirtualClock()
+    authorizer = MetricsAuthorizer(KubernetesClient(plane.api_client()), ttl=10.0,
+                                   max_entries=2, clock=clock)
+    assert [authorizer(t)[0] for t in ("a", "b", "c", "c")] == [401] * 4
+    assert (authorizer.reviews, len(authorizer)) == (3, 2)  # "a", the oldest, went
+    authorizer("a")
+    assert authorizer.reviews == 4
+    clock.advance(11.0)
+    authorizer("a")
+    assert authorizer.reviews == 5  # expired: asked again
+    assert authorizer(None) == (401, "Unauthorized: a bearer token is required")
+    assert authorizer.reviews == 5
