@@ -4,10 +4,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-# The real control plane's binaries (docs/envtest.md): ../shared/kube-assets when it exists, so
-# `make test` runs the real-server tier here; elsewhere it is skipped in one line.
+# The real control plane's binaries (docs/envtest.md): ../shared/kube-assets when it exists and
+# neither OPTK_KUBE_ASSETS nor setup-envtest's KUBEBUILDER_ASSETS names others, so `make test`
+# runs the real-server tier here; elsewhere it is skipped in one line.
 KUBE_ASSETS := $(abspath ../shared/kube-assets)
-ifeq ($(origin OPTK_KUBE_ASSETS),undefined)
+ifeq ($(origin OPTK_KUBE_ASSETS)$(origin KUBEBUILDER_ASSETS),undefinedundefined)
 ifneq ($(wildcard $(KUBE_ASSETS)),)
 export OPTK_KUBE_ASSETS := $(KUBE_ASSETS)
 endif

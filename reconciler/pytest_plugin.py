@@ -16,10 +16,18 @@ these fixtures available without any import:
   tests that start a ``ControlPlane`` of their own.
 
 The option ``--kube-api=embedded|real|both`` picks the servers of ``both_servers`` tests; the
-default is ``both`` when kube assets are found (``OPTK_KUBE_ASSETS``, else ``../shared/kube-assets``
-beside the rootdir), else ``embedded``; an explicit ``real``/``both`` without assets skips the
-real runs with one line naming ``OPTK_KUBE_ASSETS``. One control plane per session, started on
-first use and stopped at session end (every process it started, even after a failure).
+default is ``both`` when kube assets are found (``OPTK_KUBE_ASSETS``, else ``KUBEBUILDER_ASSETS``,
+else ``../shared/kube-assets`` beside the rootdir), else ``embedded``; an explicit
+``real``/``both`` without assets skips the real runs with one line naming both variables and
+docs/envtest.md. One control plane per session, started on first use and stopped at session end
+(every process it started, even after a failure).
+
+The marker ``@pytest.mark.needs_controller_manager`` is for tests that need what
+kube-controller-manager runs (the garbage collector, the namespace or serviceaccount
+controllers): when the assets hold no kube-controller-manager
+(setup-envtest's do not), their real runs skip in one line, before any fixture is set up, and
+their embedded runs go on. Without the marker such a test would wait its full bound for a
+collection that never comes and fail, which says nothing about the code under test.
 """
 
 from __future__ import annotations
@@ -41,10 +49,14 @@ if TYPE_CHECKING:  # the embedded server needs the `embedded` extra: imported wh
 __all__ = ["kube_api", "kube_api_name", "kube_assets", "kube_namespace", "real_kube_api"]
 
 _ASSETS_ENV = "OPTK_KUBE_ASSETS"
+_KUBEBUILDER_ENV = "KUBEBUILDER_ASSETS"
 _SERVERS = pytest.StashKey[tuple[str, ...]]()
 _ASSETS = pytest.StashKey["Path | None"]()
+_ASSETS_ORIGIN = pytest.StashKey[str]()
 _REAL_STATE = pytest.StashKey[dict[str, Any]]()
 _MARKER = "both_servers"
+_NEEDS_MANAGER = "needs_controller_manager"
+_SKIP_PREFIX = "real control plane: "
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -52,24 +64,43 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--kube-api", choices=("embedded", "real", "both"), default=None,
         help="servers for tests marked both_servers: embedded, real (kube-apiserver, etcd, "
-             f"kube-controller-manager from ${_ASSETS_ENV}) or both; default both when kube "
-             "assets are found, else embedded",
+             f"kube-controller-manager from ${_ASSETS_ENV} or ${_KUBEBUILDER_ENV}) or both; "
+             "default both when kube assets are found, else embedded",
     )
 
 
-def _find_assets_dir(config: pytest.Config) -> Path | None:
-    value = os.environ.get(_ASSETS_ENV, "").strip()
-    if value:
-        return Path(value) if Path(value).is_dir() else None
+def _find_assets_dir(config: pytest.Config) -> tuple[Path | None, str]:
+    """The assets directory and what named it, by the precedence of ``reconciler.envtest``
+    (``OPTK_KUBE_ASSETS``, then ``KUBEBUILDER_ASSETS``), then ``../shared/kube-assets`` beside
+    the rootdir. A variable naming no directory gives None and says so (it is not skipped over:
+    the binaries used are the ones named first)."""
+    for variable in (_ASSETS_ENV, _KUBEBUILDER_ENV):
+        value = os.environ.get(variable, "").strip()
+        if value:
+            if Path(value).is_dir():
+                return Path(value), variable
+            return None, f"{variable}={value} is not a directory"
     beside = config.rootpath.parent / "shared" / "kube-assets"
-    return beside if beside.is_dir() else None
+    if beside.is_dir():
+        return beside, "beside the rootdir"
+    return None, "none found"
+
+
+def _no_assets(config: pytest.Config) -> str:
+    """The one skip line of every real run without assets: why, and both ways to give them."""
+    return (f"{_SKIP_PREFIX}no kube assets ({config.stash[_ASSETS_ORIGIN]}): set {_ASSETS_ENV} "
+            f"or {_KUBEBUILDER_ENV} to their directory (see docs/envtest.md)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Register the marker and decide the servers once per session."""
     config.addinivalue_line(
         "markers", f"{_MARKER}: run on every server --kube-api selects (embedded, real)")
-    assets = _find_assets_dir(config)
+    config.addinivalue_line(
+        "markers", f"{_NEEDS_MANAGER}: needs kube-controller-manager (garbage collector, "
+                   "namespace or serviceaccount controllers); the real runs skip without it")
+    assets, origin = _find_assets_dir(config)
+    config.stash[_ASSETS_ORIGIN] = origin
     choice = config.getoption("--kube-api", default=None)
     if choice is None:
         choice = "both" if assets is not None else "embedded"
@@ -83,10 +114,18 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> str:
-    """One header line: which servers ``both_servers`` tests use and where the assets are."""
+    """One header line: which servers ``both_servers`` tests use, where the assets are (or why
+    there are none) and whether kube-controller-manager is among them."""
     assets = config.stash.get(_ASSETS, None)
-    where = str(assets) if assets is not None else f"none (set {_ASSETS_ENV})"
+    origin = config.stash.get(_ASSETS_ORIGIN, "")
     servers: tuple[str, ...] = config.stash.get(_SERVERS, ("embedded",))
+    if assets is None:
+        where = (f"{origin}; set {_ASSETS_ENV} or {_KUBEBUILDER_ENV} (docs/envtest.md), "
+                 "real runs skip")
+    else:
+        where = f"{assets} ({origin})"
+        if "real" in servers and _manager_absent(config) is not None:
+            where += f"; no kube-controller-manager: {_NEEDS_MANAGER} tests skip on real"
     return f"kube-api: {', '.join(servers)}; kube assets: {where}"
 
 
@@ -101,7 +140,55 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("kube_api", servers, indirect=True, ids=servers, scope="session")
 
 
-_SKIP_PREFIX = "real control plane: "
+def _manager_absent(config: pytest.Config) -> str | None:
+    """The one skip reason of ``needs_controller_manager`` tests when the session's assets hold
+    no kube-controller-manager, else None (also when there are no usable assets at all: the
+    real fixtures skip those runs with their own line). Decided once per session."""
+    state = config.stash[_REAL_STATE]
+    if "manager_absent" not in state:
+        state["manager_absent"] = None
+        assets: Path | None = config.stash[_ASSETS]
+        if assets is not None:
+            from reconciler.envtest import AssetsNotFoundError, ControlPlane
+
+            plane = state.get("plane") or ControlPlane(assets)
+            try:
+                has_manager = plane.has_controller_manager
+            except AssetsNotFoundError:
+                has_manager = True
+            if not has_manager:
+                state["manager_absent"] = (
+                    f"{_SKIP_PREFIX}no kube-controller-manager in {assets} "
+                    f"({config.stash[_ASSETS_ORIGIN]}): no garbage collector, namespace or "
+                    f"serviceaccount controllers, so tests marked {_NEEDS_MANAGER} run on the "
+                    "embedded server only (see docs/envtest.md)")
+    reason: str | None = state["manager_absent"]
+    return reason
+
+
+def _runs_on_real(item: pytest.Item) -> bool:
+    """Whether ``item`` runs on a real control plane: its ``kube_api`` parameter says so; else
+    it uses ``real_kube_api`` or ``kube_assets``; else only an unparametrized ``kube_api`` (the
+    embedded server) says it does not. A marked test with none of these reaches a real control
+    plane its own way (the conformance suite's ``pair`` asks for it at run time)."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and "kube_api" in callspec.params:
+        return bool(callspec.params["kube_api"] == "real")
+    fixtures = set(getattr(item, "fixturenames", ()))
+    if fixtures & {"real_kube_api", "kube_assets"}:
+        return True
+    return "kube_api" not in fixtures
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Skip the real run of a ``needs_controller_manager`` test, before its fixtures start
+    anything, when the assets hold no kube-controller-manager."""
+    if item.get_closest_marker(_NEEDS_MANAGER) is None or not _runs_on_real(item):
+        return
+    reason = _manager_absent(item.config)
+    if reason is not None:
+        pytest.skip(reason)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -161,11 +248,10 @@ def _real_plane(config: pytest.Config) -> Any:
 
 @pytest.fixture(scope="session")
 def kube_assets(request: pytest.FixtureRequest) -> Path:
-    """The directory of kube-apiserver and kube-controller-manager this session uses (skips
-    when there is none)."""
+    """The directory of the kube binaries this session uses (skips when there is none)."""
     assets: Path | None = request.config.stash[_ASSETS]
     if assets is None:
-        pytest.skip(f"{_SKIP_PREFIX}no kube assets; set {_ASSETS_ENV} to their directory")
+        pytest.skip(_no_assets(request.config))
     return assets
 
 
@@ -173,7 +259,7 @@ def kube_assets(request: pytest.FixtureRequest) -> Path:
 def real_kube_api(request: pytest.FixtureRequest) -> Any:
     """The real control plane (``reconciler.envtest.ControlPlane``) of this session."""
     if request.config.stash[_ASSETS] is None:
-        pytest.skip(f"{_SKIP_PREFIX}no kube assets; set {_ASSETS_ENV} to their directory")
+        pytest.skip(_no_assets(request.config))
     return _real_plane(request.config)
 
 
@@ -214,7 +300,7 @@ def kube_namespace(kube_api: Any) -> Iterator[str]:
         core.create_namespace(kubernetes.client.V1Namespace(
             metadata=kubernetes.client.V1ObjectMeta(name=name)
         ))
-        if not _is_embedded(kube_api):
+        if not _is_embedded(kube_api) and kube_api.has_controller_manager:
             _wait_for_default_service_account(core, name)
         yield name
         try:

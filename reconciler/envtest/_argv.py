@@ -19,6 +19,7 @@ from reconciler.envtest._pki import Pki
 __all__ = [
     "ADMIN_USER",
     "AUDIT_POLICY",
+    "CONTROLLERS",
     "CONTROLLER_MANAGER_USER",
     "MARKER_USER",
     "Layout",
@@ -34,7 +35,8 @@ ADMIN_USER = "optk-admin"
 """The user of ``token`` and ``kubeconfig_path`` (group ``system:masters``)."""
 CONTROLLER_MANAGER_USER = "optk-controller-manager"
 MARKER_USER = "optk-audit-marker"
-_CONTROLLERS = "garbagecollector,namespace,serviceaccount,serviceaccount-token"
+CONTROLLERS = ("garbagecollector", "namespace", "serviceaccount", "serviceaccount-token")
+"""The controllers kube-controller-manager runs (all there are without it: none)."""
 _ISSUER = "https://kubernetes.default.svc.cluster.local"
 AUDIT_POLICY: Mapping[str, Any] = {
     "apiVersion": "audit.k8s.io/v1", "kind": "Policy",
@@ -119,10 +121,17 @@ def etcd_argv(etcd: Path, layout: Layout) -> list[str]:
     ]
 
 
-def apiserver_argv(kube_apiserver: Path, layout: Layout, pki: Pki) -> list[str]:
+def apiserver_argv(kube_apiserver: Path, layout: Layout, pki: Pki, *,
+                   service_account_admission: bool = True) -> list[str]:
     """kube-apiserver on ``layout``'s port over its etcd, with the PKI, token file and audit log
-    of the private directory (the same on every start, so a restart changes nothing)."""
+    of the private directory (the same on every start, so a restart changes nothing).
+
+    Without ``service_account_admission`` the ServiceAccount admission plugin is disabled: with
+    no serviceaccount controller no namespace gets its ``default`` ServiceAccount, and the
+    plugin would refuse every Pod (Kubernetes' own integration tests disable it for the same
+    reason)."""
     workdir = layout.workdir
+    admission = [] if service_account_admission else ["--disable-admission-plugins=ServiceAccount"]
     return [
         str(kube_apiserver), "--bind-address=127.0.0.1",
         "--advertise-address=127.0.0.1", f"--secure-port={layout.apiserver_port}",
@@ -140,7 +149,7 @@ def apiserver_argv(kube_apiserver: Path, layout: Layout, pki: Pki) -> list[str]:
         f"--audit-log-path={layout.audit_log}", "--audit-log-format=json",
         # blocking: each event is written before the request's handler returns, so a
         # marker request (``_flush_audit``) reliably follows everything sent before it
-        "--audit-log-mode=blocking", "--audit-log-maxsize=0",
+        "--audit-log-mode=blocking", "--audit-log-maxsize=0", *admission,
     ]
 
 
@@ -149,7 +158,7 @@ def manager_argv(kube_controller_manager: Path, *, kubeconfig_path: Path, pki: P
     controllers, no leader election and no serving port."""
     return [
         str(kube_controller_manager), f"--kubeconfig={kubeconfig_path}",
-        "--leader-elect=false", "--secure-port=0", f"--controllers={_CONTROLLERS}",
+        "--leader-elect=false", "--secure-port=0", f"--controllers={','.join(CONTROLLERS)}",
         f"--service-account-private-key-file={pki.service_account_key_path}",
         f"--root-ca-file={pki.ca_cert_path}", "--use-service-account-credentials=false",
     ]

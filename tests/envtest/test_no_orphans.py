@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.envtest._pids import alive
+
 ROOT = Path(__file__).resolve().parents[2]
 
 CHILD = textwrap.dedent("""
@@ -38,21 +40,12 @@ CHILD = textwrap.dedent("""
     with plane.api_client() as client:
         kubernetes.client.CoreV1Api(client).list_namespace()
     workdir = str(__import__("pathlib").Path(plane.describe()["etcd"]["log"]).parent)
-    print(json.dumps({"pids": plane.pids, "workdir": workdir}), flush=True)
+    print(json.dumps({"pids": plane.pids, "components": plane.components,
+                      "workdir": workdir}), flush=True)
     time.sleep(120)
 """)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = Path(f"/proc/{pid}/stat")  # a zombie has exited; it only waits to be reaped
-    try:
-        return not stat.read_text().split(") ")[1].startswith("Z")
-    except (FileNotFoundError, IndexError):
-        return False
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
@@ -70,20 +63,20 @@ def test_components_die_with_a_sigkilled_parent(kube_assets: Path) -> None:
         assert line, f"the child did not start a control plane:\n{child.communicate(timeout=30)}"
         started = json.loads(line)
         pids, workdir = started["pids"], started["workdir"]
-        assert len(pids) == 3
-        assert all(_alive(pid) for pid in pids), "a component died with its starter thread"
+        assert len(pids) == len(started["components"])
+        assert all(alive(pid) for pid in pids), "a component died with its starter thread"
         child.send_signal(signal.SIGKILL)
         child.wait(10)
         deadline = time.monotonic() + 5
-        while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert [pid for pid in pids if _alive(pid)] == []
+        assert [pid for pid in pids if alive(pid)] == []
     finally:
         if child.poll() is None:
             child.kill()
             child.wait(10)
         for pid in pids:  # only this test's components, if the test failed
-            if _alive(pid):
+            if alive(pid):
                 os.killpg(pid, signal.SIGKILL)
         if workdir and Path(workdir).name.startswith("optk-envtest-"):
             shutil.rmtree(workdir, ignore_errors=True)

@@ -24,3 +24,11 @@ def test_option_and_variable_are_documented() -> None:
     assert "--kube-api=embedded|real|both" in DOC
     assert "OPTK_KUBE_ASSETS" in DOC
     assert "both_servers" in DOC
+
+
+def test_setup_envtest_precedence_and_tiers_are_documented() -> None:
+    assert "setup-envtest use 1.25.x --bin-dir" in DOC
+    assert "export KUBEBUILDER_ASSETS=" in DOC
+    assert "**Precedence.**" in DOC
+    assert "needs_controller_manager" in DOC
+    assert "*Without it*" in DOC

@@ -118,6 +118,7 @@ def test_a_watch_from_before_the_restart_is_gone_and_one_from_a_new_list_works(
         assert seen == [("ADDED", "new")]
 
 
+@pytest.mark.needs_controller_manager
 def test_stopped_refuses_then_starts_and_the_garbage_collector_still_collects(
     plane: ControlPlane, namespace: str
 ) -> None:

@@ -206,6 +206,7 @@ def test_drift_is_repaired(operator: Thanos) -> None:
     eventually(operator.converged("observatory"))
 
 
+@pytest.mark.needs_controller_manager
 @pytest.mark.both_servers
 def test_a_deleted_parents_children_are_garbage_collected(operator: Thanos) -> None:
     operator.apply_samples()

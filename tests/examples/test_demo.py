@@ -92,6 +92,7 @@ def test_the_steps_are_printed_with_timestamps(demo_run: tuple[Summary, str]) ->
             "Service.v1 demo/observatory-rule") in output
 
 
+@pytest.mark.needs_controller_manager
 def test_the_demo_runs_the_same_steps_within_the_same_bounds_on_a_real_control_plane(
     kube_assets: Path,
 ) -> None:

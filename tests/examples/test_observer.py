@@ -94,6 +94,7 @@ def _converged(client: KubernetesClient, runtime: OperatorRuntime, ns: str) -> b
     return conditions.get("Reconciled") == "True"
 
 
+@pytest.mark.needs_controller_manager
 @pytest.mark.both_servers
 def test_the_observer_installs_the_thanos_operator_and_removes_it_all(
     kube: KubernetesClient, kube_namespace: str

@@ -51,6 +51,7 @@ def _warnings(client: KubernetesClient, ns: str) -> list[dict[str, Any]]:
             if e["type"] == "Warning"]
 
 
+@pytest.mark.needs_controller_manager
 @pytest.mark.both_servers
 def test_an_immutable_change_is_reported_once_and_clears_on_revert_or_recreate(
     kube_api: Any, kube_namespace: str

@@ -132,6 +132,7 @@ def _refused_and_event_creates(kube_api: Any, namespace: str) -> tuple[int, int]
                 if key.resource == "events" and key.verb == "create"))
 
 
+@pytest.mark.needs_controller_manager
 @pytest.mark.both_servers
 def test_deleting_a_namespace_under_a_running_operator_costs_few_refusals_and_no_warnings(
     kube: KubernetesClient, doomed: str, kube_api: Any, caplog: pytest.LogCaptureFixture

@@ -329,6 +329,7 @@ def test_immutable_selector_change_is_an_error_naming_the_field_by_default(
     assert "recreate=True" in str(caught.value)
 
 
+@pytest.mark.needs_controller_manager
 @pytest.mark.both_servers
 def test_immutable_selector_change_recreates_when_enabled(
     client: KubernetesClient, ns: str
