@@ -101,9 +101,12 @@ class PodNetwork:
         return self.inside(bind)
 
     @contextmanager
-    def forward(self, host: str, port: int, target: tuple[str, int]) -> Iterator[Forwarder]:
-        """Inside the namespace, ``host:port`` leads to ``target`` in the host's namespace."""
-        forwarder = Forwarder(self.listen(host, port), target)
+    def forward(self, host: str, port: int, target: tuple[str, int], *,
+                source: str | None = None) -> Iterator[Forwarder]:
+        """Inside the namespace, ``host:port`` leads to ``target`` in the host's namespace;
+        ``source``, the host address the forwarded connections come from (a loopback address
+        of the pod's own, say, so the API server's audit log tells the pods apart)."""
+        forwarder = Forwarder(self.listen(host, port), target, source=source)
         try:
             yield forwarder
         finally:
@@ -115,10 +118,12 @@ class Forwarder:
     in this (the host's) namespace: what kube-proxy does for the ``kubernetes`` Service.
     Every loop ends once ``close`` is called (accept and reads time out every 0.2 s)."""
 
-    def __init__(self, listener: socket.socket, target: tuple[str, int]) -> None:
+    def __init__(self, listener: socket.socket, target: tuple[str, int], *,
+                 source: str | None = None) -> None:
         self._listener = listener
         self._listener.settimeout(0.2)
         self._target = target
+        self._source = None if source is None else (source, 0)
         self._closed = threading.Event()
         self._threads = [threading.Thread(target=self._accept, name="optk-forward",
                                           daemon=True)]
@@ -133,7 +138,8 @@ class Forwarder:
             except OSError:
                 return
             try:
-                outside = socket.create_connection(self._target, timeout=5)
+                outside = socket.create_connection(self._target, timeout=5,
+                                                   source_address=self._source)
             except OSError:
                 inside.close()
                 continue
