@@ -21,6 +21,7 @@ import itertools
 import json
 import re
 import shutil
+import socket
 import subprocess
 import threading
 import time
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import kubernetes
 import pytest
 import yaml
 
@@ -37,6 +39,7 @@ from examples.thanos.operator import ServiceMonitorSwitch, make_operator, sample
 from reconciler import AlreadyExistsError, KubernetesClient
 from reconciler._commands.manifests import ManifestOptions, manifests
 from reconciler._commands.rbac import operator_facts
+from reconciler._driver.runtime import OperatorRuntime
 from reconciler._leadership.election import LeaderElection
 from reconciler.envtest import ControlPlane
 from tests.manifests.test_rbac_real import (
@@ -49,7 +52,7 @@ from tests.manifests.test_rbac_real import (
     _wait_for_service_account,
     _wait_plain,
 )
-from tests.podnet import PodNetwork, pod_network, terminate
+from tests.podnet import Forwarder, PodNetwork, pod_network, terminate
 
 pytestmark = pytest.mark.timeout(400)
 
@@ -380,3 +383,57 @@ def test_a_rolling_update_hands_the_lease_over_at_once_with_never_two_writers(
     assert after_sigterm < LeaderElection().lease_duration
     assert repairs["operator-1-a"] > 0
     assert repairs[successor] > 0
+
+
+def _healthz(url: str) -> tuple[int, str]:
+    try:
+        return _scrape(f"{url}/healthz", None)
+    except OSError as error:
+        return 0, str(error)
+
+
+def test_healthz_fails_when_the_informers_stall_and_never_while_they_progress(
+    plane: ControlPlane, installed: Installed
+) -> None:
+    """The operator reaches the API server through a forwarder that stops relaying (a link
+    gone dead without a reset: nothing fails, nothing arrives); watch timeout 2 s, liveness
+    bound 6 s. While it relays, ``/healthz`` answers 200 for longer than the bound (quiet
+    watches end every 2 s: progress); once it stalls, 503 within the bound (plus two seconds
+    of polling); once it relays again, 200."""
+    host, api_port = plane.url.removeprefix("https://").rsplit(":", 1)
+    listener = socket.create_server(("127.0.0.1", 0))
+    forwarder = Forwarder(listener, (host, int(api_port)))
+    config = plane.configuration()
+    config.host = f"https://127.0.0.1:{listener.getsockname()[1]}"
+    bound = 6.0
+    runtime = OperatorRuntime(make_operator(ServiceMonitorSwitch()),
+                              KubernetesClient(kubernetes.client.ApiClient(config)),
+                              environ={}, metrics_port=0, watch_timeout=2, liveness_bound=bound)
+    try:
+        runtime.start()
+        assert runtime.health is not None
+        url = runtime.health.url
+        assert _wait_plain(lambda: runtime.ready, 30)
+        answers = []
+        healthy_until = time.monotonic() + bound + 3
+        while time.monotonic() < healthy_until:
+            answers.append(_healthz(url))
+            time.sleep(0.5)
+        assert set(answers) == {(200, "ok")}, answers
+        forwarder.stall()
+        stalled = time.monotonic()
+        assert _wait_plain(lambda: _healthz(url)[0] == 503, bound + 10)
+        took = time.monotonic() - stalled
+        status, body = _healthz(url)
+        print(f"/healthz 503 {took:.1f}s after the stall (bound {bound:g}s): {body}")
+        assert status == 503
+        assert body.startswith("no progress of the informers of ")
+        assert took <= bound + 2.0
+        forwarder.resume()
+        resumed = time.monotonic()
+        assert _wait_plain(lambda: _healthz(url) == (200, "ok"), 20)
+        print(f"/healthz 200 again {time.monotonic() - resumed:.1f}s after relaying resumed")
+    finally:
+        forwarder.resume()
+        runtime.stop(timeout=5)
+        forwarder.close()
