@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 import attrs
 import pytest
 
-__all__ = ["PodNetwork", "pod_network", "terminate"]
+__all__ = ["Forwarder", "PodNetwork", "pod_network", "terminate"]
 
 _CLONE_NEWNET = 0x40000000
 _counter = itertools.count()
@@ -101,9 +101,12 @@ class PodNetwork:
         return self.inside(bind)
 
     @contextmanager
-    def forward(self, host: str, port: int, target: tuple[str, int]) -> Iterator[Forwarder]:
-        """Inside the namespace, ``host:port`` leads to ``target`` in the host's namespace."""
-        forwarder = Forwarder(self.listen(host, port), target)
+    def forward(self, host: str, port: int, target: tuple[str, int], *,
+                source: str | None = None) -> Iterator[Forwarder]:
+        """Inside the namespace, ``host:port`` leads to ``target`` in the host's namespace;
+        ``source``, the host address the forwarded connections come from (a loopback address
+        of the pod's own, say, so the API server's audit log tells the pods apart)."""
+        forwarder = Forwarder(self.listen(host, port), target, source=source)
         try:
             yield forwarder
         finally:
@@ -113,13 +116,18 @@ class PodNetwork:
 class Forwarder:
     """Connections to a socket listening inside the pod's namespace, forwarded to ``target``
     in this (the host's) namespace: what kube-proxy does for the ``kubernetes`` Service.
-    Every loop ends once ``close`` is called (accept and reads time out every 0.2 s)."""
+    ``stall`` stops relaying (connections stay open, bytes wait on both sides, new ones are
+    accepted and go nowhere) until ``resume``: a link that went dead without a reset. Every
+    loop ends once ``close`` is called (accept and reads time out every 0.2 s)."""
 
-    def __init__(self, listener: socket.socket, target: tuple[str, int]) -> None:
+    def __init__(self, listener: socket.socket, target: tuple[str, int], *,
+                 source: str | None = None) -> None:
         self._listener = listener
         self._listener.settimeout(0.2)
         self._target = target
+        self._source = None if source is None else (source, 0)
         self._closed = threading.Event()
+        self._stalled = threading.Event()
         self._threads = [threading.Thread(target=self._accept, name="optk-forward",
                                           daemon=True)]
         self._threads[0].start()
@@ -133,7 +141,8 @@ class Forwarder:
             except OSError:
                 return
             try:
-                outside = socket.create_connection(self._target, timeout=5)
+                outside = socket.create_connection(self._target, timeout=5,
+                                                   source_address=self._source)
             except OSError:
                 inside.close()
                 continue
@@ -146,6 +155,9 @@ class Forwarder:
         source.settimeout(0.2)
         try:
             while not self._closed.is_set():
+                if self._stalled.is_set():
+                    self._closed.wait(0.1)
+                    continue
                 try:
                     data = source.recv(65536)
                 except TimeoutError:
@@ -158,6 +170,14 @@ class Forwarder:
         finally:
             with suppress(OSError):
                 sink.shutdown(socket.SHUT_WR)
+
+    def stall(self) -> None:
+        """Stop relaying until ``resume``."""
+        self._stalled.set()
+
+    def resume(self) -> None:
+        """Relay again (what waited goes on)."""
+        self._stalled.clear()
 
     def close(self) -> None:
         """Stop accepting and forwarding; wait (bounded) for the threads."""

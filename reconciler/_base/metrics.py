@@ -10,7 +10,8 @@ unchanged: ``controller_runtime_reconcile_total{controller,result}``,
 session, do not collide). ``/readyz`` answers 200 only once the caller's readiness check passes
 (the operator's caches are synced), with the body ``ok``, or ``ok (degraded: ...)`` naming what
 the operator cannot do (a child kind it may not list) while it serves the rest; ``/healthz``
-answers 200 while the process serves.
+answers 200 while the process serves and its ``Liveness`` check (if any) finds nothing wrong,
+else 503 with the reason (the runtime's check: ``reconciler._driver.liveness``).
 
 ``HealthServer`` binds the address it is given; the unspecified addresses ``0.0.0.0`` and ``::``
 mean every interface and both IP families (as Kubernetes components read ``--bind-address``):
@@ -30,12 +31,13 @@ import socketserver
 import threading
 from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
-__all__ = ["ALL_INTERFACES", "LOOPBACK", "HealthServer", "OperatorMetrics", "QueueMetrics",
-           "ShardMetrics", "default_bind_address", "parse_bind_address"]
+__all__ = ["ALL_INTERFACES", "LOOPBACK", "HealthServer", "Liveness", "OperatorMetrics",
+           "QueueMetrics", "ShardMetrics", "default_bind_address", "parse_bind_address"]
 
 ALL_INTERFACES = "0.0.0.0"
 """Every interface, both IP families (``::`` means the same)."""
@@ -195,6 +197,14 @@ class QueueMetrics:
         self.retries.inc()
 
 
+class Liveness(Protocol):
+    """What ``/healthz`` asks on each probe; it must be cheap (no request to anything)."""
+
+    def failing(self) -> str:
+        """Why a restart is needed ("" while the process is live)."""
+        ...
+
+
 def parse_bind_address(value: str) -> str:
     """``value`` as an IP address to bind (IPv4 or IPv6, brackets allowed); a ``ValueError``
     saying why for anything else (a host name, or an address with a port: the port is
@@ -267,7 +277,8 @@ class HealthServer:
     ``port=0`` picks a free port (read it from ``.port``). ``authorize``, when given, guards
     ``/metrics`` only: it gets the request's bearer token (None without one) and returns the
     HTTP status and body to answer unless the status is 200 (a 401 says ``WWW-Authenticate:
-    Bearer``); ``/healthz`` and ``/readyz`` stay open for the kubelet. Use as a context
+    Bearer``); ``/healthz`` and ``/readyz`` stay open for the kubelet. ``liveness``, when
+    given, makes ``/healthz`` answer 503 with its reason while it fails. Use as a context
     manager, or call ``start``/``stop``.
     """
 
@@ -277,6 +288,7 @@ class HealthServer:
         *,
         ready: Callable[[], bool],
         degraded: Callable[[], str] | None = None,
+        liveness: Liveness | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
         authorize: Callable[[str | None], tuple[int, str]] | None = None,
@@ -284,6 +296,7 @@ class HealthServer:
         self._metrics = metrics
         self._ready = ready
         self._degraded = degraded
+        self._liveness = liveness
         self._authorize = authorize
         self._server = _bind(host, port, self._handler_class())
         self._thread: threading.Thread | None = None
@@ -325,6 +338,7 @@ class HealthServer:
         metrics = self._metrics
         ready = self._ready
         degraded = self._degraded
+        liveness = self._liveness
         authorize = self._authorize
 
         class Handler(BaseHTTPRequestHandler):
@@ -339,7 +353,9 @@ class HealthServer:
                     else:
                         self._answer(code, why.encode(), "text/plain")
                 elif path in ("/healthz", "/livez"):
-                    self._answer(200, b"ok", "text/plain")
+                    why = "" if liveness is None else liveness.failing()
+                    self._answer(503 if why else 200, why.encode() if why else b"ok",
+                                 "text/plain")
                 elif path == "/readyz":
                     ok = ready()
                     why = degraded() if ok and degraded is not None else ""

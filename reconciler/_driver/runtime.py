@@ -57,6 +57,8 @@ from reconciler._cache.recording import RecordingClient
 from reconciler._client.kubernetes import KubernetesClient, for_operator
 from reconciler._client.protocol import ClusterClient, KubeObject
 from reconciler._client.reviews import MetricsAuthorizer
+from reconciler._driver.liveness import DEFAULT_WATCH_TIMEOUT, ProgressWatch
+from reconciler._driver.liveness import liveness_bound as liveness_bound_for
 from reconciler._driver.operators import Operator
 from reconciler._driver.resync_loop import HeartbeatStore, ResyncLoop
 from reconciler._driver.resyncs import ResyncSchedule
@@ -93,6 +95,8 @@ class OperatorRuntime:
         metrics_port: int | None = None,
         metrics_bind_address: str | None = None,
         metrics_auth: bool = False,
+        watch_timeout: int = DEFAULT_WATCH_TIMEOUT,
+        liveness_bound: float | None = None,
     ) -> None:
         # The composition root (the module docstring says the order and why).
         self.operator = operator
@@ -105,6 +109,8 @@ class OperatorRuntime:
         self._stopping = False
         self._finished = False
         self._threads: list[threading.Thread] = []
+        self._loops: list[threading.Thread] = []
+        """The threads that must live until ``stop`` (``/healthz`` fails when one ended)."""
         self._cleanups: list[Callable[[], object]] = []
         if isinstance(client, KubernetesClient) and client.operator_name is None:
             client = for_operator(client, operator.name)  # User-Agent and fieldManager
@@ -127,13 +133,14 @@ class OperatorRuntime:
         # through the reconciler, which reads through these informers: late-bound.
         self.parents = Informer(client, operator.api_version, operator.kind,
                                namespace=operator.namespace, clock=self.clock,
-                               label_selector=shard_scope)
+                               label_selector=shard_scope, watch_timeout=watch_timeout)
         self.informers = InformerManager(
             client, handler=lambda *event: self.router.on_child(*event),
             clock=self.clock, namespace=operator.namespace,
             label_selector=f"{MANAGED_BY_LABEL}={operator.name}"
                            + ("" if shard_scope is None else f",{shard_scope}"),
             on_late_sync=lambda type_key: self.standby.recheck(type_key),
+            informer_options={"watch_timeout": watch_timeout},
         )
         # The client records own writes and writes them through to the informers; the
         # reconciler reads through them (``reader``) and writes through this client.
@@ -143,7 +150,8 @@ class OperatorRuntime:
         self.reconciler = _parent_reconciler(operator, self.client, self.reader, shard=shard,
                                              clock=self.clock,
                                              parent_alive=partial(_parent_alive, self.parents))
-        self.config_informer = _config_informer(operator, client, clock=self.clock)
+        self.config_informer = _config_informer(operator, client, clock=self.clock,
+                                                watch_timeout=watch_timeout)
         # The resync loop needs only the schedule, the queue and the heartbeat; whether the
         # workers run is asked at each turn (they come later).
         self.heartbeats = _heartbeat_store(operator, writer, shard=shard, identity=self.identity)
@@ -194,6 +202,10 @@ class OperatorRuntime:
             client, election, identity=self.identity, on_started=self._start_workers,
             on_stopped=self.standby.lost_leadership, clock=self.clock, fence=self.fence,
         )
+        self.liveness = ProgressWatch(
+            informers=self._running_informers, loops=self._living_loops,
+            stopping=lambda: self.stopping, clock=self.clock,
+            bound=liveness_bound_for(watch_timeout, liveness_bound))
         self._serve_health = _health_server(self, metrics_port, metrics_bind_address, environ,
                                             auth=metrics_auth)
         self.health: HealthServer | None = None
@@ -225,15 +237,15 @@ class OperatorRuntime:
         except Exception:
             self.stop(timeout=0.0)
             raise
-        self._spawn(self.resync.run_timer, "optk-resync")
+        self._loops.append(self._spawn(self.resync.run_timer, "optk-resync"))
         if self.heartbeats is not None:
-            self._spawn(self.resync.run_beat, "optk-heartbeat")
+            self._loops.append(self._spawn(self.resync.run_beat, "optk-heartbeat"))
         if self._serve_health is not None:
             self.health = self._serve_health()
         self._spawn(self.standby.warm_children, "optk-warm")
         if self.elector is not None:
             self.metrics.set_leader(self.elector.config.name, False)
-            self._spawn(self.elector.run, "optk-leader")
+            self._loops.append(self._spawn(self.elector.run, "optk-leader"))
         else:
             self._start_workers()
         return self
@@ -364,6 +376,16 @@ class OperatorRuntime:
             return self.parents
         return self.informers.informer(api_version, kind)
 
+    def _running_informers(self) -> list[Informer]:
+        """The parent informer, the resync ConfigMap's and every child informer."""
+        found = [self.parents, *(() if self.config_informer is None else (self.config_informer,))]
+        return found + [informer for key in self.informers.types()
+                        if (informer := self.informers.informer(*key)) is not None]
+
+    def _living_loops(self) -> list[threading.Thread]:
+        """The threads that must live until ``stop``: the runtime's loops and the workers."""
+        return [*self._loops, *self.workers.threads]
+
     def _standing_by(self) -> bool:
         """Whether it campaigns, neither leading nor taking over (the takeover queues)."""
         return self.elector is not None and not self.leading and not self.standby.taking_over
@@ -418,13 +440,14 @@ def _parent_reconciler(
     )
 
 
-def _config_informer(operator: Operator, client: ClusterClient, *,
-                     clock: Clock) -> Informer | None:
+def _config_informer(operator: Operator, client: ClusterClient, *, clock: Clock,
+                     watch_timeout: int) -> Informer | None:
     """The informer of the resync ConfigMap (``ResyncPolicy.config_map``), if one is named."""
     if (config_map := operator.resync.config_map_ref) is None:
         return None
     return Informer(client, "v1", "ConfigMap", namespace=config_map[0],
-                    field_selector=f"metadata.name={config_map[1]}", clock=clock)
+                    field_selector=f"metadata.name={config_map[1]}", clock=clock,
+                    watch_timeout=watch_timeout)
 
 
 def _heartbeat_store(operator: Operator, writer: ClusterClient, *, shard: str | None,
@@ -448,7 +471,8 @@ def _health_server(runtime: OperatorRuntime, port: int | None, host: str | None,
 
     def serve() -> HealthServer:
         server = HealthServer(
-            runtime.metrics, ready=lambda: runtime.ready, degraded=runtime.degraded, port=port,
+            runtime.metrics, ready=lambda: runtime.ready, degraded=runtime.degraded,
+            liveness=runtime.liveness, port=port,
             host=host or default_bind_address(os.environ if environ is None else environ),
             authorize=MetricsAuthorizer(runtime.inner_client) if auth else None).start()
         _log.info("metrics and health on %s%s", server.url, " (/metrics authorized by the API "

@@ -117,6 +117,12 @@ class WorkerPool:
             return bool(self._threads)
 
     @property
+    def threads(self) -> tuple[threading.Thread, ...]:
+        """The worker threads (none before ``start``)."""
+        with self._lock:
+            return tuple(self._threads)
+
+    @property
     def busy(self) -> bool:
         """Whether a reconcile is running now."""
         with self._lock:

@@ -343,6 +343,14 @@ class ControlPlane:
         return self._layout.apiserver_url
 
     @property
+    def audit_log_path(self) -> Path:
+        """kube-apiserver's audit log (JSON lines, level Metadata: who, from which address,
+        what, when, the answer's code); written before each answer (blocking mode)."""
+        self._require_running()
+        assert self._layout is not None
+        return self._layout.audit_log
+
+    @property
     def token(self) -> str:
         """The bearer token of ``optk-admin`` (group ``system:masters``)."""
         return self._token
