@@ -9,9 +9,14 @@ from typing import Any
 import pytest
 import yaml
 
+from builders import ObjectRef
+from objectmatcher import DiffItem
 from reconciler import KubernetesClient, NotFoundError, ParentReconciler
 from reconciler._commands.cli import main
 from reconciler._commands.plans import format_plan, plan_command, plan_parents
+from reconciler._reconcile.changelog import describe_changes
+from reconciler._reconcile.conditions import ParentResult
+from reconciler._reconcile.reconciling import Action, ReconcileResult
 from tests.reconciler import plan_operator
 from tests.reconciler.conftest import install_crd
 
@@ -101,3 +106,18 @@ def test_optk_plan_prints_each_outcome_once(
     assert "error     ConfigMap.v1 no-such-namespace/s-config" in done.stdout
     assert 'namespaces "no-such-namespace" not found' in done.stdout
     assert done.stderr == ""
+
+
+def test_plan_and_change_log_print_field_paths_alike() -> None:
+    """One formatter (``DiffItem.dotted_path``) for ``optk plan`` and the INFO change line."""
+    path = ("spec", "template", "spec", "containers", 0, "ports", 0, "containerPort")
+    child = ReconcileResult(
+        action=Action.UPDATED,
+        ref=ObjectRef(api_version="apps/v1", kind="Deployment", name="web", namespace="ns"),
+        diff=(DiffItem(op="change", path=path, old=80, new=8080),))
+    result = ParentResult(
+        parent=ObjectRef(api_version=API, kind="Stack", name="s", namespace="ns"),
+        children=(child,))
+    shown = "spec.template.spec.containers[0].ports[0].containerPort"
+    assert describe_changes(result) == f"patched Deployment web ({shown})"
+    assert f"~ {shown}: 80 -> 8080" in format_plan([result])
