@@ -88,6 +88,30 @@ def test_optk_plan_command(
 
 
 @pytest.mark.both_servers
+def test_optk_plan_puts_a_parent_without_namespace_in_the_context_namespace(
+    kube_api: Any, stack_kind: None, ns: str, tmp_path: Path
+) -> None:
+    """As ``kubectl apply -f``: the kubeconfig context's namespace, else ``default``."""
+    parent = stack(ns, size=2)
+    del parent["metadata"]["namespace"]
+    parent_file = tmp_path / "parent.yaml"
+    parent_file.write_text(yaml.safe_dump(parent))
+    out = io.StringIO()
+    assert plan_command("tests.reconciler.plan_operator", files=[str(parent_file)],
+                        kubeconfig=str(kube_api.kubeconfig_path), out=out) == 0, out.getvalue()
+    assert "create    ConfigMap.v1 default/s-config" in out.getvalue()
+    config = yaml.safe_load(Path(kube_api.kubeconfig_path).read_text())
+    for context in config["contexts"]:
+        context["context"]["namespace"] = ns
+    in_ns = tmp_path / "kubeconfig-ns"
+    in_ns.write_text(yaml.safe_dump(config))
+    out = io.StringIO()
+    assert plan_command("tests.reconciler.plan_operator", files=[str(parent_file)],
+                        kubeconfig=str(in_ns), out=out) == 0, out.getvalue()
+    assert f"create    ConfigMap.v1 {ns}/s-config" in out.getvalue()
+
+
+@pytest.mark.both_servers
 def test_optk_plan_prints_each_outcome_once(
     kube_api: Any, stack_kind: None, tmp_path: Path
 ) -> None:
