@@ -172,8 +172,9 @@ def _table(
         for version in (crd.get("spec") or {}).get("versions") or ():
             if version.get("name") == rt.version:
                 printer_columns = version.get("additionalPrinterColumns")
-    return tables.table(rt.kind, items, metadata=metadata, include_object=include,
-                        with_columns=with_columns, printer_columns=printer_columns)
+    return tables.table(rt.kind, items, api_version=rt.api_version, metadata=metadata,
+                        include_object=include, with_columns=with_columns,
+                        printer_columns=printer_columns)
 
 
 _DEFAULT_BUDGET = WatchBudget()

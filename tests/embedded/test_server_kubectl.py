@@ -196,3 +196,15 @@ def test_get_watch_and_wait_for_delete(kubectl: Kubectl) -> None:
     assert waiter.wait(timeout=25) == 0
     out, _ = watcher.communicate(timeout=10)
     assert out.splitlines()[:2] == ["configmap/w", "configmap/w"]
+
+
+def test_get_sorted_by_a_field(kubectl: Kubectl) -> None:
+    """``--sort-by`` asks for the Table's rows with their objects (``includeObject=Object``) and
+    decodes them: they carry ``apiVersion`` and ``kind`` as a real server's do."""
+    for name, value in (("b", "2"), ("c", "1"), ("a", "3")):
+        kubectl("create", "configmap", name, f"--from-literal=v={value}")
+    names = kubectl("get", "configmaps", "--sort-by=.metadata.name", "-o", "name").stdout
+    assert names.split() == ["configmap/a", "configmap/b", "configmap/c"]
+    table = kubectl("get", "configmaps", "--sort-by=.data.v").stdout.splitlines()
+    assert table[0].split() == ["NAME", "DATA", "AGE"]
+    assert [row.split()[0] for row in table[1:]] == ["c", "b", "a"]
