@@ -18,9 +18,10 @@ from reconciler._client.incluster import (
     SERVICE_ACCOUNT_DIR,
     InClusterConfig,
     incluster_api_client,
+    pod_namespace,
 )
 
-__all__ = ["connect", "load_client"]
+__all__ = ["connect", "context_namespace", "load_client"]
 
 _PROBE_TIMEOUT = 5.0
 
@@ -66,6 +67,29 @@ def load_client(
     except OSError as error:
         raise KubeconfigError(f"kubeconfig {path} cannot be read: {error.strerror}",
                               source=path) from error
+
+
+def context_namespace(
+    kubeconfig: str | None, *, environ: Mapping[str, str] | None = None
+) -> str:
+    """The namespace ``kubectl apply -f`` gives an object without one: the current context's
+    ``namespace`` in the kubeconfig ``load_client`` reads, in a cluster the pod's namespace;
+    ``default`` when neither names one (or the kubeconfig cannot say)."""
+    from kubernetes import config as kube_config
+
+    env = os.environ if environ is None else environ
+    path = kubeconfig or _default_path()
+    if kubeconfig is None and (
+        env.get("KUBERNETES_SERVICE_HOST") or not os.path.exists(path)
+    ):
+        return pod_namespace(environ=env) or "default"
+    try:
+        _, current = kube_config.list_kube_config_contexts(  # type: ignore[no-untyped-call]
+            config_file=path)
+    except (kube_config.ConfigException, ValueError, TypeError, KeyError, OSError):
+        return "default"
+    context = (current or {}).get("context") or {}
+    return str(context.get("namespace") or "default")
 
 
 def connect(kubeconfig: str | None) -> Any:

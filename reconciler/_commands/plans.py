@@ -60,6 +60,17 @@ def _live_parent(client: ClusterClient, parent: KubeObject) -> dict[str, Any]:
     return planned
 
 
+def _in_namespace(client: ClusterClient, parent: KubeObject, namespace: str) -> KubeObject:
+    """``parent`` in ``namespace`` when it is namespaced and names none (as ``kubectl apply -f``
+    places it in the kubeconfig context's namespace)."""
+    meta = parent.get("metadata") or {}
+    if meta.get("namespace") or not client.is_namespaced(
+        str(parent.get("apiVersion")), str(parent.get("kind"))
+    ):
+        return parent
+    return {**parent, "metadata": {**meta, "namespace": namespace}}
+
+
 def plan_parents(
     client: ClusterClient,
     build: Callable[[KubeObject], Iterable[ResourceBuilder]],
@@ -111,10 +122,13 @@ def plan_command(
     show_unchanged: bool = False,
     out: TextIO = sys.stdout,
 ) -> int:
-    """``optk plan MODULE[:ATTR] -f PARENT.yaml``: print the plan; 1 when a child would fail."""
+    """``optk plan MODULE[:ATTR] -f PARENT.yaml``: print the plan; 1 when a child would fail.
+
+    A namespaced parent without a namespace is planned in the kubeconfig context's namespace
+    (``default`` when the context names none), where ``kubectl apply -f`` would create it."""
     import yaml
 
-    from reconciler._client.connect import connect
+    from reconciler._client.connect import connect, context_namespace
     from reconciler._client.kubernetes import KubernetesClient
     from reconciler._driver.process import load_operator
 
@@ -125,7 +139,9 @@ def plan_command(
             parents.extend(doc for doc in yaml.safe_load_all(stream) if doc)
     api_client = connect(kubeconfig)
     client = KubernetesClient(api_client)
+    namespace = context_namespace(kubeconfig)
     try:
+        parents = [_in_namespace(client, parent, namespace) for parent in parents]
         results = plan_parents(
             client, operator.build, parents, operator_name=operator.name,
             prune_kinds=operator.prune, recreate=operator.recreate,

@@ -174,8 +174,12 @@ class UpgradeCheck:
         old = store.recorded_fingerprint
         if not store.lease_found or old == self.fingerprint:
             due = stats.triggers["parent-new"]
-            _log.info("resuming the periodic resync (operator %s unchanged): %d of %d parents "
-                      "due now", self.fingerprint[:8], due, len(keys))
+            if store.lease_found:
+                _log.info("resuming the periodic resync (operator %s unchanged): %d of %d "
+                          "parents due now", self.fingerprint[:8], due, len(keys))
+            else:
+                _log.info("first start of operator %s (no resync heartbeat yet): %d of %d "
+                          "parents due now", self.fingerprint[:8], due, len(keys))
             self._record()
             return
         _log.info("operator changed (fingerprint %s -> %s): reconciling all %d parents",

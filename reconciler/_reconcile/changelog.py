@@ -21,9 +21,8 @@ _SHOWN_FIELDS = 6
 
 
 def _fields(child: ReconcileResult) -> str:
-    paths = list(dict.fromkeys(
-        ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in item.path)
-        for item in child.diff if tuple(item.path[:3]) != _ANNOTATION_PATH))
+    paths = list(dict.fromkeys(  # DiffItem.dotted_path: the paths `optk plan` prints too
+        item.dotted_path for item in child.diff if tuple(item.path[:3]) != _ANNOTATION_PATH))
     if not paths:
         return ""
     more = f", +{len(paths) - _SHOWN_FIELDS} more" if len(paths) > _SHOWN_FIELDS else ""

@@ -5,7 +5,9 @@ handlers (both use ``Operations`` on the same thread, under the store's lock). I
 ``garbage-collection.json`` and ``finalizers.json`` record:
 
 - a dependent whose owners (by ``ownerReferences[].uid``) are all gone is deleted (background),
-  including dependents of an owner that never existed (dangling references);
+  including dependents of an owner that never existed (dangling references); an owner of a kind
+  the server does not serve counts as gone only when the collector saw it deleted (its
+  ``absentOwnerCache``): custom resources removed with their CRD take their dependents with them;
 - an owner deleted with ``propagationPolicy: Orphan`` (the ``orphan`` finalizer) has the
   references to it removed from its dependents, then the finalizer removed;
 - an owner deleted with ``Foreground`` (the ``foregroundDeletion`` finalizer) has its dependents
@@ -68,6 +70,7 @@ class GarbageCollector:
         self.ops = ops
         self._terminating: set[Key] = set()
         self._candidates: set[Key] = set()
+        self._deleted_owners: set[str] = set()  # uids seen deleted while they had dependents
         self._scheduled = False
         self._running = False
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -109,8 +112,10 @@ class GarbageCollector:
                         str(meta.get("name") or ""))
             self._terminating.discard(key)
             uid = meta.get("uid")
-            if uid:
-                self._candidates.update(self.ops.storage.dependents(str(uid)))
+            dependents = self.ops.storage.dependents(str(uid)) if uid else []
+            if dependents:
+                self._deleted_owners.add(str(uid))
+                self._candidates.update(dependents)
         else:
             self._note(event.bucket, event.obj)
         if self._terminating or self._candidates:
@@ -140,6 +145,8 @@ class GarbageCollector:
                 candidates, self._candidates = self._candidates, set()
                 for key in sorted(candidates):
                     self._collect_if_orphaned(key)
+                self._deleted_owners = {uid for uid in self._deleted_owners
+                                        if self.ops.storage.dependents(uid)}
         except Exception:
             log.exception("embedded apiserver: garbage collection sweep failed")
 
@@ -168,10 +175,14 @@ class GarbageCollector:
         """Whether an owner reference may still point at a live owner.
 
         An owner of a kind the server does not serve cannot be looked up; like
-        kube-controller-manager, the collector then leaves the dependent alone.
+        kube-controller-manager, the collector then leaves the dependent alone, unless it saw
+        that owner deleted (a custom resource removed with its CRD).
         """
-        if self.ops.storage.get_by_uid(str(ref.get("uid"))) is not None:
+        uid = str(ref.get("uid"))
+        if self.ops.storage.get_by_uid(uid) is not None:
             return True
+        if uid in self._deleted_owners:
+            return False
         kind = self.ops.registry.by_kind(str(ref.get("apiVersion")), str(ref.get("kind")))
         return kind is None
 

@@ -115,7 +115,7 @@ def _verb(method: str, path: ResourcePath | None, *, watch: bool) -> str:
 
 def non_resource_response(
     request: web.Request, *, registry: KindRegistry, address: str,
-    debug_requests: Callable[[], dict[str, Any]],
+    debug_requests: Callable[[], dict[str, Any]], crds: _openapi.CustomResourceDefinitions,
 ) -> web.Response:
     """The answer to a path that names no resource: ``/version``, discovery, OpenAPI, health
     and the request counts (``/debug/optk/requests``); 404 for anything else."""
@@ -150,11 +150,11 @@ def non_resource_response(
     elif len(segments) == 3 and segments[0] == "apis":
         body = _discovery.resource_list(registry, group=segments[1], version=segments[2])
     elif p == "/openapi/v2":
-        body = _openapi.openapi_v2(registry)
+        body = _openapi.openapi_v2(registry, crds)
     elif p == "/openapi/v3":
-        body = _openapi.openapi_v3_index(registry)
+        body = _openapi.openapi_v3_index(registry, crds)
     elif p.startswith("/openapi/v3/"):
-        body = _openapi.openapi_v3_document(registry, p[len("/openapi/v3/"):])
+        body = _openapi.openapi_v3_document(registry, crds, p[len("/openapi/v3/"):])
     if body is None:
         raise ApiStatusError(404, NOT_FOUND_TEXT)
     return _json_response(body)
@@ -172,8 +172,9 @@ def _table(
         for version in (crd.get("spec") or {}).get("versions") or ():
             if version.get("name") == rt.version:
                 printer_columns = version.get("additionalPrinterColumns")
-    return tables.table(rt.kind, items, metadata=metadata, include_object=include,
-                        with_columns=with_columns, printer_columns=printer_columns)
+    return tables.table(rt.kind, items, api_version=rt.api_version, metadata=metadata,
+                        include_object=include, with_columns=with_columns,
+                        printer_columns=printer_columns)
 
 
 _DEFAULT_BUDGET = WatchBudget()
@@ -282,6 +283,7 @@ class ApiApplication:
         if path is None:
             return non_resource_response(
                 request, registry=self.ops.registry, address=self.address(),
+                crds=lambda: self.ops.storage.items(CRDS),
                 debug_requests=lambda: {
                     **self.accounting.as_json(), "activeWatches": self.active_watches,
                 },

@@ -5,7 +5,9 @@ READY/UP-TO-DATE/AVAILABLE, Pod READY/STATUS/RESTARTS, Service TYPE/CLUSTER-IP/P
 Event LAST SEEN/TYPE/REASON/OBJECT/MESSAGE with the wide columns of ``printEvent`` in
 ``pkg/printers/internalversion`` for core/v1 and events.k8s.io/v1 Events alike), a custom
 resource's ``additionalPrinterColumns`` (simple ``.a.b`` JSON paths), and falls back to NAME and
-AGE. Rows embed ``PartialObjectMetadata`` unless ``includeObject=Object`` is asked.
+AGE. Rows embed ``PartialObjectMetadata`` unless ``includeObject=Object`` is asked; then they
+embed the whole object with its ``apiVersion`` and ``kind`` (list items have none), which
+``kubectl get --sort-by`` decodes to sort the rows.
 """
 
 from __future__ import annotations
@@ -228,9 +230,11 @@ def _custom_columns(printer_columns: Sequence[Mapping[str, Any]]) -> list[tuple[
     return columns
 
 
-def _embedded(obj: Mapping[str, Any], include_object: str) -> Mapping[str, Any]:
+def _embedded(
+    obj: Mapping[str, Any], include_object: str, api_version: str, kind: str
+) -> Mapping[str, Any]:
     if include_object == "Object":
-        return obj
+        return {"apiVersion": api_version, "kind": kind, **obj}
     return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
             "metadata": obj.get("metadata") or {}}
 
@@ -239,6 +243,7 @@ def table(
     kind: str,
     items: Sequence[Mapping[str, Any]],
     *,
+    api_version: str,
     metadata: Mapping[str, Any],
     include_object: str,
     with_columns: bool = True,
@@ -249,7 +254,8 @@ def table(
         definitions, cells = _event_table(items, with_columns=with_columns)
         return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": dict(metadata),
                 "columnDefinitions": definitions,
-                "rows": [{"cells": row, "object": _embedded(obj, include_object)}
+                "rows": [{"cells": row,
+                          "object": _embedded(obj, include_object, api_version, kind)}
                          for row, obj in zip(cells, items, strict=True)]}
     if printer_columns:
         columns = [_NAME, *_custom_columns(printer_columns)]
@@ -260,7 +266,7 @@ def table(
     else:
         columns = [_NAME, *_COLUMNS.get(kind, []), _AGE]
     rows = [{"cells": [cell(obj) for _, _, cell in columns],
-             "object": _embedded(obj, include_object)} for obj in items]
+             "object": _embedded(obj, include_object, api_version, kind)} for obj in items]
     definitions = [
         {"name": name, "type": "integer" if name in ("Restarts",) else "string",
          "format": fmt, "description": name, "priority": 0}

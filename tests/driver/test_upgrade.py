@@ -97,3 +97,17 @@ def test_a_restart_with_the_same_code_reconciles_nothing(
     assert any("resuming the periodic resync" in r.getMessage()
                and "0 of 1 parents due" in r.getMessage() for r in caplog.records)
 
+
+
+def test_the_first_start_says_it_is_the_first(
+    client: KubernetesClient, ns: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    one = _version(tmp_path, "1", "")
+    operator = make_operator(ns, build=one.build, name=f"first-{uuid.uuid4().hex[:6]}")
+    with caplog.at_level(logging.INFO, logger="optk"), running(operator, client) as runtime:
+        client.create(thing(ns, "new"))
+        assert wait_until(lambda: runtime.upgrade.completed)
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("first start of operator" in m and "no resync heartbeat yet" in m
+               for m in messages), messages
+    assert not any("resuming the periodic resync" in m for m in messages)

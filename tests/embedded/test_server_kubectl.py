@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -196,3 +197,65 @@ def test_get_watch_and_wait_for_delete(kubectl: Kubectl) -> None:
     assert waiter.wait(timeout=25) == 0
     out, _ = watcher.communicate(timeout=10)
     assert out.splitlines()[:2] == ["configmap/w", "configmap/w"]
+
+
+def test_get_sorted_by_a_field(kubectl: Kubectl) -> None:
+    """``--sort-by`` asks for the Table's rows with their objects (``includeObject=Object``) and
+    decodes them: they carry ``apiVersion`` and ``kind`` as a real server's do."""
+    for name, value in (("b", "2"), ("c", "1"), ("a", "3")):
+        kubectl("create", "configmap", name, f"--from-literal=v={value}")
+    names = kubectl("get", "configmaps", "--sort-by=.metadata.name", "-o", "name").stdout
+    assert names.split() == ["configmap/a", "configmap/b", "configmap/c"]
+    table = kubectl("get", "configmaps", "--sort-by=.data.v").stdout.splitlines()
+    assert table[0].split() == ["NAME", "DATA", "AGE"]
+    assert [row.split()[0] for row in table[1:]] == ["c", "b", "a"]
+
+
+_GADGET_CRD = """\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.GROUP}
+spec:
+  group: GROUP
+  names: {kind: Gadget, plural: gadgets}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        description: A gadget of the explain test.
+        properties:
+          spec:
+            type: object
+            description: What the gadget should be.
+            properties:
+              size: {type: integer, description: How many sprockets the gadget has.}
+"""
+
+
+def test_explain_a_custom_resource(kubectl: Kubectl) -> None:
+    """``kubectl explain`` finds a CRD's kind: its schema is in the served OpenAPI (v3)."""
+    group = f"t{uuid.uuid4().hex[:8]}.example.com"
+    kubectl("apply", "-f", "-", stdin=_GADGET_CRD.replace("GROUP", group))
+    try:
+        deadline = time.monotonic() + 20
+        while True:  # a real server publishes the schema a moment after the CRD is established
+            explained = kubectl("explain", f"gadgets.{group}", check=False)
+            if explained.returncode == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert explained.returncode == 0, explained.stderr
+        assert "KIND:       Gadget" in explained.stdout
+        assert f"GROUP:      {group}" in explained.stdout
+        assert "A gadget of the explain test." in explained.stdout
+        assert "What the gadget should be." in explained.stdout
+        field = kubectl("explain", f"gadgets.{group}.spec.size").stdout
+        assert "FIELD: size <integer>" in field
+        assert "How many sprockets the gadget has." in field
+        meta = kubectl("explain", f"gadgets.{group}.metadata.name").stdout
+        assert "FIELD: name <string>" in meta
+    finally:
+        kubectl("delete", "crd", f"gadgets.{group}", "--wait=false")

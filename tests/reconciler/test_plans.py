@@ -9,9 +9,14 @@ from typing import Any
 import pytest
 import yaml
 
+from builders import ObjectRef
+from objectmatcher import DiffItem
 from reconciler import KubernetesClient, NotFoundError, ParentReconciler
 from reconciler._commands.cli import main
 from reconciler._commands.plans import format_plan, plan_command, plan_parents
+from reconciler._reconcile.changelog import describe_changes
+from reconciler._reconcile.conditions import ParentResult
+from reconciler._reconcile.reconciling import Action, ReconcileResult
 from tests.reconciler import plan_operator
 from tests.reconciler.conftest import install_crd
 
@@ -83,6 +88,30 @@ def test_optk_plan_command(
 
 
 @pytest.mark.both_servers
+def test_optk_plan_puts_a_parent_without_namespace_in_the_context_namespace(
+    kube_api: Any, stack_kind: None, ns: str, tmp_path: Path
+) -> None:
+    """As ``kubectl apply -f``: the kubeconfig context's namespace, else ``default``."""
+    parent = stack(ns, size=2)
+    del parent["metadata"]["namespace"]
+    parent_file = tmp_path / "parent.yaml"
+    parent_file.write_text(yaml.safe_dump(parent))
+    out = io.StringIO()
+    assert plan_command("tests.reconciler.plan_operator", files=[str(parent_file)],
+                        kubeconfig=str(kube_api.kubeconfig_path), out=out) == 0, out.getvalue()
+    assert "create    ConfigMap.v1 default/s-config" in out.getvalue()
+    config = yaml.safe_load(Path(kube_api.kubeconfig_path).read_text())
+    for context in config["contexts"]:
+        context["context"]["namespace"] = ns
+    in_ns = tmp_path / "kubeconfig-ns"
+    in_ns.write_text(yaml.safe_dump(config))
+    out = io.StringIO()
+    assert plan_command("tests.reconciler.plan_operator", files=[str(parent_file)],
+                        kubeconfig=str(in_ns), out=out) == 0, out.getvalue()
+    assert f"create    ConfigMap.v1 {ns}/s-config" in out.getvalue()
+
+
+@pytest.mark.both_servers
 def test_optk_plan_prints_each_outcome_once(
     kube_api: Any, stack_kind: None, tmp_path: Path
 ) -> None:
@@ -101,3 +130,18 @@ def test_optk_plan_prints_each_outcome_once(
     assert "error     ConfigMap.v1 no-such-namespace/s-config" in done.stdout
     assert 'namespaces "no-such-namespace" not found' in done.stdout
     assert done.stderr == ""
+
+
+def test_plan_and_change_log_print_field_paths_alike() -> None:
+    """One formatter (``DiffItem.dotted_path``) for ``optk plan`` and the INFO change line."""
+    path = ("spec", "template", "spec", "containers", 0, "ports", 0, "containerPort")
+    child = ReconcileResult(
+        action=Action.UPDATED,
+        ref=ObjectRef(api_version="apps/v1", kind="Deployment", name="web", namespace="ns"),
+        diff=(DiffItem(op="change", path=path, old=80, new=8080),))
+    result = ParentResult(
+        parent=ObjectRef(api_version=API, kind="Stack", name="s", namespace="ns"),
+        children=(child,))
+    shown = "spec.template.spec.containers[0].ports[0].containerPort"
+    assert describe_changes(result) == f"patched Deployment web ({shown})"
+    assert f"~ {shown}: 80 -> 8080" in format_plan([result])
