@@ -193,7 +193,8 @@ def test_a_standby_says_it_waits_and_takes_a_released_lease_at_once(
         assert f"two became the leader of lease {ns}/{operator.name}-leader (taking over from " \
                "one)" in caplog.text
     finally:
-        one.stop(5)
+        if not one.finished:
+            one.stop(5)
         if two is not None:
             two.stop(5)
 
