@@ -6,7 +6,8 @@ returns ``PolicyRule`` values, each with the reason it exists. The verbs per kin
 the reconciler sends (see docs/deploying.md): children are listed and watched by informers,
 created, patched on drift, deleted when absent or pruned and read with GET on a conflict; the
 parent is listed and watched, its status patched; Events are created; the Leases of leader
-election and of the resync heartbeat are created, read and replaced (``update``); installed
+election and of the resync heartbeat are created, read and replaced (``update``), and the
+election's is watched by name while a candidate waits; installed
 objects are read by name and patched by name when they differ, and created only when the
 manifests do not apply them (``create`` is the one verb Kubernetes cannot limit by name); what
 an ``on_start`` hook watches is declared on the hook with ``watches``.
@@ -365,4 +366,8 @@ def derive_rules(
                    f"{what}: read and renewed by update, "
                    + ("these Leases" if len(names) > 1 else "this Lease") + " only",
                    namespace=namespace, names=tuple(names))
+    grants.add("coordination.k8s.io", "leases", ("list", "watch"),
+               "leader election: a waiting candidate watches this Lease (a name field selector),"
+               " so a release wakes it", namespace=lease_namespace,
+               names=(facts.leader_lease or f"{facts.name}-leader",))
     return grants.rules()

@@ -18,9 +18,11 @@ parent, its ``relisting`` says whether an echo may carry a lost change) and the 
 ``informers`` (the same for a child's type); the ``schedule`` (first sights, the ConfigMap's
 policy) and the ``base_policy`` the ConfigMap overrides; ``shards`` (drain marks and moved-in
 parents; None without sharding); the ``clock`` and ``stats``; the operator's
-``event_coalesce`` and ``watch_children``; and callables: ``is_own_echo`` (the recording
-client's), ``last_started`` (the workers', for coalescing), ``holds`` (the standby's: a standby
-keeps events instead of queueing), ``standing_by()`` (whether a first sight waits for the
+``event_coalesce`` and ``watch_children``; and callables: ``decide_echo`` (the recording
+client's: it answers at once, or later for an event of an object with an own write in flight,
+so that a late write answer never holds up the informer's other events), ``last_started``
+(the workers', for coalescing), ``holds`` (the standby's: a standby keeps events instead of
+queueing), ``standing_by()`` (whether a first sight waits for the
 takeover) and ``kick()`` (wake the resync timer).
 """
 
@@ -34,6 +36,7 @@ from builders import ObjectRef
 from builders.names import owner_uids
 from reconciler._base.clocks import Clock
 from reconciler._cache.informers import Informer, InformerManager, TypeKey
+from reconciler._cache.recording import EchoDecided
 from reconciler._client.protocol import KubeObject
 from reconciler._driver.resyncs import ResyncPolicy, ResyncSchedule
 from reconciler._driver.stats import RuntimeStats
@@ -67,7 +70,7 @@ class EventRouter:
         stats: RuntimeStats,
         event_coalesce: float,
         watch_children: bool,
-        is_own_echo: Callable[[str, KubeObject], bool],
+        decide_echo: Callable[[str, KubeObject, EchoDecided], None],
         last_started: Callable[[ParentKey], float | None],
         holds: Callable[[ParentKey], bool],
         standing_by: Callable[[], bool],
@@ -83,7 +86,7 @@ class EventRouter:
         self._stats = stats
         self._event_coalesce = event_coalesce
         self._watch_children = watch_children
-        self._is_own_echo = is_own_echo
+        self._decide_echo = decide_echo
         self._last_started = last_started
         self._holds = holds
         self._standing_by = standing_by
@@ -102,10 +105,17 @@ class EventRouter:
             self._queue.add_after(key, window - elapsed)
 
     def on_parent(self, event_type: str, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
-        """The parent informer's handler."""
-        triggers = self._stats.triggers
+        """The parent informer's handler (the event is routed once its echo is decided)."""
         # A relist's difference may be an own write carrying a foreign change the stream lost.
-        if self._is_own_echo(event_type, new) and not self._parents.relisting:
+        relisting = self._parents.relisting
+        self._decide_echo(event_type, new, lambda own: self._parent_event(
+            event_type, old, new, own=own and not relisting))
+
+    def _parent_event(
+        self, event_type: str, old: dict[str, Any] | None, new: dict[str, Any], *, own: bool,
+    ) -> None:
+        triggers = self._stats.triggers
+        if own:
             triggers["own-echo"] += 1
             return
         key = ObjectRef.of(new).namespaced_name
@@ -146,10 +156,16 @@ class EventRouter:
         self, type_key: TypeKey, event_type: str, old: dict[str, Any] | None,
         new: dict[str, Any],
     ) -> None:
-        """The child informers' handler."""
+        """The child informers' handler (the event is routed once its echo is decided)."""
         informer = self._informers.informer(*type_key)
         relisting = informer is not None and informer.relisting  # see on_parent
-        if self._is_own_echo(event_type, new) and not relisting:
+        self._decide_echo(event_type, new, lambda own: self._child_event(
+            event_type, old, new, own=own and not relisting))
+
+    def _child_event(
+        self, event_type: str, old: dict[str, Any] | None, new: dict[str, Any], *, own: bool,
+    ) -> None:
+        if own:
             self._stats.triggers["own-echo"] += 1
             return
         if not self._watch_children or not child_event_triggers(event_type, new, old=old):

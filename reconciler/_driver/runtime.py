@@ -185,7 +185,7 @@ class OperatorRuntime:
             queue=self.queue, parents=self.parents, informers=self.informers,
             schedule=self.schedule, base_policy=self.base_policy, shards=self.shards,
             clock=self.clock, stats=self.stats, event_coalesce=operator.event_coalesce,
-            watch_children=operator.watch_children, is_own_echo=self.client.is_own_echo,
+            watch_children=operator.watch_children, decide_echo=self.client.decide_echo,
             last_started=self.workers.last_started, holds=lambda key: self.standby.holds(key),
             standing_by=self._standing_by, kick=self.resync.kick,
         )

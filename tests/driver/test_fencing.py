@@ -10,6 +10,7 @@ embedded server itself; the clock is a ``VirtualClock``.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -17,6 +18,7 @@ import pytest
 
 from builders import ResourceBuilder
 from reconciler import KubernetesClient
+from reconciler._base.clocks import RealClock
 from reconciler._base.errors import LeadershipLostError, ReconcilerError
 from reconciler._driver.operators import Operator
 from reconciler._driver.runtime import OperatorRuntime
@@ -149,4 +151,37 @@ def test_the_fence_opens_for_the_renew_deadline_from_when_the_renew_was_sent() -
     fence.renewed(sent_at=clock.monotonic())
     assert fence.valid()
     fence.revoke()
+    assert not fence.valid()
+
+
+def test_a_suspend_closes_the_fence_as_the_time_it_lasted_passes() -> None:
+    """Issue 31, finding 3: the fence's clock must count a suspend. On a clock that jumps
+    forward across it (as ``CLOCK_BOOTTIME`` does after a resume) the fence is closed at once."""
+    clock = VirtualClock()
+    fence = WriteFence(clock=clock, validity=10, identity="one")
+    fence.renewed(sent_at=clock.monotonic())
+    clock.advance(1)
+    assert fence.valid()
+    clock.advance(60)  # suspended for a minute: the clock jumps past the validity in one step
+    assert not fence.valid()
+    with pytest.raises(LeadershipLostError, match=r"last renewed 61\.0s ago"):
+        fence.check("patch x")
+
+
+@pytest.mark.skipif(not hasattr(time, "CLOCK_BOOTTIME"), reason="CLOCK_BOOTTIME is Linux's")
+def test_the_real_clock_counts_a_suspend_that_clock_monotonic_does_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A suspend is simulated by the kernel's answer: ``CLOCK_BOOTTIME`` moves an hour ahead
+    while ``CLOCK_MONOTONIC`` (stopped during a suspend) does not. The real clock's fence closes."""
+    clock = RealClock()
+    fence = WriteFence(clock=clock, validity=10, identity="one")
+    fence.renewed(sent_at=clock.monotonic())
+    assert fence.valid()
+    real = time.clock_gettime
+
+    def suspended(clock_id: int) -> float:
+        return real(clock_id) + (3600.0 if clock_id == time.CLOCK_BOOTTIME else 0.0)
+
+    monkeypatch.setattr(time, "clock_gettime", suspended)
     assert not fence.valid()

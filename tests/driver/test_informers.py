@@ -12,7 +12,9 @@ from reconciler import KubernetesClient
 from reconciler._cache.informers import GONE_PAUSE_CAP, Informer, InformerManager
 from reconciler._cache.recording import RecordingClient
 from reconciler._cache.stores import compact
+from reconciler._client.protocol import ForwardingClient
 from reconciler.embedded import EmbeddedApiServer, Faults
+from reconciler.testing import VirtualClock
 from tests.driver.conftest import wait_until
 
 MERGE = "application/merge-patch+json"
@@ -250,3 +252,77 @@ def test_a_relist_reports_a_foreign_change_hidden_in_an_own_write_through() -> N
             assert changes[0] == (None, "2", True), changes
         finally:
             informer.stop()
+
+
+class _LateAnswers(ForwardingClient):
+    """A client whose patches are applied by the server but answered only when ``gate`` opens
+    (as over a congested link; the reliability suite does the same with a proxy)."""
+
+    def __init__(self, inner: KubernetesClient) -> None:
+        super().__init__(inner)
+        self.gate = threading.Event()
+        self.applied = threading.Event()
+
+    def patch(self, api_version: str, kind: str, name: str, patch: Any,
+              **kwargs: Any) -> dict[str, Any]:
+        result = self.inner.patch(api_version, kind, name, patch, **kwargs)
+        self.applied.set()
+        assert self.gate.wait(10)
+        return result
+
+
+@pytest.mark.both_servers
+def test_an_echo_whose_write_is_unanswered_is_set_aside_without_blocking_the_informer(
+    client: KubernetesClient, ns: str
+) -> None:
+    """Issue 31, finding 1: ``decide_echo`` sets an event of an object with an own write in
+    flight aside (decided own when the write returns, foreign after ``echo_wait``), and decides
+    other objects' events at once, on the informer's thread."""
+    clock = VirtualClock()
+    informer = Informer(client, "v1", "ConfigMap", namespace=ns)
+    late = _LateAnswers(client)
+    recording = RecordingClient(late, informers=lambda api, kind: informer, clock=clock,
+                                echo_wait=5.0)
+    decided: list[tuple[str, str, bool]] = []
+
+    def route(event: str, old: Any, new: Any) -> None:
+        name = new["metadata"]["name"]
+        recording.decide_echo(event, new, lambda own: decided.append((name, event, own)))
+
+    informer.add_handler(route)
+    informer.start()
+
+    def patch_late(value: str) -> threading.Thread:
+        late.gate.clear()
+        late.applied.clear()
+        thread = threading.Thread(target=recording.patch, args=(
+            "v1", "ConfigMap", "x", {"data": {"v": value}}), kwargs={
+                "patch_type": MERGE, "namespace": ns})
+        thread.start()
+        assert late.applied.wait(10)
+        return thread
+
+    try:
+        assert informer.wait_synced(10)
+        recording.create(_cm(ns, "x", v="1"))
+        assert wait_until(lambda: decided == [("x", "ADDED", True)]), decided
+        writer = patch_late("2")
+        assert wait_until(lambda: informer.stats.events >= 2)  # the echo arrived: set aside
+        client.create(_cm(ns, "y", v="1"))  # a foreign object's event is decided at once
+        assert wait_until(lambda: len(decided) == 2), decided
+        assert decided[1] == ("y", "ADDED", False)
+        late.gate.set()  # the answer arrives: the echo is our own
+        writer.join(10)
+        assert wait_until(lambda: len(decided) == 3), decided
+        assert decided[2] == ("x", "MODIFIED", True)
+        writer = patch_late("3")
+        assert wait_until(lambda: informer.stats.events >= 4)
+        assert len(decided) == 3
+        clock.advance(5.0)  # echo_wait passed without the answer: foreign
+        assert wait_until(lambda: len(decided) == 4), decided
+        assert decided[3] == ("x", "MODIFIED", False)
+        late.gate.set()
+        writer.join(10)
+    finally:
+        late.gate.set()
+        informer.stop()

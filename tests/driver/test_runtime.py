@@ -4,6 +4,7 @@ graceful shutdown, and ``optk run``."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import signal
@@ -165,6 +166,37 @@ def test_a_released_lease_is_taken_over_at_once(client: KubernetesClient, ns: st
     assert lease["spec"]["leaseTransitions"] == 0  # a released lease is not a takeover
     second.stop()
     threads[1].join(5)
+
+
+@pytest.mark.both_servers
+def test_a_standby_says_it_waits_and_takes_a_released_lease_at_once(
+    client: KubernetesClient, ns: str, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 31, finding 2: the standby logs that it waits (naming the holder) and that it took
+    over, and a clean stop (which releases the Lease) is taken over within well under a retry
+    period (2 s) and the lease duration (15 s), not at the standby's next poll."""
+    caplog.set_level(logging.INFO, logger="optk.leadership")
+    operator = make_operator(ns, leader_election=LeaderElection(namespace=ns))
+    one = operator.start(client, identity="one")
+    two = None
+    try:
+        assert wait_until(lambda: one.leading)
+        two = operator.start(client, identity="two")
+        waiting = f"two is waiting for lease {ns}/{operator.name}-leader, held by one"
+        assert wait_until(lambda: waiting in caplog.text), caplog.text
+        time.sleep(0.2)  # the standby's next poll is at least a retry period away
+        stopping = time.monotonic()
+        one.stop(5)
+        assert wait_until(lambda: two.leading, 10)
+        took = time.monotonic() - stopping
+        assert took < 1.0, f"the standby took {took:.2f} s to take the released lease"
+        assert f"two became the leader of lease {ns}/{operator.name}-leader (taking over from " \
+               "one)" in caplog.text
+    finally:
+        if not one.finished:
+            one.stop(5)
+        if two is not None:
+            two.stop(5)
 
 
 def test_optk_run_serves_an_operator_until_sigterm() -> None:

@@ -98,6 +98,8 @@ def test_the_derived_role_of_the_example() -> None:
     assert lease_rules == [
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+         "resourceNames": ["thanos-operator-leader"], "verbs": ["list", "watch"]},
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
          "resourceNames": ["thanos-operator-leader", "thanos-operator-resync"],
          "verbs": ["get", "update"]},
     ]
