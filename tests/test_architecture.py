@@ -25,6 +25,9 @@ LONG_CLASSES = {
     "reconciler/_reconcile/parents.py:_ParentRun": "one reconcile of one parent, start to end: "
     "build, finalizer, prefetch, children, prune, Events, status; its steps share the run's "
     "state (results, errors, the parent as updated), and each step is a short method",
+    "reconciler/_driver/runtime.py:OperatorRuntime": "the one composition root: it builds every "
+    "part with what that part uses (the order stated in its module docstring), starts and stops "
+    "them, and answers what tests, benchmarks and probes ask; the parts' logic is elsewhere",
     "reconciler/_cache/stores.py:IndexedCache": "the indexes, the compact copies, the streamed "
     "versions and the rules that keep deleted objects from coming back answer one question "
     "under one lock: what the cache holds",

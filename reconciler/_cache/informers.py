@@ -354,11 +354,10 @@ class Informer:
         elif kind in ("ADDED", "MODIFIED"):
             old, stored = self.cache.upsert(obj)
             # Not stored: the cache already holds a newer version written through by our own
-            # write. The event is still a change (maybe a foreign one our write built on), so it
-            # is dispatched, without an ``old`` to compare with; unless the object is known to
-            # be deleted since (an own delete, a 404): then it is no change of anything alive.
-            if stored or not self.cache.is_buried(obj):
-                self._dispatch(str(kind), old if stored else None, obj)
+            # write, or knows the object deleted since (an own delete, a 404). The event is
+            # still a change (maybe a foreign one our write built on), so it is dispatched,
+            # without an ``old`` to compare with; a gone parent's children find no parent.
+            self._dispatch(str(kind), old if stored else None, obj)
         with self._cond:
             if version:
                 self._resource_version = version
