@@ -157,6 +157,28 @@ def _stream(image: str) -> list[dict[str, Any]]:
     return [obj for obj, _ in manifests(facts, options, parents=parents)]
 
 
+def _through_service(admin: KubernetesClient, documents: list[dict[str, Any]],
+                     pod_ip: str) -> str:
+    """Where kube-proxy would send a scrape of the generated metrics Service: the Service as the
+    API server holds it, selecting the pod's labels, its port's ``targetPort`` (a name or a
+    number) resolved against the pod's container ports, at the pod's address."""
+    template = next(o for o in documents if o["kind"] == "Deployment")["spec"]["template"]
+    labels = template["metadata"]["labels"]
+    ports = {p["name"]: p["containerPort"] for p in template["spec"]["containers"][0]["ports"]}
+    for doc in (o for o in documents if o["kind"] == "Service"):
+        live = admin.get("v1", "Service", doc["metadata"]["name"],
+                         namespace=doc["metadata"]["namespace"])
+        selector = live["spec"].get("selector") or {}
+        if not selector or any(labels.get(k) != v for k, v in selector.items()):
+            continue
+        for port in live["spec"]["ports"]:
+            target = port.get("targetPort", port["port"])
+            number = ports.get(target) if isinstance(target, str) else target
+            if number is not None and number == ports.get("metrics"):
+                return f"http://{pod_ip}:{number}"
+    raise AssertionError("no generated Service routes to the pod's metrics port")
+
+
 def _probe_port(container: Mapping[str, Any]) -> int:
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     assert ports[container["livenessProbe"]["httpGet"]["port"]] == ports[
@@ -212,10 +234,13 @@ def test_the_generated_pod_serves_its_probes_and_metrics_and_reconciles(
         try:
             assert _wait_plain(pod.ready, 90), lines[-20:]
             assert _scrape(f"{base}/healthz", None) == (200, "ok")
-            status, body = _scrape(f"{base}/metrics", reader)
+            # Scraped as Prometheus would, through the metrics Service: its port's targetPort
+            # resolved against the pod's container ports (no kube-proxy runs here).
+            via = _through_service(admin, installed.documents, net.pod_ip)
+            status, body = _scrape(f"{via}/metrics", reader)
             assert status == 200, body
             assert "leader_election_master_status" in body
-            assert _scrape(f"{base}/metrics", None)[0] == 401
+            assert _scrape(f"{via}/metrics", None)[0] == 401
             assert _steps_converge(admin, "demo-pod") is None, lines[-20:]
             assert _scrape(f"{base}/readyz", None) == (200, "ok")  # not degraded
         finally:
