@@ -28,6 +28,10 @@ LONG_CLASSES = {
     "reconciler/_cache/stores.py:IndexedCache": "the indexes, the compact copies, the streamed "
     "versions and the rules that keep deleted objects from coming back answer one question "
     "under one lock: what the cache holds",
+    "reconciler/_cache/informers.py:Informer": "one list-and-watch loop and its lifecycle: "
+    "start, sync waits, the reconnect, silence and 410 paths, the relist's difference, and a "
+    "stop that closes the open stream share one condition and the version, stream and stopped "
+    "state it guards",
 }
 """Classes over ``MAX_CLASS_LINES``, by ``path:name``, with the reason they are one class."""
 FACE = {"__init__", "__main__", "informers", "queues", "leadership", "metrics", "events",
