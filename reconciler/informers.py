@@ -8,7 +8,7 @@ re-exports (the implementation is private); see ``docs/driver.md``.
 
 from __future__ import annotations
 
-from reconciler._cache.informers import Informer, InformerManager
+from reconciler._cache.informers import WATCH_INACTIVITY_TIMEOUT, Informer, InformerManager
 from reconciler._cache.readers import InformerReader
 from reconciler._cache.recording import RecordingClient
 from reconciler._cache.selectors import LabelSelector
@@ -16,6 +16,7 @@ from reconciler._cache.stores import IndexedCache
 from reconciler._client.caches import PassThroughCache, ReadCache
 
 __all__ = [
+    "WATCH_INACTIVITY_TIMEOUT",
     "IndexedCache",
     "Informer",
     "InformerManager",

@@ -36,6 +36,10 @@ LONG_CLASSES = {
     "(connection data, kubeconfigs, request counts), start and stop, the restarts, and what runs "
     "(with or without kube-controller-manager); the pure parts (argv, assets, audit counting, "
     "PKI) are in their own modules and each method is short",
+    "reconciler/_cache/informers.py:Informer": "one list-and-watch loop and its lifecycle: "
+    "start, sync waits, the reconnect, silence and 410 paths, the relist's difference, and a "
+    "stop that closes the open stream share one condition and the version, stream and stopped "
+    "state it guards",
 }
 """Classes over ``MAX_CLASS_LINES``, by ``path:name``, with the reason they are one class."""
 FACE = {"__init__", "__main__", "informers", "queues", "leadership", "metrics", "events",

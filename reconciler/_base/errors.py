@@ -23,6 +23,8 @@ The tree (the embedded server and ``reconciler.envtest`` have their own roots)::
     │   │   └── DataLossError             a CRD child still holds custom resources and is not
     │   │                                 marked ``optk.dev/allow-data-loss`` (no request sent)
     │   ├── GoneError                     410
+    │   ├── WatchSilentError              a watch sent nothing (no event, no bookmark) for
+    │   │                                 its inactivity timeout (code 0, ``silence``)
     │   ├── UnsupportedMediaTypeError     415
     │   ├── InvalidError                  422 (``immutable_fields``)
     │   │   └── ImmutableFieldError       an update the server refuses, and recreate is off
@@ -79,6 +81,7 @@ __all__ = [
     "TooManyRequestsError",
     "UnauthorizedError",
     "UnsupportedMediaTypeError",
+    "WatchSilentError",
     "api_error_from_status",
 ]
 
@@ -247,6 +250,15 @@ class GoneError(ApiError):
     """410 ``Expired``/``Gone``: a watch or list from a version the server no longer keeps."""
 
     code = 410
+
+
+class WatchSilentError(ApiError):
+    """A watch stream sent nothing, not even a bookmark, for ``silence`` seconds (its
+    inactivity timeout): the connection is presumed dead though never closed."""
+
+    def __init__(self, message: str, *, silence: float, ref: ObjectRef | None = None) -> None:
+        super().__init__(message, code=0, ref=ref)
+        self.silence = silence
 
 
 class UnsupportedMediaTypeError(ApiError):

@@ -3,9 +3,13 @@
 An ``Informer`` lists one resource type (page by page), then watches from the list's
 ``resourceVersion`` with bookmarks; when a stream ends it resumes from the last version seen; on
 410 Gone it relists and turns the difference between its cache and the new list into events, so no
-change is lost; other failures reconnect after a jittered backoff; a stream silent for longer than
-the inactivity timeout is treated as dead (the client's read timeout, when it offers one, and the
-server-side ``timeoutSeconds`` bound every stream). Its store is an ``IndexedCache``
+change is lost; other failures reconnect after a jittered backoff. A stream silent for longer than
+the inactivity timeout (``WATCH_INACTIVITY_TIMEOUT``, 130 s: two of the server's one-minute
+bookmark intervals and a margin) is treated as dead, though never closed: one WARNING line names
+the kind and the silence, and the watch resumes at once from the last version seen (the client's
+read timeout, when it offers one, and the server-side ``timeoutSeconds`` bound every stream).
+``stop()`` closes the open stream (a ``WatchStream``), so the thread and its socket end at once
+rather than at the server's timeout. Its store is an ``IndexedCache``
 (``reconciler._cache.stores``).
 
 The backoff measures consecutive failures, not the informer's whole life: as client-go's reflector,
@@ -37,15 +41,28 @@ from typing import Any
 import attrs
 
 from reconciler._base.clocks import Clock, RealClock
-from reconciler._base.errors import ApiError, GoneError, NotFoundError, ReconcilerError
+from reconciler._base.errors import (
+    ApiError,
+    GoneError,
+    NotFoundError,
+    ReconcilerError,
+    WatchSilentError,
+)
 from reconciler._cache.selectors import LabelSelector
 from reconciler._cache.stores import IndexedCache
 from reconciler._cache.stores import resource_version as _rv
-from reconciler._client.protocol import ClusterClient, KubeObject, ListOptions, WatchEvent
+from reconciler._client.protocol import (
+    ClusterClient,
+    KubeObject,
+    ListOptions,
+    WatchEvent,
+    close_watch,
+)
 from reconciler._workqueue.queues import ExponentialBackoff
 
 __all__ = [
     "GONE_PAUSE_CAP",
+    "WATCH_INACTIVITY_TIMEOUT",
     "EventHandler",
     "Informer",
     "InformerManager",
@@ -66,6 +83,11 @@ _log = logging.getLogger("optk.informers")
 GONE_PAUSE_CAP = 2.0
 """The longest pause (seconds, before jitter) between relists while every watch gets 410 Gone."""
 
+WATCH_INACTIVITY_TIMEOUT = 130.0
+"""How long (seconds) a watch may send nothing, not even a bookmark, before it is presumed dead
+and replaced: two of the API server's bookmark intervals (about a minute each, when bookmarks
+are asked for) and 10 s of margin."""
+
 
 @attrs.define
 class InformerStats:
@@ -76,6 +98,9 @@ class InformerStats:
     relists_after_gone: int = 0
     reconnects: int = 0
     events: int = 0
+    silences: int = 0
+    """Watches given up after sending nothing for the inactivity timeout (each also a
+    reconnect)."""
 
 
 class Informer:
@@ -92,7 +117,7 @@ class Informer:
         field_selector: str | None = None,
         clock: Clock | None = None,
         watch_timeout: int = 300,
-        inactivity_timeout: float = 360.0,
+        inactivity_timeout: float = WATCH_INACTIVITY_TIMEOUT,
         page_size: int = 500,
         backoff: ExponentialBackoff | None = None,
         initial_events: bool = True,
@@ -124,6 +149,7 @@ class Informer:
         self._resource_version = ""
         self._relisting = False
         self._thread: threading.Thread | None = None
+        self._stream: Iterator[WatchEvent] | None = None  # the open watch, for ``stop``
         self._scope = ListOptions(label_selector=label_selector, field_selector=field_selector)
 
     def accepts(self, obj: KubeObject) -> bool:
@@ -167,10 +193,15 @@ class Informer:
         return self
 
     def stop(self) -> None:
-        """Stop: no handler is called after this returns; the thread ends with its stream."""
+        """Stop: no handler is called after this returns; the open stream is closed, so the
+        thread ends and its connection closes at once (when the client's watch is a
+        ``WatchStream``; otherwise when the stream ends)."""
         with self._cond:
             self._stopped = True
+            stream, self._stream = self._stream, None
             self._cond.notify_all()
+        if stream is not None:
+            close_watch(stream)
 
     @property
     def stopped(self) -> bool:
@@ -236,6 +267,14 @@ class Informer:
                     self._backoff.forget("watch")  # the server answers: failures start over
                 self._watch()
                 self._healthy()
+            except WatchSilentError as silent:
+                if self.stopped:
+                    return
+                self.stats.silences += 1
+                self.stats.reconnects += 1
+                _log.warning("watch of %s sent nothing for %gs (no event, no bookmark): presumed"
+                             " dead; resuming from version %s", self.kind, silent.silence,
+                             self.resource_version or "(none)", extra={"kind": self.kind})
             except GoneError:
                 _log.info("watch of %s expired (410 Gone); relisting", self.kind)
                 self.stats.relists_after_gone += 1
@@ -325,6 +364,10 @@ class Informer:
         events: Iterator[WatchEvent] = iter(
             self.client.watch(self.api_version, self.kind, stream, namespace=self.namespace)
         )
+        with self._cond:
+            stopped, self._stream = self._stopped, events
+        if stopped:  # stopped while the watch was being opened: it ends at once (read below,
+            close_watch(events)  # so its connection is closed, not left checked out)
         delivered = False
         for event in events:
             if self.stopped:

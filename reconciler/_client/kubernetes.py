@@ -19,6 +19,7 @@ when an error is mapped: the caller imported it to build the ``ApiClient``, and 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -35,10 +36,12 @@ from reconciler._base.errors import (
     GoneError,
     NotFoundError,
     ObjectRef,
+    WatchSilentError,
     api_error_from_status,
 )
+from reconciler._client import transport
 from reconciler._client.agents import toolkit_version, user_agent
-from reconciler._client.protocol import ListFields, ListOptions, WatchEvent
+from reconciler._client.protocol import ListFields, ListOptions, WatchEvent, WatchStream
 from reconciler._client.transport import WRITES, api_exception, send_call, send_write
 
 __all__ = [
@@ -342,8 +345,10 @@ class KubernetesClient:
         """Stream raw watch events, one JSON line each, until the server ends the stream.
 
         ``inactivity_timeout`` bounds the wait for the next line (a dead stream raises
-        ``ApiError`` with code 0). A 410 as HTTP status or as an ``ERROR`` event raises
-        ``GoneError``; other ``ERROR`` events raise the matching error.
+        ``WatchSilentError``, an ``ApiError`` with code 0). A 410 as HTTP status or as an
+        ``ERROR`` event raises ``GoneError``; other ``ERROR`` events raise the matching error.
+        The stream is a ``WatchStream``: ``close()`` from another thread shuts its socket, so
+        the blocked read returns at once and the connection is closed, not pooled.
         """
         opts = ListOptions.of(options, fields)
         info = self.resource(api_version, kind)
@@ -352,26 +357,22 @@ class KubernetesClient:
             "GET", info.path(namespace=namespace), query=_list_query(opts, watch=True), ref=ref,
             timeout=(self._timeout, opts.inactivity_timeout),
         )
-        return self._stream_events(response, api_version, kind, ref)
+        raw = response.response
+        events = self._stream_events(raw, api_version, kind, ref, opts.inactivity_timeout or 0.0)
+        return WatchStream(events, lambda: transport.shut_stream(raw))
 
     def _stream_events(
-        self, response: Any, api_version: str, kind: str, ref: ObjectRef
+        self, raw: Any, api_version: str, kind: str, ref: ObjectRef, silence: float,
     ) -> Iterator[WatchEvent]:
-        raw = response.response
-        buffer = b""
         try:
-            for chunk in raw.stream(amt=None, decode_content=False):
-                buffer += chunk
-                while b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
-                    if line.strip():
-                        yield self._event(line, api_version, kind, ref)
-            if buffer.strip():
-                yield self._event(buffer, api_version, kind, ref)
+            with contextlib.closing(transport.stream_lines(raw)) as lines:
+                for line in lines:
+                    yield self._event(line, api_version, kind, ref)
+        except urllib3.exceptions.ReadTimeoutError as exc:
+            raise WatchSilentError(f"watch of {kind}.{api_version} sent nothing for {silence:g}s",
+                                   silence=silence, ref=ref) from exc
         except urllib3.exceptions.HTTPError as exc:
             raise ApiError(f"watch of {kind}.{api_version} broke: {exc}", code=0, ref=ref) from exc
-        finally:
-            raw.release_conn()
 
     @staticmethod
     def _event(line: bytes, api_version: str, kind: str, ref: ObjectRef) -> WatchEvent:

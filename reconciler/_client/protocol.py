@@ -16,11 +16,16 @@ fence, the own-write recorder, the assigner's metadata view): each of its method
 ``self.inner``, list and watch options folded into one ``ListOptions``, so a decorator overrides
 only the calls it changes and the protocol's signatures are spelled once more, here, not once
 per decorator.
+
+A watch may come back as a ``WatchStream``: its events, and ``close()``, which ends the stream
+from any thread (the blocked read returns, the connection is closed); ``Informer.stop`` uses it
+so a stopped informer's thread and socket end at once. A decorator that maps events keeps it
+closable with ``WatchStream.map``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol, TypedDict, Unpack, runtime_checkable
 
 import attrs
@@ -34,10 +39,43 @@ __all__ = [
     "ListFields",
     "ListOptions",
     "WatchEvent",
+    "WatchStream",
+    "close_watch",
 ]
 
 WatchEvent = Mapping[str, Any]
 """A raw watch event ``{"type": ..., "object": {...}}``; types as the API sends them.."""
+
+
+class WatchStream(Iterator[WatchEvent]):
+    """A watch's events that another thread can end: ``close()`` (idempotent, thread-safe)
+    makes the blocked read return and frees the connection; iteration then stops."""
+
+    __slots__ = ("_close", "_events")
+
+    def __init__(self, events: Iterator[WatchEvent], close: Callable[[], None]) -> None:
+        self._events, self._close = events, close
+
+    def __iter__(self) -> WatchStream:
+        return self
+
+    def __next__(self) -> WatchEvent:
+        return next(self._events)
+
+    def close(self) -> None:
+        """End the stream from any thread."""
+        self._close()
+
+    def map(self, function: Callable[[WatchEvent], WatchEvent]) -> WatchStream:
+        """The events through ``function``, closed by this stream's ``close``."""
+        return WatchStream((function(event) for event in self._events), self._close)
+
+
+def close_watch(events: Iterator[WatchEvent]) -> None:
+    """End ``events`` from another thread if it is a ``WatchStream``; other iterators end when
+    their stream does (the server's ``timeoutSeconds``, the inactivity timeout)."""
+    if isinstance(events, WatchStream):
+        events.close()
 
 
 class ListFields(TypedDict, total=False):

@@ -8,18 +8,25 @@ content-type dispatch cost more than the request itself (20-28 % of a create's c
 Reads and watches go through ``ApiClient.call_api`` (its read retries). Both return a response
 with ``status``, ``headers``, ``read()`` and the raw urllib3 ``response`` (for streaming); what a
 failure becomes is ``reconciler._client.kubernetes``'s decision (the one error boundary).
+
+A watch's raw response is read line by line (``stream_lines``); ``shut_stream`` ends it from
+another thread (``Informer.stop``): the socket is shut for reading, the blocked read returns,
+and a stream not read to its end has its connection closed, never put back in the pool.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import socket
+from collections.abc import Generator
 from typing import Any
 from urllib.parse import quote
 
 import urllib3
 
-__all__ = ["WRITES", "api_exception", "send_call", "send_write"]
+__all__ = ["WRITES", "api_exception", "send_call", "send_write", "shut_stream", "stream_lines"]
 
 _JSON = "application/json"
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -133,3 +140,35 @@ class _Response:
         return self._data
 
 
+
+
+def stream_lines(raw: Any) -> Generator[bytes]:
+    """The non-empty lines of a streamed urllib3 response (a watch), as they arrive. A stream
+    not read to its end (broken, timed out, shut, abandoned) has its connection closed."""
+    buffer, ended = b"", False
+    try:
+        for chunk in raw.stream(amt=None, decode_content=False):
+            buffer += chunk
+            while b"\n" in buffer:
+                line, buffer = buffer.split(b"\n", 1)
+                if line.strip():
+                    yield line
+        if buffer.strip():
+            yield buffer
+        ended = True
+    finally:
+        if not ended:
+            raw.close()
+        raw.release_conn()
+
+
+def shut_stream(raw: Any) -> None:
+    """End a streamed response from another thread: its socket is shut for reading, so a read
+    blocked on it returns (the stream then ends as broken and its connection is closed)."""
+    try:
+        raw.shutdown()  # urllib3 >= 2.3
+    except (AttributeError, ValueError, RuntimeError, OSError):
+        sock = getattr(getattr(raw, "_connection", None), "sock", None)
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RD)

@@ -22,6 +22,7 @@ import attrs
 from builders import ResourceBuilder
 from reconciler._base.clocks import Clock
 from reconciler._base.errors import ReconcilerUsageError, ReconcilerUsageTypeError
+from reconciler._cache.informers import WATCH_INACTIVITY_TIMEOUT
 from reconciler._client.protocol import ClusterClient, KubeObject
 from reconciler._driver.resyncs import ResyncPolicy
 from reconciler._leadership.election import LeaderElection
@@ -71,6 +72,8 @@ class Operator:
     built then (docs/driver.md). Off by default, since builders may read outside their parent
     (an ``on_start`` watch); turn it on when they read only the parent, or when each change to
     what else they read calls ``runtime.resync_all()``, which drops every reused build.
+    ``watch_inactivity_timeout`` (130 s) is how long any of the operator's watches may send
+    nothing, not even a bookmark, before it is presumed dead and replaced (docs/driver.md).
     """
 
     api_version: str
@@ -95,6 +98,7 @@ class Operator:
     readiness: Readiness | None = None
     status: StatusBuilder | None = None
     reuse_builds: bool = False
+    watch_inactivity_timeout: float = WATCH_INACTIVITY_TIMEOUT
 
     def __attrs_post_init__(self) -> None:
         if self.workers < 1:

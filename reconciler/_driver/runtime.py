@@ -131,16 +131,16 @@ class OperatorRuntime:
         self.schedule = ResyncSchedule(self.base_policy)
         # The informers. Their handlers are the router's and the standby's, which read
         # through the reconciler, which reads through these informers: late-bound.
-        self.parents = Informer(client, operator.api_version, operator.kind,
-                               namespace=operator.namespace, clock=self.clock,
-                               label_selector=shard_scope, watch_timeout=watch_timeout)
+        self.parents = _parent_informer(operator, client, clock=self.clock, scope=shard_scope,
+                                        watch_timeout=watch_timeout)
         self.informers = InformerManager(
             client, handler=lambda *event: self.router.on_child(*event),
             clock=self.clock, namespace=operator.namespace,
             label_selector=f"{MANAGED_BY_LABEL}={operator.name}"
                            + ("" if shard_scope is None else f",{shard_scope}"),
             on_late_sync=lambda type_key: self.standby.recheck(type_key),
-            informer_options={"watch_timeout": watch_timeout},
+            informer_options={"watch_timeout": watch_timeout,
+                              "inactivity_timeout": operator.watch_inactivity_timeout},
         )
         # The client records own writes and writes them through to the informers; the
         # reconciler reads through them (``reader``) and writes through this client.
@@ -440,6 +440,14 @@ def _parent_reconciler(
     )
 
 
+def _parent_informer(operator: Operator, client: ClusterClient, *, clock: Clock,
+                     scope: str | None, watch_timeout: int) -> Informer:
+    """The informer of the parents (of this shard, when ``scope`` selects one)."""
+    return Informer(client, operator.api_version, operator.kind, namespace=operator.namespace,
+                    clock=clock, label_selector=scope, watch_timeout=watch_timeout,
+                    inactivity_timeout=operator.watch_inactivity_timeout)
+
+
 def _config_informer(operator: Operator, client: ClusterClient, *, clock: Clock,
                      watch_timeout: int) -> Informer | None:
     """The informer of the resync ConfigMap (``ResyncPolicy.config_map``), if one is named."""
@@ -447,7 +455,8 @@ def _config_informer(operator: Operator, client: ClusterClient, *, clock: Clock,
         return None
     return Informer(client, "v1", "ConfigMap", namespace=config_map[0],
                     field_selector=f"metadata.name={config_map[1]}", clock=clock,
-                    watch_timeout=watch_timeout)
+                    watch_timeout=watch_timeout,
+                    inactivity_timeout=operator.watch_inactivity_timeout)
 
 
 def _heartbeat_store(operator: Operator, writer: ClusterClient, *, shard: str | None,

@@ -31,6 +31,7 @@ from reconciler._client.protocol import (
     ListFields,
     ListOptions,
     WatchEvent,
+    WatchStream,
 )
 from reconciler._sharding.decisions import (
     RING_LABEL,
@@ -72,12 +73,18 @@ class MetadataView(ForwardingClient):
     def watch(self, api_version: str, kind: str, options: ListOptions | None = None, *,
               namespace: str | None = None, **fields: Unpack[ListFields]) -> Iterator[WatchEvent]:
         """The watch events, each object reduced to its metadata view."""
-        for event in super().watch(api_version, kind, options, namespace=namespace, **fields):
-            obj = event.get("object")
-            if isinstance(obj, dict) and event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
-                yield {**event, "object": metadata_view(obj)}
-            else:
-                yield event
+        events = super().watch(api_version, kind, options, namespace=namespace, **fields)
+        if isinstance(events, WatchStream):  # still closable by ``Informer.stop``
+            return events.map(_viewed)
+        return map(_viewed, events)
+
+
+def _viewed(event: WatchEvent) -> WatchEvent:
+    """``event`` with its object reduced to the metadata view (ADDED, MODIFIED, DELETED)."""
+    obj = event.get("object")
+    if isinstance(obj, dict) and event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
+        return {**event, "object": metadata_view(obj)}
+    return event
 
 
 class Assigner:

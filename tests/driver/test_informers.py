@@ -102,6 +102,7 @@ def test_a_silent_stream_is_replaced_after_the_inactivity_timeout(
     try:
         assert informer.wait_synced(10)
         assert wait_until(lambda: informer.stats.reconnects >= 2, 10)  # nothing was said
+        assert informer.stats.silences >= 2
         assert informer.stats.lists == 1  # resumed from the last version, no relist
         client.create(_cm(ns, "late", v="1"))
         assert wait_until(lambda: informer.cache.get(ns, "late") is not None)

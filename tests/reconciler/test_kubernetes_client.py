@@ -18,7 +18,6 @@ from kubernetes import client as k8s
 
 from reconciler import (
     AlreadyExistsError,
-    ApiError,
     ClientUsageError,
     ConflictError,
     GoneError,
@@ -28,6 +27,7 @@ from reconciler import (
     TooManyRequestsError,
     UnauthorizedError,
 )
+from reconciler._base.errors import WatchSilentError
 from reconciler.embedded import Faults
 from tests.reconciler.conftest import Requests, install_crd
 
@@ -195,10 +195,11 @@ def test_a_silent_watch_ends_at_the_inactivity_timeout(client: KubernetesClient,
     rv = client.list("v1", "ConfigMap", namespace=ns)["metadata"]["resourceVersion"]
     stream = client.watch("v1", "ConfigMap", namespace=ns, resource_version=rv,
                           allow_bookmarks=False, inactivity_timeout=0.3)
-    with pytest.raises(ApiError) as dead:
+    with pytest.raises(WatchSilentError) as dead:  # an ApiError with code 0
         next(iter(stream))
     assert dead.value.code == 0
-    assert "broke" in str(dead.value)
+    assert dead.value.silence == 0.3
+    assert "sent nothing for 0.3s" in str(dead.value)
 
 
 @pytest.mark.both_servers

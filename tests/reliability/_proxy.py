@@ -6,7 +6,9 @@ its own ``WriteLog`` proxy (plain HTTP on 127.0.0.1, forwarded to the server ove
 responses streamed so watches work): every non-GET request is recorded with the replica's label,
 the monotonic time it arrived and the answer's status. Nothing is changed on the way; a test
 may only hold an answer back (``hold``): the server has applied the request, the client hears
-of it late, as over a slow or congested link.
+of it late, as over a slow or congested link; or ``stall()`` every answer being streamed at that
+moment (a watch): its connection stays open, no FIN, no RST, but no byte of it is relayed any
+more, as when a NAT or load balancer silently forgets a connection. Later requests are relayed.
 """
 
 from __future__ import annotations
@@ -69,6 +71,10 @@ class WriteLog:
         self._runner: web.AppRunner | None = None
         self._session: ClientSession | None = None
         self.port = 0
+        self._serial = 0
+        self._stalled_upto = 0
+        self.stalled = 0
+        """Answers ``stall()`` froze: each stopped relaying at its next chunk."""
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True,
                                          name=f"writelog-{who}")
 
@@ -77,6 +83,13 @@ class WriteLog:
         self._thread.start()
         asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(10)
         return self
+
+    def stall(self) -> None:
+        """Relay nothing more of the watches open now (their connections stay open)."""
+        async def mark() -> None:
+            self._stalled_upto = self._serial
+
+        asyncio.run_coroutine_threadsafe(mark(), self._loop).result(10)
 
     async def _start(self) -> None:
         context = ssl.create_default_context(cafile=self._ca)
@@ -94,6 +107,10 @@ class WriteLog:
     async def _forward(self, request: web.Request) -> web.StreamResponse:
         assert self._session is not None
         arrived = time.monotonic()
+        watch = request.query.get("watch", "").lower() in ("true", "1")
+        if watch:
+            self._serial += 1
+        serial = self._serial if watch else None
         body = await request.read()
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP}
         async with self._session.request(
@@ -112,6 +129,9 @@ class WriteLog:
             })
             await response.prepare(request)
             async for chunk in upstream.content.iter_any():
+                if serial is not None and serial <= self._stalled_upto:  # silently dead
+                    self.stalled += 1
+                    await asyncio.Event().wait()  # until the proxy stops (cancelled)
                 await response.write(chunk)
             await response.write_eof()
             return response
