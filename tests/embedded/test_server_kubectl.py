@@ -236,14 +236,19 @@ spec:
 """
 
 
-def test_explain_a_custom_resource(kubectl: Kubectl) -> None:
-    """``kubectl explain`` finds a CRD's kind: its schema is in the served OpenAPI (v3)."""
+def test_explain_a_custom_resource(kubectl: Kubectl, tmp_path: Path) -> None:
+    """``kubectl explain`` finds a CRD's kind: its schema is in the served OpenAPI (v3).
+
+    kubectl keeps discovery and OpenAPI documents in ``~/.kube/cache`` for minutes, keyed by the
+    server's address: a server of an earlier run on the same port would answer from there, so
+    the explanations here read through a cache of their own."""
+    cache = ("--cache-dir", str(tmp_path / "kubectl-cache"))
     group = f"t{uuid.uuid4().hex[:8]}.example.com"
     kubectl("apply", "-f", "-", stdin=_GADGET_CRD.replace("GROUP", group))
     try:
         deadline = time.monotonic() + 20
         while True:  # a real server publishes the schema a moment after the CRD is established
-            explained = kubectl("explain", f"gadgets.{group}", check=False)
+            explained = kubectl("explain", *cache, f"gadgets.{group}", check=False)
             if explained.returncode == 0 or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
@@ -252,10 +257,10 @@ def test_explain_a_custom_resource(kubectl: Kubectl) -> None:
         assert f"GROUP:      {group}" in explained.stdout
         assert "A gadget of the explain test." in explained.stdout
         assert "What the gadget should be." in explained.stdout
-        field = kubectl("explain", f"gadgets.{group}.spec.size").stdout
+        field = kubectl("explain", *cache, f"gadgets.{group}.spec.size").stdout
         assert "FIELD: size <integer>" in field
         assert "How many sprockets the gadget has." in field
-        meta = kubectl("explain", f"gadgets.{group}.metadata.name").stdout
+        meta = kubectl("explain", *cache, f"gadgets.{group}.metadata.name").stdout
         assert "FIELD: name <string>" in meta
     finally:
         kubectl("delete", "crd", f"gadgets.{group}", "--wait=false")
