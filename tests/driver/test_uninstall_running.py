@@ -19,6 +19,7 @@ from reconciler import KubernetesClient, LeaderElection, ResyncPolicy
 from reconciler._commands.cli import main
 from reconciler._driver.operators import Operator
 from reconciler._driver.resync_loop import HEARTBEAT_GRACE
+from reconciler._reconcile.finalizing import has_finalizer
 from tests.driver import test_cleanup as cleanup
 from tests.driver.conftest import running, wait_until
 from tests.driver.test_cleanup import kube
@@ -52,6 +53,13 @@ def _children(kube: KubernetesClient, parent: dict[str, Any]) -> list[bool]:
             cleanup._exists(kube, "v1", "ConfigMap", f"{meta['name']}-cfg", meta["namespace"])]
 
 
+def _parent(kube: KubernetesClient, parent: dict[str, Any]) -> dict[str, Any]:
+    meta = parent["metadata"]
+    found: dict[str, Any] = kube.get(parent["apiVersion"], parent["kind"], meta["name"],
+                                     namespace=meta["namespace"])
+    return found
+
+
 def _refused(code: int, out: str, err: str) -> str:
     assert code == 2, (out, err)
     assert not out, out
@@ -83,8 +91,11 @@ def test_refused_while_the_heartbeat_is_fresh_forced_or_after_a_clean_stop_it_ru
         assert code == 0, (out, err)
         assert "3 deleted, 1 released, 0 kept" in out, out
         assert err.startswith("optk uninstall: --force: operator "), err
-        # ...and, as the refusal said, the running operator creates them again
-        assert wait_until(lambda: _children(kube, parent) == [True, True, True])
+        # ...and, as the refusal said, the running operator creates them again and puts its
+        # finalizer back (a reconcile that read the parent before the finalizer's removal reached
+        # the cache creates the children first; the parent's own event adds the finalizer after)
+        assert wait_until(lambda: _children(kube, parent) == [True, True, True]
+                          and has_finalizer(_parent(kube, parent)))
     # stopped cleanly: the heartbeat is released, uninstall runs at once (no period to wait)
     code, out, err = _uninstall(kube_api, capsys)
     assert code == 0, (out, err)
