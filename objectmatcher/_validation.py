@@ -387,7 +387,8 @@ def validate_job_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[
 
 
 def validate_service(obj: Mapping[str, Any]) -> list[Cause]:
-    """A Service: ports required (except ExternalName and headless), each 1-65535."""
+    """A Service: ports required (except ExternalName and headless), each port and numeric
+    target port 1-65535."""
     spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
     assert isinstance(spec, Mapping)
     service_type = spec.get("type", "ClusterIP")
@@ -415,6 +416,10 @@ def validate_service(obj: Mapping[str, Any]) -> list[Cause]:
         number = port.get("port")
         if not isinstance(number, int) or not 1 <= number <= 65535:
             causes.append(invalid(f"{at}.port", str(number),
+                                  "must be between 1 and 65535, inclusive"))
+        target = port.get("targetPort")  # the server defaults it to ``port`` before this
+        if isinstance(target, int) and not isinstance(target, bool) and not 1 <= target <= 65535:
+            causes.append(invalid(f"{at}.targetPort", str(target),
                                   "must be between 1 and 65535, inclusive"))
     return causes
 
