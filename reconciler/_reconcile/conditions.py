@@ -96,19 +96,20 @@ def failure_reason(errors: Sequence[ChildError]) -> str:
 
 def error_message(error: ChildError) -> str:
     """What the parent's owner reads about one failed child; for a refused immutable change,
-    the field(s) the server keeps, its reason, and the two things the owner can do (revert the
-    change, or delete the child so that it is created anew). The operator's own switches
-    (``recreate=True``) are for its author and stay in the log and the exception."""
+    the field(s) the server keeps, its reason (which says what may change), and the two things
+    the owner can do (revert the change, or delete the child so that it is created anew). The
+    operator's own switch (``recreate=True``) is its author's: it stays in the log and the
+    exception."""
     exc = error.error
     if not isinstance(exc, ImmutableFieldError):
         return error.message
     why = "; ".join(sorted({c.message for c in exc.causes if c.field in exc.fields
                             and c.message})) or exc.reason
-    kind, name = error.ref.kind, error.ref.name
+    kind, name, fields = error.ref.kind, error.ref.name, ", ".join(exc.fields)
     return (
-        f"{', '.join(exc.fields)} of an existing {kind} cannot change ({why}); to apply the "
-        f"change, delete {kind} {name} (it is created again with the change), or revert the "
-        f"change in the parent's spec; retried with backoff until then"
+        f"the change of {fields} cannot be applied to the existing {kind} ({why}); to apply "
+        f"it, delete {kind} {name} (it is created again with the change), or revert the change "
+        f"in the parent's spec; retried with backoff until then"
     )
 
 

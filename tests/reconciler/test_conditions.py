@@ -152,7 +152,8 @@ def test_a_refused_immutable_change_is_worded_for_the_parents_owner() -> None:
     for message in (conds["Reconciled"]["message"], conds["Ready"]["message"], warning.message):
         assert "recreate=True" not in message, message
         assert "recreate_kinds" not in message, message
-        assert "spec of an existing StatefulSet cannot change" in message, message
+        assert "the change of spec cannot be applied to the existing StatefulSet" in message, \
+            message
         assert "are forbidden" in message, message
         assert "delete StatefulSet db" in message, message
         assert "revert the change" in message, message
