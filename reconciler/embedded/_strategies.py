@@ -182,7 +182,6 @@ class _Service(BuiltinStrategy):
     def default(self, obj: dict[str, Any], ctx: ServerContext) -> None:
         _defaulting.default_service(obj, ctx)
 
-
     def validate_changes(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
         return _validation.validate_service_update(old, new)
 
@@ -204,7 +203,6 @@ class _Pod(BuiltinStrategy):
 
     def default(self, obj: dict[str, Any], ctx: ServerContext) -> None:
         _defaulting.default_pod(obj, ctx)
-
 
     def validate_changes(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
         return _validation.validate_pod_update(old, new)
@@ -241,7 +239,6 @@ class _Secret(BuiltinStrategy):
 class _ConfigMap(BuiltinStrategy):
     changes_first = True
 
-
     def validate_changes(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
         return _validation.validate_configmap_update(old, new)
 
@@ -254,7 +251,6 @@ class _PersistentVolumeClaim(BuiltinStrategy):
         spec = obj.get("spec")
         if isinstance(spec, dict):
             spec.setdefault("volumeMode", "Filesystem")
-
 
     def validate_changes(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
         return _validation.validate_pvc_update(old, new)
