@@ -60,6 +60,7 @@ from objectmatcher._schemas import (
     schema_directory,
 )
 from objectmatcher._types import KubeObject
+from objectmatcher._validation import FieldCause, field_causes
 
 __all__ = [
     "DEFAULT_KUBERNETES_VERSION",
@@ -79,6 +80,7 @@ __all__ = [
     "REDACTED_VALUE",
     "STRATEGIC_MERGE_PATCH",
     "DiffItem",
+    "FieldCause",
     "InvalidObjectError",
     "InvalidOptionError",
     "InvalidQuantityError",
@@ -93,6 +95,7 @@ __all__ = [
     "available_versions",
     "calculate_patch",
     "canonical_quantity",
+    "field_causes",
     "format_diff",
     "get_last_applied",
     "has_builtin_schema",

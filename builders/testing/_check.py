@@ -10,7 +10,9 @@ input, parent not mutated), stable names (same identities on every call), valid 
 unique (no two children share kind/namespace/name), schema (every present child validates),
 owned (labels and owner reference of DESIGN.md section 5), selectors (workload selectors match
 their pod template; each Service with a selector selects a workload of the set), absent stubs
-(ABSENT children carry identity only).
+(ABSENT children carry identity only), server rules (what a kube-apiserver refuses beyond the
+schema: ``replicas: -2``, a Service port 0; the embedded server's own per-kind table,
+``objectmatcher.field_causes``).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from builders.names import (
     label_value,
 )
 from builders.schemas import UnknownKindError, validate_object
+from objectmatcher import field_causes
 
 __all__ = [
     "INVARIANTS",
@@ -53,6 +56,7 @@ __all__ = [
     "assert_pure",
     "assert_schema_valid",
     "assert_selectors_match",
+    "assert_server_rules",
     "assert_stable_names",
     "assert_unique",
     "assert_valid_names",
@@ -75,6 +79,7 @@ INVARIANTS = (
     "owned",
     "selectors",
     "absent stubs",
+    "server rules",
 )
 """The names of the invariants, as AssertionError messages and ``skip=`` use them."""
 
@@ -220,6 +225,21 @@ def assert_schema_valid(
                 raise _fail("schema", f"{_where(obj)}: {exc}", parent=parent) from exc
         except InvalidSpecError as exc:
             raise _fail("schema", f"{_where(obj)}: {exc}", parent=parent) from exc
+
+
+def assert_server_rules(children: Built, *, parent: KubeObject | None = None) -> None:
+    """Every present child passes the per-kind rules a kube-apiserver applies beyond the schema
+    (``objectmatcher.field_causes``, the table the embedded API server validates with):
+    workload ``replicas`` not negative, Service ports 1-65535, containers with a name and an
+    image, a Job's restart policy, ... The message names the child, the field and the server's
+    words for it."""
+    for obj, state in children:
+        if state.is_absent:
+            continue
+        causes = field_causes(obj)
+        if causes:
+            listed = "; ".join(f"{c.field}: {c.message}" for c in causes)
+            raise _fail("server rules", f"{_where(obj)}: {listed}", parent=parent)
 
 
 def assert_owned(children: Built, *, parent: KubeObject, managed_by: str | None = None) -> None:
@@ -380,6 +400,7 @@ def check_parent(
         ),
         ("owned", lambda: assert_owned(children, parent=parent, managed_by=managed_by)),
         ("selectors", lambda: assert_selectors_match(children, parent=parent)),
+        ("server rules", lambda: assert_server_rules(children, parent=parent)),
     )
     for name, check in checks:
         if name not in skip:

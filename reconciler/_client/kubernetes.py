@@ -151,8 +151,21 @@ def _error_from_http(
         status = None
     if not isinstance(status, Mapping) or status.get("kind") != "Status":
         status = None
+    if code == 404 and status is None and ref is not None:
+        # No Status body: no handler serves the path ("404 page not found"), so the kind is not
+        # served (its CRD is missing or was removed since discovery was read), not the object.
+        return _not_served(ref)
     return api_error_from_status(
         code, status, ref=ref, retry_after=_retry_after(headers), text=text.strip()
+    )
+
+
+def _not_served(ref: ObjectRef) -> NotFoundError:
+    """The one wording of a kind the server does not serve (discovery, or a path without a
+    handler), for the parent's condition and the log."""
+    return NotFoundError(
+        f"kind {ref.kind} of {ref.api_version} is not served by the API server",
+        status={"reason": "NotFound", "details": {"kind": ref.kind}}, ref=ref,
     )
 
 
@@ -223,16 +236,25 @@ class KubernetesClient:
             raise ApiError(f"{method} {path}: {exc}", code=0, ref=ref) from exc
         except Exception as exc:
             if isinstance(exc, api_exception()):
-                raise _error_from_http(getattr(exc, "status", 0) or 0, getattr(exc, "body", None),
-                                       getattr(exc, "headers", None), ref) from exc
+                raise self._failed(getattr(exc, "status", 0) or 0, getattr(exc, "body", None),
+                                   getattr(exc, "headers", None), ref) from exc
             raise
         if not 200 <= response.status <= 299:
             try:
                 data = response.read()
             except urllib3.exceptions.HTTPError as exc:  # pragma: no cover - broken connection
                 raise ApiError(f"{method} {path}: {exc}", code=response.status, ref=ref) from exc
-            raise _error_from_http(response.status, data, response.headers, ref)
+            raise self._failed(response.status, data, response.headers, ref)
         return response
+
+    def _failed(
+        self, code: int, data: Any, headers: Mapping[str, str] | None, ref: ObjectRef | None
+    ) -> ApiError:
+        error = _error_from_http(code, data, headers, ref)
+        if ref is not None and error.message == _not_served(ref).message:
+            with self._lock:  # a kind discovery still listed is gone: read discovery again
+                self._discovery.pop(ref.api_version, None)
+        return error
 
     def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         response = self._send(method, path, **kwargs)
@@ -267,11 +289,7 @@ class KubernetesClient:
         kinds = self._load_group_version(api_version)
         if kinds is not None and kind in kinds:
             return kinds[kind]
-        ref = ObjectRef(api_version=api_version, kind=kind, name="")
-        raise NotFoundError(
-            f"kind {kind} of {api_version} is not served by the API server",
-            status={"reason": "NotFound", "details": {"kind": kind}}, ref=ref,
-        )
+        raise _not_served(ObjectRef(api_version=api_version, kind=kind, name=""))
 
     def invalidate_discovery(self) -> None:
         """Forget every cached discovery result (the next lookups reload them)."""

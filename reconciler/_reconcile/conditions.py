@@ -10,7 +10,9 @@ I/O: ``reconciler._reconcile.parents`` sends what these functions return.
 
 A change the server refuses on an immutable field (``ImmutableFieldError``: recreation is off or
 not allowed for the kind) gets its own reason, ``ImmutableFieldChanged``, on both conditions and
-on the Warning, naming the child, the field(s) and the server's reason, and what clears it.
+on the Warning, naming the child, the field(s) and the server's reason, and what the parent's
+owner can do about it (never the operator's own ``recreate`` switch, which only its author can
+turn).
 """
 
 from __future__ import annotations
@@ -93,17 +95,21 @@ def failure_reason(errors: Sequence[ChildError]) -> str:
 
 
 def error_message(error: ChildError) -> str:
-    """What people read about one failed child; for a refused immutable change, the field(s),
-    the server's reason and what clears it."""
+    """What the parent's owner reads about one failed child; for a refused immutable change,
+    the field(s) the server keeps, its reason (which says what may change), and the two things
+    the owner can do (revert the change, or delete the child so that it is created anew). The
+    operator's own switch (``recreate=True``) is its author's: it stays in the log and the
+    exception."""
     exc = error.error
     if not isinstance(exc, ImmutableFieldError):
         return error.message
     why = "; ".join(sorted({c.message for c in exc.causes if c.field in exc.fields
                             and c.message})) or exc.reason
+    kind, name, fields = error.ref.kind, error.ref.name, ", ".join(exc.fields)
     return (
-        f"the change of {', '.join(exc.fields)} cannot be applied ({why}); retried with "
-        f"backoff, it clears once the change is reverted or recreation is allowed "
-        f"(recreate=True with the kind in recreate_kinds)"
+        f"the change of {fields} cannot be applied to the existing {kind} ({why}); to apply "
+        f"it, delete {kind} {name} (it is created again with the change), or revert the change "
+        f"in the parent's spec; retried with backoff until then"
     )
 
 

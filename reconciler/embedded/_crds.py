@@ -21,6 +21,16 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from objectmatcher._validation import (
+    Cause,
+    invalid,
+    json_type_matches,
+    json_type_name,
+    not_supported,
+    required,
+    type_invalid,
+    validate_uid_update,
+)
 from reconciler.embedded import _defaulting
 from reconciler.embedded._kinds import Invalid, KindStrategy, ResourceType, ServerContext
 from reconciler.embedded._names import (
@@ -31,16 +41,6 @@ from reconciler.embedded._names import (
 )
 from reconciler.embedded._names import validate_metadata_name as _validate_name
 from reconciler.embedded._times import now_timestamp
-from reconciler.embedded._validating import (
-    Cause,
-    invalid,
-    json_type_matches,
-    json_type_name,
-    not_supported,
-    required,
-    type_invalid,
-    validate_uid_update,
-)
 
 __all__ = [
     "CustomResourceStrategy",

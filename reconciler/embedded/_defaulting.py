@@ -5,7 +5,7 @@ default admission plugins and ``PrepareForCreate`` add (a PVC's protection final
 ClusterIP, a Namespace's ``kubernetes.io/metadata.name`` label, the status a new object starts
 with), checked against the recordings in ``fixtures/real-apiserver``. Every function changes the
 object it is given in place: the server passes its own deep copy. Nothing here validates; an
-object the defaults cannot make sense of is left for ``_validating`` to reject.
+object the defaults cannot make sense of is left for ``objectmatcher._validation`` to reject.
 
 It is over 500 lines because it is a table of small per-kind functions mirroring Kubernetes'
 ``defaults.go`` files, one concept with no shared state between kinds: split by API group, a
@@ -28,8 +28,8 @@ from objectmatcher import (
     canonical_quantity,
     schema_definitions,
 )
+from objectmatcher._validation import json_type_matches, json_type_name, type_invalid
 from reconciler.embedded._kinds import Invalid, ServerContext
-from reconciler.embedded._validating import json_type_matches, json_type_name, type_invalid
 
 __all__ = [
     "QUANTITY_PATTERN",

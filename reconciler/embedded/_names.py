@@ -9,10 +9,11 @@ rule applies to which kind is decided by the strategies.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from objectmatcher._validation import go_quote
 
 __all__ = [
     "NameRule",
@@ -51,11 +52,6 @@ _DNS1035_MSG = (
     "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
     f"'abc-123', regex used for validation is '{_DNS1035}')"
 )
-
-
-def go_quote(value: str) -> str:
-    """A string as Go's ``%q`` prints it (the form inside ``Invalid value: "..."``)."""
-    return json.dumps(value, ensure_ascii=False)
 
 
 def _mask_trailing_dash(name: str, prefix: bool) -> str:

@@ -1,8 +1,9 @@
 """The per-kind behaviour of the embedded server's built-in types: their ``KindStrategy``.
 
 ``BuiltinStrategy`` holds what built-in kinds share; a subclass per kind supplies its steps by
-wiring together the defaulting (``_defaulting``), validation (``_validating``, ``_names``) and
-custom-resource (``_crds``) rules: Namespaces, Services (cluster IPs, node ports), Pods (QoS
+wiring together the defaulting (``_defaulting``), validation (``objectmatcher._validation``,
+whose per-kind table the builders' testing kit uses too, and ``_names``) and custom-resource
+(``_crds``) rules: Namespaces, Services (cluster IPs, node ports), Pods (QoS
 class), Secrets, workloads, Events, RBAC, CRDs, ... ``builtin_strategies()`` maps each
 (group, kind) to its strategy for ``_registry.make_registry``. Pure rules: no storage, no HTTP.
 """
@@ -12,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from reconciler.embedded import _crds, _defaulting, _validating
+from objectmatcher import _validation
+from reconciler.embedded import _crds, _defaulting
 from reconciler.embedded._kinds import Invalid, KindStrategy, ResourceType, ServerContext
 from reconciler.embedded._names import (
     NameRule,
@@ -31,7 +33,7 @@ StrategyFactory = Callable[[ResourceType], KindStrategy]
 """Builds the ``KindStrategy`` of one served type."""
 
 
-Cause = _validating.Cause
+Cause = _validation.Cause
 
 
 class BuiltinStrategy(KindStrategy):
@@ -57,8 +59,10 @@ class BuiltinStrategy(KindStrategy):
         self.default(obj, ctx)
 
     def validate(self, obj: Mapping[str, Any]) -> list[Cause]:
-        """The causes that make this object invalid on its own."""
-        return []
+        """The causes that make this object invalid on its own: the kind's rules of
+        ``objectmatcher._validation`` (the table ``check_builders`` uses too)."""
+        rt = self.resource_type
+        return _validation.kind_causes(rt.group, rt.kind, obj)
 
     def validate_changes(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
         """The causes for fields that may not change (immutable fields)."""
@@ -131,7 +135,7 @@ class BuiltinStrategy(KindStrategy):
     def validate_update(self, old: Mapping[str, Any], new: dict[str, Any]) -> None:
         """``metadata.uid``, labels and the like, the kind's own rules, its immutable fields."""
         own, changes = self.validate(new), self.validate_changes(old, new)
-        causes = _validating.validate_uid_update(old, new) + validate_metadata(new) + (
+        causes = _validation.validate_uid_update(old, new) + validate_metadata(new) + (
             changes + own if self.changes_first else own + changes
         )
         if causes:
@@ -178,11 +182,8 @@ class _Service(BuiltinStrategy):
     def default(self, obj: dict[str, Any], ctx: ServerContext) -> None:
         _defaulting.default_service(obj, ctx)
 
-    def validate(self, obj: Mapping[str, Any]) -> list[Cause]:
-        return _validating.validate_service(obj)
-
     def validate_changes(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
-        return _validating.validate_service_update(old, new)
+        return _validation.validate_service_update(old, new)
 
     def on_delete(self, obj: Mapping[str, Any], ctx: ServerContext) -> None:
         spec = obj.get("spec") or {}
@@ -203,11 +204,8 @@ class _Pod(BuiltinStrategy):
     def default(self, obj: dict[str, Any], ctx: ServerContext) -> None:
         _defaulting.default_pod(obj, ctx)
 
-    def validate(self, obj: Mapping[str, Any]) -> list[Cause]:
-        return _validating.validate_pod(obj)
-
     def validate_changes(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
-        return _validating.validate_pod_update(old, new)
+        return _validation.validate_pod_update(old, new)
 
 
 def _qos_class(spec: Mapping[str, Any]) -> str:
@@ -234,21 +232,15 @@ class _Secret(BuiltinStrategy):
     def default(self, obj: dict[str, Any], ctx: ServerContext) -> None:
         _defaulting.default_secret(obj)
 
-    def validate(self, obj: Mapping[str, Any]) -> list[Cause]:
-        return _validating.validate_secret(obj)
-
     def validate_changes(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
-        return _validating.validate_secret_update(old, new)
+        return _validation.validate_secret_update(old, new)
 
 
 class _ConfigMap(BuiltinStrategy):
     changes_first = True
 
-    def validate(self, obj: Mapping[str, Any]) -> list[Cause]:
-        return _validating.validate_configmap(obj)
-
     def validate_changes(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
-        return _validating.validate_configmap_update(old, new)
+        return _validation.validate_configmap_update(old, new)
 
 
 class _PersistentVolumeClaim(BuiltinStrategy):
@@ -260,11 +252,8 @@ class _PersistentVolumeClaim(BuiltinStrategy):
         if isinstance(spec, dict):
             spec.setdefault("volumeMode", "Filesystem")
 
-    def validate(self, obj: Mapping[str, Any]) -> list[Cause]:
-        return _validating.validate_pvc(obj)
-
     def validate_changes(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
-        return _validating.validate_pvc_update(old, new)
+        return _validation.validate_pvc_update(old, new)
 
 
 class _Workload(BuiltinStrategy):
@@ -273,11 +262,8 @@ class _Workload(BuiltinStrategy):
     def default(self, obj: dict[str, Any], ctx: ServerContext) -> None:
         _WORKLOAD_DEFAULTS[self.resource_type.kind](obj)
 
-    def validate(self, obj: Mapping[str, Any]) -> list[Cause]:
-        return _validating.validate_workload(obj, kind_name=self.resource_type.kind.lower())
-
     def validate_changes(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
-        return _validating.validate_workload_selector_update(old, new)
+        return _validation.validate_workload_selector_update(old, new)
 
 
 _WORKLOAD_DEFAULTS = {
@@ -310,26 +296,20 @@ class _DaemonSet(_Workload):
 
 class _StatefulSet(_Workload):
     def validate_changes(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
-        return _validating.validate_statefulset_update(old, new)
+        return _validation.validate_statefulset_update(old, new)
 
 
 class _Job(BuiltinStrategy):
     def default(self, obj: dict[str, Any], ctx: ServerContext) -> None:
         _defaulting.default_job(obj)
 
-    def validate(self, obj: Mapping[str, Any]) -> list[Cause]:
-        return _validating.validate_job(obj)
-
     def validate_changes(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
-        return _validating.validate_job_update(old, new)
+        return _validation.validate_job_update(old, new)
 
 
 class _CoreEvent(BuiltinStrategy):
     def default(self, obj: dict[str, Any], ctx: ServerContext) -> None:
         _defaulting.default_core_event(obj)
-
-    def validate(self, obj: Mapping[str, Any]) -> list[Cause]:
-        return _validating.validate_core_event(obj)
 
 
 class _EventsEvent(BuiltinStrategy):
@@ -339,19 +319,9 @@ class _EventsEvent(BuiltinStrategy):
     def validate_create(self, obj: dict[str, Any]) -> None:
         # Only a new events.k8s.io Event must carry these; updates of old ones need not.
         super().validate_create(obj)
-        causes = _validating.validate_events_event(obj)
+        causes = _validation.validate_events_event(obj)
         if causes:
             raise Invalid(causes)
-
-
-class _PodDisruptionBudget(BuiltinStrategy):
-    def validate(self, obj: Mapping[str, Any]) -> list[Cause]:
-        return _validating.validate_pdb(obj)
-
-
-class _Ingress(BuiltinStrategy):
-    def validate(self, obj: Mapping[str, Any]) -> list[Cause]:
-        return _validating.validate_ingress(obj)
 
 
 class _HorizontalPodAutoscaler(BuiltinStrategy):
@@ -362,9 +332,6 @@ class _HorizontalPodAutoscaler(BuiltinStrategy):
         super().prepare_status_update(old, new)
         _defaulting.default_hpa_status(new)
 
-    def validate(self, obj: Mapping[str, Any]) -> list[Cause]:
-        return _validating.validate_hpa(obj)
-
 
 class _Rbac(BuiltinStrategy):
     name_rule = staticmethod(path_segment_name)
@@ -374,12 +341,8 @@ class _RoleBinding(_Rbac):
     def default(self, obj: dict[str, Any], ctx: ServerContext) -> None:
         _defaulting.default_role_binding(obj)
 
-    def validate(self, obj: Mapping[str, Any]) -> list[Cause]:
-        cluster = self.resource_type.kind == "ClusterRoleBinding"
-        return _validating.validate_role_binding(obj, cluster=cluster)
-
     def validate_changes(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
-        return _validating.validate_role_binding_update(old, new)
+        return _validation.validate_role_binding_update(old, new)
 
 
 class _CustomResourceDefinition(BuiltinStrategy):
@@ -424,8 +387,8 @@ def builtin_strategies() -> dict[tuple[str, str], StrategyFactory]:
         ("apps", "ReplicaSet"): _Workload,
         ("batch", "Job"): _Job,
         ("coordination.k8s.io", "Lease"): BuiltinStrategy,
-        ("networking.k8s.io", "Ingress"): _Ingress,
-        ("policy", "PodDisruptionBudget"): _PodDisruptionBudget,
+        ("networking.k8s.io", "Ingress"): BuiltinStrategy,
+        ("policy", "PodDisruptionBudget"): BuiltinStrategy,
         ("autoscaling", "HorizontalPodAutoscaler"): _HorizontalPodAutoscaler,
         (rbac, "Role"): _Rbac,
         (rbac, "ClusterRole"): _Rbac,

@@ -302,6 +302,13 @@ def test_errors(pair: Pair) -> None:
     bad_deploy = _deployment("bad")
     bad_deploy["spec"]["selector"] = {"matchLabels": {"other": "x"}}
     check("create 422 selector mismatch", pair.both("POST", DEPLOY, body=bad_deploy))
+    # issue 31: the rules builders.testing's "server rules" shares with the embedded server
+    negative = _deployment("negative")
+    negative["spec"]["replicas"] = -2
+    check("create 422 negative replicas", pair.both("POST", DEPLOY, body=negative))
+    check("create 422 service port 0", pair.both("POST", "/api/v1/namespaces/{ns}/services", body={
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "zero"},
+        "spec": {"selector": {"app": "web"}, "ports": [{"port": 0}]}}))
     check("create 400 kind mismatch", pair.both("POST", CM, body={
         "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}))
     check("get 404 unknown resource", pair.both("GET", "/api/v1/namespaces/{ns}/nothings"))

@@ -27,13 +27,15 @@ OBJECT_FIXTURES = object_fixture_names()
 RECORDED_NAMESPACE = "fixtures"
 _TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 _IGNORED_KEYS = {"uid", "resourceVersion", "managedFields", "creationTimestamp"}
+# Labels whose value is the object's own uid (a Job's generated selector and labels).
+_UID_VALUED = {"controller-uid"}
 
 
 def comparable(obj: Any, *, namespace: str = RECORDED_NAMESPACE) -> Any:
     """``obj`` without the fields that differ between any two servers."""
     if isinstance(obj, dict):
-        result = {k: comparable(v, namespace=namespace) for k, v in obj.items()
-                  if k not in _IGNORED_KEYS}
+        result = {k: "<uid>" if k in _UID_VALUED else comparable(v, namespace=namespace)
+                  for k, v in obj.items() if k not in _IGNORED_KEYS}
         meta = result.get("metadata")
         if isinstance(meta, dict) and meta.get("namespace") == namespace:
             meta["namespace"] = "<namespace>"
@@ -98,6 +100,21 @@ def test_strategies_store_what_a_real_server_returns(
     recording = load_fixture(name)
     stored = strategy_server.create(recording["sent"], RECORDED_NAMESPACE)
     assert comparable(stored) == comparable(recording["returned"])
+
+
+def test_a_job_without_labels_gets_its_templates_labels_as_recorded(
+    strategy_server: StrategyServer,
+) -> None:
+    """The held-back recording (issue 31): a real server copies the template's labels, with the
+    generated ``controller-uid`` and ``job-name``, to a Job created without labels."""
+    recording = load_fixture("job.json")
+    assert "labels" not in recording["sent"]["metadata"]
+    stored = strategy_server.create(recording["sent"], RECORDED_NAMESPACE)
+    for obj in (stored, recording["returned"]):
+        meta = obj["metadata"]
+        assert meta["labels"] == {"app": "once", "controller-uid": meta["uid"], "job-name": "once"}
+        assert obj["spec"]["template"]["metadata"]["labels"] == meta["labels"]
+        assert obj["spec"]["selector"] == {"matchLabels": {"controller-uid": meta["uid"]}}
 
 
 # --- through the running server --------------------------------------------------------------

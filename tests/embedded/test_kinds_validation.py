@@ -10,10 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from objectmatcher import MERGE_PATCH, apply_patch
+from objectmatcher._validation import go_selector, selector_matches
 from reconciler.embedded._kinds import Invalid, KindStrategy, ServerContext
 from reconciler.embedded._names import dns1035_label, dns1123_label, dns1123_subdomain
 from reconciler.embedded._registry import make_registry
-from reconciler.embedded._validating import go_selector, selector_matches
 from tests.conftest import load_fixture
 
 REGISTRY = make_registry()

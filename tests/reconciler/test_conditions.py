@@ -130,3 +130,31 @@ def test_events_group_changes_by_kind_and_warn_about_failures() -> None:
     assert (warning.reason, warning.type) == ("ReconcileError", "Warning")
     assert warning.message == "1 children failed: ConfigMap.v1 ns/x: denied"
     assert parent_events([result("b", Action.UNCHANGED)], []) == []
+
+
+def test_a_refused_immutable_change_is_worded_for_the_parents_owner() -> None:
+    """Issue 31: the owner of the parent cannot pass ``recreate=True`` to the operator's
+    ResourceReconciler; the condition and the Warning say what is immutable and what the owner
+    can do (revert the parent's change, or delete the child to have it created anew)."""
+    from reconciler._base.errors import ImmutableFieldError, InvalidError
+
+    cause = {"reason": "FieldValueForbidden", "field": "spec",
+             "message": "Forbidden: updates to statefulset spec for fields other than 'replicas', "
+                        "'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' "
+                        "and 'minReadySeconds' are forbidden"}
+    refused = InvalidError("refused", status={"reason": "Invalid", "details": {"causes": [cause]}},
+                           code=422)
+    sts = ObjectRef(api_version="apps/v1", kind="StatefulSet", name="db", namespace="ns")
+    error = ImmutableFieldError(refused, fields=["spec"], kind_key="apps/StatefulSet")
+    child = ChildError(ref=sts, message=str(error), error=error)
+    conds = by_type(parent_conditions(generation=2, errors=[child], pending=[], children=1))
+    (warning,) = [e for e in parent_events([], [child]) if e.type == "Warning"]
+    for message in (conds["Reconciled"]["message"], conds["Ready"]["message"], warning.message):
+        assert "recreate=True" not in message, message
+        assert "recreate_kinds" not in message, message
+        assert "the change of spec cannot be applied to the existing StatefulSet" in message, \
+            message
+        assert "are forbidden" in message, message
+        assert "delete StatefulSet db" in message, message
+        assert "revert the change" in message, message
+    assert conds["Reconciled"]["reason"] == "ImmutableFieldChanged"

@@ -78,8 +78,12 @@ def test_an_immutable_change_is_reported_once_and_clears_on_revert_or_recreate(
         assert conditions["Reconciled"]["reason"] == "ImmutableFieldChanged"
         message = conditions["Reconciled"]["message"]
         assert "StatefulSet.apps/v1" in message
-        assert "the change of spec" in message
+        assert "the change of spec cannot be applied to the existing StatefulSet" in message
         assert "forbidden" in message
+        # worded for the parent's owner: what they can do, not the operator's own switch
+        assert "delete StatefulSet db" in message
+        assert "revert the change" in message
+        assert "recreate" not in message.replace("created again", "")
         (warning,) = _warnings(client, ns)
         assert warning["reason"] == "ImmutableFieldChanged"
         assert warning["count"] == attempt

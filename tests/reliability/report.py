@@ -2,9 +2,10 @@
 
 Reads the counter file of ``_counts`` (written by ``make test``'s reliability tests, and by
 ``make soak``) and prints the summary the issue asks for: faults injected by kind, crashes
-survived, failovers, bad inputs tried, objects lost or duplicated, overlapping writers, plus the
-measured figures. ``--json`` prints one JSON object on the last line; ``--markdown`` prints the
-table of ``docs/reliability.md``; without either, aligned text.
+survived, failovers, bad inputs tried, objects lost or duplicated, overlapping writers, writes of
+a suspended leader after the standby held the lease, plus the measured figures. ``--json``
+prints one JSON object on the last line; ``--markdown`` prints the table of
+``docs/reliability.md``; without either, aligned text.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ def summary(data: Mapping[str, Any]) -> dict[str, Any]:
         "overlapping_writers": counts.get("writers.overlapping", 0),
         "secrets_leaked": counts.get("secrets.leaked", 0),
         "restart_reconciles": counts.get("restart.reconciles", 0),
+        "suspended_leader_writes": counts.get("suspend.writes_after_takeover", 0),
         "counts": dict(sorted(counts.items())),
         "figures": dict(sorted(data.get("figures", {}).items())),
         "phases": list(data.get("phases", [])),
@@ -54,7 +56,7 @@ def markdown(report: Mapping[str, Any]) -> str:
         lines.append(f"| faults injected: {kind} | {count} |")
     for key in ("crashes_survived", "failovers", "bad_inputs_tried", "objects_lost",
                 "objects_duplicated", "overlapping_writers", "secrets_leaked",
-                "restart_reconciles"):
+                "restart_reconciles", "suspended_leader_writes"):
         lines.append(f"| {key.replace('_', ' ')} | {report[key]} |")
     lines += ["", "| figure | value |", "| --- | ---: |"]
     lines += [f"| {name} | {value:g} |" for name, value in report["figures"].items()]

@@ -112,4 +112,7 @@ def test_stopped_informers_free_their_threads_and_sockets_at_once(
     api.close()  # the idle pooled connections; a stream still open is not pooled
     took = eventually(lambda: threading.active_count() <= threads and _sockets() <= sockets,
                       "threads and sockets back to where they were", 5)
+    _counts.add("informer_stop", {"informer_stop.informers_stopped": 3 * len(KINDS)})
     _counts.figure("informer_stop.release_seconds", round(took, 2))
+    _counts.figure("informer_stop.threads_left", max(0, threading.active_count() - threads))
+    _counts.figure("informer_stop.sockets_left", max(0, _sockets() - sockets))

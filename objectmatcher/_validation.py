@@ -1,5 +1,13 @@
 """Field validation of a kube-apiserver 1.25 for the built-in kinds, with its 422 causes.
 
+Why it is here: the embedded API server refuses what a real server refuses with these rules, and
+the builders' testing kit (``check_builders``) must refuse the same before any server sees the
+object (``replicas: -2``, a Service port 0). Both may import ``objectmatcher`` (``builders``
+through the facade's ``field_causes``, ``reconciler.embedded`` this module directly); neither may
+import the other. The boundary: pure rules over JSON-shaped objects, no storage, no defaulting
+(the server defaults before it validates; the kit validates what the builders produced, so each
+rule reads an absent defaulted field as its default).
+
 Each function returns the ``details.causes`` entries (``reason``, ``message``, ``field``) a real
 server sends, in its order: required fields, selector/template agreement, container basics,
 and the immutable fields of ``immutable-fields.json`` (Deployment/StatefulSet selector, the
@@ -7,6 +15,7 @@ StatefulSet fields other than replicas/template/updateStrategy/minReadySeconds, 
 ``clusterIPs``, Job ``template``, ``immutable: true`` ConfigMaps and Secrets, ``metadata.uid``).
 Messages quote values the way Go's ``%#v`` prints them where the recordings show it. Only the
 rules a client is likely to meet are implemented; this is not the whole of Kubernetes validation.
+``kind_causes`` is the one table of which rule checks a new object of which (group, kind).
 
 It is over 500 lines because it is one table of per-kind validation functions sharing the cause
 builders and the pod-spec checks that every workload kind calls; split, those helpers would be
@@ -15,22 +24,27 @@ imported back by each part.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from reconciler.embedded._names import go_quote
+import attrs
 
 __all__ = [
     "Cause",
+    "FieldCause",
+    "field_causes",
     "forbidden",
     "go_labels",
+    "go_quote",
     "go_selector",
     "go_string_list",
     "invalid",
     "json_type_matches",
     "json_type_name",
+    "kind_causes",
     "not_supported",
     "required",
     "selector_matches",
@@ -61,6 +75,11 @@ __all__ = [
 ]
 
 Cause = dict[str, str]
+
+
+def go_quote(value: str) -> str:
+    """A string as Go's ``%q`` prints it (the form inside ``Invalid value: "..."``)."""
+    return json.dumps(value, ensure_ascii=False)
 
 
 def required(field: str, detail: str = "") -> Cause:
@@ -368,7 +387,8 @@ def validate_job_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[
 
 
 def validate_service(obj: Mapping[str, Any]) -> list[Cause]:
-    """A Service: ports required (except ExternalName and headless), each 1-65535."""
+    """A Service: ports required (except ExternalName and headless), each port and numeric
+    target port 1-65535."""
     spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
     assert isinstance(spec, Mapping)
     service_type = spec.get("type", "ClusterIP")
@@ -396,6 +416,10 @@ def validate_service(obj: Mapping[str, Any]) -> list[Cause]:
         number = port.get("port")
         if not isinstance(number, int) or not 1 <= number <= 65535:
             causes.append(invalid(f"{at}.port", str(number),
+                                  "must be between 1 and 65535, inclusive"))
+        target = port.get("targetPort")  # the server defaults it to ``port`` before this
+        if isinstance(target, int) and not isinstance(target, bool) and not 1 <= target <= 65535:
+            causes.append(invalid(f"{at}.targetPort", str(target),
                                   "must be between 1 and 65535, inclusive"))
     return causes
 
@@ -689,3 +713,78 @@ def validate_uid_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[
         cause = invalid("metadata.uid", go_quote(str(new_uid)), "field is immutable")
         return [cause, dict(cause)]
     return []
+
+
+# --- which rule checks which kind ------------------------------------------------------------
+
+_RBAC = "rbac.authorization.k8s.io"
+
+_KIND_RULES: dict[tuple[str, str], Callable[[Mapping[str, Any]], list[Cause]]] = {
+    ("", "Service"): validate_service,
+    ("", "Pod"): validate_pod,
+    ("", "Secret"): validate_secret,
+    ("", "ConfigMap"): validate_configmap,
+    ("", "PersistentVolumeClaim"): validate_pvc,
+    ("", "Event"): validate_core_event,
+    ("apps", "Deployment"): lambda obj: validate_workload(obj, kind_name="deployment"),
+    ("apps", "StatefulSet"): lambda obj: validate_workload(obj, kind_name="statefulset"),
+    ("apps", "DaemonSet"): lambda obj: validate_workload(obj, kind_name="daemonset"),
+    ("apps", "ReplicaSet"): lambda obj: validate_workload(obj, kind_name="replicaset"),
+    ("batch", "Job"): validate_job,
+    ("networking.k8s.io", "Ingress"): validate_ingress,
+    ("policy", "PodDisruptionBudget"): validate_pdb,
+    ("autoscaling", "HorizontalPodAutoscaler"): validate_hpa,
+    (_RBAC, "RoleBinding"): lambda obj: validate_role_binding(obj, cluster=False),
+    (_RBAC, "ClusterRoleBinding"): lambda obj: validate_role_binding(obj, cluster=True),
+}
+
+
+def kind_causes(group: str, kind: str, obj: Mapping[str, Any]) -> list[Cause]:
+    """The causes that make ``obj``, an object of (group, kind), invalid on its own (create and
+    update alike); empty for a kind without rules here. The server's and the kit's one table."""
+    rule = _KIND_RULES.get((group, kind))
+    return rule(obj) if rule is not None else []
+
+
+@attrs.frozen(kw_only=True)
+class FieldCause:
+    """Why a kube-apiserver would refuse an object: one ``Status.details.causes`` entry.
+
+    ``field`` is the path as the server prints it (``spec.ports[0].port``), ``reason`` its
+    ``FieldValue*`` reason, ``message`` its words (``Invalid value: 0: must be between 1 and
+    65535, inclusive``).
+    """
+
+    field: str
+    reason: str
+    message: str
+
+
+def _as_sent(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    # A Secret's stringData is merged into data before the server validates (keys and sizes).
+    string_data = obj.get("stringData") if obj.get("kind") == "Secret" else None
+    if not isinstance(string_data, Mapping) or not string_data:
+        return obj
+    data = dict(obj.get("data") or {})
+    for key, value in string_data.items():
+        data[key] = base64.b64encode(str(value).encode()).decode()
+    return {**obj, "data": data}
+
+
+def field_causes(obj: Mapping[str, Any]) -> tuple[FieldCause, ...]:
+    """What a kube-apiserver 1.25 would refuse in a new built-in object beyond its schema.
+
+    The per-kind rules the embedded API server applies (one table, ``kind_causes``): workload
+    ``replicas`` not negative, selectors matching the pod template, containers with names and
+    images, Service ports 1-65535, Job restart policies, config keys, typed Secrets' keys, ...
+    Empty for a valid object and for kinds without rules (custom resources among them). Pure:
+    ``builders.testing.check_builders`` calls it on every built child.
+    """
+    api_version = str(obj.get("apiVersion", ""))
+    group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+    causes = kind_causes(group, str(obj.get("kind", "")), _as_sent(obj))
+    return tuple(
+        FieldCause(field=c.get("field", ""), reason=c.get("reason", ""),
+                   message=c.get("message", ""))
+        for c in causes
+    )
