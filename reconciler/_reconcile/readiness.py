@@ -2,10 +2,10 @@
 
 ``Reconciled`` says the children match the spec; users read ``Ready`` as "it works". With
 ``Operator(readiness=Readiness())`` the ``Ready`` condition comes from the live children's health
-(``DEFAULT_HEALTH_CHECKS``: a Deployment's available replicas reach the desired count for its
-current generation, a StatefulSet's ready replicas, a DaemonSet's ready pods, a Job completes;
-every other kind, such as Service and ConfigMap, is ready when present), with a check per kind
-given by the operator. ``Operator(status=fn)`` merges ``fn(parent, observed_children)`` (a pure
+(``builders.health.health_of``, kstatus' rules: per built-in kind, and for any other kind its
+``Ready``/``Reconciling``/``Stalled`` conditions and ``observedGeneration``; a ConfigMap is ready
+when present), with a check per kind given by the operator (a ``builders.health.HealthRule``).
+``Operator(status=fn)`` merges ``fn(parent, observed_children)`` (a pure
 function returning a dict) into the parent's status. ``readiness_status_patch`` decides, as
 ``reconciler._reconcile.conditions.status_patch`` does for the two base conditions, whether the
 status needs writing and what to write. Pure: ``reconciler._reconcile.parents`` sends what it
@@ -20,6 +20,7 @@ from typing import Any
 
 import attrs
 
+from builders.health import Health, HealthRule, HealthStatus, as_health, health_of
 from reconciler._base.errors import ReconcilerUsageError, ReconcilerUsageTypeError
 from reconciler._base.times import format_time, parse_time
 from reconciler._reconcile.conditions import (
@@ -40,8 +41,9 @@ __all__ = [
 ]
 
 KubeObject = Mapping[str, Any]
-HealthCheck = Callable[[KubeObject], "bool | str | None"]
-"""A child's health: ``True``/``None`` when ready, ``False`` or a short reason when not."""
+HealthCheck = HealthRule
+"""A child's health (``builders.health.HealthRule``): a ``Health``, ``True``/``None`` when ready,
+``False`` or a short reason when not."""
 StatusBuilder = Callable[[KubeObject, Sequence[KubeObject]], Mapping[str, Any]]
 """``status(parent, observed_children) -> dict`` merged into the parent's status (pure)."""
 
@@ -49,62 +51,16 @@ _RESERVED = frozenset({"conditions", "observedGeneration", "lastReconcileTime"})
 _MAX_MESSAGE = 4096
 
 
-def _int(value: Any, default: int = 0) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
-
-
-def _rolled_out(obj: KubeObject) -> str | None:
-    generation = _int((obj.get("metadata") or {}).get("generation"))
-    observed = _int((obj.get("status") or {}).get("observedGeneration"))
-    return None if observed >= generation else f"generation {generation} not yet observed"
-
-
-def deployment_health(obj: KubeObject) -> str | None:
-    """Ready when ``status.availableReplicas`` reaches ``spec.replicas`` (default 1)."""
-    desired = _int((obj.get("spec") or {}).get("replicas"), 1)
-    available = _int((obj.get("status") or {}).get("availableReplicas"))
-    if (not_rolled := _rolled_out(obj)) is not None:
-        return not_rolled
-    return None if available >= desired else f"{available}/{desired} replicas available"
-
-
-def statefulset_health(obj: KubeObject) -> str | None:
-    """Ready when ``status.readyReplicas`` reaches ``spec.replicas`` (default 1)."""
-    desired = _int((obj.get("spec") or {}).get("replicas"), 1)
-    ready = _int((obj.get("status") or {}).get("readyReplicas"))
-    if (not_rolled := _rolled_out(obj)) is not None:
-        return not_rolled
-    return None if ready >= desired else f"{ready}/{desired} replicas ready"
-
-
-def daemonset_health(obj: KubeObject) -> str | None:
-    """Ready when every scheduled pod is ready."""
-    status = obj.get("status") or {}
-    desired, ready = _int(status.get("desiredNumberScheduled")), _int(status.get("numberReady"))
-    if (not_rolled := _rolled_out(obj)) is not None:
-        return not_rolled
-    return None if ready >= desired else f"{ready}/{desired} pods ready"
-
-
-def job_health(obj: KubeObject) -> str | None:
-    """Ready when the Job's ``Complete`` condition is true; ``Failed`` says it failed."""
-    conditions = {c.get("type"): c for c in (obj.get("status") or {}).get("conditions") or ()
-                  if isinstance(c, Mapping)}
-    if (conditions.get("Complete") or {}).get("status") == "True":
-        return None
-    failed = conditions.get("Failed") or {}
-    if failed.get("status") == "True":
-        return f"failed: {failed.get('reason') or failed.get('message') or 'Failed'}"
-    return "not complete"
-
-
 DEFAULT_HEALTH_CHECKS: Mapping[str, HealthCheck] = {
-    "Deployment": deployment_health,
-    "StatefulSet": statefulset_health,
-    "DaemonSet": daemonset_health,
-    "Job": job_health,
+    kind: health_of for kind in (
+        "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "Pod",
+        "PersistentVolumeClaim", "Service", "CustomResourceDefinition", "PodDisruptionBudget",
+    )
 }
-"""The built-in checks by kind; any other kind (Service, ConfigMap, ...) is ready when present."""
+"""The built-in checks by kind: ``builders.health.health_of`` (kstatus' rules for the kind); any
+other kind gets kstatus' generic rule (``observedGeneration``, ``Reconciling``, ``Stalled``,
+``Ready`` conditions), so a ConfigMap or a custom resource without conditions is ready when
+present."""
 
 
 def _checks(value: Mapping[Any, HealthCheck]) -> Mapping[Any, HealthCheck]:
@@ -132,19 +88,24 @@ class Readiness:
         """The check for one child type, or None (ready when present)."""
         found = self.checks.get((api_version, kind)) or self.checks.get(kind)
         if found is None and self.defaults:
-            found = DEFAULT_HEALTH_CHECKS.get(kind)
+            found = DEFAULT_HEALTH_CHECKS.get(kind, health_of)
         return found
 
 
-def child_health(obj: KubeObject, readiness: Readiness) -> str | None:
-    """Why ``obj`` is not ready, or None when it is."""
+def child_verdict(obj: KubeObject, readiness: Readiness, *, now: float | None = None) -> Health:
+    """The health of one live child under ``readiness`` (Current when no check applies)."""
     check = readiness.check_for(str(obj.get("apiVersion")), str(obj.get("kind")))
     if check is None:
-        return None
-    verdict = check(obj)
-    if verdict is None or verdict is True:
-        return None
-    return "not ready" if verdict is False else str(verdict)
+        return Health.ok()
+    if check is health_of:
+        return health_of(obj, now=now)
+    return as_health(check(obj))
+
+
+def child_health(obj: KubeObject, readiness: Readiness, *, now: float | None = None) -> str | None:
+    """Why ``obj`` is not ready, or None when it is."""
+    verdict = child_verdict(obj, readiness, now=now)
+    return None if verdict.current else verdict.message or str(verdict.status)
 
 
 def observed_children(results: Sequence[ReconcileResult]) -> list[KubeObject]:
@@ -154,15 +115,18 @@ def observed_children(results: Sequence[ReconcileResult]) -> list[KubeObject]:
 
 
 def _health_ready(
-    base: dict[str, Any], observed: Sequence[KubeObject], readiness: Readiness
+    base: dict[str, Any], observed: Sequence[KubeObject], readiness: Readiness, now: float
 ) -> dict[str, Any]:
-    unhealthy = [(o, why) for o in observed if (why := child_health(o, readiness)) is not None]
+    verdicts = [(o, child_verdict(o, readiness, now=now)) for o in observed]
+    unhealthy = [(o, v) for o, v in verdicts if not v.current]
     if not unhealthy:
         return {**base, "reason": "ChildrenReady",
                 "message": f"all {len(observed)} children ready"}
-    listed = "; ".join(f"{o.get('kind')} {(o.get('metadata') or {}).get('name')}: {why}"
-                       for o, why in unhealthy)
-    return {**base, "status": "False", "reason": "ChildrenNotReady",
+    listed = "; ".join(f"{o.get('kind')} {(o.get('metadata') or {}).get('name')}: "
+                       f"{v.message or v.status}" for o, v in unhealthy)
+    failed = any(v.status is HealthStatus.FAILED for _, v in unhealthy)
+    return {**base, "status": "False",
+            "reason": "ChildrenUnhealthy" if failed else "ChildrenNotReady",
             "message": f"{len(unhealthy)} of {len(observed)} children not ready: "
                        f"{listed}"[:_MAX_MESSAGE]}
 
@@ -187,7 +151,8 @@ def custom_status(
 def not_ready(status: Mapping[str, Any] | None) -> bool:
     """Whether a status patch says some child is not ready (the parent is re-checked)."""
     for cond in (status or {}).get("conditions") or ():
-        if cond.get("type") == "Ready" and cond.get("reason") == "ChildrenNotReady":
+        if cond.get("type") == "Ready" and cond.get("reason") in (
+                "ChildrenNotReady", "ChildrenUnhealthy"):
             return True
     return False
 
@@ -211,7 +176,7 @@ def readiness_status_patch(
                                pending=pending_children(results), children=children)
     observed = observed_children(results)
     if readiness is not None:
-        wanted = [_health_ready(c, observed, readiness)
+        wanted = [_health_ready(c, observed, readiness, now)
                   if c["type"] == "Ready" and c["status"] == "True" else c for c in wanted]
     extra = custom_status(status, parent, observed) if status is not None else {}
     current = parent.get("status")
