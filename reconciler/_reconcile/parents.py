@@ -68,6 +68,7 @@ from reconciler._reconcile.readiness import (
     readiness_status_patch,
 )
 from reconciler._reconcile.reconciling import (
+    Action,
     ReconcileResult,
     ResourceReconciler,
     is_owned,
@@ -277,6 +278,8 @@ class _ParentRun:
         pruned = self._prune(live, built_refs)
         self._emit_events(pruned)
         status_written, status_error = self._status(pruned)
+        if status_written:  # once per change of the status, not per reconcile
+            self._warn_skipped()
         if self.gone:  # the status write was answered 404: the parent is gone
             return ParentResult(parent=self.ref, children=tuple(self.results),
                                 pruned=tuple(pruned), errors=tuple(self.errors),
@@ -503,6 +506,14 @@ class _ParentRun:
         if self.o.readiness is not None and not_ready(wanted):
             self.recheck = self.o.readiness.recheck
         return (False, "") if patch is None else self._write_status(patch)
+
+    def _warn_skipped(self) -> None:
+        skipped = [r for r in self.results
+                   if r.action is Action.SKIPPED and r.requeue_after is None]
+        if skipped:
+            _log.warning("%s: %d children skipped, not ours (condition Reconciled, reason "
+                         "ChildrenSkipped, says what to do): %s", self.ref, len(skipped),
+                         "; ".join(f"{r.ref}: {r.reason}" for r in skipped))
 
     def _write_status(self, patch: Mapping[str, Any]) -> tuple[bool, str]:
         kind = self.ref.type_key

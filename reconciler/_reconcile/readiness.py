@@ -15,20 +15,26 @@ child's status change is not an event that reconciles its parent).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from builders.health import Health, HealthRule, HealthStatus, as_health, health_of
-from reconciler._base.errors import ReconcilerUsageError, ReconcilerUsageTypeError
+from reconciler._base.errors import (
+    PermanentError,
+    ReconcilerUsageError,
+    ReconcilerUsageTypeError,
+)
 from reconciler._base.times import format_time, parse_time
 from reconciler._reconcile.conditions import (
     ChildError,
     merge_conditions,
     parent_conditions,
     pending_children,
+    with_progress,
 )
+from reconciler._reconcile.custom_conditions import checked_conditions
 from reconciler._reconcile.reconciling import Action, ReconcileResult
 
 __all__ = [
@@ -47,7 +53,7 @@ HealthCheck = HealthRule
 StatusBuilder = Callable[[KubeObject, Sequence[KubeObject]], Mapping[str, Any]]
 """``status(parent, observed_children) -> dict`` merged into the parent's status (pure)."""
 
-_RESERVED = frozenset({"conditions", "observedGeneration", "lastReconcileTime"})
+_RESERVED = frozenset({"observedGeneration", "lastReconcileTime"})
 _MAX_MESSAGE = 4096
 
 
@@ -132,9 +138,11 @@ def _health_ready(
 
 
 def custom_status(
-    builder: StatusBuilder, parent: KubeObject, observed: Sequence[KubeObject]
+    builder: StatusBuilder, parent: KubeObject, observed: Sequence[KubeObject], *,
+    condition_types: Collection[str] = (),
 ) -> dict[str, Any]:
-    """The status builder's fields, checked: a mapping without the toolkit's own fields."""
+    """The status builder's fields, checked: a mapping without the toolkit's own fields; its
+    ``conditions``, if any, of types of its own (``custom_conditions.checked_conditions``)."""
     value = builder(parent, observed)
     if not isinstance(value, Mapping):
         raise ReconcilerUsageTypeError(
@@ -145,7 +153,21 @@ def custom_status(
         raise ReconcilerUsageError(
             f"status builder must not set {', '.join(clash)} (the toolkit's own)"
         )
-    return dict(value)
+    found = dict(value)
+    if "conditions" in found:
+        meta = parent.get("metadata")
+        found["conditions"] = checked_conditions(
+            found["conditions"], declared=condition_types,
+            generation=meta.get("generation") if isinstance(meta, Mapping) else None)
+    return found
+
+
+def _stalled_by(wanted: list[dict[str, Any]], error: Exception) -> list[dict[str, Any]]:
+    """``Ready`` False for a status function's permanent error (the reason is its own)."""
+    reason = error.reason if isinstance(error, PermanentError) else "InvalidStatus"
+    message = f"status function: {error}"[:_MAX_MESSAGE]
+    return [{**c, "status": "False", "reason": reason, "message": message}
+            if c["type"] == "Ready" else c for c in wanted]
 
 
 def not_ready(status: Mapping[str, Any] | None) -> bool:
@@ -167,9 +189,13 @@ def readiness_status_patch(
     readiness: Readiness | None,
     status: StatusBuilder | None,
     refresh: float | None = None,
+    condition_types: Collection[str] = (),
 ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """``(patch or None, the status as wanted)``: ``status_patch`` with ``Ready`` from the
-    children's health (when ``readiness`` is given) and the status builder's fields merged in."""
+    children's health (when ``readiness`` is given) and the status builder's fields merged in,
+    its conditions beside ours. A status builder that raises ``PermanentError``, or returns
+    what the toolkit refuses (``ReconcilerUsageError``), stalls the parent: ``Ready`` False,
+    ``Stalled`` True, with the message; its fields are left as they were."""
     meta = parent.get("metadata")
     generation = meta.get("generation") if isinstance(meta, Mapping) else None
     wanted = parent_conditions(generation=generation, errors=errors,
@@ -178,10 +204,19 @@ def readiness_status_patch(
     if readiness is not None:
         wanted = [_health_ready(c, observed, readiness, now)
                   if c["type"] == "Ready" and c["status"] == "True" else c for c in wanted]
-    extra = custom_status(status, parent, observed) if status is not None else {}
+    extra: dict[str, Any] = {}
+    permanent = bool(errors) and all(e.permanent for e in errors)
+    if status is not None:
+        try:
+            extra = custom_status(status, parent, observed, condition_types=condition_types)
+        except (PermanentError, ReconcilerUsageError) as exc:
+            wanted, permanent = _stalled_by(wanted, exc), True
+    wanted = with_progress(wanted, generation=generation, permanent=permanent)
+    theirs = extra.pop("conditions", [])
     current = parent.get("status")
     current = current if isinstance(current, Mapping) else {}
-    conditions, changed = merge_conditions(current.get("conditions"), wanted, format_time(now))
+    conditions, changed = merge_conditions(current.get("conditions"), [*wanted, *theirs],
+                                           format_time(now))
     changed = changed or any(current.get(k) != v for k, v in extra.items())
     last = parse_time(current.get("lastReconcileTime"))
     stale = last is None or (refresh is not None and now - last >= refresh)

@@ -10,6 +10,7 @@ from builders import ObjectRef
 from reconciler._reconcile.readiness import (
     Readiness,
     child_health,
+    custom_status,
     readiness_status_patch,
 )
 from reconciler._reconcile.reconciling import Action, ReconcileResult
@@ -93,6 +94,5 @@ def test_ready_is_distinct_from_reconciled_and_the_status_builder_is_merged() ->
         readiness=Readiness(), status=lambda p, children: {"replicas": len(children)})
     assert ready is not None
     assert {c["type"]: c["status"] for c in wanted["conditions"]}["Ready"] == "True"
-    with pytest.raises(ValueError, match="must not set conditions"):
-        readiness_status_patch(parent=parent, results=[], errors=[], children=0, now=1e9,
-                               readiness=None, status=lambda p, c: {"conditions": []})
+    with pytest.raises(ValueError, match="must not set observedGeneration"):
+        custom_status(lambda p, c: {"observedGeneration": 1}, parent, [])
