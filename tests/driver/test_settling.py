@@ -75,7 +75,11 @@ def test_a_failure_is_never_forgotten_silently(outcome: Outcome) -> None:
     assert outcome.reason in (plan.message or "")
 
 
-@given(reconciled.filter(lambda o: _settled(o) and not o.ok and o.permanent))
+@given(st.builds(Outcome, reconciled=st.just(True), permanent=st.just(True),
+                 status_written=st.booleans(), reason=st.text(max_size=20),
+                 types=st.none() | _types, writes=st.integers(min_value=0, max_value=50),
+                 requeue_after=st.none() | _delays, retry_after=_delays,
+                 retry_failed_by_backoff=st.booleans()))
 def test_a_permanent_failure_is_not_retried_and_warns_once(outcome: Outcome) -> None:
     """PermanentError/InvalidSpecError: no backoff; the resync and the parent's next change
     look again; WARNING when its Stalled status was written (the first time), DEBUG after."""
