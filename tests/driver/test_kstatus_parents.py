@@ -142,3 +142,26 @@ def test_a_failing_build_is_not_its_own_child_and_a_failing_builder_shows_its_tr
     assert traced[0].levelno == logging.DEBUG
     assert caplog.text.count("Traceback") >= 2  # the build's and the builder's
     assert "in service" in caplog.text  # the user's frame is in it
+
+
+def test_a_skipped_child_is_not_reconciled_says_what_to_do_and_is_logged_once(
+        client: KubernetesClient, ns: str, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="reconciler._reconcile.parents")
+    client.create({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "r-cfg", "namespace": ns}, "data": {"theirs": "1"}})
+    parent = client.create(thing(ns, "r"))
+    reconciler = ParentReconciler(client, lambda p: [settings(p)], operator_name="t")
+    first = reconciler.reconcile(parent)
+    assert first.ok  # nothing to retry: a change by someone clears it
+    conditions = _conditions(client, ns)
+    reconciled = conditions["Reconciled"]
+    assert (reconciled["status"], reconciled["reason"]) == ("False", "ChildrenSkipped")
+    assert "delete the object" in reconciled["message"]
+    assert "annotate it with optk.dev/last-applied" in reconciled["message"]
+    assert "adopt" not in reconciled["message"]
+    assert health_of(_parent(client, ns)).status is HealthStatus.FAILED  # Stalled: needs a hand
+    reconciler.reconcile(_parent(client, ns))  # the same again: no new status, no new line
+    skipped = [r for r in caplog.records if "skipped, not ours" in r.getMessage()]
+    assert len(skipped) == 1
+    assert "ConfigMap.v1" in skipped[0].getMessage()
+    assert client.get("v1", "ConfigMap", "r-cfg", namespace=ns)["data"] == {"theirs": "1"}
