@@ -18,7 +18,7 @@ from reconciler._reconcile.conditions import (
     parent_conditions,
     status_patch,
 )
-from reconciler._reconcile.readiness import readiness_status_patch
+from reconciler._reconcile.readiness import Readiness, readiness_status_patch
 from reconciler._reconcile.reconciling import Action, ReconcileResult
 
 _REF = ObjectRef(api_version="v1", kind="ConfigMap", name="c", namespace="ns")
@@ -165,3 +165,19 @@ def test_declared_condition_types_are_checked_when_the_operator_is_built() -> No
                                        now=1e9, readiness=None, status=operator.status_function)
     stalled = {c["type"]: c for c in wanted["conditions"]}["Stalled"]
     assert "'Degraded' is not among the declared" in stalled["message"]
+
+
+@pytest.mark.parametrize(("job_condition", "expected"), [
+    ("Complete", HealthStatus.CURRENT),
+    (None, HealthStatus.IN_PROGRESS),
+    ("Failed", HealthStatus.FAILED),
+])
+def test_with_readiness_the_parent_reads_as_its_childrens_health(
+        job_condition: str | None, expected: HealthStatus) -> None:
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": "ns"},
+           "status": {"conditions": [{"type": job_condition, "status": "True"}]
+                      if job_condition else []}}
+    result = ReconcileResult(action=Action.UNCHANGED, ref=ObjectRef.of(job), live=job)
+    _, wanted = readiness_status_patch(parent=_parent(2), results=[result], errors=[],
+                                       children=1, now=1e9, readiness=Readiness(), status=None)
+    assert health_of(_parent(2, wanted)).status is expected
