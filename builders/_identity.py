@@ -73,6 +73,8 @@ class ObjectRef:
 
     def __str__(self) -> str:
         where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        if not self.api_version:  # not an object: a builder, a build function
+            return f"{self.kind} {where}"
         return f"{self.kind}.{self.api_version} {where}"
 
 

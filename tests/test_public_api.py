@@ -29,6 +29,7 @@ FACADES = (
     "builders",
     "builders.composition",
     "builders.convert",
+    "builders.health",
     "builders.names",
     "builders.objects",
     "builders.schemas",

@@ -34,6 +34,8 @@ The tree (the embedded server and ``reconciler.envtest`` have their own roots)::
     │                                     it fail at once, without a request
     ├── InClusterConfigError (LookupError)    not in a cluster: ``missing`` files/variables
     ├── LeadershipLostError (RuntimeError)    a write fenced: the lease may have expired
+    ├── PermanentError                    raised by a builder or status function: retrying will
+    │                                     not help until the parent changes (``reason``)
     └── ReconcilerUsageError (ValueError) the library was called wrongly
         ├── ReconcilerUsageTypeError (TypeError)  an argument of the wrong type
         ├── ClientUsageError              the client was called wrongly
@@ -134,6 +136,20 @@ class KindUnlistableError(ReconcilerError):
         self.kind = kind
         self.cause = cause
         self.retry_after = getattr(cause, "retry_after", None)
+
+
+class PermanentError(ReconcilerError):
+    """Raised by a builder or a status function when retrying cannot help until the parent
+    changes (an invalid spec, a combination the operator refuses): the parent's ``Stalled``
+    condition says so with the message, and it is not retried until its generation changes.
+
+    ``reason`` (CamelCase, default ``PermanentError``) becomes the conditions' reason.
+    """
+
+    def __init__(self, message: str, *, reason: str = "PermanentError") -> None:
+        super().__init__(message)
+        self.message = message
+        self.reason = reason
 
 
 class ReconcilerUsageError(ReconcilerError, ValueError):

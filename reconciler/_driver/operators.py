@@ -26,6 +26,7 @@ from reconciler._cache.informers import WATCH_INACTIVITY_TIMEOUT
 from reconciler._client.protocol import ClusterClient, KubeObject
 from reconciler._driver.resyncs import ResyncPolicy
 from reconciler._leadership.election import LeaderElection
+from reconciler._reconcile.custom_conditions import condition_type_problem, declared_status
 from reconciler._reconcile.readiness import Readiness, StatusBuilder
 from reconciler._sharding.decisions import Sharding
 
@@ -66,7 +67,12 @@ class Operator:
     ``readiness=Readiness(...)`` makes the ``Ready`` condition mean the children are healthy
     (available replicas, completed Jobs, a check per kind; ``reconciler._reconcile.readiness``),
     distinct from ``Reconciled`` (they match the spec); ``status=fn`` merges the pure
-    ``fn(parent, observed_children) -> dict`` into the parent's status.
+    ``fn(parent, observed_children) -> dict`` into the parent's status; its ``conditions`` (types
+    of one's own, such as ``Available``) are merged with the toolkit's. ``condition_types``
+    declares those types: checked here (a clash with the toolkit's ``Ready``, ``Reconciled``,
+    ``Reconciling``, ``Stalled``, ``Cleanup`` or a malformed name is refused at once), and any
+    other type the function returns stalls the parent (``Stalled``, no retry) instead of being
+    written.
     ``reuse_builds=True`` skips the builders when a parent is unchanged since its last reconcile
     (same uid and ``resourceVersion``: a periodic resync, a child's drift) and reuses what they
     built then (docs/driver.md). Off by default, since builders may read outside their parent
@@ -97,6 +103,7 @@ class Operator:
     sharding: Sharding | None = None
     readiness: Readiness | None = None
     status: StatusBuilder | None = None
+    condition_types: Sequence[str] = ()
     reuse_builds: bool = False
     watch_inactivity_timeout: float = WATCH_INACTIVITY_TIMEOUT
 
@@ -117,6 +124,15 @@ class Operator:
             raise ReconcilerUsageTypeError(
                 f"operator {self.name!r}: on_delete must be callable or None"
             )
+        if self.status is not None and not callable(self.status):
+            raise ReconcilerUsageTypeError(
+                f"operator {self.name!r}: status must be callable or None")
+        if isinstance(self.condition_types, str):
+            raise ReconcilerUsageTypeError(
+                f"operator {self.name!r}: condition_types must be a list of names, not a string")
+        for name in self.condition_types:
+            if (why := condition_type_problem(name)) is not None:
+                raise ReconcilerUsageError(f"operator {self.name!r}: {why}")
         if not isinstance(self.resync, ResyncPolicy):
             raise ReconcilerUsageTypeError(
                 f"operator {self.name!r}: resync must be a ResyncPolicy, "
@@ -131,6 +147,14 @@ class Operator:
             raise ReconcilerUsageTypeError(
                 f"operator {self.name!r}: sharding must be a Sharding or None, "
                 f"got {type(self.sharding).__name__}")
+
+    @property
+    def status_function(self) -> StatusBuilder | None:
+        """``status`` held to ``condition_types`` when some are declared (what the runtime
+        calls)."""
+        if self.status is None or not self.condition_types:
+            return self.status
+        return declared_status(self.status, self.condition_types)
 
     @property
     def election(self) -> LeaderElection | None:

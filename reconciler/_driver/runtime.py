@@ -435,7 +435,7 @@ def _parent_reconciler(
         resources=ResourceReconciler(client, reader=reader, recreate=operator.recreate,
                                      clock=clock),
         prune_kinds=operator.prune, events=operator.events, clock=clock,
-        on_delete=operator.on_delete, readiness=operator.readiness, status=operator.status,
+        on_delete=operator.on_delete, readiness=operator.readiness, status=operator.status_function,
         reuse_builds=operator.reuse_builds, parent_alive=parent_alive,
     )
 

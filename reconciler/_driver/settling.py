@@ -16,7 +16,10 @@ The policy, which ``tests/driver/test_settling.py`` checks as properties:
 - a parent gone or being deleted is dropped from the schedule, the queue's backoff and the
   informers; one that went away *during* its reconcile is dropped from the parent cache and
   looked at once more (then it is gone, or its cleanup runs);
-- a parent whose namespace is being deleted is neither retried nor resynced.
+- a parent whose namespace is being deleted is neither retried nor resynced;
+- a permanent failure (``PermanentError``, ``InvalidSpecError``: its ``Stalled`` condition says
+  why) is not retried: it waits for the parent's next change (or resync), logged at WARNING
+  once, when its status changed, and at DEBUG after that.
 
 It receives only the outcome (plain values: no client, no parent object, no runtime), so that
 the policy can be tested on its own; it imports nothing of the reconciler.
@@ -62,6 +65,10 @@ class Outcome:
     """The resync policy's choice for failures (else they wait for the resync)."""
     reason: str = ""
     """Why the reconcile failed."""
+    permanent: bool = False
+    """It failed only for permanent errors: no retry helps until the parent changes."""
+    status_written: bool = False
+    """The reconcile wrote the parent's status (it changed)."""
     types: frozenset[_TypeKey] | None = None
     """The child types the reconcile declared (None: it raised, nothing declared)."""
     writes: int = 0
@@ -145,6 +152,13 @@ def settle(outcome: Outcome) -> Settlement:
             seconds=seconds,
             message=None if outcome.changes is None else f"reconciled: {outcome.changes}",
             detail=f"reconciled in {seconds:.3f}s: {outcome.writes} writes",
+        )
+    if outcome.permanent:
+        return Settlement(
+            writes=outcome.writes, use_types=outcome.types, count_failure=True,
+            forget_backoff=True, reschedule=True, kick=True, metric="error", seconds=seconds,
+            level=logging.WARNING if outcome.status_written else logging.DEBUG,
+            message=f"reconcile stalled, not retried until the parent changes ({outcome.reason})",
         )
     # A failure: retried by backoff (suspended from the timer meanwhile), or it waits for the
     # next event or the periodic resync.

@@ -305,6 +305,7 @@ def outcome_of(result: ParentResult | None, error: Exception | None, *, seconds:
         namespace_terminating=result.namespace_terminating, requeue_after=result.requeue_after,
         retry_after=max([retry_after, *(e.retry_after or 0.0 for e in result.errors)]),
         retry_failed_by_backoff=retry_failed_by_backoff, reason=reason,
+        permanent=result.permanent, status_written=result.status_written,
         types=frozenset(types_of(result)), writes=result.writes,
         changes=describe_changes(result) if result.ok else None, seconds=seconds,
     )

@@ -22,8 +22,8 @@ from typing import Any
 
 import attrs
 
-from builders import ObjectRef
-from reconciler._base.errors import ApiError
+from builders import InvalidSpecError, ObjectRef
+from reconciler._base.errors import ApiError, PermanentError
 from reconciler._base.times import format_time, parse_time
 from reconciler._client.counting import ApiCall
 from reconciler._reconcile.reconciling import Action, ImmutableFieldError, ReconcileResult
@@ -38,7 +38,9 @@ __all__ = [
     "parent_conditions",
     "parent_events",
     "pending_children",
+    "permanent_cause",
     "status_patch",
+    "with_progress",
 ]
 
 _MAX_CONDITION_MESSAGE = 4096
@@ -64,6 +66,27 @@ class ChildError:
         """The server's ``Retry-After`` when it throttled this child's request."""
         return self.error.retry_after if isinstance(self.error, ApiError) else None
 
+    @property
+    def permanent(self) -> bool:
+        """Whether retrying cannot help until the parent changes (``permanent_cause``)."""
+        return permanent_cause(self.error) is not None
+
+
+def permanent_cause(error: BaseException | None) -> PermanentError | InvalidSpecError | None:
+    """The ``PermanentError`` or ``InvalidSpecError`` that ``error`` is or was caused by (a
+    builder's exception arrives wrapped in ``BuilderFailedError``), or None."""
+    seen = 0
+    while error is not None and seen < 16:  # bounded: a cycle of causes is possible
+        if isinstance(error, PermanentError | InvalidSpecError):
+            return error
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return None
+
+
+def _permanent_reason(errors: Sequence[ChildError]) -> str:
+    cause = permanent_cause(errors[0].error)
+    return cause.reason if isinstance(cause, PermanentError) else "InvalidSpec"
+
 
 @attrs.frozen(kw_only=True)
 class ParentEvent:
@@ -88,9 +111,12 @@ def _condition(
 
 def failure_reason(errors: Sequence[ChildError]) -> str:
     """The reason of a failed reconcile: ``ImmutableFieldChanged`` when every failure is a
-    refused change of an immutable field, else ``ChildrenFailed``."""
+    refused change of an immutable field, the permanent error's reason (``PermanentError``,
+    ``InvalidSpec``) when every failure is permanent, else ``ChildrenFailed``."""
     if errors and all(isinstance(e.error, ImmutableFieldError) for e in errors):
         return "ImmutableFieldChanged"
+    if errors and all(e.permanent for e in errors):
+        return _permanent_reason(errors)
     return "ChildrenFailed"
 
 
@@ -122,39 +148,89 @@ def parent_conditions(
     *, generation: Any, errors: Sequence[ChildError], pending: Sequence[ReconcileResult],
     children: int,
 ) -> list[dict[str, Any]]:
-    """The ``Reconciled`` and ``Ready`` conditions for one outcome (without transition times).
+    """The ``Reconciled``, ``Ready``, ``Reconciling`` and ``Stalled`` conditions for one outcome
+    (without transition times).
 
-    ``Reconciled`` says whether every child was applied; ``Ready`` additionally needs nothing
-    pending: no child waiting for a deletion to finish (reason ``ChildrenPending``) and none
-    skipped because it is not ours (``ChildrenSkipped``). Messages list the per-child errors and
-    reasons.
+    ``Reconciled`` says whether every child was applied: a child skipped because it is not ours
+    was not (reason ``ChildrenSkipped``, the message says what the user can do). ``Ready``
+    additionally needs nothing pending: no child waiting for a deletion to finish (reason
+    ``ChildrenPending``). Messages list the per-child errors and reasons. ``Reconciling`` and
+    ``Stalled`` make the status kstatus-readable (``with_progress``).
     """
     if errors:
         listed = "; ".join(f"{e.ref}: {error_message(e)}" for e in errors)
         message = f"{len(errors)} of {children} children failed: {listed}"
         message = message[:_MAX_CONDITION_MESSAGE]
         reason = failure_reason(errors)
-        return [
+        return with_progress([
             _condition("Reconciled", False, reason=reason, message=message,
                        generation=generation),
             _condition("Ready", False, reason=reason, message=message,
                        generation=generation),
-        ]
-    reconciled = _condition(
-        "Reconciled", True, reason="ReconcileSucceeded",
-        message=f"all {children} children reconciled", generation=generation,
-    )
+        ], generation=generation, permanent=all(e.permanent for e in errors))
+    skipped = [r for r in pending if r.requeue_after is None]
+    if skipped:
+        message = "; ".join(f"{r.ref}: {r.reason}" for r in skipped)
+        message = (f"{len(skipped)} of {children} children skipped, not ours: {message}. "
+                   f"{_SKIPPED_HINT}")[:_MAX_CONDITION_MESSAGE]
+        reconciled = _condition("Reconciled", False, reason="ChildrenSkipped", message=message,
+                                generation=generation)
+    else:
+        reconciled = _condition(
+            "Reconciled", True, reason="ReconcileSucceeded",
+            message=f"all {children} children reconciled", generation=generation,
+        )
     if pending:
         waiting = "; ".join(f"{r.ref}: {r.reason}" for r in pending)
-        skipped = any(r.requeue_after is None for r in pending)
         ready = _condition(
             "Ready", False, reason="ChildrenSkipped" if skipped else "ChildrenPending",
-            message=waiting[:_MAX_CONDITION_MESSAGE], generation=generation,
+            message=reconciled["message"] if skipped else waiting[:_MAX_CONDITION_MESSAGE],
+            generation=generation,
         )
     else:
         ready = _condition("Ready", True, reason="ChildrenReady",
                            message=f"all {children} children are as desired", generation=generation)
-    return [reconciled, ready]
+    return with_progress([reconciled, ready], generation=generation, permanent=False)
+
+
+_SKIPPED_HINT = (
+    "The toolkit changes only objects it owns (a controller owner reference to this parent, or "
+    "its optk.dev/last-applied annotation): delete the object to have it created as this "
+    "parent's, or annotate it with optk.dev/last-applied (any value) to hand it over."
+)
+
+PROGRESS_CONDITIONS = ("Reconciling", "Stalled")
+STALLED_REASONS = frozenset({"ChildrenSkipped", "ImmutableFieldChanged", "ChildrenUnhealthy"})
+"""``Ready`` reasons that no retry clears: only a change by someone (the parent, the object in
+the way, the child's own controller) does; ``Stalled`` is True for them."""
+
+
+def with_progress(
+    conditions: Sequence[Mapping[str, Any]], *, generation: Any, permanent: bool,
+) -> list[dict[str, Any]]:
+    """``conditions`` with fresh ``Reconciling`` and ``Stalled`` conditions (kstatus' pair,
+    "abnormal when True"), decided from the ``Ready`` among them: Ready True is neither;
+    Ready False is ``Stalled`` when ``permanent`` or for a reason of :data:`STALLED_REASONS`,
+    else ``Reconciling`` (retried, waiting, rolling out). Both carry Ready's reason and message
+    and ``observedGeneration``, so ``builders.health.health_of`` reads the parent as Current,
+    InProgress or Failed."""
+    kept = [dict(c) for c in conditions if c.get("type") not in PROGRESS_CONDITIONS]
+    ready = next((c for c in kept if c.get("type") == "Ready"), None)
+    reason = str((ready or {}).get("reason") or "")
+    message = str((ready or {}).get("message") or "")
+    if ready is None or ready.get("status") == "True":
+        return [*kept,
+                _condition("Reconciling", False, reason="ReconcileSucceeded",
+                           message="the last reconcile converged", generation=generation),
+                _condition("Stalled", False, reason="ReconcileSucceeded", message="",
+                           generation=generation)]
+    stalled = permanent or reason in STALLED_REASONS
+    return [*kept,
+            _condition("Reconciling", not stalled,
+                       reason="Stalled" if stalled else reason, message=message,
+                       generation=generation),
+            _condition("Stalled", stalled, reason=reason if stalled else "Progressing",
+                       message=message if stalled else "", generation=generation)]
 
 
 def merge_conditions(
@@ -288,6 +364,13 @@ class ParentResult:
         """True when every child was reconciled and the status written (if needed)."""
         return not (self.errors or self.status_error or self.namespace_terminating
                     or self.parent_gone)
+
+    @property
+    def permanent(self) -> bool:
+        """Whether the reconcile failed only for permanent errors (``PermanentError``,
+        ``InvalidSpecError``): no retry helps until the parent changes."""
+        return bool(self.errors) and not self.status_error and all(
+            e.permanent for e in self.errors)
 
     @property
     def requeue(self) -> bool:

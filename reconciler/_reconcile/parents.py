@@ -25,7 +25,8 @@ from typing import Any
 
 import attrs
 
-from builders import DesiredState, ObjectRef, ResourceBuilder
+from builders import BuilderFailedError, DesiredState, ObjectRef, ResourceBuilder
+from builders.composition import builder_name
 from builders.convert import is_client_model, to_plain_object
 from builders.names import (
     OWNER_UID_LABEL,
@@ -68,6 +69,7 @@ from reconciler._reconcile.readiness import (
     readiness_status_patch,
 )
 from reconciler._reconcile.reconciling import (
+    Action,
     ReconcileResult,
     ResourceReconciler,
     is_owned,
@@ -277,6 +279,8 @@ class _ParentRun:
         pruned = self._prune(live, built_refs)
         self._emit_events(pruned)
         status_written, status_error = self._status(pruned)
+        if status_written:  # once per change of the status, not per reconcile
+            self._warn_skipped()
         if self.gone:  # the status write was answered 404: the parent is gone
             return ParentResult(parent=self.ref, children=tuple(self.results),
                                 pruned=tuple(pruned), errors=tuple(self.errors),
@@ -318,11 +322,15 @@ class _ParentRun:
 
     def _evaluate(self) -> list[_Built]:
         declared = self.o.declared(self.parent)
-        if declared.build_error is not None:
-            self._fail(self.ref, f"build failed: {declared.build_error}", declared.build_error)
+        if declared.build_error is not None:  # named after the build function, not the parent
+            error = declared.build_error
+            where = ObjectRef(api_version="", kind="build", name=builder_name(self.o.build))
+            self._fail(where, f"{type(error).__name__}: {error}", error, trace=True)
         for failure in declared.failures:
             where = ObjectRef(api_version="", kind="builder", name=failure.name)
-            self._fail(where, f"builder failed: {failure.error}", failure.error)
+            reason = (str(failure.error) if isinstance(failure.error, BuilderFailedError)
+                      else f"{type(failure.error).__name__}: {failure.error}")
+            self._fail(where, reason, failure.error, trace=True)
         self.build_failed = self.build_failed or declared.failed
         return [(c.ref, c.obj, c.state, None) for c in declared.children]
 
@@ -354,8 +362,11 @@ class _ParentRun:
         return refuses_data_loss(live, custom_resources=count_custom_resources(
             self.o.client, live, owner_uid=self.uid))
 
-    def _fail(self, ref: ObjectRef, message: str, exc: BaseException) -> None:
-        _log.debug("reconcile of %s: %s: %s", self.ref, ref, message)  # the caller reports it
+    def _fail(self, ref: ObjectRef, message: str, exc: BaseException, *,
+              trace: bool = False) -> None:
+        # the caller reports it; a user's code that raised shows its traceback here (DEBUG)
+        _log.debug("reconcile of %s: %s: %s", self.ref, ref, message,
+                   exc_info=exc if trace else None)
         self.errors.append(ChildError(ref=ref, message=message, error=exc))
         self.o.forget_builds((self.ref.namespace or "", self.ref.name))  # retried afresh
 
@@ -503,6 +514,14 @@ class _ParentRun:
         if self.o.readiness is not None and not_ready(wanted):
             self.recheck = self.o.readiness.recheck
         return (False, "") if patch is None else self._write_status(patch)
+
+    def _warn_skipped(self) -> None:
+        skipped = [r for r in self.results
+                   if r.action is Action.SKIPPED and r.requeue_after is None]
+        if skipped:
+            _log.warning("%s: %d children skipped, not ours (condition Reconciled, reason "
+                         "ChildrenSkipped, says what to do): %s", self.ref, len(skipped),
+                         "; ".join(f"{r.ref}: {r.reason}" for r in skipped))
 
     def _write_status(self, patch: Mapping[str, Any]) -> tuple[bool, str]:
         kind = self.ref.type_key

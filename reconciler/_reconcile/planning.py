@@ -133,7 +133,7 @@ def is_owned(live: KubeObject, *, owner_uid: str | None = None) -> tuple[bool, s
         return True, ""
     return False, (
         f"not managed by the toolkit: no {LAST_APPLIED_ANNOTATION} annotation and no controller "
-        "owner reference to this parent; pass adopt=True to take it over"
+        "owner reference to this parent"
     )
 
 

@@ -2,10 +2,10 @@
 
 ``Reconciled`` says the children match the spec; users read ``Ready`` as "it works". With
 ``Operator(readiness=Readiness())`` the ``Ready`` condition comes from the live children's health
-(``DEFAULT_HEALTH_CHECKS``: a Deployment's available replicas reach the desired count for its
-current generation, a StatefulSet's ready replicas, a DaemonSet's ready pods, a Job completes;
-every other kind, such as Service and ConfigMap, is ready when present), with a check per kind
-given by the operator. ``Operator(status=fn)`` merges ``fn(parent, observed_children)`` (a pure
+(``builders.health.health_of``, kstatus' rules: per built-in kind, and for any other kind its
+``Ready``/``Reconciling``/``Stalled`` conditions and ``observedGeneration``; a ConfigMap is ready
+when present), with a check per kind given by the operator (a ``builders.health.HealthRule``).
+``Operator(status=fn)`` merges ``fn(parent, observed_children)`` (a pure
 function returning a dict) into the parent's status. ``readiness_status_patch`` decides, as
 ``reconciler._reconcile.conditions.status_patch`` does for the two base conditions, whether the
 status needs writing and what to write. Pure: ``reconciler._reconcile.parents`` sends what it
@@ -15,19 +15,26 @@ child's status change is not an event that reconciles its parent).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import attrs
 
-from reconciler._base.errors import ReconcilerUsageError, ReconcilerUsageTypeError
+from builders.health import Health, HealthRule, HealthStatus, as_health, health_of
+from reconciler._base.errors import (
+    PermanentError,
+    ReconcilerUsageError,
+    ReconcilerUsageTypeError,
+)
 from reconciler._base.times import format_time, parse_time
 from reconciler._reconcile.conditions import (
     ChildError,
     merge_conditions,
     parent_conditions,
     pending_children,
+    with_progress,
 )
+from reconciler._reconcile.custom_conditions import checked_conditions
 from reconciler._reconcile.reconciling import Action, ReconcileResult
 
 __all__ = [
@@ -40,71 +47,26 @@ __all__ = [
 ]
 
 KubeObject = Mapping[str, Any]
-HealthCheck = Callable[[KubeObject], "bool | str | None"]
-"""A child's health: ``True``/``None`` when ready, ``False`` or a short reason when not."""
+HealthCheck = HealthRule
+"""A child's health (``builders.health.HealthRule``): a ``Health``, ``True``/``None`` when ready,
+``False`` or a short reason when not."""
 StatusBuilder = Callable[[KubeObject, Sequence[KubeObject]], Mapping[str, Any]]
 """``status(parent, observed_children) -> dict`` merged into the parent's status (pure)."""
 
-_RESERVED = frozenset({"conditions", "observedGeneration", "lastReconcileTime"})
+_RESERVED = frozenset({"observedGeneration", "lastReconcileTime"})
 _MAX_MESSAGE = 4096
 
 
-def _int(value: Any, default: int = 0) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
-
-
-def _rolled_out(obj: KubeObject) -> str | None:
-    generation = _int((obj.get("metadata") or {}).get("generation"))
-    observed = _int((obj.get("status") or {}).get("observedGeneration"))
-    return None if observed >= generation else f"generation {generation} not yet observed"
-
-
-def deployment_health(obj: KubeObject) -> str | None:
-    """Ready when ``status.availableReplicas`` reaches ``spec.replicas`` (default 1)."""
-    desired = _int((obj.get("spec") or {}).get("replicas"), 1)
-    available = _int((obj.get("status") or {}).get("availableReplicas"))
-    if (not_rolled := _rolled_out(obj)) is not None:
-        return not_rolled
-    return None if available >= desired else f"{available}/{desired} replicas available"
-
-
-def statefulset_health(obj: KubeObject) -> str | None:
-    """Ready when ``status.readyReplicas`` reaches ``spec.replicas`` (default 1)."""
-    desired = _int((obj.get("spec") or {}).get("replicas"), 1)
-    ready = _int((obj.get("status") or {}).get("readyReplicas"))
-    if (not_rolled := _rolled_out(obj)) is not None:
-        return not_rolled
-    return None if ready >= desired else f"{ready}/{desired} replicas ready"
-
-
-def daemonset_health(obj: KubeObject) -> str | None:
-    """Ready when every scheduled pod is ready."""
-    status = obj.get("status") or {}
-    desired, ready = _int(status.get("desiredNumberScheduled")), _int(status.get("numberReady"))
-    if (not_rolled := _rolled_out(obj)) is not None:
-        return not_rolled
-    return None if ready >= desired else f"{ready}/{desired} pods ready"
-
-
-def job_health(obj: KubeObject) -> str | None:
-    """Ready when the Job's ``Complete`` condition is true; ``Failed`` says it failed."""
-    conditions = {c.get("type"): c for c in (obj.get("status") or {}).get("conditions") or ()
-                  if isinstance(c, Mapping)}
-    if (conditions.get("Complete") or {}).get("status") == "True":
-        return None
-    failed = conditions.get("Failed") or {}
-    if failed.get("status") == "True":
-        return f"failed: {failed.get('reason') or failed.get('message') or 'Failed'}"
-    return "not complete"
-
-
 DEFAULT_HEALTH_CHECKS: Mapping[str, HealthCheck] = {
-    "Deployment": deployment_health,
-    "StatefulSet": statefulset_health,
-    "DaemonSet": daemonset_health,
-    "Job": job_health,
+    kind: health_of for kind in (
+        "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "Pod",
+        "PersistentVolumeClaim", "Service", "CustomResourceDefinition", "PodDisruptionBudget",
+    )
 }
-"""The built-in checks by kind; any other kind (Service, ConfigMap, ...) is ready when present."""
+"""The built-in checks by kind: ``builders.health.health_of`` (kstatus' rules for the kind); any
+other kind gets kstatus' generic rule (``observedGeneration``, ``Reconciling``, ``Stalled``,
+``Ready`` conditions), so a ConfigMap or a custom resource without conditions is ready when
+present."""
 
 
 def _checks(value: Mapping[Any, HealthCheck]) -> Mapping[Any, HealthCheck]:
@@ -132,19 +94,24 @@ class Readiness:
         """The check for one child type, or None (ready when present)."""
         found = self.checks.get((api_version, kind)) or self.checks.get(kind)
         if found is None and self.defaults:
-            found = DEFAULT_HEALTH_CHECKS.get(kind)
+            found = DEFAULT_HEALTH_CHECKS.get(kind, health_of)
         return found
 
 
-def child_health(obj: KubeObject, readiness: Readiness) -> str | None:
-    """Why ``obj`` is not ready, or None when it is."""
+def child_verdict(obj: KubeObject, readiness: Readiness, *, now: float | None = None) -> Health:
+    """The health of one live child under ``readiness`` (Current when no check applies)."""
     check = readiness.check_for(str(obj.get("apiVersion")), str(obj.get("kind")))
     if check is None:
-        return None
-    verdict = check(obj)
-    if verdict is None or verdict is True:
-        return None
-    return "not ready" if verdict is False else str(verdict)
+        return Health.ok()
+    if check is health_of:
+        return health_of(obj, now=now)
+    return as_health(check(obj))
+
+
+def child_health(obj: KubeObject, readiness: Readiness, *, now: float | None = None) -> str | None:
+    """Why ``obj`` is not ready, or None when it is."""
+    verdict = child_verdict(obj, readiness, now=now)
+    return None if verdict.current else verdict.message or str(verdict.status)
 
 
 def observed_children(results: Sequence[ReconcileResult]) -> list[KubeObject]:
@@ -154,23 +121,28 @@ def observed_children(results: Sequence[ReconcileResult]) -> list[KubeObject]:
 
 
 def _health_ready(
-    base: dict[str, Any], observed: Sequence[KubeObject], readiness: Readiness
+    base: dict[str, Any], observed: Sequence[KubeObject], readiness: Readiness, now: float
 ) -> dict[str, Any]:
-    unhealthy = [(o, why) for o in observed if (why := child_health(o, readiness)) is not None]
+    verdicts = [(o, child_verdict(o, readiness, now=now)) for o in observed]
+    unhealthy = [(o, v) for o, v in verdicts if not v.current]
     if not unhealthy:
         return {**base, "reason": "ChildrenReady",
                 "message": f"all {len(observed)} children ready"}
-    listed = "; ".join(f"{o.get('kind')} {(o.get('metadata') or {}).get('name')}: {why}"
-                       for o, why in unhealthy)
-    return {**base, "status": "False", "reason": "ChildrenNotReady",
+    listed = "; ".join(f"{o.get('kind')} {(o.get('metadata') or {}).get('name')}: "
+                       f"{v.message or v.status}" for o, v in unhealthy)
+    failed = any(v.status is HealthStatus.FAILED for _, v in unhealthy)
+    return {**base, "status": "False",
+            "reason": "ChildrenUnhealthy" if failed else "ChildrenNotReady",
             "message": f"{len(unhealthy)} of {len(observed)} children not ready: "
                        f"{listed}"[:_MAX_MESSAGE]}
 
 
 def custom_status(
-    builder: StatusBuilder, parent: KubeObject, observed: Sequence[KubeObject]
+    builder: StatusBuilder, parent: KubeObject, observed: Sequence[KubeObject], *,
+    condition_types: Collection[str] = (),
 ) -> dict[str, Any]:
-    """The status builder's fields, checked: a mapping without the toolkit's own fields."""
+    """The status builder's fields, checked: a mapping without the toolkit's own fields; its
+    ``conditions``, if any, of types of its own (``custom_conditions.checked_conditions``)."""
     value = builder(parent, observed)
     if not isinstance(value, Mapping):
         raise ReconcilerUsageTypeError(
@@ -181,13 +153,28 @@ def custom_status(
         raise ReconcilerUsageError(
             f"status builder must not set {', '.join(clash)} (the toolkit's own)"
         )
-    return dict(value)
+    found = dict(value)
+    if "conditions" in found:
+        meta = parent.get("metadata")
+        found["conditions"] = checked_conditions(
+            found["conditions"], declared=condition_types,
+            generation=meta.get("generation") if isinstance(meta, Mapping) else None)
+    return found
+
+
+def _stalled_by(wanted: list[dict[str, Any]], error: Exception) -> list[dict[str, Any]]:
+    """``Ready`` False for a status function's permanent error (the reason is its own)."""
+    reason = error.reason if isinstance(error, PermanentError) else "InvalidStatus"
+    message = f"status function: {error}"[:_MAX_MESSAGE]
+    return [{**c, "status": "False", "reason": reason, "message": message}
+            if c["type"] == "Ready" else c for c in wanted]
 
 
 def not_ready(status: Mapping[str, Any] | None) -> bool:
     """Whether a status patch says some child is not ready (the parent is re-checked)."""
     for cond in (status or {}).get("conditions") or ():
-        if cond.get("type") == "Ready" and cond.get("reason") == "ChildrenNotReady":
+        if cond.get("type") == "Ready" and cond.get("reason") in (
+                "ChildrenNotReady", "ChildrenUnhealthy"):
             return True
     return False
 
@@ -202,21 +189,34 @@ def readiness_status_patch(
     readiness: Readiness | None,
     status: StatusBuilder | None,
     refresh: float | None = None,
+    condition_types: Collection[str] = (),
 ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """``(patch or None, the status as wanted)``: ``status_patch`` with ``Ready`` from the
-    children's health (when ``readiness`` is given) and the status builder's fields merged in."""
+    children's health (when ``readiness`` is given) and the status builder's fields merged in,
+    its conditions beside ours. A status builder that raises ``PermanentError``, or returns
+    what the toolkit refuses (``ReconcilerUsageError``), stalls the parent: ``Ready`` False,
+    ``Stalled`` True, with the message; its fields are left as they were."""
     meta = parent.get("metadata")
     generation = meta.get("generation") if isinstance(meta, Mapping) else None
     wanted = parent_conditions(generation=generation, errors=errors,
                                pending=pending_children(results), children=children)
     observed = observed_children(results)
     if readiness is not None:
-        wanted = [_health_ready(c, observed, readiness)
+        wanted = [_health_ready(c, observed, readiness, now)
                   if c["type"] == "Ready" and c["status"] == "True" else c for c in wanted]
-    extra = custom_status(status, parent, observed) if status is not None else {}
+    extra: dict[str, Any] = {}
+    permanent = bool(errors) and all(e.permanent for e in errors)
+    if status is not None:
+        try:
+            extra = custom_status(status, parent, observed, condition_types=condition_types)
+        except (PermanentError, ReconcilerUsageError) as exc:
+            wanted, permanent = _stalled_by(wanted, exc), True
+    wanted = with_progress(wanted, generation=generation, permanent=permanent)
+    theirs = extra.pop("conditions", [])
     current = parent.get("status")
     current = current if isinstance(current, Mapping) else {}
-    conditions, changed = merge_conditions(current.get("conditions"), wanted, format_time(now))
+    conditions, changed = merge_conditions(current.get("conditions"), [*wanted, *theirs],
+                                           format_time(now))
     changed = changed or any(current.get(k) != v for k, v in extra.items())
     last = parse_time(current.get("lastReconcileTime"))
     stale = last is None or (refresh is not None and now - last >= refresh)

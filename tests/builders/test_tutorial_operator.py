@@ -42,6 +42,13 @@ def test_the_run_on_the_embedded_server_passes(
     tutorial["test_the_server_rejects_what_the_class_rejects"](kube_api, kube_namespace)
 
 
+@pytest.mark.both_servers
+def test_the_custom_condition_is_written(
+    tutorial: dict[str, Any], kube_api: EmbeddedApiServer, kube_namespace: str
+) -> None:
+    tutorial["test_website_reports_available"](kube_api, kube_namespace)
+
+
 def test_a_spec_the_class_rejects_names_the_parent_and_field(tutorial: dict[str, Any]) -> None:
     from builders.specs import SpecFieldError
 

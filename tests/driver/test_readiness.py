@@ -42,12 +42,15 @@ def test_ready_follows_the_deployments_available_replicas(
                           == "ChildrenNotReady")
         conditions = _conditions(client, ns)
         assert conditions["Reconciled"]["status"] == "True"
-        assert "Deployment r-web: generation 1 not yet observed" in conditions["Ready"]["message"]
+        assert "Deployment r-web: replicas: 0/2" in conditions["Ready"]["message"]
         assert client.get(API_VERSION, "Thing", "r", namespace=ns)["status"]["children"] == 1
         web = client.get("apps/v1", "Deployment", "r-web", namespace=ns)
         client.patch("apps/v1", "Deployment", "r-web", {"status": {
             "observedGeneration": web["metadata"].get("generation", 1),
-            "replicas": 2, "availableReplicas": 2, "readyReplicas": 2}},
+            "replicas": 2, "updatedReplicas": 2, "availableReplicas": 2, "readyReplicas": 2,
+            "conditions": [{"type": "Available", "status": "True"},
+                           {"type": "Progressing", "status": "True",
+                            "reason": "NewReplicaSetAvailable"}]}},
             patch_type="application/merge-patch+json", namespace=ns, subresource="status")
         assert wait_until(lambda: _conditions(client, ns).get("Ready", {}).get("status")
                           == "True", timeout=10)

@@ -25,6 +25,8 @@ reconciled = st.builds(
     retry_after=_delays,
     retry_failed_by_backoff=st.booleans(),
     reason=st.text(max_size=20),
+    permanent=st.booleans(),
+    status_written=st.booleans(),
     types=st.none() | _types,
     writes=st.integers(min_value=0, max_value=50),
     changes=st.none() | st.text(min_size=1, max_size=20),
@@ -55,7 +57,7 @@ def _settled(outcome: Outcome) -> bool:
     return outcome.reconciled and not outcome.went_away and not outcome.namespace_terminating
 
 
-@given(reconciled.filter(lambda o: _settled(o) and not o.ok))
+@given(reconciled.filter(lambda o: _settled(o) and not o.ok and not o.permanent))
 def test_a_failure_is_never_forgotten_silently(outcome: Outcome) -> None:
     plan = settle(outcome)
     assert plan.count_failure
@@ -70,6 +72,23 @@ def test_a_failure_is_never_forgotten_silently(outcome: Outcome) -> None:
         assert plan.kick  # the timer sees its next time
     assert not _on(plan, "forget_backoff", "unschedule", "release")
     assert (plan.level, plan.report_delay) == (logging.WARNING, True)
+    assert outcome.reason in (plan.message or "")
+
+
+@given(st.builds(Outcome, reconciled=st.just(True), permanent=st.just(True),
+                 status_written=st.booleans(), reason=st.text(max_size=20),
+                 types=st.none() | _types, writes=st.integers(min_value=0, max_value=50),
+                 requeue_after=st.none() | _delays, retry_after=_delays,
+                 retry_failed_by_backoff=st.booleans()))
+def test_a_permanent_failure_is_not_retried_and_warns_once(outcome: Outcome) -> None:
+    """PermanentError/InvalidSpecError: no backoff; the resync and the parent's next change
+    look again; WARNING when its Stalled status was written (the first time), DEBUG after."""
+    plan = settle(outcome)
+    assert plan.count_failure
+    assert plan.metric == "error"
+    assert not _unset(plan, "forget_backoff", "reschedule", "kick")
+    assert not _on(plan, "backoff", "suspend", "requeue_now", "requeue_after", "report_delay")
+    assert plan.level == (logging.WARNING if outcome.status_written else logging.DEBUG)
     assert outcome.reason in (plan.message or "")
 
 

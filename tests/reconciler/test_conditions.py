@@ -55,8 +55,13 @@ def test_pending_and_skipped_children_keep_the_parent_not_ready() -> None:
     assert (conds["Reconciled"]["status"], conds["Ready"]["reason"]) == ("True", "ChildrenPending")
     conds = by_type(parent_conditions(generation=1, errors=[], pending=[waiting, skipped],
                                       children=3))
-    assert conds["Ready"]["reason"] == "ChildrenSkipped"
-    assert "not ours" in conds["Ready"]["message"]
+    assert conds["Ready"]["reason"] == conds["Reconciled"]["reason"] == "ChildrenSkipped"
+    assert conds["Reconciled"]["status"] == "False"
+    assert "1 of 3 children skipped, not ours: " in conds["Reconciled"]["message"]
+    assert "delete the object" in conds["Ready"]["message"]
+    assert "optk.dev/last-applied" in conds["Ready"]["message"]
+    assert "adopt=True" not in conds["Ready"]["message"]
+    assert (conds["Stalled"]["status"], conds["Reconciling"]["status"]) == ("True", "False")
 
 
 def test_errors_fail_both_conditions_naming_the_child() -> None:

@@ -128,7 +128,7 @@ def test_being_deleted_waits_and_requeues() -> None:
 def test_not_ours_is_a_conflict_skipped_with_the_reason() -> None:
     p = plan(foreign(cm(a="theirs")), cm(a="ours"))
     assert (p.action, p.requeue, p.writes) == (PlanAction.SKIP, False, False)
-    assert "adopt=True" in p.reason
+    assert "not managed by the toolkit" in p.reason
 
 
 def test_controlled_by_another_owner_is_skipped_naming_it() -> None:
