@@ -19,7 +19,7 @@ import functools
 import re
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
 import attrs
@@ -27,11 +27,33 @@ import attrs
 from builders._errors import SpecFieldError, UnsupportedSpecTypeError
 
 __all__ = [
-    "FieldInfo", "fields_of", "json_value", "spec_field", "spec_of", "to_spec_dict", "unwrap",
+    "CelRule", "FieldInfo", "fields_of", "json_value", "spec_field", "spec_of", "to_spec_dict",
+    "unwrap",
 ]
 
 T = TypeVar("T")
 _META_KEY = "optk.dev/spec-field"
+
+
+@attrs.frozen(kw_only=True)
+class CelRule:
+    """A CEL validation rule of a field (``x-kubernetes-validations``), evaluated by the API server.
+
+    ``rule`` sees the field's value as ``self`` (and, in a transition rule, the stored value as
+    ``oldSelf``: such a rule runs only on updates where both exist); ``message`` is what the
+    refusal says. Honoured by kube-apiserver 1.25 and later (beta, on by default); the toolkit
+    does not evaluate it itself (see docs/specs.md).
+    """
+
+    rule: str
+    message: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The rule as the CRD schema holds it."""
+        out = {"rule": self.rule}
+        if self.message:
+            out["message"] = self.message
+        return out
 
 
 @attrs.frozen(kw_only=True)
@@ -48,6 +70,7 @@ class FieldInfo:
     max_items: int | None = None
     json_name: str | None = None
     server_default: bool = True
+    rules: tuple[CelRule, ...] = ()
 
 
 def spec_field(
@@ -64,6 +87,7 @@ def spec_field(
     max_items: int | None = None,
     name: str | None = None,
     server_default: bool = True,
+    rules: Sequence[CelRule] = (),
 ) -> Any:
     """An attrs field of a spec class, with what its CRD schema says about it.
 
@@ -74,14 +98,15 @@ def spec_field(
     searched as the API server does), ``min_length``/``max_length`` (characters) and
     ``minimum``/``maximum`` (inclusive) constrain a string or number, or each item of a list of
     them; ``min_items``/``max_items`` a list's length. ``name`` is the JSON key (default: the
-    attribute name in camelCase). Values are checked on construction too.
+    attribute name in camelCase). ``rules`` are CEL rules the API server checks (the
+    field's ``x-kubernetes-validations``). Values are checked on construction too.
     """
     if factory is not None and default is not attrs.NOTHING:
         raise TypeError("spec_field: give default or factory, not both")
     info = FieldInfo(
         description=description, pattern=pattern, minimum=minimum, maximum=maximum,
         min_length=min_length, max_length=max_length, min_items=min_items, max_items=max_items,
-        json_name=name, server_default=server_default,
+        json_name=name, server_default=server_default, rules=tuple(rules),
     )
     if pattern is not None:
         re.compile(pattern)  # a bad pattern fails where it is declared
