@@ -328,36 +328,41 @@ def from_spec_dict(cls: type[T], value: Mapping[str, Any], *, path: str = "spec"
     return _Converter(None).spec(cls, value, path)
 
 
-def to_spec_dict(spec: Any, *, server_defaults_only: bool = False) -> dict[str, Any]:
+def to_spec_dict(
+    spec: Any, *, server_defaults_only: bool = False, keep_operator_defaults: bool = True,
+) -> dict[str, Any]:
     """The JSON dict of spec instance ``spec``: JSON names, None fields left out, enums as values.
 
     ``spec_of(parent, type(s))`` of a parent with this dict as its spec is ``s`` again.
     ``server_defaults_only`` leaves out fields declared ``server_default=False`` (what a schema
-    default may hold).
+    default may hold); ``keep_operator_defaults=False`` leaves out such a field only while it
+    holds its default (what a conversion writes, so that the operator's defaults stay its own).
     """
     if not attrs.has(type(spec)):
         raise UnsupportedSpecTypeError(spec=repr(type(spec)), field="", reason="not an attrs class")
-    return typing.cast(dict[str, Any], _dump(spec, server_defaults_only))
+    return typing.cast(dict[str, Any], _dump(spec, server_defaults_only, keep_operator_defaults))
 
 
 def json_value(value: Any) -> Any:
     """A value of a spec field as JSON (what a schema default holds: server defaults only)."""
-    return _dump(value, True)
+    return _dump(value, True, True)
 
 
-def _dump(value: Any, server_only: bool) -> Any:
+def _dump(value: Any, server_only: bool, keep_defaults: bool) -> Any:
     if attrs.has(type(value)):
         out = {}
         for f in fields_of(type(value)):
             item = getattr(value, f.attribute)
             if item is None or (server_only and not f.info.server_default):
                 continue
-            out[f.json_name] = _dump(item, server_only)
+            if not keep_defaults and not f.info.server_default and item == f.default:
+                continue
+            out[f.json_name] = _dump(item, server_only, keep_defaults)
         return out
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, list | tuple):
-        return [_dump(v, server_only) for v in value]
+        return [_dump(v, server_only, keep_defaults) for v in value]
     if isinstance(value, Mapping):
-        return {k: _dump(v, server_only) for k, v in value.items()}
+        return {k: _dump(v, server_only, keep_defaults) for k, v in value.items()}
     return copy.deepcopy(value)

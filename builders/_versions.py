@@ -130,9 +130,11 @@ class Versions:
     def convert(self, obj: Mapping[str, Any], api_version: str) -> dict[str, Any]:
         """``obj`` (of any version of this kind) converted to ``api_version``, through the hub.
 
-        Metadata and status are kept; the spec is converted. Going to a spoke that cannot hold
-        all of the hub's spec, the hub's spec is kept in :data:`CONVERSION_ANNOTATION`; coming
-        back from a spoke unchanged since, it is restored exactly. Raises SpecFieldError naming
+        Metadata and status are kept; the spec is converted (fields declared
+        ``server_default=False`` are written only when they differ from their default). Going
+        to a spoke that cannot hold all of the hub's spec, the hub's spec is kept in
+        :data:`CONVERSION_ANNOTATION`; coming back from a spoke unchanged since, it is
+        restored exactly. Raises SpecFieldError naming
         the object and field when ``obj``'s spec does not fit its version's class.
         """
         source = self.version(_version_of(obj.get("apiVersion")))
@@ -157,14 +159,14 @@ class Versions:
         result = self._from_hub(target)(hub)
         if target.name != self.hub and self._to_hub(target)(result) != hub:
             annotations[CONVERSION_ANNOTATION] = json.dumps(
-                {"spec": to_spec_dict(hub)}, sort_keys=True, separators=(",", ":"))
+                {"spec": _dump(hub)}, sort_keys=True, separators=(",", ":"))
         if annotations:
             metadata["annotations"] = annotations
         else:
             metadata.pop("annotations", None)
         if metadata or "metadata" in out:
             out["metadata"] = metadata
-        out["spec"] = to_spec_dict(result)
+        out["spec"] = _dump(result)
         return out
 
     def _restore(self, saved: object, source: ApiVersion, spec: Any) -> Any:
@@ -185,6 +187,12 @@ class Versions:
     def validate_spec(self, spec: Any, old: Any) -> list[str]:
         """The registered validation's warnings; raises SpecFieldError to refuse."""
         return [] if self.validate is None else list(self.validate(spec, old))
+
+
+def _dump(spec: Any) -> dict[str, Any]:
+    """What a conversion writes: the operator's own defaults (``server_default=False``) left
+    out while they hold their default, so they stay the operator's."""
+    return to_spec_dict(spec, keep_operator_defaults=False)
 
 
 def _describe(obj: Mapping[str, Any]) -> str:

@@ -32,7 +32,7 @@ CONVERSION_PROPERTIES = (
 def _object(versions: Versions, version: str, spec: Any) -> dict[str, Any]:
     return {"apiVersion": versions.api_version(version), "kind": versions.kind,
             "metadata": {"name": "example", "namespace": "default"},
-            "spec": to_spec_dict(spec)}
+            "spec": to_spec_dict(spec, keep_operator_defaults=False)}
 
 
 def _fail(prop: str, version: str, detail: str) -> AssertionError:

@@ -1,0 +1,202 @@
+"""The Thanos example's webhooks on a real control plane: kube-apiserver calls them on 127.0.0.1.
+
+One control plane and one webhook server for the module: the versioned Thanos CRD is installed
+with the conversion webhook and the CA injected, and the validating and mutating configurations
+point at the same server. Objects created at v1alpha1 read back at v1alpha2 and the reverse (the
+server's call counts show the conversions: a real API server's audit log does not record
+conversion calls); an invalid object is refused with the webhook's message; defaulting writes
+the Ingress class; the CEL rule refuses a storage change; the operator (watching v1alpha1)
+reconciles parents of both versions and then writes nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+
+from examples.thanos.builders import OPERATOR_NAME
+from examples.thanos.crds import (
+    API_VERSION,
+    API_VERSION_2,
+    DEFAULT_INGRESS_CLASS,
+    KIND,
+    THANOS_VERSIONED_CRD,
+    THANOS_VERSIONS,
+)
+from examples.thanos.operator import PRUNE, ServiceMonitorSwitch
+from reconciler import (
+    ApiError,
+    InvalidError,
+    KubernetesClient,
+    NotFoundError,
+    Operator,
+)
+from reconciler.envtest import ControlPlane
+from reconciler.testing import wait_idle
+from reconciler.webhooks import (
+    WebhookCertificates,
+    WebhookEndpoint,
+    WebhookServer,
+    webhook_configurations,
+    with_conversion_webhook,
+)
+
+_NS = "webhooks"
+_WRITES = ("create", "update", "patch", "delete", "deletecollection")
+
+
+@attrs.frozen(kw_only=True)
+class Installed:
+    plane: ControlPlane
+    server: WebhookServer
+    client: KubernetesClient
+
+
+def _until(what: str, check: Callable[[], bool], *, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{what}: not within {timeout} s")
+
+
+def _served(client: KubernetesClient) -> bool:
+    try:
+        for api_version in (API_VERSION, API_VERSION_2):
+            client.list(api_version, KIND, namespace=_NS)
+    except (ApiError, LookupError):
+        return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def installed(kube_assets: Path) -> Iterator[Installed]:
+    certificates = WebhookCertificates.generate(["127.0.0.1"])
+    with ControlPlane(kube_assets) as plane, WebhookServer(
+            [THANOS_VERSIONS], certificates=certificates) as server:
+        endpoint = WebhookEndpoint(ca_pem=certificates.ca_pem, url=server.url)
+        client = KubernetesClient(plane.api_client())
+        client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": _NS}})
+        client.create(with_conversion_webhook(THANOS_VERSIONED_CRD, endpoint))
+        for config in webhook_configurations(
+                [THANOS_VERSIONS], name="thanos-webhooks", endpoint=endpoint,
+                plurals={(THANOS_VERSIONS.group, KIND): "thanoses"}):
+            client.create(config)
+        _until("both versions served", lambda: _served(KubernetesClient(plane.api_client())))
+        yield Installed(plane=plane, server=server, client=KubernetesClient(plane.api_client()))
+
+
+def _thanos(api_version: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": api_version, "kind": KIND,
+            "metadata": {"name": name, "namespace": _NS}, "spec": spec}
+
+
+def _create(client: KubernetesClient, obj: dict[str, Any]) -> dict[str, Any]:
+    """Create, retrying while the admission webhooks' configuration is not loaded yet."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            return client.create(obj)
+        except ApiError as err:
+            if "no endpoints" not in str(err) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def test_objects_read_back_at_the_other_version_through_the_conversion_webhook(
+    installed: Installed,
+) -> None:
+    client = installed.client
+    before = installed.server.counts().get("convert", 0)
+    old = _create(client, _thanos(API_VERSION, "made-v1", {
+        "objectStorageSecret": "objstore", "rule": {"replicas": 2},
+        "query": {"replicas": 1}}))
+    at_v2 = client.get(API_VERSION_2, KIND, "made-v1", namespace=_NS)
+    assert at_v2["apiVersion"] == API_VERSION_2
+    assert at_v2["spec"]["objectStorage"] == {"secretName": "objstore"}
+    assert at_v2["spec"]["ruler"] == {"replicas": 2}
+    assert "rule" not in at_v2["spec"]
+    assert "objectStorageSecret" not in at_v2["spec"]
+    assert at_v2["metadata"]["uid"] == old["metadata"]["uid"]
+
+    _create(client, _thanos(API_VERSION_2, "made-v2", {
+        "objectStorage": {"secretName": "blocks"}, "storeGateway": {"storage": "20Gi"}}))
+    at_v1 = client.get(API_VERSION, KIND, "made-v2", namespace=_NS)
+    assert at_v1["spec"] == {"objectStorageSecret": "blocks", "storeGateway": {"storage": "20Gi"}}
+    assert at_v1["apiVersion"] == API_VERSION
+    # Stored at the hub (v1alpha2), so a v1alpha1 create and a v1alpha1 read are conversions.
+    assert installed.server.counts().get("convert", 0) - before >= 2
+
+
+def test_an_invalid_object_is_refused_with_the_webhooks_message(installed: Installed) -> None:
+    with pytest.raises(ApiError) as caught:
+        _create(installed.client, _thanos(API_VERSION, "orphan-frontend", {
+            "queryFrontend": {"replicas": 1}}))
+    message = str(caught.value)
+    assert 'admission webhook "validate.thanoses.monitoring.optk.dev" denied' in message
+    assert "Thanos webhooks/orphan-frontend: invalid spec.queryFrontend" in message
+    assert "needs spec.query" in message
+    with pytest.raises(NotFoundError):
+        installed.client.get(API_VERSION, KIND, "orphan-frontend", namespace=_NS)
+    assert installed.server.counts().get("validate", 0) >= 1
+
+
+def test_defaulting_writes_the_ingress_class_at_either_version(installed: Installed) -> None:
+    made = _create(installed.client, _thanos(API_VERSION, "exposed", {
+        "query": {"ingress": {"host": "query.example"}}}))
+    assert made["spec"]["query"]["ingress"] == {
+        "host": "query.example", "ingressClassName": DEFAULT_INGRESS_CLASS}
+    assert "replicas" not in made["spec"]["query"]  # the operator's defaults stay its own
+    assert installed.server.counts().get("mutate", 0) >= 1
+
+
+def test_the_cel_rule_refuses_a_storage_change(installed: Installed) -> None:
+    client = installed.client
+    _create(client, _thanos(API_VERSION, "stateful", {"storeGateway": {"replicas": 1}}))
+    with pytest.raises(InvalidError) as caught:
+        client.patch(API_VERSION, KIND, "stateful", {"spec": {"storeGateway": {"storage": "20Gi"}}},
+                     patch_type="application/merge-patch+json", namespace=_NS)
+    assert "storage cannot change once the component runs" in str(caught.value)
+    # Other fields of the block still change; the default written out is no change.
+    client.patch(API_VERSION, KIND, "stateful",
+                 {"spec": {"storeGateway": {"replicas": 2, "storage": "10Gi"}}},
+                 patch_type="application/merge-patch+json", namespace=_NS)
+
+
+def test_the_operator_reconciles_parents_of_both_versions_then_writes_nothing(
+    installed: Installed,
+) -> None:
+    client = installed.client
+    _create(client, _thanos(API_VERSION, "op-v1", {"query": {"replicas": 1}}))
+    _create(client, _thanos(API_VERSION_2, "op-v2", {
+        "query": {"replicas": 1}, "ruler": {"replicas": 1}}))
+    operator = Operator(api_version=API_VERSION, kind=KIND, build=ServiceMonitorSwitch().build,
+                        name=OPERATOR_NAME, prune=PRUNE, namespace=_NS)
+    runtime = operator.start(KubernetesClient(installed.plane.api_client()))
+    try:
+        def children_of_both() -> bool:
+            names = {d["metadata"]["name"] for d in client.list(
+                "apps/v1", "Deployment", namespace=_NS)["items"]}
+            sets = {s["metadata"]["name"] for s in client.list(
+                "apps/v1", "StatefulSet", namespace=_NS)["items"]}
+            return {"op-v1-query", "op-v2-query"} <= names and "op-v2-rule" in sets
+
+        _until("children of both parents", children_of_both)
+        assert wait_idle(runtime, timeout=60, settle=2.0)
+        installed.plane.reset_request_counts()
+        time.sleep(5)
+        assert wait_idle(runtime, timeout=30)
+        counts = installed.plane.request_counts()
+        assert {verb: counts.get(verb, 0) for verb in _WRITES} == dict.fromkeys(_WRITES, 0)
+        v2 = client.get(API_VERSION_2, KIND, "op-v2", namespace=_NS)
+        ready = {c["type"]: c["status"] for c in v2["status"]["conditions"]}
+        assert ready["Reconciled"] == "True"
+        assert "ruler" in v2["spec"]
+    finally:
+        runtime.stop()
