@@ -56,8 +56,11 @@ class WebhookEndpoint:
     service_port: int = 443
 
     def client_config(self, path: str) -> dict[str, Any]:
-        """The ``clientConfig`` for the webhook at ``path``, with the CA bundle."""
-        out: dict[str, Any] = {"caBundle": base64.b64encode(self.ca_pem).decode()}
+        """The ``clientConfig`` for the webhook at ``path``, with the CA bundle (none when
+        ``ca_pem`` is empty: the operator or cert-manager's cainjector injects it later)."""
+        out: dict[str, Any] = {}
+        if self.ca_pem:
+            out["caBundle"] = base64.b64encode(self.ca_pem).decode()
         if self.url is not None:
             out["url"] = self.url.rstrip("/") + path
         else:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -57,18 +58,19 @@ class Webhooks:
     """The operator's webhooks: ``versions`` served, ``crds`` given their conversion webhook.
 
     ``name`` names the webhook configurations, the Service (``name``) and the Secret
-    (``name-tls``) in ``namespace``. ``url`` (``https://127.0.0.1:9443``), when set, is where the
-    API server calls instead of the Service; ``local`` makes it the server's own address (a
-    local API server on the same machine, tests: with ``port=0``). ``certificates_dir``
-    holds cert-manager's ``tls.crt``/``tls.key``/``ca.crt``; without it the toolkit keeps its own
-    in the Secret and rotates them. ``hosts`` are the serving certificate's names (default: the
-    Service's DNS names and 127.0.0.1).
+    (``name-tls``) in ``namespace`` (None: the pod's, ``POD_NAMESPACE``, else ``default``).
+    ``url`` (``https://127.0.0.1:9443``), when set, is where the API server calls instead of
+    the Service; ``local`` makes it the server's own address (a local API server on the same
+    machine, tests: with ``port=0``). ``certificates_dir`` holds cert-manager's ``tls.crt``,
+    ``tls.key`` and ``ca.crt``; without it the toolkit keeps its own in the Secret and rotates
+    them. ``hosts`` are the serving certificate's names (default: the Service's DNS names and
+    127.0.0.1).
     """
 
     versions: tuple[Versions, ...] = attrs.field(converter=tuple)
     crds: tuple[Mapping[str, Any], ...] = attrs.field(converter=tuple)
     name: str
-    namespace: str = "default"
+    namespace: str | None = None
     host: str = "0.0.0.0"
     port: int = WEBHOOK_PORT
     url: str | None = None
@@ -76,6 +78,11 @@ class Webhooks:
     certificates_dir: Path | None = None
     hosts: tuple[str, ...] = ()
     check_interval: float = 300.0
+
+    @property
+    def in_namespace(self) -> str:
+        """The namespace of the Service and the Secret."""
+        return self.namespace or os.environ.get("POD_NAMESPACE") or "default"
 
     @property
     def secret_name(self) -> str:
@@ -86,8 +93,8 @@ class Webhooks:
     def service_hosts(self) -> tuple[str, ...]:
         """The names the serving certificate carries."""
         return self.hosts or (
-            "127.0.0.1", f"{self.name}.{self.namespace}.svc",
-            f"{self.name}.{self.namespace}.svc.cluster.local")
+            "127.0.0.1", f"{self.name}.{self.in_namespace}.svc",
+            f"{self.name}.{self.in_namespace}.svc.cluster.local")
 
     def endpoint(self, ca_pem: bytes, *, serving: str | None = None) -> WebhookEndpoint:
         """Where the API server calls, with ``ca_pem`` as the CA bundle (``serving``: the
@@ -96,7 +103,7 @@ class Webhooks:
         if url is not None:
             return WebhookEndpoint(ca_pem=ca_pem, url=url)
         return WebhookEndpoint(ca_pem=ca_pem, service_name=self.name,
-                               service_namespace=self.namespace, service_port=443)
+                               service_namespace=self.in_namespace, service_port=443)
 
     def objects(self, ca_pem: bytes, *, serving: str | None = None) -> list[dict[str, Any]]:
         """The CRDs with their conversion webhook and the webhook configurations, CA injected."""
@@ -110,7 +117,7 @@ class Webhooks:
         """The certificates to serve: cert-manager's files, else the Secret (made or rotated)."""
         if self.certificates_dir is not None:
             return WebhookCertificates.from_directory(self.certificates_dir)
-        return ensure_secret(client, name=self.secret_name, namespace=self.namespace,
+        return ensure_secret(client, name=self.secret_name, namespace=self.in_namespace,
                              hosts=self.service_hosts, now=now)
 
     def __call__(self, runtime: Any) -> Callable[[], None]:
@@ -173,7 +180,8 @@ def inject(client: ClusterClient, objects: Sequence[Mapping[str, Any]]) -> None:
                         obj["apiVersion"])
             continue
         try:
-            live = client.get(str(obj["apiVersion"]), str(obj["kind"]), str(meta.get("name")))
+            live = client.get(str(obj["apiVersion"]), str(obj["kind"]), str(meta.get("name")),
+                              namespace=meta.get("namespace"))
         except NotFoundError:
             client.create(obj)
             continue

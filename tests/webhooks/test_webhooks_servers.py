@@ -15,13 +15,16 @@ to accept what it does not evaluate.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import attrs
+import kubernetes
 import pytest
+import yaml
 
 from examples.thanos.builders import OPERATOR_NAME
 from examples.thanos.crds import (
@@ -32,7 +35,13 @@ from examples.thanos.crds import (
     THANOS_VERSIONED_CRD,
     THANOS_VERSIONS,
 )
-from examples.thanos.operator import PRUNE, ServiceMonitorSwitch
+from examples.thanos.operator import (
+    PRUNE,
+    WEBHOOKS,
+    ServiceMonitorSwitch,
+    samples,
+    versioned_operator,
+)
 from reconciler import (
     ApiError,
     InvalidError,
@@ -40,6 +49,9 @@ from reconciler import (
     NotFoundError,
     Operator,
 )
+from reconciler._commands.manifests import ManifestOptions, manifests
+from reconciler._commands.rbac import operator_facts
+from reconciler.clocks import RealClock
 from reconciler.embedded import EmbeddedApiServer
 from reconciler.envtest import ControlPlane
 from reconciler.testing import wait_idle
@@ -47,11 +59,14 @@ from reconciler.webhooks import (
     WebhookCertificates,
     WebhookEndpoint,
     WebhookServer,
+    inject,
     webhook_configurations,
     with_conversion_webhook,
 )
 
 _NS = "webhooks"
+_OPERATOR_NS = "thanos-system"
+_CRD_NAME = "thanoses.monitoring.optk.dev"
 _WRITES = ("create", "update", "patch", "delete", "deletecollection")
 
 
@@ -63,6 +78,7 @@ class Installed:
     reset: Callable[[], None]
     server: WebhookServer
     client: KubernetesClient
+    plane: ControlPlane | None = None
 
 
 def _until(what: str, check: Callable[[], bool], *, timeout: float = 60.0) -> None:
@@ -107,7 +123,8 @@ def installed(request: pytest.FixtureRequest) -> Iterator[Installed]:
     certificates = WebhookCertificates.generate(["127.0.0.1"])
     with contextlib.ExitStack() as stack:
         if request.param == "real":
-            plane = stack.enter_context(ControlPlane(request.getfixturevalue("kube_assets")))
+            plane: ControlPlane = stack.enter_context(
+                ControlPlane(request.getfixturevalue("kube_assets")))
             api_client = plane.api_client
             reset = plane.reset_request_counts
 
@@ -126,7 +143,8 @@ def installed(request: pytest.FixtureRequest) -> Iterator[Installed]:
         server = stack.enter_context(WebhookServer([THANOS_VERSIONS], certificates=certificates))
         client = _install(api_client, server, certificates)
         yield Installed(real=request.param == "real", api_client=api_client, writes=writes,
-                        reset=reset, server=server, client=client)
+                        reset=reset, server=server, client=client,
+                        plane=plane if request.param == "real" else None)
 
 
 def _real_only(installed: Installed) -> None:
@@ -249,3 +267,49 @@ def test_the_operator_reconciles_parents_of_both_versions_then_writes_nothing(
         assert "ruler" in v2["spec"]
     finally:
         runtime.stop()
+
+
+def test_the_manifests_applied_serve_the_webhooks_with_the_ca_the_operator_injects(
+    installed: Installed,
+) -> None:
+    """``optk manifests`` for ``versioned_operator``, applied; then the operator's Webhooks hook
+    runs with the ServiceAccount's rights alone (a client certificate for its user name). The
+    manifests point the API server at the Service (no CA: the operator injects it); with no
+    kube-proxy on this control plane, the hook runs the server on 127.0.0.1 and ``local`` points
+    the stanzas there, as a developer's local operator would (docs/webhooks.md)."""
+    _real_only(installed)
+    plane = installed.plane
+    assert plane is not None
+    admin = installed.client
+    facts = operator_facts(versioned_operator)
+    options = ManifestOptions(target="examples.thanos.operator:versioned_operator",
+                              namespace=_OPERATOR_NS, image="optk-thanos:test")
+    parents = [d for d in yaml.safe_load_all(samples.read_text()) if d]
+    documents = [obj for obj, _ in manifests(facts, options, parents=parents)
+                 if obj["kind"] not in ("Deployment", "PodDisruptionBudget")]
+    inject(admin, documents)
+    crd = admin.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", _CRD_NAME)
+    assert crd["spec"]["conversion"]["webhook"]["clientConfig"] == {"service": {
+        "name": "thanos-webhooks", "namespace": _OPERATOR_NS, "port": 443, "path": "/convert"}}
+
+    user = f"system:serviceaccount:{_OPERATOR_NS}:{OPERATOR_NAME}"
+    as_operator = KubernetesClient(kubernetes.config.new_client_from_config(
+        config_file=str(plane.kubeconfig_for(user, ["system:serviceaccounts"]))))
+    hook = attrs.evolve(WEBHOOKS, namespace=_OPERATOR_NS, host="127.0.0.1", port=0, local=True)
+    stop = hook.start(as_operator, clock=RealClock())
+    try:
+        secret = admin.get("v1", "Secret", "thanos-webhooks-tls", namespace=_OPERATOR_NS)
+        ca = WebhookCertificates.from_secret(secret).ca_pem
+        crd = admin.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", _CRD_NAME)
+        config = crd["spec"]["conversion"]["webhook"]["clientConfig"]
+        assert base64.b64decode(config["caBundle"]) == ca
+        for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
+            hooks = admin.get("admissionregistration.k8s.io/v1", kind, "thanos-webhooks")
+            assert base64.b64decode(hooks["webhooks"][0]["clientConfig"]["caBundle"]) == ca
+        _create(admin, _thanos(API_VERSION, "from-manifests", {"objectStorageSecret": "s"}))
+        read = admin.get(API_VERSION_2, KIND, "from-manifests", namespace=_NS)
+        assert read["spec"] == {"objectStorage": {"secretName": "s"}}
+        with pytest.raises(ApiError, match=r"needs spec\.query"):
+            _create(admin, _thanos(API_VERSION, "orphan-2", {"queryFrontend": {}}))
+    finally:
+        stop()
