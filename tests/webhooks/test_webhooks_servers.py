@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import json
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -216,6 +217,18 @@ def test_defaulting_writes_the_ingress_class_at_either_version(installed: Instal
         "host": "query.example", "ingressClassName": DEFAULT_INGRESS_CLASS}
     assert "replicas" not in made["spec"]["query"]  # the operator's defaults stay its own
     assert installed.server.counts().get("mutate", 0) >= 1
+    # kube-apiserver's audit log records the admission calls of the create (not conversions).
+    assert installed.plane is not None
+    installed.plane.request_counts()  # flushes the audit log up to now
+    creates = [json.loads(line) for line in installed.plane.audit_log_path.read_text().splitlines()
+               if '"exposed"' in line or "/thanoses" in line]
+    annotations = [e.get("annotations") or {} for e in creates if e.get("verb") == "create"
+                   and (e.get("responseStatus") or {}).get("code") == 201]
+    mutated = [json.loads(a["mutation.webhook.admission.k8s.io/round_0_index_0"])
+               for a in annotations if "mutation.webhook.admission.k8s.io/round_0_index_0" in a]
+    assert {"configuration": "thanos-webhooks", "webhook": "mutate.thanoses.monitoring.optk.dev",
+            "mutated": True} in mutated
+    assert any("apiserver.latency.k8s.io/validating-webhook" in a for a in annotations)
 
 
 def test_the_cel_rule_refuses_a_storage_change(installed: Installed) -> None:
