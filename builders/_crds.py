@@ -19,6 +19,7 @@ import attrs
 
 from builders._errors import UnsupportedSpecTypeError
 from builders._specs import FieldInfo, constraint_problem, fields_of, json_value, unwrap
+from builders._versions import Versions
 
 __all__ = ["PrinterColumn", "crd_for", "schema_for"]
 
@@ -56,6 +57,8 @@ def _doc(cls: type) -> str | None:
 
 
 def _constraints(info: FieldInfo, schema: dict[str, Any]) -> None:
+    if info.rules:
+        schema["x-kubernetes-validations"] = [rule.to_dict() for rule in info.rules]
     target = schema["items"] if schema.get("type") == "array" else schema
     if schema.get("type") == "array":
         if info.min_items is not None:
@@ -152,12 +155,47 @@ def _plural(kind: str) -> str:
     return word + "s"
 
 
-def crd_for(
-    spec: type,
+def _version_entry(
     *,
-    group: str,
-    kind: str,
-    version: str,
+    name: str,
+    spec: type,
+    status: type | None,
+    status_subresource: bool,
+    printer_columns: Sequence[PrinterColumn],
+    storage: bool,
+    served: bool = True,
+    deprecated: bool = False,
+    deprecation_warning: str | None = None,
+) -> dict[str, Any]:
+    status_schema: dict[str, Any] = (
+        schema_for(status) if status is not None else {"type": "object"})
+    status_schema["x-kubernetes-preserve-unknown-fields"] = True
+    entry: dict[str, Any] = {"name": name, "served": served, "storage": storage}
+    if deprecated:
+        entry["deprecated"] = True
+        if deprecation_warning:
+            entry["deprecationWarning"] = deprecation_warning
+    entry["schema"] = {"openAPIV3Schema": {
+        "type": "object",
+        "properties": {"spec": schema_for(spec), "status": status_schema},
+    }}
+    if status_subresource:
+        entry["subresources"] = {"status": {}}
+    if printer_columns:
+        columns = [c.to_dict() for c in printer_columns]
+        if not any(c.name == "Age" for c in printer_columns):
+            columns.append(PrinterColumn(
+                name="Age", json_path=".metadata.creationTimestamp", type="date").to_dict())
+        entry["additionalPrinterColumns"] = columns
+    return entry
+
+
+def crd_for(
+    spec: type | Versions,
+    *,
+    group: str | None = None,
+    kind: str | None = None,
+    version: str | None = None,
     plural: str | None = None,
     short_names: Sequence[str] = (),
     scope: Literal["Namespaced", "Cluster"] = "Namespaced",
@@ -173,32 +211,47 @@ def crd_for(
     there; without it the status is an open object. ``status_subresource`` adds the status
     subresource (the toolkit writes status through it). ``printer_columns`` are the
     ``kubectl get`` columns, followed by ``Age`` unless one is named so.
+
+    With a :class:`~builders.specs.Versions` instead of a class, ``group``, ``kind`` and the
+    versions come from it (``version`` must be left out): every version is emitted with its
+    own schema, flags and columns (``printer_columns`` for those that declare none), the hub
+    is the storage version, and the conversion strategy is ``None`` until the operator injects
+    its webhook (``reconciler.webhooks``).
     """
-    status_schema: dict[str, Any] = (
-        schema_for(status) if status is not None else {"type": "object"})
-    status_schema["x-kubernetes-preserve-unknown-fields"] = True
-    served: dict[str, Any] = {"name": version, "served": True, "storage": True}
-    served["schema"] = {"openAPIV3Schema": {
-        "type": "object",
-        "properties": {"spec": schema_for(spec), "status": status_schema},
-    }}
-    if status_subresource:
-        served["subresources"] = {"status": {}}
-    if printer_columns:
-        columns = [c.to_dict() for c in printer_columns]
-        if not any(c.name == "Age" for c in printer_columns):
-            columns.append(PrinterColumn(
-                name="Age", json_path=".metadata.creationTimestamp", type="date").to_dict())
-        served["additionalPrinterColumns"] = columns
+    if isinstance(spec, Versions):
+        if version is not None or (group not in (None, spec.group)) or (
+                kind not in (None, spec.kind)):
+            raise UnsupportedSpecTypeError(
+                spec=spec.kind, field="version",
+                reason="with Versions, the group, kind and versions come from it")
+        group, kind = spec.group, spec.kind
+        entries = [_version_entry(
+            name=v.name, spec=v.spec, status=v.status or status,
+            status_subresource=status_subresource,
+            printer_columns=v.printer_columns or printer_columns, storage=v.name == spec.hub,
+            served=v.served, deprecated=v.deprecated, deprecation_warning=v.deprecation_warning,
+        ) for v in spec.versions]
+    else:
+        if group is None or kind is None or version is None:
+            raise UnsupportedSpecTypeError(spec=spec.__name__, field="",
+                                           reason="crd_for needs group, kind and version")
+        entries = [_version_entry(
+            name=version, spec=spec, status=status, status_subresource=status_subresource,
+            printer_columns=printer_columns, storage=True,
+        )]
     plural = plural or _plural(kind)
     names: dict[str, Any] = {
         "plural": plural, "singular": kind.lower(), "kind": kind, "listKind": f"{kind}List",
     }
     if short_names:
         names["shortNames"] = list(short_names)
+    crd_spec: dict[str, Any] = {"group": group, "scope": scope, "names": names,
+                                "versions": entries}
+    if len(entries) > 1:
+        crd_spec["conversion"] = {"strategy": "None"}
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
         "metadata": {"name": f"{plural}.{group}"},
-        "spec": {"group": group, "scope": scope, "names": names, "versions": [served]},
+        "spec": crd_spec,
     }

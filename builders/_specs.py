@@ -19,7 +19,7 @@ import functools
 import re
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
 import attrs
@@ -27,11 +27,33 @@ import attrs
 from builders._errors import SpecFieldError, UnsupportedSpecTypeError
 
 __all__ = [
-    "FieldInfo", "fields_of", "json_value", "spec_field", "spec_of", "to_spec_dict", "unwrap",
+    "CelRule", "FieldInfo", "fields_of", "json_value", "spec_field", "spec_of", "to_spec_dict",
+    "unwrap",
 ]
 
 T = TypeVar("T")
 _META_KEY = "optk.dev/spec-field"
+
+
+@attrs.frozen(kw_only=True)
+class CelRule:
+    """A CEL validation rule of a field (``x-kubernetes-validations``), evaluated by the API server.
+
+    ``rule`` sees the field's value as ``self`` (and, in a transition rule, the stored value as
+    ``oldSelf``: such a rule runs only on updates where both exist); ``message`` is what the
+    refusal says. Honoured by kube-apiserver 1.25 and later (beta, on by default); the toolkit
+    does not evaluate it itself (see docs/specs.md).
+    """
+
+    rule: str
+    message: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The rule as the CRD schema holds it."""
+        out = {"rule": self.rule}
+        if self.message:
+            out["message"] = self.message
+        return out
 
 
 @attrs.frozen(kw_only=True)
@@ -48,6 +70,7 @@ class FieldInfo:
     max_items: int | None = None
     json_name: str | None = None
     server_default: bool = True
+    rules: tuple[CelRule, ...] = ()
 
 
 def spec_field(
@@ -64,6 +87,7 @@ def spec_field(
     max_items: int | None = None,
     name: str | None = None,
     server_default: bool = True,
+    rules: Sequence[CelRule] = (),
 ) -> Any:
     """An attrs field of a spec class, with what its CRD schema says about it.
 
@@ -74,14 +98,15 @@ def spec_field(
     searched as the API server does), ``min_length``/``max_length`` (characters) and
     ``minimum``/``maximum`` (inclusive) constrain a string or number, or each item of a list of
     them; ``min_items``/``max_items`` a list's length. ``name`` is the JSON key (default: the
-    attribute name in camelCase). Values are checked on construction too.
+    attribute name in camelCase). ``rules`` are CEL rules the API server checks (the
+    field's ``x-kubernetes-validations``). Values are checked on construction too.
     """
     if factory is not None and default is not attrs.NOTHING:
         raise TypeError("spec_field: give default or factory, not both")
     info = FieldInfo(
         description=description, pattern=pattern, minimum=minimum, maximum=maximum,
         min_length=min_length, max_length=max_length, min_items=min_items, max_items=max_items,
-        json_name=name, server_default=server_default,
+        json_name=name, server_default=server_default, rules=tuple(rules),
     )
     if pattern is not None:
         re.compile(pattern)  # a bad pattern fails where it is declared
@@ -303,36 +328,41 @@ def from_spec_dict(cls: type[T], value: Mapping[str, Any], *, path: str = "spec"
     return _Converter(None).spec(cls, value, path)
 
 
-def to_spec_dict(spec: Any, *, server_defaults_only: bool = False) -> dict[str, Any]:
+def to_spec_dict(
+    spec: Any, *, server_defaults_only: bool = False, keep_operator_defaults: bool = True,
+) -> dict[str, Any]:
     """The JSON dict of spec instance ``spec``: JSON names, None fields left out, enums as values.
 
     ``spec_of(parent, type(s))`` of a parent with this dict as its spec is ``s`` again.
     ``server_defaults_only`` leaves out fields declared ``server_default=False`` (what a schema
-    default may hold).
+    default may hold); ``keep_operator_defaults=False`` leaves out such a field only while it
+    holds its default (what a conversion writes, so that the operator's defaults stay its own).
     """
     if not attrs.has(type(spec)):
         raise UnsupportedSpecTypeError(spec=repr(type(spec)), field="", reason="not an attrs class")
-    return typing.cast(dict[str, Any], _dump(spec, server_defaults_only))
+    return typing.cast(dict[str, Any], _dump(spec, server_defaults_only, keep_operator_defaults))
 
 
 def json_value(value: Any) -> Any:
     """A value of a spec field as JSON (what a schema default holds: server defaults only)."""
-    return _dump(value, True)
+    return _dump(value, True, True)
 
 
-def _dump(value: Any, server_only: bool) -> Any:
+def _dump(value: Any, server_only: bool, keep_defaults: bool) -> Any:
     if attrs.has(type(value)):
         out = {}
         for f in fields_of(type(value)):
             item = getattr(value, f.attribute)
             if item is None or (server_only and not f.info.server_default):
                 continue
-            out[f.json_name] = _dump(item, server_only)
+            if not keep_defaults and not f.info.server_default and item == f.default:
+                continue
+            out[f.json_name] = _dump(item, server_only, keep_defaults)
         return out
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, list | tuple):
-        return [_dump(v, server_only) for v in value]
+        return [_dump(v, server_only, keep_defaults) for v in value]
     if isinstance(value, Mapping):
-        return {k: _dump(v, server_only) for k, v in value.items()}
+        return {k: _dump(v, server_only, keep_defaults) for k, v in value.items()}
     return copy.deepcopy(value)

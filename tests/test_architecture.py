@@ -43,7 +43,7 @@ LONG_CLASSES = {
 }
 """Classes over ``MAX_CLASS_LINES``, by ``path:name``, with the reason they are one class."""
 FACE = {"__init__", "__main__", "informers", "queues", "leadership", "metrics", "events",
-        "planning", "clocks", "testing", "pytest_plugin"}
+        "planning", "clocks", "testing", "pytest_plugin", "webhooks"}
 """What may sit directly in ``reconciler/``: the facade, ``__main__``, the public faces and the
 pytest plugin (``embedded`` and ``envtest`` are packages of their own)."""
 

@@ -2,9 +2,11 @@
 
 ``install_requires`` in ``setup.cfg`` holds what an operator needs to run against a cluster;
 Hypothesis is in the ``testing`` extra (for ``builders.testing``), aiohttp and cryptography in the
-``embedded`` extra (for ``reconciler.embedded``). These tests check both halves: the metadata, and
-that the facades import and work in a fresh interpreter in which those packages cannot be imported
-(a meta-path finder refuses them, so a lazy import at first use would fail too).
+``embedded`` extra (for ``reconciler.embedded``), cryptography also in the ``webhooks`` extra
+(certificates ``reconciler.webhooks`` makes itself; it imports without it). These tests check
+both halves: the metadata, and that the facades import and work in a fresh interpreter in
+which those packages cannot be imported (a meta-path finder refuses them, so a lazy import at
+first use would fail too).
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-OPTIONAL = {"testing": {"hypothesis"}, "embedded": {"aiohttp", "cryptography"}}
+OPTIONAL = {"testing": {"hypothesis"}, "embedded": {"aiohttp", "cryptography"},
+            "webhooks": {"cryptography"}}
 
 _BLOCKED_IMPORTS = """
 import importlib.abc
@@ -42,6 +45,7 @@ import builders.objects
 import builders.schemas
 import objectmatcher
 import reconciler
+import reconciler.webhooks
 from reconciler import KubernetesClient, Operator
 
 desired = builders.objects.config_map(metadata={"name": "a", "namespace": "n"}, data={"k": "v"})

@@ -45,6 +45,7 @@ FACADES = (
     "reconciler.planning",
     "reconciler.queues",
     "reconciler.testing",
+    "reconciler.webhooks",
 )
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 

@@ -9,7 +9,8 @@ Operator authors test their desired-state functions before touching a cluster::
 
 Strategies generate valid Kubernetes identifiers, metadata and whole objects (of built-in kinds or
 a CRD's structural schema), and typed spec instances from a spec class
-(:func:`spec_instances`); ``check_builders`` runs a builder set over generated parents and
+(:func:`spec_instances`), the conversion properties of a versioned API
+(:func:`check_conversions`); ``check_builders`` runs a builder set over generated parents and
 checks the invariants of DESIGN.md sections 4 and 5, each also available as an ``assert_*``
 function. See ``docs/testing-builders.md`` for a tutorial.
 """
@@ -44,8 +45,10 @@ from builders.testing._strategies import (
     owner_references,
     quantities,
 )
+from builders.testing._versions import CONVERSION_PROPERTIES, check_conversions
 
 __all__ = [
+    "CONVERSION_PROPERTIES",
     "INVARIANTS",
     "Built",
     "assert_absent_stubs",
@@ -59,6 +62,7 @@ __all__ = [
     "assert_unique",
     "assert_valid_names",
     "check_builders",
+    "check_conversions",
     "check_parent",
     "dns_labels",
     "dns_subdomains",

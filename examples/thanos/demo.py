@@ -34,13 +34,26 @@ from builders import run_builders
 from builders.names import INSTANCE_LABEL, MANAGED_BY_LABEL
 from examples.thanos import _view
 from examples.thanos import builders as thanos
-from examples.thanos.crds import API_VERSION, KIND, SERVICE_MONITOR_CRD
+from examples.thanos.crds import (
+    API_VERSION,
+    API_VERSION_2,
+    KIND,
+    SERVICE_MONITOR_CRD,
+    THANOS_VERSIONED_CRD,
+    THANOS_VERSIONS,
+)
 from examples.thanos.operator import start_operator
 from objectmatcher import MERGE_PATCH, calculate_patch
 from reconciler import ApiError, KubernetesClient, NotFoundError, OperatorRuntime
 from reconciler.embedded import EmbeddedApiServer
 from reconciler.envtest import ControlPlane
 from reconciler.testing import wait_idle, wait_synced
+from reconciler.webhooks import (
+    WebhookCertificates,
+    WebhookEndpoint,
+    WebhookServer,
+    with_conversion_webhook,
+)
 
 NAMESPACE = "demo"
 WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
@@ -379,7 +392,48 @@ def _script(demo: Demo) -> tuple[int, int]:
     demo.say(f"   deleted {KIND} {NAMESPACE}/observatory")
     demo.step("collect observatory's children", demo.collected("observatory", CHILD_KINDS))
     demo.step("edge is untouched", demo.converged("edge"))
+    _second_version(demo)
     return reconciles, writes
+
+
+def _second_version(demo: Demo) -> None:
+    """Step 7: the CRD gains v1alpha2 (the new storage version), converted by the operator's
+    webhook on 127.0.0.1; the same parent is read at both versions."""
+    demo.say("7. a second API version: v1alpha2, through the operator's conversion webhook")
+    certificates = WebhookCertificates.generate(["127.0.0.1"])
+    with WebhookServer([THANOS_VERSIONS], certificates=certificates) as hooks:
+        crd = with_conversion_webhook(
+            THANOS_VERSIONED_CRD, WebhookEndpoint(ca_pem=certificates.ca_pem, url=hooks.url))
+        name = crd["metadata"]["name"]
+        live = demo.client.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
+        crd["metadata"]["resourceVersion"] = live["metadata"]["resourceVersion"]
+        demo.client.replace(crd)
+        demo.say(f"   replaced CRD {name}: v1alpha1 and v1alpha2 served, v1alpha2 stored, "
+                 f"conversion webhook at {hooks.url}/convert")
+        demo.merge_patch(API_VERSION, KIND, "edge", {"spec": {"objectStorageSecret": "objstore"}})
+        demo.say("   set spec.objectStorageSecret of edge (v1alpha1; objectStorage.secretName in "
+                 "v1alpha2)")
+        seen: dict[str, dict[str, Any]] = {}
+
+        def both_versions() -> tuple[bool, str]:
+            client = KubernetesClient(demo.server.api_client())  # discovery as it is now
+            try:
+                for api_version in (API_VERSION, API_VERSION_2):
+                    seen[api_version] = client.get(api_version, KIND, "edge",
+                                                   namespace=NAMESPACE)
+            except (ApiError, LookupError) as error:
+                return False, f"not yet: {error}"
+            same = len({o["metadata"]["uid"] for o in seen.values()}) == 1
+            moved = (seen[API_VERSION_2]["spec"].get("objectStorage") or {}).get("secretName")
+            done = same and moved == "objstore"
+            return done, "one object at both versions" if done else "not converted yet"
+
+        demo.step("read edge at v1alpha1 and v1alpha2", both_versions, events=False)
+        for api_version, obj in seen.items():
+            demo.say(f"   kubectl get thanoses.{api_version.partition('/')[2]}."
+                     f"{api_version.partition('/')[0]} edge -o jsonpath='{{.spec}}': "
+                     f"{json.dumps(obj['spec'], sort_keys=True)}")
+        demo.say(f"   conversion webhook calls: {hooks.counts().get('convert', 0)}")
 
 
 _BLOCKS = tuple(kind.key for kind in thanos.COMPONENTS)

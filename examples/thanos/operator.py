@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from builders import ResourceBuilder
 from examples.thanos import builders as thanos
 from examples.thanos.crds import (
@@ -25,9 +27,12 @@ from examples.thanos.crds import (
     SERVICE_MONITOR_CRD_NAME,
     SERVICE_MONITOR_KIND,
     THANOS_CRD,
+    THANOS_VERSIONED_CRD,
+    THANOS_VERSIONS,
 )
 from reconciler import ClusterClient, Operator, OperatorRuntime, watches
 from reconciler.informers import Informer
+from reconciler.webhooks import Webhooks
 
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
 
@@ -104,6 +109,23 @@ service_monitors = ServiceMonitorSwitch()
 
 operator = make_operator(service_monitors)
 """The Thanos operator, as ``optk run examples.thanos.operator:operator`` loads it."""
+
+WEBHOOKS = Webhooks(versions=[THANOS_VERSIONS], crds=[THANOS_VERSIONED_CRD],
+                    name="thanos-webhooks")
+"""The versioned operator's webhooks: conversion v1alpha1 <-> v1alpha2, validation, defaulting
+(the Service ``thanos-webhooks`` in the operator's namespace)."""
+
+
+def make_versioned_operator(switch: ServiceMonitorSwitch, *,
+                            webhooks: Webhooks = WEBHOOKS) -> Operator:
+    """The Thanos operator serving v1alpha1 and v1alpha2 (stored) through its own webhooks; it
+    still reads its parents at v1alpha1, as its builders do."""
+    return attrs.evolve(make_operator(switch), install=[THANOS_VERSIONED_CRD],
+                        on_start=[switch.on_start, webhooks])
+
+
+versioned_operator = make_versioned_operator(ServiceMonitorSwitch())
+"""``optk run|manifests examples.thanos.operator:versioned_operator``: the two-version API."""
 
 samples = Path(__file__).with_name("samples.yaml")
 """The sample parents ``optk manifests`` evaluates the builders over to derive the role."""

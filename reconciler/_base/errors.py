@@ -41,8 +41,10 @@ The tree (the embedded server and ``reconciler.envtest`` have their own roots)::
         ├── ClientUsageError              the client was called wrongly
         ├── KubeconfigError               the cluster cannot be reached with the kubeconfig
         │                                 (``source``: its path or the server URL)
-        └── RbacDerivationError           ``optk manifests`` cannot derive the role
-                                          (``build`` failed on a sample ``parent``)
+        ├── RbacDerivationError           ``optk manifests`` cannot derive the role
+        │                                 (``build`` failed on a sample ``parent``)
+        └── WebhookCertificateError       the webhook's certificates cannot be read or made
+                                          (``source``: the directory or Secret)
 """
 
 from __future__ import annotations
@@ -68,8 +70,6 @@ __all__ = [
     "InvalidError",
     "KindUnlistableError",
     "KubeconfigError",
-
-
     "LeadershipLostError",
     "NamespaceTerminatingError",
     "NotFoundError",
@@ -84,6 +84,7 @@ __all__ = [
     "UnauthorizedError",
     "UnsupportedMediaTypeError",
     "WatchSilentError",
+    "WebhookCertificateError",
     "api_error_from_status",
 ]
 
@@ -411,3 +412,12 @@ def _has_cause(status: Mapping[str, Any], reason: str) -> bool:
     details = status.get("details")
     causes = details.get("causes") if isinstance(details, Mapping) else None
     return any(isinstance(c, Mapping) and c.get("reason") == reason for c in causes or ())
+
+
+class WebhookCertificateError(ReconcilerUsageError):
+    """The webhook's certificates cannot be read or made: ``source`` names the directory, Secret
+    or file, and the message what is missing or wrong (never a key's content)."""
+
+    def __init__(self, message: str, *, source: str) -> None:
+        super().__init__(message)
+        self.source = source

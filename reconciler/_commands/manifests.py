@@ -10,7 +10,8 @@ Roles with their bindings (``reconciler._commands.rbac.derive_rules``), a Deploy
 replicas running ``optk run MODULE:ATTR --leader-elect`` (the metrics port on every
 interface, probes on ``/healthz`` and ``/readyz`` of that port, resource requests, numeric
 non-root user, read-only root file system, no capabilities, seccomp RuntimeDefault), a metrics
-Service and a PodDisruptionBudget.
+Service and a PodDisruptionBudget; with a ``Webhooks`` start hook also its Service, webhook
+configurations, the CRDs' conversion stanza and their rules (``webhook_manifests``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,12 @@ from reconciler._commands.rbac import (
     RbacDerivationError,
     derive_rules,
     operator_facts,
+)
+from reconciler._commands.webhook_manifests import (
+    webhook_container_port,
+    webhook_objects,
+    webhook_rules,
+    webhooks_of,
 )
 
 __all__ = [
@@ -200,16 +207,20 @@ def manifests(
     """The objects to apply, in order, each with the reasons of its rules (roles only)."""
     if options.namespaced:
         facts = attrs.evolve(facts, namespace=facts.namespace or options.namespace)
-    rules = derive_rules(facts, parents=parents, generated=generated,
-                         lease_namespace=options.namespace,
-                         namespaced=options.namespaced, install_applied=True,
-                         metrics_auth=options.metrics_auth)
+    hooks = webhooks_of(facts.start_hooks, namespace=options.namespace)
+    rules = (*derive_rules(facts, parents=parents, generated=generated,
+                           lease_namespace=options.namespace,
+                           namespaced=options.namespaced, install_applied=True,
+                           metrics_auth=options.metrics_auth), *webhook_rules(hooks))
     labels = _labels(facts)
     ns = options.namespace
     selector = {_NAME_LABEL: facts.name}
+    hooked, hooked_crds = webhook_objects(
+        hooks, selector=selector, metadata=lambda name, namespace: _meta(name, labels, namespace))
     objects: list[dict[str, Any]] = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(ns, labels)},
-        *(set_last_applied(o) for o in facts.install),
+        *(set_last_applied(hooked_crds.get(str((o.get("metadata") or {}).get("name")), o))
+          for o in facts.install),
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(facts.name, labels, ns)},
     ]
     out: list[tuple[dict[str, Any], list[str]]] = [(o, []) for o in objects]
@@ -220,8 +231,11 @@ def manifests(
                      "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]},
                     ["for scrapers, not the operator: bind a Prometheus ServiceAccount to it "
                      "to scrape /metrics (optk run --metrics-auth asks the API server)"]))
+    deployment = _deployment(facts, options)
+    deployment["spec"]["template"]["spec"]["containers"][0]["ports"] += (
+        webhook_container_port(hooks))
     out += [(o, []) for o in (
-        _deployment(facts, options),
+        deployment,
         {"apiVersion": "v1", "kind": "Service",
          "metadata": _meta(f"{facts.name}-metrics", labels, ns),
          "spec": {"selector": selector, "ports": [
@@ -230,6 +244,7 @@ def manifests(
         {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
          "metadata": _meta(facts.name, labels, ns),
          "spec": {"minAvailable": 1, "selector": {"matchLabels": selector}}},
+        *hooked,
     )]
     return out
 

@@ -105,6 +105,7 @@ class OperatorFacts:
     config_map: str | None = None
     events: bool = True
     on_delete: bool = False
+    start_hooks: tuple[Any, ...] = ()
 
     @property
     def crds(self) -> tuple[Mapping[str, Any], ...]:
@@ -138,6 +139,7 @@ def operator_facts(operator: Any) -> OperatorFacts:
         heartbeat_namespace=operator.resync.heartbeat_namespace,
         config_map=operator.resync.config_map, events=operator.events,
         on_delete=getattr(operator, "on_delete", None) is not None,
+        start_hooks=tuple(operator.on_start),
     )
 
 

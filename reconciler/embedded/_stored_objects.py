@@ -19,6 +19,7 @@ from typing import Any
 
 import attrs
 
+from reconciler.embedded._conversion import Conversions
 from reconciler.embedded._kinds import Invalid, KindRegistry, ResourceType, ServerContext
 from reconciler.embedded._selectors import FieldSelector, LabelSelector
 from reconciler.embedded._statuses import (
@@ -168,6 +169,7 @@ class StoredObjects:
         self.storage = storage
         self.registry = registry
         self.context = context
+        self.conversions = Conversions()
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -177,7 +179,13 @@ class StoredObjects:
         return (rt.group, rt.plural)
 
     def served(self, obj: Mapping[str, Any], rt: ResourceType) -> Mapping[str, Any]:
-        """``obj`` with the ``apiVersion``/``kind`` of the endpoint it is served from."""
+        """``obj`` with the ``apiVersion``/``kind`` of the endpoint it is served from (a custom
+        resource of another version through its CRD's conversion webhook, if it has one)."""
+        if rt.is_custom and obj.get("apiVersion") != rt.api_version:
+            crd = self.storage.get(CRDS, namespace="", name=f"{rt.plural}.{rt.group}")
+            converted = self.conversions.convert(obj, rt, crd)
+            if converted is not None:
+                return converted
         return _served(obj, rt)
 
     def _existing(self, target: Target) -> Mapping[str, Any]:
@@ -186,6 +194,8 @@ class StoredObjects:
         )
         if obj is None:
             raise not_found(target.rt, target.name)
+        if target.rt.is_custom:  # a write sees the old object at its own version, converted
+            return self.served(obj, target.rt)
         return obj
 
     def _check_namespace(self, rt: ResourceType, *, namespace: str, name: str) -> None:
@@ -342,7 +352,8 @@ class StoredObjects:
             "kind": rt.list_kind,
             "apiVersion": rt.api_version,
             "metadata": metadata,
-            "items": [_strip_for_list(obj, rt) for obj in selected],
+            "items": [self.served(obj, rt) if rt.is_custom else _strip_for_list(obj, rt)
+                      for obj in selected],
         }
 
 

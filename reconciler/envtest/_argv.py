@@ -149,7 +149,10 @@ def apiserver_argv(kube_apiserver: Path, layout: Layout, pki: Pki, *,
         f"--audit-log-path={layout.audit_log}", "--audit-log-format=json",
         # blocking: each event is written before the request's handler returns, so a
         # marker request (``_flush_audit``) reliably follows everything sent before it
-        "--audit-log-mode=blocking", "--audit-log-maxsize=0", *admission,
+        "--audit-log-mode=blocking", "--audit-log-maxsize=0",
+        # CEL rules of CRDs (x-kubernetes-validations): beta and on by default from 1.25.0, but
+        # still alpha (off) in the v1.25.0-alpha.2 build of the kube assets
+        "--feature-gates=CustomResourceValidationExpressions=true", *admission,
     ]
 
 

@@ -37,6 +37,7 @@ STEPS = [
     "resync every parent",
     "collect observatory's children",
     "edge is untouched",
+    "read edge at v1alpha1 and v1alpha2",
 ]
 
 

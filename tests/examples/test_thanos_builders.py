@@ -36,6 +36,7 @@ from examples.thanos.crds import (
     SERVICE_MONITOR_API_VERSION,
     SERVICE_MONITOR_CRD,
     SERVICE_MONITOR_KIND,
+    STORAGE_IMMUTABLE,
     THANOS_CRD,
     ThanosSpec,
 )
@@ -295,6 +296,11 @@ def test_the_generated_schema_is_the_handwritten_one_plus_a_description() -> Non
     generated = copy.deepcopy(version["schema"]["openAPIV3Schema"]["properties"]["spec"])
     assert generated.pop("description") == (
         "A Thanos deployment: each component block present switches that component on.")
+    # Added since (issue 31): the stateful blocks' storage is immutable, by a CEL rule.
+    for block in ("storeGateway", "rule"):
+        schema = generated["properties"][block]
+        assert schema.pop("x-kubernetes-validations") == [STORAGE_IMMUTABLE.to_dict()]
+        assert schema["properties"]["storage"].pop("maxLength") == 8
     assert generated == json.loads(HANDWRITTEN.read_text())
     assert [c["name"] for c in version["additionalPrinterColumns"]] == ["Query", "Ready", "Age"]
     assert version["subresources"] == {"status": {}}

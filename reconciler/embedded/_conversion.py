@@ -1,0 +1,92 @@
+"""Conversion webhooks of CRDs: a custom resource read at a version other than its own is sent
+to the CRD's conversion webhook, as kube-apiserver sends it.
+
+The embedded server stores a custom resource at the version it was written at and serves it at
+any served version; with ``conversion.strategy: None`` only ``apiVersion`` changes (as the real
+server does), with ``Webhook`` this module posts a ``ConversionReview`` (v1) to the CRD's
+``clientConfig.url``, verifying the server against its ``caBundle``, and serves what comes back.
+A ``service`` reference is not reachable here (no Service network): it fails as an unreachable
+webhook does on a real server. Admission webhooks are not called (docs/embedded-apiserver.md).
+The boundary: this module only converts; the request path calls :meth:`Conversions.convert`
+from ``StoredObjects.served``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from reconciler.embedded._kinds import ResourceType
+from reconciler.embedded._statuses import ApiStatusError, status_body
+
+__all__ = ["Conversions"]
+
+_TIMEOUT_SECONDS = 30.0  # kube-apiserver's fixed budget for a conversion call
+
+
+def _failure(rt: ResourceType, reason: str) -> ApiStatusError:
+    message = (f"conversion webhook for {rt.group}/{rt.version}, Kind={rt.kind} failed: "
+               f"{reason}")
+    return ApiStatusError(500, status_body(500, "InternalError", message=message))
+
+
+class Conversions:
+    """Converts custom resources through their CRD's conversion webhook, if it has one."""
+
+    def convert(
+        self, obj: Mapping[str, Any], rt: ResourceType, crd: Mapping[str, Any] | None,
+    ) -> Mapping[str, Any] | None:
+        """``obj`` at ``rt``'s version through the webhook, or None when ``crd`` names none
+        (the caller then only relabels). Raises ApiStatusError (500) as the real server
+        answers when the webhook fails."""
+        conversion = ((crd or {}).get("spec") or {}).get("conversion") or {}
+        if conversion.get("strategy") != "Webhook":
+            return None
+        config = (conversion.get("webhook") or {}).get("clientConfig") or {}
+        url = config.get("url")
+        if not url:
+            raise _failure(rt, "the webhook's service is not reachable from the embedded server "
+                               "(give clientConfig.url)")
+        review = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
+                  "request": {"uid": str(uuid.uuid4()), "desiredAPIVersion": rt.api_version,
+                              "objects": [dict(obj)]}}
+        answer = self._post(rt, str(url), config.get("caBundle"), review)
+        response = answer.get("response") or {}
+        result = response.get("result") or {}
+        if result.get("status") != "Success":
+            raise _failure(rt, str(result.get("message") or "conversion failed"))
+        converted = response.get("convertedObjects") or []
+        if len(converted) != 1 or not isinstance(converted[0], Mapping):
+            raise _failure(rt, f"expected 1 converted object, got {len(converted)}")
+        if converted[0].get("apiVersion") != rt.api_version:
+            raise _failure(rt, f"the object came back at {converted[0].get('apiVersion')}")
+        return {**converted[0], "kind": rt.kind}
+
+    @staticmethod
+    def _post(rt: ResourceType, url: str, ca_bundle: object,
+              review: Mapping[str, Any]) -> dict[str, Any]:
+        context = ssl.create_default_context()
+        if isinstance(ca_bundle, str) and ca_bundle:
+            try:
+                context = ssl.create_default_context(
+                    cadata=base64.b64decode(ca_bundle).decode())
+            except (ValueError, ssl.SSLError) as err:
+                raise _failure(rt, f"caBundle: {err}") from None
+        request = urllib.request.Request(
+            url, data=json.dumps(review).encode(), method="POST",
+            headers={"Content-Type": "application/json", "Accept": "application/json"})
+        try:
+            with urllib.request.urlopen(request, context=context,
+                                        timeout=_TIMEOUT_SECONDS) as reply:
+                body = json.loads(reply.read())
+        except (urllib.error.URLError, OSError, ValueError) as err:
+            raise _failure(rt, f"Post {url!r}: {err}") from None
+        if not isinstance(body, dict):
+            raise _failure(rt, "the answer is not a ConversionReview")
+        return body
