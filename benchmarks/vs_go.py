@@ -30,6 +30,8 @@ import json
 import os
 import platform
 import random
+import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -44,6 +46,7 @@ from benchmarks import compare
 from benchmarks._child_watch import ChildWatch
 from benchmarks._kube import MERGE_PATCH, Cluster, collection_path, object_path, verb_totals
 from benchmarks._processes import Processes, cpu_seconds, peak_rss_bytes, start_apiserver
+from benchmarks._profile import summarize as summarize_profile
 from benchmarks._scenario import bounded, create_when_served, drift_percentiles
 from benchmarks.compare import machine
 from benchmarks.peers.client_go import operator as foo
@@ -175,6 +178,33 @@ def peer_argv(name: str, *, kubeconfig: Path, go_binary: Path | None,
             {})
 
 
+@contextlib.contextmanager
+def profiled(pid: int, out: Path | None, *, title: str) -> Iterator[None]:
+    """``py-spy record`` attached to ``pid`` for the block (nothing when ``out`` is None); the
+    summary (``benchmarks._profile``) written to ``out``."""
+    if out is None:
+        yield
+        return
+    raw = out.with_suffix(".raw")
+    spy = subprocess.Popen(
+        [str(Path(sys.executable).parent / "py-spy"), "record", "--pid", str(pid), "--format",
+         "raw", "--rate", "250", "--nonblocking", "-o", str(raw)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.3)  # attached
+    try:
+        yield
+    finally:
+        spy.send_signal(signal.SIGINT)
+        try:
+            spy.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            spy.kill()
+            spy.wait(timeout=10)
+    if raw.exists():
+        out.write_text(summarize_profile(raw.read_text(), title=title))
+        raw.unlink()
+
+
 # --- one run -------------------------------------------------------------------------------
 
 
@@ -187,6 +217,18 @@ class Run:
         self.go_binary = go_binary
         self.figures: dict[str, Any] = {}
         self.rng = random.Random(size)
+
+    def profile(self, phase: str) -> contextlib.AbstractContextManager[None]:
+        """Profile ours in ``phase`` when ``--profile DIR`` is given."""
+        directory = getattr(self.options, "profile", None)
+        if directory is None or self.peer != "ours":
+            return contextlib.nullcontext()
+        Path(directory).mkdir(parents=True, exist_ok=True)
+        out = Path(directory) / f"profile-vs-go-{phase}-n{self.size}.txt"
+        title = (f"py-spy record --rate 250 --nonblocking (attached): ours, {phase}, "
+                 f"N={self.size} Foos, real control plane; Python {platform.python_version()}, "
+                 f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
+        return profiled(self.pid, out, title=title)
 
     async def counts(self) -> dict[str, int]:
         """The operator's requests by verb so far."""
@@ -262,11 +304,18 @@ class Run:
             await self.delta((before_counts, 0.0), "converge")
             figures["converge_requests_total"] = figures.pop("converge_requests")
             figures["converge_requests"] = figures.pop("converge_requests_by_verb")
+            figures["converge_cpu_ms_per_request"] = round(
+                figures["converge_cpu_s"] * 1000 / max(1, figures["converge_requests_total"]), 3)
 
             before = await self.snapshot()
-            await asyncio.sleep(options.steady_seconds)
+            with self.profile("steady"):
+                await asyncio.sleep(options.steady_seconds)
             await self.delta(before, "steady")
             figures["steady_window_s"] = options.steady_seconds
+            resyncs = options.steady_seconds / RESYNC_SECONDS * self.size
+            if resyncs >= self.size:  # at least one resync of every parent in the window
+                figures["steady_cpu_per_parent_resync_ms"] = round(
+                    figures["steady_cpu_s"] * 1000 / resyncs, 3)
 
             await self._drifts()
             await self._image_drifts()
@@ -320,19 +369,23 @@ class Run:
         changed = [foo_object(i, replicas=2) for i in range(min(SPEC_CHANGED, self.size))]
         await self.idle(timeout=30)
         before = await self.snapshot()
-        started = time.monotonic()
-        updated = await bounded([self.cluster.request(
-            "PATCH", object_path(foo.API_VERSION, PLURAL, NAMESPACE, obj["metadata"]["name"]),
-            verb="patch", content_type=MERGE_PATCH, body={"spec": {"replicas": 2}})
-            for obj in changed], limit=16)
-        by_name = {obj["metadata"]["name"]: obj for obj in updated}
-        self.watch.set_desired(desired([by_name.get(o["metadata"]["name"], o)
-                                        for o in self.foos]))
-        done = await self.watch.converged(timeout=60)
+        with self.profile("spec-change"):
+            started = time.monotonic()
+            updated = await self._spec_writes(changed)
+            by_name = {obj["metadata"]["name"]: obj for obj in updated}
+            self.watch.set_desired(desired([by_name.get(o["metadata"]["name"], o)
+                                            for o in self.foos]))
+            done = await self.watch.converged(timeout=60)
         self.figures["spec_change_wall_s"] = round(done - started, 3)
         self.figures["spec_changed_parents"] = len(changed)
         await self.idle(timeout=30)
         await self.delta(before, "spec_change")
+
+    async def _spec_writes(self, changed: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        return await bounded([self.cluster.request(
+            "PATCH", object_path(foo.API_VERSION, PLURAL, NAMESPACE, obj["metadata"]["name"]),
+            verb="patch", content_type=MERGE_PATCH, body={"spec": {"replicas": 2}})
+            for obj in changed], limit=16)
 
 
 # --- summaries -----------------------------------------------------------------------------
@@ -401,6 +454,9 @@ def main(argv: list[str] | None = None, *, echo: Callable[[str], None] = print) 
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--out", default=None)
     parser.add_argument("--plot", action="store_true")
+    parser.add_argument("--profile", default=None, metavar="DIR",
+                        help="profile ours with py-spy (attached) in the steady state and the "
+                             "spec change; profile-vs-go-<phase>-n<N>.txt summaries into DIR")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     chosen = [p for p in args.peers.split(",") if p]

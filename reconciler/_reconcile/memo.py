@@ -16,6 +16,15 @@ every write) misses the memo and takes the full path. Only results that made no 
 nothing and asked for no requeue are remembered, and never for states with hooks (a hook may
 decide differently on the same inputs). Pure bookkeeping: no I/O.
 
+``StatusMemo`` skips a status write the server has already taken: it remembers, per parent,
+the ``resourceVersion`` our last status write returned and a digest of that status (its times
+left out), and a reconcile of the parent at that same version wanting the same status again
+writes nothing. The parent's status normally answers this itself (nothing changed, nothing
+written), but a CRD whose status schema prunes the toolkit's fields (``conditions``,
+``observedGeneration``: client-go's ``sample-controller`` Foo keeps only
+``availableReplicas``) hands back a status that always looks out of date, and every resync
+would write it again.
+
 ``RecentKeys`` is a bounded set with the same discipline, for the parents the parent reconcile
 must leave alone (their namespace is being deleted). All three are least recently used first out,
 under a lock: a hit moves its entry to the back, so what is in use is not the next to be dropped,
@@ -37,7 +46,7 @@ import attrs
 from builders import DesiredState, ObjectRef
 from reconciler._reconcile.reconciling import Action, ReconcileResult
 
-__all__ = ["BuildMemo", "ChildMemo", "RecentKeys", "digest_of"]
+__all__ = ["BuildMemo", "ChildMemo", "RecentKeys", "StatusMemo", "digest_of"]
 
 K = TypeVar("K", bound=Hashable)
 
@@ -238,3 +247,44 @@ class RecentKeys(Generic[K]):
     def __len__(self) -> int:
         with self._lock:
             return len(self._keys)
+
+
+def _timeless(patch: Mapping[str, Any]) -> dict[str, Any]:
+    """A status patch without the times every write moves (``lastReconcileTime``, the
+    conditions' ``lastTransitionTime``)."""
+    status = dict(patch.get("status") or {})
+    status.pop("lastReconcileTime", None)
+    conditions = status.get("conditions")
+    if isinstance(conditions, list):
+        status["conditions"] = [
+            {k: v for k, v in c.items() if k != "lastTransitionTime"} if isinstance(c, Mapping)
+            else c for c in conditions
+        ]
+    return {**patch, "status": status}
+
+
+class StatusMemo:
+    """The status writes the server took, at most ``size`` parents (see the module docstring).
+    Thread-safe."""
+
+    def __init__(self, *, size: int = 100_000) -> None:
+        self._written: RecentKeys[tuple[str, str, bytes]] = RecentKeys(size=size)
+
+    @staticmethod
+    def _key(obj: Mapping[str, Any], patch: Mapping[str, Any]) -> tuple[str, str, bytes] | None:
+        uid, version = _version(obj)
+        digest = digest_of(_timeless(patch))
+        return None if digest is None or not version else (uid, version, digest)
+
+    def taken(self, parent: Mapping[str, Any], patch: Mapping[str, Any]) -> bool:
+        """Whether ``patch`` (times aside) is what our last status write of ``parent`` sent, and
+        ``parent`` is still at the version that write returned."""
+        key = self._key(parent, patch)
+        return key is not None and self._written.touch(key)
+
+    def remember(self, written: Mapping[str, Any], patch: Mapping[str, Any]) -> None:
+        """Our status write of ``patch`` returned ``written`` (the parent as the server keeps
+        it)."""
+        key = self._key(written, patch)
+        if key is not None:
+            self._written.add(key)
