@@ -205,6 +205,14 @@ def profiled(pid: int, out: Path | None, *, title: str) -> Iterator[None]:
         raw.unlink()
 
 
+def _go_content_type(options: argparse.Namespace) -> str | None:
+    """The Go clientset's content type: client-go's default (protobuf for built-in kinds) on
+    the real server; JSON on the embedded one unless ``--go-protobuf``."""
+    if options.server == "embedded" and not getattr(options, "go_protobuf", False):
+        return "application/json"
+    return None
+
+
 # --- one run -------------------------------------------------------------------------------
 
 
@@ -290,7 +298,7 @@ class Run:
         try:
             argv, env = peer_argv(
                 self.peer, kubeconfig=self.server.operator, go_binary=self.go_binary,
-                content_type="application/json" if options.server == "embedded" else None)
+                content_type=_go_content_type(options))
             before_counts = await self.counts()
             spawned = time.monotonic()
             self.process = processes.start(self.peer, argv, env=env)
@@ -454,6 +462,9 @@ def main(argv: list[str] | None = None, *, echo: Callable[[str], None] = print) 
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--out", default=None)
     parser.add_argument("--plot", action="store_true")
+    parser.add_argument("--go-protobuf", action="store_true",
+                        help="on the embedded server too, let the Go peer ask for protobuf "
+                             "(client-go's default for built-in kinds)")
     parser.add_argument("--profile", default=None, metavar="DIR",
                         help="profile ours with py-spy (attached) in the steady state and the "
                              "spec change; profile-vs-go-<phase>-n<N>.txt summaries into DIR")
