@@ -16,14 +16,15 @@ every write) misses the memo and takes the full path. Only results that made no 
 nothing and asked for no requeue are remembered, and never for states with hooks (a hook may
 decide differently on the same inputs). Pure bookkeeping: no I/O.
 
-``StatusMemo`` skips a status write the server has already taken: it remembers, per parent,
-the ``resourceVersion`` our last status write returned and a digest of that status (its times
-left out), and a reconcile of the parent at that same version wanting the same status again
-writes nothing. The parent's status normally answers this itself (nothing changed, nothing
-written), but a CRD whose status schema prunes the toolkit's fields (``conditions``,
-``observedGeneration``: client-go's ``sample-controller`` Foo keeps only
-``availableReplicas``) hands back a status that always looks out of date, and every resync
-would write it again.
+``StatusMemo`` skips a status write that would change nothing the server keeps: it remembers,
+per parent, the status our last status write left (as the server returned it) and which fields
+that write sent; while the parent's status is still exactly that, a write whose kept fields have
+the same values (times aside) and whose other fields were all sent then, and dropped, writes
+nothing. The parent's status normally answers this itself (nothing changed, nothing written),
+but a CRD whose status schema prunes the toolkit's fields (``conditions``,
+``observedGeneration``, ``lastReconcileTime``: client-go's ``sample-controller`` Foo keeps only
+``availableReplicas``) hands back a status that always looks out of date, and every resync, and
+every change of the parent's spec, would write it again.
 
 ``RecentKeys`` is a bounded set with the same discipline, for the parents the parent reconcile
 must leave alone (their namespace is being deleted). All three are least recently used first out,
@@ -249,18 +250,13 @@ class RecentKeys(Generic[K]):
             return len(self._keys)
 
 
-def _timeless(patch: Mapping[str, Any]) -> dict[str, Any]:
-    """A status patch without the times every write moves (``lastReconcileTime``, the
-    conditions' ``lastTransitionTime``)."""
-    status = dict(patch.get("status") or {})
-    status.pop("lastReconcileTime", None)
-    conditions = status.get("conditions")
-    if isinstance(conditions, list):
-        status["conditions"] = [
-            {k: v for k, v in c.items() if k != "lastTransitionTime"} if isinstance(c, Mapping)
-            else c for c in conditions
-        ]
-    return {**patch, "status": status}
+def _timeless(key: str, value: Any) -> Any:
+    """A status field without the times every write moves (the conditions'
+    ``lastTransitionTime``)."""
+    if key == "conditions" and isinstance(value, list):
+        return [{k: v for k, v in c.items() if k != "lastTransitionTime"}
+                if isinstance(c, Mapping) else c for c in value]
+    return value
 
 
 class StatusMemo:
@@ -268,23 +264,40 @@ class StatusMemo:
     Thread-safe."""
 
     def __init__(self, *, size: int = 100_000) -> None:
-        self._written: RecentKeys[tuple[str, str, bytes]] = RecentKeys(size=size)
-
-    @staticmethod
-    def _key(obj: Mapping[str, Any], patch: Mapping[str, Any]) -> tuple[str, str, bytes] | None:
-        uid, version = _version(obj)
-        digest = digest_of(_timeless(patch))
-        return None if digest is None or not version else (uid, version, digest)
+        self._size = size
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[str, tuple[dict[str, Any], frozenset[str]]] = OrderedDict()
 
     def taken(self, parent: Mapping[str, Any], patch: Mapping[str, Any]) -> bool:
-        """Whether ``patch`` (times aside) is what our last status write of ``parent`` sent, and
-        ``parent`` is still at the version that write returned."""
-        key = self._key(parent, patch)
-        return key is not None and self._written.touch(key)
+        """Whether writing ``patch`` to ``parent`` would leave its status as it is: the status
+        is still what our last write of it left, each field of ``patch`` the server kept then
+        has that value again (times aside), and each other field was sent then and dropped."""
+        uid = str((parent.get("metadata") or {}).get("uid") or "")
+        with self._lock:
+            entry = self._entries.get(uid)
+            if entry is None:
+                return False
+            self._entries.move_to_end(uid)
+        kept, sent = entry
+        if (parent.get("status") or {}) != kept:
+            return False
+        for key, value in (patch.get("status") or {}).items():
+            if key in kept:
+                if _timeless(key, value) != _timeless(key, kept[key]):
+                    return False
+            elif key not in sent:  # never sent: the server may keep it
+                return False
+        return True
 
     def remember(self, written: Mapping[str, Any], patch: Mapping[str, Any]) -> None:
         """Our status write of ``patch`` returned ``written`` (the parent as the server keeps
         it)."""
-        key = self._key(written, patch)
-        if key is not None:
-            self._written.add(key)
+        uid = str((written.get("metadata") or {}).get("uid") or "")
+        status = written.get("status")
+        if not uid or not isinstance(status, Mapping):
+            return
+        with self._lock:
+            self._entries[uid] = (dict(status), frozenset(patch.get("status") or ()))
+            self._entries.move_to_end(uid)
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)
