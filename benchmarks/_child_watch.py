@@ -29,11 +29,16 @@ class ConvergenceTimeout(TimeoutError):
 
 
 class ChildWatch:
-    """Live children of the namespace against the desired ones."""
+    """Live children of the namespace against the desired ones (``kinds``: kind to
+    ``(apiVersion, plural)``, the Thanos fleet's by default)."""
 
-    def __init__(self, cluster: Cluster, *, namespace: str = fleet.NAMESPACE) -> None:
+    def __init__(
+        self, cluster: Cluster, *, namespace: str = fleet.NAMESPACE,
+        kinds: Mapping[str, tuple[str, str]] = fleet.CHILD_KINDS,
+    ) -> None:
         self.cluster = cluster
         self.namespace = namespace
+        self.kinds = dict(kinds)
         self.live: dict[fleet.ChildKey, dict[str, Any]] = {}
         self.desired: dict[fleet.ChildKey, dict[str, Any] | None] = {}
         self.unmatched: set[fleet.ChildKey] = set()
@@ -56,7 +61,7 @@ class ChildWatch:
 
     async def start(self) -> None:
         """List every child kind, then watch each from its list's resourceVersion."""
-        for kind, (api_version, plural) in fleet.CHILD_KINDS.items():
+        for kind, (api_version, plural) in self.kinds.items():
             path = collection_path(api_version, plural, self.namespace)
             listed = await self.cluster.request("GET", path, verb="list")
             for item in listed.get("items") or ():

@@ -167,7 +167,8 @@ def _by_resource(after: Any, before: Any) -> dict[str, int]:
     return {key: n for key, n in sorted(totals.items()) if n}
 
 
-async def _bounded(coros: Sequence[Any], *, limit: int = 8) -> list[Any]:
+async def bounded(coros: Sequence[Any], *, limit: int = 8) -> list[Any]:
+    """Await ``coros``, at most ``limit`` at a time; their results in order."""
     gate = asyncio.Semaphore(limit)
 
     async def one(coro: Any) -> Any:
@@ -192,10 +193,20 @@ async def install_parents(cluster: Cluster, size: int) -> list[dict[str, Any]]:
     as created. Shared by ``benchmarks.compare`` and ``benchmarks.coldstart``."""
     await cluster.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
                           verb="create", body=THANOS_CRD)
+    return await create_when_served(
+        cluster, collection_path(API_VERSION, PARENTS_PLURAL, fleet.NAMESPACE),
+        [fleet.parent(i) for i in range(size)])
+
+
+async def create_when_served(
+    cluster: Cluster, path: str, objects: Sequence[Mapping[str, Any]], *,
+    namespace: str = fleet.NAMESPACE,
+) -> list[dict[str, Any]]:
+    """Create ``namespace``, wait (bounded) until the collection ``path`` of a new CRD is served,
+    then create ``objects`` there (8 at a time); the objects as created."""
     await cluster.request("POST", "/api/v1/namespaces", verb="create",
                           body={"apiVersion": "v1", "kind": "Namespace",
-                                "metadata": {"name": fleet.NAMESPACE}})
-    path = collection_path(API_VERSION, PARENTS_PLURAL, fleet.NAMESPACE)
+                                "metadata": {"name": namespace}})
     deadline = time.monotonic() + 30
     while True:  # the CRD serves its kind once established
         try:
@@ -205,9 +216,8 @@ async def install_parents(cluster: Cluster, size: int) -> list[dict[str, Any]]:
             if time.monotonic() > deadline:
                 raise
             await asyncio.sleep(0.05)
-    return await _bounded([
-        cluster.request("POST", path, verb="create", body=fleet.parent(i)) for i in range(size)
-    ])
+    return await bounded([cluster.request("POST", path, verb="create", body=dict(obj))
+                          for obj in objects])
 
 
 async def _drift(
@@ -327,7 +337,7 @@ class Session:
         )
 
     async def _patch_parents(self, body: dict[str, Any]) -> list[dict[str, Any]]:
-        return await _bounded([
+        return await bounded([
             self.cluster.request(
                 "PATCH", object_path(API_VERSION, PARENTS_PLURAL, fleet.NAMESPACE,
                                      p["metadata"]["name"]),

@@ -77,12 +77,16 @@ def machine() -> dict[str, Any]:
             "loadavg": [round(x, 2) for x in os.getloadavg()]}
 
 
-def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Medians per size and peer over the repeats, and the ratios ours / kopf."""
+def summarize(
+    runs: list[dict[str, Any]], *, peers: tuple[str, ...] = PEERS, baseline: str = "kopf",
+    ranges: bool = False,
+) -> dict[str, Any]:
+    """Medians per size and peer over the repeats, and the ratios ours / ``baseline``; with
+    ``ranges`` also each figure's ``[min, max]`` over the repeats as ``<key>_range``."""
     figures: dict[str, Any] = {}
     for size in sorted({run["size"] for run in runs}):
         entry: dict[str, Any] = {}
-        for peer in PEERS:
+        for peer in peers:
             mine = [run["figures"] for run in runs
                     if run["size"] == size and run["peer"] == peer and "figures" in run]
             if not mine:
@@ -95,23 +99,25 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
             for key in sorted(numbers):
                 values = [f[key] for f in mine if isinstance(f.get(key), int | float)]
                 medians[key] = fleet.median(values)
+                if ranges and len(values) > 1:
+                    medians[f"{key}_range"] = [min(values), max(values)]
             medians["converge_requests"] = mine[0].get("converge_requests")
             pooled = [v for f in mine for v in f.get("drift_samples_ms") or ()]
             if pooled:  # percentiles over every repeat's samples, not a median of percentiles
                 medians.update(drift_percentiles(pooled))
             entry[peer] = medians
-        if "ours" in entry and "kopf" in entry:
+        if "ours" in entry and baseline in entry:
             entry["ratio"] = {
-                key: fleet.ratio(value, entry["kopf"].get(key))
+                key: fleet.ratio(value, entry[baseline].get(key))
                 for key, value in entry["ours"].items()
                 if isinstance(value, int | float)
             }
         figures[str(size)] = entry
-    _marginal(figures)
+    _marginal(figures, peers=peers, baseline=baseline)
     return figures
 
 
-def _marginal(figures: dict[str, Any]) -> None:
+def _marginal(figures: dict[str, Any], *, peers: tuple[str, ...], baseline: str) -> None:
     """Add ``converge_cpu_ms_per_extra_parent``: the convergence CPU slope from the smallest size
     (start-up and imports cancel out), per peer, and its ratio."""
     sizes = sorted(int(size) for size in figures)
@@ -120,15 +126,15 @@ def _marginal(figures: dict[str, Any]) -> None:
     smallest = figures[str(sizes[0])]
     for size in sizes[1:]:
         entry = figures[str(size)]
-        for peer in PEERS:
+        for peer in peers:
             low, high = smallest.get(peer), entry.get(peer)
             if low and high and low.get("converge_cpu_s") is not None:
                 slope = (high["converge_cpu_s"] - low["converge_cpu_s"]) / (size - sizes[0])
                 high["converge_cpu_ms_per_extra_parent"] = round(slope * 1000, 2)
-        if "ratio" in entry and "ours" in entry and "kopf" in entry:
+        if "ratio" in entry and "ours" in entry and baseline in entry:
             entry["ratio"]["converge_cpu_ms_per_extra_parent"] = fleet.ratio(
                 entry["ours"].get("converge_cpu_ms_per_extra_parent"),
-                entry["kopf"].get("converge_cpu_ms_per_extra_parent"),
+                entry[baseline].get("converge_cpu_ms_per_extra_parent"),
             )
 
 

@@ -1,4 +1,5 @@
-"""Plots of ``benchmarks.compare`` results: each headline figure against N, ours and kopf.
+"""Plots of ``benchmarks.compare`` results (each headline figure against N, ours and kopf) and,
+with a ``Chart`` of its own, of ``benchmarks.vs_go`` (ours and Go).
 
 Run as ``python -m benchmarks.plot RESULTS.json [--out DIR]`` on the JSON that
 ``python -m benchmarks.compare --out RESULTS.json`` (or ``--json``, its last line) wrote, or
@@ -12,9 +13,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import attrs
 
 from benchmarks.compare import HEADLINE, PEERS
 
@@ -34,14 +37,30 @@ GOALS = (
 """The ratios of ``compare-ratios.png``: key, label and issue 14's goal (ours / kopf at most)."""
 
 
-def plot(result: Mapping[str, Any], *, out: Path = DEFAULT_OUT) -> list[Path]:
-    """Draw every figure of ``PLOTTED`` against N; returns the files written."""
+@attrs.frozen(kw_only=True)
+class Chart:
+    """What one benchmark's plots show: its peers, figures, goals, file prefix and axis."""
+
+    peers: Sequence[str] = PEERS
+    labels: Mapping[str, str] = attrs.field(factory=lambda: dict(HEADLINE))
+    plotted: Sequence[str] = PLOTTED
+    goals: Sequence[tuple[str, str, float]] = GOALS
+    prefix: str = "compare"
+    x_label: str = "parents N (10 children each)"
+    versus: str = "kopf"
+
+
+def plot(result: Mapping[str, Any], *, out: Path = DEFAULT_OUT,
+         chart: Chart | None = None) -> list[Path]:
+    """Draw every figure of ``chart.plotted`` (``PLOTTED`` of ``benchmarks.compare`` by
+    default) against N; returns the files written."""
+    chart = chart or Chart()
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = dict(HEADLINE)
+    labels = chart.labels
     figures = result["figures"]
     sizes = sorted(int(size) for size in figures)
     load = (result.get("machine") or {}).get("loadavg")
@@ -49,10 +68,10 @@ def plot(result: Mapping[str, Any], *, out: Path = DEFAULT_OUT) -> list[Path]:
         f", load {load[0]} at the end" if load else "")
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for key in PLOTTED:
+    for key in chart.plotted:
         fig, ax = plt.subplots(figsize=(5.5, 3.6), dpi=100)
         every: list[float] = []  # the y axis is linear from 0: ratios read off at a glance
-        for peer, marker in zip(PEERS, ("o", "s"), strict=True):
+        for peer, marker in zip(chart.peers, ("o", "s"), strict=True):
             points = [(n, (figures[str(n)].get(peer) or {}).get(key)) for n in sizes]
             xs = [n for n, v in points if v is not None]
             ys = [v for _, v in points if v is not None]
@@ -61,27 +80,27 @@ def plot(result: Mapping[str, Any], *, out: Path = DEFAULT_OUT) -> list[Path]:
                 ax.plot(xs, ys, marker=marker, label=peer)
         ax.set_xscale("log")
         ax.set_ylim(bottom=0, top=max(every, default=0) * 1.1 or 1)
-        ax.set_xlabel("parents N (10 children each)")
+        ax.set_xlabel(chart.x_label)
         ax.set_title(labels.get(key, key), fontsize=10)
         ax.set_xticks(sizes, [str(n) for n in sizes])
         ax.grid(True, which="both", alpha=0.3)
         ax.legend()
         fig.text(0.99, 0.01, machine, ha="right", va="bottom", fontsize=7, alpha=0.6)
         fig.tight_layout()
-        path = out / f"compare-{key.replace('_', '-')}.png"
+        path = out / f"{chart.prefix}-{key.replace('_', '-')}.png"
         fig.savefig(path)
         plt.close(fig)
         written.append(path)
-    written.append(_ratios(plt, figures, sizes, machine, out))
+    written.append(_ratios(plt, figures, sizes, machine, out, chart))
     return written
 
 
 def _ratios(plt: Any, figures: Mapping[str, Any], sizes: list[int], machine: str,
-            out: Path) -> Path:
-    """``compare-ratios.png``: ours / kopf for the goal figures, each with its goal line."""
+            out: Path, chart: Chart) -> Path:
+    """``<prefix>-ratios.png``: ours / the peer for the goal figures, each with its goal line."""
     fig, ax = plt.subplots(figsize=(5.5, 3.6), dpi=100)
     top = 1.0
-    for (key, label, goal), marker in zip(GOALS, ("o", "s", "^"), strict=True):
+    for (key, label, goal), marker in zip(chart.goals, ("o", "s", "^", "D", "v"), strict=False):
         points = [(n, (figures[str(n)].get("ratio") or {}).get(key)) for n in sizes]
         xs = [n for n, v in points if v is not None]
         ys = [v for _, v in points if v is not None]
@@ -91,14 +110,14 @@ def _ratios(plt: Any, figures: Mapping[str, Any], sizes: list[int], machine: str
             top = max(top, *ys)
     ax.set_xscale("log")
     ax.set_ylim(bottom=0, top=top * 1.1)
-    ax.set_xlabel("parents N (10 children each)")
-    ax.set_title("ours / kopf (below the dotted line: goal met)", fontsize=10)
+    ax.set_xlabel(chart.x_label)
+    ax.set_title(f"ours / {chart.versus} (below the dotted line: goal met)", fontsize=10)
     ax.set_xticks(sizes, [str(n) for n in sizes])
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.text(0.99, 0.01, machine, ha="right", va="bottom", fontsize=7, alpha=0.6)
     fig.tight_layout()
-    path = out / "compare-ratios.png"
+    path = out / f"{chart.prefix}-ratios.png"
     fig.savefig(path)
     plt.close(fig)
     return path
@@ -115,7 +134,13 @@ def main(argv: list[str] | None = None) -> int:
         result = json.loads(text)
     except json.JSONDecodeError:  # the captured stdout of --json: the object is the last line
         result = json.loads(text.strip().splitlines()[-1])
-    for path in plot(result, out=Path(args.out)):
+    if result.get("benchmark") == "vs_go":
+        from benchmarks.vs_go import vs_go_chart
+
+        paths = plot(result, out=Path(args.out), chart=vs_go_chart())
+    else:
+        paths = plot(result, out=Path(args.out))
+    for path in paths:
         print(f"wrote {path}")
     return 0
 

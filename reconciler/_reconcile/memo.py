@@ -16,6 +16,16 @@ every write) misses the memo and takes the full path. Only results that made no 
 nothing and asked for no requeue are remembered, and never for states with hooks (a hook may
 decide differently on the same inputs). Pure bookkeeping: no I/O.
 
+``StatusMemo`` skips a status write that would change nothing the server keeps: it remembers,
+per parent, the status our last status write left (as the server returned it) and which fields
+that write sent; while the parent's status is still exactly that, a write whose kept fields have
+the same values (times aside) and whose other fields were all sent then, and dropped, writes
+nothing. The parent's status normally answers this itself (nothing changed, nothing written),
+but a CRD whose status schema prunes the toolkit's fields (``conditions``,
+``observedGeneration``, ``lastReconcileTime``: client-go's ``sample-controller`` Foo keeps only
+``availableReplicas``) hands back a status that always looks out of date, and every resync, and
+every change of the parent's spec, would write it again.
+
 ``RecentKeys`` is a bounded set with the same discipline, for the parents the parent reconcile
 must leave alone (their namespace is being deleted). All three are least recently used first out,
 under a lock: a hit moves its entry to the back, so what is in use is not the next to be dropped,
@@ -37,7 +47,7 @@ import attrs
 from builders import DesiredState, ObjectRef
 from reconciler._reconcile.reconciling import Action, ReconcileResult
 
-__all__ = ["BuildMemo", "ChildMemo", "RecentKeys", "digest_of"]
+__all__ = ["BuildMemo", "ChildMemo", "RecentKeys", "StatusMemo", "digest_of"]
 
 K = TypeVar("K", bound=Hashable)
 
@@ -238,3 +248,56 @@ class RecentKeys(Generic[K]):
     def __len__(self) -> int:
         with self._lock:
             return len(self._keys)
+
+
+def _timeless(key: str, value: Any) -> Any:
+    """A status field without the times every write moves (the conditions'
+    ``lastTransitionTime``)."""
+    if key == "conditions" and isinstance(value, list):
+        return [{k: v for k, v in c.items() if k != "lastTransitionTime"}
+                if isinstance(c, Mapping) else c for c in value]
+    return value
+
+
+class StatusMemo:
+    """The status writes the server took, at most ``size`` parents (see the module docstring).
+    Thread-safe."""
+
+    def __init__(self, *, size: int = 100_000) -> None:
+        self._size = size
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[str, tuple[dict[str, Any], frozenset[str]]] = OrderedDict()
+
+    def taken(self, parent: Mapping[str, Any], patch: Mapping[str, Any]) -> bool:
+        """Whether writing ``patch`` to ``parent`` would leave its status as it is: the status
+        is still what our last write of it left, each field of ``patch`` the server kept then
+        has that value again (times aside), and each other field was sent then and dropped."""
+        uid = str((parent.get("metadata") or {}).get("uid") or "")
+        with self._lock:
+            entry = self._entries.get(uid)
+            if entry is None:
+                return False
+            self._entries.move_to_end(uid)
+        kept, sent = entry
+        if (parent.get("status") or {}) != kept:
+            return False
+        for key, value in (patch.get("status") or {}).items():
+            if key in kept:
+                if _timeless(key, value) != _timeless(key, kept[key]):
+                    return False
+            elif key not in sent:  # never sent: the server may keep it
+                return False
+        return True
+
+    def remember(self, written: Mapping[str, Any], patch: Mapping[str, Any]) -> None:
+        """Our status write of ``patch`` returned ``written`` (the parent as the server keeps
+        it)."""
+        uid = str((written.get("metadata") or {}).get("uid") or "")
+        status = written.get("status")
+        if not uid or not isinstance(status, Mapping):
+            return
+        with self._lock:
+            self._entries[uid] = (dict(status), frozenset(patch.get("status") or ()))
+            self._entries.move_to_end(uid)
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)

@@ -61,7 +61,7 @@ from reconciler._reconcile.conditions import (
 from reconciler._reconcile.declared import DeclaredChildren, declared_children, stamp_child
 from reconciler._reconcile.events import EventRecorder
 from reconciler._reconcile.finalizing import is_uncollectable, refuses_data_loss
-from reconciler._reconcile.memo import BuildMemo, ChildMemo, RecentKeys
+from reconciler._reconcile.memo import BuildMemo, ChildMemo, RecentKeys, StatusMemo
 from reconciler._reconcile.readiness import (
     Readiness,
     StatusBuilder,
@@ -155,6 +155,7 @@ class ParentReconciler:
         self.readiness = readiness
         self.status_builder = status
         self.memo = ChildMemo()  # a resync of an unchanged child skips the match (_memo)
+        self.statuses = StatusMemo()  # nor writes a status the server took (a pruning schema)
         self.builds = BuildMemo() if reuse_builds else None  # nor builds an unchanged parent
         self._no_status_subresource: set[tuple[str, str]] = set()
         self.cleanup = ParentCleanup(self.client, on_delete=on_delete, clock=self.clock,
@@ -524,11 +525,13 @@ class _ParentRun:
                          "; ".join(f"{r.ref}: {r.reason}" for r in skipped))
 
     def _write_status(self, patch: Mapping[str, Any]) -> tuple[bool, str]:
+        if self.o.status_refresh is None and self.o.statuses.taken(self.parent, patch):
+            return False, ""
         kind = self.ref.type_key
         sub = None if kind in self.o._no_status_subresource else "status"
         while True:
             try:
-                self.o.client.patch(
+                written = self.o.client.patch(
                     self.ref.api_version, self.ref.kind, self.ref.name, patch,
                     patch_type="application/merge-patch+json", namespace=self.ref.namespace,
                     subresource=sub,
@@ -544,6 +547,7 @@ class _ParentRun:
                 continue
             except ApiError as exc:
                 return False, f"status write failed: {exc}"
+            self.o.statuses.remember(written, patch)
             return True, ""
 
 

@@ -17,6 +17,7 @@ from reconciler.envtest._assets import (
     AssetsSource,
     KubeAssets,
     find_assets,
+    find_binary,
     resolve_assets_dir,
     resolve_assets_source,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "StartTimeoutError",
     "UnknownUserError",
     "find_assets",
+    "find_binary",
     "resolve_assets_dir",
     "resolve_assets_source",
     "stop_all",

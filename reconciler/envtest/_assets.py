@@ -36,6 +36,7 @@ __all__ = [
     "AssetsSource",
     "KubeAssets",
     "find_assets",
+    "find_binary",
     "resolve_assets_dir",
     "resolve_assets_source",
 ]
@@ -211,3 +212,14 @@ def find_assets(assets: str | os.PathLike[str] | None = None) -> KubeAssets:
         kubectl=_binary(source.directory, _KUBECTL),
         source=source,
     )
+
+
+def find_binary(name: str, assets: str | os.PathLike[str] | None = None) -> Path | None:
+    """Another executable ``name`` (plain or ``.xz``, unpacked into the cache as the control
+    plane's are) from the directory ``resolve_assets_source(assets)`` chooses; None when no
+    directory is named, it is not one, or it holds no ``name``. A program run beside the control
+    plane (``benchmarks.vs_go``'s Go peer, ``sample-controller``) is found this way."""
+    source = resolve_assets_source(assets)
+    if source is None or not source.directory.is_dir():
+        return None
+    return _binary(source.directory, name)

@@ -19,6 +19,7 @@ from reconciler.envtest import (
     ControlPlaneError,
     _assets,
     find_assets,
+    find_binary,
     resolve_assets_dir,
     resolve_assets_source,
 )
@@ -183,6 +184,23 @@ def test_xz_binaries_are_unpacked_once_into_the_cache(
     assert second.kube_apiserver.stat().st_mtime_ns == mtime  # not unpacked again
     leftovers = [p.name for p in first.kube_apiserver.parent.iterdir()]
     assert leftovers == ["kube-apiserver"]  # no temporary file left behind
+
+
+def test_find_binary_takes_another_program_from_the_same_directory(
+    tmp_path: Path, no_variables: pytest.MonkeyPatch
+) -> None:
+    no_variables.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assets_dir = _folder(tmp_path / "assets", "kube-apiserver")
+    (assets_dir / "sample-controller.xz").write_bytes(lzma.compress(SCRIPT + b"go"))
+    assert find_binary("sample-controller") is None  # no directory named
+    no_variables.setenv(KUBEBUILDER_ASSETS_ENV, str(assets_dir))
+    found = find_binary("sample-controller")
+    assert found is not None
+    assert found.read_bytes() == SCRIPT + b"go"
+    assert os.access(found, os.X_OK)
+    assert find_binary("kube-apiserver") == assets_dir / "kube-apiserver"
+    assert find_binary("nothing-like-it") is None
+    assert find_binary("sample-controller", tmp_path / "missing") is None
 
 
 def _event(audit_id: str, user: str, verb: str, stage: str = "ResponseComplete") -> str:
