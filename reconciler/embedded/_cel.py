@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from reconciler.embedded._validating import Cause, invalid
+from reconciler.embedded._validating import Cause, invalid, json_type_name
 
 __all__ = ["available", "rule_causes"]
 
@@ -43,20 +43,6 @@ def _program(rule: str) -> Any:
 
     environment = celpy.Environment()
     return environment.program(environment.compile(rule))
-
-
-def _type_name(value: Any) -> str:
-    if isinstance(value, Mapping):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    return "string"
 
 
 def _evaluate(rule: str, value: Any, old: Any) -> bool | str:
@@ -96,7 +82,7 @@ def _walk(schema: Mapping[str, Any], value: Any, old: Any, path: str) -> list[Ca
         detail = entry.get("message") or f"failed rule: {rule}"
         if verdict is not False:
             detail = f"{detail}: {verdict}"
-        causes.append(invalid(path, f'"{_type_name(value)}"', str(detail)))
+        causes.append(invalid(path, f'"{json_type_name(value)}"', str(detail)))
     if isinstance(value, Mapping):
         properties = schema.get("properties") or {}
         extra = schema.get("additionalProperties")
