@@ -41,8 +41,8 @@ class CelRule:
 
     ``rule`` sees the field's value as ``self`` (and, in a transition rule, the stored value as
     ``oldSelf``: such a rule runs only on updates where both exist); ``message`` is what the
-    refusal says. Honoured by kube-apiserver 1.25 and later (beta, on by default); the toolkit
-    does not evaluate it itself (see docs/specs.md).
+    refusal says. Honoured by kube-apiserver 1.25 and later (beta, on by default) and by the
+    embedded API server; ``spec_of`` does not evaluate it (see docs/specs.md).
     """
 
     rule: str

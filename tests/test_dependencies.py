@@ -18,14 +18,14 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-OPTIONAL = {"testing": {"hypothesis"}, "embedded": {"aiohttp", "cryptography"},
+OPTIONAL = {"testing": {"hypothesis"}, "embedded": {"aiohttp", "cryptography", "cel-python"},
             "webhooks": {"cryptography"}}
 
 _BLOCKED_IMPORTS = """
 import importlib.abc
 import sys
 
-BLOCKED = {"hypothesis", "aiohttp", "cryptography"}
+BLOCKED = {"hypothesis", "aiohttp", "cryptography", "celpy"}
 
 
 class Refuse(importlib.abc.MetaPathFinder):

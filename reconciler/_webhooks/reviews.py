@@ -17,7 +17,13 @@ from typing import Any
 
 import jsonpatch
 
-from builders.specs import SpecFieldError, Versions, from_spec_dict, to_spec_dict
+from builders.specs import (
+    SpecFieldError,
+    UnsupportedSpecTypeError,
+    Versions,
+    from_spec_dict,
+    to_spec_dict,
+)
 
 __all__ = ["VersionsIndex", "admission_response", "conversion_response"]
 
@@ -68,6 +74,9 @@ def conversion_response(review: Mapping[str, Any], index: VersionsIndex) -> dict
         except SpecFieldError as err:
             converted, result = [], {"status": "Failure", "message": _message(obj, err)}
             break
+        except UnsupportedSpecTypeError as err:  # a version this kind does not have
+            converted, result = [], {"status": "Failure", "message": f"{_describe(obj)}: {err}"}
+            break
     return {
         "apiVersion": f"apiextensions.k8s.io/{_REVIEW_VERSION}",
         "kind": "ConversionReview",
@@ -112,6 +121,9 @@ def admission_response(
     except SpecFieldError as err:
         return _review(uid, {"allowed": False, "status": {
             "code": 403, "reason": "Forbidden", "message": _message(obj, err)}})
+    except UnsupportedSpecTypeError as err:
+        return _review(uid, {"allowed": False, "status": {
+            "code": 400, "reason": "BadRequest", "message": f"{_describe(obj)}: {err}"}})
     return _review(uid, {"allowed": True, **({"warnings": warnings} if warnings else {})})
 
 

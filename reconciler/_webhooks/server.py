@@ -6,7 +6,8 @@ serving (:meth:`WebhookServer.use`): each new connection is wrapped with the cur
 a rotation needs no restart. Each call is counted by path and logged at DEBUG with the kind, the
 versions and the verdict (never an object's content), so a test or an operator can tell that the
 API server called (a real API server's audit log does not record conversion calls). A body over
-3 MiB, or one that is not a review, is answered 400.
+3 MiB, or one that is not a review, is answered 400; a registered function that raises, 500 (the
+configuration's ``failurePolicy`` then decides), logged with its traceback.
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ class _Server(ThreadingHTTPServer):
         self.owner = owner
         super().__init__(address, _Handler)
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        log.debug("webhook: connection from %s failed", client_address, exc_info=True)
+
     def get_request(self) -> tuple[socket, Any]:
         sock, address = super().get_request()
         sock.settimeout(_READ_TIMEOUT)
@@ -88,7 +92,13 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError as err:
             self._answer(400, {"message": f"not a review: {err}"})
             return
-        self._answer(200, self.server.owner.answer(path, review))
+        try:
+            answer = self.server.owner.answer(path, review)
+        except Exception as err:  # a bug in a registered function: the API server's
+            log.exception("webhook %s failed", path)  # failurePolicy decides
+            self._answer(500, {"message": f"webhook {path} failed: {type(err).__name__}"})
+            return
+        self._answer(200, answer)
 
     def _answer(self, code: int, body: dict[str, Any]) -> None:
         data = json.dumps(body).encode()

@@ -31,7 +31,7 @@ from objectmatcher._validation import (
     type_invalid,
     validate_uid_update,
 )
-from reconciler.embedded import _defaulting
+from reconciler.embedded import _cel, _defaulting
 from reconciler.embedded._kinds import Invalid, KindStrategy, ResourceType, ServerContext
 from reconciler.embedded._names import (
     dns1123_label,
@@ -458,11 +458,13 @@ class CustomResourceStrategy(KindStrategy):
         self._structural(obj)
 
     def validate_create(self, obj: dict[str, Any]) -> None:
-        """Name (DNS-1123 subdomain) and schema."""
+        """Name (DNS-1123 subdomain), schema and its CEL rules."""
         causes = (
             _validate_name(obj, dns1123_subdomain) + validate_metadata(obj)
             + self._schema_causes(obj)
         )
+        if not causes:
+            causes = self._rule_causes(obj, None)
         if causes:
             raise Invalid(causes)
 
@@ -476,6 +478,21 @@ class CustomResourceStrategy(KindStrategy):
             }}
         return validate_against_schema(body, schema)
 
+    def _rule_causes(self, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[Cause]:
+        """The CEL rules ``obj`` breaks (``_cel``), spec and status alike."""
+        if self.schema is None:
+            return []
+        causes: list[Cause] = []
+        for key in ("spec", "status"):
+            child = _properties(self.schema).get(key)
+            if child is None or obj.get(key) is None:
+                continue
+            if old is None or old.get(key) is None:
+                causes += _cel.rule_causes(child, obj[key], path=key)
+            else:
+                causes += _cel.rule_causes(child, obj[key], old[key], path=key)
+        return causes
+
     def prepare_update(
         self, old: Mapping[str, Any], new: dict[str, Any], ctx: ServerContext
     ) -> None:
@@ -488,10 +505,12 @@ class CustomResourceStrategy(KindStrategy):
         self._structural(new)
 
     def validate_update(self, old: Mapping[str, Any], new: dict[str, Any]) -> None:
-        """``metadata.uid`` and the schema."""
+        """``metadata.uid``, the schema and its CEL rules (transition rules against ``old``)."""
         causes = (
             validate_uid_update(old, new) + validate_metadata(new) + self._schema_causes(new)
         )
+        if not causes:
+            causes = self._rule_causes(new, old)
         if causes:
             raise Invalid(causes)
 

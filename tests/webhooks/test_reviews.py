@@ -18,6 +18,7 @@ from typing import Any
 import jsonpatch
 import pytest
 
+from builders.specs import ApiVersion, Versions
 from examples.thanos.crds import (
     API_VERSION,
     API_VERSION_2,
@@ -25,6 +26,8 @@ from examples.thanos.crds import (
     KIND,
     THANOS_VERSIONED_CRD,
     THANOS_VERSIONS,
+    ThanosSpec,
+    ThanosSpecV1Alpha2,
 )
 from reconciler import ReconcilerUsageError
 from reconciler._base.errors import WebhookCertificateError
@@ -77,6 +80,15 @@ def test_a_conversion_that_cannot_be_done_fails_naming_the_object_and_field() ->
     assert response["result"]["message"] == (
         "Thanos ns/bad: invalid spec.query.replicas: 'two': expected an integer")
     assert response["convertedObjects"] == []
+
+
+def test_a_version_the_kind_does_not_have_fails_the_review_not_the_server() -> None:
+    review = {"request": {"uid": "c-3", "desiredAPIVersion": "monitoring.optk.dev/v9",
+                          "objects": [_thanos(API_VERSION, {}, "x")]}}
+    result = conversion_response(review, INDEX)["response"]["result"]
+    assert result["status"] == "Failure"
+    assert result["message"].startswith("Thanos ns/x: ")
+    assert "no version 'v9'" in result["message"]
 
 
 def test_validation_refuses_naming_the_field_and_warns() -> None:
@@ -177,3 +189,23 @@ def test_the_server_answers_over_tls_and_rotates_without_a_restart() -> None:
             _post(server, "/nowhere", review, second.ca_pem)
         assert missing.value.code == 404
         assert server.counts() == {"convert": 2}
+
+
+def _broken(spec: Any) -> Any:
+    raise RuntimeError("a bug in a conversion")
+
+
+def test_a_function_that_raises_is_answered_500_and_the_server_keeps_serving() -> None:
+    broken = Versions(group="monitoring.optk.dev", kind=KIND, hub="v1alpha2", versions=[
+        ApiVersion(name="v1alpha1", spec=ThanosSpec, to_hub=_broken, from_hub=_broken),
+        ApiVersion(name="v1alpha2", spec=ThanosSpecV1Alpha2)])
+    certificates = WebhookCertificates.generate(["127.0.0.1"])
+    review = {"request": {"uid": "c", "desiredAPIVersion": API_VERSION_2,
+                          "objects": [_thanos(API_VERSION, {})]}}
+    with WebhookServer([broken], certificates=certificates) as server:
+        with pytest.raises(urllib.error.HTTPError) as failed:
+            _post(server, "/convert", review, certificates.ca_pem)
+        assert failed.value.code == 500
+        same = {"request": {"uid": "d", "desiredAPIVersion": API_VERSION,
+                            "objects": [_thanos(API_VERSION, {})]}}
+        assert _post(server, "/convert", same, certificates.ca_pem)["response"]["uid"] == "d"
