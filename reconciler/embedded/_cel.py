@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from reconciler.embedded._validating import Cause, invalid, json_type_name
+from objectmatcher._validation import Cause, invalid, json_type_name
 
 __all__ = ["available", "rule_causes"]
 
