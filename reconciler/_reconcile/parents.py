@@ -26,6 +26,7 @@ from typing import Any
 import attrs
 
 from builders import DesiredState, ObjectRef, ResourceBuilder
+from builders.composition import Dependencies
 from builders.convert import is_client_model, to_plain_object
 from builders.names import (
     OWNER_UID_LABEL,
@@ -61,17 +62,21 @@ from reconciler._reconcile.declared import DeclaredChildren, declared_children, 
 from reconciler._reconcile.events import EventRecorder
 from reconciler._reconcile.finalizing import is_uncollectable, refuses_data_loss
 from reconciler._reconcile.memo import BuildMemo, ChildMemo, RecentKeys
+from reconciler._reconcile.ordering import ChildGates
 from reconciler._reconcile.readiness import (
     Readiness,
     StatusBuilder,
     not_ready,
     readiness_status_patch,
+    unhealthy_waits,
 )
 from reconciler._reconcile.reconciling import (
+    Action,
     ReconcileResult,
     ResourceReconciler,
     is_owned,
 )
+from reconciler._reconcile.waits import Wait, WaitRegistry
 
 __all__ = ["ChildError", "ParentReconciler", "ParentResult", "parent_conditions"]
 
@@ -159,6 +164,9 @@ class ParentReconciler:
                                      dry_run=dry_run)
         """The cleanup finalizer of this operator's parents (``reconciler._reconcile.cleanups``)."""
         self._terminating: RecentKeys[str] = RecentKeys(size=_TERMINATING_KEPT)  # parent uids
+        self.waits = WaitRegistry()
+        """What each parent waits on (its children's dependencies, unhealthy children): the
+        driver's event routing wakes it when that changes (``reconciler._reconcile.waits``)."""
         self.parent_alive = parent_alive
         """Whether a parent is still there and not being deleted, as the caller's cache says
         (the driver passes its parent informer's view; no request): asked before each child
@@ -188,6 +196,9 @@ class ParentReconciler:
         run = _ParentRun(self, parent, str(uid))
         with recording() as calls:
             result = run.execute()
+        if not self.dry_run:
+            self.waits.replace(parent_ref.namespaced_name, () if result.parent_gone else
+                               (*run.waiting, *run.unhealthy))
         return attrs.evolve(result, api_calls=tuple(calls))
 
     def forget_builds(self, parent: tuple[str, str] | None = None) -> None:
@@ -209,6 +220,14 @@ class ParentReconciler:
         failed."""
         return declared_children(self.build, parent, operator_name=self.operator_name,
                                  namespaced=self._namespaced)
+
+    def served(self, api_version: str, kind: str) -> bool:
+        """Whether the cluster serves the kind now (discovery, as the client caches it)."""
+        try:
+            self.client.is_namespaced(api_version, kind)
+        except ReconcilerError:
+            return False
+        return True
 
     def _namespaced(self, api_version: str, kind: str) -> bool | None:
         try:
@@ -235,16 +254,26 @@ class _ParentRun:
         self.selector = f"{OWNER_UID_LABEL}={label_value(uid)}"
         self.recheck: float | None = None
         self.gone = False
+        self.nodes: dict[ObjectRef, Dependencies | None] = {}  # from the builders' components
+        self.waiting: list[Wait] = []  # children held back by their dependencies
+        self.unhealthy: list[Wait] = []  # children Ready waits for
 
     def execute(self) -> ParentResult:
         built = self._build()
         built = self._ensure_finalizer(built)
         live, unlisted = self._prefetch(built)
         built_refs = set()
-        for ref, obj, state, digest in built:
+        gates = ChildGates([(b[0], b[2], self.nodes.get(b[0])) for b in built],
+                           parent=self.parent, live=live, served=self.o.served)
+        for index in gates.ordered():
+            ref, obj, state, digest = built[index]
             if self.terminating or self._went_away():
                 break  # every further create in the namespace would be refused as well
             built_refs.add(ref)
+            if (wait := gates.gate(index)) is not None:
+                self.waiting.append(wait)  # held back: reported, woken by what it waits on
+                continue
+            done = len(self.results)
             failure = unlisted.get(_scope(ref))
             if failure is not None:
                 # The list of its kind failed (throttled, server error): one GET per child
@@ -258,6 +287,8 @@ class _ParentRun:
             else:
                 # Missing from our labelled children: create; a taken name becomes an update.
                 self._child(ref, obj, state, None, digest)
+            if len(self.results) > done:
+                gates.observe(ref, _left(self.results[-1], live.get(ref)))
         if self.terminating:
             self.o.namespace_terminating(self.uid)
             return ParentResult(parent=self.ref, children=tuple(self.results),
@@ -289,6 +320,7 @@ class _ParentRun:
             parent=self.ref, children=tuple(self.results), pruned=tuple(pruned),
             errors=tuple(self.errors), status_written=status_written, status_error=status_error,
             requeue_after=min(requeues) if requeues else None, dry_run=self.o.dry_run,
+            waiting=tuple(self.waiting),
         )
 
     def _went_away(self) -> bool:
@@ -313,11 +345,13 @@ class _ParentRun:
                 return list(kept)
             epoch = memo.epoch  # before the builders read anything
         built = self._evaluate()
-        return built if memo is None else memo.remember(
-            self.parent, built, epoch=epoch, failed=self.build_failed)
+        gated = any(node is not None and node.gated for node in self.nodes.values())
+        return built if memo is None else memo.remember(  # components' gates: never kept
+            self.parent, built, epoch=epoch, failed=self.build_failed or gated)
 
     def _evaluate(self) -> list[_Built]:
         declared = self.o.declared(self.parent)
+        self.nodes = {c.ref: c.node for c in declared.children}
         if declared.build_error is not None:
             self._fail(self.ref, f"build failed: {declared.build_error}", declared.build_error)
         for failure in declared.failures:
@@ -483,8 +517,8 @@ class _ParentRun:
             return self._health_status(pruned)
         patch = status_patch(
             parent=self.parent, results=[*self.results, *pruned], errors=self.errors,
-            children=len(self.results) + len(self.errors), now=self.o.clock.time(),
-            refresh=self.o.status_refresh,
+            children=len(self.results) + len(self.errors) + len(self.waiting),
+            now=self.o.clock.time(), refresh=self.o.status_refresh, waiting=self.waiting,
         )
         if patch is None:
             return False, ""
@@ -494,14 +528,16 @@ class _ParentRun:
         try:
             patch, wanted = readiness_status_patch(
                 parent=self.parent, results=[*self.results, *pruned], errors=self.errors,
-                children=len(self.results) + len(self.errors), now=self.o.clock.time(),
-                readiness=self.o.readiness, status=self.o.status_builder,
-                refresh=self.o.status_refresh,
+                children=len(self.results) + len(self.errors) + len(self.waiting),
+                now=self.o.clock.time(), readiness=self.o.readiness,
+                status=self.o.status_builder, refresh=self.o.status_refresh,
+                waiting=self.waiting,
             )
         except Exception as exc:  # a user's status builder failed: reported, retried
             return False, f"status builder failed: {type(exc).__name__}: {exc}"
         if self.o.readiness is not None and not_ready(wanted):
             self.recheck = self.o.readiness.recheck
+            self.unhealthy = unhealthy_waits(self.results, self.o.readiness)
         return (False, "") if patch is None else self._write_status(patch)
 
     def _write_status(self, patch: Mapping[str, Any]) -> tuple[bool, str]:
@@ -526,6 +562,14 @@ class _ParentRun:
             except ApiError as exc:
                 return False, f"status write failed: {exc}"
             return True, ""
+
+
+def _left(result: ReconcileResult, before: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """What a child's write left, as its dependents and dependencies see it: a deleted child
+    is not gone until the caches say so (it may hold finalizers), an absent one is."""
+    if result.action is Action.DELETED:
+        return result.live or before or {"metadata": {}}
+    return result.live
 
 
 def _namespace_gone(error: NotFoundError, ref: ObjectRef) -> bool:

@@ -29,6 +29,7 @@ from reconciler._reconcile.conditions import (
     pending_children,
 )
 from reconciler._reconcile.reconciling import Action, ReconcileResult
+from reconciler._reconcile.waits import Wait, Watch
 
 __all__ = [
     "DEFAULT_HEALTH_CHECKS",
@@ -184,6 +185,21 @@ def custom_status(
     return dict(value)
 
 
+def unhealthy_waits(results: Sequence[ReconcileResult], readiness: Readiness) -> list[Wait]:
+    """A :class:`Wait` on every live child that is not healthy: the driver wakes the parent
+    when the child's health verdict changes (``reconciler._reconcile.waits``)."""
+    waits = []
+    for result in results:
+        obj = result.live
+        if obj is None or result.action is Action.DELETED:
+            continue
+        check = readiness.check_for(str(obj.get("apiVersion")), str(obj.get("kind")))
+        if check is not None and (why := child_health(obj, readiness)) is not None:
+            waits.append(Wait(ref=result.ref, reason="ChildNotReady", message=why,
+                              watches=(Watch(ref=result.ref, rule=check),)))
+    return waits
+
+
 def not_ready(status: Mapping[str, Any] | None) -> bool:
     """Whether a status patch says some child is not ready (the parent is re-checked)."""
     for cond in (status or {}).get("conditions") or ():
@@ -202,13 +218,15 @@ def readiness_status_patch(
     readiness: Readiness | None,
     status: StatusBuilder | None,
     refresh: float | None = None,
+    waiting: Sequence[Wait] = (),
 ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """``(patch or None, the status as wanted)``: ``status_patch`` with ``Ready`` from the
     children's health (when ``readiness`` is given) and the status builder's fields merged in."""
     meta = parent.get("metadata")
     generation = meta.get("generation") if isinstance(meta, Mapping) else None
     wanted = parent_conditions(generation=generation, errors=errors,
-                               pending=pending_children(results), children=children)
+                               pending=pending_children(results), children=children,
+                               waiting=waiting)
     observed = observed_children(results)
     if readiness is not None:
         wanted = [_health_ready(c, observed, readiness)
