@@ -4,7 +4,10 @@
 behaviour (resync every 10 h, 5-minute backoff caps, 15 s leases) is tested in milliseconds and
 deterministically. ``wait_synced(runtime)`` and ``wait_idle(runtime)`` block, in real time and
 bounded by a timeout, until a running ``OperatorRuntime`` has synced its caches or has nothing
-queued or running. Production code never needs these.
+queued or running. ``make_available(client, obj)`` does what a kubelet and the workload
+controllers would for a Deployment, StatefulSet or DaemonSet where none runs (the embedded server,
+a control plane without nodes): it patches its status to fully available for its generation, so
+that readiness rules and dependencies on it can be exercised. Production code never needs these.
 """
 
 from __future__ import annotations
@@ -12,13 +15,46 @@ from __future__ import annotations
 import threading
 import time
 import typing
+from collections.abc import Mapping
+from typing import Any
 
 from reconciler._base import errors as _errors
 
 if typing.TYPE_CHECKING:
+    from reconciler._client.protocol import ClusterClient
     from reconciler._driver.runtime import OperatorRuntime
 
-__all__ = ["VirtualClock", "wait_idle", "wait_synced"]
+__all__ = ["VirtualClock", "make_available", "wait_idle", "wait_synced"]
+
+
+def make_available(client: ClusterClient, obj: Mapping[str, Any]) -> dict[str, Any]:
+    """Patch the status of a Deployment, StatefulSet or DaemonSet (``obj`` names it; its
+    current spec is read) to fully available for its current generation, as a kubelet and the
+    workload controllers would; returns the object as the server answered."""
+    meta = obj.get("metadata") or {}
+    api_version, kind = str(obj.get("apiVersion")), str(obj.get("kind"))
+    live = client.get(api_version, kind, meta["name"], namespace=meta.get("namespace"))
+    replicas = (live.get("spec") or {}).get("replicas", 1)
+    status: dict[str, Any] = {"observedGeneration": live["metadata"].get("generation", 1)}
+    if kind == "DaemonSet":
+        status.update(desiredNumberScheduled=replicas, currentNumberScheduled=replicas,
+                      numberReady=replicas, numberAvailable=replicas,
+                      updatedNumberScheduled=replicas)
+    elif kind in ("Deployment", "StatefulSet"):
+        status.update(replicas=replicas, readyReplicas=replicas, availableReplicas=replicas,
+                      updatedReplicas=replicas)
+        if kind == "StatefulSet":
+            status["currentReplicas"] = replicas
+        else:
+            status["conditions"] = [{"type": "Available", "status": "True",
+                                     "reason": "MinimumReplicasAvailable"}]
+    else:
+        raise _errors.ReconcilerUsageError(
+            f"make_available: {kind} {meta.get('name')} is not a Deployment, StatefulSet or "
+            f"DaemonSet")
+    return client.patch(api_version, kind, meta["name"], {"status": status},
+                        patch_type="application/merge-patch+json",
+                        namespace=meta.get("namespace"), subresource="status")
 
 
 def wait_synced(runtime: OperatorRuntime, timeout: float = 30.0) -> bool:

@@ -76,7 +76,7 @@ from reconciler._reconcile.reconciling import (
     ResourceReconciler,
     is_owned,
 )
-from reconciler._reconcile.waits import Wait, WaitRegistry
+from reconciler._reconcile.waits import Wait, WaitRegistry, waiting_message
 
 __all__ = ["ChildError", "ParentReconciler", "ParentResult", "parent_conditions"]
 
@@ -167,6 +167,7 @@ class ParentReconciler:
         self.waits = WaitRegistry()
         """What each parent waits on (its children's dependencies, unhealthy children): the
         driver's event routing wakes it when that changes (``reconciler._reconcile.waits``)."""
+        self.cleanup.teardown = self.teardown
         self.parent_alive = parent_alive
         """Whether a parent is still there and not being deleted, as the caller's cache says
         (the driver passes its parent informer's view; no request): asked before each child
@@ -200,6 +201,25 @@ class ParentReconciler:
             self.waits.replace(parent_ref.namespaced_name, () if result.parent_gone else
                                (*run.waiting, *run.unhealthy))
         return attrs.evolve(result, api_calls=tuple(calls))
+
+    def teardown(self, parent: KubeObject) -> str | None:
+        """For the cleanup finalizer of a parent being deleted: delete its children that
+        belong to components in reverse dependency order (``reconciler._reconcile.ordering``);
+        why the cleanup must wait (children waiting for their dependents to be gone, or failing),
+        or None when nothing of them is left to delete in order."""
+        parent = to_plain_object(parent) if is_client_model(parent) else copy_object(parent)
+        uid = str(_meta(parent).get("uid") or "")
+        run = _ParentRun(self, parent, uid)
+        with recording():
+            deleted = run.teardown()
+        self.waits.replace(run.ref.namespaced_name, run.waiting)
+        if run.errors:
+            return "; ".join(f"{e.ref}: {e.message}" for e in run.errors)
+        if run.waiting:
+            return waiting_message(run.waiting)
+        if any(r.action is Action.DELETED for r in deleted):
+            return "children are still being deleted"
+        return None
 
     def forget_builds(self, parent: tuple[str, str] | None = None) -> None:
         """Drop every reused build, or only that of ``parent`` (namespace, name), if any."""
@@ -257,38 +277,13 @@ class _ParentRun:
         self.nodes: dict[ObjectRef, Dependencies | None] = {}  # from the builders' components
         self.waiting: list[Wait] = []  # children held back by their dependencies
         self.unhealthy: list[Wait] = []  # children Ready waits for
+        self.teardown_mode = False  # the parent is being deleted: see teardown()
 
     def execute(self) -> ParentResult:
         built = self._build()
         built = self._ensure_finalizer(built)
         live, unlisted = self._prefetch(built)
-        built_refs = set()
-        gates = ChildGates([(b[0], b[2], self.nodes.get(b[0])) for b in built],
-                           parent=self.parent, live=live, served=self.o.served)
-        for index in gates.ordered():
-            ref, obj, state, digest = built[index]
-            if self.terminating or self._went_away():
-                break  # every further create in the namespace would be refused as well
-            built_refs.add(ref)
-            if (wait := gates.gate(index)) is not None:
-                self.waiting.append(wait)  # held back: reported, woken by what it waits on
-                continue
-            done = len(self.results)
-            failure = unlisted.get(_scope(ref))
-            if failure is not None:
-                # The list of its kind failed (throttled, server error): one GET per child
-                # would only add load; the child fails with the list's error and is retried.
-                self._fail(ref, f"listing its kind failed: {failure}", failure)
-            elif ref in live:
-                self._child(ref, obj, state, live[ref], digest)
-            elif state.is_absent:
-                # Not labelled as ours: ABSENT must still find it by name.
-                self._child(ref, obj, state, _READ, digest)
-            else:
-                # Missing from our labelled children: create; a taken name becomes an update.
-                self._child(ref, obj, state, None, digest)
-            if len(self.results) > done:
-                gates.observe(ref, _left(self.results[-1], live.get(ref)))
+        built_refs = self._apply(built, live, unlisted)
         if self.terminating:
             self.o.namespace_terminating(self.uid)
             return ParentResult(parent=self.ref, children=tuple(self.results),
@@ -322,6 +317,57 @@ class _ParentRun:
             requeue_after=min(requeues) if requeues else None, dry_run=self.o.dry_run,
             waiting=tuple(self.waiting),
         )
+
+    def teardown(self) -> list[ReconcileResult]:
+        """The parent is being deleted: its children that belong to components, deleted in
+        reverse dependency order (dependents first, each waiting until those are gone); the
+        children deleted by this pass (what waits is in ``waiting``)."""
+        built = [(ref, obj, DesiredState.ABSENT, digest) for ref, obj, _, digest in self._build()
+                 if ((node := self.nodes.get(ref)) is not None and node.gated)
+                 or self._dependency(ref)]
+        self.teardown_mode = True
+        live, unlisted = self._prefetch(built)
+        self._apply(built, live, unlisted)
+        return self.results
+
+    def _dependency(self, ref: ObjectRef) -> bool:
+        """Whether ``ref``'s component is named in another one's ``depends_on``."""
+        node = self.nodes.get(ref)
+        return node is not None and any(
+            other is not None and node.name in other.depends_on for other in self.nodes.values())
+
+    def _apply(self, built: Sequence[_Built], live: Mapping[ObjectRef, dict[str, Any]],
+               unlisted: Mapping[ObjectRef, ReconcilerError]) -> set[ObjectRef]:
+        """Every child that its dependencies let through, in their order; what waits goes to
+        ``waiting``. Returns the refs built (waiting ones included: not to be pruned)."""
+        built_refs = set()
+        gates = ChildGates([(b[0], b[2], self.nodes.get(b[0])) for b in built],
+                           parent=self.parent, live=live, served=self.o.served)
+        for index in gates.ordered():
+            ref, obj, state, digest = built[index]
+            if self.terminating or (not self.teardown_mode and self._went_away()):
+                break  # every further create in the namespace would be refused as well
+            built_refs.add(ref)
+            if (wait := gates.gate(index)) is not None:
+                self.waiting.append(wait)  # held back: reported, woken by what it waits on
+                continue
+            done = len(self.results)
+            failure = unlisted.get(_scope(ref))
+            if failure is not None:
+                # The list of its kind failed (throttled, server error): one GET per child
+                # would only add load; the child fails with the list's error and is retried.
+                self._fail(ref, f"listing its kind failed: {failure}", failure)
+            elif ref in live:
+                self._child(ref, obj, state, live[ref], digest)
+            elif state.is_absent:
+                # Not labelled as ours: ABSENT must still find it by name.
+                self._child(ref, obj, state, _READ, digest)
+            else:
+                # Missing from our labelled children: create; a taken name becomes an update.
+                self._child(ref, obj, state, None, digest)
+            if len(self.results) > done:
+                gates.observe(ref, _left(self.results[-1], live.get(ref)))
+        return built_refs
 
     def _went_away(self) -> bool:
         """Whether the caller's cache says the parent is gone or being deleted (no request)."""
