@@ -83,6 +83,7 @@ __all__ = ["ChildError", "ParentReconciler", "ParentResult", "parent_conditions"
 _log = logging.getLogger(__name__)
 
 _READ: Any = object()  # "read this child on its own"
+_AGAIN = 0.001  # seconds: a reconcile whose awaited child changed meanwhile runs again
 _TERMINATING_KEPT = 4096  # parents whose namespace is being deleted, remembered by uid
 
 
@@ -195,11 +196,14 @@ class ParentReconciler:
         if self._terminating.touch(str(uid)):  # a hit keeps it: least recently used dropped
             return ParentResult(parent=parent_ref, namespace_terminating=True)
         run = _ParentRun(self, parent, str(uid))
+        since = self.waits.mark()
         with recording() as calls:
             result = run.execute()
-        if not self.dry_run:
-            self.waits.replace(parent_ref.namespaced_name, () if result.parent_gone else
-                               (*run.waiting, *run.unhealthy))
+        if not self.dry_run and self.waits.replace(
+                parent_ref.namespaced_name, () if result.parent_gone else
+                (*run.waiting, *run.unhealthy), since=since):
+            # what it waits on changed during this reconcile: look again at once
+            result = attrs.evolve(result, requeue_after=_AGAIN)
         return attrs.evolve(result, api_calls=tuple(calls))
 
     def teardown(self, parent: KubeObject) -> str | None:
@@ -451,6 +455,8 @@ class _ParentRun:
         live: dict[ObjectRef, dict[str, Any]] = {}
         failed: dict[ObjectRef, ReconcilerError] = {}
         for scope in sorted(scopes, key=_order):
+            if self.nodes and not self.o.served(scope.api_version, scope.kind):
+                continue  # not served (a CRD not yet established): nothing of it can exist
             try:
                 items = self.o.reader.list(
                     scope.api_version, scope.kind, namespace=scope.namespace,

@@ -16,6 +16,7 @@ Boundary: values and one thread-safe map; no client, no informer.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -26,6 +27,7 @@ from builders.composition import ReadyRule, rule_verdict
 
 __all__ = ["Wait", "WaitRegistry", "Watch", "waiting_message"]
 
+_RECENT = 4096  # child events remembered for reconciles in flight
 ParentKey = tuple[str, str]
 TypeKey = tuple[str, str]
 
@@ -70,30 +72,48 @@ class WaitRegistry:
         self._by_parent: dict[ParentKey, tuple[Wait, ...]] = {}
         self._by_ref: dict[ObjectRef, dict[ParentKey, list[Watch]]] = {}
         self._by_kind: dict[TypeKey, set[ParentKey]] = {}
+        self._seq = 0  # counts child events seen, so a reconcile can tell what came meanwhile
+        self._recent: OrderedDict[ObjectRef, int] = OrderedDict()  # ref -> its last event's seq
 
-    def replace(self, parent: ParentKey, waits: Iterable[Wait]) -> None:
-        """Replace what ``parent`` waits on (nothing: forget it)."""
+    def mark(self) -> int:
+        """A point in the stream of child events (take it before a reconcile reads anything)."""
+        with self._lock:
+            return self._seq
+
+    def replace(self, parent: ParentKey, waits: Iterable[Wait], *, since: int | None = None
+                ) -> bool:
+        """Replace what ``parent`` waits on (nothing: forget it). With ``since`` (a
+        :meth:`mark` taken before the reconcile that decided ``waits``): whether an event of a
+        watched child came meanwhile, which the reconcile may not have seen (then reconcile
+        again: the event found no one waiting)."""
         waits = tuple(waits)
         with self._lock:
-            for wait in self._by_parent.pop(parent, ()):
-                for watch in wait.watches:
-                    by = self._by_ref.get(watch.ref)
-                    if by is not None:
-                        by.pop(parent, None)
-                        if not by:
-                            del self._by_ref[watch.ref]
-                for kind in wait.kinds:
-                    self._by_kind.get(kind, set()).discard(parent)
-                    if not self._by_kind.get(kind, True):
-                        del self._by_kind[kind]
-            if not waits:
-                return
-            self._by_parent[parent] = waits
-            for wait in waits:
-                for watch in wait.watches:
-                    self._by_ref.setdefault(watch.ref, {}).setdefault(parent, []).append(watch)
-                for kind in wait.kinds:
-                    self._by_kind.setdefault(kind, set()).add(parent)
+            stale = since is not None and any(
+                self._recent.get(watch.ref, -1) > since for wait in waits for watch in wait.watches)
+            self._replace(parent, waits)
+        return stale
+
+    def _replace(self, parent: ParentKey, waits: tuple[Wait, ...]) -> None:
+        """Under the lock: drop the old waits of ``parent``, index the new ones."""
+        for wait in self._by_parent.pop(parent, ()):
+            for watch in wait.watches:
+                by = self._by_ref.get(watch.ref)
+                if by is not None:
+                    by.pop(parent, None)
+                    if not by:
+                        del self._by_ref[watch.ref]
+            for kind in wait.kinds:
+                self._by_kind.get(kind, set()).discard(parent)
+                if not self._by_kind.get(kind, True):
+                    del self._by_kind[kind]
+        if not waits:
+            return
+        self._by_parent[parent] = waits
+        for wait in waits:
+            for watch in wait.watches:
+                self._by_ref.setdefault(watch.ref, {}).setdefault(parent, []).append(watch)
+            for kind in wait.kinds:
+                self._by_kind.setdefault(kind, set()).add(parent)
 
     def waits_of(self, parent: ParentKey) -> tuple[Wait, ...]:
         """What ``parent`` waits on now."""
@@ -110,6 +130,11 @@ class WaitRegistry:
         """The parents whose awaited verdict this child event changed."""
         ref = ObjectRef.of(new)
         with self._lock:
+            self._seq += 1
+            self._recent[ref] = self._seq
+            self._recent.move_to_end(ref)
+            while len(self._recent) > _RECENT:
+                self._recent.popitem(last=False)
             watching = {parent: list(watches)
                         for parent, watches in self._by_ref.get(ref, {}).items()}
         after = None if event_type == "DELETED" else new
