@@ -16,8 +16,8 @@ from __future__ import annotations
 import threading
 import time
 import typing
-from collections.abc import Mapping
-from typing import Any
+from collections import abc as _abc
+from typing import Any as _Any
 
 from reconciler._base import errors as _errors
 
@@ -28,7 +28,7 @@ if typing.TYPE_CHECKING:
 __all__ = ["VirtualClock", "make_available", "wait_idle", "wait_synced"]
 
 
-def make_available(client: ClusterClient, obj: Mapping[str, Any]) -> dict[str, Any]:
+def make_available(client: ClusterClient, obj: _abc.Mapping[str, _Any]) -> dict[str, _Any]:
     """Make a Deployment, StatefulSet or DaemonSet (``obj`` names it) available as a kubelet
     would where none runs; returns the workload as read before.
 
@@ -54,7 +54,7 @@ def make_available(client: ClusterClient, obj: Mapping[str, Any]) -> dict[str, A
     if pods:
         return dict(live)
     replicas = (live.get("spec") or {}).get("replicas", 1)
-    status: dict[str, Any] = {"observedGeneration": live["metadata"].get("generation", 1)}
+    status: dict[str, _Any] = {"observedGeneration": live["metadata"].get("generation", 1)}
     if kind == "DaemonSet":
         status.update(desiredNumberScheduled=replicas, currentNumberScheduled=replicas,
                       numberReady=replicas, numberAvailable=replicas,
@@ -73,7 +73,7 @@ def make_available(client: ClusterClient, obj: Mapping[str, Any]) -> dict[str, A
     return dict(live)
 
 
-def _ready_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
+def _ready_pod(pod: _abc.Mapping[str, _Any]) -> dict[str, _Any]:
     """A Pod's status as a kubelet reports it once every container runs and is ready."""
     containers = ((pod.get("spec") or {}).get("containers")) or ()
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
