@@ -105,7 +105,8 @@ class ChildGates:
         for child in self._children:
             if child.node is not None:
                 self._members.setdefault(child.node.name, []).append(child)
-        self._live: dict[ObjectRef, Mapping[str, Any] | None] = dict(live)
+        self._seen = live  # read on demand: a caller may list a kind only when asked
+        self._written: dict[ObjectRef, Mapping[str, Any] | None] = {}
         self._parent = parent
         self._served = served
         self._default_rule = default_rule
@@ -131,7 +132,10 @@ class ChildGates:
 
     def observe(self, ref: ObjectRef, live: Mapping[str, Any] | None) -> None:
         """What a write left: the child's live object, or None when it is gone."""
-        self._live[ref] = live
+        self._written[ref] = live
+
+    def _live(self, ref: ObjectRef) -> Mapping[str, Any] | None:
+        return self._written[ref] if ref in self._written else self._seen.get(ref)
 
     def _rule(self, node: Dependencies) -> ReadyRule:
         return node.ready_when if node.ready_when is not None else self._default_rule
@@ -163,7 +167,7 @@ class ChildGates:
             rule = self._rule(self.graph.nodes[dep])
             found: list[Mapping[str, Any]] = []
             for member in members:
-                live = self._live.get(member.ref)
+                live = self._live(member.ref)
                 why = "not created yet" if live is None else rule_verdict(rule(live))
                 if why is not None:
                     return Wait(ref=child.ref, reason="DependencyNotReady",
@@ -188,7 +192,7 @@ class ChildGates:
             for member in self._members.get(dependent, ()):
                 if member.ref == child.ref or not member.state.is_absent:
                     continue
-                if self._live.get(member.ref) is not None:
+                if self._live(member.ref) is not None:
                     return Wait(ref=child.ref, reason="DependentsNotGone",
                                 message=f"{_describe(child.ref)} (component "
                                         f"{child.node.name!r}) waits until "

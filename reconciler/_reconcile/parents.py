@@ -20,7 +20,7 @@ so what is left is the sequence itself.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -66,9 +66,9 @@ from reconciler._reconcile.ordering import ChildGates
 from reconciler._reconcile.readiness import (
     Readiness,
     StatusBuilder,
+    health_waits,
     not_ready,
     readiness_status_patch,
-    unhealthy_waits,
 )
 from reconciler._reconcile.reconciling import (
     Action,
@@ -201,7 +201,7 @@ class ParentReconciler:
             result = run.execute()
         if not self.dry_run and self.waits.replace(
                 parent_ref.namespaced_name, () if result.parent_gone else
-                (*run.waiting, *run.unhealthy), since=since):
+                (*run.waiting, *run.health), since=since):
             # what it waits on changed during this reconcile: look again at once
             result = attrs.evolve(result, requeue_after=_AGAIN)
         return attrs.evolve(result, api_calls=tuple(calls))
@@ -280,7 +280,7 @@ class _ParentRun:
         self.gone = False
         self.nodes: dict[ObjectRef, Dependencies | None] = {}  # from the builders' components
         self.waiting: list[Wait] = []  # children held back by their dependencies
-        self.unhealthy: list[Wait] = []  # children Ready waits for
+        self.health: list[Wait] = []  # children whose health Ready reads
         self.teardown_mode = False  # the parent is being deleted: see teardown()
 
     def execute(self) -> ParentResult:
@@ -288,6 +288,8 @@ class _ParentRun:
         built = self._ensure_finalizer(built)
         live, unlisted = self._prefetch(built)
         built_refs = self._apply(built, live, unlisted)
+        if isinstance(live, _LazyLive):
+            live.load_all()  # the prune kinds' lists too (their failures are reported below)
         if self.terminating:
             self.o.namespace_terminating(self.uid)
             return ParentResult(parent=self.ref, children=tuple(self.results),
@@ -354,14 +356,17 @@ class _ParentRun:
             built_refs.add(ref)
             if (wait := gates.gate(index)) is not None:
                 self.waiting.append(wait)  # held back: reported, woken by what it waits on
+                if isinstance(live, _LazyLive):
+                    live.hold(_scope(ref))  # not listed for it: a CRD may not serve it yet
                 continue
             done = len(self.results)
+            listed = ref in live  # lists its kind now, if not yet
             failure = unlisted.get(_scope(ref))
             if failure is not None:
                 # The list of its kind failed (throttled, server error): one GET per child
                 # would only add load; the child fails with the list's error and is retried.
                 self._fail(ref, f"listing its kind failed: {failure}", failure)
-            elif ref in live:
+            elif listed:
                 self._child(ref, obj, state, live[ref], digest)
             elif state.is_absent:
                 # Not labelled as ours: ABSENT must still find it by name.
@@ -445,31 +450,33 @@ class _ParentRun:
 
     def _prefetch(
         self, built: Sequence[_Built]
-    ) -> tuple[dict[ObjectRef, dict[str, Any]], dict[ObjectRef, ReconcilerError]]:
+    ) -> tuple[Mapping[ObjectRef, dict[str, Any]], dict[ObjectRef, ReconcilerError]]:
         """Our live children, by one LIST per (kind, namespace) with the owner-uid selector;
-        and the scopes (refs without a name) whose list failed, with the error."""
+        and the scopes (refs without a name) whose list failed, with the error. For a parent
+        with components, each scope is listed when first asked for (a scope only a held-back
+        child needs is not listed: its CRD may not serve it yet)."""
         scopes: set[ObjectRef] = {_scope(b[0]) for b in built}
         for api_version, kind in self.o.prune_kinds:
             scopes.add(ObjectRef(api_version=api_version, kind=kind, name="",
                                  namespace=self._prune_scope(api_version, kind)))
-        live: dict[ObjectRef, dict[str, Any]] = {}
         failed: dict[ObjectRef, ReconcilerError] = {}
-        for scope in sorted(scopes, key=_order):
-            if self.nodes and not self.o.served(scope.api_version, scope.kind):
-                continue  # not served (a CRD not yet established): nothing of it can exist
-            try:
-                items = self.o.reader.list(
-                    scope.api_version, scope.kind, namespace=scope.namespace,
-                    label_selector=self.selector,
-                )
-            except ReconcilerError as exc:
-                _log.warning("listing %s %s for %s failed: %s", scope.kind, scope.api_version,
-                             self.ref, exc)
-                failed[scope] = exc
-                continue
-            for item in items:
-                live[ObjectRef.of(item)] = item
-        return live, failed
+        lazy = _LazyLive(self._list_scope, scopes, failed)
+        if not self.nodes:
+            lazy.load_all()
+            return dict(lazy), failed
+        return lazy, failed
+
+    def _list_scope(self, scope: ObjectRef) -> list[dict[str, Any]]:
+        """Our children in one scope (raises ``ReconcilerError`` when the list fails)."""
+        if self.nodes and not self.o.served(scope.api_version, scope.kind):
+            return []  # not served (a CRD not yet established): nothing of it can exist
+        try:
+            return self.o.reader.list(scope.api_version, scope.kind, namespace=scope.namespace,
+                                      label_selector=self.selector)
+        except ReconcilerError as exc:
+            _log.warning("listing %s %s for %s failed: %s", scope.kind, scope.api_version,
+                         self.ref, exc)
+            raise
 
     def _prune_scope(self, api_version: str, kind: str) -> str | None:
         """Where unbuilt children of a prune kind are looked for: the parent's namespace, or
@@ -587,9 +594,10 @@ class _ParentRun:
             )
         except Exception as exc:  # a user's status builder failed: reported, retried
             return False, f"status builder failed: {type(exc).__name__}: {exc}"
+        if self.o.readiness is not None:
+            self.health = health_waits(self.results, self.o.readiness)
         if self.o.readiness is not None and not_ready(wanted):
             self.recheck = self.o.readiness.recheck
-            self.unhealthy = unhealthy_waits(self.results, self.o.readiness)
         return (False, "") if patch is None else self._write_status(patch)
 
     def _write_status(self, patch: Mapping[str, Any]) -> tuple[bool, str]:
@@ -614,6 +622,53 @@ class _ParentRun:
             except ApiError as exc:
                 return False, f"status write failed: {exc}"
             return True, ""
+
+
+class _LazyLive(Mapping[ObjectRef, dict[str, Any]]):
+    """Our live children by ref, each scope (kind and namespace) listed when first asked for;
+    a failed list goes to ``failed``. Iterating lists every scope not held back."""
+
+    def __init__(self, list_scope: Callable[[ObjectRef], list[dict[str, Any]]],
+                 scopes: Iterable[ObjectRef], failed: dict[ObjectRef, ReconcilerError]) -> None:
+        self._list = list_scope
+        self._pending = set(scopes)
+        self._held: set[ObjectRef] = set()
+        self._items: dict[ObjectRef, dict[str, Any]] = {}
+        self.failed = failed
+
+    def _load(self, scope: ObjectRef) -> None:
+        if scope not in self._pending:
+            return
+        self._pending.discard(scope)
+        try:
+            items = self._list(scope)
+        except ReconcilerError as exc:
+            self.failed[scope] = exc
+            return
+        for item in items:
+            self._items[ObjectRef.of(item)] = item
+
+    def hold(self, scope: ObjectRef) -> None:
+        """Do not list ``scope`` unless a child of it is asked for by name."""
+        if scope in self._pending:
+            self._held.add(scope)
+
+    def load_all(self) -> None:
+        """List every scope not yet listed and not held back."""
+        for scope in sorted(self._pending - self._held, key=_order):
+            self._load(scope)
+
+    def __getitem__(self, ref: ObjectRef) -> dict[str, Any]:
+        self._load(_scope(ref))
+        return self._items[ref]
+
+    def __iter__(self) -> Iterator[ObjectRef]:
+        self.load_all()
+        return iter(dict(self._items))
+
+    def __len__(self) -> int:
+        self.load_all()
+        return len(self._items)
 
 
 def _left(result: ReconcileResult, before: Mapping[str, Any] | None) -> Mapping[str, Any] | None:

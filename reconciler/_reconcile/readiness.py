@@ -185,17 +185,19 @@ def custom_status(
     return dict(value)
 
 
-def unhealthy_waits(results: Sequence[ReconcileResult], readiness: Readiness) -> list[Wait]:
-    """A :class:`Wait` on every live child that is not healthy: the driver wakes the parent
-    when the child's health verdict changes (``reconciler._reconcile.waits``)."""
+def health_waits(results: Sequence[ReconcileResult], readiness: Readiness) -> list[Wait]:
+    """A :class:`Wait` on every live child whose kind has a health check: ``Ready`` reads its
+    verdict, so the driver wakes the parent when that verdict changes, either way
+    (``reconciler._reconcile.waits``); a status change that keeps the verdict wakes no one."""
     waits = []
     for result in results:
         obj = result.live
         if obj is None or result.action is Action.DELETED:
             continue
         check = readiness.check_for(str(obj.get("apiVersion")), str(obj.get("kind")))
-        if check is not None and (why := child_health(obj, readiness)) is not None:
-            waits.append(Wait(ref=result.ref, reason="ChildNotReady", message=why,
+        if check is not None:
+            waits.append(Wait(ref=result.ref, reason="ChildHealth",
+                              message=child_health(obj, readiness) or "ready",
                               watches=(Watch(ref=result.ref, rule=check),)))
     return waits
 
