@@ -331,6 +331,9 @@ class _ParentRun:
         built = [(ref, obj, DesiredState.ABSENT, digest) for ref, obj, _, digest in self._build()
                  if ((node := self.nodes.get(ref)) is not None and node.gated)
                  or self._dependency(ref)]
+        if not built or self.build_failed:  # nothing ordered, or not known: the cleanup goes on
+            self.errors.clear()
+            return []
         self.teardown_mode = True
         live, unlisted = self._prefetch(built)
         self._apply(built, live, unlisted)
