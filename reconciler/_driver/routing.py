@@ -173,9 +173,10 @@ class EventRouter:
         # A parent waiting on this child's readiness (or on its being gone) is woken by exactly
         # the change of that verdict, status-only or our own delete's echo included.
         woken = self._waits.wakes(event_type, old, new) if self._waits is not None else []
-        for key in woken:
+        for key in woken:  # a verdict flips rarely: not folded into the coalescing window
             self._stats.triggers["awaited"] += 1
-            self.queue_for_event(key)
+            if not self._holds(key):
+                self._queue.add(key)
         if woken:
             return
         if own:
