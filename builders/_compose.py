@@ -19,6 +19,14 @@ from typing import Any, ClassVar, Concatenate, ParamSpec, TypeAlias
 import attrs
 
 from builders._convert import to_plain_object
+from builders._dependencies import (
+    Dependencies,
+    GatedBuilder,
+    Precondition,
+    ReadyRule,
+    dependencies_of,
+    dependency_graph,
+)
 from builders._errors import BuilderFailedError
 from builders._identity import identity_of
 from builders._state import DesiredState, KubeObject
@@ -190,14 +198,51 @@ def _flat_tuple(items: Builders) -> tuple[ResourceBuilder, ...]:
     return tuple(compose(items))
 
 
+def _dependency_names(value: str | Iterable[str]) -> tuple[str, ...]:
+    return Dependencies(name="-", depends_on=value).depends_on
+
+
 @attrs.frozen(kw_only=True)
 class Component:
-    """A named, ordered list of builders (for example ``query``: its Deployment and Service)."""
+    """A named, ordered list of builders (for example ``query``: its Deployment and Service),
+    and one node of the parent's dependency graph (``builders._dependencies``).
+
+    ``depends_on`` names the components that must be ready before this one's children are
+    created or updated (and that are torn down only after they are gone); ``ready_when`` says
+    when one of this component's live children is ready (default: the health rule of its kind);
+    ``precondition(parent, observed)`` holds this component back until it is true of the parent
+    and the live children of its dependencies (by component name); ``when_served`` builds it
+    only while the kinds it builds are served. Its builders carry all this to the reconciler
+    (they are :class:`~builders._dependencies.GatedBuilder` values); a builder that already
+    belongs to an inner component stays in that one. :func:`compose` refuses a cycle.
+    """
 
     name: str
     """The component's name (also what ``app.kubernetes.io/component`` usually says)."""
     builders: tuple[ResourceBuilder, ...] = attrs.field(default=(), converter=_flat_tuple)
-    """The builders, flattened, in order."""
+    """The builders, flattened, in order (each carrying this component's node)."""
+    depends_on: tuple[str, ...] = attrs.field(default=(), converter=_dependency_names)
+    """The components this one waits for (by name)."""
+    ready_when: ReadyRule | None = None
+    """When one of its live children is ready; None: the default health rule of its kind."""
+    precondition: Precondition | None = None
+    """Built only while this holds of ``(parent, observed dependencies)``; None: always."""
+    when_served: bool = False
+    """Built only while every kind it builds is served."""
+
+    def __attrs_post_init__(self) -> None:
+        node = self.node
+        gated = tuple(b if dependencies_of(b) is not None else GatedBuilder(builder=b, node=node)
+                      for b in self.builders)
+        object.__setattr__(self, "builders", gated)
+        dependency_graph(gated)  # a cycle inside one component's builders is refused here
+
+    @property
+    def node(self) -> Dependencies:
+        """This component as a node of the dependency graph."""
+        return Dependencies(name=self.name, depends_on=self.depends_on,
+                            ready_when=self.ready_when, precondition=self.precondition,
+                            when_served=self.when_served)
 
     def __iter__(self) -> Iterator[ResourceBuilder]:
         """Iterate over the builders in order."""
@@ -209,7 +254,18 @@ class Component:
 
 
 def compose(*items: Builders) -> list[ResourceBuilder]:
-    """One flat, ordered list from builders, components, nested lists of them and Nones."""
+    """One flat, ordered list from builders, components, nested lists of them and Nones.
+
+    Components' dependencies travel with their builders; a cycle among them is refused with
+    :class:`~builders.DependencyCycleError` naming it (a ``depends_on`` naming a component not
+    among ``items`` is left for the reconciler, which reports the dependent as waiting).
+    """
+    flat = _flatten(items)
+    dependency_graph(flat)
+    return flat
+
+
+def _flatten(items: Iterable[Builders]) -> list[ResourceBuilder]:
     flat: list[ResourceBuilder] = []
     for item in items:
         if item is None:
@@ -219,8 +275,7 @@ def compose(*items: Builders) -> list[ResourceBuilder]:
         elif callable(item):
             flat.append(item)
         elif isinstance(item, Iterable) and not isinstance(item, str | bytes | Mapping):
-            for inner in item:
-                flat.extend(compose(inner))
+            flat.extend(_flatten(item))
         else:
             raise TypeError(f"compose: expected builders, components or lists, got {item!r}")
     return flat

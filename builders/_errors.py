@@ -5,6 +5,8 @@
     BuilderError (Exception)                root: ``except BuilderError`` catches all
     ├── BuilderFailedError                  a builder raised or returned no usable object
     │                                       (.builder, .parent, .reason; the cause is chained)
+    ├── DependencyError (ValueError)        components' dependencies declared wrongly
+    │   └── DependencyCycleError            a cycle in depends_on (.cycle: ("a", "b", "a"))
     ├── InvalidSpecError (ValueError)       a field value is invalid, before any cluster I/O
     │   │                                   (.field, .value, .reason)
     │   ├── SchemaValidationError           an object does not validate against its kind's schema
@@ -25,6 +27,8 @@ from typing import Any
 __all__ = [
     "BuilderError",
     "BuilderFailedError",
+    "DependencyCycleError",
+    "DependencyError",
     "InvalidSpecError",
     "SchemaValidationError",
     "SpecFieldError",
@@ -51,6 +55,20 @@ class BuilderFailedError(BuilderError):
         self.reason = reason
         where = f" for parent {parent}" if parent else ""
         super().__init__(f"builder {builder}{where} failed: {reason}")
+
+
+class DependencyError(BuilderError, ValueError):
+    """Dependencies between components are declared wrongly (a name declared twice with
+    different ``depends_on``, an unknown component, a rule that is not callable)."""
+
+
+class DependencyCycleError(DependencyError):
+    """The components' ``depends_on`` form a cycle; ``cycle`` names it, first name repeated
+    last (``("a", "b", "a")``)."""
+
+    def __init__(self, *, cycle: tuple[str, ...]) -> None:
+        self.cycle = cycle
+        super().__init__(f"dependency cycle between components: {' -> '.join(cycle)}")
 
 
 class InvalidSpecError(BuilderError, ValueError):

@@ -37,6 +37,7 @@ from reconciler._base.errors import (
 from reconciler._client.kubernetes import KubernetesClient
 from reconciler._client.protocol import ClusterClient, KubeObject, ListOptions, WatchEvent
 from reconciler._commands.rbac import watches
+from reconciler._driver import activation as _activation
 from reconciler._driver.operators import Operator
 from reconciler._driver.process import load_api_client
 from reconciler._driver.resyncs import DEFAULT_RESYNC_INTERVAL, RESYNC_ANNOTATION, ResyncPolicy
@@ -47,6 +48,9 @@ from reconciler._reconcile.parents import ChildError, ParentReconciler, ParentRe
 from reconciler._reconcile.readiness import Readiness
 from reconciler._reconcile.reconciling import Action, ReconcileResult, ResourceReconciler
 from reconciler._sharding.decisions import Sharding
+
+watch_served_kinds = watches(("apiextensions.k8s.io/v1", "CustomResourceDefinition"))(
+    _activation.watch_served_kinds)
 
 __all__ = [
     "DEFAULT_RESYNC_INTERVAL",
@@ -92,5 +96,6 @@ __all__ = [
     "UnsupportedMediaTypeError",
     "WatchEvent",
     "load_api_client",
+    "watch_served_kinds",
     "watches",
 ]

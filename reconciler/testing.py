@@ -4,7 +4,11 @@
 behaviour (resync every 10 h, 5-minute backoff caps, 15 s leases) is tested in milliseconds and
 deterministically. ``wait_synced(runtime)`` and ``wait_idle(runtime)`` block, in real time and
 bounded by a timeout, until a running ``OperatorRuntime`` has synced its caches or has nothing
-queued or running. Production code never needs these.
+queued or running. ``make_available(client, obj)`` does what a kubelet would for a Deployment,
+StatefulSet or DaemonSet where none runs: its Pods' status Running and Ready (a real control
+plane's controllers then make the workload available), or, with no Pods (the embedded server runs
+no controllers), the workload's own status, so that readiness rules and dependencies on workloads
+can be exercised. Production code never needs these.
 """
 
 from __future__ import annotations
@@ -12,13 +16,76 @@ from __future__ import annotations
 import threading
 import time
 import typing
+from collections import abc as _abc
+from typing import Any as _Any
 
 from reconciler._base import errors as _errors
 
 if typing.TYPE_CHECKING:
+    from reconciler._client.protocol import ClusterClient
     from reconciler._driver.runtime import OperatorRuntime
 
-__all__ = ["VirtualClock", "wait_idle", "wait_synced"]
+__all__ = ["VirtualClock", "make_available", "wait_idle", "wait_synced"]
+
+
+def make_available(client: ClusterClient, obj: _abc.Mapping[str, _Any]) -> dict[str, _Any]:
+    """Make a Deployment, StatefulSet or DaemonSet (``obj`` names it) available as a kubelet
+    would where none runs; returns the workload as read before.
+
+    With workload controllers running (a real control plane), its Pods exist: each one's status
+    is patched Running and Ready, and the controllers make the workload available. Without Pods
+    (the embedded server runs no controllers) the workload's own status is patched fully
+    available for its current generation."""
+    meta = obj.get("metadata") or {}
+    api_version, kind = str(obj.get("apiVersion")), str(obj.get("kind"))
+    namespace = meta.get("namespace")
+    if kind not in ("Deployment", "StatefulSet", "DaemonSet"):
+        raise _errors.ReconcilerUsageError(
+            f"make_available: {kind} {meta.get('name')} is not a Deployment, StatefulSet or "
+            f"DaemonSet")
+    live = client.get(api_version, kind, meta["name"], namespace=namespace)
+    labels = ((live.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+    selector = ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
+    pods = client.list("v1", "Pod", namespace=namespace, label_selector=selector)["items"]
+    for pod in pods:
+        client.patch("v1", "Pod", pod["metadata"]["name"], {"status": _ready_pod(pod)},
+                     patch_type="application/merge-patch+json", namespace=namespace,
+                     subresource="status")
+    if pods:
+        return dict(live)
+    replicas = (live.get("spec") or {}).get("replicas", 1)
+    status: dict[str, _Any] = {"observedGeneration": live["metadata"].get("generation", 1)}
+    if kind == "DaemonSet":
+        status.update(desiredNumberScheduled=replicas, currentNumberScheduled=replicas,
+                      numberReady=replicas, numberAvailable=replicas,
+                      updatedNumberScheduled=replicas)
+    else:
+        status.update(replicas=replicas, readyReplicas=replicas, availableReplicas=replicas,
+                      updatedReplicas=replicas)
+        if kind == "StatefulSet":
+            status["currentReplicas"] = replicas
+        else:
+            status["conditions"] = [{"type": "Available", "status": "True",
+                                     "reason": "MinimumReplicasAvailable"}]
+    client.patch(api_version, kind, meta["name"], {"status": status},
+                 patch_type="application/merge-patch+json", namespace=namespace,
+                 subresource="status")
+    return dict(live)
+
+
+def _ready_pod(pod: _abc.Mapping[str, _Any]) -> dict[str, _Any]:
+    """A Pod's status as a kubelet reports it once every container runs and is ready."""
+    containers = ((pod.get("spec") or {}).get("containers")) or ()
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return {
+        "phase": "Running", "startTime": now, "podIP": "10.0.0.1", "hostIP": "10.0.0.2",
+        "conditions": [{"type": kind, "status": "True", "lastTransitionTime": now}
+                       for kind in ("PodScheduled", "Initialized", "ContainersReady", "Ready")],
+        "containerStatuses": [
+            {"name": c["name"], "image": c.get("image", ""), "imageID": "", "ready": True,
+             "started": True, "restartCount": 0, "state": {"running": {"startedAt": now}}}
+            for c in containers],
+    }
 
 
 def wait_synced(runtime: OperatorRuntime, timeout: float = 30.0) -> bool:

@@ -1,9 +1,10 @@
 """The Observer's builders: the Thanos operator (CRD, RBAC, ServiceAccount, Deployment) and a
 ``Thanos`` resource, all from one Observer. Pure: parent dict in, child dicts out.
 
-Every child is built only while ``spec.thanos`` is present and not ``enabled: false``; switched
-off, ``build`` returns nothing and the operator's pruning (``operator.PRUNE``) deletes them, the
-cluster-scoped ones included.
+The children form four components that depend on each other (``build``): CRD -> (Established)
+-> RBAC and ServiceAccount -> operator Deployment (Available) -> the ``Thanos``. While
+``spec.thanos`` is absent or ``enabled: false`` every child is ABSENT, and the reconciler deletes
+them in reverse, each once its dependents are gone (the cluster-scoped ones included).
 """
 
 from __future__ import annotations
@@ -12,7 +13,14 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from builders import ResourceBuilder, child_name, resource_builder
+from builders import (
+    Component,
+    ResourceBuilder,
+    child_name,
+    compose,
+    present_if,
+    resource_builder,
+)
 from builders import objects as o
 from examples.observer.crds import DEFAULT_OPERATOR_IMAGE
 from examples.thanos.builders import OPERATOR_NAME as THANOS_OPERATOR_NAME
@@ -118,9 +126,23 @@ def thanos(parent: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def build(parent: Mapping[str, Any]) -> list[ResourceBuilder]:
-    """The Observer's children, in creation order (the CRD before the Thanos that needs it);
-    none while its ``thanos`` block is off."""
-    if thanos_block(parent) is None:
-        return []
-    return [thanos_crd(parent), cluster_role(parent), cluster_role_binding(parent),
-            service_account(parent), operator_deployment(parent), thanos(parent)]
+    """The Observer's children as four components that install in order: the CRD, then (once it
+    is Established) the RBAC and ServiceAccount, then the operator's Deployment, then (once the
+    Deployment is Available) the ``Thanos`` resource. With the ``thanos`` block off every child
+    is ABSENT, so they are deleted in reverse: the ``Thanos`` first, the CRD last, each once the
+    ones that depend on it are gone."""
+    on = thanos_block(parent) is not None
+
+    def part(builder: ResourceBuilder) -> ResourceBuilder:
+        return present_if(on, builder)
+
+    return compose(
+        Component(name="crd", builders=[part(thanos_crd(parent))]),
+        Component(name="rbac", depends_on="crd", builders=[
+            part(cluster_role(parent)), part(cluster_role_binding(parent)),
+            part(service_account(parent))]),
+        Component(name="operator", depends_on="rbac",
+                  builders=[part(operator_deployment(parent))]),
+        Component(name="thanos", depends_on=("crd", "operator"),
+                  builders=[part(thanos(parent))]),
+    )

@@ -47,7 +47,7 @@ from objectmatcher import MERGE_PATCH, calculate_patch
 from reconciler import ApiError, KubernetesClient, NotFoundError, OperatorRuntime
 from reconciler.embedded import EmbeddedApiServer
 from reconciler.envtest import ControlPlane
-from reconciler.testing import wait_idle, wait_synced
+from reconciler.testing import make_available, wait_idle, wait_synced
 from reconciler.webhooks import (
     WebhookCertificates,
     WebhookEndpoint,
@@ -228,6 +228,7 @@ class Demo:
             parent = self.parent(name)
             if parent is None:
                 return False, f"{name} not found"
+            self.kubelet(name)
             children = run_builders(
                 thanos.build(parent, service_monitors=self.service_monitors), parent=parent
             )
@@ -255,6 +256,19 @@ class Demo:
             return True, f"{sum(present.values())} children of {name} as built ({kinds})"
 
         return check
+
+    def kubelet(self, name: str) -> None:
+        """No kubelet runs: the workloads of parent ``name`` that are not available for their
+        generation are made so by status patches, as a kubelet would (the query frontend waits
+        for the query Deployment to be Available)."""
+        for api_version, kind in WORKLOAD_KINDS:
+            for item in self.children(api_version, kind, name):
+                status = item.get("status") or {}
+                wanted = (item.get("spec") or {}).get("replicas", 1)
+                if (status.get("observedGeneration") != item["metadata"].get("generation")
+                        or status.get("availableReplicas", 0) < wanted
+                        or status.get("readyReplicas", 0) < wanted):
+                    make_available(self.client, item)
 
     def collected(self, name: str, kinds: Sequence[tuple[str, str]]) -> Check:
         """A check: nothing labelled as a child of parent ``name`` is left."""
@@ -291,6 +305,8 @@ def _ready(parent: Mapping[str, Any]) -> bool:
             )
     return False
 
+
+WORKLOAD_KINDS = (("apps/v1", "Deployment"), ("apps/v1", "StatefulSet"))
 
 CHILD_KINDS = (
     ("apps/v1", "Deployment"),

@@ -5,7 +5,9 @@ echo of the toolkit's own write (``reconciler._cache.recording``), scheduled on 
 at once when ``parent_needs_reconcile`` or its grid time passed), and queued on a change that
 ``parent_event_triggers`` passes; a child's event is mapped to its parent by controller owner
 reference or ``optk.dev/owner-uid`` and queued when ``child_event_triggers`` passes. Queueing
-coalesces bursts (``Operator.event_coalesce``) and, on a standby, is held instead
+coalesces bursts (``Operator.event_coalesce``); a child's event that changes the verdict a parent
+waits on (``reconciler._reconcile.waits``: a dependency's readiness, a dependent being gone)
+queues that parent whatever else the event is and, on a standby, is held instead
 (``reconciler._driver.standby``). With sharding, a parent carrying the drain mark for this shard is
 queued at once, whatever changed, so a worker acknowledges it, and one moved in from another
 shard is queued so that a worker adopts its children (``reconciler._sharding.shards``). The
@@ -46,6 +48,7 @@ from reconciler._driver.triggers import (
     parent_event_triggers,
     parent_needs_reconcile,
 )
+from reconciler._reconcile.waits import WaitRegistry
 from reconciler._sharding.shards import Shards
 from reconciler._workqueue.queues import WorkQueue
 
@@ -75,6 +78,7 @@ class EventRouter:
         holds: Callable[[ParentKey], bool],
         standing_by: Callable[[], bool],
         kick: Callable[[], None],
+        waits: WaitRegistry | None = None,
     ) -> None:
         self._queue = queue
         self._parents = parents
@@ -91,6 +95,7 @@ class EventRouter:
         self._holds = holds
         self._standing_by = standing_by
         self._kick = kick
+        self._waits = waits
 
     def queue_for_event(self, key: ParentKey) -> None:
         """Queue ``key`` for an event: at once after a quiet window, else at the window's end."""
@@ -165,6 +170,15 @@ class EventRouter:
     def _child_event(
         self, event_type: str, old: dict[str, Any] | None, new: dict[str, Any], *, own: bool,
     ) -> None:
+        # A parent waiting on this child's readiness (or on its being gone) is woken by exactly
+        # the change of that verdict, status-only or our own delete's echo included.
+        woken = self._waits.wakes(event_type, old, new) if self._waits is not None else []
+        for key in woken:  # a verdict flips rarely: not folded into the coalescing window
+            self._stats.triggers["awaited"] += 1
+            if not self._holds(key):
+                self._queue.add(key)
+        if woken:
+            return
         if own:
             self._stats.triggers["own-echo"] += 1
             return

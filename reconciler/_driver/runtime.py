@@ -187,8 +187,7 @@ class OperatorRuntime:
             clock=self.clock, stats=self.stats, event_coalesce=operator.event_coalesce,
             watch_children=operator.watch_children, decide_echo=self.client.decide_echo,
             last_started=self.workers.last_started, holds=lambda key: self.standby.holds(key),
-            standing_by=self._standing_by, kick=self.resync.kick,
-        )
+            standing_by=self._standing_by, kick=self.resync.kick, waits=self.reconciler.waits)
         self.standby = Standby(
             lock=self.lock, election=election, queue=self.queue, parents=self.parents,
             informers=self.informers, reconciler=self.reconciler, clock=self.clock,

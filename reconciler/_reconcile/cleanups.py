@@ -142,6 +142,9 @@ class ParentCleanup:
         self.dry_run = dry_run
         self._hook_done: set[str] = set()
         self._lock = threading.Lock()
+        self.teardown: Callable[[Mapping[str, Any]], str | None] | None = None
+        """Run first by :meth:`finalize`: the ordered teardown of the children that belong to
+        components (``ParentReconciler.teardown``); a reason while it must wait, else None."""
 
     # -- while the parent lives -------------------------------------------------------------
 
@@ -182,6 +185,8 @@ class ParentCleanup:
         uid = str(_meta(parent).get("uid") or "")
         deleted: list[ObjectRef] = []
         try:
+            if self.teardown is not None and (waiting := self.teardown(parent)) is not None:
+                return self._waiting(parent, waiting, deleted)
             for _ in range(_MAX_PASSES):
                 remaining, deleting = self._remaining(parent, uid)
                 decision = decide_cleanup(

@@ -27,6 +27,7 @@ from reconciler._base.errors import ApiError, PermanentError
 from reconciler._base.times import format_time, parse_time
 from reconciler._client.counting import ApiCall
 from reconciler._reconcile.reconciling import Action, ImmutableFieldError, ReconcileResult
+from reconciler._reconcile.waits import Wait, waiting_message
 
 __all__ = [
     "ChildError",
@@ -146,7 +147,7 @@ def pending_children(results: Sequence[ReconcileResult]) -> list[ReconcileResult
 
 def parent_conditions(
     *, generation: Any, errors: Sequence[ChildError], pending: Sequence[ReconcileResult],
-    children: int,
+    children: int, waiting: Sequence[Wait] = (),
 ) -> list[dict[str, Any]]:
     """The ``Reconciled``, ``Ready``, ``Reconciling`` and ``Stalled`` conditions for one outcome
     (without transition times).
@@ -168,6 +169,12 @@ def parent_conditions(
             _condition("Ready", False, reason=reason, message=message,
                        generation=generation),
         ], generation=generation, permanent=all(e.permanent for e in errors))
+    if waiting:  # children held back by their dependencies (reconciler._reconcile.ordering)
+        message = waiting_message(waiting)[:_MAX_CONDITION_MESSAGE]
+        return with_progress([
+            _condition(type_, False, reason=waiting[0].reason, message=message,
+                       generation=generation) for type_ in ("Reconciled", "Ready")
+        ], generation=generation, permanent=False)
     skipped = [r for r in pending if r.requeue_after is None]
     if skipped:
         message = "; ".join(f"{r.ref}: {r.reason}" for r in skipped)
@@ -265,6 +272,7 @@ def status_patch(
     children: int,
     now: float,
     refresh: float | None = None,
+    waiting: Sequence[Wait] = (),
 ) -> dict[str, Any] | None:
     """The merge patch of the parent's status after one reconcile, or None when nothing changed.
 
@@ -277,7 +285,7 @@ def status_patch(
     generation = meta.get("generation") if isinstance(meta, Mapping) else None
     wanted = parent_conditions(
         generation=generation, errors=errors, pending=pending_children(results),
-        children=children,
+        children=children, waiting=waiting,
     )
     current = parent.get("status")
     current = current if isinstance(current, Mapping) else {}
@@ -354,6 +362,9 @@ class ParentResult:
     namespace_terminating: bool = False
     """The namespace is being deleted (a create got 403 ``NamespaceTerminating`` or 404 for the
     namespace): the reconcile stopped, wrote nothing more, and later ones return at once."""
+    waiting: tuple[Wait, ...] = ()
+    """Children held back by their dependencies, each with what it waits on
+    (``reconciler._reconcile.ordering``); the parent's conditions name them."""
     parent_gone: bool = False
     """The parent went away during the reconcile (a write for it was answered 404, or the
     driver's cache saw it deleted or being deleted): the reconcile stopped before writing

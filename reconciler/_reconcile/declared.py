@@ -27,7 +27,7 @@ from typing import Any
 import attrs
 
 from builders import BuilderFailedError, DesiredState, KubeObject, ObjectRef
-from builders.composition import evaluate
+from builders.composition import Dependencies, dependencies_of, dependency_graph, evaluate
 from builders.convert import is_client_model, to_plain_object
 from builders.names import stamp_identity
 from builders.objects import copy_object
@@ -57,11 +57,13 @@ def unknown_scope(api_version: str, kind: str) -> bool | None:
 
 @attrs.frozen(kw_only=True)
 class DeclaredChild:
-    """One evaluated child: its key, the object with its identity stamped, its desired state."""
+    """One evaluated child: its key, the object with its identity stamped, its desired state,
+    and the component node it belongs to (``builders.Component``; None for none)."""
 
     ref: ObjectRef
     obj: dict[str, Any]
     state: DesiredState
+    node: Dependencies | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -135,6 +137,7 @@ def declared_children(
     private = copy_object(plain)
     try:
         builders = list(build(private))
+        dependency_graph(builders)  # a cycle fails the whole build, naming it
     except Exception as exc:
         return DeclaredChildren(build_error=exc)
     children: list[DeclaredChild] = []
@@ -150,5 +153,6 @@ def declared_children(
             name = exc.builder if isinstance(exc, BuilderFailedError) else f"#{index}"
             failures.append(BuilderFailure(name=name, index=index, error=exc))
             continue
-        children.append(DeclaredChild(ref=ObjectRef.of(child), obj=child, state=state))
+        children.append(DeclaredChild(ref=ObjectRef.of(child), obj=child, state=state,
+                                      node=dependencies_of(builder)))
     return DeclaredChildren(children=tuple(children), failures=tuple(failures))

@@ -20,13 +20,13 @@ so what is left is the sequence itself.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from builders import BuilderFailedError, DesiredState, ObjectRef, ResourceBuilder
-from builders.composition import builder_name
+from builders.composition import Dependencies, builder_name
 from builders.convert import is_client_model, to_plain_object
 from builders.names import (
     OWNER_UID_LABEL,
@@ -62,9 +62,11 @@ from reconciler._reconcile.declared import DeclaredChildren, declared_children, 
 from reconciler._reconcile.events import EventRecorder
 from reconciler._reconcile.finalizing import is_uncollectable, refuses_data_loss
 from reconciler._reconcile.memo import BuildMemo, ChildMemo, RecentKeys, StatusMemo
+from reconciler._reconcile.ordering import ChildGates
 from reconciler._reconcile.readiness import (
     Readiness,
     StatusBuilder,
+    health_waits,
     not_ready,
     readiness_status_patch,
 )
@@ -74,12 +76,14 @@ from reconciler._reconcile.reconciling import (
     ResourceReconciler,
     is_owned,
 )
+from reconciler._reconcile.waits import Wait, WaitRegistry, waiting_message
 
 __all__ = ["ChildError", "ParentReconciler", "ParentResult", "parent_conditions"]
 
 _log = logging.getLogger(__name__)
 
 _READ: Any = object()  # "read this child on its own"
+_AGAIN = 0.001  # seconds: a reconcile whose awaited child changed meanwhile runs again
 _TERMINATING_KEPT = 4096  # parents whose namespace is being deleted, remembered by uid
 
 
@@ -162,6 +166,10 @@ class ParentReconciler:
                                      dry_run=dry_run)
         """The cleanup finalizer of this operator's parents (``reconciler._reconcile.cleanups``)."""
         self._terminating: RecentKeys[str] = RecentKeys(size=_TERMINATING_KEPT)  # parent uids
+        self.waits = WaitRegistry()
+        """What each parent waits on (its children's dependencies, unhealthy children): the
+        driver's event routing wakes it when that changes (``reconciler._reconcile.waits``)."""
+        self.cleanup.teardown = self.teardown
         self.parent_alive = parent_alive
         """Whether a parent is still there and not being deleted, as the caller's cache says
         (the driver passes its parent informer's view; no request): asked before each child
@@ -189,9 +197,34 @@ class ParentReconciler:
         if self._terminating.touch(str(uid)):  # a hit keeps it: least recently used dropped
             return ParentResult(parent=parent_ref, namespace_terminating=True)
         run = _ParentRun(self, parent, str(uid))
+        since = self.waits.mark()
         with recording() as calls:
             result = run.execute()
+        if not self.dry_run and self.waits.replace(
+                parent_ref.namespaced_name, () if result.parent_gone else
+                (*run.waiting, *run.health), since=since):
+            # what it waits on changed during this reconcile: look again at once
+            result = attrs.evolve(result, requeue_after=_AGAIN)
         return attrs.evolve(result, api_calls=tuple(calls))
+
+    def teardown(self, parent: KubeObject) -> str | None:
+        """For the cleanup finalizer of a parent being deleted: delete its children that
+        belong to components in reverse dependency order (``reconciler._reconcile.ordering``);
+        why the cleanup must wait (children waiting for their dependents to be gone, or failing),
+        or None when nothing of them is left to delete in order."""
+        parent = to_plain_object(parent) if is_client_model(parent) else copy_object(parent)
+        uid = str(_meta(parent).get("uid") or "")
+        run = _ParentRun(self, parent, uid)
+        with recording():
+            deleted = run.teardown()
+        self.waits.replace(run.ref.namespaced_name, run.waiting)
+        if run.errors:
+            return "; ".join(f"{e.ref}: {e.message}" for e in run.errors)
+        if run.waiting:
+            return waiting_message(run.waiting)
+        if any(r.action is Action.DELETED for r in deleted):
+            return "children are still being deleted"
+        return None
 
     def forget_builds(self, parent: tuple[str, str] | None = None) -> None:
         """Drop every reused build, or only that of ``parent`` (namespace, name), if any."""
@@ -212,6 +245,14 @@ class ParentReconciler:
         failed."""
         return declared_children(self.build, parent, operator_name=self.operator_name,
                                  namespaced=self._namespaced)
+
+    def served(self, api_version: str, kind: str) -> bool:
+        """Whether the cluster serves the kind now (discovery, as the client caches it)."""
+        try:
+            self.client.is_namespaced(api_version, kind)
+        except ReconcilerError:
+            return False
+        return True
 
     def _namespaced(self, api_version: str, kind: str) -> bool | None:
         try:
@@ -238,29 +279,18 @@ class _ParentRun:
         self.selector = f"{OWNER_UID_LABEL}={label_value(uid)}"
         self.recheck: float | None = None
         self.gone = False
+        self.nodes: dict[ObjectRef, Dependencies | None] = {}  # from the builders' components
+        self.waiting: list[Wait] = []  # children held back by their dependencies
+        self.health: list[Wait] = []  # children whose health Ready reads
+        self.teardown_mode = False  # the parent is being deleted: see teardown()
 
     def execute(self) -> ParentResult:
         built = self._build()
         built = self._ensure_finalizer(built)
         live, unlisted = self._prefetch(built)
-        built_refs = set()
-        for ref, obj, state, digest in built:
-            if self.terminating or self._went_away():
-                break  # every further create in the namespace would be refused as well
-            built_refs.add(ref)
-            failure = unlisted.get(_scope(ref))
-            if failure is not None:
-                # The list of its kind failed (throttled, server error): one GET per child
-                # would only add load; the child fails with the list's error and is retried.
-                self._fail(ref, f"listing its kind failed: {failure}", failure)
-            elif ref in live:
-                self._child(ref, obj, state, live[ref], digest)
-            elif state.is_absent:
-                # Not labelled as ours: ABSENT must still find it by name.
-                self._child(ref, obj, state, _READ, digest)
-            else:
-                # Missing from our labelled children: create; a taken name becomes an update.
-                self._child(ref, obj, state, None, digest)
+        built_refs = self._apply(built, live, unlisted)
+        if isinstance(live, _LazyLive):
+            live.load_all()  # the prune kinds' lists too (their failures are reported below)
         if self.terminating:
             self.o.namespace_terminating(self.uid)
             return ParentResult(parent=self.ref, children=tuple(self.results),
@@ -294,7 +324,65 @@ class _ParentRun:
             parent=self.ref, children=tuple(self.results), pruned=tuple(pruned),
             errors=tuple(self.errors), status_written=status_written, status_error=status_error,
             requeue_after=min(requeues) if requeues else None, dry_run=self.o.dry_run,
+            waiting=tuple(self.waiting),
         )
+
+    def teardown(self) -> list[ReconcileResult]:
+        """The parent is being deleted: its children that belong to components, deleted in
+        reverse dependency order (dependents first, each waiting until those are gone); the
+        children deleted by this pass (what waits is in ``waiting``)."""
+        built = [(ref, obj, DesiredState.ABSENT, digest) for ref, obj, _, digest in self._build()
+                 if ((node := self.nodes.get(ref)) is not None and node.gated)
+                 or self._dependency(ref)]
+        if not built or self.build_failed:  # nothing ordered, or not known: the cleanup goes on
+            self.errors.clear()
+            return []
+        self.teardown_mode = True
+        live, unlisted = self._prefetch(built)
+        self._apply(built, live, unlisted)
+        return self.results
+
+    def _dependency(self, ref: ObjectRef) -> bool:
+        """Whether ``ref``'s component is named in another one's ``depends_on``."""
+        node = self.nodes.get(ref)
+        return node is not None and any(
+            other is not None and node.name in other.depends_on for other in self.nodes.values())
+
+    def _apply(self, built: Sequence[_Built], live: Mapping[ObjectRef, dict[str, Any]],
+               unlisted: Mapping[ObjectRef, ReconcilerError]) -> set[ObjectRef]:
+        """Every child that its dependencies let through, in their order; what waits goes to
+        ``waiting``. Returns the refs built (waiting ones included: not to be pruned)."""
+        built_refs = set()
+        gates = ChildGates([(b[0], b[2], self.nodes.get(b[0])) for b in built],
+                           parent=self.parent, live=live, served=self.o.served)
+        for index in gates.ordered():
+            ref, obj, state, digest = built[index]
+            if self.terminating or (not self.teardown_mode and self._went_away()):
+                break  # every further create in the namespace would be refused as well
+            built_refs.add(ref)
+            if (wait := gates.gate(index)) is not None:
+                self.waiting.append(wait)  # held back: reported, woken by what it waits on
+                if isinstance(live, _LazyLive):
+                    live.hold(_scope(ref))  # not listed for it: a CRD may not serve it yet
+                continue
+            done = len(self.results)
+            listed = ref in live  # lists its kind now, if not yet
+            failure = unlisted.get(_scope(ref))
+            if failure is not None:
+                # The list of its kind failed (throttled, server error): one GET per child
+                # would only add load; the child fails with the list's error and is retried.
+                self._fail(ref, f"listing its kind failed: {failure}", failure)
+            elif listed:
+                self._child(ref, obj, state, live[ref], digest)
+            elif state.is_absent:
+                # Not labelled as ours: ABSENT must still find it by name.
+                self._child(ref, obj, state, _READ, digest)
+            else:
+                # Missing from our labelled children: create; a taken name becomes an update.
+                self._child(ref, obj, state, None, digest)
+            if len(self.results) > done:
+                gates.observe(ref, _left(self.results[-1], live.get(ref)))
+        return built_refs
 
     def _went_away(self) -> bool:
         """Whether the caller's cache says the parent is gone or being deleted (no request)."""
@@ -318,11 +406,13 @@ class _ParentRun:
                 return list(kept)
             epoch = memo.epoch  # before the builders read anything
         built = self._evaluate()
-        return built if memo is None else memo.remember(
-            self.parent, built, epoch=epoch, failed=self.build_failed)
+        gated = any(node is not None and node.gated for node in self.nodes.values())
+        return built if memo is None else memo.remember(  # components' gates: never kept
+            self.parent, built, epoch=epoch, failed=self.build_failed or gated)
 
     def _evaluate(self) -> list[_Built]:
         declared = self.o.declared(self.parent)
+        self.nodes = {c.ref: c.node for c in declared.children}
         if declared.build_error is not None:  # named after the build function, not the parent
             error = declared.build_error
             where = ObjectRef(api_version="", kind="build", name=builder_name(self.o.build))
@@ -373,29 +463,33 @@ class _ParentRun:
 
     def _prefetch(
         self, built: Sequence[_Built]
-    ) -> tuple[dict[ObjectRef, dict[str, Any]], dict[ObjectRef, ReconcilerError]]:
+    ) -> tuple[Mapping[ObjectRef, dict[str, Any]], dict[ObjectRef, ReconcilerError]]:
         """Our live children, by one LIST per (kind, namespace) with the owner-uid selector;
-        and the scopes (refs without a name) whose list failed, with the error."""
+        and the scopes (refs without a name) whose list failed, with the error. For a parent
+        with components, each scope is listed when first asked for (a scope only a held-back
+        child needs is not listed: its CRD may not serve it yet)."""
         scopes: set[ObjectRef] = {_scope(b[0]) for b in built}
         for api_version, kind in self.o.prune_kinds:
             scopes.add(ObjectRef(api_version=api_version, kind=kind, name="",
                                  namespace=self._prune_scope(api_version, kind)))
-        live: dict[ObjectRef, dict[str, Any]] = {}
         failed: dict[ObjectRef, ReconcilerError] = {}
-        for scope in sorted(scopes, key=_order):
-            try:
-                items = self.o.reader.list(
-                    scope.api_version, scope.kind, namespace=scope.namespace,
-                    label_selector=self.selector,
-                )
-            except ReconcilerError as exc:
-                _log.warning("listing %s %s for %s failed: %s", scope.kind, scope.api_version,
-                             self.ref, exc)
-                failed[scope] = exc
-                continue
-            for item in items:
-                live[ObjectRef.of(item)] = item
-        return live, failed
+        lazy = _LazyLive(self._list_scope, scopes, failed)
+        if not self.nodes:
+            lazy.load_all()
+            return dict(lazy), failed
+        return lazy, failed
+
+    def _list_scope(self, scope: ObjectRef) -> list[dict[str, Any]]:
+        """Our children in one scope (raises ``ReconcilerError`` when the list fails)."""
+        if self.nodes and not self.o.served(scope.api_version, scope.kind):
+            return []  # not served (a CRD not yet established): nothing of it can exist
+        try:
+            return self.o.reader.list(scope.api_version, scope.kind, namespace=scope.namespace,
+                                      label_selector=self.selector)
+        except ReconcilerError as exc:
+            _log.warning("listing %s %s for %s failed: %s", scope.kind, scope.api_version,
+                         self.ref, exc)
+            raise
 
     def _prune_scope(self, api_version: str, kind: str) -> str | None:
         """Where unbuilt children of a prune kind are looked for: the parent's namespace, or
@@ -495,8 +589,8 @@ class _ParentRun:
             return self._health_status(pruned)
         patch = status_patch(
             parent=self.parent, results=[*self.results, *pruned], errors=self.errors,
-            children=len(self.results) + len(self.errors), now=self.o.clock.time(),
-            refresh=self.o.status_refresh,
+            children=len(self.results) + len(self.errors) + len(self.waiting),
+            now=self.o.clock.time(), refresh=self.o.status_refresh, waiting=self.waiting,
         )
         if patch is None:
             return False, ""
@@ -506,12 +600,15 @@ class _ParentRun:
         try:
             patch, wanted = readiness_status_patch(
                 parent=self.parent, results=[*self.results, *pruned], errors=self.errors,
-                children=len(self.results) + len(self.errors), now=self.o.clock.time(),
-                readiness=self.o.readiness, status=self.o.status_builder,
-                refresh=self.o.status_refresh,
+                children=len(self.results) + len(self.errors) + len(self.waiting),
+                now=self.o.clock.time(), readiness=self.o.readiness,
+                status=self.o.status_builder, refresh=self.o.status_refresh,
+                waiting=self.waiting,
             )
         except Exception as exc:  # a user's status builder failed: reported, retried
             return False, f"status builder failed: {type(exc).__name__}: {exc}"
+        if self.o.readiness is not None:
+            self.health = health_waits(self.results, self.o.readiness)
         if self.o.readiness is not None and not_ready(wanted):
             self.recheck = self.o.readiness.recheck
         return (False, "") if patch is None else self._write_status(patch)
@@ -549,6 +646,61 @@ class _ParentRun:
                 return False, f"status write failed: {exc}"
             self.o.statuses.remember(written, patch)
             return True, ""
+
+
+class _LazyLive(Mapping[ObjectRef, dict[str, Any]]):
+    """Our live children by ref, each scope (kind and namespace) listed when first asked for;
+    a failed list goes to ``failed``. Iterating lists every scope not held back."""
+
+    def __init__(self, list_scope: Callable[[ObjectRef], list[dict[str, Any]]],
+                 scopes: Iterable[ObjectRef], failed: dict[ObjectRef, ReconcilerError]) -> None:
+        self._list = list_scope
+        self._pending = set(scopes)
+        self._held: set[ObjectRef] = set()
+        self._items: dict[ObjectRef, dict[str, Any]] = {}
+        self.failed = failed
+
+    def _load(self, scope: ObjectRef) -> None:
+        if scope not in self._pending:
+            return
+        self._pending.discard(scope)
+        try:
+            items = self._list(scope)
+        except ReconcilerError as exc:
+            self.failed[scope] = exc
+            return
+        for item in items:
+            self._items[ObjectRef.of(item)] = item
+
+    def hold(self, scope: ObjectRef) -> None:
+        """Do not list ``scope`` unless a child of it is asked for by name."""
+        if scope in self._pending:
+            self._held.add(scope)
+
+    def load_all(self) -> None:
+        """List every scope not yet listed and not held back."""
+        for scope in sorted(self._pending - self._held, key=_order):
+            self._load(scope)
+
+    def __getitem__(self, ref: ObjectRef) -> dict[str, Any]:
+        self._load(_scope(ref))
+        return self._items[ref]
+
+    def __iter__(self) -> Iterator[ObjectRef]:
+        self.load_all()
+        return iter(dict(self._items))
+
+    def __len__(self) -> int:
+        self.load_all()
+        return len(self._items)
+
+
+def _left(result: ReconcileResult, before: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """What a child's write left, as its dependents and dependencies see it: a deleted child
+    is not gone until the caches say so (it may hold finalizers), an absent one is."""
+    if result.action is Action.DELETED:
+        return result.live or before or {"metadata": {}}
+    return result.live
 
 
 def _namespace_gone(error: NotFoundError, ref: ObjectRef) -> bool:

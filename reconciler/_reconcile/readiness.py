@@ -36,6 +36,7 @@ from reconciler._reconcile.conditions import (
 )
 from reconciler._reconcile.custom_conditions import checked_conditions
 from reconciler._reconcile.reconciling import Action, ReconcileResult
+from reconciler._reconcile.waits import Wait, Watch
 
 __all__ = [
     "DEFAULT_HEALTH_CHECKS",
@@ -170,6 +171,23 @@ def _stalled_by(wanted: list[dict[str, Any]], error: Exception) -> list[dict[str
             if c["type"] == "Ready" else c for c in wanted]
 
 
+def health_waits(results: Sequence[ReconcileResult], readiness: Readiness) -> list[Wait]:
+    """A :class:`Wait` on every live child whose kind has a health check: ``Ready`` reads its
+    verdict, so the driver wakes the parent when that verdict changes, either way
+    (``reconciler._reconcile.waits``); a status change that keeps the verdict wakes no one."""
+    waits = []
+    for result in results:
+        obj = result.live
+        if obj is None or result.action is Action.DELETED:
+            continue
+        check = readiness.check_for(str(obj.get("apiVersion")), str(obj.get("kind")))
+        if check is not None:
+            waits.append(Wait(ref=result.ref, reason="ChildHealth",
+                              message=child_health(obj, readiness) or "ready",
+                              watches=(Watch(ref=result.ref, rule=check),)))
+    return waits
+
+
 def not_ready(status: Mapping[str, Any] | None) -> bool:
     """Whether a status patch says some child is not ready (the parent is re-checked)."""
     for cond in (status or {}).get("conditions") or ():
@@ -190,6 +208,7 @@ def readiness_status_patch(
     status: StatusBuilder | None,
     refresh: float | None = None,
     condition_types: Collection[str] = (),
+    waiting: Sequence[Wait] = (),
 ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """``(patch or None, the status as wanted)``: ``status_patch`` with ``Ready`` from the
     children's health (when ``readiness`` is given) and the status builder's fields merged in,
@@ -199,7 +218,8 @@ def readiness_status_patch(
     meta = parent.get("metadata")
     generation = meta.get("generation") if isinstance(meta, Mapping) else None
     wanted = parent_conditions(generation=generation, errors=errors,
-                               pending=pending_children(results), children=children)
+                               pending=pending_children(results), children=children,
+                               waiting=waiting)
     observed = observed_children(results)
     if readiness is not None:
         wanted = [_health_ready(c, observed, readiness, now)

@@ -1,14 +1,19 @@
 """The Observer example: an operator whose children are the Thanos operator itself (CRD, RBAC,
-ServiceAccount, Deployment) and a Thanos resource. It converges, a forced resync makes no write,
-switching its ``thanos`` block off removes the operator with its cluster-scoped objects, and its
-deletion leaves nothing of what it created. On the embedded server and the real control plane
-(where no Pod runs: the objects are checked, not the operator inside the Deployment)."""
+ServiceAccount, Deployment) and a Thanos resource, installed in order (issue 24): from the request
+log (embedded) and the audit log (real), no request for a Thanos before its CRD is Established
+and no write to it before the operator's Deployment is Available (made so by status patches, as a
+kubelet would); it converges, a forced resync makes no write, switching its ``thanos`` block off
+removes everything in reverse order (the CRD last, after its custom resource is gone), and so does
+its deletion, which leaves nothing of what it created. On the embedded server and the real
+control plane (where no Pod runs: the objects are checked, not the operator inside the
+Deployment)."""
 
 from __future__ import annotations
 
 import ast
 import contextlib
 import copy
+import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +27,7 @@ from examples.observer.operator import PRUNE, make_operator
 from examples.thanos.crds import API_VERSION as THANOS_API_VERSION
 from examples.thanos.crds import THANOS_CRD
 from reconciler import KubernetesClient, NotFoundError, OperatorRuntime
-from reconciler.testing import wait_idle, wait_synced
+from reconciler.testing import make_available, wait_idle, wait_synced
 from tests.driver.conftest import wait_until
 from tests.examples.test_thanos_builders import PUBLIC_FACADES
 
@@ -94,19 +99,108 @@ def _converged(client: KubernetesClient, runtime: OperatorRuntime, ns: str) -> b
     return conditions.get("Reconciled") == "True"
 
 
+class _Trail:
+    """The requests a server answered, in order: the embedded server's request log, the real
+    control plane's audit log; ``(verb, resource, name, code)`` each."""
+
+    def __init__(self, kube_api: Any, server: str) -> None:
+        self.api, self.real = kube_api, server == "real"
+        if not self.real:
+            kube_api.enable_request_log()
+
+    def requests(self) -> list[tuple[str, str, str, int]]:
+        if not self.real:
+            return [(r.verb, r.resource.split(".")[0], r.name or "", r.code)
+                    for r in self.api.request_log() if "/" not in r.resource]
+        self.api.request_counts()  # complete up to now
+        found = []
+        for line in self.api.audit_log_path.read_text().splitlines():
+            event = json.loads(line)
+            ref = event.get("objectRef") or {}
+            if event.get("stage") == "ResponseComplete" and not ref.get("subresource"):
+                found.append((event["verb"], str(ref.get("resource")), str(ref.get("name") or ""),
+                              int((event.get("responseStatus") or {}).get("code") or 0)))
+        return found
+
+    def mark(self) -> int:
+        return len(self.requests())
+
+    def since(self, mark: int) -> list[tuple[str, str, str, int]]:
+        return self.requests()[mark:]
+
+
+_TEARDOWN = (("thanoses", "obs"), ("deployments", "obs-thanos-operator"),
+             ("serviceaccounts", "obs-thanos-operator"), ("clusterroles", None),
+             ("clusterrolebindings", None), ("customresourcedefinitions", CRD_NAME))
+
+
+def _deleted_in_reverse(requests: list[tuple[str, str, str, int]], ns: str) -> list[str]:
+    """The Observer's children in the order their first delete request came; asserts that
+    dependents went first (Thanos, operator Deployment, RBAC and ServiceAccount, CRD)."""
+    order: list[str] = []
+    for verb, resource, name, _ in requests:
+        for kind, wanted in _TEARDOWN:
+            wanted = wanted or f"{ns}-obs-thanos-operator"
+            if verb == "delete" and resource == kind and name == wanted and kind not in order:
+                order.append(kind)
+    assert order[:2] == ["thanoses", "deployments"], order
+    assert sorted(order[2:5]) == ["clusterrolebindings", "clusterroles", "serviceaccounts"], order
+    assert order[5:] == ["customresourcedefinitions"], order
+    return order
+
+
+def _make_operator_available(kube: KubernetesClient, ns: str) -> None:
+    """The operator Deployment Available, as a kubelet would make it: no kubelet runs, nor
+    (envtest runs the garbage collector, namespace and service-account controllers only) a
+    deployment controller, so its status is patched."""
+    make_available(kube, {"apiVersion": "apps/v1", "kind": "Deployment",
+                          "metadata": {"name": "obs-thanos-operator", "namespace": ns}})
+
+
+def _condition(kube: KubernetesClient, ns: str, type_: str) -> dict[str, Any]:
+    live = kube.get(API_VERSION, KIND, "obs", namespace=ns)
+    return next((c for c in (live.get("status") or {}).get("conditions", ())
+                 if c["type"] == type_), {})
+
+
 @pytest.mark.needs_controller_manager
 @pytest.mark.both_servers
-def test_the_observer_installs_the_thanos_operator_and_removes_it_all(
-    kube: KubernetesClient, kube_namespace: str
+def test_the_observer_installs_in_order_and_tears_down_in_reverse(
+    kube: KubernetesClient, kube_namespace: str, kube_api: Any, kube_api_name: str
 ) -> None:
     ns = kube_namespace
+    trail = _Trail(kube_api, kube_api_name)
     name = f"observer-{uuid.uuid4().hex[:6]}"
     operator = make_operator(name=name, namespace=ns, events=False)
     runtime = operator.start(kube)
     try:
         assert wait_synced(runtime, 20)
+        start = trail.mark()
         kube.create(_observer(ns, {"spec": copy.deepcopy(THANOS_SPEC)}))
+        # CRD -> (Established) -> RBAC and ServiceAccount -> Deployment; the Thanos waits
+        assert wait_until(lambda: _exists(kube, "apps/v1", "Deployment", "obs-thanos-operator",
+                                          ns), 60)
+        waiting = (f"1 waiting: Thanos {ns}/obs (component 'thanos') waits for component "
+                   f"'operator': Deployment {ns}/obs-thanos-operator: ")  # then why: no status
+        assert wait_until(lambda: str(_condition(kube, ns, "Ready").get("message")).startswith(
+            waiting), 30), _condition(kube, ns, "Ready")
+        assert _condition(kube, ns, "Reconciled")["reason"] == "DependencyNotReady"
+        crd = kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", CRD_NAME)
+        assert {c["type"]: c["status"] for c in crd["status"]["conditions"]}["Established"] == \
+            "True"
+        assert wait_idle(runtime, 30)
+        before = trail.since(start)
+        # 0 requests for a Thanos before its CRD was Established (one would have been answered
+        # 404: the kind is served from then on; the operator's informer of the Thanos kind it
+        # prunes starts listing then), and 0 writes to it before the Deployment is Available
+        thanos_requests = [r for r in before if r[1] == "thanoses"]
+        assert [r for r in thanos_requests if r[3] == 404] == []
+        assert [r for r in thanos_requests if r[0] not in ("get", "list", "watch")] == []
+        available = trail.mark()
+        _make_operator_available(kube, ns)
         assert wait_until(lambda: _converged(kube, runtime, ns), 60)
+        writes = [r[:2] for r in trail.since(available) if r[1] == "thanoses" and r[0] == "create"]
+        assert writes == [("create", "thanoses")]
         assert _owned_objects(kube, name) == {
             "CustomResourceDefinition": 1, "ClusterRole": 1, "ClusterRoleBinding": 1,
             "ServiceAccount": 1, "Deployment": 1, "Thanos": 1,
@@ -122,30 +216,36 @@ def test_the_observer_installs_the_thanos_operator_and_removes_it_all(
         assert observer["metadata"]["finalizers"] == ["optk.dev/cleanup"]
 
         # a forced resync of a converged Observer writes nothing
-        writes, reconciles = runtime.stats.writes, runtime.stats.total
+        writes_before, reconciles = runtime.stats.writes, runtime.stats.total
         assert runtime.resync_all() == 1
         assert wait_until(lambda: runtime.stats.total > reconciles, 10)
         assert wait_idle(runtime, 30)
-        assert runtime.stats.writes == writes
+        assert runtime.stats.writes == writes_before
 
-        # the thanos block off: the operator, its Thanos and its cluster objects go
+        # the thanos block off: everything goes, dependents first, each once those are gone
+        off = trail.mark()
         kube.patch(API_VERSION, KIND, "obs", {"spec": {"thanos": {"enabled": False}}},
                    patch_type="application/merge-patch+json", namespace=ns)
         assert wait_until(lambda: sum(_owned_objects(kube, name).values()) == 0, 60), \
             _owned_objects(kube, name)
+        _deleted_in_reverse(trail.since(off), ns)
 
-        # on again, then the Observer deleted: nothing it created is left
+        # on again, then the Observer deleted: the same reverse order, nothing left
         kube.patch(API_VERSION, KIND, "obs", {"spec": {"thanos": {"enabled": True}}},
                    patch_type="application/merge-patch+json", namespace=ns)
+        assert wait_until(lambda: _exists(kube, "apps/v1", "Deployment", "obs-thanos-operator",
+                                          ns), 60)
+        _make_operator_available(kube, ns)
         assert wait_until(lambda: sum(_owned_objects(kube, name).values()) == 6, 60), \
             _owned_objects(kube, name)
         assert wait_until(lambda: _converged(kube, runtime, ns), 60)
+        gone = trail.mark()
         kube.delete(API_VERSION, KIND, "obs", namespace=ns)
         assert wait_until(lambda: not _exists(kube, API_VERSION, KIND, "obs", ns), 60)
-        # the namespaced children go with the garbage collector, the rest went before
         assert wait_until(lambda: sum(_owned_objects(kube, name).values()) == 0, 60), \
             _owned_objects(kube, name)
         assert not _exists(kube, "apiextensions.k8s.io/v1", "CustomResourceDefinition", CRD_NAME)
+        _deleted_in_reverse(trail.since(gone), ns)
     finally:
         runtime.stop(5)
         with contextlib.suppress(NotFoundError):

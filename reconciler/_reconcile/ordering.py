@@ -1,0 +1,219 @@
+"""Dependencies between children, decided: what a reconcile applies now, what waits and on what.
+
+A parent's builders may group children in components that depend on each other
+(``builders.Component(depends_on=..., ready_when=..., precondition=..., when_served=...)``). This
+module is the one decision over that graph, for one reconcile: :class:`ChildGates` orders the
+declared children (dependencies first; ABSENT ones after, dependents first), and for each one says
+whether it may be written now or waits, with a :class:`Wait` naming the child, the rule and what
+would wake it (:class:`Watch`: a child whose readiness, or whose being gone, the parent waits for).
+It learns what the reconcile wrote as it goes (:meth:`ChildGates.observe`), so a dependency that
+is ready the moment it is created (a ConfigMap) unblocks its dependents in the same pass.
+
+Rules: a child of a component is created or updated only when every child of every component it
+depends on exists and passes that component's ``ready_when`` (default :func:`default_ready`: a
+CRD is Established with its names accepted, workloads as ``reconciler._reconcile.readiness``
+checks them, anything else is ready when present), its precondition holds, and, with
+``when_served``, its kind is served. An ABSENT child is deleted only once no child of a component
+depending on it (transitively) that is being torn down too still exists: "gone" is not in the
+caches or answered 404. Children of no component, and every child of a parent whose components
+declare nothing, are never held back and keep their order.
+
+Boundary: pure. It reads what it is given (the declared children, the live ones, a ``served``
+lookup); ``reconciler._reconcile.parents`` executes its answers and
+``reconciler._reconcile.waits`` keeps the watches for the driver's event routing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from builders import DesiredState, ObjectRef
+from builders.composition import Dependencies, DependencyGraph, ReadyRule, rule_verdict
+from reconciler._reconcile.readiness import Readiness, child_health
+from reconciler._reconcile.waits import Wait, Watch
+
+__all__ = [
+    "ChildGates",
+    "Served",
+    "crd_established",
+    "default_ready",
+]
+
+Served = Callable[[str, str], bool]
+"""``served(api_version, kind)``: whether the cluster serves that kind now."""
+
+_DEFAULT_READINESS = Readiness()
+CRD = ("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+_MAX_MESSAGE = 1024
+
+
+def crd_established(obj: Mapping[str, Any]) -> str | None:
+    """A CRD is ready when its ``Established`` and ``NamesAccepted`` conditions are true."""
+    conditions = {c.get("type"): c.get("status")
+                  for c in (obj.get("status") or {}).get("conditions") or ()
+                  if isinstance(c, Mapping)}
+    missing = [t for t in ("NamesAccepted", "Established") if conditions.get(t) != "True"]
+    return f"not {' and '.join(m.lower() for m in missing)}" if missing else None
+
+
+def default_ready(obj: Mapping[str, Any]) -> str | None:
+    """The readiness rule of a component without ``ready_when``: CRDs by
+    :func:`crd_established`, other kinds by ``readiness.DEFAULT_HEALTH_CHECKS`` (ready when
+    present for the kinds it does not list). The health library of issue 24 part A replaces it."""
+    if (obj.get("apiVersion"), obj.get("kind")) == CRD:
+        return crd_established(obj)
+    return child_health(obj, _DEFAULT_READINESS)
+
+
+def _describe(ref: ObjectRef) -> str:
+    where = f"{ref.namespace}/{ref.name}" if ref.namespace else ref.name
+    return f"{ref.kind} {where}"
+
+
+@attrs.frozen(kw_only=True)
+class _Child:
+    index: int
+    ref: ObjectRef
+    state: DesiredState
+    node: Dependencies | None
+
+
+class ChildGates:
+    """The dependency decisions of one reconcile of one parent.
+
+    ``children`` are ``(ref, state, node)`` in the builders' order; ``live`` the children found
+    (by ref); ``served`` the kind lookup; ``parent`` what preconditions read. Call
+    :meth:`ordered` for the order to visit them, :meth:`gate` before writing one and
+    :meth:`observe` after.
+    """
+
+    def __init__(
+        self, children: Sequence[tuple[ObjectRef, DesiredState, Dependencies | None]], *,
+        parent: Mapping[str, Any], live: Mapping[ObjectRef, Mapping[str, Any]], served: Served,
+        default_rule: ReadyRule = default_ready,
+    ) -> None:
+        self._children = [_Child(index=i, ref=ref, state=state, node=node)
+                          for i, (ref, state, node) in enumerate(children)]
+        nodes = {c.node.name: c.node for c in self._children if c.node is not None}
+        self.graph = DependencyGraph(nodes=nodes)
+        self.active = any(node.gated for node in nodes.values())
+        self._ranks = self.graph.rank() if self.active else {}
+        self._members: dict[str, list[_Child]] = {}
+        for child in self._children:
+            if child.node is not None:
+                self._members.setdefault(child.node.name, []).append(child)
+        self._seen = live  # read on demand: a caller may list a kind only when asked
+        self._written: dict[ObjectRef, Mapping[str, Any] | None] = {}
+        self._parent = parent
+        self._served = served
+        self._default_rule = default_rule
+
+    # -- order ------------------------------------------------------------------------------
+
+    def _rank(self, child: _Child) -> int:
+        return self._ranks.get(child.node.name, 0) if child.node is not None else 0
+
+    def ordered(self) -> list[int]:
+        """Indices of the children in the order to visit them: the builders' order when nothing
+        is gated; else those to be present by rising rank (dependencies first), then the ABSENT
+        ones by falling rank (dependents first), each stable."""
+        if not self.active:
+            return [c.index for c in self._children]
+        present = sorted((c for c in self._children if not c.state.is_absent),
+                         key=lambda c: (self._rank(c), c.index))
+        absent = sorted((c for c in self._children if c.state.is_absent),
+                        key=lambda c: (-self._rank(c), c.index))
+        return [c.index for c in (*present, *absent)]
+
+    # -- what is known ----------------------------------------------------------------------
+
+    def observe(self, ref: ObjectRef, live: Mapping[str, Any] | None) -> None:
+        """What a write left: the child's live object, or None when it is gone."""
+        self._written[ref] = live
+
+    def _live(self, ref: ObjectRef) -> Mapping[str, Any] | None:
+        return self._written[ref] if ref in self._written else self._seen.get(ref)
+
+    def _rule(self, node: Dependencies) -> ReadyRule:
+        return node.ready_when if node.ready_when is not None else self._default_rule
+
+    # -- decisions --------------------------------------------------------------------------
+
+    def gate(self, index: int) -> Wait | None:
+        """None when child ``index`` may be written now, else why it waits."""
+        child = self._children[index]
+        if not self.active or child.node is None:
+            return None
+        if child.state.is_absent:
+            return self._teardown_gate(child)
+        return self._build_gate(child, child.node)
+
+    def _build_gate(self, child: _Child, node: Dependencies) -> Wait | None:
+        what = f"{_describe(child.ref)} (component {node.name!r})"
+        if node.when_served and not self._served(child.ref.api_version, child.ref.kind):
+            return Wait(ref=child.ref, reason="KindNotServed",
+                        message=f"{what} waits until {child.ref.kind} "
+                                f"{child.ref.api_version} is served",
+                        kinds=(child.ref.type_key,))
+        observed: dict[str, tuple[Mapping[str, Any], ...]] = {}
+        for dep in node.depends_on:
+            members = [m for m in self._members.get(dep, ()) if not m.state.is_absent]
+            if not members:
+                return Wait(ref=child.ref, reason="DependencyNotBuilt",
+                            message=f"{what} waits for component {dep!r}, which builds nothing")
+            rule = self._rule(self.graph.nodes[dep])
+            found: list[Mapping[str, Any]] = []
+            for member in members:
+                live = self._live(member.ref)
+                why = "not created yet" if live is None else rule_verdict(rule(live))
+                if why is not None:
+                    return Wait(ref=child.ref, reason="DependencyNotReady",
+                                message=f"{what} waits for component {dep!r}: "
+                                        f"{_describe(member.ref)}: {why}"[:_MAX_MESSAGE],
+                                watches=(Watch(ref=member.ref, rule=rule),))
+                assert live is not None
+                found.append(live)
+            observed[dep] = tuple(found)
+        if node.precondition is not None:
+            why = rule_verdict(node.precondition(self._parent, observed))
+            if why is not None:
+                refs = [m.ref for dep in node.depends_on for m in self._members.get(dep, ())]
+                return Wait(ref=child.ref, reason="PreconditionNotMet",
+                            message=f"{what}: precondition not met: {why}"[:_MAX_MESSAGE],
+                            watches=tuple(Watch(ref=r, rule=_any_change) for r in refs))
+        return None
+
+    def _teardown_gate(self, child: _Child) -> Wait | None:
+        assert child.node is not None
+        for dependent in self._dependents(child.node.name):
+            for member in self._members.get(dependent, ()):
+                if member.ref == child.ref or not member.state.is_absent:
+                    continue
+                if self._live(member.ref) is not None:
+                    return Wait(ref=child.ref, reason="DependentsNotGone",
+                                message=f"{_describe(child.ref)} (component "
+                                        f"{child.node.name!r}) waits until "
+                                        f"{_describe(member.ref)} (component {dependent!r}, "
+                                        f"which depends on it) is gone",
+                                watches=(Watch(ref=member.ref),))
+        return None
+
+    def _dependents(self, name: str) -> list[str]:
+        """Every component depending on ``name``, directly or not (the graph is acyclic)."""
+        found: list[str] = []
+        todo = list(self.graph.dependents_of(name))
+        while todo:
+            item = todo.pop()
+            if item not in found and item != name:
+                found.append(item)
+                todo.extend(self.graph.dependents_of(item))
+        return found
+
+
+def _any_change(obj: Mapping[str, Any]) -> str | None:
+    """A "rule" whose verdict changes with any change of the object's status (what a
+    precondition may read)."""
+    return repr(obj.get("status"))
