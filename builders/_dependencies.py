@@ -23,6 +23,7 @@ from typing import Any, TypeAlias
 import attrs
 
 from builders._errors import DependencyCycleError, DependencyError
+from builders._health import Health
 from builders._state import DesiredState, KubeObject
 
 __all__ = [
@@ -37,9 +38,10 @@ __all__ = [
     "rule_verdict",
 ]
 
-ReadyRule: TypeAlias = Callable[[KubeObject], "bool | str | None"]
-"""A readiness rule over one live child: ``True``/``None`` when ready, ``False`` or a short
-reason when not (the shape of the reconciler's health checks)."""
+ReadyRule: TypeAlias = Callable[[KubeObject], "Health | bool | str | None"]
+"""A readiness rule over one live child: a :class:`~builders.health.Health` (ready when
+Current), ``True``/``None`` when ready, ``False`` or a short reason when not (the shape of
+``builders.health.HealthRule`` and the reconciler's health checks)."""
 
 Observed: TypeAlias = Mapping[str, Sequence[KubeObject]]
 """The live children of each dependency a precondition may read, by component name."""
@@ -48,8 +50,10 @@ Precondition: TypeAlias = Callable[[KubeObject, Observed], "bool | str | None"]
 """``precondition(parent, observed)``: ``True``/``None`` to build, ``False`` or a reason to wait."""
 
 
-def rule_verdict(verdict: bool | str | None) -> str | None:
+def rule_verdict(verdict: Health | bool | str | None) -> str | None:
     """A rule's answer as "why not" (``None`` when it holds)."""
+    if isinstance(verdict, Health):
+        return None if verdict.current else (verdict.message or str(verdict.status))
     if verdict is None or verdict is True:
         return None
     return "not ready" if verdict is False else str(verdict)

@@ -188,10 +188,10 @@ def parent_conditions(
             message=f"all {children} children reconciled", generation=generation,
         )
     if pending:
-        waiting = "; ".join(f"{r.ref}: {r.reason}" for r in pending)
+        listed = "; ".join(f"{r.ref}: {r.reason}" for r in pending)
         ready = _condition(
             "Ready", False, reason="ChildrenSkipped" if skipped else "ChildrenPending",
-            message=reconciled["message"] if skipped else waiting[:_MAX_CONDITION_MESSAGE],
+            message=reconciled["message"] if skipped else listed[:_MAX_CONDITION_MESSAGE],
             generation=generation,
         )
     else:
