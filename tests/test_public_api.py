@@ -126,8 +126,10 @@ def test_builders_facade_keeps_what_an_operator_calls() -> None:
 
 
 def test_reconciler_facade_keeps_what_an_operator_calls() -> None:
-    # The machinery (informers, queues, clocks, metrics, plans) lives in public submodules.
-    assert len(reconciler.__all__) <= 44
+    # The machinery (informers, queues, clocks, metrics, plans) lives in public submodules; the
+    # face holds what an operator's definition names (its settings, strategies and errors: the
+    # third wave added PermanentError, the apply strategies and the drift settings).
+    assert len(reconciler.__all__) <= 52
     for machinery in ("TokenBucket", "WorkQueue", "Informer", "IndexedCache", "VirtualClock",
                       "RealClock", "HealthServer", "EventRecorder"):
         assert machinery not in reconciler.__all__

