@@ -369,7 +369,8 @@ class Run:
         await bounded([self.cluster.request(
             "PATCH", self._deployment_path(key), verb="patch",
             content_type="application/strategic-merge-patch+json", body=body) for key in keys])
-        done = await asyncio.gather(*(self.watch.repaired(key, timeout=10.0) for key in keys))
+        timeout = getattr(self.options, "image_timeout", 10.0)
+        done = await asyncio.gather(*(self.watch.repaired(key, timeout=timeout) for key in keys))
         self.figures["image_repaired"] = sum(1 for d in done if d is not None)
         self.figures["image_drifted"] = len(keys)
 
@@ -459,6 +460,8 @@ def main(argv: list[str] | None = None, *, echo: Callable[[str], None] = print) 
     parser.add_argument("--server", choices=("real", "embedded"), default="real")
     parser.add_argument("--steady-seconds", type=float, default=120.0)
     parser.add_argument("--drifts", type=int, default=40)
+    parser.add_argument("--image-timeout", type=float, default=10.0,
+                        help="seconds a hand-changed image has to be repaired (default 10)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--out", default=None)
     parser.add_argument("--plot", action="store_true")
