@@ -382,9 +382,9 @@ class Run:
         with self.profile("spec-change"):
             started = time.monotonic()
             updated = await self._spec_writes(changed)
-            by_name = {obj["metadata"]["name"]: obj for obj in updated}
-            self.watch.set_desired(desired([by_name.get(o["metadata"]["name"], o)
-                                            for o in self.foos]))
+            # only the changed Foos' Deployments: the Go peer leaves the hand-changed images
+            # of the others as they are
+            self.watch.set_desired(desired(updated))
             try:
                 done: float | None = await self.watch.converged(timeout=120)
             except ConvergenceTimeout as error:  # recorded: a peer that lags is a figure too
