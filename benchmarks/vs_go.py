@@ -20,6 +20,10 @@ Requests are the operator's own (its user in the audit log; on the embedded serv
 counts minus the harness's). With ``--json`` the last line of stdout is one JSON object:
 ``figures`` by size, then ``ours``, ``go`` (medians over the rounds; drift percentiles over the
 pooled samples) and ``ratio`` (ours / Go), and ``runs``.
+
+Over 500 lines because one module holds the whole comparison (the two servers, the phases of a
+run, the command line and the table) as ``benchmarks.compare`` and ``_scenario`` do for kopf;
+the shared parts (summaries, plots, installs, watches) are imported from them.
 """
 
 from __future__ import annotations
