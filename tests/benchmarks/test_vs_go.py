@@ -71,7 +71,7 @@ def test_vs_go_runs_both_operators_on_the_real_control_plane() -> None:
         pytest.skip(reason)
     run = subprocess.run(
         [sys.executable, "-m", "benchmarks.vs_go", "--sizes", "3", "--rounds", "1",
-         "--drifts", "2", "--steady-seconds", "0.5", "--json"],
+         "--drifts", "2", "--steady-seconds", "0.5", "--image-timeout", "2", "--json"],
         cwd=REPO, capture_output=True, text=True, timeout=230, check=False,
     )
     assert run.returncode == 0, run.stderr[-3000:]
