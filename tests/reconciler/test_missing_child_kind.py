@@ -55,7 +55,12 @@ def test_a_missing_child_kind_is_named_in_the_condition_and_the_log(
     admin.delete("apiextensions.k8s.io/v1", "CustomResourceDefinition",
                  "widgets.probes.optk.dev")
     fresh = KubernetesClient(kube_api.api_client())
-    wait_for(lambda: not fresh.is_served(WIDGETS, "Widget"), timeout=30)
+
+    def gone() -> bool:
+        fresh.invalidate_discovery()  # read discovery anew on each look
+        return not fresh.is_served(WIDGETS, "Widget")
+
+    wait_for(gone, timeout=60)
     for attempt in range(2):  # stale discovery first, then discovery read again
         caplog.clear()
         with caplog.at_level(logging.INFO):
