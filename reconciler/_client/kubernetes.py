@@ -15,16 +15,11 @@ content-type dispatch cost more than the request itself. Reads and watches go th
 ``ApiClient.call_api`` (its read retries). The ``kubernetes`` package itself is imported only
 when an error is mapped: the caller imported it to build the ``ApiClient``, and importing
 ``reconciler`` alone does not.
-
-It is over 500 lines because it is that one boundary: discovery (with the answer for a kind that
-is not served), the read and write paths and the mapping of every failure into the error tree
-belong together, and each part alone would have to reach into the others' state.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -45,6 +40,7 @@ from reconciler._base.errors import (
 )
 from reconciler._client import transport
 from reconciler._client.agents import toolkit_version, user_agent
+from reconciler._client.answers import error_from_http, not_served
 from reconciler._client.protocol import ListFields, ListOptions, WatchEvent, WatchStream
 from reconciler._client.transport import WRITES, api_exception, send_call, send_write
 
@@ -131,48 +127,6 @@ def _parse_resource_list(api_version: str, body: Mapping[str, Any]) -> dict[str,
     return kinds
 
 
-def _retry_after(headers: Mapping[str, str] | None) -> float | None:
-    if not headers:
-        return None
-    value = headers.get("Retry-After")
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        return None
-
-
-def _error_from_http(
-    code: int, data: bytes | str | None, headers: Mapping[str, str] | None, ref: ObjectRef | None
-) -> ApiError:
-    """The error for one failed HTTP exchange: its ``Status`` body when it is JSON, else text."""
-    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else (data or "")
-    status: Any = None
-    try:
-        status = json.loads(text) if text else None
-    except ValueError:
-        status = None
-    if not isinstance(status, Mapping) or status.get("kind") != "Status":
-        status = None
-    if code == 404 and status is None and ref is not None:
-        # No Status body: no handler serves the path ("404 page not found"), so the kind is not
-        # served (its CRD is missing or was removed since discovery was read), not the object.
-        return _not_served(ref)
-    return api_error_from_status(
-        code, status, ref=ref, retry_after=_retry_after(headers), text=text.strip()
-    )
-
-
-def _not_served(ref: ObjectRef) -> NotFoundError:
-    """The one wording of a kind the server does not serve (discovery, or a path without a
-    handler), for the parent's condition and the log."""
-    return NotFoundError(
-        f"kind {ref.kind} of {ref.api_version} is not served by the API server",
-        status={"reason": "NotFound", "details": {"kind": ref.kind}}, ref=ref,
-    )
-
-
 def _as_dict(api_client: Any, obj: Any) -> dict[str, Any]:
     """A JSON-shaped copy of a dict or of an official model object (the public edge)."""
     if isinstance(obj, Mapping):
@@ -254,8 +208,8 @@ class KubernetesClient:
     def _failed(
         self, code: int, data: Any, headers: Mapping[str, str] | None, ref: ObjectRef | None
     ) -> ApiError:
-        error = _error_from_http(code, data, headers, ref)
-        if ref is not None and error.message == _not_served(ref).message:
+        error = error_from_http(code, data, headers, ref)
+        if ref is not None and error.message == not_served(ref).message:
             with self._lock:  # a kind discovery still listed is gone: read discovery again
                 self._discovery.pop(ref.api_version, None)
         return error
@@ -293,7 +247,7 @@ class KubernetesClient:
         kinds = self._load_group_version(api_version)
         if kinds is not None and kind in kinds:
             return kinds[kind]
-        raise _not_served(ObjectRef(api_version=api_version, kind=kind, name=""))
+        raise not_served(ObjectRef(api_version=api_version, kind=kind, name=""))
 
     def invalidate_discovery(self) -> None:
         """Forget every cached discovery result (the next lookups reload them)."""

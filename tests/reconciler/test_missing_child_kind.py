@@ -54,10 +54,13 @@ def test_a_missing_child_kind_is_named_in_the_condition_and_the_log(
     # the CRD goes; the operator's discovery still lists Widget
     admin.delete("apiextensions.k8s.io/v1", "CustomResourceDefinition",
                  "widgets.probes.optk.dev")
-    # a client of its own for each look: a client keeps the discovery it read (the real server
-    # keeps serving the kind while the CRD terminates)
-    wait_for(lambda: not KubernetesClient(kube_api.api_client()).is_served(WIDGETS, "Widget"),
-             timeout=30)
+    fresh = KubernetesClient(kube_api.api_client())
+
+    def gone() -> bool:
+        fresh.invalidate_discovery()  # read discovery anew on each look
+        return not fresh.is_served(WIDGETS, "Widget")
+
+    wait_for(gone, timeout=60)
     for attempt in range(2):  # stale discovery first, then discovery read again
         caplog.clear()
         with caplog.at_level(logging.INFO):
