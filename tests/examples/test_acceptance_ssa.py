@@ -20,13 +20,13 @@ import pytest
 
 from builders import ResourceBuilder, run_builders
 from examples.thanos import builders as thanos
-from examples.thanos.crds import API_VERSION, KIND, SERVICE_MONITOR_CRD, THANOS_CRD
+from examples.thanos.crds import API_VERSION, KIND
 from examples.thanos.operator import ServiceMonitorSwitch, make_operator
 from objectmatcher import LAST_APPLIED_ANNOTATION, MERGE_PATCH, calculate_patch
 from reconciler import KubernetesClient, ServerSideApply
 from reconciler.envtest import ControlPlane
 from reconciler.testing import wait_idle, wait_synced
-from tests.examples.test_acceptance import BOUND, Thanos, _install, eventually
+from tests.examples.test_acceptance import BOUND, Thanos, eventually, install_crds
 
 APPLY = "application/apply-patch+yaml"
 DROPPED_LABEL = "optk.dev/acceptance"
@@ -86,12 +86,7 @@ def _converged(operator: Thanos, builds: _Builds, name: str) -> Callable[[], tup
 
 @pytest.fixture
 def ssa_operator(kube_api: Any, kube_namespace: str) -> Iterator[tuple[Thanos, _Builds]]:
-    client = KubernetesClient(kube_api.api_client())
-    for crd in (THANOS_CRD, SERVICE_MONITOR_CRD):
-        _install(client, crd)
-    eventually(lambda: (client.is_served(API_VERSION, KIND)
-                        and client.is_served("monitoring.coreos.com/v1", "ServiceMonitor"),
-                        "CRDs served"))
+    client = install_crds(kube_api)
     builds = _Builds(ServiceMonitorSwitch())
     runtime = attrs.evolve(make_operator(builds.switch), build=builds.build,
                            namespace=kube_namespace, install=[],
