@@ -185,9 +185,16 @@ def decide_apply(
     conflicts = () if strategy.force else _conflicts(live, config, manager, crd_schema)
     if conflicts:
         listed = ", ".join(f'{field} (owned by "{who}")' for field, who in conflicts)
-        return ApplyDecision(conflicts=conflicts, diff=tuple(match.diff),
+        return ApplyDecision(conflicts=conflicts, diff=_shown(match.diff),
                              reason=f"conflict: {listed}; not written (force=False)")
-    return ApplyDecision(body=config, force=True, diff=tuple(match.diff))
+    return ApplyDecision(body=config, force=True, diff=_shown(match.diff))
+
+
+def _shown(diff: Any) -> tuple[Any, ...]:
+    """The diff items of fields, not of the toolkit's own records."""
+    records = {LAST_APPLIED_ANNOTATION, APPLIED_DIGEST_ANNOTATION}
+    return tuple(d for d in diff if not (tuple(d.path[:2]) == ("metadata", "annotations")
+                                         and len(d.path) > 2 and d.path[2] in records))
 
 
 def _drifted(patch: Mapping[str, Any]) -> bool:

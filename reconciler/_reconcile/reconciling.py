@@ -434,7 +434,8 @@ class _Execution:
                 raise ImmutableFieldError(exc, fields=fields, kind_key=kind_key(self.ref)) from exc
             return self._recreate(recreate)
         created = Action.CREATED if plan.live is None else None  # a server-side apply
-        return self.result(plan, action=created, live=patched, reason="")
+        return self.result(plan, action=created, live=patched,
+                           reason=plan.reason if plan.replan else "")
 
     # -- recreate ---------------------------------------------------------------------------
 
