@@ -120,8 +120,15 @@ def _entries(live: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def has_managed_fields(live: Mapping[str, Any]) -> bool:
-    """Whether ``live`` came with its ``managedFields`` (informer caches drop them)."""
-    return bool(_entries(live))
+    """Whether ``live`` came with its ``managedFields`` (informer caches keep only the
+    ``Apply`` entries: an ``Update`` entry says the object was read from the server)."""
+    return any(e.get("operation") != "Apply" for e in _entries(live))
+
+
+def _knows_appliers(live: Mapping[str, Any], manager: str) -> bool:
+    """Whether ``live`` shows every ``Apply`` entry: read from the server, or from a cache
+    (which keeps them) holding ours."""
+    return has_managed_fields(live) or any(_is_mine(e, manager) for e in _entries(live))
 
 
 def _is_mine(entry: Mapping[str, Any], manager: str, operation: str = "Apply") -> bool:
@@ -180,7 +187,7 @@ def decide_apply(
     match = calculate_patch(_without_records(live), config, crd_schema=crd_schema)
     if unchanged and not _drifted(match.patch):
         return ApplyDecision(reason="as applied")
-    if not has_managed_fields(live):
+    if not _knows_appliers(live, manager):
         return ApplyDecision(reread=True, reason="an apply needs managedFields")
     conflicts = () if strategy.force else _conflicts(live, config, manager, crd_schema)
     if conflicts:

@@ -258,10 +258,11 @@ def plan_child(
                            now=now)
     compared = live
     if APPLIED_DIGEST_ANNOTATION in (_meta(live).get("annotations") or {}):
-        if not has_managed_fields(live):  # back from server-side apply: read what it owns
+        # back from server-side apply: the original is what our Apply entry owns
+        compared = original_from_apply(live, manager=manager, crd_schema=crd_schema) or live
+        if compared is live and not has_managed_fields(live):
             return ChildPlan(action=PlanAction.SKIP, ref=ref, live=live, reread=True,
                              reason="switching back from server-side apply")
-        compared = original_from_apply(live, manager=manager, crd_schema=crd_schema) or live
     match = calculate_patch(compared, hooked, *match_options, crd_schema=crd_schema)
     original = match.original_status
     if match.is_empty and original not in _BAD_ORIGINALS:
