@@ -152,9 +152,9 @@ def run_strategy(api_client: Any, strategy: Any, count: int) -> dict[str, Any]:
                             ("Service", {"metadata": {"labels": {"bench": "apply",
                                                                  "edited": "yes"}}}),
                             ("ConfigMap", {"data": {"mode": "edited"}})):
-            name = next(o["metadata"]["name"] for o in desired if o["kind"] == kind)
-            version = next(o["apiVersion"] for o in desired if o["kind"] == kind)
-            editor.patch(version, kind, name, field, patch_type=MERGE, namespace=ns)
+            for obj in [o for o in desired if o["kind"] == kind][:1]:
+                editor.patch(obj["apiVersion"], kind, obj["metadata"]["name"], field,
+                             patch_type=MERGE, namespace=ns)
         cache.refresh()
         result["drift_repair"] = _phase(reconciler, sink, desired)
         cache.refresh()
