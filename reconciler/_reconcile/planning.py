@@ -101,6 +101,8 @@ class ChildPlan:
     """Read the object from the server (its ``managedFields``) and plan again."""
     replan: bool = False
     """After this patch (a migration of ownership), plan again with what it returned."""
+    conflicts: tuple[tuple[str, str], ...] = ()
+    """Server-side apply: (field, manager) another apply manager owns with another value."""
     original_status: str = ORIGINAL_RECORDED
     """The matcher's ``PatchResult.original_status`` of the live object's last-applied
     annotation: ``recorded``, ``absent``, ``unreadable`` (corrupt, oversized or too deeply
@@ -291,7 +293,7 @@ def _plan_apply(
     if decision.body is None:
         action = PlanAction.SKIP if decision.conflicts else PlanAction.UNCHANGED
         return ChildPlan(action=action, ref=ref, live=live, reason=decision.reason,
-                         diff=decision.diff)
+                         diff=decision.diff, conflicts=decision.conflicts)
     return ChildPlan(action=PlanAction.PATCH, ref=ref, live=live, body=decision.body,
                      patch_type=decision.patch_type, force=decision.force,
                      replan=decision.migrating, diff=decision.diff, reason=decision.reason)

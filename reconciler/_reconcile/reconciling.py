@@ -102,6 +102,9 @@ class ReconcileResult:
     original_status: str = "recorded"
     """What the live object's last-applied annotation was (``ChildPlan.original_status``):
     ``unreadable`` or ``foreign`` means it was replaced, and the parent gets a Warning."""
+    conflicts: tuple[tuple[str, str], ...] = ()
+    """Server-side apply: (field, manager) pairs another apply manager owns with another value,
+    not written (the parent gets a Warning)."""
 
     @property
     def requeue(self) -> bool:
@@ -376,7 +379,7 @@ class _Execution:
             requeue_after=self.r.deleting_requeue if requeue else None,
             reason=plan.reason if reason is None else reason,
             live=plan.live if live is _UNKNOWN else live, dry_run=self.r.dry_run,
-            original_status=plan.original_status,
+            original_status=plan.original_status, conflicts=plan.conflicts,
         )
 
     def execute(self, plan: ChildPlan) -> ReconcileResult:

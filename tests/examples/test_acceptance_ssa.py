@@ -5,7 +5,8 @@ control plane): it converges; a 60 s steady state (on the real control plane, co
 audit log; a few seconds on the embedded server, whose counts are the same code's) and a forced
 resync make no request; a hand edit of a field we own is repaired by one apply (one more
 ``generation`` of the Deployment, and the field back); a field another apply manager took is
-reported (the parent's ``Ready`` condition names it and the manager) and not written; a field
+reported (the parent's ``Ready`` condition and a ``FieldConflict`` Warning Event name it and
+the manager) and not written; a field
 removed from the builders is removed from the live object.
 """
 
@@ -158,6 +159,14 @@ def test_server_side_apply_acceptance(
                 and "other-controller" in message, message)
 
     eventually(reported)
+
+    def warned() -> tuple[bool, str]:
+        events = operator.client.list("v1", "Event", namespace=operator.namespace)["items"]
+        found = [e for e in events if e.get("reason") == "FieldConflict"
+                 and e.get("type") == "Warning" and "other-controller" in e.get("message", "")]
+        return bool(found), f"{len(events)} events, none a FieldConflict Warning"
+
+    eventually(warned)
     assert wait_idle(runtime, BOUND, settle=0.5)
     labels = operator.live("v1", "Service", query)["metadata"]["labels"]
     assert labels[DROPPED_LABEL] == "theirs"

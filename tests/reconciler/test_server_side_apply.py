@@ -178,3 +178,15 @@ def test_migration_to_server_side_apply_and_back(client: KubernetesClient, ns: s
     expected["spec"]["template"]["spec"]["containers"][0]["env"] = env
     assert _without_volatile(final) == expected
     assert three_way.reconcile_resource(fewest, DesiredState.PRESENT).writes == 0
+
+
+@pytest.mark.both_servers
+def test_a_kind_can_keep_the_other_strategy(client: KubernetesClient, ns: str) -> None:
+    mixed = ResourceReconciler(client, reader=_CacheLike(client), apply=ServerSideApply(),
+                               apply_kinds={"ConfigMap": ThreeWayMerge()})
+    mixed.reconcile_resource(_cm(ns, a="1"), DesiredState.PRESENT)
+    mixed.reconcile_resource(_deployment(ns, env={"A": "1"}), DesiredState.PRESENT)
+    cm = _live(client, _cm(ns))
+    assert LAST_APPLIED_ANNOTATION in cm["metadata"]["annotations"]
+    assert (MANAGER, "Apply") not in _managers(cm)
+    assert (MANAGER, "Apply") in _managers(_live(client, _deployment(ns, env={})))
