@@ -67,16 +67,21 @@ class SchemaNode:
     (a resource quantity compared by value), ``"scalar"`` or ``"any"`` (no schema: free-form).
     For lists, ``merge_key`` is the strategic-merge key (``None`` for atomic lists and primitive
     sets), ``strategies`` the patch strategies (``"merge"``, ``"retainKeys"``, ``"replace"``) and
-    ``list_map_keys`` the keys that identify items of a ``x-kubernetes-list-type: map`` list.
+    ``list_map_keys`` the keys that identify items of a ``x-kubernetes-list-type: map`` list,
+    ``list_type`` the declared ``x-kubernetes-list-type`` (``None`` when undeclared) and
+    ``atomic`` an object or map declared ``x-kubernetes-map-type: atomic`` (server-side apply
+    owns it as one value).
     Nodes are shared and never change once built; object fields are resolved on first use.
     """
 
     __slots__ = (
         "_fields",
         "_resolver",
+        "atomic",
         "element",
         "kind",
         "list_map_keys",
+        "list_type",
         "merge_key",
         "strategies",
     )
@@ -91,8 +96,12 @@ class SchemaNode:
         list_map_keys: tuple[str, ...] = (),
         fields: dict[str, SchemaNode] | None = None,
         resolver: Any = None,
+        list_type: str | None = None,
+        atomic: bool = False,
     ) -> None:
         self.kind = kind
+        self.list_type = list_type
+        self.atomic = atomic
         self.element = element
         self.strategies = strategies
         self.merge_key = merge_key
@@ -220,6 +229,7 @@ class _Definitions:
                 _KIND_OBJECT,
                 resolver=functools.partial(self._fields_of, definition),
                 strategies=_strategies(definition),
+                atomic=definition.get("x-kubernetes-map-type") == "atomic",
             )
             self._objects[name] = node
         return node
@@ -243,6 +253,7 @@ class _Definitions:
                         _KIND_OBJECT,
                         resolver=functools.partial(self._fields_of, target),
                         strategies=strategies,
+                        atomic=node.atomic,
                     )
                 return node
             return self.node_of({**target, **{k: v for k, v in prop.items() if k != "$ref"}})
@@ -256,16 +267,19 @@ class _Definitions:
                 strategies=_strategies(prop),
                 merge_key=prop.get("x-kubernetes-patch-merge-key"),
                 list_map_keys=tuple(prop.get("x-kubernetes-list-map-keys", ())),
+                list_type=prop.get("x-kubernetes-list-type"),
             )
         if "object" in types:
             values = prop.get("additionalProperties")
+            atomic = prop.get("x-kubernetes-map-type") == "atomic"
             if isinstance(values, Mapping):
-                return SchemaNode(_KIND_MAP, element=self.node_of(values))
+                return SchemaNode(_KIND_MAP, element=self.node_of(values), atomic=atomic)
             if "properties" in prop:
                 return SchemaNode(
                     _KIND_OBJECT,
                     resolver=functools.partial(self._fields_of, prop),
                     strategies=_strategies(prop),
+                    atomic=atomic,
                 )
             return _ANY
         return _SCALAR
@@ -317,14 +331,16 @@ def _crd_node(prop: Mapping[str, Any]) -> SchemaNode:
             _KIND_LIST,
             element=_crd_node(items) if isinstance(items, Mapping) else _ANY,
             list_map_keys=keys if is_map else (),
+            list_type=prop.get("x-kubernetes-list-type") or "atomic",
         )
     if kind == "object" or "properties" in prop:
+        atomic = prop.get("x-kubernetes-map-type") == "atomic"
         if "properties" in prop:
             fields = {key: _crd_node(sub) for key, sub in prop["properties"].items()}
-            return SchemaNode(_KIND_OBJECT, fields=fields)
+            return SchemaNode(_KIND_OBJECT, fields=fields, atomic=atomic)
         values = prop.get("additionalProperties")
         if isinstance(values, Mapping):
-            return SchemaNode(_KIND_MAP, element=_crd_node(values))
+            return SchemaNode(_KIND_MAP, element=_crd_node(values), atomic=atomic)
         return _ANY
     if kind is None and not prop.get("x-kubernetes-int-or-string"):
         return _ANY

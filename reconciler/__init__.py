@@ -44,6 +44,7 @@ from reconciler._driver.resyncs import DEFAULT_RESYNC_INTERVAL, RESYNC_ANNOTATIO
 from reconciler._driver.runtime import OperatorRuntime
 from reconciler._driver.triggers import REQUESTED_AT_ANNOTATION
 from reconciler._leadership.election import LeaderElection
+from reconciler._reconcile.applying import ServerSideApply, ThreeWayMerge
 from reconciler._reconcile.parents import ChildError, ParentReconciler, ParentResult
 from reconciler._reconcile.readiness import Readiness
 from reconciler._reconcile.reconciling import Action, ReconcileResult, ResourceReconciler
@@ -89,8 +90,10 @@ __all__ = [
     "ResourceReconciler",
     "ResyncPolicy",
     "ServerError",
+    "ServerSideApply",
     "Sharding",
     "StatusCause",
+    "ThreeWayMerge",
     "TooManyRequestsError",
     "UnauthorizedError",
     "UnsupportedMediaTypeError",

@@ -8,8 +8,9 @@ threads. It keys objects by ``builders.ObjectRef.of(obj).namespaced_name`` and f
 ``builders.names.owner_uids``: identity has one owner, in ``builders``.
 
 What it stores is a compact copy of what it is given (``compact``): ``metadata.managedFields``
-is dropped (server bookkeeping nobody reads from a cache: change detection treats it as
-volatile, the matcher ignores it) and every key and short string value is interned, so the
+is dropped but for its ``Apply`` entries (server bookkeeping: change detection treats it as
+volatile, the matcher ignores it; server-side apply's planner reads who applied what) and every
+key and short string value is interned, so the
 thousands of copies of ``apiVersion``, label keys and values, namespaces and field names share
 one string each. The caller's object is never changed; readers get plain dicts and lists.
 
@@ -96,16 +97,24 @@ _leaves: dict[_Leaf, Any] = {}
 
 
 def compact(obj: dict[str, Any]) -> dict[str, Any]:
-    """A copy of ``obj`` for a cache: without ``metadata.managedFields``; every key and every
-    string value of up to 64 characters interned; and every leaf dict or list (one whose values
-    are all short strings, numbers, booleans or None: labels, selectors, ports, probes, owner
-    references, arguments) shared with equal leaves of other cached objects. ``obj`` itself is not
-    changed. Cached objects are read-only (as every input in this project): a shared leaf
-    changed in place would change it in every object that holds it."""
+    """A copy of ``obj`` for a cache: of ``metadata.managedFields`` only the ``Apply`` entries;
+    every key and every string value of up to 64 characters interned; and every leaf dict or
+    list (one whose values are all short strings, numbers, booleans or None: labels, selectors,
+    ports, probes, owner references, arguments) shared with equal leaves of other cached
+    objects. ``obj`` itself is not changed. Cached objects are read-only (as every input in
+    this project): a shared leaf changed in place would change it in every object that holds
+    it."""
     out = _compact_dict(obj, top=True)
     meta = out.get("metadata")
     if type(meta) is dict and "managedFields" in meta:
-        del meta["managedFields"]  # ``meta`` is the copy's own: it holds a dict, not a leaf
+        # ``meta`` is the copy's own: it holds a dict, not a leaf. Server-side apply's planner
+        # reads who applied what (``_reconcile.applying``): only ``Apply`` entries stay.
+        applied = [e for e in meta["managedFields"] or ()
+                   if type(e) is dict and e.get("operation") == "Apply"]
+        if applied:
+            meta["managedFields"] = applied
+        else:
+            del meta["managedFields"]
     return out
 
 

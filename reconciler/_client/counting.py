@@ -122,12 +122,14 @@ class CountingClient(ForwardingClient):
     def patch(
         self, api_version: str, kind: str, name: str, patch: Any, *, patch_type: str,
         namespace: str | None = None, subresource: str | None = None, dry_run: bool = False,
+        force: bool = False,
     ) -> dict[str, Any]:
         """Counted ``patch``."""
         _record("patch", ObjectRef(api_version=api_version, kind=kind, name=name,
                                    namespace=namespace or None))
         return super().patch(api_version, kind, name, patch, patch_type=patch_type,
-                             namespace=namespace, subresource=subresource, dry_run=dry_run)
+                             namespace=namespace, subresource=subresource, dry_run=dry_run,
+                             **({"force": True} if force else {}))
 
     def replace(
         self, obj: KubeObject, *, subresource: str | None = None, dry_run: bool = False

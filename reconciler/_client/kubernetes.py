@@ -390,6 +390,7 @@ class KubernetesClient:
         namespace: str | None = None,
         subresource: str | None = None,
         dry_run: bool = False,
+        force: bool = False,
     ) -> dict[str, Any]:
         """Patch with the given content type (strategic merge, merge, JSON patch or apply)."""
         if patch_type not in _PATCH_TYPES:
@@ -400,7 +401,8 @@ class KubernetesClient:
         body = patch if isinstance(patch, list) else _as_dict(self._api, patch)
         return self._json(
             "PATCH", self._object_path(ref, subresource=subresource), body=body,
-            content_type=patch_type, query=_writes(dry_run, self.field_manager), ref=ref,
+            content_type=patch_type, ref=ref,
+            query=_writes(dry_run, self.field_manager) + ([("force", "true")] if force else []),
         )
 
     def replace(

@@ -174,8 +174,10 @@ class ClusterClient(Protocol):
         namespace: str | None = None,
         subresource: str | None = None,
         dry_run: bool = False,
+        force: bool = False,
     ) -> dict[str, Any]:
-        """Patch with the given content type (strategic merge, merge or JSON patch)."""
+        """Patch with the given content type (strategic merge, merge, JSON patch or apply;
+        ``force`` takes conflicting fields over in a server-side apply)."""
         ...
 
     def replace(
@@ -243,10 +245,12 @@ class ForwardingClient(ClusterClient):
     def patch(
         self, api_version: str, kind: str, name: str, patch: Any, *, patch_type: str,
         namespace: str | None = None, subresource: str | None = None, dry_run: bool = False,
+        force: bool = False,
     ) -> dict[str, Any]:
         """The wrapped client's ``patch``."""
         return self.inner.patch(api_version, kind, name, patch, patch_type=patch_type,
-                                namespace=namespace, subresource=subresource, dry_run=dry_run)
+                                namespace=namespace, subresource=subresource, dry_run=dry_run,
+                                **_forced(force))
 
     def replace(
         self, obj: KubeObject, *, subresource: str | None = None, dry_run: bool = False
@@ -270,3 +274,9 @@ class ForwardingClient(ClusterClient):
     def is_namespaced(self, api_version: str, kind: str) -> bool:
         """The wrapped client's discovery."""
         return self.inner.is_namespaced(api_version, kind)
+
+
+def _forced(force: bool) -> dict[str, bool]:
+    """``force`` as keyword arguments, passed on only when set (clients that never apply
+    need not know it)."""
+    return {"force": True} if force else {}

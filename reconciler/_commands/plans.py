@@ -12,13 +12,14 @@ Secret values redacted by ``objectmatcher``) and implements the command behind t
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
 from builders import ObjectRef, ResourceBuilder
 from objectmatcher import LAST_APPLIED_ANNOTATION, format_diff
 from reconciler._base.errors import NotFoundError, ReconcilerError
 from reconciler._client.protocol import ClusterClient, KubeObject
+from reconciler._reconcile.applying import ApplyStrategy
 from reconciler._reconcile.parents import ParentReconciler, ParentResult
 from reconciler._reconcile.reconciling import Action, ResourceReconciler
 
@@ -79,9 +80,14 @@ def plan_parents(
     operator_name: str,
     prune_kinds: Collection[tuple[str, str]] = (),
     recreate: bool = False,
+    apply: ApplyStrategy | None = None,
+    apply_kinds: Mapping[str, ApplyStrategy] | None = None,
 ) -> list[ParentResult]:
-    """The dry-run result of reconciling each parent (read from the cluster when it exists)."""
-    resources = ResourceReconciler(client, recreate=recreate, dry_run=True)
+    """The dry-run result of reconciling each parent (read from the cluster when it exists);
+    ``apply``/``apply_kinds`` the operator's write strategies (a migration to or from
+    server-side apply shows as an update with its reason)."""
+    resources = ResourceReconciler(client, recreate=recreate, dry_run=True, apply=apply,
+                                   apply_kinds=apply_kinds)
     planner = ParentReconciler(
         client, build, operator_name=operator_name, resources=resources,
         prune_kinds=prune_kinds, dry_run=True,
@@ -138,13 +144,14 @@ def plan_command(
         with open(path, encoding="utf-8") as stream:
             parents.extend(doc for doc in yaml.safe_load_all(stream) if doc)
     api_client = connect(kubeconfig)
-    client = KubernetesClient(api_client)
+    client = KubernetesClient(api_client, operator_name=operator.name)  # its field manager
     namespace = context_namespace(kubeconfig)
     try:
         parents = [_in_namespace(client, parent, namespace) for parent in parents]
         results = plan_parents(
             client, operator.build, parents, operator_name=operator.name,
-            prune_kinds=operator.prune, recreate=operator.recreate,
+            prune_kinds=operator.prune, recreate=operator.recreate, apply=operator.apply,
+            apply_kinds=operator.apply_kinds,
         )
     except ReconcilerError as error:
         print(f"optk plan: {error}", file=sys.stderr)

@@ -26,6 +26,7 @@ from reconciler._cache.informers import WATCH_INACTIVITY_TIMEOUT
 from reconciler._client.protocol import ClusterClient, KubeObject
 from reconciler._driver.resyncs import ResyncPolicy
 from reconciler._leadership.election import LeaderElection
+from reconciler._reconcile.applying import ApplyStrategy, ServerSideApply, ThreeWayMerge
 from reconciler._reconcile.custom_conditions import condition_type_problem, declared_status
 from reconciler._reconcile.readiness import Readiness, StatusBuilder
 from reconciler._sharding.decisions import Sharding
@@ -78,6 +79,10 @@ class Operator:
     built then (docs/driver.md). Off by default, since builders may read outside their parent
     (an ``on_start`` watch); turn it on when they read only the parent, or when each change to
     what else they read calls ``runtime.resync_all()``, which drops every reused build.
+    ``apply`` is how children are written: ``ThreeWayMerge()`` (the default: the last-applied
+    annotation) or ``ServerSideApply(force=False)`` (the operator's name as field manager;
+    docs/server-side-apply.md); ``apply_kinds`` overrides it per child kind
+    (``{"ConfigMap": ThreeWayMerge()}``, kinds named as ``Kind.group``).
     ``watch_inactivity_timeout`` (130 s) is how long any of the operator's watches may send
     nothing, not even a bookmark, before it is presumed dead and replaced (docs/driver.md).
     """
@@ -106,8 +111,15 @@ class Operator:
     condition_types: Sequence[str] = ()
     reuse_builds: bool = False
     watch_inactivity_timeout: float = WATCH_INACTIVITY_TIMEOUT
+    apply: ApplyStrategy = attrs.field(factory=ThreeWayMerge)
+    apply_kinds: Mapping[str, ApplyStrategy] = attrs.field(factory=dict)
 
     def __attrs_post_init__(self) -> None:
+        for strategy in (self.apply, *self.apply_kinds.values()):
+            if not isinstance(strategy, (ThreeWayMerge, ServerSideApply)):
+                raise ReconcilerUsageTypeError(
+                    f"operator {self.name!r}: apply must be ThreeWayMerge() or "
+                    f"ServerSideApply(), got {strategy!r}")
         if self.workers < 1:
             raise ReconcilerUsageError(
                 f"operator {self.name!r}: workers must be >= 1, got {self.workers}"

@@ -431,8 +431,8 @@ def _parent_reconciler(
     build = operator.build if shard is None else stamp_shard(operator.build, shard)
     return ParentReconciler(
         client, build, operator_name=operator.name, reader=reader,
-        resources=ResourceReconciler(client, reader=reader, recreate=operator.recreate,
-                                     clock=clock),
+        resources=ResourceReconciler(client, reader=reader, recreate=operator.recreate, clock=clock,
+            apply=operator.apply, apply_kinds=operator.apply_kinds, field_manager=operator.name),
         prune_kinds=operator.prune, events=operator.events, clock=clock,
         on_delete=operator.on_delete, readiness=operator.readiness, status=operator.status_function,
         reuse_builds=operator.reuse_builds, parent_alive=parent_alive,

@@ -100,11 +100,13 @@ class FencingClient(ForwardingClient):
     def patch(
         self, api_version: str, kind: str, name: str, patch: Any, *, patch_type: str,
         namespace: str | None = None, subresource: str | None = None, dry_run: bool = False,
+        force: bool = False,
     ) -> dict[str, Any]:
         """Patch, if the fence allows."""
         self._check("patch", api_version, kind, name, namespace)
         return self.inner.patch(api_version, kind, name, patch, patch_type=patch_type,
-                                namespace=namespace, subresource=subresource, dry_run=dry_run)
+                                namespace=namespace, subresource=subresource, dry_run=dry_run,
+                             **({"force": True} if force else {}))
 
     def replace(
         self, obj: KubeObject, *, subresource: str | None = None, dry_run: bool = False

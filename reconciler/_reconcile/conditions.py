@@ -333,6 +333,10 @@ def parent_events(
                 f"{result.original_status} ({_ORIGINAL_MEANING[result.original_status]}); "
                 "it was compared two-way and patched from the desired object",
             ))
+    events += [ParentEvent(reason="FieldConflict", type="Warning", message=f"child {r.ref}: "
+                           + ", ".join(f'{f} is owned by "{m}"' for f, m in r.conflicts)
+                           + "; not written (server-side apply without force)")
+               for r in results if r.conflicts]
     if errors:
         reason = failure_reason(errors)
         events.append(ParentEvent(

@@ -33,6 +33,16 @@ from objectmatcher import (
     calculate_patch,
     set_last_applied,
 )
+from reconciler._reconcile.applying import (
+    APPLIED_DIGEST_ANNOTATION,
+    APPLY_PATCH,
+    ApplyStrategy,
+    ServerSideApply,
+    apply_configuration,
+    decide_apply,
+    has_managed_fields,
+    original_from_apply,
+)
 
 __all__ = [
     "ChildPlan",
@@ -73,8 +83,9 @@ class ChildPlan:
     """Why nothing is written, or why a recreate, for people."""
     requeue: bool = False
     """True when the object should be looked at again later (being deleted, a race)."""
-    body: Mapping[str, Any] | None = attrs.field(default=None, repr=False)
-    """The create body or the patch body."""
+    body: Mapping[str, Any] | list[dict[str, Any]] | None = attrs.field(default=None,
+                                                                           repr=False)
+    """The create body or the patch body (a list: a JSON patch)."""
     patch_type: str = ""
     diff: tuple[Any, ...] = ()
     """``objectmatcher`` diff items of a patch or recreate (Secret values redacted)."""
@@ -84,6 +95,14 @@ class ChildPlan:
     """The propagation policy of a delete: ``Background``, or ``Foreground`` for a recreate."""
     live: Mapping[str, Any] | None = attrs.field(default=None, repr=False, eq=False)
     """The live object the plan was made against."""
+    force: bool = False
+    """A server-side apply sent with ``force=true`` (``applying``)."""
+    reread: bool = False
+    """Read the object from the server (its ``managedFields``) and plan again."""
+    replan: bool = False
+    """After this patch (a migration of ownership), plan again with what it returned."""
+    conflicts: tuple[tuple[str, str], ...] = ()
+    """Server-side apply: (field, manager) another apply manager owns with another value."""
     original_status: str = ORIGINAL_RECORDED
     """The matcher's ``PatchResult.original_status`` of the live object's last-applied
     annotation: ``recorded``, ``absent``, ``unreadable`` (corrupt, oversized or too deeply
@@ -129,7 +148,8 @@ def is_owned(live: KubeObject, *, owner_uid: str | None = None) -> tuple[bool, s
             f"controlled by {other.get('kind')} {other.get('name')} (uid {other.get('uid')}), "
             "not by this parent"
         )
-    if LAST_APPLIED_ANNOTATION in (meta.get("annotations") or {}):
+    annotations = meta.get("annotations") or {}
+    if LAST_APPLIED_ANNOTATION in annotations or APPLIED_DIGEST_ANNOTATION in annotations:
         return True, ""
     return False, (
         f"not managed by the toolkit: no {LAST_APPLIED_ANNOTATION} annotation and no controller "
@@ -193,6 +213,9 @@ def plan_child(
     crd_schema: Mapping[str, Any] | None = None,
     raced: bool = False,
     ref: ObjectRef | None = None,
+    apply: ApplyStrategy | None = None,
+    manager: str = "optk",
+    now: str = "",
 ) -> ChildPlan:
     """The plan that brings ``live`` (None: missing) to ``desired`` in ``state``.
 
@@ -201,8 +224,11 @@ def plan_child(
     ``calculate_patch``. ``raced`` says the executor's create found the name taken (``live`` is
     what it read then): a CREATED object made by someone else is left as it is, and a name that
     is free again is retried later instead of at once. ``ref`` is ``ObjectRef.of(desired)``
-    when the caller has it already.
+    when the caller has it already. ``apply`` is the write strategy (``applying``; default the
+    three-way merge), ``manager`` the field manager of server-side apply and ``now`` the time
+    of a migrated ``Apply`` entry.
     """
+    ssa = apply if isinstance(apply, ServerSideApply) else None
     if ref is None:
         ref = ObjectRef.of(desired)
     if state.is_absent:
@@ -211,6 +237,10 @@ def plan_child(
         if raced:
             return ChildPlan(action=PlanAction.SKIP, ref=ref, requeue=True,
                              reason="create raced with a delete")
+        if ssa is not None:
+            return ChildPlan(action=PlanAction.PATCH, ref=ref,
+                             body=apply_configuration(state.before_create(desired)),
+                             patch_type=APPLY_PATCH, force=ssa.force)
         return ChildPlan(action=PlanAction.CREATE, ref=ref, body=create_body(desired, state))
     if state.is_created:
         reason = "created by someone else" if raced else "exists; CREATED never updates"
@@ -225,18 +255,48 @@ def plan_child(
     if not state.should_update(live, hooked):
         return ChildPlan(action=PlanAction.UNCHANGED, ref=ref, live=live,
                          reason="should_update said no")
-    match = calculate_patch(live, hooked, *match_options, crd_schema=crd_schema)
+    if ssa is not None:
+        return _plan_apply(ref, live, hooked, ssa, manager=manager, crd_schema=crd_schema,
+                           now=now)
+    compared = live
+    if APPLIED_DIGEST_ANNOTATION in (_meta(live).get("annotations") or {}):
+        # back from server-side apply: the original is what our Apply entry owns
+        compared = original_from_apply(live, manager=manager, crd_schema=crd_schema) or live
+        if compared is live and not has_managed_fields(live):
+            return ChildPlan(action=PlanAction.SKIP, ref=ref, live=live, reread=True,
+                             reason="switching back from server-side apply")
+    match = calculate_patch(compared, hooked, *match_options, crd_schema=crd_schema)
     original = match.original_status
     if match.is_empty and original not in _BAD_ORIGINALS:
         return ChildPlan(action=PlanAction.UNCHANGED, ref=ref, live=live)
     # an unreadable or foreign record is replaced even when nothing else differs
     body = _patch_body(match.patch, live, _annotation(desired))
+    if body is not None and compared is not live:  # the digest of server-side apply goes
+        body["metadata"]["annotations"][APPLIED_DIGEST_ANNOTATION] = None
     if body is None:
         return ChildPlan(action=PlanAction.UNCHANGED, ref=ref, live=live,
                          original_status=original)
     return ChildPlan(action=PlanAction.PATCH, ref=ref, live=live, body=body,
                      patch_type=match.patch_type or _MERGE, diff=tuple(match.diff),
                      original_status=original)
+
+
+def _plan_apply(
+    ref: ObjectRef, live: KubeObject, desired: KubeObject, strategy: ServerSideApply, *,
+    manager: str, crd_schema: Mapping[str, Any] | None, now: str,
+) -> ChildPlan:
+    decision = decide_apply(live=live, desired=desired, strategy=strategy, manager=manager,
+                            crd_schema=crd_schema, now=now)
+    if decision.reread:
+        return ChildPlan(action=PlanAction.SKIP, ref=ref, live=live, reread=True,
+                         reason=decision.reason)
+    if decision.body is None:
+        action = PlanAction.SKIP if decision.conflicts else PlanAction.UNCHANGED
+        return ChildPlan(action=action, ref=ref, live=live, reason=decision.reason,
+                         diff=decision.diff, conflicts=decision.conflicts)
+    return ChildPlan(action=PlanAction.PATCH, ref=ref, live=live, body=decision.body,
+                     patch_type=decision.patch_type, force=decision.force,
+                     replan=decision.migrating, diff=decision.diff, reason=decision.reason)
 
 
 _BAD_ORIGINALS = frozenset({ORIGINAL_UNREADABLE, ORIGINAL_FOREIGN})

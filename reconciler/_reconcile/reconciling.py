@@ -39,6 +39,7 @@ from reconciler._base.errors import (
 from reconciler._client.caches import PassThroughCache, ReadCache
 from reconciler._client.counting import ApiCall, counting, counting_reader, recording, uncounted
 from reconciler._client.protocol import ClusterClient, KubeObject
+from reconciler._reconcile.applying import ApplyStrategy, ThreeWayMerge
 from reconciler._reconcile.planning import (
     ChildPlan,
     PlanAction,
@@ -101,6 +102,9 @@ class ReconcileResult:
     original_status: str = "recorded"
     """What the live object's last-applied annotation was (``ChildPlan.original_status``):
     ``unreadable`` or ``foreign`` means it was replaced, and the parent gets a Warning."""
+    conflicts: tuple[tuple[str, str], ...] = ()
+    """Server-side apply: (field, manager) pairs another apply manager owns with another value,
+    not written (the parent gets a Warning)."""
 
     @property
     def requeue(self) -> bool:
@@ -158,6 +162,28 @@ class CrdSchemas:
 
 _CRD_API = "apiextensions.k8s.io/v1"
 
+
+def _field_manager_of(client: Any) -> str:
+    """The ``fieldManager`` the client sends (through wrappers), else ``optk``."""
+    for _ in range(10):
+        manager = getattr(client, "field_manager", None)
+        if isinstance(manager, str) and manager:
+            return manager
+        client = getattr(client, "inner", None)
+        if client is None:
+            break
+    return "optk"
+
+
+def _forced(force: bool) -> dict[str, Any]:
+    return {"force": True} if force else {}
+
+
+def _rfc3339(seconds: float) -> str:
+    import time
+
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
 _UNKNOWN: Any = object()
 
 _RESULTS = {
@@ -178,7 +204,11 @@ class ResourceReconciler:
     again, for the kinds in ``recreate_kinds`` only. ``adopt`` lets it take over objects that are
     not ours. ``conflict_retries`` bounds the re-read-and-retry loop on 409 Conflict. Reads go
     through ``reader`` (default: straight to the cluster); conflicts re-read from the cluster.
-    ``dry_run`` executes plans only as server-side dry runs: nothing is written.
+    ``dry_run`` executes plans only as server-side dry runs: nothing is written. ``apply`` is
+    the write strategy (``ThreeWayMerge()``, the default, or ``ServerSideApply()``), and
+    ``field_manager`` the manager server-side apply writes as (default: the client's, the
+    operator's name);
+    ``apply_kinds`` overrides ``apply`` per kind (``Kind.group``).
     """
 
     def __init__(
@@ -196,6 +226,9 @@ class ResourceReconciler:
         deleting_requeue: float = 2.0,
         dry_run: bool = False,
         clock: Clock | None = None,
+        apply: ApplyStrategy | None = None,
+        apply_kinds: Mapping[str, ApplyStrategy] | None = None,
+        field_manager: str | None = None,
     ) -> None:
         if conflict_retries < 0:
             raise ReconcilerUsageError(f"conflict_retries must be >= 0, got {conflict_retries}")
@@ -214,6 +247,9 @@ class ResourceReconciler:
         self.dry_run = dry_run
         self.clock: Clock = clock if clock is not None else RealClock()
         self.crd_schemas = CrdSchemas(self.client)
+        self.apply: ApplyStrategy = apply if apply is not None else ThreeWayMerge()
+        self.apply_kinds: Mapping[str, ApplyStrategy] = dict(apply_kinds or {})
+        self.field_manager = field_manager or _field_manager_of(client)
 
     # -- entry points -----------------------------------------------------------------------
 
@@ -322,7 +358,9 @@ class _Execution:
         return plan_child(
             live=live, desired=self.desired, state=self.state, owner_uid=self.owner_uid,
             adopt=self.adopt, match_options=self.r.match_options, crd_schema=schema,
-            raced=raced, ref=self.ref,
+            raced=raced, ref=self.ref, manager=self.r.field_manager,
+            apply=self.r.apply_kinds.get(kind_key(self.ref), self.r.apply),
+            now=_rfc3339(self.r.clock.time()),
         )
 
     def result(
@@ -341,14 +379,19 @@ class _Execution:
             requeue_after=self.r.deleting_requeue if requeue else None,
             reason=plan.reason if reason is None else reason,
             live=plan.live if live is _UNKNOWN else live, dry_run=self.r.dry_run,
-            original_status=plan.original_status,
+            original_status=plan.original_status, conflicts=plan.conflicts,
         )
 
     def execute(self, plan: ChildPlan) -> ReconcileResult:
         conflicts = 0
+        rereads = 0
         while True:
+            if plan.reread and rereads < 2:  # managedFields: the cache does not keep them
+                rereads += 1
+                plan = self.plan(self.r._read_live(self.ref))
+                continue
             if plan.action is PlanAction.CREATE:
-                assert plan.body is not None
+                assert isinstance(plan.body, Mapping)
                 try:
                     created = self.client.create(plan.body, dry_run=self.r.dry_run)
                 except AlreadyExistsError:
@@ -357,7 +400,12 @@ class _Execution:
                 return self.result(plan, live=created)
             if plan.action is PlanAction.PATCH:
                 try:
-                    return self._patch(plan)
+                    done = self._patch(plan)
+                    if plan.replan and not self.r.dry_run and rereads < 2:
+                        rereads += 1  # a migration of ownership: now apply
+                        plan = self.plan(done.live)
+                        continue
+                    return done
                 except ConflictError as exc:
                     conflicts += 1
                     if conflicts > self.r.conflict_retries:
@@ -377,7 +425,7 @@ class _Execution:
             patched = self.client.patch(
                 self.ref.api_version, self.ref.kind, self.ref.name, plan.body,
                 patch_type=plan.patch_type, namespace=self.ref.namespace,
-                dry_run=self.r.dry_run,
+                dry_run=self.r.dry_run, **_forced(plan.force),
             )
         except InvalidError as exc:
             fields = exc.immutable_fields
@@ -388,7 +436,9 @@ class _Execution:
             if recreate is None:
                 raise ImmutableFieldError(exc, fields=fields, kind_key=kind_key(self.ref)) from exc
             return self._recreate(recreate)
-        return self.result(plan, live=patched, reason="")
+        created = Action.CREATED if plan.live is None else None  # a server-side apply
+        return self.result(plan, action=created, live=patched,
+                           reason=plan.reason if plan.replan else "")
 
     # -- recreate ---------------------------------------------------------------------------
 
@@ -411,7 +461,9 @@ class _Execution:
                 )
             clock.sleep(self.r.poll_interval)
         fresh = self.plan(None)
-        assert fresh.body is not None
+        if fresh.action is PlanAction.PATCH:  # server-side apply creates by applying
+            return self.result(plan, live=self._patch(fresh).live, reason="")
+        assert isinstance(fresh.body, Mapping)
         try:
             created = self.client.create(fresh.body)
         except AlreadyExistsError:  # someone recreated it between our read and create

@@ -1,195 +1,207 @@
-"""Server-side apply: field ownership per manager, conflicts, and removal of dropped fields.
+"""Server-side apply and field ownership: ``metadata.managedFields`` per manager and operation.
 
-What ``server-side-apply.json`` records, in a simplified model: an apply's fields are the leaves
-of its configuration (maps are walked, lists are atomic leaves); each ``Apply`` manager owns the
-fields it applied, kept in ``metadata.managedFields`` in the real ``FieldsV1`` format. Applying a
-different value to a field another apply manager owns is a 409 conflict unless ``force``, which
-takes the field over; fields a manager applied before and no longer applies are removed when no
-other manager owns them. ``Update`` operations (PUT, PATCH) do not record ownership here.
+An apply's fields are those its configuration sets (``objectmatcher.applied_fields``: leaves,
+list-map items by their keys, set items by value, atomic lists and maps as one value, typed by
+the kind's schema or the CRD's). Each manager's fields are kept per operation in
+``metadata.managedFields`` in the real ``FieldsV1`` format. Applying a different value to a field
+another manager owns (by apply or by update) is a 409 conflict naming the field and the manager,
+unless ``force``, which takes the field over; the same value shares the field. Fields a manager
+applied before and no longer applies are removed from the object when no other manager owns
+them. An update (PUT, PATCH, or a create) by a named manager takes the fields it changed from
+every other manager and records them under an ``Update`` entry; fields an update removed leave
+every manager's set. A write that sets ``managedFields`` itself replaces them (kubectl's
+csaupgrade moves ownership this way). The differences from a real server are listed in
+docs/embedded-apiserver.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from objectmatcher import (
+    FIELD_MISSING,
+    FieldPath,
+    applied_fields,
+    changed_fields,
+    field_value,
+    fields_from_v1,
+    fields_to_v1,
+    merge_applied,
+    remove_fields,
+)
 from reconciler.embedded._statuses import ApiStatusError, status_body
 from reconciler.embedded._times import now_timestamp
 
-__all__ = ["apply_fields", "fields_of", "managed_after_apply", "remove_fields"]
+__all__ = ["apply_configuration", "managed_after_update"]
 
-Path = tuple[str, ...]
-_MISSING = object()
-_SKIPPED_METADATA = frozenset({
-    "name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp",
-    "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields", "selfLink",
-})
+Entries = list[dict[str, Any]]
 
 
-def fields_of(config: Mapping[str, Any]) -> set[Path]:
-    """The leaf paths an apply configuration sets (identity and server metadata excluded)."""
-    found: set[Path] = set()
-
-    def walk(node: Mapping[str, Any], prefix: Path) -> None:
-        for key, value in node.items():
-            if not prefix and key in ("apiVersion", "kind"):
-                continue
-            if prefix == ("metadata",) and key in _SKIPPED_METADATA:
-                continue
-            path = (*prefix, str(key))
-            if isinstance(value, Mapping) and value:
-                walk(value, path)
-            else:
-                found.add(path)
-
-    walk(config, ())
-    return found
-
-
-def _to_fields_v1(paths: Iterable[Path]) -> dict[str, Any]:
-    tree: dict[str, Any] = {}
-    for path in sorted(paths):
-        node = tree
-        for part in path:
-            node = node.setdefault(f"f:{part}", {})
-    return tree
-
-
-def _from_fields_v1(tree: Any, prefix: Path = ()) -> set[Path]:
-    paths: set[Path] = set()
-    if not isinstance(tree, Mapping):
-        return paths
-    for key, child in tree.items():
-        if not str(key).startswith("f:"):
-            continue
-        path = (*prefix, str(key)[2:])
-        if isinstance(child, Mapping) and any(str(k).startswith("f:") for k in child):
-            paths |= _from_fields_v1(child, path)
-        else:
-            paths.add(path)
-    return paths
-
-
-def _value(obj: Any, path: Path) -> Any:
-    for part in path:
-        if not isinstance(obj, Mapping) or part not in obj:
-            return _MISSING
-        obj = obj[part]
-    return obj
-
-
-def _overlaps(a: Path, b: Path) -> bool:
-    shorter = min(len(a), len(b))
-    return a[:shorter] == b[:shorter]
-
-
-def remove_fields(obj: dict[str, Any], paths: Iterable[Path]) -> None:
-    """Delete ``paths`` from ``obj`` in place, dropping maps the removal leaves empty."""
-    for path in paths:
-        parents: list[tuple[dict[str, Any], str]] = []
-        node: Any = obj
-        for part in path[:-1]:
-            if not isinstance(node, dict) or part not in node:
-                node = None
-                break
-            parents.append((node, part))
-            node = node[part]
-        if not isinstance(node, dict) or path[-1] not in node:
-            continue
-        del node[path[-1]]
-        for parent, key in reversed(parents):
-            if parent[key] == {}:
-                del parent[key]
-            else:
-                break
-
-
-def _entries(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
-    meta = obj.get("metadata") or {}
+def _entries(obj: Mapping[str, Any] | None) -> Entries:
+    meta = (obj or {}).get("metadata") or {}
     return [dict(e) for e in meta.get("managedFields") or () if isinstance(e, Mapping)]
 
 
-def apply_fields(
+def _is(entry: Mapping[str, Any], manager: str, operation: str) -> bool:
+    return entry.get("manager") == manager and entry.get("operation") == operation \
+        and not entry.get("subresource")
+
+
+def _entry(manager: str, operation: str, api_version: str, fields: frozenset[FieldPath]
+           ) -> dict[str, Any]:
+    return {"manager": manager, "operation": operation, "apiVersion": api_version,
+            "time": now_timestamp(), "fieldsType": "FieldsV1",
+            "fieldsV1": fields_to_v1(fields)}
+
+
+def _sorted(entries: Entries) -> Entries:
+    """Entries in the order a real server keeps them: ``Apply`` before ``Update``, then the
+    most recent first (to the second), then by manager and API version."""
+    def key(entry: Mapping[str, Any]) -> tuple[str, int, str, str]:
+        time = str(entry.get("time") or "")
+        stamp = int("".join(ch for ch in time if ch.isdigit())[:14] or 0)
+        return (str(entry.get("operation")), -stamp, str(entry.get("manager")),
+                str(entry.get("apiVersion")))
+    return sorted(entries, key=key)
+
+
+def _with_fields(entry: dict[str, Any], fields: frozenset[FieldPath]) -> dict[str, Any]:
+    return {**entry, "fieldsV1": fields_to_v1(fields)}
+
+
+def _is_item(path: FieldPath) -> bool:
+    return path[-1][:2] in ("k:", "v:", "i:")
+
+
+def apply_configuration(
     live: Mapping[str, Any] | None,
     config: Mapping[str, Any],
     *,
     manager: str,
     force: bool,
-) -> tuple[set[Path], set[Path]]:
-    """Check conflicts; returns (the fields this apply owns, the fields to remove from live).
+    api_version: str,
+    crd_schema: Mapping[str, Any] | None = None,
+) -> tuple[dict[str, Any], Entries]:
+    """The object after applying ``config`` (``config`` itself when ``live`` is None) and its
+    ``managedFields``.
 
-    Raises 409 ``Conflict`` with ``FieldManagerConflict`` causes when another apply manager
-    owns a field this apply sets to a different value, unless ``force``.
+    Raises 409 ``Conflict`` with one ``FieldManagerConflict`` cause per (manager, field) when
+    another manager owns a field this apply sets to a different value, unless ``force``.
     """
-    mine = fields_of(config)
+    mine = applied_fields(config, crd_schema=crd_schema)
+    entries = _entries(live)
     if live is None:
-        return mine, set()
-    conflicts: list[tuple[str, Path]] = []
-    others: set[Path] = set()
-    previous: set[Path] = set()
-    for entry in _entries(live):
-        owned = _from_fields_v1(entry.get("fieldsV1"))
-        if entry.get("manager") == manager and entry.get("operation") == "Apply":
-            previous = owned
+        return dict(config), [_entry(manager, "Apply", api_version, mine)]
+    conflicts: list[tuple[str, FieldPath]] = []
+    taken: dict[int, frozenset[FieldPath]] = {}
+    for index, entry in enumerate(entries):
+        if _is(entry, manager, "Apply"):
             continue
-        if entry.get("operation") != "Apply":
-            continue
-        for path in sorted(mine):
-            for theirs in owned:
-                if _overlaps(path, theirs) and _value(live, path) != _value(config, path):
-                    conflicts.append((str(entry.get("manager")), path))
-                    break
-        others |= owned
+        owned = fields_from_v1(entry.get("fieldsV1"))
+        lost = frozenset(
+            path for path in mine & owned if not _is_item(path)
+            and field_value(live, path, crd_schema=crd_schema)
+            != field_value(config, path, crd_schema=crd_schema)
+        )
+        who = f'"{entry.get("manager")}"'
+        if entry.get("operation") == "Update":
+            who += f' using {entry.get("apiVersion")}'
+        conflicts += [(who, path) for path in sorted(lost)]
+        if lost:
+            taken[index] = owned - lost
     if conflicts and not force:
         raise _conflict_error(conflicts)
-    removed = {p for p in previous - mine if not any(_overlaps(p, o) for o in others)}
-    return mine, removed
+    previous: frozenset[FieldPath] = frozenset()
+    result: Entries = []
+    mine_at: int | None = None
+    others: set[FieldPath] = set()
+    for index, entry in enumerate(entries):
+        if _is(entry, manager, "Apply"):
+            previous = fields_from_v1(entry.get("fieldsV1"))
+            mine_at = len(result)
+            result.append(entry)
+            continue
+        owned = taken.get(index, fields_from_v1(entry.get("fieldsV1")))
+        if not owned:
+            continue
+        others |= owned
+        result.append(_with_fields(entry, owned) if index in taken else entry)
+    removed = {path for path in previous - mine
+               if not any(other[:len(path)] == path for other in others)}
+    new = remove_fields(merge_applied(live, config, crd_schema=crd_schema), removed,
+                        crd_schema=crd_schema)
+    own = _entry(manager, "Apply", api_version, mine)
+    if mine_at is None:
+        result.append(own)
+    elif previous != mine:
+        result[mine_at] = own
+    return new, _sorted(result)
 
 
-def _conflict_error(conflicts: list[tuple[str, Path]]) -> ApiStatusError:
-    causes = [{"reason": "FieldManagerConflict", "message": f'conflict with "{who}"',
-               "field": "." + ".".join(path)} for who, path in conflicts]
+def _conflict_error(conflicts: list[tuple[str, FieldPath]]) -> ApiStatusError:
+    def dotted(path: FieldPath) -> str:
+        return "".join(f".{e[2:]}" if e.startswith("f:") else f"[{e[2:]}]" for e in path)
+
+    causes = [{"reason": "FieldManagerConflict", "message": f"conflict with {who}",
+               "field": dotted(path)} for who, path in conflicts]
     if len(conflicts) == 1:
         who, path = conflicts[0]
-        message = f'Apply failed with 1 conflict: conflict with "{who}": .{".".join(path)}'
+        message = f"Apply failed with 1 conflict: conflict with {who}: {dotted(path)}"
     else:
-        listed = "\n".join(f'- conflict with "{who}": .{".".join(path)}'
-                           for who, path in conflicts)
+        listed = "\n".join(f"- conflict with {who}: {dotted(path)}" for who, path in conflicts)
         message = f"Apply failed with {len(conflicts)} conflicts:\n{listed}"
     body = status_body(409, "Conflict", message=message, details={"causes": causes})
     return ApiStatusError(409, body)
 
 
-def managed_after_apply(
-    live: Mapping[str, Any] | None,
+def _timeless(entries: list[Any]) -> list[Any]:
+    """Entries as compared for a change (a client may send the times back in another format)."""
+    return [{k: v for k, v in e.items() if k != "time"} if isinstance(e, Mapping) else e
+            for e in entries]
+
+
+def managed_after_update(
+    old: Mapping[str, Any] | None,
+    new: Mapping[str, Any],
     *,
-    manager: str,
+    manager: str | None,
     api_version: str,
-    owned: set[Path],
-    force: bool,
-) -> list[dict[str, Any]]:
-    """``metadata.managedFields`` after this apply (the manager's entry kept as is when its
-    fields did not change, so a repeated apply is a no-op)."""
-    now = now_timestamp()
-    result: list[dict[str, Any]] = []
-    mine_entry: dict[str, Any] | None = None
-    for entry in _entries(live) if live is not None else []:
-        if entry.get("manager") == manager and entry.get("operation") == "Apply":
-            if _from_fields_v1(entry.get("fieldsV1")) == owned:
-                mine_entry = entry
+    given: Any = None,
+    crd_schema: Mapping[str, Any] | None = None,
+) -> Entries:
+    """``managedFields`` after an update (or a create, ``old`` None) by ``manager``.
+
+    ``given`` is the ``managedFields`` the request carried: when it differs from the stored
+    ones it replaces them (the update's own changes are recorded on top). Without a manager
+    (the server's own writes) nothing is recorded, only fields that are gone leave the sets.
+    """
+    base = _entries(old)
+    if isinstance(given, list) and _timeless(given) != _timeless(base):
+        base = [dict(e) for e in given if isinstance(e, Mapping) and e]
+    changed = changed_fields(old, new, crd_schema=crd_schema)
+    result: Entries = []
+    mine_at: int | None = None
+    previous: frozenset[FieldPath] = frozenset()
+    for entry in base:
+        owned = fields_from_v1(entry.get("fieldsV1"))
+        if manager is not None and _is(entry, manager, "Update"):
+            mine_at, previous = len(result), owned
+            result.append(entry)
             continue
-        if force and entry.get("operation") == "Apply":
-            kept = {p for p in _from_fields_v1(entry.get("fieldsV1"))
-                    if not any(_overlaps(p, o) for o in owned)}
-            if not kept:
-                continue
-            entry = {**entry, "fieldsV1": _to_fields_v1(kept)}
-        result.append(entry)
-    if mine_entry is None:
-        mine_entry = {"manager": manager, "operation": "Apply", "apiVersion": api_version,
-                      "time": now, "fieldsType": "FieldsV1", "fieldsV1": _to_fields_v1(owned)}
-    position = next((i for i, e in enumerate(_entries(live) if live else [])
-                     if e.get("manager") == manager and e.get("operation") == "Apply"),
-                    len(result))
-    result.insert(min(position, len(result)), mine_entry)
-    return result
+        kept = frozenset(path for path in owned - changed
+                         if field_value(new, path, crd_schema=crd_schema) is not FIELD_MISSING)
+        if kept == owned:
+            result.append(entry)
+        elif kept:
+            result.append(_with_fields(entry, kept))
+    if not changed or manager is None:
+        return _sorted(result)
+    mine = frozenset(path for path in previous | changed
+                     if field_value(new, path, crd_schema=crd_schema) is not FIELD_MISSING)
+    own = _entry(manager, "Update", api_version, mine)
+    if mine_at is None:
+        result.append(own)
+    else:
+        result[mine_at] = own
+    return _sorted(result)

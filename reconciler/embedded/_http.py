@@ -48,8 +48,10 @@ from reconciler.embedded._requests import (
     WRITE_TYPES,
     ClientGoneError,
     ResourcePath,
+    apply_configuration_of,
     content_type,
     delete_options,
+    field_manager_of,
     is_table_request,
     list_query,
     lookup,
@@ -339,16 +341,16 @@ class ApiApplication:
         if verb == "watch":
             return await self._watch(request, rt, path=path,
                                      table_include=include if table else None)
-        field_validation = request.query.get("fieldValidation")
         warnings: list[str] = []  # fieldValidation=Warn, answered in a Warning header
+        writing: dict[str, Any] = {"field_validation": request.query.get("fieldValidation"),
+                                   "warnings": warnings, "field_manager": field_manager_of(request)}
         if verb == "create":
             if path.name is not None:
                 raise method_not_allowed()
             raw = await read_body(request, allowed=WRITE_TYPES)
             decoded = await decode_body(raw, content_type=content_type(request), rt=rt)
             check_ranges(rt, decoded)
-            obj = ops.create(rt, decoded, namespace=namespace, dry_run=dry_run,
-                             field_validation=field_validation, warnings=warnings)
+            obj = ops.create(rt, decoded, namespace=namespace, dry_run=dry_run, **writing)
             return self._written(ops.served(obj, rt), status=201, dry_run=dry_run,
                                  warnings=warnings)
         if verb == "update":
@@ -356,8 +358,7 @@ class ApiApplication:
             decoded = await decode_body(raw, content_type=content_type(request), rt=rt)
             check_ranges(rt, decoded)
             obj = ops.update(self._target(rt, path), decoded, subresource=path.subresource,
-                             dry_run=dry_run, field_validation=field_validation,
-                             warnings=warnings)
+                             dry_run=dry_run, **writing)
             return self._written(ops.served(obj, rt), status=200, dry_run=dry_run,
                                  warnings=warnings)
         if verb == "patch":
@@ -365,7 +366,8 @@ class ApiApplication:
             if content_type(request) == APPLY_PATCH and path.subresource is None:
                 applied: Any = raw
                 if request.query.get("fieldManager"):  # else 422 before decoding, as real
-                    applied = await decode_body(raw, content_type=APPLY_PATCH, rt=rt)
+                    applied = apply_configuration_of(await decode_body(
+                        raw, content_type=APPLY_PATCH, rt=rt))
                     check_ranges(rt, applied)
                 code, obj = ops.apply(self._target(rt, path), applied,
                                       field_manager=request.query.get("fieldManager"),
@@ -376,8 +378,7 @@ class ApiApplication:
                 with contextlib.suppress(ValueError, RecursionError):
                     check_ranges(rt, json.loads(raw), patch=raw)
             obj = ops.patch(self._target(rt, path), raw, content_type=content_type(request),
-                            subresource=path.subresource, dry_run=dry_run,
-                            field_validation=field_validation, warnings=warnings)
+                            subresource=path.subresource, dry_run=dry_run, **writing)
             return self._written(ops.served(obj, rt), status=200, dry_run=dry_run,
                                  warnings=warnings)
         if verb in ("delete", "deletecollection"):

@@ -25,11 +25,11 @@ from typing import Any
 import attrs
 import yaml
 
-from reconciler.embedded._applying import apply_fields, managed_after_apply, remove_fields
+from reconciler.embedded._applying import apply_configuration, managed_after_update
 from reconciler.embedded._deleting import Deletions
 from reconciler.embedded._encoding import load_yaml
 from reconciler.embedded._kinds import Invalid, ResourceType
-from reconciler.embedded._patching import MERGE_PATCH, STRATEGIC_MERGE_PATCH, apply_patch
+from reconciler.embedded._patching import apply_patch
 from reconciler.embedded._statuses import (
     ApiStatusError,
     already_exists,
@@ -62,12 +62,13 @@ class Operations(Deletions):
     def create(
         self, rt: ResourceType, body: Any, *, namespace: str, dry_run: bool = False,
         managed_fields: ManagedFields | None = None, field_validation: str | None = None,
-        warnings: Warnings | None = None,
+        warnings: Warnings | None = None, field_manager: str | None = None,
     ) -> dict[str, Any]:
         """POST: a new object with server metadata, defaults and validation; 201 body.
 
         ``field_validation`` is the request's ``fieldValidation``; ``Warn`` warnings are
-        appended to ``warnings`` (``None``: not collected).
+        appended to ``warnings`` (``None``: not collected). ``field_manager`` (the request's
+        ``fieldManager`` or User-Agent) owns the fields of the created object (``Update``).
         """
         obj = self._check_body(rt, body, namespace=namespace, name=None)
         self._check_fields(rt, obj, field_validation=field_validation, warnings=warnings,
@@ -99,6 +100,10 @@ class Operations(Deletions):
                 strategy.validate_create(obj)
             except Invalid as exc:
                 raise self._invalid(rt, exc, obj=obj) from exc
+            if not managed_fields and field_manager:
+                meta["managedFields"] = managed_after_update(
+                    None, obj, manager=field_manager, api_version=rt.api_version,
+                    crd_schema=self._crd_schema(rt))
             if not name:
                 raise invalid(rt, "", causes=[{
                     "reason": "FieldValueRequired",
@@ -126,22 +131,23 @@ class Operations(Deletions):
     def update(
         self, target: Target, body: Any, *, subresource: str | None = None,
         dry_run: bool = False, field_validation: str | None = None,
-        warnings: Warnings | None = None,
+        warnings: Warnings | None = None, field_manager: str | None = None,
     ) -> dict[str, Any]:
         """PUT: replace the object (``resourceVersion`` in the body is a precondition);
-        ``fieldValidation`` as for ``create``."""
+        ``fieldValidation`` and ``field_manager`` as for ``create``."""
         new = self._check_body(target.rt, body, namespace=target.namespace, name=target.name)
         self._check_fields(target.rt, new, field_validation=field_validation,
                            warnings=warnings, in_body=True, options_kind="UpdateOptions")
         with self.storage.lock:
             old = self._existing(target)
             return self._update(target.rt, old, new=new, subresource=subresource,
-                                dry_run=dry_run)
+                                dry_run=dry_run, field_manager=field_manager)
 
     def patch(
         self, target: Target, body: bytes, *, content_type: str,
         subresource: str | None = None, dry_run: bool = False,
         field_validation: str | None = None, warnings: Warnings | None = None,
+        field_manager: str | None = None,
     ) -> dict[str, Any]:
         """PATCH with a JSON, merge or strategic merge patch; then as an update.
 
@@ -154,7 +160,14 @@ class Operations(Deletions):
             new = self._check_body(rt, patched, namespace=target.namespace, name=target.name)
             self._check_fields(rt, new, field_validation=field_validation, warnings=warnings,
                                in_body=False, options_kind="PatchOptions")
-            return self._update(rt, old, new=new, subresource=subresource, dry_run=dry_run)
+            return self._update(rt, old, new=new, subresource=subresource, dry_run=dry_run,
+                                field_manager=field_manager)
+
+    def _crd_schema(self, rt: ResourceType) -> Mapping[str, Any] | None:
+        if not rt.is_custom:
+            return None
+        schema = getattr(self.registry.strategy(rt), "schema", None)
+        return schema if isinstance(schema, Mapping) else None
 
     def apply(
         self, target: Target, body: bytes | Mapping[str, Any], *,
@@ -195,18 +208,15 @@ class Operations(Deletions):
         with self.storage.lock:
             existing = self.storage.get(self.bucket(rt), namespace=target.storage_namespace,
                                         name=name)
-            owned, removed = apply_fields(existing, applied, manager=field_manager, force=force)
-            managed = managed_after_apply(existing, manager=field_manager,
-                                          api_version=rt.api_version, owned=owned, force=force)
+            live = None if existing is None else self.served(existing, rt)
+            merged, managed = apply_configuration(
+                live, applied, manager=field_manager, force=force, api_version=rt.api_version,
+                crd_schema=self._crd_schema(rt))
             if existing is None:
-                obj = self._check_body(rt, applied, namespace=namespace, name=name)
+                obj = self._check_body(rt, merged, namespace=namespace, name=name)
                 return 201, self.create(rt, obj, namespace=namespace, dry_run=dry_run,
                                         managed_fields=managed)
-            patch_type = MERGE_PATCH if rt.is_custom else STRATEGIC_MERGE_PATCH
-            raw = json.dumps(applied).encode()
-            patched = apply_patch(self.served(existing, rt), raw, content_type=patch_type, rt=rt)
-            new = self._check_body(rt, patched, namespace=namespace, name=name)
-            remove_fields(new, removed)
+            new = self._check_body(rt, merged, namespace=namespace, name=name)
             return 200, self._update(rt, existing, new=new, subresource=None, dry_run=dry_run,
                                      managed_fields=managed)
 
@@ -253,7 +263,7 @@ class Operations(Deletions):
     def _update(
         self, rt: ResourceType, old: Mapping[str, Any], *, new: dict[str, Any],
         subresource: str | None, dry_run: bool,
-        managed_fields: ManagedFields | None = None,
+        managed_fields: ManagedFields | None = None, field_manager: str | None = None,
     ) -> dict[str, Any]:
         old_meta = _meta(old)
         name = str(old_meta.get("name"))
@@ -279,7 +289,7 @@ class Operations(Deletions):
                     meta[field] = copy_json(old_meta[field])
                 else:
                     meta.pop(field, None)
-            meta.pop("managedFields", None)
+            given = meta.pop("managedFields", None)
             if managed_fields is not None:
                 meta["managedFields"] = managed_fields
             elif "managedFields" in old_meta:
@@ -306,6 +316,14 @@ class Operations(Deletions):
                 strategy.validate_update(old, new)
             except Invalid as exc:
                 raise self._invalid(rt, exc, obj=new) from exc
+            if managed_fields is None and (field_manager or given is not None):
+                tracked = managed_after_update(
+                    old, new, manager=field_manager, api_version=rt.api_version, given=given,
+                    crd_schema=self._crd_schema(rt))
+                if tracked:
+                    meta["managedFields"] = tracked
+                else:
+                    meta.pop("managedFields", None)
             if rt.has_generation and strategy.spec_changed(old, new):
                 meta["generation"] = int(old_meta.get("generation") or 0) + 1
         meta = _meta(new)

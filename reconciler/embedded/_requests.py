@@ -36,8 +36,10 @@ __all__ = [
     "WRITE_TYPES",
     "ClientGoneError",
     "ResourcePath",
+    "apply_configuration_of",
     "content_type",
     "delete_options",
+    "field_manager_of",
     "is_table_request",
     "list_query",
     "lookup",
@@ -178,3 +180,22 @@ async def delete_options(request: web.Request) -> dict[str, Any]:
     if "orphanDependents" in query:
         options["orphanDependents"] = query["orphanDependents"].lower() in _TRUE
     return options
+
+def apply_configuration_of(applied: Any) -> Any:
+    """An apply configuration must be an object (a real server's decoding error otherwise)."""
+    if not isinstance(applied, Mapping):
+        raise bad_request(
+            "error decoding YAML: error unmarshaling JSON: while decoding JSON: json: cannot "
+            f"unmarshal {'array' if isinstance(applied, list) else 'string'} into Go value of "
+            "type map[string]interface {}")
+    return applied
+
+
+def field_manager_of(request: web.Request) -> str | None:
+    """Who owns what an update writes: ``fieldManager``, else the User-Agent up to its first
+    ``/`` (at most 128 characters), as a real server names it."""
+    given = request.query.get("fieldManager")
+    if given:
+        return given
+    agent = request.headers.get("User-Agent", "").split("/", 1)[0][:128]
+    return agent or None

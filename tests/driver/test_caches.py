@@ -133,6 +133,18 @@ def test_the_cache_drops_managed_fields_and_keeps_everything_else_as_given() -> 
     assert given_obj == before  # the caller's object (a write's response) is not changed
     assert cached is not given_obj
     assert cached["metadata"] is not given_obj["metadata"]
+
+
+def test_the_cache_keeps_the_apply_entries_of_managed_fields() -> None:
+    """Server-side apply's planner reads who applied what from the cache (issue 27)."""
+    obj = _with_managed_fields("a")
+    applied = {"manager": "op", "operation": "Apply", "fieldsV1": {"f:data": {"f:k": {}}}}
+    obj["metadata"]["managedFields"].append(applied)
+    cache = IndexedCache()
+    cache.upsert(obj)
+    cached = cache.get("ns", "a")
+    assert cached is not None
+    assert cached["metadata"]["managedFields"] == [applied]
     assert type(cached["items"]) is list
     assert type(cached["items"][1][1]) is dict
 

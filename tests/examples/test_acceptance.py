@@ -118,20 +118,22 @@ class Thanos:
         return queued
 
 
-def _install(client: KubernetesClient, crd: dict[str, Any]) -> None:
-    with contextlib.suppress(AlreadyExistsError):  # installed by an earlier test
-        client.create(crd)
+def install_crds(kube_api: Any) -> KubernetesClient:
+    """A client of ``kube_api``, once both CRDs of the example are installed and served."""
+    client = KubernetesClient(kube_api.api_client())
+    for crd in (THANOS_CRD, SERVICE_MONITOR_CRD):
+        with contextlib.suppress(AlreadyExistsError):  # installed by an earlier test
+            client.create(crd)
+    eventually(lambda: (client.is_served(API_VERSION, KIND)
+                        and client.is_served("monitoring.coreos.com/v1", "ServiceMonitor"),
+                        "CRDs served"))
+    return client
 
 
 @pytest.fixture
 def operator(kube_api: Any, kube_namespace: str) -> Iterator[Thanos]:
     """The Thanos operator with both CRDs installed, on ``kube_api``."""
-    client = KubernetesClient(kube_api.api_client())
-    for crd in (THANOS_CRD, SERVICE_MONITOR_CRD):
-        _install(client, crd)
-    eventually(lambda: (client.is_served(API_VERSION, KIND)
-                        and client.is_served("monitoring.coreos.com/v1", "ServiceMonitor"),
-                        "CRDs served"))
+    client = install_crds(kube_api)
     if isinstance(kube_api, ControlPlane) and id(kube_api) not in _GC_RESTARTED:
         # the garbage collector learns CRD kinds at start (else on a ~30 s rescan)
         kube_api.restart_controller_manager()

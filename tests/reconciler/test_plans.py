@@ -145,3 +145,21 @@ def test_plan_and_change_log_print_field_paths_alike() -> None:
     shown = "spec.template.spec.containers[0].ports[0].containerPort"
     assert describe_changes(result) == f"patched Deployment web ({shown})"
     assert f"~ {shown}: 80 -> 8080" in format_plan([result])
+
+
+@pytest.mark.both_servers
+def test_plan_shows_the_migration_to_server_side_apply(
+    client: KubernetesClient, stack_kind: None, ns: str
+) -> None:
+    from reconciler import ServerSideApply
+
+    parent = client.create(stack(ns, size=1))
+    ParentReconciler(client, plan_operator.build, operator_name="plan-operator").reconcile(parent)
+    before = client.get("v1", "ConfigMap", "s-config", namespace=ns)
+    [result] = plan_parents(client, plan_operator.build, [parent],
+                            operator_name="plan-operator", apply=ServerSideApply())
+    text = format_plan([result])
+    assert (f"update    ConfigMap.v1 {ns}/s-config  (migrate from optk.dev/last-applied to "
+            "server-side apply)") in text
+    after = client.get("v1", "ConfigMap", "s-config", namespace=ns)
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
