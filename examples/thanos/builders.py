@@ -5,9 +5,7 @@ each of ``query``, ``queryFrontend``, ``storeGateway`` and ``rule`` that is pres
 gets its workload (Deployment, or StatefulSet for the stateful two), its Service, an Ingress when
 the block asks for one, and a ServiceMonitor when ``service_monitors`` says their CRD is served;
 a missing block turns the same identities into ABSENT stubs, so switching a component off
-deletes what it had. The query frontend's component depends on the query's (issue 24): its
-children are created once the query Deployment is Available, and deleted before the query's.
-Defaults (image, replicas, ports, storage) are filled in here, never
+deletes what it had. Defaults (image, replicas, ports, storage) are filled in here, never
 stored in the parent. Nothing here reads a cluster: whether ServiceMonitors are served is an
 argument, decided by ``examples.thanos.operator``. The builders read the parent's spec as a
 typed ``ThanosSpec`` (``builders.spec_of``), so a spec the class rejects fails with the parent and
@@ -245,12 +243,7 @@ def component(
     if service_monitors:
         monitored = on and typed.service_monitors
         items.append(b.present_if(monitored, service_monitor(parent, kind)))
-    # The query frontend is useless before its downstream answers: it waits until the query
-    # component is ready (its Deployment Available), and goes before it when both are removed
-    # (a frontend kept without a query waits for nothing: it has nothing to wait for).
-    after = (QUERY.component,) if kind is QUERY_FRONTEND and (
-        block(typed, QUERY) is not None or not on) else ()
-    return b.Component(name=kind.component, builders=items, depends_on=after)
+    return b.Component(name=kind.component, builders=items)
 
 
 def build(parent: Mapping[str, Any], *, service_monitors: bool = False) -> list[b.ResourceBuilder]:

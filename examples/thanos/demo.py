@@ -259,8 +259,8 @@ class Demo:
 
     def kubelet(self, name: str) -> None:
         """No kubelet runs: the workloads of parent ``name`` that are not available for their
-        generation are made so by status patches, as a kubelet would (the query frontend waits
-        for the query Deployment to be Available)."""
+        generation are made so by status patches, as a kubelet would (for components that wait
+        on a workload's readiness)."""
         for api_version, kind in WORKLOAD_KINDS:
             for item in self.children(api_version, kind, name):
                 status = item.get("status") or {}

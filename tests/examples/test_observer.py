@@ -101,16 +101,16 @@ def _converged(client: KubernetesClient, runtime: OperatorRuntime, ns: str) -> b
 
 class _Trail:
     """The requests a server answered, in order: the embedded server's request log, the real
-    control plane's audit log; ``(verb, resource, name, code)`` each."""
+    control plane's audit log; ``(verb, resource, name, code, namespace)`` each."""
 
     def __init__(self, kube_api: Any, server: str) -> None:
         self.api, self.real = kube_api, server == "real"
         if not self.real:
             kube_api.enable_request_log()
 
-    def requests(self) -> list[tuple[str, str, str, int]]:
+    def requests(self) -> list[tuple[str, str, str, int, str]]:
         if not self.real:
-            return [(r.verb, r.resource.split(".")[0], r.name or "", r.code)
+            return [(r.verb, r.resource.split(".")[0], r.name or "", r.code, r.namespace or "")
                     for r in self.api.request_log() if "/" not in r.resource]
         self.api.request_counts()  # complete up to now
         found = []
@@ -119,13 +119,14 @@ class _Trail:
             ref = event.get("objectRef") or {}
             if event.get("stage") == "ResponseComplete" and not ref.get("subresource"):
                 found.append((event["verb"], str(ref.get("resource")), str(ref.get("name") or ""),
-                              int((event.get("responseStatus") or {}).get("code") or 0)))
+                              int((event.get("responseStatus") or {}).get("code") or 0),
+                              str(ref.get("namespace") or "")))
         return found
 
     def mark(self) -> int:
         return len(self.requests())
 
-    def since(self, mark: int) -> list[tuple[str, str, str, int]]:
+    def since(self, mark: int) -> list[tuple[str, str, str, int, str]]:
         return self.requests()[mark:]
 
 
@@ -134,11 +135,11 @@ _TEARDOWN = (("thanoses", "obs"), ("deployments", "obs-thanos-operator"),
              ("clusterrolebindings", None), ("customresourcedefinitions", CRD_NAME))
 
 
-def _deleted_in_reverse(requests: list[tuple[str, str, str, int]], ns: str) -> list[str]:
+def _deleted_in_reverse(requests: list[tuple[str, str, str, int, str]], ns: str) -> list[str]:
     """The Observer's children in the order their first delete request came; asserts that
     dependents went first (Thanos, operator Deployment, RBAC and ServiceAccount, CRD)."""
     order: list[str] = []
-    for verb, resource, name, _ in requests:
+    for verb, resource, name, _, _ in requests:
         for kind, wanted in _TEARDOWN:
             wanted = wanted or f"{ns}-obs-thanos-operator"
             if verb == "delete" and resource == kind and name == wanted and kind not in order:
@@ -193,7 +194,8 @@ def test_the_observer_installs_in_order_and_tears_down_in_reverse(
         # 0 requests for a Thanos before its CRD was Established (one would have been answered
         # 404: the kind is served from then on; the operator's informer of the Thanos kind it
         # prunes starts listing then), and 0 writes to it before the Deployment is Available
-        thanos_requests = [r for r in before if r[1] == "thanoses"]
+        # (in this test's namespace: another test's operator may still watch Thanos elsewhere)
+        thanos_requests = [r for r in before if r[1] == "thanoses" and r[4] == ns]
         assert [r for r in thanos_requests if r[3] == 404] == []
         assert [r for r in thanos_requests if r[0] not in ("get", "list", "watch")] == []
         available = trail.mark()
