@@ -42,6 +42,7 @@ from reconciler._driver.resyncs import DEFAULT_RESYNC_INTERVAL, RESYNC_ANNOTATIO
 from reconciler._driver.runtime import OperatorRuntime
 from reconciler._driver.triggers import REQUESTED_AT_ANNOTATION
 from reconciler._leadership.election import LeaderElection
+from reconciler._reconcile.contention import Contention
 from reconciler._reconcile.parents import ChildError, ParentReconciler, ParentResult
 from reconciler._reconcile.readiness import Readiness
 from reconciler._reconcile.reconciling import Action, ReconcileResult, ResourceReconciler
@@ -59,6 +60,7 @@ __all__ = [
     "ClientUsageError",
     "ClusterClient",
     "ConflictError",
+    "Contention",
     "ForbiddenError",
     "GoneError",
     "ImmutableFieldError",

@@ -39,8 +39,10 @@ The tree (the embedded server and ``reconciler.envtest`` have their own roots)::
         ├── ClientUsageError              the client was called wrongly
         ├── KubeconfigError               the cluster cannot be reached with the kubeconfig
         │                                 (``source``: its path or the server URL)
-        └── RbacDerivationError           ``optk manifests`` cannot derive the role
-                                          (``build`` failed on a sample ``parent``)
+        ├── RbacDerivationError           ``optk manifests`` cannot derive the role
+        │                                 (``build`` failed on a sample ``parent``)
+        └── PolicyAnnotationError         an ``optk.dev/*`` annotation that cannot be read
+                                          (``ref``, ``annotation``, ``value``)
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ __all__ = [
     "NamespaceTerminatingError",
     "NotFoundError",
     "ObjectRef",
+    "PolicyAnnotationError",
     "RbacDerivationError",
     "ReconcilerError",
     "ReconcilerUsageError",
@@ -142,6 +145,21 @@ class ReconcilerUsageError(ReconcilerError, ValueError):
 
 class ReconcilerUsageTypeError(ReconcilerUsageError, TypeError):
     """An argument of the wrong type (also a ``TypeError``); the message names it."""
+
+
+class PolicyAnnotationError(ReconcilerUsageError):
+    """An ``optk.dev/*`` annotation whose value the toolkit cannot read.
+
+    ``ref`` names the object, ``annotation`` the annotation and ``value`` what it held; nothing
+    is written to that object until it is fixed."""
+
+    def __init__(self, *, ref: ObjectRef, annotation: str, value: object, expected: str) -> None:
+        self.ref = ref
+        self.annotation = annotation
+        self.value = value
+        super().__init__(
+            f"{ref}: annotation {annotation}={value!r} is not valid ({expected}); nothing is "
+            "written to it until it is fixed")
 
 
 class ClientUsageError(ReconcilerUsageError):

@@ -213,7 +213,8 @@ class WorkerPool:
             return Outcome(gone=True), None
         meta = meta_of(parent)
         if meta.get("deletionTimestamp"):
-            if CLEANUP_FINALIZER in (meta.get("finalizers") or ()):
+            if CLEANUP_FINALIZER in (meta.get("finalizers") or ()) and (
+                    self._reconciler.paused(parent) is None):  # a pause holds the cleanup too
                 cleanup = self._reconciler.cleanup.finalize(parent)
                 if not cleanup.done:  # retried with backoff
                     return Outcome(cleanup_pending=cleanup.reason), parent

@@ -39,6 +39,7 @@ from reconciler._base.errors import (
 from reconciler._client.caches import PassThroughCache, ReadCache
 from reconciler._client.counting import ApiCall, counting, counting_reader, recording, uncounted
 from reconciler._client.protocol import ClusterClient, KubeObject
+from reconciler._reconcile.guard import PlanGuard
 from reconciler._reconcile.planning import (
     ChildPlan,
     PlanAction,
@@ -101,6 +102,10 @@ class ReconcileResult:
     original_status: str = "recorded"
     """What the live object's last-applied annotation was (``ChildPlan.original_status``):
     ``unreadable`` or ``foreign`` means it was replaced, and the parent gets a Warning."""
+    held: str = ""
+    """Why a write was held back (``ChildPlan.held``: a policy, the drift mode, contention)."""
+    drift: tuple[str, ...] = ()
+    """The drifted field paths reported instead of repaired (``ChildPlan.drift``)."""
 
     @property
     def requeue(self) -> bool:
@@ -178,7 +183,8 @@ class ResourceReconciler:
     again, for the kinds in ``recreate_kinds`` only. ``adopt`` lets it take over objects that are
     not ours. ``conflict_retries`` bounds the re-read-and-retry loop on 409 Conflict. Reads go
     through ``reader`` (default: straight to the cluster); conflicts re-read from the cluster.
-    ``dry_run`` executes plans only as server-side dry runs: nothing is written.
+    ``dry_run`` executes plans only as server-side dry runs: nothing is written. ``guard``
+    restricts plans to what policies, the drift mode and contention allow (``PlanGuard``).
     """
 
     def __init__(
@@ -196,6 +202,7 @@ class ResourceReconciler:
         deleting_requeue: float = 2.0,
         dry_run: bool = False,
         clock: Clock | None = None,
+        guard: PlanGuard | None = None,
     ) -> None:
         if conflict_retries < 0:
             raise ReconcilerUsageError(f"conflict_retries must be >= 0, got {conflict_retries}")
@@ -214,6 +221,8 @@ class ResourceReconciler:
         self.dry_run = dry_run
         self.clock: Clock = clock if clock is not None else RealClock()
         self.crd_schemas = CrdSchemas(self.client)
+        self.guard = guard
+        """What people and other writers say about each plan (``PlanGuard``), or None."""
 
     # -- entry points -----------------------------------------------------------------------
 
@@ -319,11 +328,15 @@ class _Execution:
         schema = None
         if live is not None and self.state.is_present:  # only an update compares
             schema = self.r.crd_schemas.get(self.ref.api_version, self.ref.kind)
-        return plan_child(
+        guard = self.r.guard  # policies, drift mode, contention (reconciler._reconcile.guard)
+        options = self.r.match_options if guard is None else (
+            *self.r.match_options, *guard.match_options(live))
+        plan = plan_child(
             live=live, desired=self.desired, state=self.state, owner_uid=self.owner_uid,
-            adopt=self.adopt, match_options=self.r.match_options, crd_schema=schema,
+            adopt=self.adopt, match_options=options, crd_schema=schema,
             raced=raced, ref=self.ref,
         )
+        return plan if guard is None else guard.review(plan, owner_uid=self.owner_uid)
 
     def result(
         self,
@@ -338,10 +351,11 @@ class _Execution:
         return ReconcileResult(
             action=_RESULTS[plan.action] if action is None else action, ref=self.ref,
             diff=plan.diff, api_calls=tuple(self.calls),
-            requeue_after=self.r.deleting_requeue if requeue else None,
+            requeue_after=plan.requeue_after if plan.requeue_after is not None
+            else self.r.deleting_requeue if requeue else None,
             reason=plan.reason if reason is None else reason,
             live=plan.live if live is _UNKNOWN else live, dry_run=self.r.dry_run,
-            original_status=plan.original_status,
+            original_status=plan.original_status, held=plan.held, drift=plan.drift,
         )
 
     def execute(self, plan: ChildPlan) -> ReconcileResult:
