@@ -306,7 +306,8 @@ def outcome_of(result: ParentResult | None, error: Exception | None, *, seconds:
         namespace_terminating=result.namespace_terminating, requeue_after=result.requeue_after,
         retry_after=max([retry_after, *(e.retry_after or 0.0 for e in result.errors)]),
         retry_failed_by_backoff=retry_failed_by_backoff, reason=reason,
-        types=frozenset(types_of(result)), writes=result.writes,
+        types=None if result.paused else frozenset(types_of(result)),  # paused: keep watching
+        writes=result.writes,
         changes=describe_changes(result) if result.ok else None, seconds=seconds,
     )
 
