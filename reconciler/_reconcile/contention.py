@@ -72,6 +72,9 @@ class Contest:
     """The other writer's field manager, or a description when the server does not say."""
     same_manager: bool
     """The other writer uses this operator's own field manager: another copy of it."""
+    named: bool = False
+    """Whether ``manager`` comes from ``managedFields`` (caches drop them: the parent
+    reconcile reads the child once to name it, :meth:`ContentionDetector.name`)."""
     undone: int
     """How many times the toolkit undid the change (before and after detection)."""
     backoff: float
@@ -130,6 +133,25 @@ class ContentionDetector:
             found, self.detected = self.detected, []
         return found
 
+    def unnamed(self, parent_uid: str) -> list[ObjectRef]:
+        """The contested children of a parent whose other writer is not named yet."""
+        return [c.ref for c in self.contests(parent_uid) if not c.named]
+
+    def name(self, parent_uid: str, ref: ObjectRef, live: Mapping[str, Any]) -> None:
+        """Name the other writer of a contested child from ``live`` as read from the server
+        (with ``managedFields``); the detected contest not logged yet is named as well."""
+        with self._lock:
+            child = self._children.get((parent_uid, ref))
+            if child is None or child.contest is None:
+                return
+            found = other_writer(live, child.contest.paths, ours=self.field_manager)
+            if found is None:
+                return
+            named = attrs.evolve(child.contest, manager=found[0], same_manager=found[1],
+                                 named=True)
+            self.detected = [named if c is child.contest else c for c in self.detected]
+            child.contest = named
+
     def forget(self, parent_uid: str) -> None:
         """Drop what is known of a parent's children (the parent went away)."""
         with self._lock:
@@ -180,11 +202,13 @@ class ContentionDetector:
         undone = sum(1 for _, p in child.undos if set(p) & set(paths))
         if undone < s.threshold:
             return self._written(plan, child, now)
-        manager, same = other_writer(plan.live or {}, paths, ours=self.field_manager)
+        found = other_writer(plan.live or {}, paths, ours=self.field_manager)
+        manager, same = found or (_UNKNOWN, False)
         child.tries = 0
         child.next_try = now + s.backoff
         child.contest = Contest(parent_uid=parent_uid, ref=plan.ref, paths=paths, manager=manager,
-                                same_manager=same, undone=undone, backoff=s.backoff)
+                                same_manager=same, undone=undone, backoff=s.backoff,
+                                named=found is not None)
         key = (parent_uid, plan.ref)
         last = self._reported.get(key)
         if last is None or now - last > s.max_backoff:  # one line per fight, not per round
@@ -196,16 +220,17 @@ class ContentionDetector:
                    paths: tuple[str, ...]) -> ChildPlan:
         assert child.contest is not None
         s = self.settings
-        manager, same = other_writer(plan.live or {}, paths, ours=self.field_manager)
+        if (found := other_writer(plan.live or {}, paths, ours=self.field_manager)) is not None:
+            child.contest = attrs.evolve(child.contest, manager=found[0], same_manager=found[1],
+                                         named=True)
         stopped = child.changes_since_write >= 2 and now - child.seen_at >= self._quiet(child)
         if not stopped and now < child.next_try:
-            child.contest = attrs.evolve(child.contest, manager=manager, same_manager=same)
             return self._held(plan, child, now)
         child.tries += 1
         wait = min(s.backoff * 2 ** child.tries, s.max_backoff)
         child.next_try = now + wait
         child.contest = attrs.evolve(child.contest, undone=child.contest.undone + 1,
-                                     backoff=wait, manager=manager, same_manager=same)
+                                     backoff=wait)
         return self._written(plan, child, now)
 
     def _written(self, plan: ChildPlan, child: _Child, now: float) -> ChildPlan:
@@ -247,12 +272,18 @@ def _owns(fields: Any, path: Sequence[str]) -> bool:
     return True
 
 
+_UNKNOWN = "an unknown writer (the server records no managedFields for it)"
+
+
 def other_writer(live: Mapping[str, Any], paths: Sequence[str], *,
-                 ours: str) -> tuple[str, bool]:
+                 ours: str) -> tuple[str, bool] | None:
     """The field manager that last wrote one of ``paths`` (JSON pointers) of ``live`` other than
     ``ours``, by ``metadata.managedFields``; ``(ours, True)`` when only ``ours`` holds them (a
-    second process of this operator), or a description when the server records nothing."""
+    second process of this operator), a description when no entry names them; None when
+    ``live`` has no ``managedFields`` (a cached copy: caches drop them)."""
     meta = live.get("metadata") or {}
+    if not meta.get("managedFields"):
+        return None
     entries = [e for e in meta.get("managedFields") or () if isinstance(e, Mapping)]
     split = [[t.replace("~1", "/").replace("~0", "~") for t in p[1:].split("/")]
              for p in paths]
@@ -263,4 +294,4 @@ def other_writer(live: Mapping[str, Any], paths: Sequence[str], *,
         return str(others[-1].get("manager")), False
     if owners:
         return ours, True
-    return "an unknown writer (the server records no managedFields for it)", False
+    return _UNKNOWN, False

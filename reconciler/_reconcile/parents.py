@@ -57,6 +57,7 @@ from reconciler._reconcile.conditions import (
     parent_events,
     status_patch,
 )
+from reconciler._reconcile.contention import ContentionDetector, Contest
 from reconciler._reconcile.declared import DeclaredChildren, declared_children, stamp_child
 from reconciler._reconcile.events import EventRecorder
 from reconciler._reconcile.finalizing import is_uncollectable, refuses_data_loss
@@ -330,7 +331,7 @@ class _ParentRun:
                                 dry_run=self.o.dry_run)
         pruned = self._prune(live, built_refs)
         guard = self.o.resources.guard
-        contests = guard.contention.contests(self.uid) if guard and guard.contention else []
+        contests = self._contests(guard.contention) if guard and guard.contention else []
         self.interventions = intervention_conditions(self.parent, [*self.results, *pruned],
                                                      contests)
         self._emit_events(pruned)
@@ -348,6 +349,18 @@ class _ParentRun:
             errors=tuple(self.errors), status_written=status_written, status_error=status_error,
             requeue_after=min(requeues) if requeues else None, dry_run=self.o.dry_run,
         )
+
+    def _contests(self, contention: ContentionDetector) -> list[Contest]:
+        """This parent's contested children, each other writer named from the child's
+        ``managedFields`` (one read per newly contested child: caches drop them)."""
+        for ref in contention.unnamed(self.uid):
+            try:
+                live = self.o.client.get(ref.api_version, ref.kind, ref.name,
+                                         namespace=ref.namespace)
+            except ApiError:
+                continue  # named at a later reconcile; "an unknown writer" until then
+            contention.name(self.uid, ref, live)
+        return contention.contests(self.uid)
 
     def _went_away(self) -> bool:
         """Whether the caller's cache says the parent is gone or being deleted (no request)."""
