@@ -30,6 +30,7 @@ from typing import Any
 import attrs
 
 from builders import ObjectRef
+from objectmatcher import LAST_APPLIED_ANNOTATION
 from reconciler._base.clocks import Clock
 from reconciler._base.errors import ReconcilerUsageError
 from reconciler._reconcile.planning import ChildPlan, PlanAction
@@ -84,7 +85,9 @@ class Contest:
         """The one sentence people read (condition message, Event, log line)."""
         who = (f"another process with this operator's field manager {self.manager!r} (a second "
                "replica without --leader-elect? run replicas with --leader-elect)"
-               if self.same_manager else f"manager {self.manager!r}")
+               if self.same_manager else f"{self.manager} (another controller, or a second "
+               "replica of this operator without --leader-elect?)" if self.manager == _UNKNOWN
+               else f"manager {self.manager!r}")
         return (f"{', '.join(self.paths)} of {self.ref} is changed back by {who}; undone "
                 f"{self.undone} times, backing off (next try in {self.backoff:g} s)")
 
@@ -100,6 +103,7 @@ class _Child:
     next_try: float = 0.0
     tries: int = 0
     last_write: float | None = None
+    written: str | None = None  # the last-applied record of the toolkit's last patch
 
 
 class ContentionDetector:
@@ -145,10 +149,8 @@ class ContentionDetector:
             if child is None or child.contest is None:
                 return
             found = other_writer(live, child.contest.paths, ours=self.field_manager)
-            if found is None:
-                return
-            named = attrs.evolve(child.contest, manager=found[0], same_manager=found[1],
-                                 named=True)
+            manager, same = found or (_UNKNOWN, False)  # not asked again: one read a contest
+            named = attrs.evolve(child.contest, manager=manager, same_manager=same, named=True)
             self.detected = [named if c is child.contest else c for c in self.detected]
             child.contest = named
 
@@ -169,20 +171,37 @@ class ContentionDetector:
         version = str(meta.get("resourceVersion") or "")
         with self._lock:
             child = self._children.setdefault((parent_uid, plan.ref), _Child())
-            changed = version != child.seen_version
-            if changed:
-                child.seen_version, child.seen_at = version, now
-            if not undoes_drift(plan):
-                return self._settled(plan, child, now)
-            if changed:
-                child.changes.append(now)
-                child.changes_since_write += 1
-            paths = drift_paths(plan)
-            if child.contest is None:
-                return self._watch(plan, child, now, paths, parent_uid=parent_uid)
-            return self._contested(plan, child, now, paths)
+            reviewed = self._review(plan, child, now, version, parent_uid=parent_uid)
+            if reviewed.action is PlanAction.PATCH:
+                child.written = _record(reviewed.body)
+            return reviewed
 
     # -- inside the lock --------------------------------------------------------------------
+
+    def _review(self, plan: ChildPlan, child: _Child, now: float, version: str, *,
+                parent_uid: str) -> ChildPlan:
+        changed = version != child.seen_version
+        if changed:
+            child.seen_version, child.seen_at = version, now
+        if not (undoes_drift(plan) or self._record_overwritten(plan, child)):
+            return self._settled(plan, child, now)
+        if changed:
+            child.changes.append(now)
+            child.changes_since_write += 1
+        paths = drift_paths(plan)
+        if child.contest is None:
+            return self._watch(plan, child, now, paths, parent_uid=parent_uid)
+        return self._contested(plan, child, now, paths)
+
+    @staticmethod
+    def _record_overwritten(plan: ChildPlan, child: _Child) -> bool:
+        """Whether someone else rewrote the last-applied record since the toolkit's last
+        write (another copy of this operator building other values): its patch undoes that
+        writer's change although the record differs from what is built now."""
+        if plan.action is not PlanAction.PATCH or child.written is None:
+            return False
+        record = _record(plan.live)
+        return record is not None and record not in (child.written, _record(plan.body))
 
     def _settled(self, plan: ChildPlan, child: _Child, now: float) -> ChildPlan:
         """A plan that undoes nothing: a repair that held long enough ends the contest."""
@@ -256,6 +275,13 @@ class ContentionDetector:
         gaps = [b - a for a, b in itertools.pairwise(times) if b > a]
         interval = sum(gaps) / len(gaps) if gaps else s.min_quiet
         return min(max(s.quiet_factor * interval, s.min_quiet), s.max_quiet)
+
+
+def _record(obj: Mapping[str, Any] | None) -> str | None:
+    meta = (obj or {}).get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+    value = annotations.get(LAST_APPLIED_ANNOTATION) if isinstance(annotations, Mapping) else None
+    return None if value is None else str(value)
 
 
 def _owns(fields: Any, path: Sequence[str]) -> bool:

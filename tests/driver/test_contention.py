@@ -9,7 +9,9 @@ the defaults) on the embedded server only (a minute of test time: the real serve
 there that the scaled run on it does not check): detected, at most 10 writes of the operator to
 that child in the minute after detection (one per revert without detection), the ``Contested``
 condition naming the field and the manager, one log line, other parents converging as usual, and
-the child repaired within a second of the writer stopping.
+the child repaired within a second of the writer stopping. Two copies of one operator wanting
+different replicas (``tests.driver.rival_operator``), run as processes without
+``--leader-elect``, each log one ``contested:`` line that says to use ``--leader-elect``.
 
 The operator's writes are counted by a ``ForwardingClient`` that passes every request to the
 server and notes the patches (its requests, per object); nothing is answered for the server.
@@ -34,6 +36,7 @@ from reconciler._client.protocol import ForwardingClient
 from reconciler._driver.runtime import OperatorRuntime
 from tests.driver.conftest import make_operator, running, thing, wait_until
 from tests.driver.sample_operator import API_VERSION
+from tests.driver.test_run_process import _ENV, _optk_run
 
 QUIET = ResyncPolicy(heartbeat=None)
 SCALED = Contention(window=6.0, backoff=0.2, max_backoff=60.0, min_quiet=0.04)
@@ -186,3 +189,37 @@ def test_a_second_writer_at_the_issues_figures(
     figures = fight(client, kube_api, ns, caplog, contention=Contention(), period=0.2,
                     duration=60.0)
     print(f"issue's figures: {figures}")
+
+
+@contextmanager
+def rival(kube_api: Any, ns: str, replicas: int) -> Iterator[Any]:
+    """``optk run tests.driver.rival_operator`` wanting ``replicas``, without leader election;
+    its stderr (SIGTERM after the block, exit awaited: ``_optk_run``)."""
+    with _optk_run(["tests.driver.rival_operator", "--kubeconfig", str(kube_api.kubeconfig_path),
+                    "--watch-namespace", ns],
+                   env={**_ENV, "OPTK_TEST_REPLICAS": str(replicas)}) as (_, stderr):
+        yield stderr
+
+
+@pytest.mark.both_servers
+def test_two_copies_without_leader_election_see_each_other(
+        client: KubernetesClient, kube_api: Any, ns: str) -> None:
+    client.create(thing(ns, "a"))
+    with rival(kube_api, ns, 2) as first, rival(kube_api, ns, 3) as second:
+        found = [log.wait_for(lambda line: "contested:" in line, 60) for log in (first, second)]
+        assert all(found), (first.text(), second.text())
+        generation = client.get("apps/v1", "Deployment", "a-web", namespace=ns)[
+            "metadata"]["generation"]
+        time.sleep(12.0)  # the issue's minute, scaled by 5 as the operator's Contention is
+        writes = client.get("apps/v1", "Deployment", "a-web", namespace=ns)[
+            "metadata"]["generation"] - generation
+    for log in (first, second):
+        lines = [line for line in log.lines if "contested:" in line]
+        assert len(lines) == 1, lines  # one line each
+        assert "/spec/replicas" in lines[0]
+        assert "--leader-elect" in lines[0]
+        print(lines[0])
+    # Each spec write of either copy bumps the generation: one per revert without detection
+    # (hundreds in 12 s), at most 10 per copy after it.
+    assert writes <= 20, writes
+    print(f"two copies: {writes} writes in the 12 s after detection")

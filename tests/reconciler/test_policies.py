@@ -331,3 +331,34 @@ def test_same_ratios_run_shorter() -> None:
 def test_contention_settings_are_checked() -> None:
     with pytest.raises(ValueError, match="window"):
         Contention(window=0)
+
+
+def test_another_copy_of_the_operator_rewriting_the_record_is_contention_too() -> None:
+    # Two copies building 2 and 3 replicas: each patch rewrites the last-applied record, so the
+    # other's patch is not "the same record"; the record it wrote itself being replaced is.
+    clock = VirtualClock(start=0.0)
+    detector = ContentionDetector(Contention(), clock=clock, field_manager="optk")
+    ours, theirs = deployment(2), deployment(3)
+    live, version, writes = set_last_applied(ours), 1, 0
+    for _ in range(50):
+        live = {**live, "metadata": {**live["metadata"], "resourceVersion": str(version)}}
+        plan = detector.review(plan_child(live=live, desired=ours, state=DesiredState.PRESENT),
+                               parent_uid=UID)
+        if plan.action is PlanAction.PATCH:
+            writes += 1
+        clock.advance(0.05)
+        live, version = set_last_applied(theirs), version + 1  # the other copy at once
+        live["metadata"]["uid"] = "child-uid"
+    [contest] = detector.contests(UID)
+    assert contest.paths == ("/spec/replicas",)
+    assert writes <= 5, writes  # 50 without detection
+    # The parent's own change is not contention: a new build patches at once.
+    fresh = ContentionDetector(Contention(), clock=clock, field_manager="optk")
+    for replicas in (3, 4, 5, 6):
+        live = {**set_last_applied(deployment(replicas - 1)),
+                "metadata": {**set_last_applied(deployment(replicas - 1))["metadata"],
+                             "resourceVersion": str(replicas)}}
+        plan = fresh.review(plan_child(live=live, desired=deployment(replicas),
+                                       state=DesiredState.PRESENT), parent_uid=UID)
+        assert plan.action is PlanAction.PATCH
+    assert fresh.contests(UID) == []
