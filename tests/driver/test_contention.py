@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import attrs
 import pytest
 from kubernetes import client as k8s
 
@@ -134,7 +135,8 @@ def replicas(client: KubernetesClient, ns: str, name: str) -> int | None:
 def fight(client: KubernetesClient, kube_api: Any, ns: str, caplog: pytest.LogCaptureFixture,
           *, contention: Contention, period: float, duration: float) -> dict[str, float]:
     """Run the fight; assert what the issue asks; return the figures."""
-    operator = make_operator(ns, build=build, resync=QUIET, contention=contention)
+    operator = attrs.evolve(make_operator(ns, build=build, resync=QUIET, contention=contention),
+                            events=True)
     counter = PatchCounter(for_operator(KubernetesClient(kube_api.api_client()), operator.name))
     caplog.set_level(logging.WARNING, logger="reconciler._reconcile.parents")
     with running(operator, counter) as runtime:
@@ -149,6 +151,7 @@ def fight(client: KubernetesClient, kube_api: Any, ns: str, caplog: pytest.LogCa
             message = condition(client, ns, "a", "Contested")["message"]
             assert "/spec/replicas" in message
             assert "test-scaler" in message
+            assert b"\noptk_contested_objects 1.0" in runtime.metrics.exposition()
             others_converge(client, runtime, ns)
             writer.join(duration + 10)
         stopped = scaler.last
@@ -156,6 +159,11 @@ def fight(client: KubernetesClient, kube_api: Any, ns: str, caplog: pytest.LogCa
         repaired = time.monotonic() - stopped
         assert wait_until(lambda: condition(client, ns, "a", "Contested").get("status")
                           == "False", timeout=10)
+        assert b"\noptk_contested_objects 0.0" in runtime.metrics.exposition()
+        events = [e for e in client.list("v1", "Event", namespace=ns)["items"]
+                  if e["reason"] == "FieldContested"]
+        assert len(events) == 1, events  # one aggregated Event, not one per round
+        assert "test-scaler" in events[0]["message"]
     after = [t for t in counter.times("a-web") if detected < t <= detected + duration]
     lines = [r for r in caplog.records if "contested:" in r.getMessage()
              and "a-web" in r.getMessage()]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import heapq
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -243,18 +244,23 @@ class Fight:
         self.timers: list[tuple[float, int, str]] = []
         self.seq = 0
         self.last_manager = "optk"
+        self._plans: dict[int, ChildPlan] = {}
 
     def at(self, when: float, what: str) -> None:
         self.seq += 1
         heapq.heappush(self.timers, (when, self.seq, what))
 
     def reconcile(self) -> None:
-        live = live_of(self.desired, replicas=self.replicas, version=self.version,
-                       managed=[managed(self.last_manager, f"{self.version:09d}")],
-                       **{"test/stamp": str(self.stamp)})
-        plan = plan_child(live=live, desired=self.desired, state=DesiredState.PRESENT,
-                          owner_uid=UID)
-        plan = self.detector.review(plan, parent_uid=UID)
+        plan = self._plans.get(self.replicas)
+        if plan is None:  # the match once per value: the simulation stays fast
+            plan = self._plans[self.replicas] = plan_child(
+                live=live_of(self.desired, replicas=self.replicas), desired=self.desired,
+                state=DesiredState.PRESENT, owner_uid=UID)
+        live = dict(plan.live or {})
+        live["metadata"] = {**live["metadata"], "resourceVersion": str(self.version),
+                            "managedFields": [managed(self.last_manager,
+                                                      f"{self.version:09d}")]}
+        plan = self.detector.review(attrs.evolve(plan, live=live), parent_uid=UID)
         now = self.clock.monotonic()
         if self.detected_at is None and self.detector.contests(UID):
             self.detected_at = now
@@ -362,3 +368,88 @@ def test_another_copy_of_the_operator_rewriting_the_record_is_contention_too() -
                                        state=DesiredState.PRESENT), parent_uid=UID)
         assert plan.action is PlanAction.PATCH
     assert fresh.contests(UID) == []
+
+
+def test_optk_run_pause_flags_reach_the_operator() -> None:
+    from reconciler._commands.cli import build_parser
+    from reconciler._driver.deployed import deployed_operator
+    from tests.reconciler import plan_operator
+
+    args = build_parser().parse_args(["run", "x", "--paused", "--pause-namespace", "a",
+                                      "--pause-namespace", "b"])
+    assert args.paused
+    assert args.pause_namespaces == ["a", "b"]
+    operator = deployed_operator(plan_operator.operator, leader_elect=False,
+                                 lease_namespace=None, watch_namespace=None,
+                                 paused=args.paused, pause_namespaces=args.pause_namespaces)
+    assert operator.pauses({}) == PauseSettings(everything=True, namespaces=frozenset("ab"))
+    plain = build_parser().parse_args(["run", "x"])
+    assert deployed_operator(plan_operator.operator, leader_elect=False, lease_namespace=None,
+                             watch_namespace=None, paused=plain.paused,
+                             pause_namespaces=plain.pause_namespaces) is plan_operator.operator
+
+
+def test_operator_settings_are_checked() -> None:
+    from reconciler import Operator
+
+    operator = Operator(api_version="v1", kind="ConfigMap", build=lambda p: [], drift="warn",
+                        ignore_fields=["/spec/replicas"])
+    assert operator.drift is DriftMode.WARN
+    with pytest.raises(ValueError, match="warm"):
+        Operator(api_version="v1", kind="ConfigMap", build=lambda p: [], drift="warm")
+    with pytest.raises(PolicyAnnotationError, match=r"spec\.replicas"):
+        Operator(api_version="v1", kind="ConfigMap", build=lambda p: [],
+                 ignore_fields=["spec.replicas"])
+    with pytest.raises(TypeError, match="contention"):
+        Operator(api_version="v1", kind="ConfigMap", build=lambda p: [], contention=3)
+
+
+# -- what the parent says ---------------------------------------------------------------------
+
+def test_drift_and_contest_conditions_and_their_events() -> None:
+    from reconciler._reconcile.contention import Contest
+    from reconciler._reconcile.interventions import (
+        intervention_conditions,
+        intervention_events,
+        paused_status_patch,
+        with_interventions,
+    )
+    from reconciler._reconcile.reconciling import Action, ReconcileResult
+
+    parent: dict[str, Any] = {"metadata": {"generation": 4}, "status": {
+        "observedGeneration": 3, "conditions": [{"type": "Reconciled", "status": "True",
+                                                 "reason": "ReconcileSucceeded",
+                                                 "observedGeneration": 3}]}}
+    drifted = ReconcileResult(action=Action.UNCHANGED, ref=REF, drift=("/spec/replicas",),
+                              held="drift mode warn: patch not sent, drift reported")
+    contest = Contest(parent_uid=UID, ref=REF, paths=("/spec/replicas",), manager="hpa",
+                      same_manager=False, undone=3, backoff=1.0, named=True)
+    wanted = intervention_conditions(parent, [drifted], [contest])
+    assert [(c["type"], c["status"], c["reason"]) for c in wanted] == [
+        ("Drifted", "True", "DriftDetected"), ("Contested", "True", "FieldContested")]
+    assert "/spec/replicas" in wanted[0]["message"]
+    assert "'hpa'" in wanted[1]["message"]
+    assert [e.reason for e in intervention_events(parent, wanted)] == [
+        "DriftDetected", "FieldContested"]
+    patch = with_interventions(parent, None, wanted, now=0.0)
+    assert patch is not None
+    written = {**parent, "status": patch["status"]}
+    # The same again (a later backoff count alone): no write, no Event.
+    later = intervention_conditions(written, [drifted], [attrs.evolve(contest, undone=4,
+                                                                      backoff=2.0)])
+    assert with_interventions(written, None, later, now=1.0) is None
+    assert intervention_events(written, later) == []
+    # Gone: False once, then nothing.
+    cleared = intervention_conditions(written, [], [])
+    assert [(c["type"], c["status"]) for c in cleared] == [("Drifted", "False"),
+                                                           ("Contested", "False")]
+    assert intervention_conditions(parent, [], []) == []
+    # Paused: Reconciled False/ReconcilePaused keeping observedGeneration, written once.
+    paused = paused_status_patch(parent, reason="annotation", now=0.0)
+    assert paused is not None
+    [reconciled] = paused["status"]["conditions"]
+    assert reconciled["reason"] == "ReconcilePaused"
+    assert reconciled["observedGeneration"] == 3
+    assert "observedGeneration" not in paused["status"]
+    assert paused_status_patch({**parent, "status": paused["status"]}, reason="annotation",
+                               now=5.0) is None
