@@ -169,11 +169,19 @@ class ContentionDetector:
         now = self.clock.monotonic()
         meta = plan.live.get("metadata") or {}
         version = str(meta.get("resourceVersion") or "")
+        key = (parent_uid, plan.ref)
         with self._lock:
-            child = self._children.setdefault((parent_uid, plan.ref), _Child())
+            child = self._children.get(key)
+            if child is None:  # known only from a first patch on: steady children cost nothing
+                if plan.action is not PlanAction.PATCH:
+                    return plan
+                child = self._children[key] = _Child()
             reviewed = self._review(plan, child, now, version, parent_uid=parent_uid)
             if reviewed.action is PlanAction.PATCH:
                 child.written = _record(reviewed.body)
+            elif (child.contest is None and reviewed.action is PlanAction.UNCHANGED
+                  and not (child.undos and now - child.undos[-1][0] <= self.settings.window)):
+                del self._children[key]  # at rest: forgotten (its record with it)
             return reviewed
 
     # -- inside the lock --------------------------------------------------------------------

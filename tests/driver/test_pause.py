@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from reconciler import KubernetesClient, ResyncPolicy
+from reconciler._reconcile.finalizing import CLEANUP_FINALIZER
 from reconciler.testing import wait_idle
 from tests.driver.conftest import child_data, make_operator, running, thing, wait_until
 from tests.driver.sample_operator import API_VERSION
@@ -96,3 +97,29 @@ def test_operator_and_namespace_pauses_write_nothing_at_all(
         assert server_writes(kube_api) - before == 1  # the test's create alone
         assert child_data(client, ns, "b") is None
         assert "status" not in client.get(API_VERSION, "Thing", "b", namespace=ns)
+
+
+@pytest.mark.both_servers
+def test_a_paused_parent_being_deleted_keeps_its_cleanup_until_lifted(
+        client: KubernetesClient, ns: str) -> None:
+    calls: list[str] = []
+    operator = make_operator(ns, resync=QUIET, on_delete=lambda p: calls.append(
+        p["metadata"]["name"]))
+    with running(operator, client) as runtime:
+        client.create(thing(ns, "e", "1"))  # reconciled: it gets the cleanup finalizer
+        assert wait_until(lambda: CLEANUP_FINALIZER in (client.get(
+            API_VERSION, "Thing", "e", namespace=ns)["metadata"].get("finalizers") or ()))
+        merge(client, API_VERSION, "Thing", "e", ns,
+              {"metadata": {"annotations": {"optk.dev/paused": "true"}}})
+        assert wait_until(lambda: reconciled(client, ns, "e").get("reason") == "ReconcilePaused")
+        client.delete(API_VERSION, "Thing", "e", namespace=ns)
+        assert wait_idle(runtime, 10)
+        time.sleep(0.5)
+        assert calls == []  # the pause holds the cleanup as well
+        assert client.get(API_VERSION, "Thing", "e", namespace=ns)["metadata"][
+            "deletionTimestamp"]
+        merge(client, API_VERSION, "Thing", "e", ns,
+              {"metadata": {"annotations": {"optk.dev/paused": None}}})
+        assert wait_until(lambda: calls == ["e"])
+        assert wait_until(lambda: not client.list(API_VERSION, "Thing", namespace=ns,
+                                                  field_selector="metadata.name=e")["items"])
