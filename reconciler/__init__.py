@@ -45,6 +45,7 @@ from reconciler._driver.runtime import OperatorRuntime
 from reconciler._driver.triggers import REQUESTED_AT_ANNOTATION
 from reconciler._leadership.election import LeaderElection
 from reconciler._reconcile.applying import ServerSideApply, ThreeWayMerge
+from reconciler._reconcile.contention import Contention
 from reconciler._reconcile.parents import ChildError, ParentReconciler, ParentResult
 from reconciler._reconcile.readiness import Readiness
 from reconciler._reconcile.reconciling import Action, ReconcileResult, ResourceReconciler
@@ -65,6 +66,7 @@ __all__ = [
     "ClientUsageError",
     "ClusterClient",
     "ConflictError",
+    "Contention",
     "ForbiddenError",
     "GoneError",
     "ImmutableFieldError",

@@ -43,8 +43,10 @@ The tree (the embedded server and ``reconciler.envtest`` have their own roots)::
         │                                 (``source``: its path or the server URL)
         ├── RbacDerivationError           ``optk manifests`` cannot derive the role
         │                                 (``build`` failed on a sample ``parent``)
-        └── WebhookCertificateError       the webhook's certificates cannot be read or made
-                                          (``source``: the directory or Secret)
+        ├── WebhookCertificateError       the webhook's certificates cannot be read or made
+        │                                 (``source``: the directory or Secret)
+        └── PolicyAnnotationError         an ``optk.dev/*`` annotation that cannot be read
+                                          (``ref``, ``annotation``, ``value``)
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ __all__ = [
     "NamespaceTerminatingError",
     "NotFoundError",
     "ObjectRef",
+    "PolicyAnnotationError",
     "RbacDerivationError",
     "ReconcilerError",
     "ReconcilerUsageError",
@@ -159,6 +162,21 @@ class ReconcilerUsageError(ReconcilerError, ValueError):
 
 class ReconcilerUsageTypeError(ReconcilerUsageError, TypeError):
     """An argument of the wrong type (also a ``TypeError``); the message names it."""
+
+
+class PolicyAnnotationError(ReconcilerUsageError):
+    """An ``optk.dev/*`` annotation whose value the toolkit cannot read.
+
+    ``ref`` names the object, ``annotation`` the annotation and ``value`` what it held; nothing
+    is written to that object until it is fixed."""
+
+    def __init__(self, *, ref: ObjectRef, annotation: str, value: object, expected: str) -> None:
+        self.ref = ref
+        self.annotation = annotation
+        self.value = value
+        super().__init__(
+            f"{ref}: annotation {annotation}={value!r} is not valid ({expected}); nothing is "
+            "written to it until it is fixed")
 
 
 class ClientUsageError(ReconcilerUsageError):

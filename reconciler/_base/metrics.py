@@ -51,6 +51,16 @@ _RECONCILE_BUCKETS = (
 _QUEUE_BUCKETS = tuple(10.0**e for e in range(-8, 4))
 
 
+class Interventions(Protocol):
+    """What the intervention gauges read (the parent reconciler)."""
+
+    def drifted_count(self) -> int:
+        """Children whose drift is reported instead of repaired."""
+
+    def contested_count(self) -> int:
+        """Children whose repair is held back by contention."""
+
+
 class OperatorMetrics:
     """The metric families of one operator (one controller, named ``controller``)."""
 
@@ -112,6 +122,15 @@ class OperatorMetrics:
     def set_leader(self, lease: str, leading: bool) -> None:
         """Report whether this process holds ``lease``."""
         self.leader.labels(lease).set(1 if leading else 0)
+
+    def intervention_gauges(self, source: Interventions) -> None:
+        """``optk_drifted_objects`` and ``optk_contested_objects``, read when scraped."""
+        Gauge("optk_drifted_objects", "Children whose drift is reported, not repaired "
+              "(drift mode warn, policy observe)", registry=self.registry).set_function(
+                  lambda: float(source.drifted_count()))
+        Gauge("optk_contested_objects", "Children whose repair is held back: another writer "
+              "keeps changing the same fields", registry=self.registry).set_function(
+                  lambda: float(source.contested_count()))
 
     def exposition(self) -> bytes:
         """The registry in the Prometheus text format."""

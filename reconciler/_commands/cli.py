@@ -65,6 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--lease-namespace", default=None,
                      help="namespace of the Leases (default: the pod's own namespace)")
     run.add_argument("--watch-namespace", default=None, help="watch parents in this one namespace")
+    run.add_argument("--paused", action="store_true",
+                     help="write nothing to any parent or child (maintenance; OPTK_PAUSED=1)")
+    run.add_argument("--pause-namespace", action="append", default=[], metavar="NS",
+                     dest="pause_namespaces",
+                     help="write nothing in NS (repeatable; OPTK_PAUSED_NAMESPACES=a,b)")
     run.set_defaults(handler=_run_operator, log_level="INFO")
     manifests = subparsers.add_parser(
         "manifests", help="print the YAML that deploys an operator, with a derived role"
@@ -225,7 +230,8 @@ def _run_operator(args: argparse.Namespace) -> int:
                            log_format=args.log_format,
                            log_level=args.log_level, leader_elect=args.leader_elect,
                            lease_namespace=args.lease_namespace,
-                           watch_namespace=args.watch_namespace)
+                           watch_namespace=args.watch_namespace, paused=args.paused,
+                           pause_namespaces=args.pause_namespaces)
     except ValueError as error:
         print(f"optk run: {error}", file=sys.stderr)
         return 2

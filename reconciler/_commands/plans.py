@@ -6,7 +6,10 @@ and patches go to the server only as ``dryRun=All`` requests, so defaulting, val
 immutable-field refusals are the server's own while nothing is stored; deletes and recreations
 are reported without being sent, and no Event or status is written. This module turns
 the results into the text people read (one line per child, the field diff under each update,
-Secret values redacted by ``objectmatcher``) and implements the command behind the CLI.
+Secret values redacted by ``objectmatcher``) and implements the command behind the CLI. People's
+say shows as the operator would honour it: a paused parent plans nothing (``paused``), a write a
+child's ``optk.dev/policy`` or the drift mode holds back is listed as ``held`` with why, and
+``optk.dev/ignore-fields`` and ``Operator(ignore_fields=...)`` leave their fields out of diffs.
 """
 
 from __future__ import annotations
@@ -15,12 +18,17 @@ import sys
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
+import attrs
+
 from builders import ObjectRef, ResourceBuilder
 from objectmatcher import LAST_APPLIED_ANNOTATION, format_diff
+from reconciler._base.clocks import RealClock
 from reconciler._base.errors import NotFoundError, ReconcilerError
 from reconciler._client.protocol import ClusterClient, KubeObject
 from reconciler._reconcile.applying import ApplyStrategy
+from reconciler._reconcile.guard import PlanGuard
 from reconciler._reconcile.parents import ParentReconciler, ParentResult
+from reconciler._reconcile.policies import PauseSettings
 from reconciler._reconcile.reconciling import Action, ResourceReconciler
 
 __all__ = ["format_plan", "plan_command", "plan_parents"]
@@ -82,15 +90,18 @@ def plan_parents(
     recreate: bool = False,
     apply: ApplyStrategy | None = None,
     apply_kinds: Mapping[str, ApplyStrategy] | None = None,
+    guard: PlanGuard | None = None,
+    pause: PauseSettings | None = None,
 ) -> list[ParentResult]:
     """The dry-run result of reconciling each parent (read from the cluster when it exists);
     ``apply``/``apply_kinds`` the operator's write strategies (a migration to or from
-    server-side apply shows as an update with its reason)."""
+    server-side apply shows as an update with its reason); ``guard`` and ``pause`` as the
+    operator's (``Operator.plan_guard``, ``Operator.pauses``)."""
     resources = ResourceReconciler(client, recreate=recreate, dry_run=True, apply=apply,
-                                   apply_kinds=apply_kinds)
+                                   apply_kinds=apply_kinds, guard=guard)
     planner = ParentReconciler(
         client, build, operator_name=operator_name, resources=resources,
-        prune_kinds=prune_kinds, dry_run=True,
+        prune_kinds=prune_kinds, dry_run=True, pause=pause,
     )
     return [planner.reconcile(_live_parent(client, parent)) for parent in parents]
 
@@ -100,7 +111,13 @@ def format_plan(results: Sequence[ParentResult], *, show_unchanged: bool = False
     lines: list[str] = []
     for result in results:
         lines.append(f"{result.parent}:")
+        if result.paused:
+            lines.append(f"  {'paused':<9} nothing would be written ({result.paused})")
         for child in (*result.children, *result.pruned):
+            if child.held:
+                lines.append(f"  {'held':<9} {child.ref}  ({child.held})")
+                lines.extend(f"      drifted {path or '(missing)'}" for path in child.drift)
+                continue
             if child.action is Action.UNCHANGED and not show_unchanged:
                 continue
             line = f"  {_VERBS[child.action]:<9} {child.ref}"
@@ -112,10 +129,12 @@ def format_plan(results: Sequence[ParentResult], *, show_unchanged: bool = False
                 lines.extend(f"      {row}" for row in format_diff(shown).splitlines())
         for error in result.errors:
             lines.append(f"  {'error':<9} {error.ref}  ({error.message})")
-        unchanged = sum(1 for c in result.children if c.action is Action.UNCHANGED)
+        unchanged = sum(1 for c in result.children
+                        if c.action is Action.UNCHANGED and not c.held)
         if unchanged and not show_unchanged:
             lines.append(f"  ({unchanged} unchanged)")
-        if not result.children and not result.pruned and not result.errors:
+        if not result.children and not result.pruned and not result.errors and (
+                not result.paused):
             lines.append("  (no children)")
     return "\n".join(lines)
 
@@ -152,6 +171,8 @@ def plan_command(
             client, operator.build, parents, operator_name=operator.name,
             prune_kinds=operator.prune, recreate=operator.recreate, apply=operator.apply,
             apply_kinds=operator.apply_kinds,
+            guard=attrs.evolve(operator, contention=None).plan_guard(RealClock()),
+            pause=operator.pauses(),
         )
     except ReconcilerError as error:
         print(f"optk plan: {error}", file=sys.stderr)

@@ -7,7 +7,10 @@ way out, for a stopped operator: it deletes every child the operator manages (fo
 by the toolkit's ownership rule), then removes the finalizer from every parent. The kinds looked
 at are those the live parents' builders build, the operator's ``prune`` kinds and the kinds each
 parent's cleanup annotation lists. CRDs that still hold custom resources are kept (and reported)
-unless marked ``optk.dev/allow-data-loss``. The command-line shell is ``reconciler._commands.cli``.
+unless marked ``optk.dev/allow-data-loss``. People's say is kept (docs/driver.md): the children
+and the finalizer of a parent annotated ``optk.dev/paused: "true"`` stay, and so does a child
+whose ``optk.dev/policy`` forbids deleting it (``ignore``, ``observe``, ``no-prune``); each is
+reported as kept, with why. The command-line shell is ``reconciler._commands.cli``.
 
 An operator still running would create everything again within a second, so
 ``uninstall_command`` first looks for it (``running_holds``): the Leases named ``<name>-leader``
@@ -31,12 +34,15 @@ from typing import TextIO
 import attrs
 
 from builders import ObjectRef
+from builders.names import OWNER_UID_LABEL, label_value
 from reconciler._base.errors import (
     DataLossError,
     NotFoundError,
+    PolicyAnnotationError,
     ReconcilerError,
     ReconcilerUsageError,
 )
+from reconciler._base.keys import meta_of
 from reconciler._client.protocol import ClusterClient, KubeObject
 from reconciler._driver.operators import Operator
 from reconciler._driver.resync_loop import heartbeat_hold
@@ -51,6 +57,7 @@ from reconciler._reconcile.finalizing import (
     managed_selector,
 )
 from reconciler._reconcile.planning import is_owned
+from reconciler._reconcile.policies import ChildPolicy, child_policy
 
 __all__ = ["UninstallReport", "describe_hold", "running_holds",
            "uninstall", "uninstall_command"]
@@ -105,8 +112,12 @@ def uninstall(client: ClusterClient, operator: Operator) -> UninstallReport:
                                  label_selector=managed_selector(operator.name))["items"]
         except NotFoundError:
             continue
+    paused = _paused(operator, parents)
     for obj in sorted(found, key=_order):
         ref = ObjectRef.of(obj)
+        if (why := _kept_by_people(obj, paused)) is not None:
+            kept.append((ref, why))
+            continue
         if not is_owned(obj)[0]:
             kept.append((ref, is_owned(obj)[1]))
             continue
@@ -120,6 +131,9 @@ def uninstall(client: ClusterClient, operator: Operator) -> UninstallReport:
         if not has_finalizer(parent):
             continue
         ref = ObjectRef.of(parent)
+        if (why := paused.get(label_value(str(meta_of(parent).get("uid"))))) is not None:
+            kept.append((ref, f"{CLEANUP_FINALIZER} kept: paused ({why})"))
+            continue
         try:
             client.patch(ref.api_version, ref.kind, ref.name, finalizer_patch(parent, add=False),
                          patch_type="application/merge-patch+json", namespace=ref.namespace)
@@ -130,6 +144,28 @@ def uninstall(client: ClusterClient, operator: Operator) -> UninstallReport:
             continue
         released.append(ref)
     return UninstallReport(deleted=tuple(deleted), released=tuple(released), kept=tuple(kept))
+
+
+def _paused(operator: Operator, parents: Iterable[KubeObject]) -> dict[str, str]:
+    """Why each paused parent is paused, by its owner-uid label value (its annotation, or its
+    namespace paused in code: ``OPTK_PAUSED`` and ``--paused`` pause a running operator)."""
+    pauses = attrs.evolve(operator.pauses({}), everything=False)
+    return {label_value(str(meta_of(p).get("uid"))): found[0] for p in parents
+            if (found := pauses.reason(p)) is not None}
+
+
+def _kept_by_people(obj: KubeObject, paused: dict[str, str]) -> str | None:
+    """Why people keep ``obj`` (its parent is paused, its policy forbids a delete), or None."""
+    owner = (meta_of(obj).get("labels") or {}).get(OWNER_UID_LABEL)
+    if owner in paused:
+        return f"its parent is paused ({paused[owner]})"
+    try:
+        policy = child_policy(obj)
+    except PolicyAnnotationError as exc:
+        return str(exc)
+    if policy in (ChildPolicy.IGNORE, ChildPolicy.OBSERVE, ChildPolicy.NO_PRUNE):
+        return f"policy {policy.value}: never deleted by the toolkit"
+    return None
 
 
 def running_holds(client: ClusterClient, operator: Operator) -> list[LeaseHold]:

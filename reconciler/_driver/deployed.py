@@ -1,14 +1,16 @@
 """The operator as deployed: what ``optk run --leader-elect`` changes of the ``Operator`` value.
 
 ``deployed_operator`` is what ``--leader-elect``/``--lease-namespace``/``--watch-namespace``
-(the flags of the Deployment ``optk manifests`` writes) change: the ``Operator`` value, and
-nothing else; it is the one place that knows those fields. ``optk run`` then runs the adapted
-value through the same process shell as without them (``reconciler._driver.process``: logging,
-connection and ``/version`` probe, heap freeze, signals, metrics).
+(the flags of the Deployment ``optk manifests`` writes) and the maintenance flags ``--paused``/
+``--pause-namespace`` change: the ``Operator`` value, and nothing else; it is the one place
+that knows those fields. ``optk run`` then runs the adapted value through the same process
+shell as without them (``reconciler._driver.process``: logging, connection and ``/version``
+probe, heap freeze, signals, metrics).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -23,7 +25,7 @@ __all__ = ["deployed_operator"]
 
 def deployed_operator(
     operator: Operator, *, leader_elect: bool, lease_namespace: str | None,
-    watch_namespace: str | None,
+    watch_namespace: str | None, paused: bool = False, pause_namespaces: Sequence[str] = (),
 ) -> Operator:
     """``operator`` with leader election, the Leases' namespace and the watched namespace set
     (the one function that knows those ``Operator`` fields; adapt it here). With
@@ -46,4 +48,8 @@ def deployed_operator(
         changes["leader_election"] = election
     if watch_namespace:
         changes["namespace"] = watch_namespace
+    if paused:  # --paused, --pause-namespace: maintenance (docs/driver.md)
+        changes["paused"] = True
+    if pause_namespaces:
+        changes["paused_namespaces"] = (*operator.paused_namespaces, *pause_namespaces)
     return attrs.evolve(operator, **changes) if changes else operator

@@ -27,7 +27,10 @@ from reconciler._client.protocol import ClusterClient, KubeObject
 from reconciler._driver.resyncs import ResyncPolicy
 from reconciler._leadership.election import LeaderElection
 from reconciler._reconcile.applying import ApplyStrategy, ServerSideApply, ThreeWayMerge
+from reconciler._reconcile.contention import Contention
 from reconciler._reconcile.custom_conditions import condition_type_problem, declared_status
+from reconciler._reconcile.guard import PlanGuard
+from reconciler._reconcile.policies import DriftMode, PauseSettings, parse_ignore_fields
 from reconciler._reconcile.readiness import Readiness, StatusBuilder
 from reconciler._sharding.decisions import Sharding
 
@@ -83,6 +86,15 @@ class Operator:
     annotation) or ``ServerSideApply(force=False)`` (the operator's name as field manager;
     docs/server-side-apply.md); ``apply_kinds`` overrides it per child kind
     (``{"ConfigMap": ThreeWayMerge()}``, kinds named as ``Kind.group``).
+    People stay in control (docs/driver.md, "Pause, policies, drift and contention"):
+    ``paused=True`` (``optk run --paused``, ``OPTK_PAUSED=1``) and ``paused_namespaces``
+    (``--pause-namespace``, ``OPTK_PAUSED_NAMESPACES``) stop every write for maintenance, as
+    the ``optk.dev/paused: "true"`` annotation does for one parent; ``drift="warn"`` reports a
+    changed child (condition ``Drifted``, an Event, ``optk_drifted_objects``) instead of
+    repairing it (``"repair"``, the default); ``ignore_fields`` lists JSON pointers
+    (``/spec/replicas``) never compared on any child, as the ``optk.dev/ignore-fields``
+    annotation does on one; ``contention=Contention(...)`` says when a field another writer
+    keeps changing back counts as contested and how the repair backs off (``None``: never).
     ``watch_inactivity_timeout`` (130 s) is how long any of the operator's watches may send
     nothing, not even a bookmark, before it is presumed dead and replaced (docs/driver.md).
     """
@@ -113,6 +125,11 @@ class Operator:
     watch_inactivity_timeout: float = WATCH_INACTIVITY_TIMEOUT
     apply: ApplyStrategy = attrs.field(factory=ThreeWayMerge)
     apply_kinds: Mapping[str, ApplyStrategy] = attrs.field(factory=dict)
+    paused: bool = False
+    paused_namespaces: Collection[str] = attrs.field(default=(), converter=tuple)
+    drift: DriftMode = attrs.field(default=DriftMode.REPAIR, converter=DriftMode)
+    ignore_fields: Sequence[str] = attrs.field(default=(), converter=tuple)
+    contention: Contention | None = attrs.field(factory=Contention)
 
     def __attrs_post_init__(self) -> None:
         for strategy in (self.apply, *self.apply_kinds.values()):
@@ -155,6 +172,11 @@ class Operator:
             raise ReconcilerUsageTypeError(
                 f"operator {self.name!r}: leader_election must be a LeaderElection "
                             f"or None, got {type(self.leader_election).__name__}")
+        parse_ignore_fields(",".join(self.ignore_fields))  # names the bad pointer
+        if self.contention is not None and not isinstance(self.contention, Contention):
+            raise ReconcilerUsageTypeError(
+                f"operator {self.name!r}: contention must be a Contention or None, "
+                f"got {type(self.contention).__name__}")
         if self.sharding is not None and not isinstance(self.sharding, Sharding):
             raise ReconcilerUsageTypeError(
                 f"operator {self.name!r}: sharding must be a Sharding or None, "
@@ -189,6 +211,16 @@ class Operator:
     def policy(self, environ: Mapping[str, str] | None = None) -> ResyncPolicy:
         """The resync policy from code and environment (the ConfigMap applies at run time)."""
         return self.resync.with_environment(os.environ if environ is None else environ)
+
+    def pauses(self, environ: Mapping[str, str] | None = None) -> PauseSettings:
+        """The operator- and namespace-wide pauses from code and environment."""
+        return PauseSettings.of(paused=self.paused, namespaces=self.paused_namespaces,
+                                environ=os.environ if environ is None else environ)
+
+    def plan_guard(self, clock: Clock) -> PlanGuard:
+        """What the executor asks about each plan: drift mode, ignored fields, contention."""
+        return PlanGuard.of(drift=self.drift, ignore_fields=self.ignore_fields,
+                            contention=self.contention, clock=clock, field_manager=self.name)
 
     def start(
         self,

@@ -32,6 +32,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from types import ModuleType
 from typing import Any, NamedTuple
 
@@ -314,6 +315,8 @@ def run_command(
     leader_elect: bool = False,
     lease_namespace: str | None = None,
     watch_namespace: str | None = None,
+    paused: bool = False,
+    pause_namespaces: Sequence[str] = (),
 ) -> int:
     """``optk run MODULE[:ATTR]``, both forms: set up logging, load the operator, adapt it to
     the deployed flags (``deployed_operator``), run it until SIGTERM; the process exit code.
@@ -325,8 +328,13 @@ def run_command(
     _configure_logging(log_format=log_format, log_level=log_level)
     operator = deployed_operator(load_operator(target), leader_elect=leader_elect,
                                  lease_namespace=lease_namespace,
-                                 watch_namespace=watch_namespace)
+                                 watch_namespace=watch_namespace, paused=paused,
+                                 pause_namespaces=pause_namespaces)
     _log.info("running operator %s for %s.%s", operator.name, operator.kind, operator.api_version)
+    if (pauses := operator.pauses()).everything or pauses.namespaces:
+        _log.warning("paused for maintenance: %s; nothing is written there until restarted "
+                     "without it", "every parent" if pauses.everything
+                     else "namespaces " + ", ".join(sorted(pauses.namespaces)))
     return operator.run(kubeconfig=kubeconfig, embedded=embedded, metrics_port=metrics_port,
                         metrics_bind_address=metrics_bind_address, metrics_auth=metrics_auth)
 

@@ -148,8 +148,8 @@ class OperatorRuntime:
         self.reader = InformerReader(client, self.informers,
                                      extra={self.parents.type_key: self.parents})
         self.reconciler = _parent_reconciler(operator, self.client, self.reader, shard=shard,
-                                             clock=self.clock,
-                                             parent_alive=partial(_parent_alive, self.parents))
+            clock=self.clock, environ=environ, parent_alive=partial(_parent_alive, self.parents))
+        self.metrics.intervention_gauges(self.reconciler)  # drifted and contested children
         self.config_informer = _config_informer(operator, client, clock=self.clock,
                                                 watch_timeout=watch_timeout)
         # The resync loop needs only the schedule, the queue and the heartbeat; whether the
@@ -424,15 +424,17 @@ def _clean_up(cleanups: list[Callable[[], object]], operator_name: str) -> None:
 
 def _parent_reconciler(
     operator: Operator, client: ClusterClient, reader: InformerReader, *, shard: str | None,
-    clock: Clock, parent_alive: Callable[[KubeObject], bool],
+    clock: Clock, parent_alive: Callable[[KubeObject], bool], environ: Mapping[str, str] | None,
 ) -> ParentReconciler:
     """The parent reconcile of ``operator``: its builders (stamped with the shard's label when
     sharded) over ``client``, reading through ``reader``."""
     build = operator.build if shard is None else stamp_shard(operator.build, shard)
     return ParentReconciler(
-        client, build, operator_name=operator.name, reader=reader,
-        resources=ResourceReconciler(client, reader=reader, recreate=operator.recreate, clock=clock,
-            apply=operator.apply, apply_kinds=operator.apply_kinds, field_manager=operator.name),
+        client, build, operator_name=operator.name, reader=reader, pause=operator.pauses(environ),
+        resources=ResourceReconciler(
+            client, reader=reader, recreate=operator.recreate, clock=clock,
+            guard=operator.plan_guard(clock), apply=operator.apply,
+            apply_kinds=operator.apply_kinds, field_manager=operator.name),
         prune_kinds=operator.prune, events=operator.events, clock=clock,
         on_delete=operator.on_delete, readiness=operator.readiness, status=operator.status_function,
         reuse_builds=operator.reuse_builds, parent_alive=parent_alive,

@@ -213,7 +213,8 @@ class WorkerPool:
             return Outcome(gone=True), None
         meta = meta_of(parent)
         if meta.get("deletionTimestamp"):
-            if CLEANUP_FINALIZER in (meta.get("finalizers") or ()):
+            if CLEANUP_FINALIZER in (meta.get("finalizers") or ()) and (
+                    self._reconciler.paused(parent) is None):  # a pause holds the cleanup too
                 cleanup = self._reconciler.cleanup.finalize(parent)
                 if not cleanup.done:  # retried with backoff
                     return Outcome(cleanup_pending=cleanup.reason), parent
@@ -306,7 +307,8 @@ def outcome_of(result: ParentResult | None, error: Exception | None, *, seconds:
         retry_after=max([retry_after, *(e.retry_after or 0.0 for e in result.errors)]),
         retry_failed_by_backoff=retry_failed_by_backoff, reason=reason,
         permanent=result.permanent, status_written=result.status_written,
-        types=frozenset(types_of(result)), writes=result.writes,
+        types=None if result.paused else frozenset(types_of(result)),  # paused: keep watching
+        writes=result.writes,
         changes=describe_changes(result) if result.ok else None, seconds=seconds,
     )
 

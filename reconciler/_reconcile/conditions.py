@@ -373,6 +373,9 @@ class ParentResult:
     """The parent went away during the reconcile (a write for it was answered 404, or the
     driver's cache saw it deleted or being deleted): the reconcile stopped before writing
     anything more for it; the driver drops it (or runs its cleanup)."""
+    paused: str = ""
+    """Why the parent is paused (``reconciler._reconcile.policies``): nothing but the status
+    condition that says so was written, or "" when it is not paused."""
 
     @property
     def ok(self) -> bool:

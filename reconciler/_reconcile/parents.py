@@ -58,11 +58,20 @@ from reconciler._reconcile.conditions import (
     parent_events,
     status_patch,
 )
+from reconciler._reconcile.contention import ContentionDetector, Contest
 from reconciler._reconcile.declared import DeclaredChildren, declared_children, stamp_child
 from reconciler._reconcile.events import EventRecorder
 from reconciler._reconcile.finalizing import is_uncollectable, refuses_data_loss
+from reconciler._reconcile.guard import PlanGuard
+from reconciler._reconcile.interventions import (
+    intervention_conditions,
+    intervention_events,
+    paused_status_patch,
+    with_interventions,
+)
 from reconciler._reconcile.memo import BuildMemo, ChildMemo, RecentKeys, StatusMemo
 from reconciler._reconcile.ordering import ChildGates
+from reconciler._reconcile.policies import PauseSettings
 from reconciler._reconcile.readiness import (
     Readiness,
     StatusBuilder,
@@ -133,6 +142,7 @@ class ParentReconciler:
         status: StatusBuilder | None = None,
         reuse_builds: bool = False,
         parent_alive: Callable[[KubeObject], bool] | None = None,
+        pause: PauseSettings | None = None,
     ) -> None:
         self.client = counting(client)
         self.build = build
@@ -175,6 +185,10 @@ class ParentReconciler:
         (the driver passes its parent informer's view; no request): asked before each child
         write and the status, so that no child is created for a parent that went away
         meanwhile (``ParentResult.parent_gone``). None: not asked."""
+        self.pause = pause if pause is not None else PauseSettings()
+        """Operator- and namespace-wide pauses; a parent's own annotation is read too."""
+        self.drifted: dict[str, int] = {}
+        """Children whose drift is reported instead of repaired, by parent uid."""
 
     def namespace_terminating(self, uid: str) -> None:
         """Remember that parent ``uid``'s namespace is being deleted: leave the parent alone."""
@@ -197,9 +211,11 @@ class ParentReconciler:
         if self._terminating.touch(str(uid)):  # a hit keeps it: least recently used dropped
             return ParentResult(parent=parent_ref, namespace_terminating=True)
         run = _ParentRun(self, parent, str(uid))
+        paused = self.pause.reason(parent)  # honoured before anything is written
         since = self.waits.mark()
         with recording() as calls:
-            result = run.execute()
+            result = run.execute() if paused is None else run.paused(*paused)
+        self._report(str(uid), result)
         if not self.dry_run and self.waits.replace(
                 parent_ref.namespaced_name, () if result.parent_gone else
                 (*run.waiting, *run.health), since=since):
@@ -225,6 +241,33 @@ class ParentReconciler:
         if any(r.action is Action.DELETED for r in deleted):
             return "children are still being deleted"
         return None
+
+    def drifted_count(self) -> int:
+        """Children whose drift is reported instead of repaired (``optk_drifted_objects``)."""
+        return sum(self.drifted.values())
+
+    def contested_count(self) -> int:
+        """Children whose repair contention holds back (``optk_contested_objects``)."""
+        return PlanGuard.contested(self.resources.guard)
+
+    def paused(self, parent: KubeObject) -> str | None:
+        """Why ``parent`` is paused, or None (``reconciler._reconcile.policies``)."""
+        found = self.pause.reason(parent)
+        return None if found is None else found[0]
+
+    def _report(self, uid: str, result: ParentResult) -> None:
+        """Drift counts for the metric, and the one log line of each contest detected."""
+        drifted = sum(1 for r in (*result.children, *result.pruned) if r.drift)
+        if result.parent_gone or not drifted:
+            self.drifted.pop(uid, None)
+        elif not result.paused:
+            self.drifted[uid] = drifted
+        contention = self.resources.guard.contention if self.resources.guard else None
+        if contention is not None:
+            if result.parent_gone:
+                contention.forget(uid)
+            for contest in contention.take_detected():
+                _log.warning("contested: %s", contest.describe())
 
     def forget_builds(self, parent: tuple[str, str] | None = None) -> None:
         """Drop every reused build, or only that of ``parent`` (namespace, name), if any."""
@@ -283,6 +326,18 @@ class _ParentRun:
         self.waiting: list[Wait] = []  # children held back by their dependencies
         self.health: list[Wait] = []  # children whose health Ready reads
         self.teardown_mode = False  # the parent is being deleted: see teardown()
+        self.interventions: list[dict[str, Any]] = []  # Drifted, Contested (interventions)
+
+    def paused(self, reason: str, may_write: bool) -> ParentResult:
+        """A paused parent: no child is read or written; its status condition says so (the one
+        write, only for a pause asked on the parent itself; none while one is in force)."""
+        written, error = False, ""
+        if may_write and self.o.write_status:
+            patch = paused_status_patch(self.parent, reason=reason, now=self.o.clock.time())
+            if patch is not None:
+                written, error = self._write_status(patch)
+        return ParentResult(parent=self.ref, paused=reason, status_written=written,
+                            status_error=error, parent_gone=self.gone, dry_run=self.o.dry_run)
 
     def execute(self) -> ParentResult:
         built = self._build()
@@ -308,6 +363,10 @@ class _ParentRun:
                                 errors=tuple(self.errors), parent_gone=True,
                                 dry_run=self.o.dry_run)
         pruned = self._prune(live, built_refs)
+        guard = self.o.resources.guard
+        contests = self._contests(guard.contention) if guard and guard.contention else []
+        self.interventions = intervention_conditions(self.parent, [*self.results, *pruned],
+                                                     contests)
         self._emit_events(pruned)
         status_written, status_error = self._status(pruned)
         if status_written:  # once per change of the status, not per reconcile
@@ -383,6 +442,18 @@ class _ParentRun:
             if len(self.results) > done:
                 gates.observe(ref, _left(self.results[-1], live.get(ref)))
         return built_refs
+
+    def _contests(self, contention: ContentionDetector) -> list[Contest]:
+        """This parent's contested children, each other writer named from the child's
+        ``managedFields`` (one read per newly contested child: caches drop them)."""
+        for ref in contention.unnamed(self.uid):
+            try:
+                live = self.o.client.get(ref.api_version, ref.kind, ref.name,
+                                         namespace=ref.namespace)
+            except ApiError:
+                continue  # named at a later reconcile; "an unknown writer" until then
+            contention.name(self.uid, ref, live)
+        return contention.contests(self.uid)
 
     def _went_away(self) -> bool:
         """Whether the caller's cache says the parent is gone or being deleted (no request)."""
@@ -543,7 +614,8 @@ class _ParentRun:
         """The Events ``parent_events`` groups this outcome into, recorded on the parent."""
         if self.o.recorder is None:
             return
-        for event in parent_events([*self.results, *pruned], self.errors):
+        for event in [*parent_events([*self.results, *pruned], self.errors),
+                      *intervention_events(self.parent, self.interventions)]:
             self.o.recorder.record(
                 self.parent, reason=event.reason, message=event.message, type=event.type
             )
@@ -592,6 +664,8 @@ class _ParentRun:
             children=len(self.results) + len(self.errors) + len(self.waiting),
             now=self.o.clock.time(), refresh=self.o.status_refresh, waiting=self.waiting,
         )
+        patch = with_interventions(self.parent, patch, self.interventions,
+                                   now=self.o.clock.time())
         if patch is None:
             return False, ""
         return self._write_status(patch)
@@ -611,6 +685,8 @@ class _ParentRun:
             self.health = health_waits(self.results, self.o.readiness)
         if self.o.readiness is not None and not_ready(wanted):
             self.recheck = self.o.readiness.recheck
+        patch = with_interventions(self.parent, patch, self.interventions,
+                                   now=self.o.clock.time())
         return (False, "") if patch is None else self._write_status(patch)
 
     def _warn_skipped(self) -> None:

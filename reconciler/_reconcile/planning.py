@@ -108,6 +108,12 @@ class ChildPlan:
     annotation: ``recorded``, ``absent``, ``unreadable`` (corrupt, oversized or too deeply
     nested) or ``foreign`` (it records another object). The last two are worth a Warning on
     the parent; the plan then patches from the desired object and rewrites the annotation."""
+    held: str = ""
+    """Why a write was held back (a policy, the drift mode, contention: ``guard``), or ""."""
+    drift: tuple[str, ...] = ()
+    """The field paths (JSON pointers) of a held patch: drift reported, not repaired."""
+    requeue_after: float | None = None
+    """Seconds until the object should be looked at again, when not the default requeue."""
 
     @property
     def writes(self) -> bool:

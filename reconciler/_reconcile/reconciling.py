@@ -40,6 +40,7 @@ from reconciler._client.caches import PassThroughCache, ReadCache
 from reconciler._client.counting import ApiCall, counting, counting_reader, recording, uncounted
 from reconciler._client.protocol import ClusterClient, KubeObject
 from reconciler._reconcile.applying import ApplyStrategy, ThreeWayMerge
+from reconciler._reconcile.guard import PlanGuard
 from reconciler._reconcile.planning import (
     ChildPlan,
     PlanAction,
@@ -105,6 +106,10 @@ class ReconcileResult:
     conflicts: tuple[tuple[str, str], ...] = ()
     """Server-side apply: (field, manager) pairs another apply manager owns with another value,
     not written (the parent gets a Warning)."""
+    held: str = ""
+    """Why a write was held back (``ChildPlan.held``: a policy, the drift mode, contention)."""
+    drift: tuple[str, ...] = ()
+    """The drifted field paths reported instead of repaired (``ChildPlan.drift``)."""
 
     @property
     def requeue(self) -> bool:
@@ -207,8 +212,8 @@ class ResourceReconciler:
     ``dry_run`` executes plans only as server-side dry runs: nothing is written. ``apply`` is
     the write strategy (``ThreeWayMerge()``, the default, or ``ServerSideApply()``), and
     ``field_manager`` the manager server-side apply writes as (default: the client's, the
-    operator's name);
-    ``apply_kinds`` overrides ``apply`` per kind (``Kind.group``).
+    operator's name); ``apply_kinds`` overrides ``apply`` per kind (``Kind.group``). ``guard``
+    restricts plans to what policies, the drift mode and contention allow (``PlanGuard``).
     """
 
     def __init__(
@@ -229,6 +234,7 @@ class ResourceReconciler:
         apply: ApplyStrategy | None = None,
         apply_kinds: Mapping[str, ApplyStrategy] | None = None,
         field_manager: str | None = None,
+        guard: PlanGuard | None = None,
     ) -> None:
         if conflict_retries < 0:
             raise ReconcilerUsageError(f"conflict_retries must be >= 0, got {conflict_retries}")
@@ -250,6 +256,8 @@ class ResourceReconciler:
         self.apply: ApplyStrategy = apply if apply is not None else ThreeWayMerge()
         self.apply_kinds: Mapping[str, ApplyStrategy] = dict(apply_kinds or {})
         self.field_manager = field_manager or _field_manager_of(client)
+        self.guard = guard
+        """What people and other writers say about each plan (``PlanGuard``), or None."""
 
     # -- entry points -----------------------------------------------------------------------
 
@@ -355,13 +363,17 @@ class _Execution:
         schema = None
         if live is not None and self.state.is_present:  # only an update compares
             schema = self.r.crd_schemas.get(self.ref.api_version, self.ref.kind)
-        return plan_child(
+        guard = self.r.guard  # policies, drift mode, contention (reconciler._reconcile.guard)
+        options = self.r.match_options if guard is None else (
+            *self.r.match_options, *guard.match_options(live))
+        plan = plan_child(
             live=live, desired=self.desired, state=self.state, owner_uid=self.owner_uid,
-            adopt=self.adopt, match_options=self.r.match_options, crd_schema=schema,
+            adopt=self.adopt, match_options=options, crd_schema=schema,
             raced=raced, ref=self.ref, manager=self.r.field_manager,
             apply=self.r.apply_kinds.get(kind_key(self.ref), self.r.apply),
             now=_rfc3339(self.r.clock.time()),
         )
+        return plan if guard is None else guard.review(plan, owner_uid=self.owner_uid)
 
     def result(
         self,
@@ -376,10 +388,12 @@ class _Execution:
         return ReconcileResult(
             action=_RESULTS[plan.action] if action is None else action, ref=self.ref,
             diff=plan.diff, api_calls=tuple(self.calls),
-            requeue_after=self.r.deleting_requeue if requeue else None,
+            requeue_after=plan.requeue_after if plan.requeue_after is not None
+            else self.r.deleting_requeue if requeue else None,
             reason=plan.reason if reason is None else reason,
             live=plan.live if live is _UNKNOWN else live, dry_run=self.r.dry_run,
-            original_status=plan.original_status, conflicts=plan.conflicts,
+            original_status=plan.original_status, conflicts=plan.conflicts, held=plan.held,
+            drift=plan.drift,
         )
 
     def execute(self, plan: ChildPlan) -> ReconcileResult:

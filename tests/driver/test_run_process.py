@@ -63,10 +63,11 @@ class _Stderr:
 
 
 @contextmanager
-def _optk_run(args: Sequence[str]) -> Iterator[tuple[subprocess.Popen[str], _Stderr]]:
+def _optk_run(args: Sequence[str], *, env: dict[str, str] | None = None,
+              ) -> Iterator[tuple[subprocess.Popen[str], _Stderr]]:
     """``python -m reconciler run ARGS``; SIGTERM after the block, exit awaited (bounded)."""
     process = subprocess.Popen([sys.executable, "-m", "reconciler", "run", *args], cwd=ROOT,
-                               env=_ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               env=env or _ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                text=True)
     stderr = _Stderr(process)
     try:

@@ -1,0 +1,238 @@
+"""People stay in control: pauses, per-object policies and the drift mode, decided in pure code.
+
+Why it exists: a user steps in on one object (``optk.dev/paused: "true"`` on a parent,
+``optk.dev/policy`` and ``optk.dev/ignore-fields`` on a child) or on the whole operator
+(``Operator(paused=..., paused_namespaces=..., drift=..., ignore_fields=...)``, ``optk run
+--paused``/``--pause-namespace``, ``OPTK_PAUSED``/``OPTK_PAUSED_NAMESPACES``), and the planner
+must honour it without any I/O. This module reads those annotations (a bad value is an error
+naming the object and the annotation), turns ``optk.dev/ignore-fields`` JSON pointers into
+``objectmatcher`` ignore options, and restricts a ``ChildPlan`` to the writes a policy or the
+drift mode allows (:func:`restrict_plan`), saying which field paths drifted.
+
+Its boundary: it decides, it never executes and never counts. ``reconciler._reconcile.guard``
+applies these decisions (and ``contention``'s) to each plan; ``reconciler._reconcile.parents``
+asks :meth:`PauseSettings.reason` before a parent's reconcile; the table of policies is in
+docs/driver.md.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any
+
+import attrs
+
+from builders import ObjectRef
+from objectmatcher import LAST_APPLIED_ANNOTATION, MatchOption, ignore_field
+from reconciler._base.errors import PolicyAnnotationError, ReconcilerUsageError
+from reconciler._reconcile.planning import ChildPlan, PlanAction
+
+__all__ = [
+    "IGNORE_FIELDS_ANNOTATION",
+    "PAUSED_ANNOTATION",
+    "POLICY_ANNOTATION",
+    "ChildPolicy",
+    "DriftMode",
+    "PauseSettings",
+    "PolicyAnnotationError",
+    "child_policy",
+    "drift_paths",
+    "ignore_options",
+    "json_pointer",
+    "parse_ignore_fields",
+    "restrict_plan",
+]
+
+PAUSED_ANNOTATION = "optk.dev/paused"
+"""On a parent: ``"true"`` stops every write for it and its children (``"false"``: not paused)."""
+POLICY_ANNOTATION = "optk.dev/policy"
+"""On a child: ``ignore``, ``create-only``, ``no-prune`` or ``observe`` (:class:`ChildPolicy`)."""
+IGNORE_FIELDS_ANNOTATION = "optk.dev/ignore-fields"
+"""On a child: comma-separated JSON pointers (``/spec/replicas``) the toolkit never compares."""
+
+
+class ChildPolicy(enum.Enum):
+    """What the toolkit may do to one child (``optk.dev/policy``; docs/driver.md has the table)."""
+
+    REPAIR = "repair"
+    """No annotation: create, patch, delete as the desired state says."""
+    IGNORE = "ignore"
+    """Never touched: no create, patch or delete."""
+    CREATE_ONLY = "create-only"
+    """Created when missing, never patched (deleted when its state or pruning says so)."""
+    NO_PRUNE = "no-prune"
+    """Never deleted (neither pruned nor by an ``ABSENT`` state); created and patched."""
+    OBSERVE = "observe"
+    """Drift reported on the parent, never written."""
+
+
+class DriftMode(enum.Enum):
+    """``Operator(drift=...)``: what a changed child gets when the parent did not change."""
+
+    REPAIR = "repair"
+    """Patch it back (the default)."""
+    WARN = "warn"
+    """Report it (``Drifted`` condition on the parent, one Event, ``optk_drifted_objects``),
+    do not write it; a change of the parent's spec is still applied."""
+
+
+_TRUE = frozenset({"true"})
+_FALSE = frozenset({"false", ""})
+
+
+def _annotations(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    meta = (obj or {}).get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+    return annotations if isinstance(annotations, Mapping) else {}
+
+
+@attrs.frozen(kw_only=True)
+class PauseSettings:
+    """Which parents are paused besides those annotated ``optk.dev/paused: "true"``.
+
+    ``everything`` pauses the operator (``optk run --paused``, ``OPTK_PAUSED=1``);
+    ``namespaces`` pauses the parents of those namespaces (``--pause-namespace``,
+    ``OPTK_PAUSED_NAMESPACES=a,b``). A parent paused by its annotation gets the status
+    condition that says so (the one write it takes); an operator- or namespace-wide pause,
+    meant for maintenance, writes nothing at all."""
+
+    everything: bool = False
+    namespaces: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, *, paused: bool, namespaces: Iterable[str],
+           environ: Mapping[str, str]) -> PauseSettings:
+        """The settings from code (``Operator``) and environment (``OPTK_PAUSED``,
+        ``OPTK_PAUSED_NAMESPACES``)."""
+        flag = environ.get("OPTK_PAUSED", "").strip().lower()
+        if flag not in ("", "0", "1", "true", "false"):
+            raise ReconcilerUsageError(f"OPTK_PAUSED={flag!r}: expected 1, 0, true or false")
+        listed = [n.strip() for n in environ.get("OPTK_PAUSED_NAMESPACES", "").split(",")]
+        names: set[str] = {*namespaces, *(n for n in listed if n)}
+        return cls(everything=paused or flag in ("1", "true"), namespaces=frozenset(names))
+
+    def reason(self, parent: Mapping[str, Any]) -> tuple[str, bool] | None:
+        """Why ``parent`` is paused and whether that pause may write its status condition;
+        None when it is not paused. An unreadable annotation pauses (nothing is written
+        before it is fixed) and raises nothing: the reason names it."""
+        if self.everything:
+            return "the operator is paused (--paused or OPTK_PAUSED)", False
+        meta = parent.get("metadata")
+        namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
+        if namespace and namespace in self.namespaces:
+            return (f"namespace {namespace} is paused (--pause-namespace or "
+                    "OPTK_PAUSED_NAMESPACES)"), False
+        value = _annotations(parent).get(PAUSED_ANNOTATION)
+        if value is None or str(value).strip().lower() in _FALSE:
+            return None
+        if str(value).strip().lower() in _TRUE:
+            return f"annotation {PAUSED_ANNOTATION} is \"true\"", True
+        error = PolicyAnnotationError(ref=ObjectRef.of(parent), annotation=PAUSED_ANNOTATION,
+                                      value=value, expected="true or false")
+        return str(error), True
+
+
+def child_policy(live: Mapping[str, Any] | None) -> ChildPolicy:
+    """The policy a live child's ``optk.dev/policy`` annotation sets (``REPAIR`` without one,
+    or for a missing child); :class:`PolicyAnnotationError` for an unknown value."""
+    value = _annotations(live).get(POLICY_ANNOTATION)
+    if value is None or value == "":
+        return ChildPolicy.REPAIR
+    try:
+        return ChildPolicy(str(value).strip().lower())
+    except ValueError:
+        assert live is not None
+        raise PolicyAnnotationError(
+            ref=ObjectRef.of(live), annotation=POLICY_ANNOTATION, value=value,
+            expected="ignore, create-only, no-prune or observe") from None
+
+
+def _unescape(token: str) -> str:
+    return token.replace("~1", "/").replace("~0", "~")
+
+
+def parse_ignore_fields(text: str, *, ref: ObjectRef | None = None) -> tuple[tuple[str, ...], ...]:
+    """Comma-separated JSON pointers (RFC 6901: ``/spec/replicas``,
+    ``/metadata/annotations/example.com~1owner``) as key paths; ``*`` is any key or item."""
+    paths = []
+    for raw in text.split(","):
+        pointer = raw.strip()
+        if not pointer:
+            continue
+        if not pointer.startswith("/") or pointer == "/" or "//" in pointer:
+            raise PolicyAnnotationError(
+                ref=ref or ObjectRef(api_version="", kind="", name="?"),
+                annotation=IGNORE_FIELDS_ANNOTATION, value=text,
+                expected=f"JSON pointers such as /spec/replicas, not {pointer!r}")
+        paths.append(tuple(_unescape(token) for token in pointer[1:].split("/")))
+    return tuple(paths)
+
+
+def ignore_options(live: Mapping[str, Any] | None,
+                   declared: Collection[str] = ()) -> tuple[MatchOption, ...]:
+    """``objectmatcher`` options ignoring the operator's ``declared`` pointers and those of the
+    live child's ``optk.dev/ignore-fields`` annotation (raises :class:`PolicyAnnotationError`
+    for a bad one)."""
+    paths = list(parse_ignore_fields(",".join(declared)))
+    value = _annotations(live).get(IGNORE_FIELDS_ANNOTATION)
+    if value:
+        assert live is not None
+        paths.extend(parse_ignore_fields(str(value), ref=ObjectRef.of(live)))
+    return tuple(ignore_field(path) for path in dict.fromkeys(paths))
+
+
+def json_pointer(path: Iterable[Any]) -> str:
+    """A diff path (keys and list indexes) as a JSON pointer: ``/spec/replicas``."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
+
+
+_ANNOTATION_PATH = ("metadata", "annotations", LAST_APPLIED_ANNOTATION)
+
+
+def drift_paths(plan: ChildPlan) -> tuple[str, ...]:
+    """The field paths a patch plan would change, as JSON pointers (the record aside)."""
+    return tuple(dict.fromkeys(
+        json_pointer(item.path) for item in plan.diff if tuple(item.path[:3]) != _ANNOTATION_PATH
+    ))
+
+
+def undoes_drift(plan: ChildPlan) -> bool:
+    """Whether a patch plan only undoes someone else's change: the object as built is what the
+    toolkit last applied (the live record equals the new one), so the parent did not change."""
+    if plan.action is not PlanAction.PATCH or plan.live is None or not isinstance(
+            plan.body, Mapping):  # a JSON patch body (a strategy migration) undoes nothing
+        return False
+    ours = _annotations(plan.body).get(LAST_APPLIED_ANNOTATION)
+    return ours is not None and _annotations(plan.live).get(LAST_APPLIED_ANNOTATION) == ours
+
+
+def _held(plan: ChildPlan, why: str, *, drift: tuple[str, ...] = ()) -> ChildPlan:
+    return attrs.evolve(plan, action=PlanAction.UNCHANGED, reason=why, body=None,
+                        requeue=False, drift=drift, held=why)
+
+
+def restrict_plan(plan: ChildPlan, *, policy: ChildPolicy,
+                  drift: DriftMode = DriftMode.REPAIR) -> ChildPlan:
+    """``plan`` restricted to the writes ``policy`` and the ``drift`` mode allow.
+
+    A held write becomes ``UNCHANGED`` with ``held`` saying why; a held patch names the drifted
+    field paths in ``drift`` (a held create of an observed child: ``("",)``, all of it).
+    """
+    if not plan.writes:
+        return plan
+    action = plan.action
+    if policy is ChildPolicy.IGNORE:
+        return _held(plan, f"policy ignore: {action.value} not sent")
+    if policy is ChildPolicy.OBSERVE:
+        paths = drift_paths(plan) if action is PlanAction.PATCH else ("",)
+        return _held(plan, f"policy observe: {action.value} not sent, drift reported",
+                     drift=paths)
+    if policy is ChildPolicy.CREATE_ONLY and action in (PlanAction.PATCH, PlanAction.RECREATE):
+        return _held(plan, f"policy create-only: {action.value} not sent")
+    if policy is ChildPolicy.NO_PRUNE and action is PlanAction.DELETE:
+        return _held(plan, "policy no-prune: delete not sent")
+    if drift is DriftMode.WARN and undoes_drift(plan):
+        return _held(plan, "drift mode warn: patch not sent, drift reported",
+                     drift=drift_paths(plan))
+    return plan
