@@ -65,8 +65,10 @@ def make_available(client: ClusterClient, obj: _abc.Mapping[str, _Any]) -> dict[
         if kind == "StatefulSet":
             status["currentReplicas"] = replicas
         else:
-            status["conditions"] = [{"type": "Available", "status": "True",
-                                     "reason": "MinimumReplicasAvailable"}]
+            # as the deployment controller reports a finished rollout (kstatus reads both)
+            status["conditions"] = [
+                {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"},
+                {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable"}]
     client.patch(api_version, kind, meta["name"], {"status": status},
                  patch_type="application/merge-patch+json", namespace=namespace,
                  subresource="status")

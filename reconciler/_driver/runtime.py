@@ -431,8 +431,7 @@ def _parent_reconciler(
     build = operator.build if shard is None else stamp_shard(operator.build, shard)
     return ParentReconciler(
         client, build, operator_name=operator.name, reader=reader, pause=operator.pauses(environ),
-        resources=ResourceReconciler(
-            client, reader=reader, recreate=operator.recreate, clock=clock,
+        resources=ResourceReconciler(client, reader=reader, recreate=operator.recreate, clock=clock,
             guard=operator.plan_guard(clock), apply=operator.apply,
             apply_kinds=operator.apply_kinds, field_manager=operator.name),
         prune_kinds=operator.prune, events=operator.events, clock=clock,

@@ -10,6 +10,11 @@ recreation when the server refuses an update on immutable fields (``plan_recreat
 that is allowed). Requests are counted by ``reconciler._client.counting``, never here. A dry run
 executes the plan only as server-side dry runs (``dryRun=All`` creates and patches; no delete is
 sent). Running many children of one parent is ``reconciler._reconcile.parents``' job.
+
+It is over 500 lines because every write path of one object goes through one execution: the
+two write strategies (three-way merge and server-side apply, with the migration between them),
+the guard of policies and contention, and the recovery paths above share the live object, the
+plan and the request record; split apart, each would re-read what the others hold.
 """
 
 from __future__ import annotations
