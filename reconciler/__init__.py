@@ -41,6 +41,7 @@ from reconciler._driver import activation as _activation
 from reconciler._driver.operators import Operator
 from reconciler._driver.process import load_api_client
 from reconciler._driver.resyncs import DEFAULT_RESYNC_INTERVAL, RESYNC_ANNOTATION, ResyncPolicy
+from reconciler._driver.rollout_plan import Rollout
 from reconciler._driver.runtime import OperatorRuntime
 from reconciler._driver.triggers import REQUESTED_AT_ANNOTATION
 from reconciler._leadership.election import LeaderElection
@@ -91,6 +92,7 @@ __all__ = [
     "ReconcilerUsageTypeError",
     "ResourceReconciler",
     "ResyncPolicy",
+    "Rollout",
     "ServerError",
     "ServerSideApply",
     "Sharding",

@@ -107,6 +107,13 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("-v", "--verbose", action="store_true",
                       help="also log what the dry-run reconcile does (stderr)")
     plan.set_defaults(handler=_run_plan)
+    rollout = subparsers.add_parser(
+        "rollout", help="show, resume or abort the gradual rollout of a new operator version")
+    rollout.add_argument("action", choices=("status", "resume", "abort"))
+    rollout.add_argument("target", metavar=_TARGET, help=_TARGET_HELP)
+    rollout.add_argument("--kubeconfig", default=None, help="kubeconfig of the cluster")
+    rollout.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    rollout.set_defaults(handler=_run_rollout)
     uninstall = subparsers.add_parser(
         "uninstall", help="delete what a (stopped) operator owns, then its finalizers on parents",
         description="Delete every child the operator manages, then remove its finalizer from "
@@ -182,6 +189,17 @@ def _run_plan(args: argparse.Namespace) -> int:
                             show_unchanged=args.show_unchanged)
     except (ValueError, OSError) as error:
         print(f"optk plan: {error}", file=sys.stderr)
+        return 2
+
+
+def _run_rollout(args: argparse.Namespace) -> int:
+    from reconciler._commands.rollouts import rollout_command
+
+    try:
+        return rollout_command(args.action, args.target, kubeconfig=args.kubeconfig,
+                               output=args.output)
+    except (ValueError, OSError) as error:
+        print(f"optk rollout: {error}", file=sys.stderr)
         return 2
 
 

@@ -25,6 +25,7 @@ from reconciler._base.errors import ReconcilerUsageError, ReconcilerUsageTypeErr
 from reconciler._cache.informers import WATCH_INACTIVITY_TIMEOUT
 from reconciler._client.protocol import ClusterClient, KubeObject
 from reconciler._driver.resyncs import ResyncPolicy
+from reconciler._driver.rollout_plan import Rollout
 from reconciler._leadership.election import LeaderElection
 from reconciler._reconcile.applying import ApplyStrategy, ServerSideApply, ThreeWayMerge
 from reconciler._reconcile.contention import Contention
@@ -95,6 +96,8 @@ class Operator:
     (``/spec/replicas``) never compared on any child, as the ``optk.dev/ignore-fields``
     annotation does on one; ``contention=Contention(...)`` says when a field another writer
     keeps changing back counts as contested and how the repair backs off (``None``: never).
+    ``rollout=Rollout(...)`` moves parents to a new version of the operator's code in batches
+    (docs/driver.md, "Gradual rollouts"; ``None``: all at once, the default).
     ``watch_inactivity_timeout`` (130 s) is how long any of the operator's watches may send
     nothing, not even a bookmark, before it is presumed dead and replaced (docs/driver.md).
     """
@@ -130,6 +133,7 @@ class Operator:
     drift: DriftMode = attrs.field(default=DriftMode.REPAIR, converter=DriftMode)
     ignore_fields: Sequence[str] = attrs.field(default=(), converter=tuple)
     contention: Contention | None = attrs.field(factory=Contention)
+    rollout: Rollout | None = None
 
     def __attrs_post_init__(self) -> None:
         for strategy in (self.apply, *self.apply_kinds.values()):
@@ -177,6 +181,10 @@ class Operator:
             raise ReconcilerUsageTypeError(
                 f"operator {self.name!r}: contention must be a Contention or None, "
                 f"got {type(self.contention).__name__}")
+        if self.rollout is not None and not isinstance(self.rollout, Rollout):
+            raise ReconcilerUsageTypeError(
+                f"operator {self.name!r}: rollout must be a Rollout or None, "
+                f"got {type(self.rollout).__name__}")
         if self.sharding is not None and not isinstance(self.sharding, Sharding):
             raise ReconcilerUsageTypeError(
                 f"operator {self.name!r}: sharding must be a Sharding or None, "

@@ -9,9 +9,11 @@ periodic time falls due and records the heartbeat; the ``WorkerPool``
 (``reconciler._driver.standby``) holds events until this runtime leads and then takes over; with
 sharding, ``Shards`` (``reconciler._sharding.shards``) holds this replica's shard Lease, scopes the
 informers to its shard and runs the assigner when elected; the ``UpgradeCheck``
-(``reconciler._driver.upgrades``) reconciles every parent once after the operator's code changed; a
-``HealthServer`` serves metrics and probes. Each loop's logic lives in its own module; this one
-only constructs, starts, stops and answers what tests and benchmarks ask.
+(``reconciler._driver.upgrades``) reconciles every parent once after the operator's code changed
+(in batches with ``Operator.rollout``: the ``RolloutRunner``, ``reconciler._driver.rollouts``); a
+``HealthServer`` (``reconciler._driver.serving``) serves metrics and probes. Each loop's logic
+lives in its own module; this one only constructs, starts, stops and answers what tests and
+benchmarks ask.
 
 This is the only composition root (issue 22). No part receives the runtime: each receives, as
 keyword arguments, the values and shared objects it uses (the queue, the informers, the
@@ -50,19 +52,20 @@ from functools import partial
 
 from builders.names import MANAGED_BY_LABEL
 from reconciler._base.clocks import Clock, RealClock
-from reconciler._base.metrics import HealthServer, OperatorMetrics, default_bind_address
+from reconciler._base.metrics import HealthServer, OperatorMetrics
 from reconciler._cache.informers import Informer, InformerManager
 from reconciler._cache.readers import InformerReader
 from reconciler._cache.recording import RecordingClient
 from reconciler._client.kubernetes import KubernetesClient, for_operator
 from reconciler._client.protocol import ClusterClient, KubeObject
-from reconciler._client.reviews import MetricsAuthorizer
 from reconciler._driver.liveness import DEFAULT_WATCH_TIMEOUT, ProgressWatch
 from reconciler._driver.liveness import liveness_bound as liveness_bound_for
 from reconciler._driver.operators import Operator
 from reconciler._driver.resync_loop import HeartbeatStore, ResyncLoop
 from reconciler._driver.resyncs import ResyncSchedule
+from reconciler._driver.rollouts import rollout_runner
 from reconciler._driver.routing import EventRouter
+from reconciler._driver.serving import health_server
 from reconciler._driver.standby import Standby
 from reconciler._driver.stats import RuntimeStats
 from reconciler._driver.triggers import ParentKey
@@ -160,6 +163,12 @@ class OperatorRuntime:
             period=operator.resync.heartbeat, clock=self.clock, stats=self.stats,
             leading=lambda: self.workers.started, stopping=lambda: self.stopping,
         )
+        self.fingerprint = operator_fingerprint(operator)  # a gradual rollout's, if one is set:
+        self.rollout = rollout_runner(operator.rollout, operator_name=operator.name,
+            events=operator.events, fingerprint=self.fingerprint, client=self.client,
+            heartbeats=self.heartbeats, parents=self.parents, queue=self.queue, clock=self.clock,
+            schedule=self.schedule, stats=self.stats, metrics=self.metrics,
+            stopping=lambda: self.stopping)
         # Sharding builds (and adopts) through the reconciler and patches through the client.
         self.shards = None if operator.sharding is None or shard is None else Shards(
             operator_name=operator.name, api_version=operator.api_version, kind=operator.kind,
@@ -180,7 +189,7 @@ class OperatorRuntime:
             clock=self.clock, stats=self.stats, metrics=self.metrics, kick=self.resync.kick,
             drifted=lambda parent: self.standby.drifted(parent),
             step_down=lambda: self.standby.lost_leadership(), stopping=lambda: self.stopping,
-        )
+            held=None if self.rollout is None else self.rollout.holds)
         self.router = EventRouter(
             queue=self.queue, parents=self.parents, informers=self.informers,
             schedule=self.schedule, base_policy=self.base_policy, shards=self.shards,
@@ -205,14 +214,16 @@ class OperatorRuntime:
             informers=self._running_informers, loops=self._living_loops,
             stopping=lambda: self.stopping, clock=self.clock,
             bound=liveness_bound_for(watch_timeout, liveness_bound))
-        self._serve_health = _health_server(self, metrics_port, metrics_bind_address, environ,
-                                            auth=metrics_auth)
+        self._serve_health = health_server(
+            metrics=self.metrics, ready=lambda: self.ready, degraded=self.degraded,
+            liveness=self.liveness, client=self._inner, port=metrics_port,
+            host=metrics_bind_address, environ=environ, auth=metrics_auth)
         self.health: HealthServer | None = None
         self.upgrade = UpgradeCheck(
-            operator_fingerprint(operator), heartbeats=self.heartbeats, parents=self.parents,
+            self.fingerprint, heartbeats=self.heartbeats, parents=self.parents,
             queue=self.queue, schedule=self.schedule, stats=self.stats,
             force_beat=self.resync.force_beat, stopping=lambda: self.stopping,
-        )
+            roll=None if self.rollout is None else self.rollout.run)
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -466,29 +477,6 @@ def _heartbeat_store(operator: Operator, writer: ClusterClient, *, shard: str | 
         return None
     name = lease[1] if shard is None else f"{lease[1]}-{shard}"
     return HeartbeatStore(writer, name=name, namespace=lease[0], identity=identity)
-
-
-def _health_server(runtime: OperatorRuntime, port: int | None, host: str | None,
-                   environ: Mapping[str, str] | None, *, auth: bool,
-                   ) -> Callable[[], HealthServer] | None:
-    """What ``start`` calls to serve ``/metrics``, ``/healthz`` and ``/readyz`` (None without a
-    port): on ``host``, by default every interface inside a pod and loopback elsewhere; with
-    ``auth``, ``/metrics`` only to a scraper the API server allows (reviews sent unfenced:
-    a standby serves its metrics too)."""
-    if port is None:
-        return None
-
-    def serve() -> HealthServer:
-        server = HealthServer(
-            runtime.metrics, ready=lambda: runtime.ready, degraded=runtime.degraded,
-            liveness=runtime.liveness, port=port,
-            host=host or default_bind_address(os.environ if environ is None else environ),
-            authorize=MetricsAuthorizer(runtime.inner_client) if auth else None).start()
-        _log.info("metrics and health on %s%s", server.url, " (/metrics authorized by the API "
-                  "server)" if auth else "")
-        return server
-
-    return serve
 
 
 def _children_serve(informers: InformerManager) -> bool:

@@ -53,6 +53,8 @@ class Outcome:
     cleanup_pending: str | None = None
     gone: bool = False
     deleting: bool = False
+    held: bool = False
+    """Left alone by a gradual rollout (``reconciler._driver.rollouts``): queued again later."""
     reconciled: bool = False
     ok: bool = False
     went_away: bool = False
@@ -78,7 +80,7 @@ class Outcome:
 
     def __attrs_post_init__(self) -> None:
         reasons = (self.drain_refused, self.adopted, self.cleanup_pending is not None,
-                   self.gone, self.deleting)
+                   self.gone, self.deleting, self.held)
         if sum(reasons) != (0 if self.reconciled else 1):
             raise ValueError("an outcome either reconciled or did not for exactly one reason "
                              "(drain refused, adopted, cleanup pending, gone, deleting)")
@@ -175,6 +177,8 @@ def settle(outcome: Outcome) -> Settlement:
 def _without_reconcile(outcome: Outcome) -> Settlement:
     if outcome.drain_refused:  # the next event (or this retry) tries the acknowledgement again
         return Settlement(backoff=True)
+    if outcome.held:  # the rollout queues it again when its batch comes (or the gate opens)
+        return Settlement()
     if outcome.adopted:  # adopted; its periodic resync comes when due
         return Settlement(kick=True)
     if outcome.cleanup_pending is not None:  # the parent's Cleanup condition says why

@@ -21,8 +21,10 @@ sees the runtime): the running operator's fingerprint, the ``heartbeats`` store 
 fingerprint; None: no heartbeat, nothing to compare), the ``parents`` informer (the parents to
 pass over), the ``queue`` and ``schedule`` (a pass queues every parent and takes it off the
 timer), the ``stats`` (reconciles counted per parent tell when the pass is complete), and
-``force_beat()`` (record the new fingerprint at once) and ``stopping()``. ``operator_fingerprint``
-reads an ``Operator`` through the ``Fingerprinted`` protocol.
+``force_beat()`` (record the new fingerprint at once) and ``stopping()``; ``roll(old, changed)``
+(None: none) is a gradual rollout's (``reconciler._driver.rollouts``): it takes the pass over,
+and the new fingerprint is recorded once it returns True (every parent moved).
+``operator_fingerprint`` reads an ``Operator`` through the ``Fingerprinted`` protocol.
 """
 
 from __future__ import annotations
@@ -151,7 +153,9 @@ class UpgradeCheck:
         stats: RuntimeStats,
         force_beat: Callable[[], None],
         stopping: Callable[[], bool],
+        roll: Callable[[str | None, bool], bool] | None = None,
     ) -> None:
+        self._roll = roll
         self._heartbeats = heartbeats
         self._parents = parents
         self._queue = queue
@@ -180,7 +184,13 @@ class UpgradeCheck:
             else:
                 _log.info("first start of operator %s (no resync heartbeat yet): %d of %d "
                           "parents due now", self.fingerprint[:8], due, len(keys))
+            if self._roll is not None:
+                self._roll(None, False)
             self._record()
+            return
+        if self._roll is not None:
+            if self._roll(old, True):
+                self._record()
             return
         _log.info("operator changed (fingerprint %s -> %s): reconciling all %d parents",
                   (old or "none")[:8], self.fingerprint[:8], len(keys))

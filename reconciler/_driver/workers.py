@@ -28,7 +28,8 @@ away is forgotten there) and the child ``informers`` (used and released per pare
 ``reconciler``, the resync ``schedule``, ``shards`` (drain and adoption; None without
 sharding), the ``clock``, ``stats`` and ``metrics``; and callables: ``kick()`` (wake the resync
 timer), ``drifted(parent)`` and ``step_down()`` (the standby's drift look and its stop on a lost
-lease) and ``stopping()``.
+lease) and ``stopping()``; ``held(parent)``: whether a gradual rollout leaves it alone now
+(``reconciler._driver.rollouts``).
 """
 
 from __future__ import annotations
@@ -90,8 +91,10 @@ class WorkerPool:
         drifted: Callable[[KubeObject], bool],
         step_down: Callable[[], None],
         stopping: Callable[[], bool],
+        held: Callable[[KubeObject], bool] | None = None,
     ) -> None:
         self._lock = lock
+        self._held = held
         self._queue = queue
         self._parents = parents
         self._informers = informers
@@ -219,6 +222,8 @@ class WorkerPool:
                 if not cleanup.done:  # retried with backoff
                     return Outcome(cleanup_pending=cleanup.reason), parent
             return Outcome(deleting=True), parent
+        if self._held is not None and self._held(parent):  # a gradual rollout's later batch
+            return Outcome(held=True), parent
         with self._lock:
             self._last_started[key] = self._clock.monotonic()
         started = time.perf_counter()

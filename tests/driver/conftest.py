@@ -8,10 +8,14 @@ injection, the embedded server's request breakdown), each saying so."""
 from __future__ import annotations
 
 import contextlib
+import importlib.util
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -42,6 +46,19 @@ def wait_until(predicate: Callable[[], Any], timeout: float = 10.0) -> bool:
             return True
         time.sleep(0.005)
     return bool(predicate())
+
+
+def import_file(path: Path) -> ModuleType:
+    """Import the Python file ``path`` as a module of its own (a unique name), as a deployed
+    version of an operator's code is (its fingerprint reads the file)."""
+    name = f"{path.stem}_{uuid.uuid4().hex[:6]}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def make_operator(namespace: str, **options: Any) -> Operator:

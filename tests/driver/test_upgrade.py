@@ -3,9 +3,7 @@ reconcile anything (reconciler._driver.upgrades, the fingerprint in the heartbea
 
 from __future__ import annotations
 
-import importlib.util
 import logging
-import sys
 import textwrap
 import uuid
 from pathlib import Path
@@ -16,7 +14,14 @@ import pytest
 from reconciler import KubernetesClient
 from reconciler._driver.upgrades import operator_fingerprint
 from reconciler.testing import wait_idle
-from tests.driver.conftest import child_data, make_operator, running, thing, wait_until
+from tests.driver.conftest import (
+    child_data,
+    import_file,
+    make_operator,
+    running,
+    thing,
+    wait_until,
+)
 
 _SOURCE = '''
 """Version {version} of a Thing operator."""
@@ -41,14 +46,7 @@ def _version(tmp_path: Path, version: str, extra: str) -> ModuleType:
     folder.mkdir()
     path = folder / "thing_operator.py"
     path.write_text(textwrap.dedent(_SOURCE.format(version=version, extra=extra)))
-    name = f"thing_operator_{version}_{uuid.uuid4().hex[:6]}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return import_file(path)
 
 
 def test_a_changed_builder_updates_existing_children_at_the_restart(

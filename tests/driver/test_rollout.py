@@ -1,0 +1,169 @@
+"""A new operator version rolled out in batches (issue 29, ``Operator(rollout=Rollout(...))``):
+on the embedded server, with its request log as the witness of which parents were written.
+
+Server-only: the request log is the embedded server's (``enable_request_log``)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+import time
+import uuid
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import attrs
+import pytest
+
+from reconciler import KubernetesClient, Rollout
+from reconciler._commands.cli import main
+from reconciler._driver.rollout_plan import Phase
+from reconciler._driver.rollouts import PAUSED_CONDITION
+from reconciler._driver.upgrades import operator_fingerprint
+from reconciler.testing import wait_idle
+from tests.driver.conftest import child_data, import_file, running, thing, wait_until
+from tests.driver.sample_operator import API_VERSION, GROUP
+
+_SOURCE = '''
+"""Version {version} of a Thing operator (its rollout test)."""
+from builders import child_name, resource_builder
+from builders.objects import config_map
+from reconciler import Operator, ResyncPolicy
+
+
+@resource_builder
+def settings(parent):
+    value = str(parent["spec"]["value"])
+    if {strict} and value == "bad":
+        raise ValueError("value 'bad' is no longer accepted")
+    return config_map(metadata={{"name": child_name(parent["metadata"]["name"], "cfg")}},
+                      data={{"value": value, {extra}}})
+
+
+def build(parent):
+    return [settings(parent)]
+
+
+operator = Operator(api_version={api_version!r}, kind="Thing", build=build, name={name!r},
+                    namespace={namespace!r}, events=False,
+                    resync=ResyncPolicy(heartbeat=0.5, heartbeat_namespace={namespace!r}))
+'''
+
+_WRITES = frozenset({"create", "update", "patch", "delete"})
+_PARENTS = [f"p-{index:02d}" for index in range(50)]
+_FAILING = "p-07"  # second batch of five
+_CONSENTING = "p-30"  # changed by its owner while the rollout is paused
+
+
+def _version(folder: Path, version: str, **fields: Any) -> tuple[ModuleType, Path]:
+    """Write and import one version of the operator's module (its own directory)."""
+    where = folder / f"v{version}"
+    where.mkdir()
+    path = where / f"rollout_operator_{version}.py"
+    path.write_text(textwrap.dedent(_SOURCE.format(version=version, **fields)))
+    return import_file(path), path
+
+
+def _writes(kube_api: Any, namespace: str, since: float) -> dict[str, int]:
+    """Writes since ``since`` per parent name (to the parent or its ConfigMap ``<name>-cfg``)."""
+    counts: dict[str, int] = {}
+    for record in kube_api.request_log():
+        if record.at >= since and record.namespace == namespace and record.verb in _WRITES and (
+                record.resource in (f"things.{GROUP}", f"things.{GROUP}/status", "configmaps")):
+            parent = (record.name or "").removesuffix("-cfg")
+            counts[parent] = counts.get(parent, 0) + 1
+    return counts
+
+
+def _cli(*args: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    capsys.readouterr()
+    code = main(["rollout", *args])
+    return code, capsys.readouterr().out
+
+
+def test_a_new_version_rolls_out_in_batches_pauses_on_a_failure_and_resumes(
+    client: KubernetesClient, kube_api: Any, ns: str, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    name = f"r-{uuid.uuid4().hex[:6]}"
+    one, _ = _version(tmp_path, "1", strict=False, extra="", name=name, namespace=ns,
+                      api_version=API_VERSION)
+    two, two_path = _version(tmp_path, "2", strict=True, extra='"release": "2"', name=name,
+                             namespace=ns, api_version=API_VERSION)
+    rollout = Rollout(max_in_flight=5, batch_timeout=20, poll=0.1)
+    new = attrs.evolve(two.operator, rollout=rollout, events=True)
+    target = f"{two_path}:operator"
+    kubeconfig = str(kube_api.kubeconfig_path)
+    with running(one.operator, client) as runtime:
+        for parent in _PARENTS:
+            client.create(thing(ns, parent, "bad" if parent == _FAILING else "1"))
+        assert wait_until(lambda: all(child_data(client, ns, p) is not None for p in _PARENTS),
+                          timeout=20)
+        assert wait_idle(runtime, 10)
+        assert wait_until(lambda: runtime.upgrade.completed)
+    kube_api.enable_request_log()
+    started = time.time()
+    with running(new, client) as runtime:
+        rolled = runtime.rollout
+        assert rolled is not None
+        assert wait_until(lambda: rolled.state is not None
+                          and rolled.state.phase is Phase.PAUSED, timeout=20)
+        state = rolled.state
+        assert state is not None
+        assert (state.batch, state.failed) == (2, f"{ns}/{_FAILING}")
+        assert "no longer accepted" in state.reason
+        assert wait_idle(runtime, 10, settle=0.3)
+        # the first two batches run the new code (the failing parent aside), later ones nothing
+        assert all(child_data(client, ns, p) == {"value": "1", "release": "2"}
+                   for p in _PARENTS[:10] if p != _FAILING)
+        assert all(child_data(client, ns, p) == {"value": "1"} for p in _PARENTS[10:])
+        paused = client.get(API_VERSION, "Thing", _FAILING, namespace=ns)
+        condition = {c["type"]: c for c in paused["status"]["conditions"]}[PAUSED_CONDITION]
+        assert condition["status"] == "True"
+        assert "batch 2" in condition["message"]
+        events = client.list("v1", "Event", namespace=ns)["items"]
+        assert any(e.get("reason") == "RolloutPaused"
+                   and e["involvedObject"]["name"] == _FAILING for e in events)
+        assert b"optk_rollout_paused 1.0" in runtime.metrics.exposition()
+        # a spec change is consent: that parent is reconciled with the new version at once
+        client.patch(API_VERSION, "Thing", _CONSENTING, {"spec": {"value": "3"}},
+                     patch_type="application/merge-patch+json", namespace=ns)
+        assert wait_until(lambda: child_data(client, ns, _CONSENTING) == {
+            "value": "3", "release": "2"})
+    code, out = _cli("status", target, "--kubeconfig", kubeconfig, "-o", "json", capsys=capsys)
+    assert code == 0
+    record = json.loads(out)["rollout"]
+    assert (record["phase"], record["batch"], record["failed"]) == ("Paused", 2, f"{ns}/p-07")
+    writes = _writes(kube_api, ns, started)
+    assert {p for p in _PARENTS[10:] if writes.get(p)} == {_CONSENTING}, writes
+    # a restart in the middle continues where it stopped: still paused at batch 2
+    with running(new, client) as runtime:
+        rolled = runtime.rollout
+        assert rolled is not None
+        assert wait_until(lambda: rolled.state is not None and rolled.state.batch == 2
+                          and rolled.state.phase is Phase.PAUSED)
+        assert wait_idle(runtime, 10, settle=0.3)
+        assert {p for p in _PARENTS[10:] if _writes(kube_api, ns, started).get(p)} == {
+            _CONSENTING}
+        # the owner fixes the parent (consent: reconciled at once), then resumes the rollout
+        client.patch(API_VERSION, "Thing", _FAILING, {"spec": {"value": "1"}},
+                     patch_type="application/merge-patch+json", namespace=ns)
+        assert wait_until(lambda: child_data(client, ns, _FAILING) == {
+            "value": "1", "release": "2"})
+        code, out = _cli("resume", target, "--kubeconfig", kubeconfig, capsys=capsys)
+        assert code == 0
+        assert "Rolling" in out
+        assert wait_until(lambda: runtime.upgrade.completed, timeout=30)
+        assert all(child_data(client, ns, p) == {"value": "3" if p == _CONSENTING else "1",
+                                                 "release": "2"} for p in _PARENTS)
+        fixed = client.get(API_VERSION, "Thing", _FAILING, namespace=ns)
+        condition = {c["type"]: c for c in fixed["status"]["conditions"]}[PAUSED_CONDITION]
+        assert condition["status"] == "False"
+    lease = client.get("coordination.k8s.io/v1", "Lease", f"{name}-resync", namespace=ns)
+    assert lease["metadata"]["annotations"]["optk.dev/operator-fingerprint"] == (
+        operator_fingerprint(new))
+    code, out = _cli("status", target, "--kubeconfig", kubeconfig, capsys=capsys)
+    assert code == 0
+    assert "Done" in out
+    assert _cli("resume", target, "--kubeconfig", kubeconfig, capsys=capsys)[0] == 1
