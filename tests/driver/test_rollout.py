@@ -79,7 +79,8 @@ def _writes(kube_api: Any, namespace: str, since: float) -> dict[str, int]:
 def _cli(*args: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     capsys.readouterr()
     code = main(["rollout", *args])
-    return code, capsys.readouterr().out
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
 
 
 def test_a_new_version_rolls_out_in_batches_pauses_on_a_failure_and_resumes(
@@ -167,3 +168,58 @@ def test_a_new_version_rolls_out_in_batches_pauses_on_a_failure_and_resumes(
     assert code == 0
     assert "Done" in out
     assert _cli("resume", target, "--kubeconfig", kubeconfig, capsys=capsys)[0] == 1
+
+
+def test_abort_leaves_the_unrolled_parents_alone_across_restarts(
+    client: KubernetesClient, kube_api: Any, ns: str, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    name = f"a-{uuid.uuid4().hex[:6]}"
+    one, _ = _version(tmp_path, "1", strict=False, extra="", name=name, namespace=ns,
+                      api_version=API_VERSION)
+    two, two_path = _version(tmp_path, "2", strict=True, extra='"release": "2"', name=name,
+                             namespace=ns, api_version=API_VERSION)
+    rollout = Rollout(max_in_flight=2, batch_timeout=20, poll=0.1)
+    old = attrs.evolve(one.operator, rollout=rollout)
+    new = attrs.evolve(two.operator, rollout=rollout)
+    parents = [f"q-{index}" for index in range(6)]
+    with running(old, client) as runtime:  # a first start: nothing to roll out
+        for parent in parents:
+            client.create(thing(ns, parent, "bad" if parent == "q-2" else "1"))
+        assert wait_until(lambda: all(child_data(client, ns, p) is not None for p in parents))
+        assert wait_until(lambda: runtime.upgrade.completed)
+        assert wait_idle(runtime, 10)
+    with running(old, client) as runtime:  # the same code again: the gate opens, no herd
+        assert wait_until(lambda: runtime.upgrade.completed)
+        assert wait_idle(runtime, 10, settle=0.3)
+        assert (runtime.stats.total, runtime.stats.writes) == (0, 0)
+    kube_api.enable_request_log()
+    started = time.time()
+    target = f"{two_path}:operator"
+    kubeconfig = str(kube_api.kubeconfig_path)
+    with running(new, client) as runtime:
+        rolled = runtime.rollout
+        assert rolled is not None
+        assert wait_until(lambda: rolled.state is not None
+                          and rolled.state.phase is Phase.PAUSED, timeout=20)
+        code, out = _cli("abort", target, "--kubeconfig", kubeconfig, capsys=capsys)
+        assert code == 0, out
+        assert "Aborted" in out
+        assert "unreconciled by this version" in out
+        assert wait_until(lambda: rolled.state is not None
+                          and rolled.state.phase is Phase.ABORTED)
+        runtime.resync_all()  # a resync of everything still leaves the rest alone
+        assert wait_idle(runtime, 10, settle=0.3)
+    with running(new, client) as runtime:  # and so does a restart: abort is final
+        assert wait_until(lambda: runtime.rollout is not None and runtime.rollout.state
+                          is not None and runtime.rollout.state.phase is Phase.ABORTED)
+        runtime.resync_all()
+        assert wait_idle(runtime, 10, settle=0.3)
+        assert not runtime.upgrade.completed
+    assert [child_data(client, ns, p) for p in parents[:2]] == [
+        {"value": "1", "release": "2"}] * 2
+    assert [child_data(client, ns, p) for p in parents[4:]] == [{"value": "1"}] * 2
+    writes = _writes(kube_api, ns, started)
+    assert not writes.get("q-4")
+    assert not writes.get("q-5")
+    assert _cli("abort", target, "--kubeconfig", kubeconfig, capsys=capsys)[0] == 1
