@@ -18,8 +18,9 @@ import pytest
 
 from reconciler import KubernetesClient, Rollout
 from reconciler._commands.cli import main
-from reconciler._driver.rollout_plan import Phase
+from reconciler._driver.rollout_plan import Phase, RolloutState
 from reconciler._driver.rollouts import PAUSED_CONDITION
+from reconciler._driver.runtime import OperatorRuntime
 from reconciler._driver.upgrades import operator_fingerprint
 from reconciler.testing import wait_idle
 from tests.driver.conftest import child_data, import_file, running, thing, wait_until
@@ -65,6 +66,16 @@ def _version(folder: Path, version: str, **fields: Any) -> tuple[ModuleType, Pat
     return import_file(path), path
 
 
+def _versions(folder: Path, namespace: str) -> tuple[ModuleType, ModuleType, str]:
+    """Version 1 (accepts every value) and version 2 (adds ``release: "2"``, refuses "bad") of
+    one operator, and the ``optk`` target of version 2."""
+    fields = {"name": f"r-{uuid.uuid4().hex[:6]}", "namespace": namespace,
+              "api_version": API_VERSION}
+    one, _ = _version(folder, "1", strict=False, extra="", **fields)
+    two, path = _version(folder, "2", strict=True, extra='"release": "2"', **fields)
+    return one, two, f"{path}:operator"
+
+
 def _writes(kube_api: Any, namespace: str, since: float) -> dict[str, int]:
     """Writes since ``since`` per parent name (to the parent or its ConfigMap ``<name>-cfg``)."""
     counts: dict[str, int] = {}
@@ -74,6 +85,15 @@ def _writes(kube_api: Any, namespace: str, since: float) -> dict[str, int]:
             parent = (record.name or "").removesuffix("-cfg")
             counts[parent] = counts.get(parent, 0) + 1
     return counts
+
+
+def _state(runtime: OperatorRuntime) -> RolloutState | None:
+    """The rollout as the runtime last saw it (None: none, or not yet read)."""
+    return None if runtime.rollout is None else runtime.rollout.state
+
+
+def _phase(runtime: OperatorRuntime) -> Phase | None:
+    return None if (state := _state(runtime)) is None else state.phase
 
 
 def _cli(*args: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
@@ -87,14 +107,9 @@ def test_a_new_version_rolls_out_in_batches_pauses_on_a_failure_and_resumes(
     client: KubernetesClient, kube_api: Any, ns: str, tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    name = f"r-{uuid.uuid4().hex[:6]}"
-    one, _ = _version(tmp_path, "1", strict=False, extra="", name=name, namespace=ns,
-                      api_version=API_VERSION)
-    two, two_path = _version(tmp_path, "2", strict=True, extra='"release": "2"', name=name,
-                             namespace=ns, api_version=API_VERSION)
+    one, two, target = _versions(tmp_path, ns)
     rollout = Rollout(max_in_flight=5, batch_timeout=20, poll=0.1)
     new = attrs.evolve(two.operator, rollout=rollout, events=True)
-    target = f"{two_path}:operator"
     kubeconfig = str(kube_api.kubeconfig_path)
     with running(one.operator, client) as runtime:
         for parent in _PARENTS:
@@ -106,11 +121,8 @@ def test_a_new_version_rolls_out_in_batches_pauses_on_a_failure_and_resumes(
     kube_api.enable_request_log()
     started = time.time()
     with running(new, client) as runtime:
-        rolled = runtime.rollout
-        assert rolled is not None
-        assert wait_until(lambda: rolled.state is not None
-                          and rolled.state.phase is Phase.PAUSED, timeout=20)
-        state = rolled.state
+        assert wait_until(lambda: _phase(runtime) is Phase.PAUSED, timeout=20)
+        state = _state(runtime)
         assert state is not None
         assert (state.batch, state.failed) == (2, f"{ns}/{_FAILING}")
         assert "no longer accepted" in state.reason
@@ -140,10 +152,8 @@ def test_a_new_version_rolls_out_in_batches_pauses_on_a_failure_and_resumes(
     assert {p for p in _PARENTS[10:] if writes.get(p)} == {_CONSENTING}, writes
     # a restart in the middle continues where it stopped: still paused at batch 2
     with running(new, client) as runtime:
-        rolled = runtime.rollout
-        assert rolled is not None
-        assert wait_until(lambda: rolled.state is not None and rolled.state.batch == 2
-                          and rolled.state.phase is Phase.PAUSED)
+        assert wait_until(lambda: _phase(runtime) is Phase.PAUSED)
+        assert getattr(_state(runtime), "batch", None) == 2
         assert wait_idle(runtime, 10, settle=0.3)
         assert {p for p in _PARENTS[10:] if _writes(kube_api, ns, started).get(p)} == {
             _CONSENTING}
@@ -161,7 +171,7 @@ def test_a_new_version_rolls_out_in_batches_pauses_on_a_failure_and_resumes(
         fixed = client.get(API_VERSION, "Thing", _FAILING, namespace=ns)
         condition = {c["type"]: c for c in fixed["status"]["conditions"]}[PAUSED_CONDITION]
         assert condition["status"] == "False"
-    lease = client.get("coordination.k8s.io/v1", "Lease", f"{name}-resync", namespace=ns)
+    lease = client.get("coordination.k8s.io/v1", "Lease", f"{new.name}-resync", namespace=ns)
     assert lease["metadata"]["annotations"]["optk.dev/operator-fingerprint"] == (
         operator_fingerprint(new))
     code, out = _cli("status", target, "--kubeconfig", kubeconfig, capsys=capsys)
@@ -174,11 +184,7 @@ def test_abort_leaves_the_unrolled_parents_alone_across_restarts(
     client: KubernetesClient, kube_api: Any, ns: str, tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    name = f"a-{uuid.uuid4().hex[:6]}"
-    one, _ = _version(tmp_path, "1", strict=False, extra="", name=name, namespace=ns,
-                      api_version=API_VERSION)
-    two, two_path = _version(tmp_path, "2", strict=True, extra='"release": "2"', name=name,
-                             namespace=ns, api_version=API_VERSION)
+    one, two, target = _versions(tmp_path, ns)
     rollout = Rollout(max_in_flight=2, batch_timeout=20, poll=0.1)
     old = attrs.evolve(one.operator, rollout=rollout)
     new = attrs.evolve(two.operator, rollout=rollout)
@@ -195,24 +201,18 @@ def test_abort_leaves_the_unrolled_parents_alone_across_restarts(
         assert (runtime.stats.total, runtime.stats.writes) == (0, 0)
     kube_api.enable_request_log()
     started = time.time()
-    target = f"{two_path}:operator"
     kubeconfig = str(kube_api.kubeconfig_path)
     with running(new, client) as runtime:
-        rolled = runtime.rollout
-        assert rolled is not None
-        assert wait_until(lambda: rolled.state is not None
-                          and rolled.state.phase is Phase.PAUSED, timeout=20)
+        assert wait_until(lambda: _phase(runtime) is Phase.PAUSED, timeout=20)
         code, out = _cli("abort", target, "--kubeconfig", kubeconfig, capsys=capsys)
         assert code == 0, out
         assert "Aborted" in out
         assert "unreconciled by this version" in out
-        assert wait_until(lambda: rolled.state is not None
-                          and rolled.state.phase is Phase.ABORTED)
+        assert wait_until(lambda: _phase(runtime) is Phase.ABORTED)
         runtime.resync_all()  # a resync of everything still leaves the rest alone
         assert wait_idle(runtime, 10, settle=0.3)
     with running(new, client) as runtime:  # and so does a restart: abort is final
-        assert wait_until(lambda: runtime.rollout is not None and runtime.rollout.state
-                          is not None and runtime.rollout.state.phase is Phase.ABORTED)
+        assert wait_until(lambda: _phase(runtime) is Phase.ABORTED)
         runtime.resync_all()
         assert wait_idle(runtime, 10, settle=0.3)
         assert not runtime.upgrade.completed
