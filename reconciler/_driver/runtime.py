@@ -28,7 +28,8 @@ import-linter contract ``parts-know-no-runtime``). ``__init__`` wires them in th
    and the standby, which come last, so they are late-bound lambdas;
 3. the recording client (it writes own writes through to the informers), the reader and the
    parent reconciler (which read through them), the resync ConfigMap's informer, the
-   heartbeat store and the resync loop (it asks at each turn whether the workers run);
+   heartbeat store and the resync loop (it asks at each turn whether the workers run), and the
+   rollout runner (its record sits beside the heartbeat; the workers ask it what it holds);
 4. ``Shards``, which builds through the reconciler and patches through the client;
 5. the three parts that call each other: the workers (they ask the standby about drift and
    step down through it: late-bound), the router (it asks the workers when a key last

@@ -6,6 +6,7 @@ Server-only: the request log is the embedded server's (``enable_request_log``)."
 from __future__ import annotations
 
 import json
+import logging
 import textwrap
 import time
 import uuid
@@ -105,8 +106,9 @@ def _cli(*args: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
 
 def test_a_new_version_rolls_out_in_batches_pauses_on_a_failure_and_resumes(
     client: KubernetesClient, kube_api: Any, ns: str, tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.INFO, logger="optk")
     one, two, target = _versions(tmp_path, ns)
     rollout = Rollout(max_in_flight=5, batch_timeout=20, poll=0.1)
     new = attrs.evolve(two.operator, rollout=rollout, events=True)
@@ -126,6 +128,8 @@ def test_a_new_version_rolls_out_in_batches_pauses_on_a_failure_and_resumes(
         assert state is not None
         assert (state.batch, state.failed) == (2, f"{ns}/{_FAILING}")
         assert "no longer accepted" in state.reason
+        pauses = [r for r in caplog.records if "paused at batch 2 by" in r.getMessage()]
+        assert [r.levelno for r in pauses] == [logging.WARNING]  # one log line
         assert wait_idle(runtime, 10, settle=0.3)
         # the first two batches run the new code (the failing parent aside), later ones nothing
         assert all(child_data(client, ns, p) == {"value": "1", "release": "2"}
