@@ -17,8 +17,9 @@ from typing import Any
 import attrs
 import pytest
 
-from reconciler import KubernetesClient, Rollout
+from reconciler import KubernetesClient, LeaderElection, Rollout
 from reconciler._commands.cli import main
+from reconciler._commands.rollouts import rollout_action, rollout_store
 from reconciler._driver.rollout_plan import Phase, RolloutState
 from reconciler._driver.rollouts import PAUSED_CONDITION
 from reconciler._driver.runtime import OperatorRuntime
@@ -227,3 +228,40 @@ def test_abort_leaves_the_unrolled_parents_alone_across_restarts(
     assert not writes.get("q-4")
     assert not writes.get("q-5")
     assert _cli("abort", target, "--kubeconfig", kubeconfig, capsys=capsys)[0] == 1
+
+
+def test_a_new_leader_continues_the_rollout_where_the_old_one_paused(
+    client: KubernetesClient, kube_api: Any, ns: str, tmp_path: Path,
+) -> None:
+    one, two, _ = _versions(tmp_path, ns)
+    election = LeaderElection(namespace=ns, lease_duration=20.0, renew_deadline=12.0,
+                              retry_period=8.0)
+    rollout = Rollout(max_in_flight=2, batch_timeout=20, poll=0.1)
+    new = attrs.evolve(two.operator, rollout=rollout, leader_election=election)
+    parents = [f"q-{index}" for index in range(6)]
+    with running(one.operator, client) as runtime:
+        for parent in parents:
+            client.create(thing(ns, parent, "bad" if parent == "q-2" else "1"))
+        assert wait_until(lambda: all(child_data(client, ns, p) is not None for p in parents))
+        assert wait_until(lambda: runtime.upgrade.completed)
+    first = new.start(client, identity="first")
+    second = None
+    try:
+        assert wait_until(lambda: _phase(first) is Phase.PAUSED, timeout=20)
+        second = new.start(client, identity="second")
+        first.stop(5)  # releases the leader Lease: the standby takes over at once
+        assert wait_until(lambda: second is not None and second.leading, timeout=10)
+        assert wait_until(lambda: _phase(second) is Phase.PAUSED)
+        assert getattr(_state(second), "batch", None) == 2
+        assert [child_data(client, ns, p) for p in parents[4:]] == [{"value": "1"}] * 2
+        client.patch(API_VERSION, "Thing", "q-2", {"spec": {"value": "1"}},
+                     patch_type="application/merge-patch+json", namespace=ns)
+        store = rollout_store(client, new)
+        assert rollout_action(store, "resume", now=time.time())[0] is not None
+        assert wait_until(lambda: second is not None and second.upgrade.completed, timeout=20)
+        assert all(child_data(client, ns, p) == {"value": "1", "release": "2"} for p in parents)
+    finally:
+        if not first.finished:
+            first.stop(5)
+        if second is not None:
+            second.stop(5)
