@@ -102,6 +102,7 @@ class OperatorFacts:
     leader_lease: str = ""
     heartbeat: bool = True
     heartbeat_namespace: str | None = None
+    rollout: bool = False
     config_map: str | None = None
     events: bool = True
     on_delete: bool = False
@@ -137,6 +138,7 @@ def operator_facts(operator: Any) -> OperatorFacts:
         leader_lease=(operator.leader_election.named(f"{operator.name}-leader").name
                       if operator.leader_election is not None else ""),
         heartbeat_namespace=operator.resync.heartbeat_namespace,
+        rollout=getattr(operator, "rollout", None) is not None,
         config_map=operator.resync.config_map, events=operator.events,
         on_delete=getattr(operator, "on_delete", None) is not None,
         start_hooks=tuple(operator.on_start),
@@ -356,10 +358,11 @@ def derive_rules(
     leases = {lease_namespace: [facts.leader_lease or f"{facts.name}-leader"]}
     if facts.heartbeat:
         leases.setdefault(heartbeat_ns, []).append(f"{facts.name}-resync")
+        if facts.rollout:  # the gradual rollout's record, beside the heartbeat
+            leases[heartbeat_ns].append(f"{facts.name}-rollout")
+    roles = {f"{facts.name}-resync": "resync heartbeat", f"{facts.name}-rollout": "rollout record"}
     for namespace, names in leases.items():
-        what = " and ".join(
-            ["resync heartbeat" if n == f"{facts.name}-resync" else "leader election"
-             for n in names])
+        what = " and ".join([roles.get(n, "leader election") for n in names])
         grants.add("coordination.k8s.io", "leases", ("create",),
                    f"the first write of the {what} Lease"
                    + ("s" if len(names) > 1 else "") + " (create cannot be limited by name)",

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from reconciler import ReconcilerUsageError, ReconcilerUsageTypeError, Rollout
+from reconciler._commands.rbac import derive_rules, operator_facts
 from reconciler._driver.rollout_plan import (
     MAX_REASON,
     Observation,
@@ -28,6 +29,7 @@ from reconciler._driver.rollout_plan import (
     start,
     to_annotations,
 )
+from tests.driver.conftest import make_operator
 
 _names = st.from_regex(r"[a-z][a-z0-9-]{0,6}", fullmatch=True)
 _keys = st.tuples(st.sampled_from(["", "a", "b", "team-x"]), _names)
@@ -214,3 +216,13 @@ class RolloutMachine(RuleBasedStateMachine):
 
 TestRolloutMachine = RolloutMachine.TestCase
 TestRolloutMachine.settings = settings(max_examples=60, stateful_step_count=30, deadline=None)
+
+
+def test_the_derived_role_may_read_and_update_the_rollout_record() -> None:
+    operator = make_operator("ns", rollout=Rollout())
+    rules = derive_rules(operator_facts(operator), parents=[], lease_namespace="ops")
+    names = {name for rule in rules if rule.resources == ("leases",) and "update" in rule.verbs
+             for name in rule.resource_names}
+    assert {f"{operator.name}-resync", f"{operator.name}-rollout"} <= names
+    plain = derive_rules(operator_facts(make_operator("ns")), parents=[], lease_namespace="ops")
+    assert not any(name.endswith("-rollout") for rule in plain for name in rule.resource_names)
