@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import textwrap
 import time
 import uuid
@@ -17,7 +18,7 @@ from typing import Any
 import attrs
 import pytest
 
-from reconciler import KubernetesClient, LeaderElection, Rollout
+from reconciler import KubernetesClient, LeaderElection, Readiness, Rollout
 from reconciler._commands.cli import main
 from reconciler._commands.rollouts import rollout_action, rollout_store
 from reconciler._driver.rollout_plan import Phase, RolloutState
@@ -27,6 +28,7 @@ from reconciler._driver.upgrades import operator_fingerprint
 from reconciler.testing import wait_idle
 from tests.driver.conftest import child_data, import_file, running, thing, wait_until
 from tests.driver.sample_operator import API_VERSION, GROUP
+from tests.driver.test_kstatus_parents import _build as with_web
 
 _SOURCE = '''
 """Version {version} of a Thing operator (its rollout test)."""
@@ -265,3 +267,35 @@ def test_a_new_leader_continues_the_rollout_where_the_old_one_paused(
             first.stop(5)
         if second is not None:
             second.stop(5)
+
+
+def _deployments(client: KubernetesClient, namespace: str) -> set[str]:
+    return {d["metadata"]["name"] for d in client.list(
+        "apps/v1", "Deployment", namespace=namespace)["items"]}
+
+
+def test_a_batch_not_ready_by_its_timeout_pauses_the_rollout(
+    client: KubernetesClient, ns: str, tmp_path: Path,
+) -> None:
+    one, _, _ = _versions(tmp_path, ns)
+    # the new version adds a Deployment, which never becomes available here (the embedded
+    # server runs no controller): its parents never turn Ready
+    new = attrs.evolve(one.operator, build=with_web, readiness=Readiness(recheck=0.2),
+                       rollout=Rollout(max_in_flight=2, batch_timeout=2.0, poll=0.1))
+    parents = ["t-0", "t-1", "t-2"]
+    with running(one.operator, client) as runtime:
+        for parent in parents:
+            client.create(thing(ns, parent))
+        assert wait_until(lambda: all(child_data(client, ns, p) is not None for p in parents))
+        assert wait_until(lambda: runtime.upgrade.completed)
+    with running(new, client) as runtime:
+        assert wait_until(lambda: _phase(runtime) is Phase.PAUSED, timeout=20)
+        state = _state(runtime)
+        assert state is not None
+        assert (state.batch, state.failed) == (1, f"{ns}/t-0")
+        # not Ready (or, on a machine loaded enough, not even reconciled) within the timeout
+        assert re.match(r"not (Ready|reconciled) 2s after batch 1 started \([12] of 2 parents",
+                        state.reason), state.reason
+        assert wait_until(lambda: len(_deployments(client, ns)) >= 2)
+        time.sleep(0.5)  # the third parent's resync or recheck would come now: it does not
+    assert _deployments(client, ns) == {"t-0-web", "t-1-web"}  # its batch never came
