@@ -1,0 +1,218 @@
+"""``optk plan --all``: every parent planned from one LIST per kind; nothing written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from builders import ObjectRef, ResourceBuilder
+from reconciler import KubernetesClient, ParentReconciler
+from reconciler._commands.cli import main
+from reconciler._commands.fleet_plans import plan_fleet
+from reconciler._commands.fleet_report import (
+    EXIT_CHILD_ERRORS,
+    EXIT_NO_CHANGES,
+    EXIT_OVER_MAX_CHANGES,
+    FleetPlan,
+    FleetSummary,
+    fleet_exit_code,
+    fleet_plan_json,
+    format_fleet_plan,
+    summarize,
+)
+from reconciler._driver.operators import Operator
+from reconciler._reconcile.conditions import ChildError, ParentResult
+from reconciler._reconcile.reconciling import Action, ReconcileResult
+from tests.reconciler import plan_operator
+from tests.reconciler.conftest import Requests
+from tests.reconciler.test_plans import API, stack_kind
+
+__all__ = ["stack_kind"]  # the fixture, used by name
+
+TARGET = "tests.reconciler.plan_operator"
+NEW_VERSION = '''
+from builders import DesiredState
+from reconciler._driver.operators import Operator
+from tests.reconciler import plan_operator
+
+
+def build(parent):
+    """Version 2: the ConfigMap gains a key, the Secret a new password; parent p2 drops it."""
+    config, secret = [b()[0] for b in plan_operator.build(parent)]
+    config = {**config, "data": {**config["data"], "version": "2"}}
+    secret = {**secret, "stringData": {"password": "s3cret-v2"}}
+    wanted = [(config, DesiredState.PRESENT)]
+    if parent["metadata"]["name"] != "p2":
+        wanted.append((secret, DesiredState.PRESENT))
+    return [lambda w=w: w for w in wanted]
+
+
+operator = Operator(api_version="plans.optk.dev/v1", kind="Stack", build=build,
+                    name="plan-operator", prune=[("v1", "Secret")])
+'''
+
+
+def fleet(client: KubernetesClient, ns: str, count: int) -> list[dict[str, Any]]:
+    """``count`` Stack parents, each reconciled by the operator as it is (version 1)."""
+    reconciler = ParentReconciler(client, plan_operator.build, operator_name="plan-operator")
+    parents = []
+    for index in range(count):
+        parent = client.create({"apiVersion": API, "kind": "Stack",
+                                "metadata": {"name": f"p{index}", "namespace": ns},
+                                "spec": {"size": index, "password": f"pw-{index}"}})
+        assert reconciler.reconcile(parent).ok
+        parents.append(parent)
+    return parents
+
+
+def object_gets(kube_api: Any, ns: str) -> int:
+    """GET requests for objects in ``ns`` so far: on the real control plane from its audit log
+    (whose ``get`` verb also counts the client's ``/version`` probe and discovery documents)."""
+    if not hasattr(kube_api, "audit_log_path"):
+        return int(kube_api.request_counts().get("get", 0))
+    kube_api.request_counts()  # reads the audit log up to now
+    seen = set()
+    for line in Path(kube_api.audit_log_path).read_text().splitlines():
+        event = json.loads(line)
+        if event.get("verb") == "get" and (event.get("objectRef") or {}).get("namespace") == ns:
+            seen.add(event["auditID"])
+    return len(seen)
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = main(argv)
+    return code, capsys.readouterr().out
+
+
+@pytest.mark.both_servers
+def test_plan_all_unchanged_then_a_new_version(
+    kube_api: Any, client: KubernetesClient, stack_kind: None, ns: str, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fleet(client, ns, 3)
+    kubeconfig = str(kube_api.kubeconfig_path)
+    gets = object_gets(kube_api, ns)
+    with Requests(kube_api) as unchanged:
+        code, out = run(["plan", "--all", TARGET, "--namespace", ns,
+                         "--kubeconfig", kubeconfig], capsys)
+    assert (code, out.strip()) == (EXIT_NO_CHANGES, "no changes: 3 parents, 6 unchanged")
+    assert unchanged.writes == 0
+    assert object_gets(kube_api, ns) == gets  # one list per kind, no per-parent read
+
+    new_version = tmp_path / "operator_v2.py"
+    new_version.write_text(NEW_VERSION)
+    with Requests(kube_api) as planned:
+        code, out = run(["plan", "--all", str(new_version), "--namespace", ns,
+                         "--kubeconfig", kubeconfig], capsys)
+    assert code == EXIT_OVER_MAX_CHANGES
+    assert planned.writes == 0
+    assert object_gets(kube_api, ns) == gets
+    # parents, ConfigMaps, Secrets: one list each (the CRD schemas are not read: core kinds)
+    assert planned.count("list") == 3
+    for index in range(3):
+        assert f"update    ConfigMap.v1 {ns}/p{index}-config" in out
+        assert '+ data.version: "2"' in out
+    assert f"delete    Secret.v1 {ns}/p2-secret" in out  # pruned: no longer built
+    assert f"update    Secret.v1 {ns}/p0-secret" in out
+    assert "s3cret-v2" not in out
+    assert "pw-0" not in out
+    assert out.strip().splitlines()[-1] == (
+        "plan: 3 of 3 parents change: 0 to create, 5 to update, 0 to recreate, 1 to delete "
+        "(6 writes); 0 unchanged")
+
+    code, out = run(["plan", "--all", str(new_version), "--namespace", ns, "-o", "json",
+                     "--max-changes", "6", "--kubeconfig", kubeconfig], capsys)
+    document = json.loads(out)
+    assert code == EXIT_NO_CHANGES == document["exitCode"]  # within the threshold
+    assert document["summary"]["changes"] == 6
+    assert document["summary"]["delete"] == 1
+    assert document["requests"] == {"list": 3}
+    [p0, _p1, p2] = document["parents"]
+    assert (p0["namespace"], p0["name"], p0["unchanged"]) == (ns, "p0", 0)
+    [config, secret] = p0["children"]
+    assert config["action"] == "update"
+    assert config["kind"] == "ConfigMap"
+    assert {"op": "add", "path": ["data", "version"], "old": None, "new": "2"} in config["diff"]
+    assert secret["action"] == "update"
+    assert secret["diff"]
+    assert "s3cret-v2" not in out
+    assert "pw-1" not in out
+    assert [c["action"] for c in p2["children"]] == ["update", "delete"]
+
+    # a selector, and a parent whose pause is honoured: nothing planned for it
+    client.patch(API, "Stack", "p1", {"metadata": {"labels": {"tier": "gold"},
+                                                   "annotations": {"optk.dev/paused": "true"}}},
+                 patch_type="application/merge-patch+json", namespace=ns)
+    code, out = run(["plan", "--all", str(new_version), "--namespace", ns, "-l", "tier=gold",
+                     "--kubeconfig", kubeconfig], capsys)
+    assert code == EXIT_NO_CHANGES
+    assert f"{ns}/p1" in out
+    assert "paused" in out
+    assert out.strip().splitlines()[-1] == "no changes: 1 parents, 0 unchanged, 1 parents paused"
+
+
+def test_plan_fleet_reports_a_failing_builder_and_children_of_every_namespace(
+    client: KubernetesClient, stack_kind: None, ns: str,
+) -> None:
+    fleet(client, ns, 2)
+
+    def build(parent: Any) -> list[ResourceBuilder]:
+        if parent["metadata"]["name"] == "p1":
+            raise RuntimeError("version 2 cannot build p1")
+        return plan_operator.build(parent)
+
+    operator = Operator(api_version=API, kind="Stack", build=build, name="plan-operator")
+    plan = plan_fleet(client, operator, selector=None, namespace=ns)
+    summary = summarize(plan)
+    assert (summary.parents, summary.errors, summary.changes) == (2, 1, 0)
+    assert fleet_exit_code(summary, max_changes=100) == EXIT_CHILD_ERRORS
+    text = format_fleet_plan(plan)
+    assert "version 2 cannot build p1" in text
+    assert f"{ns}/p1" in text
+    assert plan.requests.get("get", 0) == 0
+
+
+def test_optk_plan_all_flags_need_all(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", TARGET, "-f", "x.yaml", "--max-changes", "3"]) == 2
+    assert "--max-changes only with --all" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["plan", TARGET, "-f", "x.yaml", "--all"])
+
+
+def _child(action: Action, name: str, **extra: Any) -> ReconcileResult:
+    return ReconcileResult(action=action, ref=ObjectRef(api_version="v1", kind="ConfigMap",
+                                                        name=name, namespace="n"), **extra)
+
+
+PARENT = ObjectRef(api_version=API, kind="Stack", name="p", namespace="n")
+
+
+@pytest.mark.parametrize(("children", "errors", "max_changes", "code"), [
+    ((), (), 0, EXIT_NO_CHANGES),
+    ((Action.UNCHANGED, Action.SKIPPED), (), 0, EXIT_NO_CHANGES),
+    ((Action.CREATED, Action.DELETED), (), 0, EXIT_OVER_MAX_CHANGES),
+    ((Action.CREATED, Action.DELETED), (), 2, EXIT_NO_CHANGES),
+    ((Action.RECREATED, Action.UPDATED, Action.UPDATED), (), 2, EXIT_OVER_MAX_CHANGES),
+    ((Action.CREATED,), ("boom",), 5, EXIT_CHILD_ERRORS),
+])
+def test_exit_codes(children: tuple[Action, ...], errors: tuple[str, ...], max_changes: int,
+                    code: int) -> None:
+    result = ParentResult(
+        parent=PARENT, children=tuple(_child(a, f"c{i}") for i, a in enumerate(children)),
+        errors=tuple(ChildError(ref=PARENT, message=m, error=RuntimeError(m)) for m in errors))
+    plan = FleetPlan(operator="o", parent_kind=(API, "Stack"), results=(result,))
+    assert fleet_exit_code(summarize(plan), max_changes=max_changes) == code
+    assert fleet_plan_json(plan, max_changes=max_changes)["exitCode"] == code
+
+
+def test_held_writes_are_not_changes() -> None:
+    held = _child(Action.UPDATED, "h", held="policy create-only", drift=("/data/a",))
+    plan = FleetPlan(operator="o", parent_kind=(API, "Stack"),
+                     results=(ParentResult(parent=PARENT, children=(held,)),))
+    assert summarize(plan) == FleetSummary(parents=1, held=1)
+    assert "held      ConfigMap.v1 n/h  (policy create-only)" in format_fleet_plan(plan)
+    [entry] = fleet_plan_json(plan)["parents"][0]["children"]
+    assert (entry["action"], entry["drift"]) == ("held", ["/data/a"])
