@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from builders import ObjectRef, ResourceBuilder
+from builders import DesiredState, ObjectRef, ResourceBuilder
 from reconciler import KubernetesClient, ParentReconciler
 from reconciler._commands.cli import main
 from reconciler._commands.fleet_plans import plan_fleet
@@ -216,3 +216,35 @@ def test_held_writes_are_not_changes() -> None:
     assert "held      ConfigMap.v1 n/h  (policy create-only)" in format_fleet_plan(plan)
     [entry] = fleet_plan_json(plan)["parents"][0]["children"]
     assert (entry["action"], entry["drift"]) == ("held", ["/data/a"])
+
+
+def _deployment(parent: Any, selector: dict[str, str]) -> list[ResourceBuilder]:
+    name = parent["metadata"]["name"]
+    obj = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": f"{name}-app"},
+           "spec": {"replicas": 1, "selector": {"matchLabels": selector},
+                    "template": {"metadata": {"labels": selector}, "spec": {"containers": [
+                        {"name": "app", "image": "nginx:1.25"}]}}}}
+    return [lambda: (obj, DesiredState.PRESENT)]
+
+
+def test_server_dry_run_finds_the_recreate_an_immutable_field_needs(
+    client: KubernetesClient, stack_kind: None, ns: str, kube_api: Any,
+) -> None:
+    parent = client.create({"apiVersion": API, "kind": "Stack",
+                            "metadata": {"name": "d", "namespace": ns}, "spec": {}})
+    assert ParentReconciler(client, lambda p: _deployment(p, {"app": "d"}),
+                            operator_name="plan-operator").reconcile(parent).ok
+    operator = Operator(api_version=API, kind="Stack", name="plan-operator", recreate=True,
+                        build=lambda p: _deployment(p, {"app": "d", "track": "v2"}))
+    local = plan_fleet(client, operator, namespace=ns)
+    assert [c.action for c in local.results[0].children] == [Action.UPDATED]
+    assert "patch" not in local.requests
+    with Requests(kube_api) as sent:
+        asked = plan_fleet(client, operator, namespace=ns, server_dry_run=True)
+    assert [c.action for c in asked.results[0].children] == [Action.RECREATED]
+    assert "recreate  Deployment.apps/v1" in format_fleet_plan(asked)
+    assert asked.requests["patch"] == 1  # the one dry run, refused on spec.selector
+    assert sent.count("patch") == 1
+    assert sent.count("delete") == sent.count("create") == 0
+    live = client.get("apps/v1", "Deployment", "d-app", namespace=ns)
+    assert live["spec"]["selector"] == {"matchLabels": {"app": "d"}}
