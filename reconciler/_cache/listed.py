@@ -44,7 +44,7 @@ class ListedReader:
     """A ``ReadCache`` over one LIST per kind (and per namespace outside the scope).
 
     ``namespace`` is the scope (None: every namespace); ``label_selector`` scopes every list.
-    A kind that is not served reads as empty. ``lists`` counts the kinds listed so far.
+    A kind that is not served reads as empty. ``lists`` counts the (kind, scope) pairs read.
     """
 
     from_memory = True
@@ -66,7 +66,7 @@ class ListedReader:
 
     @property
     def lists(self) -> int:
-        """How many (kind, scope) lists were made."""
+        """How many (kind, scope) pairs were read (a kind not served costs no request)."""
         return len(self._kinds)
 
     def _scope(self, api_version: str, kind: str, namespace: str | None) -> str | None:
