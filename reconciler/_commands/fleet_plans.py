@@ -26,7 +26,7 @@ import attrs
 from builders import ObjectRef
 from builders.names import MANAGED_BY_LABEL
 from reconciler._base.clocks import RealClock
-from reconciler._base.errors import ReconcilerError
+from reconciler._base.errors import ReconcilerError, ReconcilerUsageError
 from reconciler._cache.listed import ListedReader
 from reconciler._client.caches import PassThroughCache
 from reconciler._client.counting import counting, recording, uncounted
@@ -105,6 +105,8 @@ def fleet_plan_command(
     from reconciler._client.kubernetes import KubernetesClient
     from reconciler._driver.process import load_operator
 
+    if max_changes < 0:
+        raise ReconcilerUsageError(f"--max-changes must be 0 or more, got {max_changes}")
     operator = load_operator(target)
     client = KubernetesClient(connect(kubeconfig), operator_name=operator.name)
     try:

@@ -180,6 +180,8 @@ def test_optk_plan_all_flags_need_all(capsys: pytest.CaptureFixture[str]) -> Non
     assert "--max-changes only with --all" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["plan", TARGET, "-f", "x.yaml", "--all"])
+    assert main(["plan", "--all", TARGET, "--max-changes", "-1"]) == 2
+    assert "--max-changes must be 0 or more, got -1" in capsys.readouterr().err
 
 
 def _child(action: Action, name: str, **extra: Any) -> ReconcileResult:
@@ -248,3 +250,27 @@ def test_server_dry_run_finds_the_recreate_an_immutable_field_needs(
     assert sent.count("delete") == sent.count("create") == 0
     live = client.get("apps/v1", "Deployment", "d-app", namespace=ns)
     assert live["spec"]["selector"] == {"matchLabels": {"app": "d"}}
+
+
+def test_plan_fleet_honours_policies_and_ignored_fields(
+    client: KubernetesClient, stack_kind: None, ns: str,
+) -> None:
+    fleet(client, ns, 3)
+    for name, annotation in (("p0", {"optk.dev/policy": "create-only"}),
+                             ("p1", {"optk.dev/ignore-fields": "/data/version"})):
+        client.patch("v1", "ConfigMap", f"{name}-config", {"metadata": {"annotations": annotation}},
+                      patch_type="application/merge-patch+json", namespace=ns)
+
+    def build(parent: Any) -> list[ResourceBuilder]:
+        config, secret = [b()[0] for b in plan_operator.build(parent)]
+        config = {**config, "data": {**config["data"], "version": "2"}}
+        return [lambda: (config, DesiredState.PRESENT), lambda: (secret, DesiredState.PRESENT)]
+
+    operator = Operator(api_version=API, kind="Stack", build=build, name="plan-operator")
+    plan = plan_fleet(client, operator, namespace=ns)
+    assert summarize(plan) == FleetSummary(parents=3, parents_changed=1, update=1, held=1,
+                                           unchanged=4)
+    text = format_fleet_plan(plan)
+    assert f"held      ConfigMap.v1 {ns}/p0-config  (policy create-only: patch not sent)" in text
+    assert f"{ns}/p1" not in text  # its one change is in an ignored field
+    assert f"update    ConfigMap.v1 {ns}/p2-config" in text
