@@ -59,9 +59,16 @@ def plan_fleet(
     """The dry-run result of reconciling every parent of ``operator`` (in ``namespace``, or the
     operator's own, or every namespace; matching the label ``selector``) with its builders, from
     one LIST per kind (pages of ``page_size``). Raises ``ReconcilerError`` when the parents
-    cannot be listed; a child kind whose list fails fails those children only."""
-    namespace = namespace if namespace is not None else operator.namespace
+    cannot be listed (their kind not served, say) and ``ReconcilerUsageError`` for a namespace
+    of cluster-scoped parents; a child kind whose list fails fails those children only."""
     counted = counting(client)
+    if not counted.is_namespaced(operator.api_version, operator.kind):  # raises when not served
+        if namespace is not None:
+            raise ReconcilerUsageError(
+                f"--namespace {namespace}: {operator.kind} ({operator.api_version}) parents are "
+                "cluster-scoped")
+    elif namespace is None:
+        namespace = operator.namespace
     reader = ListedReader(counted, namespace=namespace, page_size=page_size,
                           label_selector=f"{MANAGED_BY_LABEL}={operator.name}")
     writer = LocalDryRunClient(uncounted(client), live=reader, server_dry_run=server_dry_run)

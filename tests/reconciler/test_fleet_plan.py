@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from builders import DesiredState, ObjectRef, ResourceBuilder
-from reconciler import KubernetesClient, ParentReconciler
+from reconciler import KubernetesClient, ParentReconciler, ReconcilerUsageError
 from reconciler._commands.cli import main
 from reconciler._commands.fleet_plans import plan_fleet
 from reconciler._commands.fleet_report import (
@@ -173,6 +173,19 @@ def test_plan_fleet_reports_a_failing_builder_and_children_of_every_namespace(
     assert "version 2 cannot build p1" in text
     assert f"{ns}/p1" in text
     assert plan.requests.get("get", 0) == 0
+
+
+def test_parents_that_cannot_be_listed_are_a_command_error(
+    kube_api: Any, client: KubernetesClient, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    module = tmp_path / "unserved.py"
+    module.write_text(NEW_VERSION.replace("plans.optk.dev/v1", "unserved.optk.dev/v1"))
+    assert main(["plan", "--all", str(module), "--kubeconfig", str(kube_api.kubeconfig_path)]) == 2
+    assert "unserved.optk.dev/v1" in capsys.readouterr().err
+    cluster = Operator(api_version="rbac.authorization.k8s.io/v1", kind="ClusterRole",
+                       build=plan_operator.build, name="plan-operator")
+    with pytest.raises(ReconcilerUsageError, match=r"ClusterRole .* parents are cluster-scoped"):
+        plan_fleet(client, cluster, namespace="default")
 
 
 def test_optk_plan_all_flags_need_all(capsys: pytest.CaptureFixture[str]) -> None:
