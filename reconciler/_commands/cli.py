@@ -208,7 +208,7 @@ def _run_plan(args: argparse.Namespace) -> int:
             return fleet_plan_command(
                 args.target, kubeconfig=args.kubeconfig, namespace=args.namespace,
                 selector=args.selector, max_changes=args.max_changes, output=args.output,
-                server_dry_run=args.server_dry_run)
+                server_dry_run=args.server_dry_run, show_unchanged=args.show_unchanged)
         return plan_command(args.target, files=args.files, kubeconfig=args.kubeconfig,
                             show_unchanged=args.show_unchanged)
     except (ValueError, OSError) as error:

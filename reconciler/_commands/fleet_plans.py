@@ -103,6 +103,7 @@ def fleet_plan_command(
     max_changes: int = 0,
     output: str = "text",
     server_dry_run: bool = False,
+    show_unchanged: bool = False,
     out: TextIO | None = None,
 ) -> int:
     """``optk plan --all MODULE[:ATTR]``: print the fleet's plan (text or JSON); the exit code
@@ -126,5 +127,5 @@ def fleet_plan_command(
     if output == "json":
         print(json.dumps(fleet_plan_json(plan, max_changes=max_changes), default=str), file=out)
     else:
-        print(format_fleet_plan(plan), file=out)
+        print(format_fleet_plan(plan, show_unchanged=show_unchanged), file=out)
     return fleet_exit_code(summarize(plan), max_changes=max_changes)

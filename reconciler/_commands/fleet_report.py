@@ -134,11 +134,12 @@ def _worth_showing(result: ParentResult) -> bool:
         child.held or child.action is not Action.UNCHANGED for child in _children(result)))
 
 
-def format_fleet_plan(plan: FleetPlan) -> str:
-    """People's view: each parent with a change, a held write, an error or a pause (as
-    ``optk plan`` prints it), then the summary line."""
-    shown = [result for result in plan.results if _worth_showing(result)]
-    blocks = [format_plan(shown)] if shown else []
+def format_fleet_plan(plan: FleetPlan, *, show_unchanged: bool = False) -> str:
+    """People's view: each parent with a change, a held write, an error or a pause (every
+    parent and child with ``show_unchanged``), as ``optk plan`` prints it, then the summary
+    line."""
+    shown = [result for result in plan.results if show_unchanged or _worth_showing(result)]
+    blocks = [format_plan(shown, show_unchanged=show_unchanged)] if shown else []
     blocks += [f"{ref}:\n  being deleted: not planned" for ref in plan.deleting]
     return "\n".join([*blocks, summary_line(summarize(plan))])
 

@@ -287,3 +287,5 @@ def test_plan_fleet_honours_policies_and_ignored_fields(
     assert f"held      ConfigMap.v1 {ns}/p0-config  (policy create-only: patch not sent)" in text
     assert f"{ns}/p1" not in text  # its one change is in an ignored field
     assert f"update    ConfigMap.v1 {ns}/p2-config" in text
+    every = format_fleet_plan(plan, show_unchanged=True)
+    assert f"unchanged ConfigMap.v1 {ns}/p1-config" in every
