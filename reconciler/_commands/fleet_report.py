@@ -113,16 +113,20 @@ def summarize(plan: FleetPlan) -> FleetSummary:
                         paused=paused, deleting=len(plan.deleting), **counts)
 
 
+def _parents(count: int) -> str:
+    return f"{count} parent" if count == 1 else f"{count} parents"
+
+
 def summary_line(summary: FleetSummary) -> str:
-    """One line: ``no changes (...)`` or the counts of each change."""
+    """One line: ``no changes: ...`` or the counts of each change."""
     tail = [f"{summary.unchanged} unchanged"]
     tail += [f"{n} {what}" for n, what in ((summary.held, "held"),
                                            (summary.skipped, "skipped"),
-                                           (summary.errors, "errors"),
-                                           (summary.paused, "parents paused"),
-                                           (summary.deleting, "parents being deleted")) if n]
+                                           (summary.errors, "errors")) if n]
+    tail += [f"{_parents(n)} {what}" for n, what in ((summary.paused, "paused"),
+                                                     (summary.deleting, "being deleted")) if n]
     if not summary.changes:
-        return f"no changes: {summary.parents} parents, {', '.join(tail)}"
+        return f"no changes: {_parents(summary.parents)}, {', '.join(tail)}"
     return (f"plan: {summary.parents_changed} of {summary.parents} parents change: "
             f"{summary.create} to create, {summary.update} to update, "
             f"{summary.recreate} to recreate, {summary.delete} to delete "

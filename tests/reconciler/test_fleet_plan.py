@@ -151,7 +151,7 @@ def test_plan_all_unchanged_then_a_new_version(
     assert code == EXIT_NO_CHANGES
     assert f"{ns}/p1" in out
     assert "paused" in out
-    assert out.strip().splitlines()[-1] == "no changes: 1 parents, 0 unchanged, 1 parents paused"
+    assert out.strip().splitlines()[-1] == "no changes: 1 parent, 0 unchanged, 1 parent paused"
 
 
 def test_plan_fleet_reports_a_failing_builder_and_children_of_every_namespace(
