@@ -44,7 +44,9 @@ class ListedReader:
     """A ``ReadCache`` over one LIST per kind (and per namespace outside the scope).
 
     ``namespace`` is the scope (None: every namespace); ``label_selector`` scopes every list.
-    A kind that is not served reads as empty. ``lists`` counts the (kind, scope) pairs read.
+    A kind that is not served reads as empty. ``lists`` counts the (kind, scope) pairs read. A
+    list that fails (forbidden, a server error) raises its error, and so does every later read
+    of that kind and scope, without another request: a snapshot is listed once.
     """
 
     from_memory = True
@@ -62,6 +64,7 @@ class ListedReader:
         self._namespace = namespace
         self._selector = label_selector
         self._kinds: dict[tuple[str, str, str | None], _Listed] = {}
+        self._failed: dict[tuple[str, str, str | None], ReconcilerError] = {}
         self._lock = threading.Lock()
 
     @property
@@ -85,10 +88,17 @@ class ListedReader:
     def _listed(self, api_version: str, kind: str, namespace: str | None) -> _Listed:
         key = (api_version, kind, self._scope(api_version, kind, namespace))
         with self._lock:  # one list per key, whichever thread asks first
+            if (failure := self._failed.get(key)) is not None:
+                raise failure  # once refused, refused for every parent: no list per parent
             found = self._kinds.get(key)
             if found is None:
-                found = self._kinds[key] = _Listed(self._pages.list(
-                    api_version, kind, namespace=key[2], label_selector=self._selector))
+                try:
+                    items = self._pages.list(api_version, kind, namespace=key[2],
+                                             label_selector=self._selector)
+                except ReconcilerError as error:
+                    self._failed[key] = error
+                    raise
+                found = self._kinds[key] = _Listed(items)
             return found
 
     def get(

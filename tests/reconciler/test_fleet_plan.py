@@ -26,6 +26,7 @@ from reconciler._commands.fleet_report import (
 from reconciler._driver.operators import Operator
 from reconciler._reconcile.conditions import ChildError, ParentResult
 from reconciler._reconcile.reconciling import Action, ReconcileResult
+from reconciler.embedded import Faults
 from tests.reconciler import plan_operator
 from tests.reconciler.conftest import Requests
 from tests.reconciler.test_plans import API, stack_kind
@@ -36,6 +37,7 @@ TARGET = "tests.reconciler.plan_operator"
 NEW_VERSION = '''
 from builders import DesiredState
 from reconciler._driver.operators import Operator
+from reconciler.embedded import Faults
 from tests.reconciler import plan_operator
 
 
@@ -289,3 +291,20 @@ def test_plan_fleet_honours_policies_and_ignored_fields(
     assert f"update    ConfigMap.v1 {ns}/p2-config" in text
     every = format_fleet_plan(plan, show_unchanged=True)
     assert f"unchanged ConfigMap.v1 {ns}/p1-config" in every
+
+
+def test_a_refused_child_list_fails_those_children_with_one_request(
+    client: KubernetesClient, stack_kind: None, ns: str, kube_api: Any,
+) -> None:
+    fleet(client, ns, 3)
+    operator = Operator(api_version=API, kind="Stack", build=plan_operator.build,
+                        name="plan-operator")
+    with kube_api.faults(Faults(error_rate=1.0, error_code=403, verbs={"list"},
+                                resources={"configmaps"})), Requests(kube_api) as sent:
+        plan = plan_fleet(client, operator, namespace=ns)
+    summary = summarize(plan)
+    assert (summary.errors, summary.unchanged, summary.changes) == (3, 3, 0)  # the Secrets
+    assert fleet_exit_code(summary) == EXIT_CHILD_ERRORS
+    assert all("listing its kind failed" in e.message
+               for result in plan.results for e in result.errors)
+    assert sent.count("list") == 3  # parents, ConfigMaps (refused once), Secrets
