@@ -15,7 +15,9 @@ Each reports ``requests`` (by verb as the server counted them, and ``total``), `
 (create/update/patch/delete: the dry runs of the peer count here; the fleet plan's must be 0),
 ``wall_s`` (the planning call, the parents' list included) and the plan's ``changes``.
 
-Run: ``python -m benchmarks.fleet_plan [--json] [--sizes 10,100,1000] [--no-peer]``. JSON keys:
+Run: ``python -m benchmarks.fleet_plan [--json] [--sizes 10,100,1000] [--no-peer] [--real]``
+(``--real``: a real control plane from ``OPTK_KUBE_ASSETS``, requests from its audit log).
+JSON keys:
 ``sizes.<N>.<unchanged|changed|per_parent_dry_run>.{requests, writes, wall_s, changes,
 exit_code}``, ``sizes.<N>.setup_s``, ``children_per_parent``, ``server``, ``python``, ``cpus``.
 """
@@ -32,7 +34,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from benchmarks.driver import API_VERSION, CRD, WRITES, apiserver, children
+from benchmarks.driver import API_VERSION, CRD, WRITES, apiserver, children, real_apiserver
 from builders import ResourceBuilder
 from reconciler import KubernetesClient, Operator, ParentReconciler
 from reconciler._commands.fleet_plans import plan_fleet
@@ -118,9 +120,9 @@ def run_size(client: KubernetesClient, counts: Callable[[], dict[str, int]], siz
     return result
 
 
-def run(sizes: list[int], *, peer: bool = True) -> dict[str, Any]:
-    """Every size against one embedded API server subprocess."""
-    with apiserver() as (client, counts):
+def run(sizes: list[int], *, peer: bool = True, real: bool = False) -> dict[str, Any]:
+    """Every size against one embedded API server subprocess (or one real control plane)."""
+    with (real_apiserver() if real else apiserver()) as (client, counts):
         client.create(CRD)
         deadline = time.monotonic() + 30
         while not client.is_served(API_VERSION, KIND):
@@ -129,7 +131,8 @@ def run(sizes: list[int], *, peer: bool = True) -> dict[str, Any]:
             time.sleep(0.05)
         by_size = {str(size): run_size(client, counts, size, peer=peer) for size in sizes}
     return {"sizes": by_size, "children_per_parent": len(children({"metadata": {"name": "x"}})),
-            "server": "embedded (optk apiserver subprocess)",
+            "server": "real (kube-apiserver, etcd)" if real
+            else "embedded (optk apiserver subprocess)",
             "python": platform.python_version(), "cpus": os.cpu_count()}
 
 
@@ -141,9 +144,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma-separated fleet sizes (parents; default 10,100,1000)")
     parser.add_argument("--no-peer", dest="peer", action="store_false",
                         help="skip the per-parent dry-run path of optk plan -f")
+    parser.add_argument("--real", action="store_true",
+                        help="a real control plane (OPTK_KUBE_ASSETS) instead of the embedded "
+                             "server; requests from its audit log")
     args = parser.parse_args(argv)
     sizes = [int(size) for size in args.sizes.split(",") if size.strip()]
-    result = run(sizes, peer=args.peer)
+    result = run(sizes, peer=args.peer, real=args.real)
     for size, figures in result["sizes"].items():
         for name in ("unchanged", "changed", "per_parent_dry_run"):
             if name in figures:
