@@ -97,11 +97,29 @@ def build_parser() -> argparse.ArgumentParser:
                     "IN THE FILE is built, with the identity (uid, resourceVersion) and status of "
                     "the parent of that name on the cluster when it exists, and compared with "
                     "the live children: what the operator would do if the file were applied. "
-                    "Nothing is written (creates and patches are sent as dryRun=All).",
+                    "Nothing is written (creates and patches are sent as dryRun=All). With "
+                    "--all instead of -f: every parent on the cluster, as it is there.",
     )
     plan.add_argument("target", metavar=_TARGET, help=_TARGET_HELP)
-    plan.add_argument("-f", "--filename", action="append", required=True, dest="files",
+    what = plan.add_mutually_exclusive_group(required=True)
+    what.add_argument("-f", "--filename", action="append", dest="files",
                       help="YAML file of parent objects whose spec is planned (repeatable)")
+    what.add_argument("--all", action="store_true", dest="fleet",
+                      help="plan every parent on the cluster as it is, from one LIST per kind "
+                           "(no dry-run request); exit 0 no changes (or at most --max-changes), "
+                           "1 a child or builder would fail, 2 the command failed, 3 more "
+                           "writes than --max-changes")
+    plan.add_argument("--namespace", default=None, help="--all: parents of this namespace only "
+                                                        "(default: the operator's, else all)")
+    plan.add_argument("-l", "--selector", default=None,
+                      help="--all: parents matching this label selector only")
+    plan.add_argument("--max-changes", type=int, default=0, metavar="N",
+                      help="--all: exit 3 when more than N children would be written (default 0)")
+    plan.add_argument("-o", "--output", choices=("text", "json"), default="text",
+                      help="--all: text, or one JSON document (docs/reconciler.md)")
+    plan.add_argument("--server-dry-run", action="store_true",
+                      help="--all: send each planned create and patch as dryRun=All (the "
+                           "server's defaulting, validation, immutable fields)")
     plan.add_argument("--kubeconfig", default=None, help="kubeconfig of the cluster")
     plan.add_argument("--show-unchanged", action="store_true", help="list unchanged children too")
     plan.add_argument("-v", "--verbose", action="store_true",
@@ -184,7 +202,20 @@ def _run_plan(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.ERROR,
                         format="optk plan: %(levelname)s %(name)s: %(message)s")
 
+    fleet_only = [flag for flag, value in (("--namespace", args.namespace), ("-l", args.selector),
+                  ("--max-changes", args.max_changes), ("-o", args.output != "text"),
+                  ("--server-dry-run", args.server_dry_run)) if value]
+    if fleet_only and not args.fleet:
+        print(f"optk plan: {', '.join(fleet_only)} only with --all", file=sys.stderr)
+        return 2
     try:
+        if args.fleet:
+            from reconciler._commands.fleet_plans import fleet_plan_command
+
+            return fleet_plan_command(
+                args.target, kubeconfig=args.kubeconfig, namespace=args.namespace,
+                selector=args.selector, max_changes=args.max_changes, output=args.output,
+                server_dry_run=args.server_dry_run, show_unchanged=args.show_unchanged)
         return plan_command(args.target, files=args.files, kubeconfig=args.kubeconfig,
                             show_unchanged=args.show_unchanged)
     except (ValueError, OSError) as error:

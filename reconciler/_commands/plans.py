@@ -29,9 +29,9 @@ from reconciler._reconcile.applying import ApplyStrategy
 from reconciler._reconcile.guard import PlanGuard
 from reconciler._reconcile.parents import ParentReconciler, ParentResult
 from reconciler._reconcile.policies import PauseSettings
-from reconciler._reconcile.reconciling import Action, ResourceReconciler
+from reconciler._reconcile.reconciling import Action, ReconcileResult, ResourceReconciler
 
-__all__ = ["format_plan", "plan_command", "plan_parents"]
+__all__ = ["format_plan", "plan_command", "plan_parents", "shown_diff"]
 
 _ANNOTATION_PATH = ("metadata", "annotations", LAST_APPLIED_ANNOTATION)
 _VERBS = {
@@ -106,6 +106,11 @@ def plan_parents(
     return [planner.reconcile(_live_parent(client, parent)) for parent in parents]
 
 
+def shown_diff(child: ReconcileResult) -> list[Any]:
+    """A child's diff items as shown: without the last-applied annotation's own change."""
+    return [d for d in child.diff if tuple(d.path[:3]) != _ANNOTATION_PATH]
+
+
 def format_plan(results: Sequence[ParentResult], *, show_unchanged: bool = False) -> str:
     """People's view of a plan: per parent, one line per child, diffs indented under updates."""
     lines: list[str] = []
@@ -124,7 +129,7 @@ def format_plan(results: Sequence[ParentResult], *, show_unchanged: bool = False
             if child.reason and child.action is not Action.UNCHANGED:
                 line += f"  ({child.reason})"
             lines.append(line)
-            shown = [d for d in child.diff if tuple(d.path[:3]) != _ANNOTATION_PATH]
+            shown = shown_diff(child)
             if child.action in (Action.UPDATED, Action.RECREATED) and shown:
                 lines.extend(f"      {row}" for row in format_diff(shown).splitlines())
         for error in result.errors:

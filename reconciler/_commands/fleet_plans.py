@@ -1,0 +1,131 @@
+"""``optk plan --all``: every parent in the cluster planned with the code on disk, nothing written.
+
+``optk plan -f`` plans parents from files, one at a time, with server-side dry runs. A release of
+an operator changes what its builders make for every parent at once, and the question before it
+is "what will the new code do to the fleet?". ``plan_fleet`` answers it from ONE LIST per kind:
+the parents (in a namespace or all, by a label selector), then each child kind the first time a
+parent's children are read (``ListedReader``, by the operator's ``managed-by`` label, as its
+informers are scoped): no per-parent GET. Each parent then goes through the same dry-run
+``ParentReconciler`` as ``optk plan`` (so pauses, policies, the drift mode and ignored fields are
+honoured as there), over that reader and a ``LocalDryRunClient`` that answers its dry-run
+creates and patches locally: no write, not even a dry run, unless ``server_dry_run`` asks the
+server to default and validate each planned create and patch (one request each; only then can a
+patch the server refuses on an immutable field show as a recreate). Rendering and the exit code
+are ``fleet_report``'s (pure). The boundary: reading and deciding; printing is the renderer's.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from typing import TextIO
+
+import attrs
+
+from builders import ObjectRef
+from builders.names import MANAGED_BY_LABEL
+from reconciler._base.clocks import RealClock
+from reconciler._base.errors import ReconcilerError, ReconcilerUsageError
+from reconciler._cache.listed import ListedReader
+from reconciler._client.caches import PassThroughCache
+from reconciler._client.counting import counting, recording, uncounted
+from reconciler._client.protocol import ClusterClient
+from reconciler._commands.fleet_report import (
+    EXIT_USAGE,
+    FleetPlan,
+    fleet_exit_code,
+    fleet_plan_json,
+    format_fleet_plan,
+    summarize,
+)
+from reconciler._commands.local_dry_run import LocalDryRunClient
+from reconciler._driver.operators import Operator
+from reconciler._reconcile.parents import ParentReconciler
+from reconciler._reconcile.reconciling import ResourceReconciler
+
+__all__ = ["fleet_plan_command", "plan_fleet"]
+
+
+def plan_fleet(
+    client: ClusterClient,
+    operator: Operator,
+    *,
+    namespace: str | None = None,
+    selector: str | None = None,
+    server_dry_run: bool = False,
+    page_size: int = 500,
+) -> FleetPlan:
+    """The dry-run result of reconciling every parent of ``operator`` (in ``namespace``, or the
+    operator's own, or every namespace; matching the label ``selector``) with its builders, from
+    one LIST per kind (pages of ``page_size``). Raises ``ReconcilerError`` when the parents
+    cannot be listed (their kind not served, say) and ``ReconcilerUsageError`` for a namespace
+    of cluster-scoped parents; a child kind whose list fails fails those children only."""
+    counted = counting(client)
+    if not counted.is_namespaced(operator.api_version, operator.kind):  # raises when not served
+        if namespace is not None:
+            raise ReconcilerUsageError(
+                f"--namespace {namespace}: {operator.kind} ({operator.api_version}) parents are "
+                "cluster-scoped")
+    elif namespace is None:
+        namespace = operator.namespace
+    reader = ListedReader(counted, namespace=namespace, page_size=page_size,
+                          label_selector=f"{MANAGED_BY_LABEL}={operator.name}")
+    writer = LocalDryRunClient(uncounted(client), live=reader, server_dry_run=server_dry_run)
+    resources = ResourceReconciler(
+        writer, reader=reader, recreate=operator.recreate, dry_run=True, apply=operator.apply,
+        apply_kinds=operator.apply_kinds,
+        guard=attrs.evolve(operator, contention=None).plan_guard(RealClock()),
+    )
+    planner = ParentReconciler(
+        writer, operator.build, operator_name=operator.name, reader=reader,
+        resources=resources, prune_kinds=operator.prune, dry_run=True, pause=operator.pauses(),
+    )
+    with recording() as calls:
+        parents = PassThroughCache(counted, page_size=page_size).list(
+            operator.api_version, operator.kind, namespace=namespace, label_selector=selector)
+        parents.sort(key=lambda p: (str(p["metadata"].get("namespace")), p["metadata"]["name"]))
+        deleting = tuple(ObjectRef.of(p) for p in parents
+                         if p["metadata"].get("deletionTimestamp"))
+        results = tuple(planner.reconcile(parent) for parent in parents
+                        if not parent["metadata"].get("deletionTimestamp"))
+    return FleetPlan(operator=operator.name, parent_kind=(operator.api_version, operator.kind),
+                     namespace=namespace, selector=selector, results=results, deleting=deleting,
+                     requests=Counter(call.verb for call in calls))
+
+
+def fleet_plan_command(
+    target: str,
+    *,
+    kubeconfig: str | None = None,
+    namespace: str | None = None,
+    selector: str | None = None,
+    max_changes: int = 0,
+    output: str = "text",
+    server_dry_run: bool = False,
+    show_unchanged: bool = False,
+    out: TextIO | None = None,
+) -> int:
+    """``optk plan --all MODULE[:ATTR]``: print the fleet's plan (text or JSON); the exit code
+    of ``fleet_report.fleet_exit_code``, or ``EXIT_USAGE`` when the parents cannot be listed;
+    ``out`` defaults to the standard output at the time of the call."""
+    from reconciler._client.connect import connect
+    from reconciler._client.kubernetes import KubernetesClient
+    from reconciler._driver.process import load_operator
+
+    if max_changes < 0:
+        raise ReconcilerUsageError(f"--max-changes must be 0 or more, got {max_changes}")
+    operator = load_operator(target)
+    client = KubernetesClient(connect(kubeconfig), operator_name=operator.name)
+    try:
+        plan = plan_fleet(client, operator, namespace=namespace, selector=selector,
+                          server_dry_run=server_dry_run)
+    except ReconcilerError as error:
+        print(f"optk plan --all: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    out = out if out is not None else sys.stdout
+    if output == "json":
+        print(json.dumps(fleet_plan_json(plan, max_changes=max_changes), default=str), file=out)
+    else:
+        print(format_fleet_plan(plan, show_unchanged=show_unchanged), file=out)
+    return fleet_exit_code(summarize(plan), max_changes=max_changes)
