@@ -8,7 +8,9 @@ queued or running. ``make_available(client, obj)`` does what a kubelet would for
 StatefulSet or DaemonSet where none runs: its Pods' status Running and Ready (a real control
 plane's controllers then make the workload available), or, with no Pods (the embedded server runs
 no controllers), the workload's own status, so that readiness rules and dependencies on workloads
-can be exercised. Production code never needs these.
+can be exercised; ``make_workloads_available(client, namespace)`` does it for every workload of a
+namespace that is not yet Current (poll it from a wait, as a kubelet keeps reporting). Production
+code never needs these.
 """
 
 from __future__ import annotations
@@ -25,7 +27,10 @@ if typing.TYPE_CHECKING:
     from reconciler._client.protocol import ClusterClient
     from reconciler._driver.runtime import OperatorRuntime
 
-__all__ = ["VirtualClock", "make_available", "wait_idle", "wait_synced"]
+__all__ = ["VirtualClock", "make_available", "make_workloads_available", "wait_idle",
+           "wait_synced"]
+
+_WORKLOADS = (("apps/v1", "Deployment"), ("apps/v1", "StatefulSet"), ("apps/v1", "DaemonSet"))
 
 
 def make_available(client: ClusterClient, obj: _abc.Mapping[str, _Any]) -> dict[str, _Any]:
@@ -73,6 +78,29 @@ def make_available(client: ClusterClient, obj: _abc.Mapping[str, _Any]) -> dict[
                  patch_type="application/merge-patch+json", namespace=namespace,
                  subresource="status")
     return dict(live)
+
+
+def make_workloads_available(
+    client: ClusterClient, namespace: str, *, label_selector: str | None = None
+) -> list[str]:
+    """Every Deployment, StatefulSet and DaemonSet of ``namespace`` (matching ``label_selector``)
+    whose health is not ``Current`` made available with :func:`make_available`; their
+    ``Kind name`` in the order done (empty when every workload already is).
+
+    One call is one look, as one kubelet status report: a workload created or rolled later
+    needs another call, so call it from the condition a test waits on."""
+    from builders.health import health_of  # the kstatus verdict the readiness rules use
+
+    done = []
+    for api_version, kind in _WORKLOADS:
+        items = client.list(api_version, kind, namespace=namespace,
+                            label_selector=label_selector)["items"]
+        for item in items:
+            if not health_of(item).current:
+                make_available(client, {"apiVersion": api_version, "kind": kind,
+                                        "metadata": item["metadata"]})
+                done.append(f"{kind} {item['metadata']['name']}")
+    return done
 
 
 def _ready_pod(pod: _abc.Mapping[str, _Any]) -> dict[str, _Any]:

@@ -30,7 +30,7 @@ from examples.thanos.operator import ServiceMonitorSwitch, make_operator
 from objectmatcher import MERGE_PATCH, calculate_patch
 from reconciler import AlreadyExistsError, KubernetesClient, NotFoundError, OperatorRuntime
 from reconciler.envtest import ControlPlane
-from reconciler.testing import wait_idle, wait_synced
+from reconciler.testing import make_workloads_available, wait_idle, wait_synced
 
 BOUND = 30.0
 """Seconds any one convergence may take (it takes well under 2 s on either server)."""
@@ -74,9 +74,13 @@ class Thanos:
 
     def converged(self, name: str) -> Callable[[], tuple[bool, str]]:
         """Every child built for the live parent is on the server exactly as built (with
-        ServiceMonitors: their CRD is installed), and the parent is Ready."""
+        ServiceMonitors: their CRD is installed), and the parent is Ready; its workloads are
+        made available as a kubelet would at each look (the query frontend waits for the query
+        Deployment to be Available)."""
 
         def check() -> tuple[bool, str]:
+            make_workloads_available(self.client, self.namespace,
+                                     label_selector=f"{INSTANCE_LABEL}={name}")
             parent = self.live(API_VERSION, KIND, name)
             if parent is None:
                 return False, f"{name} not found"
@@ -219,3 +223,36 @@ def test_a_deleted_parents_children_are_garbage_collected(operator: Thanos) -> N
     eventually(lambda: (not operator.children("observatory"),
                         f"left: {operator.children('observatory')}"))
     assert len(operator.children("edge")) == 3  # Deployment, Service, ServiceMonitor
+
+
+@pytest.mark.both_servers
+def test_the_query_frontend_waits_for_the_query_deployment_to_be_available(
+    operator: Thanos,
+) -> None:
+    """Issue 24: the frontend's children are not created while the query Deployment is not
+    Available (the parent says what waits, on what); they are once it is."""
+    client, ns = operator.client, operator.namespace
+    client.create({"apiVersion": API_VERSION, "kind": KIND,
+                   "metadata": {"name": "gated", "namespace": ns},
+                   "spec": {"query": {}, "queryFrontend": {}}})
+
+    def condition(type_: str) -> dict[str, Any]:
+        parent = operator.live(API_VERSION, KIND, "gated") or {}
+        return next((c for c in (parent.get("status") or {}).get("conditions") or ()
+                     if c["type"] == type_), {})
+
+    def waiting() -> tuple[bool, str]:
+        ready = condition("Ready")
+        message = str(ready.get("message"))
+        return (ready.get("reason") == "DependencyNotReady"
+                and "(component 'query-frontend') waits for component 'query': "
+                    f"Deployment {ns}/gated-query" in message, str(ready))
+
+    eventually(waiting)
+    assert condition("Reconciled").get("reason") == "DependencyNotReady"
+    assert wait_idle(operator.runtime, BOUND)
+    assert operator.live("apps/v1", "Deployment", "gated-query") is not None
+    assert operator.live("apps/v1", "Deployment", "gated-query-frontend") is None
+    assert operator.live("v1", "Service", "gated-query-frontend") is None
+    eventually(operator.converged("gated"))  # makes the query Deployment available
+    assert operator.live("apps/v1", "Deployment", "gated-query-frontend") is not None

@@ -35,7 +35,7 @@ from reconciler._commands.manifests import ManifestOptions, manifests
 from reconciler._commands.rbac import operator_facts
 from reconciler._driver.deployed import deployed_operator
 from reconciler.envtest import ControlPlane
-from reconciler.testing import VirtualClock
+from reconciler.testing import VirtualClock, make_workloads_available
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -275,8 +275,12 @@ def _steps(admin: KubernetesClient, counting: ForbiddenCounter, demo_ns: str, *,
         return failed
     for parent in _parents(demo_ns):
         admin.create(parent)
-    if failed := step("converge", lambda: reconciled("observatory") and reconciled("edge")
-                      and len(children("Ingress", "networking.k8s.io/v1")) == 2):
+    def converged() -> bool:
+        make_workloads_available(admin, demo_ns)  # as a kubelet: the frontend waits for query
+        return (reconciled("observatory") and reconciled("edge")
+                and len(children("Ingress", "networking.k8s.io/v1")) == 2)
+
+    if failed := step("converge", converged):
         return failed
     if failed := step("metrics scraped", scraped):
         return failed
@@ -449,9 +453,13 @@ def _steps_converge(admin: KubernetesClient, demo_ns: str) -> str | None:
             c.get("type") == "Reconciled" and c.get("status") == "True"
             for c in status.get("conditions") or ())
 
-    if not _wait_plain(lambda: reconciled("observatory") and reconciled("edge") and len(
+    def converged() -> bool:
+        make_workloads_available(admin, demo_ns)  # as a kubelet: the frontend waits for query
+        return reconciled("observatory") and reconciled("edge") and len(
             admin.list("networking.k8s.io/v1", "Ingress", namespace=demo_ns,
-                       label_selector=_CHILD_LABEL)["items"]) == 2):
+                       label_selector=_CHILD_LABEL)["items"]) == 2
+
+    if not _wait_plain(converged):
         return "converge"
     return None
 
