@@ -25,7 +25,7 @@ from builders import run_builders
 from builders.names import INSTANCE_LABEL, MANAGED_BY_LABEL
 from examples.thanos import builders as thanos
 from examples.thanos.crds import API_VERSION, KIND, SERVICE_MONITOR_CRD, THANOS_CRD
-from examples.thanos.demo import CHILD_KINDS, SAMPLES_FILE, WRITE_VERBS
+from examples.thanos.demo import CHILD_KINDS, SAMPLES_FILE, WRITE_VERBS, kubelet
 from examples.thanos.operator import ServiceMonitorSwitch, make_operator
 from objectmatcher import MERGE_PATCH, calculate_patch
 from reconciler import AlreadyExistsError, KubernetesClient, NotFoundError, OperatorRuntime
@@ -74,12 +74,14 @@ class Thanos:
 
     def converged(self, name: str) -> Callable[[], tuple[bool, str]]:
         """Every child built for the live parent is on the server exactly as built (with
-        ServiceMonitors: their CRD is installed), and the parent is Ready."""
+        ServiceMonitors: their CRD is installed), and the parent is Ready; as no kubelet runs,
+        each check makes the parent's workloads available first (``demo.kubelet``)."""
 
         def check() -> tuple[bool, str]:
             parent = self.live(API_VERSION, KIND, name)
             if parent is None:
                 return False, f"{name} not found"
+            kubelet(self.client, name, namespace=self.namespace)  # the query frontend waits
             pending = []
             for desired, state in run_builders(thanos.build(parent, service_monitors=True),
                                                parent=parent):
@@ -219,3 +221,41 @@ def test_a_deleted_parents_children_are_garbage_collected(operator: Thanos) -> N
     eventually(lambda: (not operator.children("observatory"),
                         f"left: {operator.children('observatory')}"))
     assert len(operator.children("edge")) == 3  # Deployment, Service, ServiceMonitor
+
+
+def _ready_condition(parent: dict[str, Any] | None) -> dict[str, Any]:
+    return next((c for c in ((parent or {}).get("status") or {}).get("conditions") or ()
+                 if c.get("type") == "Ready"), {})
+
+
+@pytest.mark.both_servers
+def test_the_query_frontend_waits_for_the_query_deployment_to_be_available(
+    operator: Thanos,
+) -> None:
+    """Issue 24: no query-frontend child exists while the query Deployment is not Available,
+    the parent's Ready condition names the wait, and the frontend follows once it is (made
+    Available by status patches, as a kubelet would: none runs)."""
+    name, client, ns = "gated", operator.client, operator.namespace
+    client.create({"apiVersion": API_VERSION, "kind": KIND,
+                   "metadata": {"name": name, "namespace": ns},
+                   "spec": {"query": {}, "queryFrontend": {"ingress": {"host": "q.example"}}}})
+    frontend = f"{name}-{thanos.QUERY_FRONTEND.component}"
+    query = f"{name}-{thanos.QUERY.component}"
+
+    def waiting() -> tuple[bool, str]:
+        ready = _ready_condition(operator.live(API_VERSION, KIND, name))
+        message = str(ready.get("message", ""))
+        return (ready.get("status") == "False" and ready.get("reason") == "DependencyNotReady"
+                and f"Deployment {ns}/{query}" in message, f"Ready is {ready}")
+
+    eventually(waiting)
+    assert wait_idle(operator.runtime, BOUND, settle=0.3)
+    ready = _ready_condition(operator.live(API_VERSION, KIND, name))
+    assert f"Deployment {ns}/{frontend}" in ready["message"], ready
+    assert "waits for component 'query'" in ready["message"], ready
+    assert operator.live("apps/v1", "Deployment", query) is not None
+    for api_version, kind in (("apps/v1", "Deployment"), ("v1", "Service"),
+                              ("networking.k8s.io/v1", "Ingress")):
+        assert operator.live(api_version, kind, frontend) is None, f"{kind} {frontend} created"
+    eventually(operator.converged(name))  # each check makes the workloads available
+    assert _ready_condition(operator.live(API_VERSION, KIND, name))["status"] == "True"

@@ -27,6 +27,7 @@ import pytest
 import yaml
 
 from examples.thanos.crds import API_VERSION, KIND, SERVICE_MONITOR_CRD
+from examples.thanos.demo import kubelet
 from examples.thanos.operator import ServiceMonitorSwitch, make_operator, samples
 from reconciler import AlreadyExistsError, ForbiddenError, KubernetesClient, NotFoundError
 from reconciler._client.incluster import InClusterConfig, incluster_api_client
@@ -258,6 +259,7 @@ def _steps(admin: KubernetesClient, counting: ForbiddenCounter, demo_ns: str, *,
                                label_selector=_CHILD_LABEL)["items"])
 
     def reconciled(name: str) -> bool:
+        kubelet(admin, name, namespace=demo_ns)  # the query frontend waits for the query
         parent = admin.get(API_VERSION, KIND, name, namespace=demo_ns)
         status = parent.get("status") or {}
         return status.get("observedGeneration") == parent["metadata"].get("generation") and any(
@@ -443,6 +445,7 @@ def _steps_converge(admin: KubernetesClient, demo_ns: str) -> str | None:
         admin.create(parent)
 
     def reconciled(name: str) -> bool:
+        kubelet(admin, name, namespace=demo_ns)  # the query frontend waits for the query
         parent = admin.get(API_VERSION, KIND, name, namespace=demo_ns)
         status = parent.get("status") or {}
         return status.get("observedGeneration") == parent["metadata"].get("generation") and any(
