@@ -4,7 +4,9 @@
 requests, counted by the ``Cluster``), keeps the latest copy of each child, and tracks which
 desired children do not match yet. ``converged()`` returns the monotonic time at which the last
 mismatch disappeared (the arrival of the event that fixed it); ``repaired(key)`` waits for one
-child to go through a drift and come back. Times are those at which the events were handled, so
+child to go through a drift and come back. As no kubelet runs, it also makes each workload it
+sees available for its generation (``benchmarks._kubelet``; a request of its own): the example's
+query frontend waits for the query Deployment. Times are those at which the events were handled, so
 they include the watch delivery: the same for both operators.
 """
 
@@ -16,7 +18,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from benchmarks import _fleet as fleet
-from benchmarks._kube import Cluster, collection_path
+from benchmarks._kube import Cluster, HarnessError, collection_path
+from benchmarks._kubelet import available_status
 
 
 class ConvergenceTimeout(TimeoutError):
@@ -30,11 +33,12 @@ class ConvergenceTimeout(TimeoutError):
 
 class ChildWatch:
     """Live children of the namespace against the desired ones (``kinds``: kind to
-    ``(apiVersion, plural)``, the Thanos fleet's by default)."""
+    ``(apiVersion, plural)``, the Thanos fleet's by default; ``kubelet``: make workloads
+    available, off for a peer that needs no kubelet)."""
 
     def __init__(
         self, cluster: Cluster, *, namespace: str = fleet.NAMESPACE,
-        kinds: Mapping[str, tuple[str, str]] = fleet.CHILD_KINDS,
+        kinds: Mapping[str, tuple[str, str]] = fleet.CHILD_KINDS, kubelet: bool = True,
     ) -> None:
         self.cluster = cluster
         self.namespace = namespace
@@ -47,6 +51,10 @@ class ChildWatch:
         self._drifted: dict[fleet.ChildKey, bool] = {}
         self._matched_at: dict[fleet.ChildKey, float] = {}
         self._tasks: list[asyncio.Task[None]] = []
+        self.kubelet = kubelet
+        """Whether to make the workloads available as a kubelet would (see the module)."""
+        self._kubelet: set[asyncio.Task[None]] = set()
+        self._kubelet_error: HarnessError | None = None
 
     def _matches(self, key: fleet.ChildKey) -> bool:
         want, live = self.desired.get(key), self.live.get(key)
@@ -79,6 +87,10 @@ class ChildWatch:
                 self.live.pop(key, None)
             else:
                 self.live[key] = obj
+                if self.kubelet and (patch := available_status(obj)) is not None:
+                    task = asyncio.create_task(self._make_available(path, obj, patch))
+                    self._kubelet.add(task)
+                    task.add_done_callback(self._kubelet.discard)
             now = time.monotonic()
             matched = self._matches(key)
             if matched:
@@ -92,13 +104,27 @@ class ChildWatch:
             async with self._changed:
                 self._changed.notify_all()
 
+    async def _make_available(self, path: str, obj: Mapping[str, Any],
+                              patch: Mapping[str, Any]) -> None:
+        """Send the kubelet's status patch (a workload deleted meanwhile is left alone)."""
+        name = obj["metadata"]["name"]
+        try:
+            await self.cluster.request("PATCH", f"{path}/{name}/status", verb="patch",
+                                       body=patch, content_type="application/merge-patch+json")
+        except HarnessError as error:
+            if error.status != 404:
+                self._kubelet_error = error  # raised by the next wait
+
     async def stop(self) -> None:
-        """Cancel the watches."""
-        for task in self._tasks:
+        """Cancel the watches (and the kubelet's patches in flight)."""
+        pending = [*self._tasks, *self._kubelet]
+        for task in pending:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*pending, return_exceptions=True)
 
     def _check_tasks(self) -> None:
+        if self._kubelet_error is not None:
+            raise RuntimeError("the harness's kubelet failed") from self._kubelet_error
         for task in self._tasks:
             if task.done() and not task.cancelled() and task.exception() is not None:
                 raise RuntimeError("a harness watch failed") from task.exception()

@@ -297,7 +297,8 @@ class Run:
     async def _phases(self, processes: Processes) -> None:
         options, figures = self.options, self.figures
         self.foos = await self._install()
-        self.watch = watch = ChildWatch(self.cluster, namespace=NAMESPACE, kinds=DEPLOYMENTS)
+        self.watch = watch = ChildWatch(self.cluster, namespace=NAMESPACE, kinds=DEPLOYMENTS,
+                              kubelet=False)
         watch.set_desired(desired(self.foos))
         await watch.start()
         try:

@@ -5,13 +5,12 @@ each of ``query``, ``queryFrontend``, ``storeGateway`` and ``rule`` that is pres
 gets its workload (Deployment, or StatefulSet for the stateful two), its Service, an Ingress when
 the block asks for one, and a ServiceMonitor when ``service_monitors`` says their CRD is served;
 a missing block turns the same identities into ABSENT stubs, so switching a component off
-deletes what it had. The query frontend's component depends on the query component, so its
-children are created only once the query Deployment is Available (and go first on teardown).
-Defaults (image, replicas, ports, storage) are filled in here, never
-stored in the parent. Nothing here reads a cluster: whether ServiceMonitors are served is an
-argument, decided by ``examples.thanos.operator``. The builders read the parent's spec as a
-typed ``ThanosSpec`` (``builders.spec_of``), so a spec the class rejects fails with the parent and
-the field named, and defaults come from the class.
+deletes what it had. The query frontend's component depends on the query one (its children are
+written only once the query Deployment is Available). Defaults (image, replicas, ports,
+storage) are filled in here, never stored in the parent. Nothing here reads a cluster: whether
+ServiceMonitors are served is an argument, decided by ``examples.thanos.operator``. The builders
+read the parent's spec as a typed ``ThanosSpec`` (``builders.spec_of``), so a spec the class
+rejects fails with the parent and the field named, and defaults come from the class.
 """
 
 from __future__ import annotations
@@ -61,15 +60,15 @@ class ComponentKind:
     grpc: bool = True
     """Whether it serves the Store API on ``GRPC_PORT``."""
     depends_on: tuple[str, ...] = ()
-    """The components (by ``component``) that must be ready before this one's children are
-    created or updated (the query frontend waits for the query Deployment to be Available)."""
+    """The components whose children must be ready before this one's are written (by name)."""
 
 
 QUERY = ComponentKind(key="query", attribute="query", component="query", exposable=True)
 QUERY_FRONTEND = ComponentKind(
     key="queryFrontend", attribute="query_frontend", component="query-frontend", exposable=True,
-    http_port=FRONTEND_PORT, grpc=False, depends_on=(QUERY.component,),
+    http_port=FRONTEND_PORT, grpc=False, depends_on=("query",),
 )
+"""The query frontend waits for the query Deployment to be Available (it proxies to it)."""
 STORE_GATEWAY = ComponentKind(
     key="storeGateway", attribute="store_gateway", component="store-gateway", stateful=True
 )

@@ -47,7 +47,7 @@ from objectmatcher import MERGE_PATCH, calculate_patch
 from reconciler import ApiError, KubernetesClient, NotFoundError, OperatorRuntime
 from reconciler.embedded import EmbeddedApiServer
 from reconciler.envtest import ControlPlane
-from reconciler.testing import make_available, wait_idle, wait_synced
+from reconciler.testing import make_workloads_available, wait_idle, wait_synced
 from reconciler.webhooks import (
     WebhookCertificates,
     WebhookEndpoint,
@@ -258,17 +258,9 @@ class Demo:
         return check
 
     def kubelet(self, name: str) -> None:
-        """No kubelet runs: the workloads of parent ``name`` that are not available for their
-        generation are made so by status patches, as a kubelet would (for components that wait
-        on a workload's readiness)."""
-        for api_version, kind in WORKLOAD_KINDS:
-            for item in self.children(api_version, kind, name):
-                status = item.get("status") or {}
-                wanted = (item.get("spec") or {}).get("replicas", 1)
-                if (status.get("observedGeneration") != item["metadata"].get("generation")
-                        or status.get("availableReplicas", 0) < wanted
-                        or status.get("readyReplicas", 0) < wanted):
-                    make_available(self.client, item)
+        """No kubelet runs: the workloads of parent ``name`` are made available (see
+        :func:`kubelet`)."""
+        kubelet(self.client, name, namespace=NAMESPACE)
 
     def collected(self, name: str, kinds: Sequence[tuple[str, str]]) -> Check:
         """A check: nothing labelled as a child of parent ``name`` is left."""
@@ -306,7 +298,12 @@ def _ready(parent: Mapping[str, Any]) -> bool:
     return False
 
 
-WORKLOAD_KINDS = (("apps/v1", "Deployment"), ("apps/v1", "StatefulSet"))
+def kubelet(client: KubernetesClient, name: str, *, namespace: str) -> list[str]:
+    """No kubelet runs: the workloads of parent ``name`` in ``namespace`` that are not available
+    for their generation are made so by status patches, as a kubelet would (the query frontend
+    waits for the query Deployment to be Available); returns the ones patched."""
+    selector = f"{INSTANCE_LABEL}={name},{MANAGED_BY_LABEL}={thanos.OPERATOR_NAME}"
+    return make_workloads_available(client, namespace, label_selector=selector)
 
 CHILD_KINDS = (
     ("apps/v1", "Deployment"),

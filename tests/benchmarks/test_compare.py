@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import _fleet as fleet
+from benchmarks._kubelet import available_status
 from benchmarks.peers.kopf_thanos import children as peer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -126,3 +127,16 @@ def test_compare_runs_both_operators_at_a_tiny_size() -> None:
     assert figures["ratio"]["converge_cpu_s"] == pytest.approx(
         figures["ours"]["converge_cpu_s"] / figures["kopf"]["converge_cpu_s"], abs=1e-3
     )
+
+
+def test_the_harness_kubelet_makes_a_workload_available_once_per_generation() -> None:
+    deployment = {"kind": "Deployment", "metadata": {"name": "q", "generation": 3},
+                  "spec": {"replicas": 2}}
+    patch = available_status(deployment)
+    assert patch is not None
+    assert patch["status"]["observedGeneration"] == 3
+    assert any(c["type"] == "Available" and c["status"] == "True"
+               for c in patch["status"]["conditions"])
+    assert available_status({**deployment, **patch}) is None
+    assert available_status({**deployment, **patch, "metadata": {"generation": 4}}) is not None
+    assert available_status({"kind": "Service", "metadata": {"name": "q"}}) is None

@@ -25,12 +25,12 @@ from builders import run_builders
 from builders.names import INSTANCE_LABEL, MANAGED_BY_LABEL
 from examples.thanos import builders as thanos
 from examples.thanos.crds import API_VERSION, KIND, SERVICE_MONITOR_CRD, THANOS_CRD
-from examples.thanos.demo import CHILD_KINDS, SAMPLES_FILE, WRITE_VERBS
+from examples.thanos.demo import CHILD_KINDS, SAMPLES_FILE, WRITE_VERBS, kubelet
 from examples.thanos.operator import ServiceMonitorSwitch, make_operator
 from objectmatcher import MERGE_PATCH, calculate_patch
 from reconciler import AlreadyExistsError, KubernetesClient, NotFoundError, OperatorRuntime
 from reconciler.envtest import ControlPlane
-from reconciler.testing import make_workloads_available, wait_idle, wait_synced
+from reconciler.testing import wait_idle, wait_synced
 
 BOUND = 30.0
 """Seconds any one convergence may take (it takes well under 2 s on either server)."""
@@ -74,16 +74,14 @@ class Thanos:
 
     def converged(self, name: str) -> Callable[[], tuple[bool, str]]:
         """Every child built for the live parent is on the server exactly as built (with
-        ServiceMonitors: their CRD is installed), and the parent is Ready; its workloads are
-        made available as a kubelet would at each look (the query frontend waits for the query
-        Deployment to be Available)."""
+        ServiceMonitors: their CRD is installed), and the parent is Ready; as no kubelet runs,
+        each check makes the parent's workloads available first (``demo.kubelet``)."""
 
         def check() -> tuple[bool, str]:
-            make_workloads_available(self.client, self.namespace,
-                                     label_selector=f"{INSTANCE_LABEL}={name}")
             parent = self.live(API_VERSION, KIND, name)
             if parent is None:
                 return False, f"{name} not found"
+            kubelet(self.client, name, namespace=self.namespace)  # the query frontend waits
             pending = []
             for desired, state in run_builders(thanos.build(parent, service_monitors=True),
                                                parent=parent):
@@ -225,34 +223,39 @@ def test_a_deleted_parents_children_are_garbage_collected(operator: Thanos) -> N
     assert len(operator.children("edge")) == 3  # Deployment, Service, ServiceMonitor
 
 
+def _ready_condition(parent: dict[str, Any] | None) -> dict[str, Any]:
+    return next((c for c in ((parent or {}).get("status") or {}).get("conditions") or ()
+                 if c.get("type") == "Ready"), {})
+
+
 @pytest.mark.both_servers
 def test_the_query_frontend_waits_for_the_query_deployment_to_be_available(
     operator: Thanos,
 ) -> None:
-    """Issue 24: the frontend's children are not created while the query Deployment is not
-    Available (the parent says what waits, on what); they are once it is."""
-    client, ns = operator.client, operator.namespace
+    """Issue 24: no query-frontend child exists while the query Deployment is not Available,
+    the parent's Ready condition names the wait, and the frontend follows once it is (made
+    Available by status patches, as a kubelet would: none runs)."""
+    name, client, ns = "gated", operator.client, operator.namespace
     client.create({"apiVersion": API_VERSION, "kind": KIND,
-                   "metadata": {"name": "gated", "namespace": ns},
-                   "spec": {"query": {}, "queryFrontend": {}}})
-
-    def condition(type_: str) -> dict[str, Any]:
-        parent = operator.live(API_VERSION, KIND, "gated") or {}
-        return next((c for c in (parent.get("status") or {}).get("conditions") or ()
-                     if c["type"] == type_), {})
+                   "metadata": {"name": name, "namespace": ns},
+                   "spec": {"query": {}, "queryFrontend": {"ingress": {"host": "q.example"}}}})
+    frontend = f"{name}-{thanos.QUERY_FRONTEND.component}"
+    query = f"{name}-{thanos.QUERY.component}"
 
     def waiting() -> tuple[bool, str]:
-        ready = condition("Ready")
-        message = str(ready.get("message"))
-        return (ready.get("reason") == "DependencyNotReady"
-                and "(component 'query-frontend') waits for component 'query': "
-                    f"Deployment {ns}/gated-query" in message, str(ready))
+        ready = _ready_condition(operator.live(API_VERSION, KIND, name))
+        message = str(ready.get("message", ""))
+        return (ready.get("status") == "False" and ready.get("reason") == "DependencyNotReady"
+                and f"Deployment {ns}/{query}" in message, f"Ready is {ready}")
 
     eventually(waiting)
-    assert condition("Reconciled").get("reason") == "DependencyNotReady"
-    assert wait_idle(operator.runtime, BOUND)
-    assert operator.live("apps/v1", "Deployment", "gated-query") is not None
-    assert operator.live("apps/v1", "Deployment", "gated-query-frontend") is None
-    assert operator.live("v1", "Service", "gated-query-frontend") is None
-    eventually(operator.converged("gated"))  # makes the query Deployment available
-    assert operator.live("apps/v1", "Deployment", "gated-query-frontend") is not None
+    assert wait_idle(operator.runtime, BOUND, settle=0.3)
+    ready = _ready_condition(operator.live(API_VERSION, KIND, name))
+    assert f"Deployment {ns}/{frontend}" in ready["message"], ready
+    assert "waits for component 'query'" in ready["message"], ready
+    assert operator.live("apps/v1", "Deployment", query) is not None
+    for api_version, kind in (("apps/v1", "Deployment"), ("v1", "Service"),
+                              ("networking.k8s.io/v1", "Ingress")):
+        assert operator.live(api_version, kind, frontend) is None, f"{kind} {frontend} created"
+    eventually(operator.converged(name))  # each check makes the workloads available
+    assert _ready_condition(operator.live(API_VERSION, KIND, name))["status"] == "True"

@@ -22,6 +22,7 @@ import pytest
 from builders import ResourceBuilder, run_builders
 from examples.thanos import builders as thanos
 from examples.thanos.crds import API_VERSION, KIND
+from examples.thanos.demo import kubelet
 from examples.thanos.operator import ServiceMonitorSwitch, make_operator
 from objectmatcher import LAST_APPLIED_ANNOTATION, MERGE_PATCH, calculate_patch
 from reconciler import KubernetesClient, ServerSideApply
@@ -68,6 +69,7 @@ def _converged(operator: Thanos, builds: _Builds, name: str) -> Callable[[], tup
         parent = operator.live(API_VERSION, KIND, name)
         if parent is None:
             return False, f"{name} not found"
+        kubelet(operator.client, name, namespace=operator.namespace)  # the frontend waits
         pending = []
         for desired, state in run_builders(builds.build(parent), parent=parent):
             live = operator.live(desired["apiVersion"], desired["kind"],

@@ -27,6 +27,7 @@ import pytest
 import yaml
 
 from examples.thanos.crds import API_VERSION, KIND, SERVICE_MONITOR_CRD
+from examples.thanos.demo import kubelet
 from examples.thanos.operator import ServiceMonitorSwitch, make_operator, samples
 from reconciler import AlreadyExistsError, ForbiddenError, KubernetesClient, NotFoundError
 from reconciler._client.incluster import InClusterConfig, incluster_api_client
@@ -35,7 +36,7 @@ from reconciler._commands.manifests import ManifestOptions, manifests
 from reconciler._commands.rbac import operator_facts
 from reconciler._driver.deployed import deployed_operator
 from reconciler.envtest import ControlPlane
-from reconciler.testing import VirtualClock, make_workloads_available
+from reconciler.testing import VirtualClock
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -258,6 +259,7 @@ def _steps(admin: KubernetesClient, counting: ForbiddenCounter, demo_ns: str, *,
                                label_selector=_CHILD_LABEL)["items"])
 
     def reconciled(name: str) -> bool:
+        kubelet(admin, name, namespace=demo_ns)  # the query frontend waits for the query
         parent = admin.get(API_VERSION, KIND, name, namespace=demo_ns)
         status = parent.get("status") or {}
         return status.get("observedGeneration") == parent["metadata"].get("generation") and any(
@@ -275,12 +277,8 @@ def _steps(admin: KubernetesClient, counting: ForbiddenCounter, demo_ns: str, *,
         return failed
     for parent in _parents(demo_ns):
         admin.create(parent)
-    def converged() -> bool:
-        make_workloads_available(admin, demo_ns)  # as a kubelet: the frontend waits for query
-        return (reconciled("observatory") and reconciled("edge")
-                and len(children("Ingress", "networking.k8s.io/v1")) == 2)
-
-    if failed := step("converge", converged):
+    if failed := step("converge", lambda: reconciled("observatory") and reconciled("edge")
+                      and len(children("Ingress", "networking.k8s.io/v1")) == 2):
         return failed
     if failed := step("metrics scraped", scraped):
         return failed
@@ -447,19 +445,16 @@ def _steps_converge(admin: KubernetesClient, demo_ns: str) -> str | None:
         admin.create(parent)
 
     def reconciled(name: str) -> bool:
+        kubelet(admin, name, namespace=demo_ns)  # the query frontend waits for the query
         parent = admin.get(API_VERSION, KIND, name, namespace=demo_ns)
         status = parent.get("status") or {}
         return status.get("observedGeneration") == parent["metadata"].get("generation") and any(
             c.get("type") == "Reconciled" and c.get("status") == "True"
             for c in status.get("conditions") or ())
 
-    def converged() -> bool:
-        make_workloads_available(admin, demo_ns)  # as a kubelet: the frontend waits for query
-        return reconciled("observatory") and reconciled("edge") and len(
+    if not _wait_plain(lambda: reconciled("observatory") and reconciled("edge") and len(
             admin.list("networking.k8s.io/v1", "Ingress", namespace=demo_ns,
-                       label_selector=_CHILD_LABEL)["items"]) == 2
-
-    if not _wait_plain(converged):
+                       label_selector=_CHILD_LABEL)["items"]) == 2):
         return "converge"
     return None
 
