@@ -24,6 +24,7 @@ import attrs
 
 from objectmatcher import has_builtin_schema
 from reconciler._base.errors import RbacDerivationError
+from reconciler._driver.inputs import one_argument_build, present_reader
 from reconciler._reconcile.declared import declared_children, unknown_scope
 
 __all__ = [
@@ -131,7 +132,8 @@ def operator_facts(operator: Any) -> OperatorFacts:
     )
     return OperatorFacts(
         name=operator.name, api_version=operator.api_version, kind=operator.kind,
-        build=operator.build, namespace=operator.namespace, install=tuple(operator.install),
+        build=one_argument_build(operator, present_reader), namespace=operator.namespace,
+        install=tuple(operator.install),
         prune=tuple((str(a), str(k)) for a, k in operator.prune),
         hooks=hooks, heartbeat=operator.resync.heartbeat is not None,
         leader_lease=(operator.leader_election.named(f"{operator.name}-leader").name

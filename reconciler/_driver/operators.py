@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from builders import ResourceBuilder
+from builders.inputs import InputDeclaration
 from reconciler._base.clocks import Clock
 from reconciler._base.errors import ReconcilerUsageError, ReconcilerUsageTypeError
 from reconciler._cache.informers import WATCH_INACTIVITY_TIMEOUT
@@ -47,7 +48,12 @@ StartHook = Callable[["OperatorRuntime"], "Callable[[], object] | None"]
 class Operator:
     """An operator: parents of one kind, the builders of their children, and driver options.
 
-    ``build(parent)`` returns the parent's ``ResourceBuilder`` list. ``resync`` is the one place
+    ``build(parent)`` returns the parent's ``ResourceBuilder`` list. ``inputs=fn`` declares
+    what the builders read besides the parent, as a pure function of it (``fn(parent)`` returns
+    ``ObjectRef``s: a Secret, a ConfigMap, any object); then ``build(parent, inputs)`` receives
+    them as a read-only ``builders.Inputs`` read from informers, and exactly the parents that
+    read an input are reconciled when it changes (``reconciler._driver.inputs``; docs/driver.md,
+    "Declared inputs"). ``resync`` is the one place
     the periodic resync is set (``ResyncPolicy``: interval, bounds, heartbeat, ConfigMap;
     ``OPTK_RESYNC_INTERVAL`` and the ConfigMap override the interval). ``leader_election`` turns
     election on (``LeaderElection``: Lease namespace, name, timing) or leaves it off (``None``).
@@ -101,7 +107,7 @@ class Operator:
 
     api_version: str
     kind: str
-    build: Callable[[KubeObject], Iterable[ResourceBuilder]]
+    build: Callable[..., Iterable[ResourceBuilder]]
     name: str = "optk"
     resync: ResyncPolicy = attrs.field(factory=ResyncPolicy)
     leader_election: LeaderElection | None = None
@@ -130,6 +136,7 @@ class Operator:
     drift: DriftMode = attrs.field(default=DriftMode.REPAIR, converter=DriftMode)
     ignore_fields: Sequence[str] = attrs.field(default=(), converter=tuple)
     contention: Contention | None = attrs.field(factory=Contention)
+    inputs: InputDeclaration | None = None
 
     def __attrs_post_init__(self) -> None:
         for strategy in (self.apply, *self.apply_kinds.values()):
@@ -149,6 +156,9 @@ class Operator:
             raise ReconcilerUsageTypeError(
                 f"operator {self.name!r}: build must be callable"
             )
+        if self.inputs is not None and not callable(self.inputs):
+            raise ReconcilerUsageTypeError(
+                f"operator {self.name!r}: inputs must be callable (parent -> ObjectRefs) or None")
         if self.on_delete is not None and not callable(self.on_delete):
             raise ReconcilerUsageTypeError(
                 f"operator {self.name!r}: on_delete must be callable or None"
