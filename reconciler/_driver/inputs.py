@@ -186,6 +186,21 @@ class InputWatch:
         self._index(ref.namespaced_name, frozenset(refs))
         return resolve_inputs(refs, self.read)
 
+    def versions_of(self, parent: KubeObject) -> str:
+        """The ``resourceVersion``s of ``parent``'s inputs as the caches hold them now (the
+        inputs part of a reused build's key, ``BuildMemo.inputs_key``); "-" for one missing or
+        forbidden, "!" when the declaration itself fails (then the build fails too)."""
+        try:
+            refs = declared_refs(self.declare, parent)
+        except Exception:  # the build reports it; such a build is never kept
+            return "!"
+        parts = []
+        for ref in refs:
+            obj, _ = self.read(ref)
+            meta = (obj or {}).get("metadata") or {}
+            parts.append(f"{ref}={meta.get('resourceVersion') or '-'}")
+        return "|" + ",".join(parts)
+
     def read(self, ref: ObjectRef) -> tuple[Mapping[str, Any] | None, bool]:
         """One reference from its informer's cache: ``(object or None, forbidden)``."""
         informer = self._informer(ref)

@@ -83,11 +83,11 @@ class Operator:
     ``Reconciling``, ``Stalled``, ``Cleanup`` or a malformed name is refused at once), and any
     other type the function returns stalls the parent (``Stalled``, no retry) instead of being
     written.
-    ``reuse_builds=True`` skips the builders when a parent is unchanged since its last reconcile
-    (same uid and ``resourceVersion``: a periodic resync, a child's drift) and reuses what they
-    built then (docs/driver.md). Off by default, since builders may read outside their parent
-    (an ``on_start`` watch); turn it on when they read only the parent, or when each change to
-    what else they read calls ``runtime.resync_all()``, which drops every reused build.
+    ``reuse_builds`` (on by default) skips the builders when a parent and its declared
+    ``inputs`` are unchanged since its last reconcile (same uid and ``resourceVersion``s: a
+    periodic resync, a child's drift) and reuses what they built then (docs/driver.md). Builders
+    that read anything else (an ``on_start`` watch) turn it off, or call
+    ``runtime.resync_all()`` on each change of what they read, which drops every reused build.
     ``apply`` is how children are written: ``ThreeWayMerge()`` (the default: the last-applied
     annotation) or ``ServerSideApply(force=False)`` (the operator's name as field manager;
     docs/server-side-apply.md); ``apply_kinds`` overrides it per child kind
@@ -127,7 +127,7 @@ class Operator:
     readiness: Readiness | None = None
     status: StatusBuilder | None = None
     condition_types: Sequence[str] = ()
-    reuse_builds: bool = False
+    reuse_builds: bool = True
     watch_inactivity_timeout: float = WATCH_INACTIVITY_TIMEOUT
     apply: ApplyStrategy = attrs.field(factory=ThreeWayMerge)
     apply_kinds: Mapping[str, ApplyStrategy] = attrs.field(factory=dict)

@@ -160,6 +160,8 @@ class OperatorRuntime:
             inputs=self.inputs,
             clock=self.clock, environ=environ, parent_alive=partial(_parent_alive, self.parents))
         self.metrics.intervention_gauges(self.reconciler)  # drifted and contested children
+        if self.inputs is not None and self.reconciler.builds is not None:
+            self.reconciler.builds.inputs_key = self.inputs.versions_of  # reuse keyed on them
         self.config_informer = _config_informer(operator, client, clock=self.clock,
                                                 watch_timeout=watch_timeout)
         # The resync loop needs only the schedule, the queue and the heartbeat; whether the
