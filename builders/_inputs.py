@@ -31,12 +31,16 @@ from builders._identity import ObjectRef
 from objectmatcher import KubeObject
 
 __all__ = [
+    "CRD_API_VERSION",
     "INPUTS_DIGEST_ANNOTATION",
     "InputDeclaration",
     "Inputs",
     "inputs_digest",
+    "kind_served",
     "with_inputs_digest",
 ]
+
+CRD_API_VERSION = "apiextensions.k8s.io/v1"
 
 INPUTS_DIGEST_ANNOTATION = "optk.dev/inputs-digest"
 """The pod template annotation :func:`with_inputs_digest` sets."""
@@ -99,6 +103,16 @@ class Inputs(Mapping[ObjectRef, dict[str, Any]]):
             raise InputForbiddenError(ref=ref)
         raise InputMissingError(ref=ref)
 
+    def established(self, ref: ObjectRef) -> bool:
+        """Whether the CustomResourceDefinition input ``ref`` (:func:`kind_served`) serves its
+        kind: present, not being deleted, its ``Established`` condition True."""
+        obj = self._found.get(ref)
+        if obj is None or (obj.get("metadata") or {}).get("deletionTimestamp"):
+            return False
+        conditions = (obj.get("status") or {}).get("conditions") or ()
+        return any(c.get("type") == "Established" and c.get("status") == "True"
+                   for c in conditions)
+
     @property
     def versions(self) -> tuple[tuple[str, str], ...]:
         """``(reference, resourceVersion)`` of every declared input (``""``: not read), sorted:
@@ -108,6 +122,16 @@ class Inputs(Mapping[ObjectRef, dict[str, Any]]):
             meta = self._found.get(ref, {}).get("metadata") or {}
             out.append((str(ref), str(meta.get("resourceVersion") or "")))
         return tuple(sorted(out))
+
+
+def kind_served(api_version: str, *, plural: str) -> ObjectRef:
+    """"Is this kind served" as an input: the reference of the CustomResourceDefinition that
+    serves ``plural`` of ``api_version``'s group (``kind_served("monitoring.coreos.com/v1",
+    plural="servicemonitors")``); ``inputs.established(ref)`` answers, and the parents that
+    declare it are reconciled when the CRD appears, becomes Established or goes."""
+    group = api_version.rpartition("/")[0]
+    return ObjectRef(api_version=CRD_API_VERSION, kind="CustomResourceDefinition",
+                     name=f"{plural}.{group}")
 
 
 def inputs_digest(inputs: Inputs, refs: Iterable[ObjectRef] | None = None) -> str:

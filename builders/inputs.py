@@ -3,7 +3,8 @@
 ``builders.Inputs`` (on the facade) is the read-only value ``build(parent, inputs)`` receives when
 an ``Operator`` declares ``inputs=``; here are the rest: the errors ``Inputs.require`` raises
 (the parent's conditions name the reference with reason ``InputMissing``/``InputForbidden``),
-the ``checksum/config`` helpers that stamp a digest of chosen inputs into a pod template
+"is this kind served" as an input (``kind_served``, answered by ``Inputs.established``), the
+``checksum/config`` helpers that stamp a digest of chosen inputs into a pod template
 (``optk.dev/inputs-digest``), and the type of a declaration. This public module only re-exports.
 """
 
@@ -15,6 +16,7 @@ from builders._inputs import (
     InputDeclaration,
     Inputs,
     inputs_digest,
+    kind_served,
     with_inputs_digest,
 )
 
@@ -26,5 +28,6 @@ __all__ = [
     "InputUnavailableError",
     "Inputs",
     "inputs_digest",
+    "kind_served",
     "with_inputs_digest",
 ]

@@ -18,6 +18,7 @@ import base64
 import io
 import logging
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +28,19 @@ import yaml
 
 import builders as b
 from builders import objects
-from builders.inputs import INPUTS_DIGEST_ANNOTATION, inputs_digest, with_inputs_digest
+from builders.inputs import (
+    INPUTS_DIGEST_ANNOTATION,
+    inputs_digest,
+    kind_served,
+    with_inputs_digest,
+)
 from reconciler import KubernetesClient, NotFoundError
 from reconciler._commands.plans import plan_command
 from reconciler._driver.operators import Operator
 from reconciler._driver.runtime import OperatorRuntime
 from reconciler.testing import wait_idle
-from tests.driver.conftest import make_operator, running, thing, wait_until
+from tests.driver.conftest import child_data, make_operator, running, thing, wait_until
+from tests.driver.test_watch_path import _widget_crd
 
 pytestmark = pytest.mark.both_servers
 
@@ -204,3 +211,30 @@ def test_the_secret_value_appears_nowhere(
                         ("events", repr(events)), ("children", repr(children))]:
         assert SECRET_VALUE not in text, where
         assert encoded not in text, where
+
+
+def test_a_kind_served_input_reconciles_its_readers_when_the_crd_comes_and_goes(
+    client: KubernetesClient, ns: str
+) -> None:
+    group = f"w{uuid.uuid4().hex[:8]}.optk.dev"
+    served = kind_served(f"{group}/v1", plural="widgets")
+
+    def build_served(parent: dict[str, Any], inputs: b.Inputs) -> list[b.ResourceBuilder]:
+        @b.resource_builder
+        def cfg(parent: dict[str, Any]) -> dict[str, Any]:
+            return objects.config_map(metadata={"name": f"{parent['metadata']['name']}-cfg"},
+                                      data={"served": str(inputs.established(served))})
+        return [cfg(parent)]
+
+    operator = make_operator(ns, build=build_served, inputs=lambda parent: [served])
+    with running(operator, client) as runtime:
+        client.create(thing(ns, "a"))
+        assert wait_until(lambda: child_data(client, ns, "a") == {"served": "False"})
+        try:
+            client.create(_widget_crd(group))  # no on_start hook, no resync_all: the input
+            assert wait_until(lambda: child_data(client, ns, "a") == {"served": "True"}, 15)
+        finally:
+            client.delete("apiextensions.k8s.io/v1", "CustomResourceDefinition",
+                          f"widgets.{group}")
+        assert wait_until(lambda: child_data(client, ns, "a") == {"served": "False"}, 15)
+        assert runtime.stats.triggers["input"] >= 2
