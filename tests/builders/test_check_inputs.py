@@ -70,7 +70,7 @@ def test_a_name_taken_from_an_input_breaks_input_changes() -> None:
         return [cfg(parent)]
 
     with pytest.raises(AssertionError, match="input changes"):
-        check_builders(renaming, PARENTS, managed_by=OPERATOR, max_examples=50,
+        check_builders(renaming, PARENTS, managed_by=OPERATOR, max_examples=20,
                        inputs=InputStates(declare=declare, states=("present",)))
 
 
