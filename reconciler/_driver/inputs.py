@@ -115,10 +115,14 @@ def client_reader(client: ClusterClient) -> InputRead:
 
 
 def present_reader(ref: ObjectRef) -> tuple[Mapping[str, Any] | None, bool]:
-    """Every reference present, as an object with only its identity (for what needs only the
-    kinds the builders produce, with no cluster to read: the role ``optk manifests`` derives)."""
+    """Every reference present, as an object with only its identity, a CustomResourceDefinition
+    also Established (for what needs only the kinds the builders produce, with no cluster to
+    read: the role ``optk manifests`` derives, so a kind an activation input enables counts)."""
     meta = {"name": ref.name, **({"namespace": ref.namespace} if ref.namespace else {})}
-    return {"apiVersion": ref.api_version, "kind": ref.kind, "metadata": meta}, False
+    obj: dict[str, Any] = {"apiVersion": ref.api_version, "kind": ref.kind, "metadata": meta}
+    if ref.kind == "CustomResourceDefinition":
+        obj["status"] = {"conditions": [{"type": "Established", "status": "True"}]}
+    return obj, False
 
 
 class _Declares(Protocol):

@@ -11,7 +11,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from examples.thanos.operator import ServiceMonitorSwitch, make_operator
+from examples.thanos.operator import make_operator
 from objectmatcher import get_last_applied
 from reconciler import Operator, watches
 from reconciler._commands.cli import main
@@ -82,8 +82,9 @@ def test_the_derived_role_of_the_example() -> None:
         ("apps", "deployments"): child,
         ("apps", "statefulsets"): child,
         ("networking.k8s.io", "ingresses"): child,
-        ("monitoring.coreos.com", "servicemonitors"): child,  # enabled by the hook's watch
-        ("apiextensions.k8s.io", "customresourcedefinitions"): ("list", "watch"),
+        ("monitoring.coreos.com", "servicemonitors"): child,  # enabled by the CRD input
+        ("apiextensions.k8s.io", "customresourcedefinitions"): ("list", "watch"),  # an input
+        ("", "secrets"): ("list", "watch"),  # the store gateway's object-storage input
         ("monitoring.optk.dev", "thanoses"): ("list", "watch"),
         ("monitoring.optk.dev", "thanoses/status"): ("patch",),
         ("authentication.k8s.io", "tokenreviews"): ("create",),  # --metrics-auth
@@ -263,7 +264,7 @@ def test_the_stream_validates_against_the_kubernetes_schemas(version: str) -> No
 
 
 def test_the_example_without_samples_still_derives_from_its_crd_schema() -> None:
-    facts = operator_facts(make_operator(ServiceMonitorSwitch()))
+    facts = operator_facts(make_operator())
     options = ManifestOptions(target=TARGET, namespace="ops", image="img:1")
     from reconciler._commands.manifests import generated_parents
 
