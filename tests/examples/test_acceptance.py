@@ -237,3 +237,32 @@ def test_a_deleted_parents_children_are_garbage_collected(operator: Thanos) -> N
     eventually(lambda: (not operator.children("observatory"),
                         f"left: {operator.children('observatory')}"))
     assert len(operator.children("edge")) == 3  # Deployment, Service, ServiceMonitor
+
+
+@pytest.mark.both_servers
+def test_a_rotated_object_storage_secret_rolls_the_store_gateway_once(operator: Thanos) -> None:
+    operator.apply_samples()
+    eventually(operator.converged("observatory"))
+    assert wait_idle(operator.runtime, BOUND, settle=0.3)
+    store = operator.live("apps/v1", "StatefulSet", "observatory-store-gateway")
+    assert store is not None
+    generation = store["metadata"]["generation"]
+    operator.client.patch("v1", "Secret", "thanos-objstore",
+                          {"stringData": {"objstore.yml": "type: S3"}},
+                          patch_type=MERGE_PATCH, namespace=operator.namespace)
+    eventually(operator.converged("observatory"))  # the digest of the new contents
+    assert wait_idle(operator.runtime, BOUND, settle=0.3)
+    rolled = operator.live("apps/v1", "StatefulSet", "observatory-store-gateway") or {}
+    assert rolled["metadata"]["generation"] == generation + 1  # one new pod template
+    # The Secret gone: InputMissing naming it, the other children stay converged.
+    operator.client.delete("v1", "Secret", "thanos-objstore", namespace=operator.namespace)
+
+    def missing() -> tuple[bool, str]:
+        parent = operator.live(API_VERSION, KIND, "observatory") or {}
+        reconciled = next((c for c in (parent.get("status") or {}).get("conditions") or ()
+                           if c.get("type") == "Reconciled"), {})
+        return (reconciled.get("reason") == "InputMissing"
+                and "thanos-objstore" in reconciled.get("message", ""), str(reconciled))
+
+    eventually(missing)
+    assert operator.live("apps/v1", "Deployment", "observatory-query") is not None
