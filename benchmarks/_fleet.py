@@ -52,6 +52,14 @@ def parent(index: int, *, namespace: str = NAMESPACE) -> dict[str, Any]:
     }
 
 
+def object_storage_secret(*, namespace: str = NAMESPACE) -> dict[str, Any]:
+    """The Secret every parent's ``objectStorageSecret`` names (the store gateway's declared
+    input: without it the store gateway waits with ``InputMissing``)."""
+    return {"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "thanos-objstore", "namespace": namespace},
+            "stringData": {"objstore.yml": "type: FILESYSTEM"}}
+
+
 def child_key(obj: Mapping[str, Any], kind: str | None = None) -> ChildKey:
     """The key of a child (``kind`` when the object lacks one, as list items do)."""
     meta = obj.get("metadata") or {}

@@ -195,18 +195,22 @@ async def install_parents(cluster: Cluster, size: int) -> list[dict[str, Any]]:
                           verb="create", body=THANOS_CRD)
     return await create_when_served(
         cluster, collection_path(API_VERSION, PARENTS_PLURAL, fleet.NAMESPACE),
-        [fleet.parent(i) for i in range(size)])
+        [fleet.parent(i) for i in range(size)], first=[(
+            f"/api/v1/namespaces/{fleet.NAMESPACE}/secrets", fleet.object_storage_secret())])
 
 
 async def create_when_served(
     cluster: Cluster, path: str, objects: Sequence[Mapping[str, Any]], *,
-    namespace: str = fleet.NAMESPACE,
+    namespace: str = fleet.NAMESPACE, first: Sequence[tuple[str, Mapping[str, Any]]] = (),
 ) -> list[dict[str, Any]]:
-    """Create ``namespace``, wait (bounded) until the collection ``path`` of a new CRD is served,
-    then create ``objects`` there (8 at a time); the objects as created."""
+    """Create ``namespace`` and the ``first`` objects (collection path, body: what the parents
+    read, such as their Secret), wait (bounded) until the collection ``path`` of a new CRD is
+    served, then create ``objects`` there (8 at a time); the objects as created."""
     await cluster.request("POST", "/api/v1/namespaces", verb="create",
                           body={"apiVersion": "v1", "kind": "Namespace",
                                 "metadata": {"name": namespace}})
+    for where, body in first:
+        await cluster.request("POST", where, verb="create", body=dict(body))
     deadline = time.monotonic() + 30
     while True:  # the CRD serves its kind once established
         try:

@@ -5,15 +5,15 @@ operator is a function of its parent object returning a list of them. This facad
 operator author calls: the builder model (:class:`DesiredState` and its hooks), the ways to make
 and combine builders (:func:`resource_builder`, :func:`compose`, :func:`present_if`,
 :func:`for_each`, :class:`Component`), the child identity helpers (DESIGN.md section 5),
-:func:`overrides` and the errors. The rest is in public submodules: :mod:`builders.objects`
-(keyword-only object helpers), :mod:`builders.names` (label keys, names, validators),
-:mod:`builders.schemas` (validation against the Kubernetes schemas), :mod:`builders.specs`
-(typed parent specs and generated CRDs; :func:`spec_of` and :func:`crd_for` are here too),
-:mod:`builders.convert`
-(client models as dicts), :mod:`builders.composition` (running one builder, readable names) and
-the Hypothesis testing kit :mod:`builders.testing`. It never talks to a cluster (that is
-``reconciler``'s job) and imports neither ``kubernetes`` nor ``reconciler``. See
-``docs/builders.md``.
+:func:`overrides`, the declared :class:`Inputs` a build may read, and the errors. The rest is in
+public submodules: :mod:`builders.objects` (keyword-only object helpers), :mod:`builders.names`
+(label keys, names, validators), :mod:`builders.schemas` (validation against the Kubernetes
+schemas), :mod:`builders.specs` (typed parent specs and generated CRDs; :func:`spec_of` and
+:func:`crd_for` are here too), :mod:`builders.convert` (client models as dicts),
+:mod:`builders.inputs` (declared inputs' errors and digests), :mod:`builders.composition`
+(running one builder, readable names) and the Hypothesis testing kit :mod:`builders.testing`.
+It never talks to a cluster (that is ``reconciler``'s job) and imports neither ``kubernetes``
+nor ``reconciler``. See ``docs/builders.md``.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from builders._compose import (
 from builders._crds import crd_for
 from builders._errors import BuilderError, BuilderFailedError, InvalidSpecError
 from builders._identity import ObjectRef
+from builders._inputs import Inputs
 from builders._names import child_name, selector_labels, standard_labels
 from builders._objects import child_meta
 from builders._overrides import overrides, with_overrides
@@ -57,6 +58,7 @@ __all__ = [
     "Builders",
     "Component",
     "DesiredState",
+    "Inputs",
     "InvalidSpecError",
     "KubeObject",
     "ObjectRef",

@@ -5,6 +5,9 @@
     BuilderError (Exception)                root: ``except BuilderError`` catches all
     ├── BuilderFailedError                  a builder raised or returned no usable object
     │                                       (.builder, .parent, .reason; the cause is chained)
+    ├── InputUnavailableError               a declared input cannot be read (.ref, .reason)
+    │   ├── InputMissingError (LookupError)      it does not exist
+    │   └── InputForbiddenError (PermissionError)  the operator may not read it
     ├── DependencyError (ValueError)        components' dependencies declared wrongly
     │   └── DependencyCycleError            a cycle in depends_on (.cycle: ("a", "b", "a"))
     ├── InvalidSpecError (ValueError)       a field value is invalid, before any cluster I/O
@@ -29,6 +32,9 @@ __all__ = [
     "BuilderFailedError",
     "DependencyCycleError",
     "DependencyError",
+    "InputForbiddenError",
+    "InputMissingError",
+    "InputUnavailableError",
     "InvalidSpecError",
     "SchemaValidationError",
     "SpecFieldError",
@@ -55,6 +61,40 @@ class BuilderFailedError(BuilderError):
         self.reason = reason
         where = f" for parent {parent}" if parent else ""
         super().__init__(f"builder {builder}{where} failed: {reason}")
+
+
+class InputUnavailableError(BuilderError):
+    """A declared input (``builders.Inputs``) a builder requires cannot be read.
+
+    ``ref`` is the input's ``ObjectRef`` and ``reason`` the condition reason the parent reports
+    (``InputMissing``, ``InputForbidden``); the message names the reference, never a value.
+    The reconcile treats it as permanent: not retried, the parent is reconciled again the
+    moment the input changes.
+    """
+
+    reason = "InputUnavailable"
+
+    def __init__(self, *, ref: Any, detail: str) -> None:
+        self.ref = ref
+        super().__init__(f"input {ref} {detail}")
+
+
+class InputMissingError(InputUnavailableError, LookupError):
+    """A required input does not exist (condition reason ``InputMissing``)."""
+
+    reason = "InputMissing"
+
+    def __init__(self, *, ref: Any) -> None:
+        super().__init__(ref=ref, detail="does not exist")
+
+
+class InputForbiddenError(InputUnavailableError, PermissionError):
+    """The operator may not read a required input (condition reason ``InputForbidden``)."""
+
+    reason = "InputForbidden"
+
+    def __init__(self, *, ref: Any) -> None:
+        super().__init__(ref=ref, detail="may not be read (forbidden)")
 
 
 class DependencyError(BuilderError, ValueError):

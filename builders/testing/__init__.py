@@ -10,8 +10,9 @@ Operator authors test their desired-state functions before touching a cluster::
 Strategies generate valid Kubernetes identifiers, metadata and whole objects (of built-in kinds or
 a CRD's structural schema), and typed spec instances from a spec class
 (:func:`spec_instances`), the conversion properties of a versioned API
-(:func:`check_conversions`); ``check_builders`` runs a builder set over generated parents and
-checks the invariants of DESIGN.md sections 4 and 5, each also available as an ``assert_*``
+(:func:`check_conversions`), the states of declared inputs (:class:`InputStates`,
+:func:`with_inputs`); ``check_builders`` runs a builder set over generated parents and checks
+the invariants of DESIGN.md sections 4 and 5, each also available as an ``assert_*``
 function. See ``docs/testing-builders.md`` for a tutorial.
 """
 
@@ -33,6 +34,7 @@ from builders.testing._check import (
     check_builders,
     check_parent,
 )
+from builders.testing._inputs import InputStates, with_inputs
 from builders.testing._specs import spec_instances
 from builders.testing._strategies import (
     dns_labels,
@@ -51,6 +53,7 @@ __all__ = [
     "CONVERSION_PROPERTIES",
     "INVARIANTS",
     "Built",
+    "InputStates",
     "assert_absent_stubs",
     "assert_builds",
     "assert_owned",
@@ -74,4 +77,5 @@ __all__ = [
     "owner_references",
     "quantities",
     "spec_instances",
+    "with_inputs",
 ]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
@@ -46,6 +46,10 @@ from builders.names import (
 )
 from builders.schemas import UnknownKindError, validate_object
 from objectmatcher import field_causes
+
+if TYPE_CHECKING:
+    from builders.inputs import Inputs
+    from builders.testing._inputs import InputStates
 
 __all__ = [
     "INVARIANTS",
@@ -80,6 +84,7 @@ INVARIANTS = (
     "selectors",
     "absent stubs",
     "server rules",
+    "input changes",
 )
 """The names of the invariants, as AssertionError messages and ``skip=`` use them."""
 
@@ -409,9 +414,10 @@ def check_parent(
 
 
 def check_builders(
-    build: Build,
+    build: Build | Callable[[KubeObject, Inputs], Iterable[ResourceBuilder]],
     parents: st.SearchStrategy[KubeObject],
     *,
+    inputs: InputStates | None = None,
     managed_by: str | None = None,
     kubernetes_version: str | None = None,
     crd_schemas: Mapping[str, Mapping[str, Any]] | None = None,
@@ -427,24 +433,29 @@ def check_builders(
     schemas, ``crd_schemas`` for custom-resource children, ``require_schemas``, ``skip`` (names
     from :data:`INVARIANTS`) and ``max_examples`` (default: the active Hypothesis profile's).
     Call it from a plain test function, not from inside another ``@given`` test.
+
+    ``inputs=InputStates(declare=fn)`` is for an operator that declares inputs: ``build`` is
+    then ``build(parent, inputs)``, each declared input is drawn missing, forbidden or present
+    (builders that raise ``InputUnavailableError`` for one that is not there are left out, as
+    the reconcile reports them), and the invariant "input changes" checks that other contents
+    of the same inputs build the same identities.
     """
-    overrides: dict[str, Any] = {"max_examples": max_examples} if max_examples else {}
-    options = settings(
-        deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-        report_multiple_bugs=False,
-        database=None,
-        # The explain phase costs several times the shrinking itself; the message names the
-        # invariant and the whole shrunk parent anyway.
-        phases=[p for p in Phase if p is not Phase.explain],
-        **overrides,
-    )
+    if inputs is not None:
+        from builders.testing._inputs import check_with_inputs  # it runs check_parent
+
+        check_with_inputs(build, parents, inputs, skip=skip, max_examples=max_examples,
+                           options=dict(managed_by=managed_by,
+                                        kubernetes_version=kubernetes_version,
+                                        crd_schemas=crd_schemas,
+                                        require_schemas=require_schemas))
+        return
+    options = _settings(max_examples)
 
     @options
     @given(parent=parents)
     def run(parent: KubeObject) -> None:
         check_parent(
-            build,
+            build,  # type: ignore[arg-type]
             parent=parent,
             managed_by=managed_by,
             kubernetes_version=kubernetes_version,
@@ -454,3 +465,18 @@ def check_builders(
         )
 
     run()
+
+
+def _settings(max_examples: int | None) -> settings:
+    """The Hypothesis settings of ``check_builders`` (``max_examples`` default: the profile's)."""
+    overrides: dict[str, Any] = {"max_examples": max_examples} if max_examples else {}
+    return settings(
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        report_multiple_bugs=False,
+        database=None,
+        # The explain phase costs several times the shrinking itself; the message names the
+        # invariant and the whole shrunk parent anyway.
+        phases=[p for p in Phase if p is not Phase.explain],
+        **overrides,
+    )

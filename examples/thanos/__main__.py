@@ -1,9 +1,10 @@
-"""``python -m examples.thanos``: run the Thanos operator with its ServiceMonitor watch.
+"""``python -m examples.thanos``: run the Thanos operator.
 
 The same as ``optk run examples.thanos.operator:operator``, written out as a user's own entry
-point would be: ``start_operator`` (the operator, whose ``on_start`` hook runs the CRD informer
-that turns ServiceMonitors on when their CRD appears) against ``--kubeconfig PATH`` (default: the
-usual kubeconfig, else in-cluster) or a fresh ``--embedded`` API server, until SIGTERM or SIGINT.
+point would be: ``start_operator`` (the operator, whose declared inputs turn ServiceMonitors on
+when their CRD appears and roll the store gateway when its Secret changes) against
+``--kubeconfig PATH`` (default: the usual kubeconfig, else in-cluster) or a fresh ``--embedded``
+API server, until SIGTERM or SIGINT.
 """
 
 from __future__ import annotations

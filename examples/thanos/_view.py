@@ -222,7 +222,7 @@ def tree_snapshot(demo: Any, names: Sequence[str]) -> Callable[[], list[ParentVi
                 "conditions") or () if c.get("type") == "Ready"), "?")
             children = []
             for desired, state in run_builders(
-                    thanos.build(parent, service_monitors=demo.service_monitors), parent=parent):
+                    thanos.build_with_inputs(parent, demo.inputs_of(parent)), parent=parent):
                 kind, child = desired["kind"], desired["metadata"]["name"]
                 live = demo.live(desired["apiVersion"], kind, child)
                 if state.is_absent:

@@ -6,9 +6,10 @@ gets its workload (Deployment, or StatefulSet for the stateful two), its Service
 the block asks for one, and a ServiceMonitor when ``service_monitors`` says their CRD is served;
 a missing block turns the same identities into ABSENT stubs, so switching a component off
 deletes what it had. The query frontend's component depends on the query one (its children are
-written only once the query Deployment is Available). Defaults (image, replicas, ports,
-storage) are filled in here, never stored in the parent. Nothing here reads a cluster: whether
-ServiceMonitors are served is an argument, decided by ``examples.thanos.operator``. The builders
+written only once the query Deployment is Available). Defaults (image, replicas, ports, storage)
+are filled in here, never stored in the parent. Nothing here reads a cluster: what the operator
+reads besides the parent is declared (``declared_inputs``: the ServiceMonitor CRD, the
+object-storage Secret) and handed to ``build_with_inputs`` as ``builders.Inputs``. The builders
 read the parent's spec as a typed ``ThanosSpec`` (``builders.spec_of``), so a spec the class
 rejects fails with the parent and the field named, and defaults come from the class.
 """
@@ -22,6 +23,7 @@ import attrs
 
 import builders as b
 from builders import objects
+from builders.inputs import inputs_digest, kind_served, with_inputs_digest
 from examples.thanos.crds import DEFAULT_IMAGE as DEFAULT_IMAGE
 from examples.thanos.crds import (
     SERVICE_MONITOR_API_VERSION,
@@ -134,9 +136,45 @@ def _args(
     return args
 
 
+SERVICE_MONITORS_SERVED = kind_served(SERVICE_MONITOR_API_VERSION, plural="servicemonitors")
+"""The activation input: the ServiceMonitor CRD (``Inputs.established``: the kind is served)."""
+
+
+def object_storage(parent: Mapping[str, Any],
+                   typed: ThanosSpec | None = None) -> b.ObjectRef | None:
+    """The Secret ``spec.objectStorageSecret`` names, in the parent's namespace, or None."""
+    typed = spec(parent) if typed is None else typed
+    if not typed.object_storage_secret:
+        return None
+    return b.ObjectRef(api_version="v1", kind="Secret", name=str(typed.object_storage_secret),
+                       namespace=parent["metadata"].get("namespace") or "default")
+
+
+def declared_inputs(parent: Mapping[str, Any]) -> list[b.ObjectRef]:
+    """What the builders read besides the parent (``Operator(inputs=...)``): whether the
+    ServiceMonitor kind is served, and the store gateway's object-storage Secret."""
+    secret = object_storage(parent)
+    return [SERVICE_MONITORS_SERVED, *([secret] if secret is not None else [])]
+
+
 @b.resource_builder
-def workload(parent: Mapping[str, Any], kind: ComponentKind, typed: ThanosSpec) -> dict[str, Any]:
-    """The component's Deployment, or StatefulSet (with a data volume claim) if it is stateful."""
+def workload(parent: Mapping[str, Any], kind: ComponentKind, typed: ThanosSpec,
+             inputs: b.Inputs | None = None) -> dict[str, Any]:
+    """The component's Deployment, or StatefulSet (with a data volume claim) if it is stateful.
+
+    Given ``inputs``, the store gateway requires its object-storage Secret (missing: the parent
+    says ``InputMissing`` and only this child waits) and carries its digest on the pod template,
+    so a rotated Secret rolls it once."""
+    if inputs is not None and kind is STORE_GATEWAY:
+        secret_ref = object_storage(parent, typed)
+        if secret_ref is not None:
+            inputs.require(secret_ref)
+            return with_inputs_digest(_workload(parent, kind, typed),
+                                      inputs_digest(inputs, [secret_ref]))
+    return _workload(parent, kind, typed)
+
+
+def _workload(parent: Mapping[str, Any], kind: ComponentKind, typed: ThanosSpec) -> dict[str, Any]:
     config = block(typed, kind) or (StorageComponent() if kind.stateful else Component())
     secret = typed.object_storage_secret if kind.stateful else None
     mounts = (
@@ -224,16 +262,18 @@ def component(
     *,
     service_monitors: bool,
     typed: ThanosSpec | None = None,
+    inputs: b.Inputs | None = None,
 ) -> b.Component:
     """One component's children: PRESENT (with defaults) when its block is there, else ABSENT.
 
-    ``typed`` is the parent's spec when the caller already converted it (else converted here).
+    ``typed`` is the parent's spec when the caller already converted it (else converted here);
+    ``inputs`` the declared inputs, when the operator passes them (see ``workload``).
     """
     typed = spec(parent) if typed is None else typed
     config = block(typed, kind)
     on = config is not None
     items: list[b.ResourceBuilder] = [
-        b.present_if(on, workload(parent, kind, typed)),
+        b.present_if(on, workload(parent, kind, typed, inputs)),
         b.present_if(on, service(parent, kind)),
     ]
     if kind.exposable:
@@ -250,14 +290,23 @@ def component(
     return b.Component(name=kind.component, builders=items, depends_on=kind.depends_on)
 
 
-def build(parent: Mapping[str, Any], *, service_monitors: bool = False) -> list[b.ResourceBuilder]:
+def build(parent: Mapping[str, Any], *, service_monitors: bool = False,
+          inputs: b.Inputs | None = None) -> list[b.ResourceBuilder]:
     """Every child of a ``Thanos`` parent, in order.
 
     ``service_monitors`` says whether the ServiceMonitor kind is served; when it is not, no
     ServiceMonitor is built at all (not even an ABSENT stub: there is nothing to delete).
+    ``inputs`` (the operator's declared inputs) makes the store gateway read its Secret.
     """
     typed = spec(parent)  # converted and validated once per build
     return b.compose(*(
-        component(parent, kind, service_monitors=service_monitors, typed=typed)
+        component(parent, kind, service_monitors=service_monitors, typed=typed, inputs=inputs)
         for kind in COMPONENTS
     ))
+
+
+def build_with_inputs(parent: Mapping[str, Any], inputs: b.Inputs) -> list[b.ResourceBuilder]:
+    """The operator's build: ``build`` with ServiceMonitors as the activation input says and
+    the store gateway reading its Secret (``declared_inputs``)."""
+    return build(parent, service_monitors=inputs.established(SERVICE_MONITORS_SERVED),
+                 inputs=inputs)

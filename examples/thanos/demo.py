@@ -30,7 +30,7 @@ from typing import Any, TextIO
 import attrs
 import yaml
 
-from builders import run_builders
+from builders import Inputs, run_builders
 from builders.names import INSTANCE_LABEL, MANAGED_BY_LABEL
 from examples.thanos import _view
 from examples.thanos import builders as thanos
@@ -221,6 +221,17 @@ class Demo:
         found = self.client.list(api_version, kind, namespace=NAMESPACE, label_selector=selector)
         return list(found.get("items", []))
 
+    def inputs_of(self, parent: Mapping[str, Any]) -> Inputs:
+        """The parent's declared inputs as the cluster holds them now (one GET each)."""
+        found, missing = {}, []
+        for ref in thanos.declared_inputs(parent):
+            try:
+                found[ref] = self.client.get(ref.api_version, ref.kind, ref.name,
+                                             namespace=ref.namespace)
+            except NotFoundError:
+                missing.append(ref)
+        return Inputs(found, missing=missing)
+
     def converged(self, name: str) -> Check:
         """A check: parent ``name`` is Ready for its generation and every child is as built."""
 
@@ -230,7 +241,7 @@ class Demo:
                 return False, f"{name} not found"
             self.kubelet(name)
             children = run_builders(
-                thanos.build(parent, service_monitors=self.service_monitors), parent=parent
+                thanos.build_with_inputs(parent, self.inputs_of(parent)), parent=parent
             )
             pending: list[str] = []
             present: Counter[str] = Counter()
@@ -322,6 +333,12 @@ def _script(demo: Demo) -> tuple[int, int]:
     demo.say("1. apply the sample parents")
     client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
     for sample in SAMPLES:
+        secret = thanos.object_storage(sample)  # the store gateway's declared input
+        if secret is not None:
+            client.create({"apiVersion": "v1", "kind": "Secret", "metadata": {
+                "name": secret.name, "namespace": NAMESPACE},
+                "stringData": {"objstore.yml": "type: FILESYSTEM"}})
+            demo.say(f"   created Secret {NAMESPACE}/{secret.name} (the store gateway's input)")
         client.create(sample)
         demo.say(f"   created {KIND} {NAMESPACE}/{sample['metadata']['name']} "
                  f"with {', '.join(k for k in sample['spec'] if k in _BLOCKS)}")

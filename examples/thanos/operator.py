@@ -1,40 +1,33 @@
-"""The Thanos operator: the ``Operator`` definition, plus the watch that enables ServiceMonitors.
+"""The Thanos operator: the ``Operator`` definition.
 
 ``operator`` is what ``optk run examples.thanos.operator:operator`` runs: ``Thanos`` parents, the
-pure ``build`` of ``examples.thanos.builders``, the Thanos CRD installed at start, and pruning of
-the kinds it builds. ServiceMonitors are built only while their CRD is served:
-``ServiceMonitorSwitch`` holds that fact for ``build`` and, as the operator's ``on_start`` hook,
-keeps it current from a CRD informer and resyncs every parent the moment the CRD appears or goes.
-The hook runs wherever the operator runs: under ``optk run``, in ``start_operator(client)``
-(``python -m examples.thanos`` and the demo use it) and in tests.
+pure ``build_with_inputs`` of ``examples.thanos.builders``, the Thanos CRD installed at start, and
+pruning of the kinds it builds. What the builders read besides the parent is declared
+(``examples.thanos.builders.declared_inputs``): whether the ServiceMonitor CRD is served (an
+activation input: ServiceMonitors are built only while it is, and every parent is reconciled the
+moment it appears or goes) and the store gateway's object-storage Secret (missing: the parent
+says ``InputMissing`` and the rest of its children converge; rotated: the StatefulSet rolls
+once). No ``on_start`` hook and no ``resync_all()``: the driver's inputs do it.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from builders import ResourceBuilder
 from examples.thanos import builders as thanos
 from examples.thanos.crds import (
     API_VERSION,
     KIND,
-    SERVICE_MONITOR_API_VERSION,
-    SERVICE_MONITOR_CRD_NAME,
-    SERVICE_MONITOR_KIND,
     THANOS_CRD,
     THANOS_VERSIONED_CRD,
     THANOS_VERSIONS,
 )
-from reconciler import ClusterClient, Operator, OperatorRuntime, watches
-from reconciler.informers import Informer
+from reconciler import ClusterClient, Operator, OperatorRuntime
 from reconciler.webhooks import Webhooks
-
-CRD_API_VERSION = "apiextensions.k8s.io/v1"
 
 
 def crd_established(crd: Mapping[str, Any] | None) -> bool:
@@ -43,47 +36,6 @@ def crd_established(crd: Mapping[str, Any] | None) -> bool:
         return False
     conditions = (crd.get("status") or {}).get("conditions") or ()
     return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
-
-
-class ServiceMonitorSwitch:
-    """Whether the ServiceMonitor CRD is served, as ``build`` sees it; safe across threads."""
-
-    def __init__(self) -> None:
-        self._served = False
-        self._lock = threading.Lock()
-
-    @property
-    def served(self) -> bool:
-        """The last state seen by the watch (False until it reports)."""
-        with self._lock:
-            return self._served
-
-    def build(self, parent: Mapping[str, Any]) -> list[ResourceBuilder]:
-        """The operator's builders for ``parent`` with ServiceMonitors as currently served."""
-        return thanos.build(parent, service_monitors=self.served)
-
-    def watch(self, client: ClusterClient, runtime: OperatorRuntime) -> Informer:
-        """Start an informer on the ServiceMonitor CRD; each flip resyncs every parent."""
-        informer = Informer(
-            client, CRD_API_VERSION, "CustomResourceDefinition",
-            field_selector=f"metadata.name={SERVICE_MONITOR_CRD_NAME}",
-        )
-
-        def on_event(event_type: str, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
-            served = event_type != "DELETED" and crd_established(new)
-            with self._lock:
-                changed, self._served = served != self._served, served
-            if changed:
-                runtime.resync_all()
-
-        informer.add_handler(on_event)
-        return informer.start()
-
-    @watches((CRD_API_VERSION, "CustomResourceDefinition"),
-             enables=[(SERVICE_MONITOR_API_VERSION, SERVICE_MONITOR_KIND)])
-    def on_start(self, runtime: OperatorRuntime) -> Callable[[], None]:
-        """The operator's ``on_start`` hook: run the CRD watch beside it; stop it with it."""
-        return self.watch(runtime.client, runtime).stop
 
 
 PRUNE = (
@@ -95,19 +47,16 @@ PRUNE = (
 """Kinds whose children of a parent that are no longer built are deleted (renames, leftovers)."""
 
 
-def make_operator(switch: ServiceMonitorSwitch) -> Operator:
-    """The Thanos ``Operator`` building with ``switch``."""
+def make_operator() -> Operator:
+    """The Thanos ``Operator``: its builders read the parent and the declared inputs."""
     return Operator(
-        api_version=API_VERSION, kind=KIND, build=switch.build, name=thanos.OPERATOR_NAME,
-        install=[THANOS_CRD], prune=PRUNE, on_start=[switch.on_start],
-        reuse_builds=True,  # build reads only the parent and the switch, which calls resync_all
+        api_version=API_VERSION, kind=KIND, build=thanos.build_with_inputs,
+        inputs=thanos.declared_inputs, name=thanos.OPERATOR_NAME, install=[THANOS_CRD],
+        prune=PRUNE,
     )
 
 
-service_monitors = ServiceMonitorSwitch()
-"""The switch ``operator`` builds with."""
-
-operator = make_operator(service_monitors)
+operator = make_operator()
 """The Thanos operator, as ``optk run examples.thanos.operator:operator`` loads it."""
 
 WEBHOOKS = Webhooks(versions=[THANOS_VERSIONS], crds=[THANOS_VERSIONED_CRD],
@@ -116,15 +65,13 @@ WEBHOOKS = Webhooks(versions=[THANOS_VERSIONS], crds=[THANOS_VERSIONED_CRD],
 (the Service ``thanos-webhooks`` in the operator's namespace)."""
 
 
-def make_versioned_operator(switch: ServiceMonitorSwitch, *,
-                            webhooks: Webhooks = WEBHOOKS) -> Operator:
+def make_versioned_operator(*, webhooks: Webhooks = WEBHOOKS) -> Operator:
     """The Thanos operator serving v1alpha1 and v1alpha2 (stored) through its own webhooks; it
     still reads its parents at v1alpha1, as its builders do."""
-    return attrs.evolve(make_operator(switch), install=[THANOS_VERSIONED_CRD],
-                        on_start=[switch.on_start, webhooks])
+    return attrs.evolve(make_operator(), install=[THANOS_VERSIONED_CRD], on_start=[webhooks])
 
 
-versioned_operator = make_versioned_operator(ServiceMonitorSwitch())
+versioned_operator = make_versioned_operator()
 """``optk run|manifests examples.thanos.operator:versioned_operator``: the two-version API."""
 
 samples = Path(__file__).with_name("samples.yaml")
@@ -132,6 +79,5 @@ samples = Path(__file__).with_name("samples.yaml")
 
 
 def start_operator(client: ClusterClient) -> OperatorRuntime:
-    """Start a fresh Thanos operator against ``client``; its ServiceMonitor CRD watch runs as an
-    ``on_start`` hook and stops with the runtime."""
-    return make_operator(ServiceMonitorSwitch()).start(client)
+    """Start a fresh Thanos operator against ``client`` (its inputs' informers stop with it)."""
+    return make_operator().start(client)

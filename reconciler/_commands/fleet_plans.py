@@ -40,6 +40,7 @@ from reconciler._commands.fleet_report import (
     summarize,
 )
 from reconciler._commands.local_dry_run import LocalDryRunClient
+from reconciler._driver.inputs import client_reader, one_argument_build
 from reconciler._driver.operators import Operator
 from reconciler._reconcile.parents import ParentReconciler
 from reconciler._reconcile.reconciling import ResourceReconciler
@@ -78,7 +79,8 @@ def plan_fleet(
         guard=attrs.evolve(operator, contention=None).plan_guard(RealClock()),
     )
     planner = ParentReconciler(
-        writer, operator.build, operator_name=operator.name, reader=reader,
+        writer, one_argument_build(operator, client_reader(counted)), operator_name=operator.name,
+        reader=reader,
         resources=resources, prune_kinds=operator.prune, dry_run=True, pause=operator.pauses(),
     )
     with recording() as calls:

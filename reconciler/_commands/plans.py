@@ -25,6 +25,7 @@ from objectmatcher import LAST_APPLIED_ANNOTATION, format_diff
 from reconciler._base.clocks import RealClock
 from reconciler._base.errors import NotFoundError, ReconcilerError
 from reconciler._client.protocol import ClusterClient, KubeObject
+from reconciler._driver.inputs import client_reader, one_argument_build
 from reconciler._reconcile.applying import ApplyStrategy
 from reconciler._reconcile.guard import PlanGuard
 from reconciler._reconcile.parents import ParentReconciler, ParentResult
@@ -173,7 +174,8 @@ def plan_command(
     try:
         parents = [_in_namespace(client, parent, namespace) for parent in parents]
         results = plan_parents(
-            client, operator.build, parents, operator_name=operator.name,
+            client, one_argument_build(operator, client_reader(client)), parents,
+            operator_name=operator.name,
             prune_kinds=operator.prune, recreate=operator.recreate, apply=operator.apply,
             apply_kinds=operator.apply_kinds,
             guard=attrs.evolve(operator, contention=None).plan_guard(RealClock()),

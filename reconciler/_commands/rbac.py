@@ -10,7 +10,8 @@ election and of the resync heartbeat are created, read and replaced (``update``)
 election's is watched by name while a candidate waits; installed
 objects are read by name and patched by name when they differ, and created only when the
 manifests do not apply them (``create`` is the one verb Kubernetes cannot limit by name); what
-an ``on_start`` hook watches is declared on the hook with ``watches``.
+an ``on_start`` hook watches is declared on the hook with ``watches``; the kinds of declared
+inputs (``Operator.inputs``) are listed and watched.
 Nothing here talks to a cluster: kinds map to resources by the installed CRDs, a table of the
 irregular built-in plurals and Kubernetes' own guess (``UnsafeGuessKindToResource``).
 """
@@ -24,6 +25,7 @@ import attrs
 
 from objectmatcher import has_builtin_schema
 from reconciler._base.errors import RbacDerivationError
+from reconciler._driver.inputs import one_argument_build, present_reader
 from reconciler._reconcile.declared import declared_children, unknown_scope
 
 __all__ = [
@@ -32,6 +34,7 @@ __all__ = [
     "PolicyRule",
     "RbacDerivationError",
     "derive_rules",
+    "input_kinds",
     "operator_facts",
     "produced_kinds",
     "resource_for",
@@ -107,6 +110,7 @@ class OperatorFacts:
     events: bool = True
     on_delete: bool = False
     start_hooks: tuple[Any, ...] = ()
+    inputs: Callable[[Mapping[str, Any]], Iterable[Any]] | None = None
 
     @property
     def crds(self) -> tuple[Mapping[str, Any], ...]:
@@ -132,7 +136,8 @@ def operator_facts(operator: Any) -> OperatorFacts:
     )
     return OperatorFacts(
         name=operator.name, api_version=operator.api_version, kind=operator.kind,
-        build=operator.build, namespace=operator.namespace, install=tuple(operator.install),
+        build=one_argument_build(operator, present_reader), namespace=operator.namespace,
+        install=tuple(operator.install),
         prune=tuple((str(a), str(k)) for a, k in operator.prune),
         hooks=hooks, heartbeat=operator.resync.heartbeat is not None,
         leader_lease=(operator.leader_election.named(f"{operator.name}-leader").name
@@ -142,6 +147,7 @@ def operator_facts(operator: Any) -> OperatorFacts:
         config_map=operator.resync.config_map, events=operator.events,
         on_delete=getattr(operator, "on_delete", None) is not None,
         start_hooks=tuple(operator.on_start),
+        inputs=getattr(operator, "inputs", None),
     )
 
 
@@ -230,6 +236,23 @@ def produced_kinds(
     return kinds
 
 
+def input_kinds(declare: Callable[[Mapping[str, Any]], Iterable[Any]] | None,
+                parents: Iterable[Mapping[str, Any]]) -> set[KindKey]:
+    """Every ``(apiVersion, kind)`` the declared inputs of ``parents`` name (``Operator.inputs``;
+    a parent whose declaration raises names none: its build is refused or reported anyway)."""
+    kinds: set[KindKey] = set()
+    if declare is None:
+        return kinds
+    for sample in parents:
+        meta = {"namespace": "default", **dict(sample.get("metadata") or {})}
+        try:
+            refs = list(declare({**sample, "metadata": meta}))
+        except Exception:  # a generated parent the declaration refuses: no kinds from it
+            continue
+        kinds |= {(str(ref.api_version), str(ref.kind)) for ref in refs}
+    return kinds
+
+
 @attrs.define
 class _Grants:
     """Verbs and reasons accumulated per (namespace, group, resource, names)."""
@@ -302,6 +325,7 @@ def derive_rules(
           f"the parents ({facts.kind}): the parent informer lists and watches them")
     grant(facts.api_version, facts.kind, ("patch",),
           "the parents' status (conditions, observedGeneration, lastReconcileTime)", sub="status")
+    parents, generated = list(parents), list(generated)
     children = produced_kinds(facts.build, parents)
     children |= produced_kinds(facts.build, generated, refused=[])
     children |= set(facts.prune)
@@ -316,6 +340,12 @@ def derive_rules(
         grant(api_version, kind, CHILD_VERBS,
               "children: informers list and watch them, the reconciler creates, patches drift, "
               "deletes absent and pruned ones, and reads one with get after a conflict")
+    for api_version, kind in sorted(input_kinds(facts.inputs, [*parents, *generated])
+                                    - children):
+        grant(api_version, kind, ("list", "watch"),
+              "declared inputs (Operator.inputs): one informer per namespace in use lists and "
+              "watches them (no names: a list is narrowed by name only with a field selector "
+              "per object)")
     custom = sorted(k for k in children if not has_builtin_schema(*k))
     if custom:
         grant(*_CRD, ("list",), "the CRD schemas of custom children ("

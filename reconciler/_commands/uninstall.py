@@ -44,6 +44,7 @@ from reconciler._base.errors import (
 )
 from reconciler._base.keys import meta_of
 from reconciler._client.protocol import ClusterClient, KubeObject
+from reconciler._driver.inputs import one_argument_build, present_reader
 from reconciler._driver.operators import Operator
 from reconciler._driver.resync_loop import heartbeat_hold
 from reconciler._leadership.leases import LEASE_API_VERSION, LEASE_KIND, LeaseHold, leader_hold
@@ -85,7 +86,8 @@ def _kinds(operator: Operator, parents: Iterable[KubeObject]) -> set[tuple[str, 
     for parent in parents:
         kinds.update(cleanup_kinds(parent))
         # Only the kinds count: no discovery request for the children's scope.
-        declared = declared_children(operator.build, parent, operator_name=operator.name,
+        declared = declared_children(one_argument_build(operator, present_reader), parent,
+                                     operator_name=operator.name,
                                      namespaced=unknown_scope)
         for exc in declared.errors:  # a builder that fails on some parent: its other kinds count
             _log.warning("building the children of %s failed: %s", ObjectRef.of(parent), exc)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from builders import ResourceBuilder
+from builders.inputs import InputDeclaration
 from reconciler._base.clocks import Clock
 from reconciler._base.errors import ReconcilerUsageError, ReconcilerUsageTypeError
 from reconciler._cache.informers import WATCH_INACTIVITY_TIMEOUT
@@ -48,7 +49,12 @@ StartHook = Callable[["OperatorRuntime"], "Callable[[], object] | None"]
 class Operator:
     """An operator: parents of one kind, the builders of their children, and driver options.
 
-    ``build(parent)`` returns the parent's ``ResourceBuilder`` list. ``resync`` is the one place
+    ``build(parent)`` returns the parent's ``ResourceBuilder`` list. ``inputs=fn`` declares
+    what the builders read besides the parent, as a pure function of it (``fn(parent)`` returns
+    ``ObjectRef``s: a Secret, a ConfigMap, any object); then ``build(parent, inputs)`` receives
+    them as a read-only ``builders.Inputs`` read from informers, and exactly the parents that
+    read an input are reconciled when it changes (``reconciler._driver.inputs``; docs/driver.md,
+    "Declared inputs"). ``resync`` is the one place
     the periodic resync is set (``ResyncPolicy``: interval, bounds, heartbeat, ConfigMap;
     ``OPTK_RESYNC_INTERVAL`` and the ConfigMap override the interval). ``leader_election`` turns
     election on (``LeaderElection``: Lease namespace, name, timing) or leaves it off (``None``).
@@ -78,11 +84,11 @@ class Operator:
     ``Reconciling``, ``Stalled``, ``Cleanup`` or a malformed name is refused at once), and any
     other type the function returns stalls the parent (``Stalled``, no retry) instead of being
     written.
-    ``reuse_builds=True`` skips the builders when a parent is unchanged since its last reconcile
-    (same uid and ``resourceVersion``: a periodic resync, a child's drift) and reuses what they
-    built then (docs/driver.md). Off by default, since builders may read outside their parent
-    (an ``on_start`` watch); turn it on when they read only the parent, or when each change to
-    what else they read calls ``runtime.resync_all()``, which drops every reused build.
+    ``reuse_builds`` (on by default) skips the builders when a parent and its declared
+    ``inputs`` are unchanged since its last reconcile (same uid and ``resourceVersion``s: a
+    periodic resync, a child's drift) and reuses what they built then (docs/driver.md). Builders
+    that read anything else (an ``on_start`` watch) turn it off, or call
+    ``runtime.resync_all()`` on each change of what they read, which drops every reused build.
     ``apply`` is how children are written: ``ThreeWayMerge()`` (the default: the last-applied
     annotation) or ``ServerSideApply(force=False)`` (the operator's name as field manager;
     docs/server-side-apply.md); ``apply_kinds`` overrides it per child kind
@@ -104,7 +110,7 @@ class Operator:
 
     api_version: str
     kind: str
-    build: Callable[[KubeObject], Iterable[ResourceBuilder]]
+    build: Callable[..., Iterable[ResourceBuilder]]
     name: str = "optk"
     resync: ResyncPolicy = attrs.field(factory=ResyncPolicy)
     leader_election: LeaderElection | None = None
@@ -124,7 +130,7 @@ class Operator:
     readiness: Readiness | None = None
     status: StatusBuilder | None = None
     condition_types: Sequence[str] = ()
-    reuse_builds: bool = False
+    reuse_builds: bool = True
     watch_inactivity_timeout: float = WATCH_INACTIVITY_TIMEOUT
     apply: ApplyStrategy = attrs.field(factory=ThreeWayMerge)
     apply_kinds: Mapping[str, ApplyStrategy] = attrs.field(factory=dict)
@@ -134,6 +140,7 @@ class Operator:
     ignore_fields: Sequence[str] = attrs.field(default=(), converter=tuple)
     contention: Contention | None = attrs.field(factory=Contention)
     rollout: Rollout | None = None
+    inputs: InputDeclaration | None = None
 
     def __attrs_post_init__(self) -> None:
         for strategy in (self.apply, *self.apply_kinds.values()):
@@ -153,6 +160,9 @@ class Operator:
             raise ReconcilerUsageTypeError(
                 f"operator {self.name!r}: build must be callable"
             )
+        if self.inputs is not None and not callable(self.inputs):
+            raise ReconcilerUsageTypeError(
+                f"operator {self.name!r}: inputs must be callable (parent -> ObjectRefs) or None")
         if self.on_delete is not None and not callable(self.on_delete):
             raise ReconcilerUsageTypeError(
                 f"operator {self.name!r}: on_delete must be callable or None"

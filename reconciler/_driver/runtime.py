@@ -38,6 +38,9 @@ import-linter contract ``parts-know-no-runtime``). ``__init__`` wires them in th
 6. the elector (it calls back the standby and the runtime) and the upgrade check.
 
 A late-bound lambda reads its target when called, which is only once ``start`` ran.
+
+The module is over 500 lines because it is the one composition root: each part's construction,
+start and stop is a few lines here, and splitting them apart would scatter the one order above.
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ from reconciler._cache.readers import InformerReader
 from reconciler._cache.recording import RecordingClient
 from reconciler._client.kubernetes import KubernetesClient, for_operator
 from reconciler._client.protocol import ClusterClient, KubeObject
+from reconciler._driver.inputs import InputWatch
 from reconciler._driver.liveness import DEFAULT_WATCH_TIMEOUT, ProgressWatch
 from reconciler._driver.liveness import liveness_bound as liveness_bound_for
 from reconciler._driver.operators import Operator
@@ -151,9 +155,17 @@ class OperatorRuntime:
         self.client = RecordingClient(writer, informers=self._informer_of, clock=self.clock)
         self.reader = InformerReader(client, self.informers,
                                      extra={self.parents.type_key: self.parents})
+        self.inputs = None if operator.inputs is None else InputWatch(  # declared inputs
+            client, operator.inputs, on_change=self._input_changed, clock=self.clock,
+            alive=lambda key: self.parents.cache.get(*key) is not None,
+            informer_options={"watch_timeout": watch_timeout,
+                              "inactivity_timeout": operator.watch_inactivity_timeout})
         self.reconciler = _parent_reconciler(operator, self.client, self.reader, shard=shard,
+            inputs=self.inputs,
             clock=self.clock, environ=environ, parent_alive=partial(_parent_alive, self.parents))
         self.metrics.intervention_gauges(self.reconciler)  # drifted and contested children
+        if self.inputs is not None and self.reconciler.builds is not None:
+            self.reconciler.builds.inputs_key = self.inputs.versions_of  # reuse keyed on them
         self.config_informer = _config_informer(operator, client, clock=self.clock,
                                                 watch_timeout=watch_timeout)
         # The resync loop needs only the schedule, the queue and the heartbeat; whether the
@@ -285,6 +297,8 @@ class OperatorRuntime:
         _clean_up(self._cleanups, self.operator.name)
         self.parents.stop()
         self.informers.stop()
+        if self.inputs is not None:
+            self.inputs.stop()
         if self.config_informer is not None:
             self.config_informer.stop()
         if self.health is not None:
@@ -349,6 +363,12 @@ class OperatorRuntime:
         """Queue a reconcile of one parent now."""
         self.stats.triggers["manual"] += 1
         self.queue.add((namespace or "", name))
+
+    def _input_changed(self, key: ParentKey) -> None:
+        """An input ``key``'s builders read changed: its reused build goes, it is queued."""
+        self.reconciler.forget_builds(key)
+        self.stats.triggers["input"] += 1
+        self.queue.add(key)
 
     def resync_all(self) -> int:
         """Queue every known parent now, as if all were due; returns how many. Reused builds
@@ -437,10 +457,12 @@ def _clean_up(cleanups: list[Callable[[], object]], operator_name: str) -> None:
 def _parent_reconciler(
     operator: Operator, client: ClusterClient, reader: InformerReader, *, shard: str | None,
     clock: Clock, parent_alive: Callable[[KubeObject], bool], environ: Mapping[str, str] | None,
+    inputs: InputWatch | None,
 ) -> ParentReconciler:
-    """The parent reconcile of ``operator``: its builders (stamped with the shard's label when
-    sharded) over ``client``, reading through ``reader``."""
-    build = operator.build if shard is None else stamp_shard(operator.build, shard)
+    """The parent reconcile of ``operator``: its builders (given their declared ``inputs``;
+    stamped with the shard's label when sharded) over ``client``, reading through ``reader``."""
+    build = operator.build if inputs is None else inputs.bind(operator.build)
+    build = build if shard is None else stamp_shard(build, shard)
     return ParentReconciler(
         client, build, operator_name=operator.name, reader=reader, pause=operator.pauses(environ),
         resources=ResourceReconciler(client, reader=reader, recreate=operator.recreate, clock=clock,

@@ -23,6 +23,7 @@ from typing import Any
 import attrs
 
 from builders import InvalidSpecError, ObjectRef
+from builders.inputs import InputUnavailableError
 from reconciler._base.errors import ApiError, PermanentError
 from reconciler._base.times import format_time, parse_time
 from reconciler._client.counting import ApiCall
@@ -73,12 +74,17 @@ class ChildError:
         return permanent_cause(self.error) is not None
 
 
-def permanent_cause(error: BaseException | None) -> PermanentError | InvalidSpecError | None:
-    """The ``PermanentError`` or ``InvalidSpecError`` that ``error`` is or was caused by (a
-    builder's exception arrives wrapped in ``BuilderFailedError``), or None."""
+_Permanent = PermanentError | InvalidSpecError | InputUnavailableError
+
+
+def permanent_cause(error: BaseException | None) -> _Permanent | None:
+    """The ``PermanentError``, ``InvalidSpecError`` or ``InputUnavailableError`` (a declared
+    input missing or forbidden: the input's own change, not a retry, reconciles the parent
+    again) that ``error`` is or was caused by (a builder's exception arrives wrapped in
+    ``BuilderFailedError``), or None."""
     seen = 0
     while error is not None and seen < 16:  # bounded: a cycle of causes is possible
-        if isinstance(error, PermanentError | InvalidSpecError):
+        if isinstance(error, _Permanent):
             return error
         error, seen = error.__cause__ or error.__context__, seen + 1
     return None
@@ -86,7 +92,9 @@ def permanent_cause(error: BaseException | None) -> PermanentError | InvalidSpec
 
 def _permanent_reason(errors: Sequence[ChildError]) -> str:
     cause = permanent_cause(errors[0].error)
-    return cause.reason if isinstance(cause, PermanentError) else "InvalidSpec"
+    if isinstance(cause, PermanentError | InputUnavailableError):
+        return cause.reason  # InputMissing, InputForbidden name their reason themselves
+    return "InvalidSpec"
 
 
 @attrs.frozen(kw_only=True)

@@ -39,7 +39,7 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any, Generic, TypeVar
 
 import attrs
@@ -150,6 +150,14 @@ class BuildMemo:
         self._entries: OrderedDict[tuple[str, str], _Build] = OrderedDict()
         self._epoch = 0
         self.hits = 0
+        self.inputs_key: Callable[[Mapping[str, Any]], str] | None = None
+        """The versions of what a parent's builders read besides it (``Operator.inputs``: the
+        runtime sets ``InputWatch.versions_of``), part of the key: a build is reused only while
+        the parent's and its inputs' ``resourceVersion``s are unchanged."""
+
+    def inputs_of(self, parent: Mapping[str, Any]) -> str:
+        """The inputs part of ``parent``'s key now (read before the builders read anything)."""
+        return "" if self.inputs_key is None else self.inputs_key(parent)
 
     @property
     def epoch(self) -> int:
@@ -157,10 +165,12 @@ class BuildMemo:
         return self._epoch
 
     def lookup(self, parent: Mapping[str, Any]) -> tuple[Built, ...] | None:
-        """The children built for this very parent (same uid and ``resourceVersion``), or None."""
+        """The children built for this very parent (same uid and ``resourceVersion``, and the
+        same versions of its inputs), or None."""
         key, uid, version = _parent_key(parent)
         if not uid or not version:
             return None
+        version += self.inputs_of(parent)
         with self._lock:
             entry = self._entries.get(key)
             if (entry is None or entry.uid != uid or entry.version != version
@@ -171,12 +181,16 @@ class BuildMemo:
             return entry.children
 
     def remember(
-        self, parent: Mapping[str, Any], built: list[Built], *, epoch: int, failed: bool = False
+        self, parent: Mapping[str, Any], built: list[Built], *, epoch: int, failed: bool = False,
+        inputs: str = "",
     ) -> list[Built]:
         """Keep the children built for ``parent`` by a build begun at ``epoch``, with their
         digests; returns them so. A build that ``failed`` (a builder raised), has a state with
-        hooks, or begun before the last :meth:`forget` of all is not kept (the entry is dropped)."""
+        hooks, or begun before the last :meth:`forget` of all is not kept (the entry is dropped).
+        ``inputs`` is :meth:`inputs_of` as read before the build: an input that changed during
+        the build leaves an entry no later lookup finds."""
         key, uid, version = _parent_key(parent)
+        version += inputs
         hooks = any(state.has_hooks for _, _, state, _ in built)
         with self._lock:
             if failed or hooks or not uid or not version or epoch != self._epoch:

@@ -471,15 +471,15 @@ class _ParentRun:
 
     def _build(self) -> list[_Built]:
         """The evaluated builders, or those kept for this very parent (shared: see ``_own``)."""
-        memo, epoch = self.o.builds, 0
+        memo, epoch, inputs = self.o.builds, 0, ""
         if memo is not None:
             if (kept := memo.lookup(self.parent)) is not None:
                 return list(kept)
-            epoch = memo.epoch  # before the builders read anything
+            epoch, inputs = memo.epoch, memo.inputs_of(self.parent)  # before builders read
         built = self._evaluate()
         gated = any(node is not None and node.gated for node in self.nodes.values())
         return built if memo is None else memo.remember(  # components' gates: never kept
-            self.parent, built, epoch=epoch, failed=self.build_failed or gated)
+            self.parent, built, epoch=epoch, failed=self.build_failed or gated, inputs=inputs)
 
     def _evaluate(self) -> list[_Built]:
         declared = self.o.declared(self.parent)

@@ -1,5 +1,6 @@
-"""``Operator(reuse_builds=True)`` in the running driver: a reconcile of an unchanged parent (a
-manual or periodic resync, a child's drift) calls no builder and, converged, makes no request;
+"""``Operator(reuse_builds=True)`` (the default) in the running driver: a reconcile of an
+unchanged parent (a manual or periodic resync, a child's drift) calls no builder and, converged,
+makes no request;
 a change to the parent, ``runtime.resync_all()`` and a deleted parent drop the kept build.
 """
 
@@ -83,9 +84,12 @@ def test_an_unchanged_parent_is_reconciled_without_builders_or_requests(
         assert wait_until(lambda: len(runtime.reconciler.builds or ()) == 0)
 
 
-def test_by_default_every_reconcile_builds(client: KubernetesClient, ns: str) -> None:
+def test_reuse_is_the_default_and_off_every_reconcile_builds(
+    client: KubernetesClient, ns: str
+) -> None:
+    assert make_operator(ns).reuse_builds  # the default since declared inputs (issue 25)
     build = Counted()
-    with running(make_operator(ns, build=build), client) as runtime:
+    with running(make_operator(ns, build=build, reuse_builds=False), client) as runtime:
         client.create(thing(ns, "a", value="1"))
         assert wait_until(lambda: child_data(client, ns, "a") == {"value": "1"})
         _reconciled(runtime, ns, 1)

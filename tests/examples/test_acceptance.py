@@ -21,14 +21,15 @@ import attrs
 import pytest
 import yaml
 
-from builders import run_builders
+from builders import Inputs, run_builders
 from builders.names import INSTANCE_LABEL, MANAGED_BY_LABEL
 from examples.thanos import builders as thanos
 from examples.thanos.crds import API_VERSION, KIND, SERVICE_MONITOR_CRD, THANOS_CRD
 from examples.thanos.demo import CHILD_KINDS, SAMPLES_FILE, WRITE_VERBS, kubelet
-from examples.thanos.operator import ServiceMonitorSwitch, make_operator
+from examples.thanos.operator import make_operator
 from objectmatcher import MERGE_PATCH, calculate_patch
 from reconciler import AlreadyExistsError, KubernetesClient, NotFoundError, OperatorRuntime
+from reconciler._driver.inputs import client_reader, resolve_inputs
 from reconciler.envtest import ControlPlane
 from reconciler.testing import wait_idle, wait_synced
 
@@ -63,14 +64,12 @@ class Thanos:
             return None
 
     def apply_samples(self) -> list[str]:
-        names = []
-        for sample in yaml.safe_load_all(SAMPLES_FILE.read_text()):
-            if sample:
-                parent = copy.deepcopy(sample)
-                parent["metadata"]["namespace"] = self.namespace
-                self.client.create(parent)
-                names.append(parent["metadata"]["name"])
-        return names
+        """The samples in the test's namespace, each with the object-storage Secret it names."""
+        return apply_samples(self.client, self.namespace)
+
+    def inputs_of(self, parent: dict[str, Any]) -> Inputs:
+        """The parent's declared inputs as the cluster holds them now (one GET each)."""
+        return resolve_inputs(thanos.declared_inputs(parent), client_reader(self.client))
 
     def converged(self, name: str) -> Callable[[], tuple[bool, str]]:
         """Every child built for the live parent is on the server exactly as built (with
@@ -83,8 +82,8 @@ class Thanos:
                 return False, f"{name} not found"
             kubelet(self.client, name, namespace=self.namespace)  # the query frontend waits
             pending = []
-            for desired, state in run_builders(thanos.build(parent, service_monitors=True),
-                                               parent=parent):
+            for desired, state in run_builders(
+                    thanos.build_with_inputs(parent, self.inputs_of(parent)), parent=parent):
                 live = self.live(desired["apiVersion"], desired["kind"],
                                  desired["metadata"]["name"])
                 label = f"{desired['kind']} {desired['metadata']['name']}"
@@ -120,6 +119,25 @@ class Thanos:
         return queued
 
 
+def apply_samples(client: KubernetesClient, namespace: str) -> list[str]:
+    """Create the samples in ``namespace``, and first the object-storage Secret each names (the
+    store gateway's declared input); their names."""
+    names = []
+    for sample in yaml.safe_load_all(SAMPLES_FILE.read_text()):
+        if sample:
+            parent = copy.deepcopy(sample)
+            parent["metadata"]["namespace"] = namespace
+            secret = thanos.object_storage(parent)
+            if secret is not None:
+                with contextlib.suppress(AlreadyExistsError):
+                    client.create({"apiVersion": "v1", "kind": "Secret", "metadata": {
+                        "name": secret.name, "namespace": namespace},
+                        "stringData": {"objstore.yml": "type: FILESYSTEM"}})
+            client.create(parent)
+            names.append(parent["metadata"]["name"])
+    return names
+
+
 def install_crds(kube_api: Any) -> KubernetesClient:
     """A client of ``kube_api``, once both CRDs of the example are installed and served."""
     client = KubernetesClient(kube_api.api_client())
@@ -141,7 +159,7 @@ def operator(kube_api: Any, kube_namespace: str) -> Iterator[Thanos]:
         kube_api.restart_controller_manager()
         _GC_RESTARTED.add(id(kube_api))
     # scoped to the test's namespace: earlier tests' namespaces may still be torn down
-    runtime = attrs.evolve(make_operator(ServiceMonitorSwitch()), namespace=kube_namespace,
+    runtime = attrs.evolve(make_operator(), namespace=kube_namespace,
                            install=[]).start(client)
     try:
         assert wait_synced(runtime, BOUND)
@@ -259,3 +277,32 @@ def test_the_query_frontend_waits_for_the_query_deployment_to_be_available(
         assert operator.live(api_version, kind, frontend) is None, f"{kind} {frontend} created"
     eventually(operator.converged(name))  # each check makes the workloads available
     assert _ready_condition(operator.live(API_VERSION, KIND, name))["status"] == "True"
+
+
+@pytest.mark.both_servers
+def test_a_rotated_object_storage_secret_rolls_the_store_gateway_once(operator: Thanos) -> None:
+    operator.apply_samples()
+    eventually(operator.converged("observatory"))
+    assert wait_idle(operator.runtime, BOUND, settle=0.3)
+    store = operator.live("apps/v1", "StatefulSet", "observatory-store-gateway")
+    assert store is not None
+    generation = store["metadata"]["generation"]
+    operator.client.patch("v1", "Secret", "thanos-objstore",
+                          {"stringData": {"objstore.yml": "type: S3"}},
+                          patch_type=MERGE_PATCH, namespace=operator.namespace)
+    eventually(operator.converged("observatory"))  # the digest of the new contents
+    assert wait_idle(operator.runtime, BOUND, settle=0.3)
+    rolled = operator.live("apps/v1", "StatefulSet", "observatory-store-gateway") or {}
+    assert rolled["metadata"]["generation"] == generation + 1  # one new pod template
+    # The Secret gone: InputMissing naming it, the other children stay converged.
+    operator.client.delete("v1", "Secret", "thanos-objstore", namespace=operator.namespace)
+
+    def missing() -> tuple[bool, str]:
+        parent = operator.live(API_VERSION, KIND, "observatory") or {}
+        reconciled = next((c for c in (parent.get("status") or {}).get("conditions") or ()
+                           if c.get("type") == "Reconciled"), {})
+        return (reconciled.get("reason") == "InputMissing"
+                and "thanos-objstore" in reconciled.get("message", ""), str(reconciled))
+
+    eventually(missing)
+    assert operator.live("apps/v1", "Deployment", "observatory-query") is not None

@@ -19,11 +19,11 @@ from typing import Any
 import attrs
 import pytest
 
-from builders import ResourceBuilder, run_builders
+from builders import Inputs, ResourceBuilder, run_builders
 from examples.thanos import builders as thanos
 from examples.thanos.crds import API_VERSION, KIND
 from examples.thanos.demo import kubelet
-from examples.thanos.operator import ServiceMonitorSwitch, make_operator
+from examples.thanos.operator import make_operator
 from objectmatcher import LAST_APPLIED_ANNOTATION, MERGE_PATCH, calculate_patch
 from reconciler import KubernetesClient, ServerSideApply
 from reconciler.envtest import ControlPlane
@@ -39,11 +39,11 @@ STEADY_EMBEDDED = 3.0
 class _Builds:
     """The Thanos builders, with one label on every child that the test can drop."""
 
-    def __init__(self, switch: ServiceMonitorSwitch) -> None:
-        self.switch, self.drop = switch, False
+    def __init__(self) -> None:
+        self.drop = False
 
-    def build(self, parent: Any) -> list[ResourceBuilder]:
-        return [self._labelled(b) for b in self.switch.build(parent)]
+    def build(self, parent: Any, inputs: Inputs) -> list[ResourceBuilder]:
+        return [self._labelled(b) for b in thanos.build_with_inputs(parent, inputs)]
 
     def _labelled(self, builder: ResourceBuilder) -> ResourceBuilder:
         def build() -> tuple[Any, Any]:
@@ -71,7 +71,8 @@ def _converged(operator: Thanos, builds: _Builds, name: str) -> Callable[[], tup
             return False, f"{name} not found"
         kubelet(operator.client, name, namespace=operator.namespace)  # the frontend waits
         pending = []
-        for desired, state in run_builders(builds.build(parent), parent=parent):
+        for desired, state in run_builders(builds.build(parent, operator.inputs_of(parent)),
+                                           parent=parent):
             live = operator.live(desired["apiVersion"], desired["kind"],
                                  desired["metadata"]["name"])
             label = f"{desired['kind']} {desired['metadata']['name']}"
@@ -90,8 +91,8 @@ def _converged(operator: Thanos, builds: _Builds, name: str) -> Callable[[], tup
 @pytest.fixture
 def ssa_operator(kube_api: Any, kube_namespace: str) -> Iterator[tuple[Thanos, _Builds]]:
     client = install_crds(kube_api)
-    builds = _Builds(ServiceMonitorSwitch())
-    runtime = attrs.evolve(make_operator(builds.switch), build=builds.build,
+    builds = _Builds()
+    runtime = attrs.evolve(make_operator(), build=builds.build,
                            namespace=kube_namespace, install=[],
                            apply=ServerSideApply()).start(client)
     try:

@@ -121,6 +121,9 @@ def test_optk_plan_shows_what_the_samples_would_create_and_writes_nothing(server
     client = KubernetesClient(server.api_client())
     client.create(THANOS_CRD)
     client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "demo"}})
+    client.create({"apiVersion": "v1", "kind": "Secret",  # the store gateway's input
+                   "metadata": {"name": "thanos-objstore", "namespace": "demo"},
+                   "stringData": {"objstore.yml": "type: FILESYSTEM"}})
     objects = stored(server, client)
     done = subprocess.run(
         [sys.executable, "-m", "reconciler", "plan", "examples.thanos.operator:operator",

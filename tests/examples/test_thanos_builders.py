@@ -28,6 +28,7 @@ from builders.testing import (
     from_schema,
     object_metas,
     spec_instances,
+    with_inputs,
 )
 from examples.thanos import builders as thanos
 from examples.thanos.crds import (
@@ -40,7 +41,7 @@ from examples.thanos.crds import (
     THANOS_CRD,
     ThanosSpec,
 )
-from examples.thanos.operator import ServiceMonitorSwitch, crd_established, make_operator
+from examples.thanos.operator import crd_established, make_operator
 from reconciler import AlreadyExistsError, InvalidError, KubernetesClient
 from tests.test_public_api import FACADES
 
@@ -244,14 +245,42 @@ def test_the_demo_samples_validate_against_the_crd() -> None:
         schemas.validate_object(parent({"query": {"replicas": "two"}}), crd_schema=THANOS_CRD)
 
 
-def test_the_switch_builds_with_the_served_state() -> None:
-    switch = ServiceMonitorSwitch()
-    operator = make_operator(switch)
+def test_the_operator_builds_with_its_declared_inputs() -> None:
+    operator = make_operator()
     assert (operator.api_version, operator.kind) == (API_VERSION, KIND)
     assert operator.install == [THANOS_CRD]
-    obj = parent({"query": {}})
-    kinds = {o["kind"] for o, _ in b.run_builders(operator.build(obj), parent=obj)}
-    assert "ServiceMonitor" not in kinds
+    assert not operator.on_start  # the ServiceMonitor switch is an input, not a hook
+    obj = parent({"query": {}, "storeGateway": {}, "objectStorageSecret": "blocks"})
+    secret = b.ObjectRef(api_version="v1", kind="Secret", name="blocks",
+                         namespace=obj["metadata"]["namespace"])
+    assert operator.inputs is not None
+    assert operator.inputs(obj) == [thanos.SERVICE_MONITORS_SERVED, secret]
+    crd = {"metadata": {"name": "servicemonitors.monitoring.coreos.com"},
+           "status": {"conditions": [{"type": "Established", "status": "True"}]}}
+
+    def kinds(inputs: b.Inputs) -> dict[tuple[str, str], dict[str, Any]]:
+        built = with_inputs(operator.build, inputs)(obj)  # a builder missing its input left out
+        return {(o["kind"], o["metadata"]["name"]): o
+                for o, state in b.run_builders(built, parent=obj) if not state.is_absent}
+
+    missing = kinds(b.Inputs(missing=[thanos.SERVICE_MONITORS_SERVED, secret]))
+    assert not any(o["kind"] == "ServiceMonitor" for o in missing.values())
+    assert ("StatefulSet", "obs-store-gateway") not in missing  # only it waits for the Secret
+    assert ("Service", "obs-store-gateway") in missing
+    assert ("Deployment", "obs-query") in missing
+    present = kinds(b.Inputs({thanos.SERVICE_MONITORS_SERVED: crd,
+                              secret: {"data": {"objstore.yml": "YQ=="}}}))
+    assert any(o["kind"] == "ServiceMonitor" for o in present.values())
+    store = ("StatefulSet", "obs-store-gateway")
+
+    def digest_of(children: dict[tuple[str, str], dict[str, Any]]) -> str:
+        return str(children[store]["spec"]["template"]["metadata"]["annotations"][
+            "optk.dev/inputs-digest"])
+
+    digest = digest_of(present)
+    rotated = kinds(b.Inputs({thanos.SERVICE_MONITORS_SERVED: crd,
+                              secret: {"data": {"objstore.yml": "Yg=="}}}))
+    assert digest_of(rotated) != digest
     established = {"metadata": {"name": "x"}, "status": {"conditions": [
         {"type": "Established", "status": "True"}]}}
     assert crd_established(established)

@@ -11,7 +11,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from examples.thanos.operator import ServiceMonitorSwitch, make_operator
+from examples.thanos.operator import make_operator
 from objectmatcher import get_last_applied
 from reconciler import Operator, watches
 from reconciler._commands.cli import main
@@ -82,8 +82,9 @@ def test_the_derived_role_of_the_example() -> None:
         ("apps", "deployments"): child,
         ("apps", "statefulsets"): child,
         ("networking.k8s.io", "ingresses"): child,
-        ("monitoring.coreos.com", "servicemonitors"): child,  # enabled by the hook's watch
-        ("apiextensions.k8s.io", "customresourcedefinitions"): ("list", "watch"),
+        ("monitoring.coreos.com", "servicemonitors"): child,  # enabled by the CRD input
+        ("apiextensions.k8s.io", "customresourcedefinitions"): ("list", "watch"),  # an input
+        ("", "secrets"): ("list", "watch"),  # the store gateway's object-storage input
         ("monitoring.optk.dev", "thanoses"): ("list", "watch"),
         ("monitoring.optk.dev", "thanoses/status"): ("patch",),
         ("authentication.k8s.io", "tokenreviews"): ("create",),  # --metrics-auth
@@ -144,7 +145,8 @@ def _tiny_operator(**changes: Any) -> Operator:
         built: list[ResourceBuilder] = [builder]
         return built
 
-    return Operator(api_version="v1", kind="ConfigMap", build=build, name="tiny", **changes)
+    changes.setdefault("build", build)
+    return Operator(api_version="v1", kind="ConfigMap", name="tiny", **changes)
 
 
 def test_a_namespaced_operator_gets_a_role_and_no_cluster_role() -> None:
@@ -170,6 +172,33 @@ def test_a_hook_declares_its_watches_and_what_it_enables() -> None:
     assert rules[("example.com", "widgets")] == ("create", "delete", "get", "list", "patch",
                                                  "watch")
     assert rules[("apiextensions.k8s.io", "customresourcedefinitions")] == ("list",)
+
+
+def test_declared_inputs_are_listed_and_watched_in_the_operators_scope() -> None:
+    from builders import ObjectRef
+
+    def declare(parent: Any) -> list[ObjectRef]:
+        meta = parent["metadata"]
+        return [ObjectRef(api_version="v1", kind="Secret", name=meta["name"],
+                          namespace=meta["namespace"])]
+
+    def build(parent: Any, inputs: Any) -> list[Any]:
+        assert ObjectRef(api_version="v1", kind="Secret", name="a",
+                         namespace="apps") in inputs  # manifests treat every input as present
+        return _tiny_operator().build(parent)
+
+    parent = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}
+    for namespaced, scope in ((True, "apps"), (False, None)):
+        facts = operator_facts(_tiny_operator(namespace="apps", inputs=declare, build=build))
+        rules = {(r.namespace, r.api_groups[0], res): r.verbs
+                 for r in derive_rules(facts, parents=[{**parent, "metadata": {
+                     "name": "a", "namespace": "apps"}}], lease_namespace="ops",
+                     namespaced=namespaced)
+                 for res in r.resources}
+        assert rules[(scope, "", "secrets")] == ("list", "watch")
+    facts = operator_facts(_tiny_operator())  # nothing declared: no Secret rule
+    assert not any("secrets" in r.resources
+                   for r in derive_rules(facts, parents=[parent], lease_namespace="ops"))
 
 
 def test_install_objects_are_read_and_patched_by_name_and_created_only_when_not_applied(
@@ -235,7 +264,7 @@ def test_the_stream_validates_against_the_kubernetes_schemas(version: str) -> No
 
 
 def test_the_example_without_samples_still_derives_from_its_crd_schema() -> None:
-    facts = operator_facts(make_operator(ServiceMonitorSwitch()))
+    facts = operator_facts(make_operator())
     options = ManifestOptions(target=TARGET, namespace="ops", image="img:1")
     from reconciler._commands.manifests import generated_parents
 

@@ -35,7 +35,7 @@ import kubernetes
 import pytest
 import yaml
 
-from examples.thanos.operator import ServiceMonitorSwitch, make_operator, samples
+from examples.thanos.operator import make_operator, samples
 from reconciler import AlreadyExistsError, KubernetesClient
 from reconciler._commands.manifests import ManifestOptions, manifests
 from reconciler._commands.rbac import operator_facts
@@ -149,7 +149,7 @@ def installed(plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> 
 
 def _stream(image: str) -> list[dict[str, Any]]:
     """The generated stream for ``image`` (the Deployment's template names it)."""
-    facts = operator_facts(make_operator(ServiceMonitorSwitch()))
+    facts = operator_facts(make_operator())
     options = ManifestOptions(target="examples.thanos.operator:operator", namespace=_OP_NS,
                               image=image)
     with open(samples, encoding="utf-8") as stream:
@@ -431,7 +431,7 @@ def test_healthz_fails_when_the_informers_stall_and_never_while_they_progress(
     config = plane.configuration()
     config.host = f"https://127.0.0.1:{listener.getsockname()[1]}"
     bound = 6.0
-    runtime = OperatorRuntime(make_operator(ServiceMonitorSwitch()),
+    runtime = OperatorRuntime(make_operator(),
                               KubernetesClient(kubernetes.client.ApiClient(config)),
                               environ={}, metrics_port=0, watch_timeout=2, liveness_bound=bound)
     try:

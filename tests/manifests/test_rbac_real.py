@@ -28,7 +28,7 @@ import yaml
 
 from examples.thanos.crds import API_VERSION, KIND, SERVICE_MONITOR_CRD
 from examples.thanos.demo import kubelet
-from examples.thanos.operator import ServiceMonitorSwitch, make_operator, samples
+from examples.thanos.operator import make_operator, samples
 from reconciler import AlreadyExistsError, ForbiddenError, KubernetesClient, NotFoundError
 from reconciler._client.incluster import InClusterConfig, incluster_api_client
 from reconciler._client.reviews import MetricsAuthorizer
@@ -37,6 +37,7 @@ from reconciler._commands.rbac import operator_facts
 from reconciler._driver.deployed import deployed_operator
 from reconciler.envtest import ControlPlane
 from reconciler.testing import VirtualClock
+from tests.examples.test_acceptance import apply_samples
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -114,7 +115,7 @@ def plane(kube_assets: Path) -> Iterator[ControlPlane]:
 
 
 def _documents(namespace: str) -> list[tuple[dict[str, Any], list[str]]]:
-    facts = operator_facts(make_operator(ServiceMonitorSwitch()))
+    facts = operator_facts(make_operator())
     options = ManifestOptions(target="examples.thanos.operator:operator", namespace=namespace,
                               image="optk-thanos:test")
     with open(samples, encoding="utf-8") as stream:
@@ -185,7 +186,7 @@ def _run_script(cp: ControlPlane, index: int, without: tuple[str, int] | None,
     demo_ns = f"demo-{index}"
     scraper = _scraper(cp, admin, op_ns, "prometheus", reader=True)
     counting = make_client()
-    operator = deployed_operator(make_operator(ServiceMonitorSwitch()), leader_elect=True,
+    operator = deployed_operator(make_operator(), leader_elect=True,
                                  lease_namespace=op_ns, watch_namespace=None)
     try:  # as deployed: --metrics-auth
         runtime = operator.start(counting, metrics_port=0, metrics_auth=True)
@@ -275,8 +276,7 @@ def _steps(admin: KubernetesClient, counting: ForbiddenCounter, demo_ns: str, *,
     if failed := step("CRD installed", lambda: admin.is_served(API_VERSION, KIND) or bool(
             admin.invalidate_discovery())):
         return failed
-    for parent in _parents(demo_ns):
-        admin.create(parent)
+    apply_samples(admin, demo_ns)
     if failed := step("converge", lambda: reconciled("observatory") and reconciled("edge")
                       and len(children("Ingress", "networking.k8s.io/v1")) == 2):
         return failed
@@ -366,7 +366,7 @@ def test_a_kind_the_role_no_longer_grants_blocks_only_its_children(
     kind), and re-creates that Ingress once the rule is restored, without a manual trigger."""
     admin, op_ns, make_client = _install(plane, 90, None, tmp_path)
     demo_ns = "demo-90"
-    operator = deployed_operator(make_operator(ServiceMonitorSwitch()), leader_elect=True,
+    operator = deployed_operator(make_operator(), leader_elect=True,
                                  lease_namespace=op_ns, watch_namespace=None)
     first = operator.start(make_client())
     try:
@@ -441,8 +441,7 @@ def _steps_converge(admin: KubernetesClient, demo_ns: str) -> str | None:
     if not _wait_plain(lambda: admin.is_served(API_VERSION, KIND) or bool(
             admin.invalidate_discovery())):
         return "CRD installed"
-    for parent in _parents(demo_ns):
-        admin.create(parent)
+    apply_samples(admin, demo_ns)
 
     def reconciled(name: str) -> bool:
         kubelet(admin, name, namespace=demo_ns)  # the query frontend waits for the query
@@ -470,7 +469,7 @@ def test_metrics_answer_only_a_token_the_api_server_accepts_and_allows(
     reader = _scraper(plane, admin, op_ns, "prometheus", reader=True)
     stranger = _scraper(plane, admin, op_ns, "stranger", reader=False)
     counting = make_client()
-    operator = deployed_operator(make_operator(ServiceMonitorSwitch()), leader_elect=True,
+    operator = deployed_operator(make_operator(), leader_elect=True,
                                  lease_namespace=op_ns, watch_namespace=None)
     runtime = operator.start(counting, metrics_port=0, metrics_auth=True)
     try:

@@ -107,3 +107,18 @@ def test_a_parent_left_alone_stays_so_while_it_is_reconciled(client: KubernetesC
     assert reconciler.reconcile(doomed).namespace_terminating  # a hit
     reconciler.namespace_terminating("uid-one-more")  # one past the bound
     assert "uid-doomed" in reconciler._terminating  # FIFO dropped it: the oldest mark
+
+
+def test_a_kept_build_is_keyed_on_its_inputs_versions_read_before_the_build() -> None:
+    memo, versions = BuildMemo(), {"s": "1"}
+    memo.inputs_key = lambda parent: f"|s={versions['s']}"
+    before = memo.inputs_of(_parent("a"))  # read before the builders read the input
+    memo.remember(_parent("a"), [], epoch=memo.epoch, inputs=before)
+    assert memo.lookup(_parent("a")) == ()
+    versions["s"] = "2"  # the input changed: the parent's version did not
+    assert memo.lookup(_parent("a")) is None
+    # A build that read version 2 but began before version 3 arrived is kept under 2: missed.
+    before = memo.inputs_of(_parent("a"))
+    versions["s"] = "3"
+    memo.remember(_parent("a"), [], epoch=memo.epoch, inputs=before)
+    assert memo.lookup(_parent("a")) is None

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
+from reconciler import KubernetesClient
 from reconciler._driver.process import load_target
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,6 +88,10 @@ def test_plan_of_the_example_file_against_the_embedded_server(
                if doc]
     parent_file = tmp_path / "parents.yaml"
     parent_file.write_text(yaml.safe_dump_all(parents))
+    KubernetesClient(kube_api.api_client()).create({  # the store gateway's declared input
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "thanos-objstore", "namespace": kube_namespace},
+        "stringData": {"objstore.yml": "type: FILESYSTEM"}})
     result = _optk(["plan", f"{EXAMPLE}:operator", "-f", str(parent_file),
                     "--kubeconfig", str(kube_api.kubeconfig_path)], cwd=tmp_path)
     assert result.returncode == 0, result.stderr

@@ -27,6 +27,7 @@ import pytest
 import yaml
 
 from examples.thanos.builders import OPERATOR_NAME
+from examples.thanos.builders import build as thanos_build
 from examples.thanos.crds import (
     API_VERSION,
     API_VERSION_2,
@@ -38,7 +39,6 @@ from examples.thanos.crds import (
 from examples.thanos.operator import (
     PRUNE,
     WEBHOOKS,
-    ServiceMonitorSwitch,
     samples,
     versioned_operator,
 )
@@ -254,7 +254,7 @@ def test_the_operator_reconciles_parents_of_both_versions_then_writes_nothing(
     _create(client, _thanos(API_VERSION, "op-v1", {"query": {"replicas": 1}}))
     _create(client, _thanos(API_VERSION_2, "op-v2", {
         "query": {"replicas": 1}, "ruler": {"replicas": 1}}))
-    operator = Operator(api_version=API_VERSION, kind=KIND, build=ServiceMonitorSwitch().build,
+    operator = Operator(api_version=API_VERSION, kind=KIND, build=thanos_build,
                         name=OPERATOR_NAME, prune=PRUNE, namespace=_NS)
     runtime = operator.start(KubernetesClient(installed.api_client()))
     try:

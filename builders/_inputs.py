@@ -1,0 +1,159 @@
+"""Declared inputs: what a parent's builders read besides the parent, as a typed read-only value.
+
+An operator declares its inputs as a pure function of the parent
+(``Operator(inputs=fn)``, ``fn(parent) -> Iterable[ObjectRef]``: e.g. the Secret named by
+``spec.objectStorageSecret``); the driver resolves each reference from its informers and calls
+``build(parent, inputs)`` with an :class:`Inputs` value. Builders stay pure functions of
+``(parent, inputs)``: :class:`Inputs` is a frozen mapping of the declared references to deep copies
+of the objects read (or to nothing: missing, forbidden), with ``require`` raising
+``InputMissingError``/``InputForbiddenError`` (``builders._errors``), which the reconcile reports
+on the parent as conditions naming the reference.
+
+:func:`inputs_digest` and :func:`with_inputs_digest` are the ``checksum/config`` idiom: a digest of
+the chosen inputs' contents stamped into a pod template annotation (``optk.dev/inputs-digest``) so
+that a changed ConfigMap or Secret rolls the workload. The digest is the only trace of a value:
+:class:`Inputs` has no ``repr`` of contents, and the errors name references only.
+
+Boundary: pure values and functions. Resolution from informers, the index from an input to the
+parents that read it, and the triggers are the driver's (``reconciler._driver.inputs``).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+
+from builders._errors import InputForbiddenError, InputMissingError
+from builders._identity import ObjectRef
+from objectmatcher import KubeObject
+
+__all__ = [
+    "CRD_API_VERSION",
+    "INPUTS_DIGEST_ANNOTATION",
+    "InputDeclaration",
+    "Inputs",
+    "inputs_digest",
+    "kind_served",
+    "with_inputs_digest",
+]
+
+CRD_API_VERSION = "apiextensions.k8s.io/v1"
+
+INPUTS_DIGEST_ANNOTATION = "optk.dev/inputs-digest"
+"""The pod template annotation :func:`with_inputs_digest` sets."""
+
+InputDeclaration = Callable[[KubeObject], Iterable[ObjectRef]]
+"""``Operator(inputs=fn)``: the references a parent's builders read, a pure function of it."""
+
+_VOLATILE_META = ("resourceVersion", "managedFields", "generation", "uid", "creationTimestamp")
+
+
+def _content(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What of an input its digest covers: everything but server-kept metadata (so a no-op
+    update or a relist leaves the digest unchanged)."""
+    out = {k: v for k, v in obj.items() if k not in ("metadata", "status")}
+    meta = obj.get("metadata")
+    if isinstance(meta, Mapping):
+        out["metadata"] = {k: v for k, v in meta.items()
+                           if k in ("labels", "annotations") and v}
+    return out
+
+
+class Inputs(Mapping[ObjectRef, dict[str, Any]]):
+    """The declared inputs of one parent, as read: a read-only mapping from each reference that
+    exists and may be read to a private deep copy of the object.
+
+    ``missing`` and ``forbidden`` hold the references that could not be read. ``require(ref)``
+    returns the object or raises ``InputMissingError``/``InputForbiddenError`` naming the
+    reference (raise it inside a builder: only that builder's child waits, the others
+    converge). ``versions`` is what a reused build is keyed on.
+    """
+
+    __slots__ = ("_found", "forbidden", "missing", "refs")
+
+    def __init__(self, found: Mapping[ObjectRef, Mapping[str, Any]] | None = None, *,
+                 missing: Iterable[ObjectRef] = (), forbidden: Iterable[ObjectRef] = ()) -> None:
+        self._found = {ref: copy.deepcopy(dict(obj)) for ref, obj in (found or {}).items()}
+        self.missing = frozenset(missing)
+        self.forbidden = frozenset(forbidden) - self.missing
+        self.refs = frozenset(self._found) | self.missing | self.forbidden
+
+    def __getitem__(self, ref: ObjectRef) -> dict[str, Any]:
+        return copy.deepcopy(self._found[ref])
+
+    def __iter__(self) -> Iterator[ObjectRef]:
+        return iter(sorted(self._found, key=str))
+
+    def __len__(self) -> int:
+        return len(self._found)
+
+    def __repr__(self) -> str:  # references only: a Secret's value never reaches a log
+        return (f"Inputs(found={sorted(map(str, self._found))}, "
+                f"missing={sorted(map(str, self.missing))}, "
+                f"forbidden={sorted(map(str, self.forbidden))})")
+
+    def require(self, ref: ObjectRef) -> dict[str, Any]:
+        """The input ``ref`` (a copy), or ``InputMissingError``/``InputForbiddenError``."""
+        if ref in self._found:
+            return self[ref]
+        if ref in self.forbidden:
+            raise InputForbiddenError(ref=ref)
+        raise InputMissingError(ref=ref)
+
+    def established(self, ref: ObjectRef) -> bool:
+        """Whether the CustomResourceDefinition input ``ref`` (:func:`kind_served`) serves its
+        kind: present, not being deleted, its ``Established`` condition True."""
+        obj = self._found.get(ref)
+        if obj is None or (obj.get("metadata") or {}).get("deletionTimestamp"):
+            return False
+        conditions = (obj.get("status") or {}).get("conditions") or ()
+        return any(c.get("type") == "Established" and c.get("status") == "True"
+                   for c in conditions)
+
+    @property
+    def versions(self) -> tuple[tuple[str, str], ...]:
+        """``(reference, resourceVersion)`` of every declared input (``""``: not read), sorted:
+        a build is reused only while these and the parent's version are unchanged."""
+        out = []
+        for ref in self.refs:
+            meta = self._found.get(ref, {}).get("metadata") or {}
+            out.append((str(ref), str(meta.get("resourceVersion") or "")))
+        return tuple(sorted(out))
+
+
+def kind_served(api_version: str, *, plural: str) -> ObjectRef:
+    """"Is this kind served" as an input: the reference of the CustomResourceDefinition that
+    serves ``plural`` of ``api_version``'s group (``kind_served("monitoring.coreos.com/v1",
+    plural="servicemonitors")``); ``inputs.established(ref)`` answers, and the parents that
+    declare it are reconciled when the CRD appears, becomes Established or goes."""
+    group = api_version.rpartition("/")[0]
+    return ObjectRef(api_version=CRD_API_VERSION, kind="CustomResourceDefinition",
+                     name=f"{plural}.{group}")
+
+
+def inputs_digest(inputs: Inputs, refs: Iterable[ObjectRef] | None = None) -> str:
+    """A SHA-256 digest (hex) of the contents of ``refs`` (default: every declared input); a
+    missing or forbidden one counts as absent. Only server-kept metadata is left out, so any
+    change of data, labels or annotations changes it."""
+    chosen = inputs.refs if refs is None else frozenset(refs)
+    entries = [[str(ref), _content(inputs[ref]) if ref in inputs else None]
+               for ref in sorted(chosen, key=str)]
+    text = json.dumps(entries, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def with_inputs_digest(workload: Mapping[str, Any], digest: str) -> dict[str, Any]:
+    """A copy of ``workload`` (a Deployment, StatefulSet, DaemonSet, Job: anything with
+    ``spec.template``) with ``optk.dev/inputs-digest: digest`` on its pod template, so that a
+    changed input rolls it (the ``checksum/config`` idiom)."""
+    out = copy.deepcopy(dict(workload))
+    spec = out.setdefault("spec", {})
+    template = spec.setdefault("template", {})
+    meta = template.setdefault("metadata", {})
+    annotations = dict(meta.get("annotations") or {})
+    annotations[INPUTS_DIGEST_ANNOTATION] = digest
+    meta["annotations"] = annotations
+    return out

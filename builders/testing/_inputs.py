@@ -1,0 +1,146 @@
+"""Declared inputs in the testing kit: strategies for what ``build(parent, inputs)`` may be given.
+
+An operator that declares inputs (``Operator(inputs=fn)``, ``builders.inputs``) builds from
+``(parent, inputs)``; :class:`InputStates` draws, for each reference ``fn(parent)`` declares, one
+of three states: missing, forbidden, or present with generated contents, and draws a *changed*
+value (same references in the same states, other contents) for the invariant "input changes":
+a change of an input's contents never changes which children are built, only what they hold
+(names stay stable, so a rotated Secret rolls a workload instead of replacing it).
+:func:`with_inputs` binds a build to one drawn value, leaving out the builders that raise
+``InputUnavailableError`` for an input that is missing or forbidden in it (what the reconcile
+reports as ``InputMissing``/``InputForbidden``: expected, not a failure of the builders).
+
+Boundary: strategies, the binding and the property run of ``check_builders(inputs=...)``
+(:func:`check_with_inputs`); the invariants themselves are ``_check``'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Mapping
+from typing import Any
+
+import attrs
+from hypothesis import given
+from hypothesis import strategies as st
+
+from builders._compose import ResourceBuilder
+from builders._errors import BuilderFailedError, InputUnavailableError
+from builders._identity import ObjectRef
+from builders._inputs import InputDeclaration, Inputs
+from builders._state import KubeObject
+
+__all__ = ["InputStates", "check_with_inputs", "with_inputs"]
+
+STATES = ("present", "missing", "forbidden")
+
+
+def _data() -> st.SearchStrategy[dict[str, str]]:
+    keys = st.from_regex(r"[a-z][a-z0-9.-]{0,12}", fullmatch=True)
+    return st.dictionaries(keys, st.text(max_size=16), max_size=3)
+
+
+@attrs.frozen(kw_only=True)
+class InputStates:
+    """``check_builders(inputs=InputStates(declare=fn))``: each declared input of a parent
+    drawn missing, forbidden or present; ``contents(ref)`` draws a present one's fields besides
+    ``apiVersion``, ``kind`` and ``metadata`` (default: a ``data`` map of short strings);
+    ``states`` limits the states drawn (``("present",)``: always there)."""
+
+    declare: InputDeclaration
+    contents: Callable[[ObjectRef], st.SearchStrategy[Mapping[str, Any]]] | None = None
+    states: tuple[str, ...] = STATES
+
+    def __attrs_post_init__(self) -> None:
+        if not self.states or set(self.states) - set(STATES):
+            raise ValueError(f"InputStates: states must be among {STATES}, got {self.states}")
+
+    def _content(self, ref: ObjectRef) -> st.SearchStrategy[Mapping[str, Any]]:
+        return self.contents(ref) if self.contents is not None else st.fixed_dictionaries(
+            {"data": _data()})
+
+    def _present(self, ref: ObjectRef, version: int) -> st.SearchStrategy[dict[str, Any]]:
+        meta = {"name": ref.name, "resourceVersion": str(version),
+                **({"namespace": ref.namespace} if ref.namespace else {})}
+        return self._content(ref).map(lambda body: {
+            **dict(body), "apiVersion": ref.api_version, "kind": ref.kind, "metadata": meta})
+
+    def drawn(self, parent: KubeObject) -> st.SearchStrategy[Inputs]:
+        """The inputs of ``parent``, each in a drawn state."""
+        refs = sorted(set(self.declare(parent)), key=str)
+        states = st.tuples(*(st.sampled_from(self.states) for _ in refs))
+        return states.flatmap(lambda chosen: self._of(refs, chosen, version=1))
+
+    def changed(self, inputs: Inputs) -> st.SearchStrategy[Inputs]:
+        """``inputs`` with other contents: the same references in the same states."""
+        refs = sorted(inputs.refs, key=str)
+        chosen = tuple("forbidden" if r in inputs.forbidden else "missing"
+                       if r in inputs.missing else "present" for r in refs)
+        return self._of(refs, chosen, version=2)
+
+    def _of(self, refs: list[ObjectRef], chosen: Iterable[str], *,
+            version: int) -> st.SearchStrategy[Inputs]:
+        pairs = list(zip(refs, chosen, strict=True))
+        present = [ref for ref, state in pairs if state == "present"]
+        return st.tuples(*(self._present(ref, version) for ref in present)).map(
+            lambda objs: Inputs(dict(zip(present, objs, strict=True)),
+                                missing=[r for r, s in pairs if s == "missing"],
+                                forbidden=[r for r, s in pairs if s == "forbidden"]))
+
+
+def _unavailable(error: BaseException, inputs: Inputs) -> bool:
+    cause: BaseException | None = error
+    for _ in range(8):  # a builder's error arrives wrapped in BuilderFailedError
+        if cause is None:
+            return False
+        if isinstance(cause, InputUnavailableError):
+            return cause.ref in inputs.missing or cause.ref in inputs.forbidden
+        cause = cause.__cause__
+    return False
+
+
+def with_inputs(build: Callable[[KubeObject, Inputs], Iterable[ResourceBuilder]],
+                inputs: Inputs) -> Callable[[KubeObject], list[ResourceBuilder]]:
+    """``build`` as ``build(parent)`` given ``inputs``; a builder that raises
+    ``InputUnavailableError`` for an input ``inputs`` lacks is left out (it is reported, not
+    built, by the reconcile); any other failure stays for the invariants to find."""
+
+    def bound(parent: KubeObject) -> list[ResourceBuilder]:
+        kept: list[ResourceBuilder] = []
+        for builder in build(parent, inputs):
+            try:
+                builder()
+            except (InputUnavailableError, BuilderFailedError) as exc:
+                if _unavailable(exc, inputs):
+                    continue
+            except Exception:  # the invariants report it, with the parent
+                pass
+            kept.append(builder)
+        return kept
+
+    bound.__name__ = getattr(build, "__name__", "build")
+    return bound
+
+
+def check_with_inputs(build: Any, parents: st.SearchStrategy[KubeObject], states: InputStates,
+                      *, skip: Collection[str], max_examples: int | None,
+                      options: Mapping[str, Any]) -> None:
+    """``check_builders(inputs=...)``: the invariants over drawn parents and inputs (imported
+    by ``check_builders`` when called: ``_check`` names this module's types only for typing)."""
+    from builders.testing._check import _settings, _show, assert_builds, check_parent
+
+    @_settings(max_examples)
+    @given(parent=parents, data=st.data())
+    def run(parent: KubeObject, data: st.DataObject) -> None:
+        drawn = data.draw(states.drawn(parent), label="inputs")
+        children = check_parent(with_inputs(build, drawn), parent=parent, skip=skip, **options)
+        if "input changes" in skip:
+            return
+        changed = data.draw(states.changed(drawn), label="changed inputs")
+        again = assert_builds(with_inputs(build, changed), parent)
+        before = sorted(str(ObjectRef.of(obj)) for obj, _ in children)
+        after = sorted(str(ObjectRef.of(obj)) for obj, _ in again)
+        assert before == after, (
+            f"input changes: other contents of the same inputs built other children for "
+            f"{_show(parent)}: {sorted(set(before) ^ set(after))}")
+
+    run()
