@@ -266,6 +266,20 @@ def plan_lines(parent: Mapping[str, Any], *, kubeconfig: str, timeout: float = 6
     return done.stdout.rstrip().splitlines()
 
 
+def trace_lines(name: str, *, namespace: str, kubeconfig: str,
+                timeout: float = 60.0) -> list[str]:
+    """The output of ``optk trace examples.thanos.operator:operator thanos/<name>`` (run as a
+    command, as a user would), or one line saying why there is none."""
+    done = subprocess.run(
+        [sys.executable, "-m", "reconciler", "trace", "examples.thanos.operator:operator",
+         f"thanos/{name}", "-n", namespace, "--kubeconfig", kubeconfig],
+        cwd=_ROOT, env={**os.environ, "PYTHONPATH": str(_ROOT)}, capture_output=True,
+        text=True, timeout=timeout, check=False)
+    if done.returncode != 0:
+        return [f"optk trace failed ({done.returncode}): {done.stderr.strip()[-200:]}"]
+    return done.stdout.rstrip().splitlines()
+
+
 def keep_running(say: Callable[[str], None], *, url: str, kubeconfig: str,
                  namespace: str) -> None:
     """Print how to reach the server, then wait for Ctrl-C or SIGTERM."""

@@ -352,6 +352,11 @@ def _script(demo: Demo) -> tuple[int, int]:
             if state.is_present
         ))
 
+    demo.say("   optk trace thanos/edge (its children, their health, what it waits for):")
+    for line in _view.trace_lines("edge", namespace=NAMESPACE,
+                                  kubeconfig=str(demo.server.kubeconfig_path)):
+        demo.say(f"     {line}")
+
     demo.say("2. drift: someone else changes the children")
     service = demo.live("v1", "Service", "observatory-query")
     assert service is not None

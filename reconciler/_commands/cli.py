@@ -132,6 +132,30 @@ def build_parser() -> argparse.ArgumentParser:
     rollout.add_argument("--kubeconfig", default=None, help="kubeconfig of the cluster")
     rollout.add_argument("-o", "--output", choices=("text", "json"), default="text")
     rollout.set_defaults(handler=_run_rollout)
+    trace = subparsers.add_parser(
+        "trace", help="show a parent's children, their health, and what it is waiting for",
+        description="One parent and its children as they are: kind, name, component, health "
+                    "(kstatus), the operator's last write and when, what it would do now, the "
+                    "policy or pause in force, what each child waits for and why, and fields "
+                    "another writer contests. One GET of the parent, one LIST per child kind, "
+                    "a dry-run reconcile; nothing is written. Exit 0, 1 when the parent does "
+                    "not exist, 2 when the command failed.",
+    )
+    trace.add_argument("target", metavar=_TARGET, help=_TARGET_HELP)
+    trace.add_argument("parent", metavar="[KIND/]NAME", help="the parent (e.g. thanos/observatory)")
+    trace.add_argument("-n", "--namespace", default=None,
+                       help="the parent's namespace (default: the operator's, else the "
+                            "kubeconfig context's)")
+    trace.add_argument("--kubeconfig", default=None, help="kubeconfig of the cluster")
+    trace.add_argument("-o", "--output", choices=("text", "json"), default="text",
+                       help="a tree, or one JSON document (docs/reconciler.md)")
+    trace.add_argument("-w", "--watch", action="store_true",
+                       help="redraw every --interval seconds until Ctrl-C (or --count times)")
+    trace.add_argument("--interval", type=float, default=2.0, metavar="SECONDS",
+                       help="--watch: seconds between redraws (default 2)")
+    trace.add_argument("--count", type=int, default=None, metavar="N",
+                       help="--watch: stop after N redraws")
+    trace.set_defaults(handler=_run_trace)
     uninstall = subparsers.add_parser(
         "uninstall", help="delete what a (stopped) operator owns, then its finalizers on parents",
         description="Delete every child the operator manages, then remove its finalizer from "
@@ -231,6 +255,19 @@ def _run_rollout(args: argparse.Namespace) -> int:
                                output=args.output)
     except (ValueError, OSError) as error:
         print(f"optk rollout: {error}", file=sys.stderr)
+        return 2
+
+
+def _run_trace(args: argparse.Namespace) -> int:
+    from reconciler._commands.traces import trace_command
+
+    logging.basicConfig(level=logging.ERROR, format="optk trace: %(levelname)s %(message)s")
+    try:
+        return trace_command(args.target, args.parent, namespace=args.namespace,
+                             kubeconfig=args.kubeconfig, output=args.output, watch=args.watch,
+                             interval=args.interval, count=args.count)
+    except (ValueError, OSError) as error:
+        print(f"optk trace: {error}", file=sys.stderr)
         return 2
 
 

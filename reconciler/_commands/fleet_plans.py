@@ -19,18 +19,19 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
+from collections.abc import Callable, Iterable
 from typing import TextIO
 
 import attrs
 
-from builders import ObjectRef
+from builders import ObjectRef, ResourceBuilder
 from builders.names import MANAGED_BY_LABEL
 from reconciler._base.clocks import RealClock
 from reconciler._base.errors import ReconcilerError, ReconcilerUsageError
 from reconciler._cache.listed import ListedReader
 from reconciler._client.caches import PassThroughCache
 from reconciler._client.counting import counting, recording, uncounted
-from reconciler._client.protocol import ClusterClient
+from reconciler._client.protocol import ClusterClient, KubeObject
 from reconciler._commands.fleet_report import (
     EXIT_USAGE,
     FleetPlan,
@@ -45,7 +46,7 @@ from reconciler._driver.operators import Operator
 from reconciler._reconcile.parents import ParentReconciler
 from reconciler._reconcile.reconciling import ResourceReconciler
 
-__all__ = ["fleet_plan_command", "plan_fleet"]
+__all__ = ["fleet_plan_command", "fleet_planner", "plan_fleet"]
 
 
 def plan_fleet(
@@ -70,19 +71,9 @@ def plan_fleet(
                 "cluster-scoped")
     elif namespace is None:
         namespace = operator.namespace
-    reader = ListedReader(counted, namespace=namespace, page_size=page_size,
-                          label_selector=f"{MANAGED_BY_LABEL}={operator.name}")
-    writer = LocalDryRunClient(uncounted(client), live=reader, server_dry_run=server_dry_run)
-    resources = ResourceReconciler(
-        writer, reader=reader, recreate=operator.recreate, dry_run=True, apply=operator.apply,
-        apply_kinds=operator.apply_kinds,
-        guard=attrs.evolve(operator, contention=None).plan_guard(RealClock()),
-    )
-    planner = ParentReconciler(
-        writer, one_argument_build(operator, client_reader(counted)), operator_name=operator.name,
-        reader=reader,
-        resources=resources, prune_kinds=operator.prune, dry_run=True, pause=operator.pauses(),
-    )
+    planner, _, _ = fleet_planner(counted, operator, namespace=namespace,
+                                  server_dry_run=server_dry_run, page_size=page_size,
+                                  writes_to=uncounted(client))
     with recording() as calls:
         parents = PassThroughCache(counted, page_size=page_size).list(
             operator.api_version, operator.kind, namespace=namespace, label_selector=selector)
@@ -94,6 +85,37 @@ def plan_fleet(
     return FleetPlan(operator=operator.name, parent_kind=(operator.api_version, operator.kind),
                      namespace=namespace, selector=selector, results=results, deleting=deleting,
                      requests=Counter(call.verb for call in calls))
+
+
+def fleet_planner(
+    client: ClusterClient,
+    operator: Operator,
+    *,
+    namespace: str | None,
+    server_dry_run: bool = False,
+    page_size: int = 500,
+    writes_to: ClusterClient | None = None,
+) -> tuple[ParentReconciler, ListedReader, Callable[[KubeObject], Iterable[ResourceBuilder]]]:
+    """The dry-run ``ParentReconciler`` of ``operator`` over one LIST per child kind in
+    ``namespace`` (``ListedReader``), its dry-run writes answered by a ``LocalDryRunClient``
+    (over ``writes_to``, default ``client``), with the reader and the one-argument build it
+    uses (declared inputs read with one GET each); shared by ``optk plan --all`` and ``optk
+    trace``."""
+    reader = ListedReader(client, namespace=namespace, page_size=page_size,
+                          label_selector=f"{MANAGED_BY_LABEL}={operator.name}")
+    writer = LocalDryRunClient(writes_to if writes_to is not None else client, live=reader,
+                               server_dry_run=server_dry_run)
+    resources = ResourceReconciler(
+        writer, reader=reader, recreate=operator.recreate, dry_run=True, apply=operator.apply,
+        apply_kinds=operator.apply_kinds,
+        guard=attrs.evolve(operator, contention=None).plan_guard(RealClock()),
+    )
+    build = one_argument_build(operator, client_reader(client))
+    planner = ParentReconciler(
+        writer, build, operator_name=operator.name, reader=reader, resources=resources,
+        prune_kinds=operator.prune, dry_run=True, pause=operator.pauses(),
+    )
+    return planner, reader, build
 
 
 def fleet_plan_command(

@@ -91,6 +91,10 @@ def test_the_steps_are_printed_with_timestamps(demo_run: tuple[Summary, str]) ->
             in output)
     assert ("event on observatory: Deleted 2 children: StatefulSet.apps/v1 demo/observatory-rule, "
             "Service.v1 demo/observatory-rule") in output
+    # optk trace, run as a command after step 1, shows edge's children as they are
+    assert "optk trace thanos/edge" in output
+    assert "Thanos/edge  Current" in output, output
+    assert "├─ Deployment/edge-query [query]  Current" in output, output
 
 
 @pytest.mark.needs_controller_manager

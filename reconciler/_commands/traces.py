@@ -1,0 +1,167 @@
+"""``optk trace``: one parent and its children as they are, and what the parent is waiting for.
+
+The parent is read with one GET, its children with one LIST per child kind (the operator's
+``managed-by`` label, as its informers are scoped: ``reconciler._cache.listed.ListedReader``);
+then the parent goes through the same dry-run reconcile as ``optk plan --all``
+(``reconciler._commands.fleet_plans.fleet_planner``), so the gates, policies, pauses and drift
+mode are decided exactly as the running operator decides them, and nothing is written.
+``reconciler._commands.trace_tree`` (pure) turns the result into the tree and its JSON; this
+module does the reads, the printing, and ``--watch`` (redrawn with ``rich`` when installed,
+plain text otherwise), bounded by ``--count`` and clean on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from builders import ObjectRef, compose, run_builders
+from builders.composition import dependencies_of
+from reconciler._base.clocks import Clock, RealClock
+from reconciler._base.errors import NotFoundError, ReconcilerError, ReconcilerUsageError
+from reconciler._client.protocol import ClusterClient
+from reconciler._commands.fleet_plans import fleet_planner
+from reconciler._commands.trace_tree import Trace, format_trace, trace_json, trace_of
+from reconciler._driver.operators import Operator
+
+__all__ = ["trace_command", "trace_parent"]
+
+EXIT_NOT_FOUND = 1
+EXIT_USAGE = 2
+
+
+def _declared(
+    build: Callable[[Any], Any], parent: Any
+) -> tuple[dict[ObjectRef, str], dict[ObjectRef, str]]:
+    """The builders' declared state of each child and its component (best effort: a build that
+    fails declares nothing; the dry-run reconcile reports the same failure)."""
+    states: dict[ObjectRef, str] = {}
+    components: dict[ObjectRef, str] = {}
+    namespace = (parent.get("metadata") or {}).get("namespace")
+    try:
+        for builder in compose(build(parent)):
+            [(obj, state)] = run_builders([builder], parent=parent)
+            meta = obj.get("metadata") or {}
+            if namespace and not meta.get("namespace"):
+                obj = {**obj, "metadata": {**meta, "namespace": namespace}}
+            ref = ObjectRef.of(obj)
+            states[ref] = "absent" if state.is_absent else (
+                "created" if state.is_created else "present")
+            node = dependencies_of(builder)
+            if node is not None:
+                components[ref] = node.name
+    except Exception:  # the dry-run reconcile reports the same failure
+        return states, components
+    return states, components
+
+
+def trace_parent(
+    client: ClusterClient, operator: Operator, *, name: str, namespace: str | None = None
+) -> Trace:
+    """The trace of ``operator``'s parent ``name`` (in ``namespace`` for namespaced parents):
+    one GET of the parent, one LIST per child kind, a dry-run reconcile; raises
+    ``NotFoundError`` when the parent does not exist."""
+    if client.is_namespaced(operator.api_version, operator.kind):
+        namespace = namespace or operator.namespace
+        if namespace is None:
+            raise ReconcilerUsageError(
+                f"{operator.kind} parents are namespaced: say which namespace (-n NS)")
+    else:
+        namespace = None
+    parent = client.get(operator.api_version, operator.kind, name, namespace=namespace)
+    planner, reader, build = fleet_planner(client, operator, namespace=namespace)
+    result = planner.reconcile(parent)
+
+    def live(ref: ObjectRef) -> Any:
+        try:
+            return reader.get(ref.api_version, ref.kind, ref.name, namespace=ref.namespace)
+        except ReconcilerError:
+            return None
+
+    states, components = _declared(build, parent)
+    return trace_of(parent, result, live=live, states=states, components=components,
+                    field_manager=operator.name)
+
+
+def trace_command(
+    target: str,
+    parent: str,
+    *,
+    namespace: str | None = None,
+    kubeconfig: str | None = None,
+    output: str = "text",
+    watch: bool = False,
+    interval: float = 2.0,
+    count: int | None = None,
+    out: TextIO | None = None,
+    clock: Clock | None = None,
+) -> int:
+    """``optk trace MODULE[:ATTR] [KIND/]NAME``: print the trace (text or JSON); 0 when
+    printed, 1 when the parent does not exist, 2 when the command failed. ``watch`` redraws
+    every ``interval`` seconds, ``count`` times (None: until Ctrl-C)."""
+    from reconciler._client.connect import connect, context_namespace
+    from reconciler._client.kubernetes import KubernetesClient
+    from reconciler._driver.process import load_operator
+
+    out = out if out is not None else sys.stdout
+    clock = clock or RealClock()
+    if interval <= 0:
+        raise ReconcilerUsageError(f"--interval must be positive, got {interval}")
+    operator = load_operator(target)
+    kind, _, name = parent.rpartition("/")
+    if kind and kind.lower() not in (operator.kind.lower(), f"{operator.kind.lower()}s"):
+        raise ReconcilerUsageError(
+            f"{parent}: the operator's parents are {operator.kind}, not {kind}")
+    client = KubernetesClient(connect(kubeconfig), operator_name=operator.name)
+    namespace = namespace or operator.namespace or context_namespace(kubeconfig)
+
+    def render() -> str:
+        trace = trace_parent(client, operator, name=name, namespace=namespace)
+        if output == "json":
+            return json.dumps(trace_json(trace), indent=2, default=str)
+        return format_trace(trace)
+
+    try:
+        if not watch:
+            print(render(), file=out)
+            return 0
+        return _watch(render, out=out, interval=interval, count=count, clock=clock)
+    except NotFoundError:
+        print(f"optk trace: {operator.kind} {namespace + '/' if namespace else ''}{name} not "
+              "found", file=sys.stderr)
+        return EXIT_NOT_FOUND
+    except ReconcilerError as error:
+        print(f"optk trace: {error}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _watch(render: Callable[[], str], *, out: TextIO, interval: float, count: int | None,
+           clock: Clock) -> int:
+    """Redraw ``render()`` every ``interval`` seconds, ``count`` times or until Ctrl-C."""
+    try:
+        from rich.console import Console
+        from rich.live import Live
+        from rich.text import Text
+    except ImportError:  # the demo extra is not installed: plain frames
+        Live = None  # type: ignore[assignment,misc]
+    shown = 0
+    try:
+        if Live is not None and out.isatty():
+            with Live(console=Console(file=out), auto_refresh=False) as live:
+                while count is None or shown < count:
+                    live.update(Text(render()), refresh=True)
+                    shown += 1
+                    if count is None or shown < count:
+                        clock.sleep(interval)
+        else:
+            while count is None or shown < count:
+                print(render(), file=out)
+                print("", file=out, flush=True)
+                shown += 1
+                if count is None or shown < count:
+                    clock.sleep(interval)
+    except KeyboardInterrupt:
+        pass
+    return 0
