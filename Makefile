@@ -30,11 +30,17 @@ $(STAMP): $(BIN)/python setup.cfg setup.py
 # processes, so two halve the wall time (about 11 min so for 2,261 tests on 2 cores).
 PYTEST_PARALLEL := -n 2 --dist loadfile --durations=15
 
+# mypy (half a minute of one core) runs beside the tests, which mostly wait on servers; its
+# report follows theirs, and either failing fails the target.
 test: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/mypy --strict objectmatcher builders reconciler
 	$(BIN)/lint-imports
-	$(BIN)/pytest $(PYTEST_PARALLEL)
+	@$(BIN)/mypy --strict objectmatcher builders reconciler > $(VENV)/mypy.log 2>&1 & typing=$$!; \
+	echo "$(BIN)/mypy --strict objectmatcher builders reconciler (beside the tests)"; \
+	echo "$(BIN)/pytest $(PYTEST_PARALLEL)"; \
+	$(BIN)/pytest $(PYTEST_PARALLEL); tests=$$?; \
+	wait $$typing; typed=$$?; cat $(VENV)/mypy.log; \
+	test $$typed -eq 0 && test $$tests -eq 0
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -1,4 +1,5 @@
-"""Suite-wide settings: Hypothesis profiles and the path of the real-apiserver recordings.
+"""Suite-wide settings: Hypothesis profiles, the path of the real-apiserver recordings, and the
+order in which test files are handed to the two processes (the longest first).
 
 The recordings live in the repository (``tests/fixtures/real-apiserver/``, listed by its
 ``index.json``): they are data captured from a real kube-apiserver, so a fresh clone runs every
@@ -26,6 +27,39 @@ settings.register_profile(
 )
 settings.register_profile("thorough", max_examples=500, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+LONGEST_FIRST = (
+    "tests/driver/test_contention.py",
+    "tests/reconciler/test_new_project.py",
+    "tests/examples/test_acceptance_ssa.py",
+    "tests/reliability/test_deleted_parents.py",
+    "tests/reliability/",
+    "tests/benchmarks/test_vs_go.py",
+    "tests/driver/test_parent_gone.py",
+    "tests/manifests/test_pod_real.py",
+    "tests/examples/test_demo.py",
+    "tests/driver/test_inputs.py",
+)
+"""Files (or folders) of 20 s or more in ``make test`` (``--durations``), longest first.
+
+pytest-xdist's ``--dist loadfile`` hands whole files to the two processes in collection order,
+so a long file collected last (``tests/reliability/`` sorts late) runs alone at the end while
+the other process idles: started first, they overlap the many short files instead. Only the
+order of files changes; tests in a file keep theirs."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files of :data:`LONGEST_FIRST` first, in its order; every other file after them in
+    collection order (a stable sort: tests within a file keep their order)."""
+    root = Path(__file__).resolve().parent.parent
+
+    def rank(item: pytest.Item) -> int:
+        path = Path(str(item.path)).resolve()
+        relative = path.relative_to(root).as_posix() if path.is_relative_to(root) else ""
+        return next((i for i, prefix in enumerate(LONGEST_FIRST) if relative.startswith(prefix)),
+                    len(LONGEST_FIRST))
+
+    items.sort(key=rank)
 
 
 def load_fixture(name: str) -> Any:
