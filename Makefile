@@ -28,7 +28,9 @@ $(STAMP): $(BIN)/python setup.cfg setup.py
 # them (module fixtures such as a shared control plane stay whole); each process has its own
 # embedded server and, in the real tier, its own control plane. Most tests wait on servers and
 # processes, so two halve the wall time (about 11 min so for 2,261 tests on 2 cores).
-PYTEST_PARALLEL := -n 2 --dist loadfile --durations=15
+# --no-loadscope-reorder: files in collection order, the longest first (tests/conftest.py,
+# LONGEST_FIRST), rather than by their number of tests (a long one-test file would run last).
+PYTEST_PARALLEL := -n 2 --dist loadfile --no-loadscope-reorder --durations=15
 
 # mypy (half a minute of one core) runs beside the tests, which mostly wait on servers; its
 # report follows theirs, and either failing fails the target.

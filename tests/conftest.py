@@ -42,10 +42,12 @@ LONGEST_FIRST = (
 )
 """Files (or folders) of 20 s or more in ``make test`` (``--durations``), longest first.
 
-pytest-xdist's ``--dist loadfile`` hands whole files to the two processes in collection order,
-so a long file collected last (``tests/reliability/`` sorts late) runs alone at the end while
-the other process idles: started first, they overlap the many short files instead. Only the
-order of files changes; tests in a file keep theirs."""
+pytest-xdist's ``--dist loadfile`` hands whole files to the two processes; by default in order
+of their number of tests, so a long file of one test (``test_deleted_parents.py``: 55 s) ran
+alone at the end while the other process idled. ``make test`` passes ``--no-loadscope-reorder``
+so that they go in collection order, which this hook makes longest first: started first, they
+overlap the many short files instead. Only the order of files changes; tests in a file keep
+theirs."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
