@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -72,9 +73,22 @@ def fleet(client: KubernetesClient, ns: str, count: int) -> list[dict[str, Any]]
 
 def object_gets(kube_api: Any, ns: str) -> int:
     """GET requests for objects in ``ns`` so far: on the real control plane from its audit log
-    (whose ``get`` verb also counts the client's ``/version`` probe and discovery documents)."""
+    (whose ``get`` verb also counts the client's ``/version`` probe and discovery documents),
+    once it has settled: kube-apiserver writes a request's event after its response, so the
+    setup's last reads may reach the log after the test has its answers."""
     if not hasattr(kube_api, "audit_log_path"):
         return int(kube_api.request_counts().get("get", 0))
+    seen, deadline = _audited_gets(kube_api, ns), time.monotonic() + 10.0
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = _audited_gets(kube_api, ns)
+        if now == seen:
+            break
+        seen = now
+    return seen
+
+
+def _audited_gets(kube_api: Any, ns: str) -> int:
     kube_api.request_counts()  # reads the audit log up to now
     seen = set()
     for line in Path(kube_api.audit_log_path).read_text().splitlines():
