@@ -184,16 +184,17 @@ def peer_argv(name: str, *, kubeconfig: Path, go_binary: Path | None,
 
 
 @contextlib.contextmanager
-def profiled(pid: int, out: Path | None, *, title: str) -> Iterator[None]:
+def profiled(pid: int, out: Path | None, *, title: str, gil: bool = False) -> Iterator[None]:
     """``py-spy record`` attached to ``pid`` for the block (nothing when ``out`` is None); the
-    summary (``benchmarks._profile``) written to ``out``."""
+    summary (``benchmarks._profile``) written to ``out``. With ``gil``, only samples of the
+    thread holding the GIL (Python's CPU; waits on the server left out)."""
     if out is None:
         yield
         return
     raw = out.with_suffix(".raw")
     spy = subprocess.Popen(
         [str(Path(sys.executable).parent / "py-spy"), "record", "--pid", str(pid), "--format",
-         "raw", "--rate", "250", "--nonblocking", "-o", str(raw)],
+         "raw", "--rate", "250", "--nonblocking", *(["--gil"] if gil else []), "-o", str(raw)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(0.3)  # attached
     try:
@@ -238,10 +239,12 @@ class Run:
             return contextlib.nullcontext()
         Path(directory).mkdir(parents=True, exist_ok=True)
         out = Path(directory) / f"profile-vs-go-{phase}-n{self.size}.txt"
-        title = (f"py-spy record --rate 250 --nonblocking (attached): ours, {phase}, "
+        gil = phase == "converge"  # where the CPU goes; the other phases: where the time goes
+        title = (f"py-spy record --rate 250 --nonblocking{' --gil' if gil else ''} (attached): "
+                 f"ours, {phase}, "
                  f"N={self.size} Foos, real control plane; Python {platform.python_version()}, "
                  f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
-        return profiled(self.pid, out, title=title)
+        return profiled(self.pid, out, title=title, gil=gil)
 
     async def counts(self) -> dict[str, int]:
         """The operator's requests by verb so far."""
@@ -310,11 +313,12 @@ class Run:
             self.process = processes.start(self.peer, argv, env=env)
             self.pid = self.process.pid
             converging = asyncio.create_task(watch.converged(timeout=60 + 0.2 * self.size))
-            while not converging.done():
-                processes.check_alive(self.peer, self.process)
-                await asyncio.wait({converging}, timeout=0.5)
-            figures["converge_wall_s"] = round(converging.result() - spawned, 3)
-            await self.idle(timeout=20 + 0.02 * self.size)
+            with self.profile("converge"):
+                while not converging.done():
+                    processes.check_alive(self.peer, self.process)
+                    await asyncio.wait({converging}, timeout=0.5)
+                figures["converge_wall_s"] = round(converging.result() - spawned, 3)
+                await self.idle(timeout=20 + 0.02 * self.size)
             await self.delta((before_counts, 0.0), "converge")
             figures["converge_requests_total"] = figures.pop("converge_requests")
             figures["converge_requests"] = figures.pop("converge_requests_by_verb")
@@ -479,8 +483,9 @@ def main(argv: list[str] | None = None, *, echo: Callable[[str], None] = print) 
                         help="on the embedded server too, let the Go peer ask for protobuf "
                              "(client-go's default for built-in kinds)")
     parser.add_argument("--profile", default=None, metavar="DIR",
-                        help="profile ours with py-spy (attached) in the steady state and the "
-                             "spec change; profile-vs-go-<phase>-n<N>.txt summaries into DIR")
+                        help="profile ours with py-spy (attached) in the convergence, the steady "
+                             "state and the spec change; profile-vs-go-<phase>-n<N>.txt "
+                             "summaries into DIR")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     chosen = [p for p in args.peers.split(",") if p]

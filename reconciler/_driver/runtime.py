@@ -62,6 +62,7 @@ from reconciler._cache.readers import InformerReader
 from reconciler._cache.recording import RecordingClient
 from reconciler._client.kubernetes import KubernetesClient, for_operator
 from reconciler._client.protocol import ClusterClient, KubeObject
+from reconciler._driver.event_sender import EventSender
 from reconciler._driver.inputs import InputWatch
 from reconciler._driver.liveness import DEFAULT_WATCH_TIMEOUT, ProgressWatch
 from reconciler._driver.liveness import liveness_bound as liveness_bound_for
@@ -78,6 +79,7 @@ from reconciler._driver.upgrades import UpgradeCheck, operator_fingerprint
 from reconciler._driver.workers import WorkerPool
 from reconciler._leadership.election import LeaderElector
 from reconciler._leadership.fencing import FencingClient, WriteFence
+from reconciler._reconcile.events import EventRecorder
 from reconciler._reconcile.install import install_all
 from reconciler._reconcile.parents import ParentReconciler
 from reconciler._reconcile.reconciling import ResourceReconciler
@@ -160,8 +162,10 @@ class OperatorRuntime:
             alive=lambda key: self.parents.cache.get(*key) is not None,
             informer_options={"watch_timeout": watch_timeout,
                               "inactivity_timeout": operator.watch_inactivity_timeout})
+        self.events = EventSender(EventRecorder(  # off the workers' path
+            self.client, component=operator.name, clock=self.clock)) if operator.events else None
         self.reconciler = _parent_reconciler(operator, self.client, self.reader, shard=shard,
-            inputs=self.inputs,
+            inputs=self.inputs, events=self.events,
             clock=self.clock, environ=environ, parent_alive=partial(_parent_alive, self.parents))
         self.metrics.intervention_gauges(self.reconciler)  # drifted and contested children
         if self.inputs is not None and self.reconciler.builds is not None:
@@ -286,6 +290,8 @@ class OperatorRuntime:
         self.resync.wake_all()
         deadline = time.monotonic() + timeout
         clean = self.workers.join(deadline)
+        if self.events is not None:  # the reconciles' last Events, while the lease is held
+            self.events.close(max(0.5, min(5.0, deadline - time.monotonic())))
         if self.workers.started:
             self.resync.write_heartbeat(last=release_lease)  # the last word; a release too
         if self.elector is not None:
@@ -356,8 +362,9 @@ class OperatorRuntime:
 
     @property
     def idle(self) -> bool:
-        """Whether nothing is queued or being reconciled right now."""
-        return not (self.workers.busy or len(self.queue) or self.queue.processing)
+        """Whether nothing is queued, being reconciled or waiting to be sent (Events)."""
+        return not (self.workers.busy or len(self.queue) or self.queue.processing
+                    or (self.events is not None and self.events.pending))
 
     def request(self, namespace: str | None, name: str) -> None:
         """Queue a reconcile of one parent now."""
@@ -457,7 +464,7 @@ def _clean_up(cleanups: list[Callable[[], object]], operator_name: str) -> None:
 def _parent_reconciler(
     operator: Operator, client: ClusterClient, reader: InformerReader, *, shard: str | None,
     clock: Clock, parent_alive: Callable[[KubeObject], bool], environ: Mapping[str, str] | None,
-    inputs: InputWatch | None,
+    inputs: InputWatch | None, events: EventSender | None,
 ) -> ParentReconciler:
     """The parent reconcile of ``operator``: its builders (given their declared ``inputs``;
     stamped with the shard's label when sharded) over ``client``, reading through ``reader``."""
@@ -468,7 +475,7 @@ def _parent_reconciler(
         resources=ResourceReconciler(client, reader=reader, recreate=operator.recreate, clock=clock,
             guard=operator.plan_guard(clock), apply=operator.apply,
             apply_kinds=operator.apply_kinds, field_manager=operator.name),
-        prune_kinds=operator.prune, events=operator.events, clock=clock,
+        prune_kinds=operator.prune, events=operator.events, event_sink=events, clock=clock,
         on_delete=operator.on_delete, readiness=operator.readiness, status=operator.status_function,
         reuse_builds=operator.reuse_builds, parent_alive=parent_alive,
     )

@@ -21,7 +21,7 @@ import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
@@ -31,7 +31,7 @@ from reconciler._base.errors import ApiError, NotFoundError
 from reconciler._base.times import format_time
 from reconciler._client.protocol import ClusterClient, KubeObject
 
-__all__ = ["EventRecorder"]
+__all__ = ["EventRecorder", "EventSink"]
 
 _log = logging.getLogger(__name__)
 _MAX_MESSAGE = 16384
@@ -40,6 +40,15 @@ _MAX_MESSAGE = 16384
 _EventKey = tuple[str, str, str, str, str, str]
 """(namespace, involved uid or name, type, reason, message, component): what makes two Events
 the same one, as client-go's aggregation key without the source host."""
+
+
+class EventSink(Protocol):
+    """Where a parent reconcile's Events go: an ``EventRecorder`` (inline), or the driver's
+    ``EventSender`` (queued, sent from a thread of its own)."""
+
+    def record(self, parent: KubeObject, *, reason: str, message: str,
+               type: str = "Normal") -> bool:
+        """Record (or queue) one Event on ``parent``; False when it was not."""
 
 
 @attrs.define

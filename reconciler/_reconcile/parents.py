@@ -60,7 +60,7 @@ from reconciler._reconcile.conditions import (
 )
 from reconciler._reconcile.contention import ContentionDetector, Contest
 from reconciler._reconcile.declared import DeclaredChildren, declared_children, stamp_child
-from reconciler._reconcile.events import EventRecorder
+from reconciler._reconcile.events import EventRecorder, EventSink
 from reconciler._reconcile.finalizing import is_uncollectable, refuses_data_loss
 from reconciler._reconcile.guard import PlanGuard
 from reconciler._reconcile.interventions import (
@@ -120,7 +120,8 @@ class ParentReconciler:
     time (it rests on its own heartbeat). ``status_refresh`` (seconds, default ``None``: off)
     optionally also rewrites the time once it is that old, at one write per parent per period.
     ``reuse_builds``: see ``Operator.reuse_builds`` and ``reconciler._reconcile.memo.BuildMemo``.
-    ``parent_alive``: see the attribute.
+    ``parent_alive``: see the attribute. ``event_sink``: where the Events go (default: an
+    ``EventRecorder`` over ``client``, inline; the driver passes its ``EventSender``).
     """
 
     def __init__(
@@ -143,6 +144,7 @@ class ParentReconciler:
         reuse_builds: bool = False,
         parent_alive: Callable[[KubeObject], bool] | None = None,
         pause: PauseSettings | None = None,
+        event_sink: EventSink | None = None,
     ) -> None:
         self.client = counting(client)
         self.build = build
@@ -160,9 +162,8 @@ class ParentReconciler:
             )
         self.dry_run = dry_run
         self.prune_kinds = frozenset(prune_kinds)
-        self.recorder = EventRecorder(
-            self.client, component=operator_name, clock=self.clock
-        ) if (events and not dry_run) else None
+        self.recorder: EventSink | None = None if (not events or dry_run) else (
+            event_sink or EventRecorder(self.client, component=operator_name, clock=self.clock))
         self.write_status = write_status and not dry_run
         self.status_refresh = status_refresh
         # Ready from the children's health (reconciler._reconcile.readiness)

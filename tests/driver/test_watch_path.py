@@ -122,8 +122,10 @@ def test_a_burst_of_1000_child_events_yields_few_reconciles(
         # windows until the operator was idle, not only while the writers wrote
         span = time.monotonic() - started - 0.3
         reconciles = runtime.stats.reconciles[(ns, "a")] - before
-        # at most one event-driven reconcile per 50 ms coalescing window, and far fewer than 1000
-        assert 1 <= reconciles <= min(250, span / 0.05 + 5), (reconciles, burst, span)
+        # at most one event-driven reconcile per 50 ms coalescing window, and far fewer than
+        # one per event (1000): on a loaded machine the burst spans 15 s and more (281
+        # reconciles in 15.3 s seen), where a reconcile fits every window
+        assert 1 <= reconciles <= min(400, span / 0.05 + 5), (reconciles, burst, span)
 
 
 def _widget_crd(group: str) -> dict[str, Any]:
