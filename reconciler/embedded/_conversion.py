@@ -6,22 +6,19 @@ any served version; with ``conversion.strategy: None`` only ``apiVersion`` chang
 server does), with ``Webhook`` this module posts a ``ConversionReview`` (v1) to the CRD's
 ``clientConfig.url``, verifying the server against its ``caBundle``, and serves what comes back.
 A ``service`` reference is not reachable here (no Service network): it fails as an unreachable
-webhook does on a real server. Admission webhooks are not called (docs/embedded-apiserver.md).
+webhook does on a real server. The call itself (bounded to 30 s in all and 3 MiB of answer)
+is ``_calling``'s; admission webhooks are ``_admission``'s.
 The boundary: this module only converts; the request path calls :meth:`Conversions.convert`
 from ``StoredObjects.served``.
 """
 
 from __future__ import annotations
 
-import base64
-import json
-import ssl
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from reconciler.embedded._calling import WebhookCallError, post_review
 from reconciler.embedded._kinds import ResourceType
 from reconciler.embedded._statuses import ApiStatusError, status_body
 
@@ -71,22 +68,7 @@ class Conversions:
     @staticmethod
     def _post(rt: ResourceType, url: str, ca_bundle: object,
               review: Mapping[str, Any]) -> dict[str, Any]:
-        context = ssl.create_default_context()
-        if isinstance(ca_bundle, str) and ca_bundle:
-            try:
-                context = ssl.create_default_context(
-                    cadata=base64.b64decode(ca_bundle).decode())
-            except (ValueError, ssl.SSLError) as err:
-                raise _failure(rt, f"caBundle: {err}") from None
-        request = urllib.request.Request(
-            url, data=json.dumps(review).encode(), method="POST",
-            headers={"Content-Type": "application/json", "Accept": "application/json"})
         try:
-            with urllib.request.urlopen(request, context=context,
-                                        timeout=_TIMEOUT_SECONDS) as reply:
-                body = json.loads(reply.read())
-        except (urllib.error.URLError, OSError, ValueError) as err:
-            raise _failure(rt, f"Post {url!r}: {err}") from None
-        if not isinstance(body, dict):
-            raise _failure(rt, "the answer is not a ConversionReview")
-        return body
+            return post_review(url, review, ca_bundle=ca_bundle, timeout=_TIMEOUT_SECONDS)
+        except WebhookCallError as err:
+            raise _failure(rt, str(err)) from None

@@ -25,6 +25,7 @@ from typing import Any
 import attrs
 import yaml
 
+from reconciler.embedded._admission import AdmissionRequest
 from reconciler.embedded._applying import apply_configuration, managed_after_update
 from reconciler.embedded._deleting import Deletions
 from reconciler.embedded._encoding import load_yaml
@@ -80,6 +81,14 @@ class Operations(Deletions):
             )
         name = str(meta.get("name") or "")
         self._check_namespace(rt, namespace=namespace, name=name)
+        admitted = AdmissionRequest(rt=rt, operation="CREATE", name=name,
+                                    namespace=namespace if rt.namespaced else "",
+                                    obj=obj, old=None, dry_run=dry_run,
+                                    options=_options("CreateOptions", dry_run, field_manager))
+        mutated = self.admission.mutate(admitted, warnings=warnings)
+        if mutated is not obj:
+            obj = copy_json(mutated)
+            meta = _meta(obj)
         for field in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds",
                       "selfLink", "managedFields"):
             meta.pop(field, None)
@@ -100,6 +109,7 @@ class Operations(Deletions):
                 strategy.validate_create(obj)
             except Invalid as exc:
                 raise self._invalid(rt, exc, obj=obj) from exc
+            self.admission.validate(attrs.evolve(admitted, obj=obj), warnings=warnings)
             if not managed_fields and field_manager:
                 meta["managedFields"] = managed_after_update(
                     None, obj, manager=field_manager, api_version=rt.api_version,
@@ -141,7 +151,8 @@ class Operations(Deletions):
         with self.storage.lock:
             old = self._existing(target)
             return self._update(target.rt, old, new=new, subresource=subresource,
-                                dry_run=dry_run, field_manager=field_manager)
+                                dry_run=dry_run, field_manager=field_manager,
+                                warnings=warnings)
 
     def patch(
         self, target: Target, body: bytes, *, content_type: str,
@@ -161,7 +172,7 @@ class Operations(Deletions):
             self._check_fields(rt, new, field_validation=field_validation, warnings=warnings,
                                in_body=False, options_kind="PatchOptions")
             return self._update(rt, old, new=new, subresource=subresource, dry_run=dry_run,
-                                field_manager=field_manager)
+                                field_manager=field_manager, warnings=warnings)
 
     def _crd_schema(self, rt: ResourceType) -> Mapping[str, Any] | None:
         if not rt.is_custom:
@@ -247,7 +258,8 @@ class Operations(Deletions):
             new.setdefault("spec", {})["replicas"] = replicas
             wanted_rv = (body.get("metadata") or {}).get("resourceVersion")
             _meta(new)["resourceVersion"] = wanted_rv or _meta(old).get("resourceVersion")
-            return _scale_of(self._update(rt, old, new=new, subresource=None, dry_run=dry_run))
+            return _scale_of(self._update(rt, old, new=new, subresource="scale",
+                                          dry_run=dry_run))
 
     def patch_scale(
         self, target: Target, body: bytes, *, content_type: str, dry_run: bool = False,
@@ -264,7 +276,10 @@ class Operations(Deletions):
         self, rt: ResourceType, old: Mapping[str, Any], *, new: dict[str, Any],
         subresource: str | None, dry_run: bool,
         managed_fields: ManagedFields | None = None, field_manager: str | None = None,
+        warnings: Warnings | None = None,
     ) -> dict[str, Any]:
+        """An update of ``old`` to ``new``: through ``/status``, or else (the main resource,
+        or ``subresource="scale"``: the same, without admission webhooks)."""
         old_meta = _meta(old)
         name = str(old_meta.get("name"))
         wanted_rv = _meta(new).get("resourceVersion")
@@ -311,11 +326,22 @@ class Operations(Deletions):
                         "field": "metadata.finalizers",
                     }
                     raise invalid(rt, name, causes=[cause])
+            admitted = AdmissionRequest(
+                rt=rt, operation="UPDATE", namespace=str(old_meta.get("namespace") or ""),
+                name=name, obj=new, old=old, dry_run=dry_run,
+                options=_options("UpdateOptions", dry_run, field_manager))
+            mutated = self.admission.mutate(admitted, warnings=warnings) if (
+                subresource is None) else new
+            if mutated is not new:
+                new = copy_json(mutated)
+                meta = _meta(new)
             try:
                 strategy.prepare_update(old, new, self.context)
                 strategy.validate_update(old, new)
             except Invalid as exc:
                 raise self._invalid(rt, exc, obj=new) from exc
+            if subresource is None:
+                self.admission.validate(attrs.evolve(admitted, obj=new), warnings=warnings)
             if managed_fields is None and (field_manager or given is not None):
                 tracked = managed_after_update(
                     old, new, manager=field_manager, api_version=rt.api_version, given=given,
@@ -343,6 +369,16 @@ class Operations(Deletions):
         if self.bucket(rt) == CRDS:
             self.registry.crd_applied(new)
         return new
+
+
+def _options(kind: str, dry_run: bool, field_manager: str | None) -> dict[str, Any]:
+    """The ``options`` of an AdmissionReview: the request's ``CreateOptions`` (etc.)."""
+    options: dict[str, Any] = {"kind": kind, "apiVersion": "meta.k8s.io/v1"}
+    if dry_run:
+        options["dryRun"] = ["All"]
+    if field_manager:
+        options["fieldManager"] = field_manager
+    return options
 
 
 def _selector_text(selector: Any) -> str:
