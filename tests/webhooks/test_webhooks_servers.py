@@ -279,7 +279,8 @@ def test_the_manifests_applied_serve_the_webhooks_with_the_ca_the_operator_injec
     installed: Installed,
 ) -> None:
     """``optk manifests`` for ``versioned_operator``, applied; then the operator's Webhooks hook
-    runs with the ServiceAccount's rights alone (a client certificate for its user name). The
+    runs with the ServiceAccount's rights alone on the real server (a client certificate for its
+    user name; the embedded server has no authorization: its admin's client there). The
     manifests point the API server at the Service (no CA: the operator injects it); with no
     kube-proxy on this control plane, the hook runs the server on 127.0.0.1 and ``local`` points
     the stanzas there, as a developer's local operator would (docs/webhooks.md)."""
