@@ -161,6 +161,20 @@ def matching_version(
     return None
 
 
+def _url(config: Any, seconds: int) -> str:
+    """The URL posted to, with the ``timeout`` query kube-apiserver's client adds; a Service
+    reference raises the error of an unreachable webhook."""
+    config = config if isinstance(config, Mapping) else {}
+    if not config.get("url"):
+        service = config.get("service") if isinstance(config.get("service"), Mapping) else {}
+        where = (f"https://{service.get('name')}.{service.get('namespace')}.svc:"
+                 f"{service.get('port') or 443}{service.get('path') or ''}")
+        raise WebhookCallError(where, "the embedded server has no Service network (give "
+                                      "clientConfig.url)")
+    url = str(config["url"])
+    return f"{url}{'&' if '?' in url else '?'}timeout={seconds}s"
+
+
 def _gvk(rt: ResourceType) -> dict[str, str]:
     return {"group": rt.group, "version": rt.version, "kind": rt.kind}
 
@@ -293,12 +307,8 @@ class Admission:
         seconds = min(max(timeout if isinstance(timeout, int) else _DEFAULT_TIMEOUT, 1),
                       _MAX_TIMEOUT)
         try:
-            url = config.get("url") if isinstance(config, Mapping) else None
-            if not url:
-                raise WebhookCallError(
-                    str((config or {}).get("service") or ""),
-                    "the embedded server has no Service network: give clientConfig.url")
-            answer = post_review(str(url), review, ca_bundle=config.get("caBundle"),
+            url = _url(config, seconds)
+            answer = post_review(url, review, ca_bundle=config.get("caBundle"),
                                  timeout=float(seconds))
             response = answer.get("response")
             if not isinstance(response, Mapping):

@@ -69,11 +69,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.server.reviews.append((self.path, review))
+        path, _, query = self.path.partition("?")
+        self.server.reviews.append((path, {**review, "query": query}))
         uid = review["request"]["uid"]
-        if self.path == "/hang":
+        if path == "/hang":
             self.server.release.wait(_HANG_SECONDS)
-        if self.path == "/drip":  # headers, then a byte every 0.2 s: no socket op is slow
+        if path == "/drip":  # headers, then a byte every 0.2 s: no socket op is slow
             self.send_response(200)
             self.send_header("Content-Length", "1000")
             self.end_headers()
@@ -83,15 +84,15 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(b" ")
                 self.wfile.flush()
             return
-        if self.path == "/big":
+        if path == "/big":
             self._send(json.dumps({"response": {"uid": uid, "allowed": True},
                                    "pad": "x" * MAX_ANSWER_BYTES}).encode())
             return
         response: dict[str, Any] = {"uid": uid, "allowed": True}
-        if self.path == "/deny":
+        if path == "/deny":
             response = {"uid": uid, "allowed": False, "warnings": ["denied, with a warning"],
                         "status": {"message": "data.mode must be safe"}}
-        if self.path == "/patch":
+        if path == "/patch":
             patch = [{"op": "add", "path": "/metadata/labels/admitted", "value": "yes"}]
             response.update(patchType="JSONPatch", warnings=["mode defaulted"],
                             patch=base64.b64encode(json.dumps(patch).encode()).decode())
@@ -189,6 +190,7 @@ def test_a_json_patch_is_applied_and_warnings_are_returned(
         core.patch_namespaced_config_map("patched", _NS, {"data": {"mode": "y"}})
         core.delete_namespaced_config_map("patched", _NS)
     assert core.list_namespaced_config_map(_NS, label_selector="test=patch").items == []
+    assert {r["query"] for at, r in hooks.reviews if at == "/patch"} == {"timeout=10s"}
     create, update, delete = hooks.calls("/patch")[-3:]
     assert create["kind"] == {"group": "", "version": "v1", "kind": "ConfigMap"}
     assert create["resource"] == {"group": "", "version": "v1", "resource": "configmaps"}
@@ -310,7 +312,10 @@ def test_a_service_reference_is_unreachable_and_its_failure_policy_decides(
                              clientConfig=service)), pytest.raises(ApiException) as caught:
         core.create_namespaced_config_map(_NS, _configmap("svc", "svc"))
     assert caught.value.status == 500
-    assert "no Service network" in json.loads(caught.value.body)["message"]
+    assert json.loads(caught.value.body)["message"] == (
+        'Internal error occurred: failed calling webhook "svc.optk.test": failed to call '
+        'webhook: Post "https://hooks.admitted.svc:443/allow": the embedded server has no '
+        "Service network (give clientConfig.url)")
     with _installed(api, "ValidatingWebhookConfiguration",
                     _webhook(hooks, "/allow", name="svc.optk.test", selected="svc",
                              clientConfig=service, failurePolicy="Ignore")):
