@@ -219,6 +219,11 @@ class Admission:
         self._registry = registry
         self._convert = convert
 
+    def configured(self) -> bool:
+        """Whether any webhook configuration is stored: the verbs build no request otherwise
+        (a write without webhooks pays this check alone)."""
+        return bool(self._storage.size(MUTATING) or self._storage.size(VALIDATING))
+
     def mutate(self, request: AdmissionRequest, *,
                warnings: list[str] | None) -> Mapping[str, Any] | None:
         """``request.obj`` after every matching mutating webhook (unchanged when none);

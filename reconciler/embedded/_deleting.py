@@ -51,12 +51,13 @@ class Deletions(StoredObjects):
             old = self._existing(target)
             old_meta = _meta(old)
             self._check_preconditions(rt, old, preconditions=options.get("preconditions"))
-            admitted = AdmissionRequest(
-                rt=rt, operation="DELETE", namespace=target.storage_namespace, name=name,
-                obj=None, old=old, dry_run=dry_run,
-                options={"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1", **options})
-            self.admission.mutate(admitted, warnings=None)
-            self.admission.validate(admitted, warnings=None)
+            if self.admission.configured():
+                admitted = AdmissionRequest(
+                    rt=rt, operation="DELETE", namespace=target.storage_namespace, name=name,
+                    obj=None, old=old, dry_run=dry_run,
+                    options={"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1", **options})
+                self.admission.mutate(admitted, warnings=None)
+                self.admission.validate(admitted, warnings=None)
             policy = options.get("propagationPolicy")
             if policy is None and options.get("orphanDependents") is True:
                 policy = "Orphan"

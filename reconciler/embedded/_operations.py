@@ -81,14 +81,16 @@ class Operations(Deletions):
             )
         name = str(meta.get("name") or "")
         self._check_namespace(rt, namespace=namespace, name=name)
-        admitted = AdmissionRequest(rt=rt, operation="CREATE", name=name,
-                                    namespace=namespace if rt.namespaced else "",
-                                    obj=obj, old=None, dry_run=dry_run,
-                                    options=_options("CreateOptions", dry_run, field_manager))
-        mutated = self.admission.mutate(admitted, warnings=warnings)
-        if mutated is not obj:
-            obj = copy_json(mutated)
-            meta = _meta(obj)
+        admitted = None
+        if self.admission.configured():
+            admitted = AdmissionRequest(rt=rt, operation="CREATE", name=name,
+                                        namespace=namespace if rt.namespaced else "",
+                                        obj=obj, old=None, dry_run=dry_run,
+                                        options=_options("CreateOptions", dry_run, field_manager))
+            mutated = self.admission.mutate(admitted, warnings=warnings)
+            if mutated is not obj:
+                obj = copy_json(mutated)
+                meta = _meta(obj)
         for field in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds",
                       "selfLink", "managedFields"):
             meta.pop(field, None)
@@ -109,7 +111,8 @@ class Operations(Deletions):
                 strategy.validate_create(obj)
             except Invalid as exc:
                 raise self._invalid(rt, exc, obj=obj) from exc
-            self.admission.validate(attrs.evolve(admitted, obj=obj), warnings=warnings)
+            if admitted is not None:
+                self.admission.validate(attrs.evolve(admitted, obj=obj), warnings=warnings)
             if not managed_fields and field_manager:
                 meta["managedFields"] = managed_after_update(
                     None, obj, manager=field_manager, api_version=rt.api_version,
@@ -326,21 +329,22 @@ class Operations(Deletions):
                         "field": "metadata.finalizers",
                     }
                     raise invalid(rt, name, causes=[cause])
-            admitted = AdmissionRequest(
-                rt=rt, operation="UPDATE", namespace=str(old_meta.get("namespace") or ""),
-                name=name, obj=new, old=old, dry_run=dry_run,
-                options=_options("UpdateOptions", dry_run, field_manager))
-            mutated = self.admission.mutate(admitted, warnings=warnings) if (
-                subresource is None) else new
-            if mutated is not new:
-                new = copy_json(mutated)
-                meta = _meta(new)
+            admitted = None
+            if subresource is None and self.admission.configured():
+                admitted = AdmissionRequest(
+                    rt=rt, operation="UPDATE", namespace=str(old_meta.get("namespace") or ""),
+                    name=name, obj=new, old=old, dry_run=dry_run,
+                    options=_options("UpdateOptions", dry_run, field_manager))
+                mutated = self.admission.mutate(admitted, warnings=warnings)
+                if mutated is not new:
+                    new = copy_json(mutated)
+                    meta = _meta(new)
             try:
                 strategy.prepare_update(old, new, self.context)
                 strategy.validate_update(old, new)
             except Invalid as exc:
                 raise self._invalid(rt, exc, obj=new) from exc
-            if subresource is None:
+            if admitted is not None:
                 self.admission.validate(attrs.evolve(admitted, obj=new), warnings=warnings)
             if managed_fields is None and (field_manager or given is not None):
                 tracked = managed_after_update(
