@@ -219,27 +219,48 @@ class Admission:
         self._registry = registry
         self._convert = convert
 
-    def configured(self) -> bool:
-        """Whether any webhook configuration is stored: the verbs build no request otherwise
-        (a write without webhooks pays this check alone)."""
-        return bool(self._storage.size(MUTATING) or self._storage.size(VALIDATING))
+    def request(
+        self, rt: ResourceType, operation: str, *, namespace: str, name: str,
+        obj: dict[str, Any] | None, old: Mapping[str, Any] | None, dry_run: bool,
+        options: Mapping[str, Any],
+    ) -> AdmissionRequest | None:
+        """The request of a write, or None when no webhook configuration is stored (then a
+        write pays this check alone). ``options``: the request's ``fieldManager`` (the
+        options' ``kind`` comes from ``operation``) or its ``DeleteOptions``."""
+        if not (self._storage.size(MUTATING) or self._storage.size(VALIDATING)):
+            return None
+        full: dict[str, Any] = {"kind": f"{operation.capitalize()}Options",
+                                "apiVersion": "meta.k8s.io/v1"}
+        if dry_run:
+            full["dryRun"] = ["All"]
+        full.update((k, v) for k, v in options.items() if v is not None)
+        return AdmissionRequest(rt=rt, operation=operation, name=name, obj=obj, old=old,
+                                namespace=namespace if rt.namespaced else "",
+                                dry_run=dry_run, options=full)
 
-    def mutate(self, request: AdmissionRequest, *,
-               warnings: list[str] | None) -> Mapping[str, Any] | None:
-        """``request.obj`` after every matching mutating webhook (unchanged when none);
-        raises ApiStatusError on a denial or a failure under ``failurePolicy: Fail``."""
-        obj = request.obj
+    def mutate(self, request: AdmissionRequest, obj: dict[str, Any], *,
+               warnings: list[str] | None) -> dict[str, Any]:
+        """``obj`` after every matching mutating webhook: ``obj`` itself when none changed it,
+        else a new object; raises ApiStatusError on a denial or a failure under
+        ``failurePolicy: Fail``."""
         for hook, at in self._matching(MUTATING, request, mutating=True):
             answer = self._call(hook, at, attrs.evolve(request, obj=obj), warnings=warnings)
-            if answer is not None and answer.get("patch") and obj is not None:
+            if answer is not None and answer.get("patch"):
                 obj = self._patched(hook, at, request, obj, answer)
         return obj
 
-    def validate(self, request: AdmissionRequest, *, warnings: list[str] | None) -> None:
-        """Call every matching validating webhook; raises ApiStatusError on a denial or a
-        failure under ``failurePolicy: Fail``."""
-        for hook, at in self._matching(VALIDATING, request, mutating=False):
-            self._call(hook, at, request, warnings=warnings)
+    def validate(self, request: AdmissionRequest | None, *, obj: Mapping[str, Any] | None,
+                 warnings: list[str] | None) -> None:
+        """Call every validating webhook matching ``request`` (None: nothing configured) with
+        ``obj``; raises ApiStatusError on a denial or a failure under ``failurePolicy: Fail``.
+        On delete, the mutating webhooks are called here too (there is nothing to patch)."""
+        if request is None:
+            return
+        request = attrs.evolve(request, obj=obj)
+        buckets = (MUTATING, VALIDATING) if request.operation == "DELETE" else (VALIDATING,)
+        for bucket in buckets:
+            for hook, at in self._matching(bucket, request, mutating=bucket == MUTATING):
+                self._call(hook, at, request, warnings=warnings)
 
     def _matching(self, bucket: Bucket, request: AdmissionRequest, *,
                   mutating: bool) -> list[tuple[dict[str, Any], ResourceType]]:
@@ -338,7 +359,7 @@ class Admission:
         return dict(response)
 
     def _patched(self, hook: Mapping[str, Any], at: ResourceType, request: AdmissionRequest,
-                 obj: Mapping[str, Any], answer: Mapping[str, Any]) -> Mapping[str, Any]:
+                 obj: Mapping[str, Any], answer: Mapping[str, Any]) -> dict[str, Any]:
         name = str(hook.get("name") or "")
         if answer.get("patchType") != "JSONPatch":
             raise _internal_error(name, ValueError(
@@ -349,4 +370,6 @@ class Admission:
         except (binascii.Error, ValueError, ApiStatusError) as err:
             raise _internal_error(name, ValueError(f"JSONPatch: {err}")) from None
         back = patched if at == request.rt else self._convert(patched, request.rt)
-        return {**back, "apiVersion": request.rt.api_version, "kind": request.rt.kind}
+        mutated: dict[str, Any] = json.loads(json.dumps({  # a copy, the caller's to change
+            **back, "apiVersion": request.rt.api_version, "kind": request.rt.kind}))
+        return mutated

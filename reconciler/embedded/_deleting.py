@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from reconciler.embedded._admission import AdmissionRequest
 from reconciler.embedded._kinds import ResourceType
 from reconciler.embedded._statuses import (
     ApiStatusError,
@@ -51,13 +50,9 @@ class Deletions(StoredObjects):
             old = self._existing(target)
             old_meta = _meta(old)
             self._check_preconditions(rt, old, preconditions=options.get("preconditions"))
-            if self.admission.configured():
-                admitted = AdmissionRequest(
-                    rt=rt, operation="DELETE", namespace=target.storage_namespace, name=name,
-                    obj=None, old=old, dry_run=dry_run,
-                    options={"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1", **options})
-                self.admission.mutate(admitted, warnings=None)
-                self.admission.validate(admitted, warnings=None)
+            self.admission.validate(self.admission.request(
+                rt, "DELETE", namespace=target.namespace, name=name, obj=None, old=old,
+                dry_run=dry_run, options=options), obj=None, warnings=None)
             policy = options.get("propagationPolicy")
             if policy is None and options.get("orphanDependents") is True:
                 policy = "Orphan"

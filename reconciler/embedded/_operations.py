@@ -25,7 +25,6 @@ from typing import Any
 import attrs
 import yaml
 
-from reconciler.embedded._admission import AdmissionRequest
 from reconciler.embedded._applying import apply_configuration, managed_after_update
 from reconciler.embedded._deleting import Deletions
 from reconciler.embedded._encoding import load_yaml
@@ -81,16 +80,12 @@ class Operations(Deletions):
             )
         name = str(meta.get("name") or "")
         self._check_namespace(rt, namespace=namespace, name=name)
-        admitted = None
-        if self.admission.configured():
-            admitted = AdmissionRequest(rt=rt, operation="CREATE", name=name,
-                                        namespace=namespace if rt.namespaced else "",
-                                        obj=obj, old=None, dry_run=dry_run,
-                                        options=_options("CreateOptions", dry_run, field_manager))
-            mutated = self.admission.mutate(admitted, warnings=warnings)
-            if mutated is not obj:
-                obj = copy_json(mutated)
-                meta = _meta(obj)
+        admitted = self.admission.request(rt, "CREATE", namespace=namespace, name=name,
+                                          obj=obj, old=None, dry_run=dry_run,
+                                          options={"fieldManager": field_manager})
+        if admitted is not None:
+            obj = self.admission.mutate(admitted, obj, warnings=warnings)
+            meta = _meta(obj)
         for field in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds",
                       "selfLink", "managedFields"):
             meta.pop(field, None)
@@ -111,8 +106,7 @@ class Operations(Deletions):
                 strategy.validate_create(obj)
             except Invalid as exc:
                 raise self._invalid(rt, exc, obj=obj) from exc
-            if admitted is not None:
-                self.admission.validate(attrs.evolve(admitted, obj=obj), warnings=warnings)
+            self.admission.validate(admitted, obj=obj, warnings=warnings)
             if not managed_fields and field_manager:
                 meta["managedFields"] = managed_after_update(
                     None, obj, manager=field_manager, api_version=rt.api_version,
@@ -317,35 +311,19 @@ class Operations(Deletions):
                     new["status"] = copy_json(old["status"])
                 else:
                     new.pop("status", None)
-            if old_meta.get("deletionTimestamp"):
-                added = [f for f in meta.get("finalizers") or ()
-                         if f not in (old_meta.get("finalizers") or ())]
-                if added:
-                    quoted = ", ".join(json.dumps(f) for f in added)
-                    cause = {
-                        "reason": "FieldValueForbidden",
-                        "message": "Forbidden: no new finalizers can be added if the object is "
-                                   f"being deleted, found new finalizers []string{{{quoted}}}",
-                        "field": "metadata.finalizers",
-                    }
-                    raise invalid(rt, name, causes=[cause])
-            admitted = None
-            if subresource is None and self.admission.configured():
-                admitted = AdmissionRequest(
-                    rt=rt, operation="UPDATE", namespace=str(old_meta.get("namespace") or ""),
-                    name=name, obj=new, old=old, dry_run=dry_run,
-                    options=_options("UpdateOptions", dry_run, field_manager))
-                mutated = self.admission.mutate(admitted, warnings=warnings)
-                if mutated is not new:
-                    new = copy_json(mutated)
-                    meta = _meta(new)
+            _check_no_new_finalizers(rt, name, old_meta=old_meta, meta=meta)
+            admitted = None if subresource else self.admission.request(
+                rt, "UPDATE", namespace=str(old_meta.get("namespace") or ""), name=name,
+                obj=new, old=old, dry_run=dry_run, options={"fieldManager": field_manager})
+            if admitted is not None:
+                new = self.admission.mutate(admitted, new, warnings=warnings)
+                meta = _meta(new)
             try:
                 strategy.prepare_update(old, new, self.context)
                 strategy.validate_update(old, new)
             except Invalid as exc:
                 raise self._invalid(rt, exc, obj=new) from exc
-            if admitted is not None:
-                self.admission.validate(attrs.evolve(admitted, obj=new), warnings=warnings)
+            self.admission.validate(admitted, obj=new, warnings=warnings)
             if managed_fields is None and (field_manager or given is not None):
                 tracked = managed_after_update(
                     old, new, manager=field_manager, api_version=rt.api_version, given=given,
@@ -375,14 +353,20 @@ class Operations(Deletions):
         return new
 
 
-def _options(kind: str, dry_run: bool, field_manager: str | None) -> dict[str, Any]:
-    """The ``options`` of an AdmissionReview: the request's ``CreateOptions`` (etc.)."""
-    options: dict[str, Any] = {"kind": kind, "apiVersion": "meta.k8s.io/v1"}
-    if dry_run:
-        options["dryRun"] = ["All"]
-    if field_manager:
-        options["fieldManager"] = field_manager
-    return options
+def _check_no_new_finalizers(rt: ResourceType, name: str, *, old_meta: Mapping[str, Any],
+                             meta: Mapping[str, Any]) -> None:
+    """An object being deleted may lose finalizers, never gain one (422 as the real server)."""
+    if not old_meta.get("deletionTimestamp"):
+        return
+    added = [f for f in meta.get("finalizers") or () if f not in (old_meta.get("finalizers") or ())]
+    if added:
+        quoted = ", ".join(json.dumps(f) for f in added)
+        raise invalid(rt, name, causes=[{
+            "reason": "FieldValueForbidden",
+            "message": "Forbidden: no new finalizers can be added if the object is being "
+                       f"deleted, found new finalizers []string{{{quoted}}}",
+            "field": "metadata.finalizers",
+        }])
 
 
 def _selector_text(selector: Any) -> str:
