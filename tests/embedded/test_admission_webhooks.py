@@ -343,3 +343,55 @@ def test_a_conversion_webhook_answer_is_capped_too(api: kubernetes.client.ApiCli
     assert caught.value.status == 500
     assert f"over the limit of {MAX_ANSWER_BYTES} bytes" in json.loads(caught.value.body)[
         "message"]
+
+
+def test_match_policy_equivalent_calls_at_the_rules_version_and_converts_back(
+    api: kubernetes.client.ApiClient, hooks: _Hooks,
+) -> None:
+    schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+    kubernetes.client.ApiextensionsV1Api(api).create_custom_resource_definition({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.optk.test"},
+        "spec": {"group": "optk.test", "scope": "Namespaced",
+                 "names": {"kind": "Widget", "plural": "widgets"},
+                 "versions": [{"name": v, "served": True, "storage": v == "v1",
+                               "schema": schema} for v in ("v1", "v2")]}})
+    at_v2 = [{"apiGroups": ["optk.test"], "apiVersions": ["v2"], "resources": ["widgets"],
+              "operations": ["CREATE"]}]
+    custom = kubernetes.client.CustomObjectsApi(api)
+    with _installed(api, "MutatingWebhookConfiguration",
+                    _webhook(hooks, "/patch", name="equivalent.optk.test", selected="eq",
+                             rules=at_v2),
+                    _webhook(hooks, "/patch", name="exact.optk.test", selected="eq",
+                             rules=at_v2, matchPolicy="Exact")):
+        before = len(hooks.calls("/patch"))
+        made = custom.create_namespaced_custom_object("optk.test", "v1", _NS, "widgets", {
+            "apiVersion": "optk.test/v1", "kind": "Widget",
+            "metadata": {"name": "w", "labels": {"test": "eq"}}})
+    called = hooks.calls("/patch")[before:]
+    assert len(called) == 1  # the Exact webhook is not called
+    assert called[0]["kind"] == {"group": "optk.test", "version": "v2", "kind": "Widget"}
+    assert called[0]["requestKind"] == {"group": "optk.test", "version": "v1", "kind": "Widget"}
+    assert called[0]["object"]["apiVersion"] == "optk.test/v2"
+    assert made["apiVersion"] == "optk.test/v1"
+    assert made["metadata"]["labels"] == {"test": "eq", "admitted": "yes"}
+
+
+def test_a_dry_run_calls_only_webhooks_without_side_effects(
+    api: kubernetes.client.ApiClient, hooks: _Hooks,
+) -> None:
+    core = kubernetes.client.CoreV1Api(api)
+    team = {"matchExpressions": [{"key": "team", "operator": "In", "values": ["a"]}]}
+    with _installed(api, "ValidatingWebhookConfiguration",
+                    _webhook(hooks, "/allow", name="dry.optk.test", selected="dry",
+                             namespaceSelector=team)):
+        core.create_namespaced_config_map(_NS, _configmap("dry", "dry"), dry_run="All")
+    assert hooks.calls("/allow")[-1]["dryRun"] is True
+    assert hooks.calls("/allow")[-1]["options"]["dryRun"] == ["All"]
+    with _installed(api, "ValidatingWebhookConfiguration",
+                    _webhook(hooks, "/allow", name="effects.optk.test", selected="dry",
+                             sideEffects="Some")), pytest.raises(ApiException) as caught:
+        core.create_namespaced_config_map(_NS, _configmap("dry", "dry"), dry_run="All")
+    assert caught.value.status == 400
+    assert json.loads(caught.value.body)["message"] == (
+        'admission webhook "effects.optk.test" does not support dry run')
