@@ -20,9 +20,12 @@ another served version of the same custom resource with the object converted to 
 ``objectSelector`` select; ``failurePolicy: Ignore`` skips a webhook that cannot be called,
 ``Fail`` (the default) answers 500; a denial answers the webhook's ``status.code`` (400 when
 under 400) with ``admission webhook "<name>" denied the request: <message>``; warnings go back
-in the ``Warning`` header. Not done: ``clientConfig.service`` (the embedded server has no Service
-network: such a webhook is unreachable, and its ``failurePolicy`` decides), reinvocation
-(``reinvocationPolicy: IfNeeded`` is called once), ``matchConditions``.
+in the ``Warning`` header; the messages are kube-apiserver's word for word
+(tests/embedded/test_admission_webhooks.py runs on both servers). Not done:
+``clientConfig.service`` (the embedded server has no Service network: such a webhook is
+unreachable, and its ``failurePolicy`` decides), reinvocation (``reinvocationPolicy: IfNeeded``
+is called once), ``matchConditions``, the validation of the configurations beyond
+``sideEffects``.
 """
 
 from __future__ import annotations
@@ -38,10 +41,16 @@ from typing import Any
 import attrs
 
 from reconciler.embedded._calling import WebhookCallError, post_review
-from reconciler.embedded._kinds import KindRegistry, KindStrategy, ResourceType, ServerContext
+from reconciler.embedded._kinds import (
+    Invalid,
+    KindRegistry,
+    KindStrategy,
+    ResourceType,
+    ServerContext,
+)
 from reconciler.embedded._patching import JSON_PATCH, apply_patch
 from reconciler.embedded._selectors import label_selector_of
-from reconciler.embedded._statuses import ApiStatusError, bad_request, status_body
+from reconciler.embedded._statuses import ApiStatusError, status_body
 from reconciler.embedded._storage import Bucket, Storage
 
 __all__ = [
@@ -94,6 +103,27 @@ class WebhookConfigurationStrategy(KindStrategy):
     def prepare_create(self, obj: dict[str, Any], ctx: ServerContext) -> None:
         """Fill each webhook's defaults."""
         self._default(obj)
+
+    def validate_create(self, obj: dict[str, Any]) -> None:
+        """``sideEffects`` must be ``None`` or ``NoneOnDryRun`` (in v1, as the real server)."""
+        causes = []
+        for index, hook in enumerate(obj.get("webhooks") or ()):
+            effects = hook.get("sideEffects") if isinstance(hook, Mapping) else None
+            field = f"webhooks[{index}].sideEffects"
+            if effects is None:
+                causes.append({"reason": "FieldValueRequired", "field": field,
+                               "message": "Required value: must specify one of None, "
+                                          "NoneOnDryRun"})
+            elif effects not in ("None", "NoneOnDryRun"):
+                causes.append({"reason": "FieldValueNotSupported", "field": field,
+                               "message": f"Unsupported value: {json.dumps(effects)}: "
+                                          'supported values: "None", "NoneOnDryRun"'})
+        if causes:
+            raise Invalid(causes)
+
+    def validate_update(self, old: Mapping[str, Any], new: dict[str, Any]) -> None:
+        """As on create."""
+        self.validate_create(new)
 
     def prepare_update(
         self, old: Mapping[str, Any], new: dict[str, Any], ctx: ServerContext
@@ -165,14 +195,16 @@ def _url(config: Any, seconds: int) -> str:
     """The URL posted to, with the ``timeout`` query kube-apiserver's client adds; a Service
     reference raises the error of an unreachable webhook."""
     config = config if isinstance(config, Mapping) else {}
+    service = config.get("service") if isinstance(config.get("service"), Mapping) else {}
+    url = str(config.get("url") or (
+        f"https://{service.get('name')}.{service.get('namespace')}.svc:"
+        f"{service.get('port') or 443}{service.get('path') or ''}"))
+    url = f"{url}{'&' if '?' in url else '?'}timeout={seconds}s"
     if not config.get("url"):
-        service = config.get("service") if isinstance(config.get("service"), Mapping) else {}
-        where = (f"https://{service.get('name')}.{service.get('namespace')}.svc:"
-                 f"{service.get('port') or 443}{service.get('path') or ''}")
-        raise WebhookCallError(where, "the embedded server has no Service network (give "
-                                      "clientConfig.url)")
-    url = str(config["url"])
-    return f"{url}{'&' if '?' in url else '?'}timeout={seconds}s"
+        raise WebhookCallError(
+            f"Post {json.dumps(url)}: service {json.dumps(str(service.get('name')))} not found "
+            "(the embedded server has no Service network: give clientConfig.url)")
+    return url
 
 
 def _gvk(rt: ResourceType) -> dict[str, str]:
@@ -183,11 +215,46 @@ def _gvr(rt: ResourceType) -> dict[str, str]:
     return {"group": rt.group, "version": rt.version, "resource": rt.plural}
 
 
-def _internal_error(name: str, err: Exception) -> ApiStatusError:
-    reason = f'failed calling webhook "{name}": failed to call webhook: {err}'
+def _internal_error(message: str) -> ApiStatusError:
+    """kube-apiserver's ``apierrors.NewInternalError``."""
     return ApiStatusError(500, status_body(
-        500, "InternalError", message=f"Internal error occurred: {reason}",
-        details={"causes": [{"message": reason}]}))
+        500, "InternalError", message=f"Internal error occurred: {message}",
+        details={"causes": [{"message": message}]}))
+
+
+def _calling_error(name: str, err: WebhookCallError) -> ApiStatusError:
+    """kube-apiserver's ``ErrCallingWebhook`` (under ``failurePolicy: Fail``)."""
+    what = "received invalid webhook response" if err.invalid else "failed to call webhook"
+    return _internal_error(f'failed calling webhook "{name}": {what}: {err}')
+
+
+def _gvk_text(api_version: Any, kind: Any) -> str:
+    group, _, version = str(api_version or "").rpartition("/")
+    return f"{group}/{version}, Kind={kind or ''}"
+
+
+def _checked(review: Mapping[str, Any], answer: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The ``response`` of an AdmissionReview answer, checked as kube-apiserver's
+    ``VerifyAdmissionResponse`` does."""
+    if (answer.get("apiVersion"), answer.get("kind")) != ("admission.k8s.io/v1",
+                                                          "AdmissionReview"):
+        raise WebhookCallError(
+            "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got "
+            f"{_gvk_text(answer.get('apiVersion'), answer.get('kind'))}", invalid=True)
+    response = answer.get("response")
+    if not isinstance(response, Mapping):
+        raise WebhookCallError("webhook response was absent", invalid=True)
+    uid = review["request"]["uid"]
+    if response.get("uid") != uid:
+        raise WebhookCallError(f"expected response.uid={json.dumps(uid)}, got "
+                               f"{json.dumps(response.get('uid'))}", invalid=True)
+    if response.get("patch") and not response.get("patchType"):
+        raise WebhookCallError("webhook returned response.patch but not response.patchType",
+                               invalid=True)
+    if response.get("patchType") not in (None, "JSONPatch"):
+        raise WebhookCallError(
+            f"unsupported patch type {json.dumps(response.get('patchType'))}")
+    return response
 
 
 def _denied(name: str, status: Any) -> ApiStatusError:
@@ -246,7 +313,7 @@ class Admission:
         for hook, at in self._matching(MUTATING, request, mutating=True):
             answer = self._call(hook, at, attrs.evolve(request, obj=obj), warnings=warnings)
             if answer is not None and answer.get("patch"):
-                obj = self._patched(hook, at, request, obj, answer)
+                obj = self._patched(at, request, obj, answer)
         return obj
 
     def validate(self, request: AdmissionRequest | None, *, obj: Mapping[str, Any] | None,
@@ -322,32 +389,23 @@ class Admission:
         return obj if obj.get("apiVersion") == rt.api_version else self._convert(obj, rt)
 
     def _call(self, hook: Mapping[str, Any], at: ResourceType, request: AdmissionRequest, *,
-              warnings: list[str] | None) -> dict[str, Any] | None:
+              warnings: list[str] | None) -> Mapping[str, Any] | None:
         """The webhook's ``response`` (allowed), or None when it failed and is ignored."""
         name = str(hook.get("name") or "")
-        if request.dry_run and hook.get("sideEffects") not in ("None", "NoneOnDryRun"):
-            raise bad_request(f'admission webhook "{name}" does not support dry run')
         review = self._review(at, request)
         config = hook.get("clientConfig") or {}
         timeout = hook.get("timeoutSeconds")
         seconds = min(max(timeout if isinstance(timeout, int) else _DEFAULT_TIMEOUT, 1),
                       _MAX_TIMEOUT)
         try:
-            url = _url(config, seconds)
-            answer = post_review(url, review, ca_bundle=config.get("caBundle"),
+            answer = post_review(_url(config, seconds), review, ca_bundle=config.get("caBundle"),
                                  timeout=float(seconds))
-            response = answer.get("response")
-            if not isinstance(response, Mapping):
-                raise WebhookCallError(str(url), "webhook response was absent")
-            if response.get("uid") != review["request"]["uid"]:
-                raise WebhookCallError(str(url), f"expected response.uid="
-                                       f"{json.dumps(review['request']['uid'])}, got "
-                                       f"{json.dumps(response.get('uid'))}")
+            response = _checked(review, answer)
         except WebhookCallError as err:
             if hook.get("failurePolicy") == "Ignore":
                 log.warning('admission webhook "%s" failed and is ignored: %s', name, err)
                 return None
-            raise _internal_error(name, err) from None
+            raise _calling_error(name, err) from None
         texts = [str(w) for w in response.get("warnings") or () if w]
         if warnings is not None:
             warnings.extend(texts)
@@ -356,19 +414,18 @@ class Admission:
             if texts:
                 denial.headers["Warning"] = ", ".join(f"299 - {json.dumps(t)}" for t in texts)
             raise denial
-        return dict(response)
+        if response.get("patch") and request.obj is None:
+            raise _internal_error(f'admission webhook "{name}" attempted to modify the object, '
+                                  "which is not supported for this operation")
+        return response
 
-    def _patched(self, hook: Mapping[str, Any], at: ResourceType, request: AdmissionRequest,
+    def _patched(self, at: ResourceType, request: AdmissionRequest,
                  obj: Mapping[str, Any], answer: Mapping[str, Any]) -> dict[str, Any]:
-        name = str(hook.get("name") or "")
-        if answer.get("patchType") != "JSONPatch":
-            raise _internal_error(name, ValueError(
-                f"unsupported patch type {json.dumps(answer.get('patchType'))}"))
         try:
             patch = base64.b64decode(str(answer["patch"]), validate=True)
             patched = apply_patch(self._at(obj, at), patch, content_type=JSON_PATCH, rt=at)
         except (binascii.Error, ValueError, ApiStatusError) as err:
-            raise _internal_error(name, ValueError(f"JSONPatch: {err}")) from None
+            raise _internal_error(f"JSONPatch: {err}") from None
         back = patched if at == request.rt else self._convert(patched, request.rt)
         mutated: dict[str, Any] = json.loads(json.dumps({  # a copy, the caller's to change
             **back, "apiVersion": request.rt.api_version, "kind": request.rt.kind}))

@@ -6,10 +6,11 @@ post a JSON review to a ``clientConfig.url``, verify the webhook's certificate a
 configured ``caBundle`` and read a JSON answer. This module is that call and nothing else: the
 ``timeout`` bounds the whole call (connection, TLS handshake, request, headers and body: a
 watchdog shuts the socket down at the deadline, so a webhook that drips its answer byte by byte
-cannot hold the server longer), and an answer over ``MAX_ANSWER_BYTES`` (kube-apiserver's 3 MiB
-limit on a webhook response) is refused before it is decoded. Every failure is a
-``WebhookCallError`` whose text reads as kube-apiserver's (``Post "<url>": <reason>``); what a
-failure means (500, or ignored under ``failurePolicy: Ignore``) is the caller's to decide.
+cannot hold the server longer), and an answer over ``MAX_ANSWER_BYTES`` (3 MiB, this
+server's own limit) is refused before it is decoded.
+Every failure is a ``WebhookCallError`` whose text reads as kube-apiserver's (``Post "<url>":
+<reason>``, or an error reading the body once the headers are in); what a failure means (500,
+or ignored under ``failurePolicy: Ignore``) is the caller's to decide.
 """
 
 from __future__ import annotations
@@ -36,12 +37,22 @@ _CHUNK = 64 * 1024
 
 
 class WebhookCallError(EmbeddedServerError, ConnectionError):
-    """A webhook could not be called or answered nonsense; ``url`` and ``reason`` say why."""
+    """A webhook could not be called, or its answer could not be read (``invalid``: it was
+    read, and is not a review). The text is kube-apiserver's: ``Post "<url>": <reason>``,
+    ``unexpected error when reading response body. ...``, or what is wrong with the answer."""
 
-    def __init__(self, url: str, reason: str) -> None:
-        super().__init__(f"Post {json.dumps(url)}: {reason}")
-        self.url = url
-        self.reason = reason
+    def __init__(self, text: str, *, invalid: bool = False) -> None:
+        super().__init__(text)
+        self.invalid = invalid
+
+
+def _posting(url: str, reason: str) -> WebhookCallError:
+    return WebhookCallError(f"Post {json.dumps(url)}: {reason}")
+
+
+def _reading(reason: str) -> WebhookCallError:
+    return WebhookCallError("unexpected error when reading response body. Please retry. "
+                            f"Original error: {reason}")
 
 
 def _context(url: str, ca_bundle: object) -> ssl.SSLContext:
@@ -50,7 +61,7 @@ def _context(url: str, ca_bundle: object) -> ssl.SSLContext:
     try:
         return ssl.create_default_context(cadata=base64.b64decode(ca_bundle).decode())
     except (ValueError, ssl.SSLError) as err:
-        raise WebhookCallError(url, f"caBundle: {err}") from None
+        raise _posting(url, f"caBundle: {err}") from None
 
 
 class _Watchdog:
@@ -93,26 +104,36 @@ def post_review(
     not a JSON object)."""
     parts = urllib.parse.urlsplit(url)
     if parts.scheme != "https" or not parts.hostname:
-        raise WebhookCallError(url, "the webhook URL must be https://host[:port]/path")
+        raise _posting(url, "the webhook URL must be https://host[:port]/path")
     context = _context(url, ca_bundle)
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     data = json.dumps(review).encode()
+    answered: list[bool] = []  # set once the status line and headers are in
     with _Watchdog(timeout) as watchdog:
         try:
-            return _exchange(parts, path, data, context=context, timeout=timeout,
-                             max_bytes=max_bytes, watchdog=watchdog)
+            body = _exchange(parts, path, data, context=context, timeout=timeout,
+                             max_bytes=max_bytes, watchdog=watchdog, answered=answered)
         except WebhookCallError:
             raise
-        except (OSError, http.client.HTTPException, ValueError) as err:
-            if watchdog.fired:
-                raise WebhookCallError(url, "context deadline exceeded") from None
-            raise WebhookCallError(url, str(err) or type(err).__name__) from None
+        except (OSError, http.client.HTTPException) as err:
+            reason = "context deadline exceeded" if watchdog.fired else (
+                str(err) or type(err).__name__)
+            raise (_reading(reason) if answered else _posting(url, reason)) from None
+        if watchdog.fired:  # the body ended early because the socket was shut down
+            raise _reading("context deadline exceeded")
+    try:
+        decoded = json.loads(body)
+    except ValueError as err:
+        raise WebhookCallError(f"the answer is not JSON: {err}", invalid=True) from None
+    if not isinstance(decoded, dict):
+        raise WebhookCallError("the answer is not a JSON object", invalid=True)
+    return decoded
 
 
 def _exchange(
     parts: urllib.parse.SplitResult, path: str, data: bytes, *, context: ssl.SSLContext,
-    timeout: float, max_bytes: int, watchdog: _Watchdog,
-) -> dict[str, Any]:
+    timeout: float, max_bytes: int, watchdog: _Watchdog, answered: list[bool],
+) -> bytes:
     url = parts.geturl()
     host = str(parts.hostname)
     raw = socket.create_connection((host, parts.port or 443), timeout=timeout)
@@ -126,26 +147,20 @@ def _exchange(
         connection.request("POST", path, body=data, headers={
             "Content-Type": "application/json", "Accept": "application/json"})
         reply = connection.getresponse()
+        answered.append(True)
+        too_long = _reading(f"the answer is over the limit of {max_bytes} bytes")
         length = reply.getheader("Content-Length")
         if length is not None and length.isdigit() and int(length) > max_bytes:
-            raise WebhookCallError(url, f"the answer of {length} bytes is over the limit of "
-                                        f"{max_bytes} bytes")
+            raise too_long
         chunks: list[bytes] = []
         size = 0
-        while True:
-            chunk = reply.read(_CHUNK)
-            if not chunk:
-                break
+        while chunk := reply.read(_CHUNK):
             size += len(chunk)
             if size > max_bytes:
-                raise WebhookCallError(url, f"the answer is over the limit of {max_bytes} "
-                                            "bytes")
+                raise too_long
             chunks.append(chunk)
     finally:
         connection.close()
     if reply.status != 200:
-        raise WebhookCallError(url, f"the server answered HTTP {reply.status}")
-    body = json.loads(b"".join(chunks))
-    if not isinstance(body, dict):
-        raise WebhookCallError(url, "the answer is not a JSON object")
-    return body
+        raise _posting(url, f"the server answered HTTP {reply.status}")
+    return b"".join(chunks)

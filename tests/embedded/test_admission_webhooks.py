@@ -1,10 +1,13 @@
 """The embedded server's admission webhooks, beyond what tests/webhooks/test_webhooks_servers.py
-checks on both servers: the review sent, a JSON patch applied, warnings returned, a denial's
-status, a rule or selector that does not match, and the bounds of a call (a hanging, dripping or
-oversized webhook fails the request under ``failurePolicy: Fail`` and is skipped under
-``Ignore``, within its ``timeoutSeconds``). One embedded server and one local HTTPS webhook
-server (``WebhookCertificates``, 127.0.0.1) for the module; each test installs its own
-configuration and selects its own objects by label.
+checks: the review sent, a JSON patch applied, warnings returned, a denial's status, rules and
+selectors that do not match, ``matchPolicy``, dry run, and the bounds of a call (a hanging or
+dripping webhook fails the request under ``failurePolicy: Fail`` and is skipped under
+``Ignore``, within its ``timeoutSeconds``; an oversized answer is refused). Every test but the
+size caps (the embedded server's own) runs on the real control plane too, with the same
+assertions: the embedded server answers as kube-apiserver 1.25 does, word for word. One
+embedded server per module (the real tier: the session's control plane) and one local HTTPS
+webhook server (``WebhookCertificates``, 127.0.0.1); each test installs its own configuration
+and selects its own objects by label.
 """
 
 from __future__ import annotations
@@ -85,7 +88,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.flush()
             return
         if path == "/big":
-            self._send(json.dumps({"response": {"uid": uid, "allowed": True},
+            self._send(json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                                   "response": {"uid": uid, "allowed": True},
                                    "pad": "x" * MAX_ANSWER_BYTES}).encode())
             return
         response: dict[str, Any] = {"uid": uid, "allowed": True}
@@ -122,12 +126,29 @@ def hooks() -> Iterator[_Hooks]:
         thread.join(timeout=10)
 
 
-@pytest.fixture(scope="module")
-def api() -> Iterator[kubernetes.client.ApiClient]:
-    with EmbeddedApiServer() as server, server.api_client() as client:
+@pytest.fixture(scope="module", params=["embedded", "real"])
+def api(request: pytest.FixtureRequest) -> Iterator[kubernetes.client.ApiClient]:
+    """A module's own embedded server, or the session's real control plane (the same
+    assertions hold on both: the embedded server answers as kube-apiserver does)."""
+    with contextlib.ExitStack() as stack:
+        if request.param == "real":
+            if request.config.getoption("--kube-api") == "embedded":
+                pytest.skip("real control plane: not selected (--kube-api=embedded)")
+            client = stack.enter_context(request.getfixturevalue("real_kube_api").api_client())
+        else:
+            server = stack.enter_context(EmbeddedApiServer())
+            client = stack.enter_context(server.api_client())
         kubernetes.client.CoreV1Api(client).create_namespace(
             {"metadata": {"name": _NS, "labels": {"team": "a"}}})
-        yield client
+        try:
+            yield client
+        finally:
+            kubernetes.client.CoreV1Api(client).delete_namespace(_NS)
+
+
+def _embedded_only(request: pytest.FixtureRequest, why: str) -> None:
+    if request.node.callspec.params["api"] == "real":
+        pytest.skip(why)
 
 
 def _webhook(hooks: _Hooks, path: str, *, name: str, selected: str,
@@ -159,6 +180,19 @@ def _installed(api: kubernetes.client.ApiClient, kind: str,
         custom.delete_cluster_custom_object("admissionregistration.k8s.io", "v1", plural, name)
 
 
+def _until_served(custom: kubernetes.client.CustomObjectsApi, plural: str) -> None:
+    """A new CRD's kind is served at once by the embedded server, soon by a real one."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            custom.list_namespaced_custom_object("optk.test", "v2", _NS, plural)
+            return
+        except ApiException as err:
+            if err.status != 404 or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
 def _configmap(name: str, selected: str) -> dict[str, Any]:
     return {"metadata": {"name": name, "labels": {"test": selected}}, "data": {"mode": "x"}}
 
@@ -188,9 +222,14 @@ def test_a_json_patch_is_applied_and_warnings_are_returned(
         assert made.metadata.labels == {"test": "patch", "admitted": "yes"}
         assert headers["Warning"] == '299 - "mode defaulted"'
         core.patch_namespaced_config_map("patched", _NS, {"data": {"mode": "y"}})
-        core.delete_namespaced_config_map("patched", _NS)
-    assert core.list_namespaced_config_map(_NS, label_selector="test=patch").items == []
-    assert {r["query"] for at, r in hooks.reviews if at == "/patch"} == {"timeout=10s"}
+        with pytest.raises(ApiException) as caught:  # a patch of nothing: the real answer
+            core.delete_namespaced_config_map("patched", _NS)
+    assert caught.value.status == 500
+    assert json.loads(caught.value.body)["message"] == (
+        'Internal error occurred: admission webhook "patch.optk.test" attempted to modify the '
+        "object, which is not supported for this operation")
+    core.delete_namespaced_config_map("patched", _NS)
+    assert [r["query"] for at, r in hooks.reviews if at == "/patch"][-3:] == ["timeout=10s"] * 3
     create, update, delete = hooks.calls("/patch")[-3:]
     assert create["kind"] == {"group": "", "version": "v1", "kind": "ConfigMap"}
     assert create["resource"] == {"group": "", "version": "v1", "resource": "configmaps"}
@@ -272,10 +311,17 @@ def test_a_hanging_webhook_fails_the_request_within_its_timeout_or_is_ignored(
         failed_after = time.monotonic() - started
     assert caught.value.status == 500
     message = json.loads(caught.value.body)["message"]
-    assert message.startswith(f'Internal error occurred: failed calling webhook "{label}.optk.'
-                              'test": failed to call webhook: Post ')
-    assert message.endswith(": context deadline exceeded")
+    prefix = f'Internal error occurred: failed calling webhook "{label}.optk.test": '
+    if path == "/hang":  # no answer
+        assert message == (f'{prefix}failed to call webhook: Post "{hooks.url}/hang?'
+                           'timeout=1s": context deadline exceeded')
+    else:  # the headers came, the body never ended
+        assert message == (f"{prefix}failed to call webhook: unexpected error when reading "
+                           "response body. Please retry. Original error: context deadline "
+                           "exceeded")
     assert 0.9 <= failed_after < 1 + _MARGIN
+    if path == "/drip":
+        return  # Ignore once is enough (a second on the clock)
     with _installed(api, "ValidatingWebhookConfiguration",
                     _webhook(hooks, path, name=f"{label}.optk.test", selected=label,
                              timeoutSeconds=1, failurePolicy="Ignore")):
@@ -286,8 +332,9 @@ def test_a_hanging_webhook_fails_the_request_within_its_timeout_or_is_ignored(
         "test": label}
 
 
-def test_an_oversized_answer_is_refused(api: kubernetes.client.ApiClient,
-                                        hooks: _Hooks) -> None:
+def test_an_oversized_answer_is_refused(api: kubernetes.client.ApiClient, hooks: _Hooks,
+                                        request: pytest.FixtureRequest) -> None:
+    _embedded_only(request, "kube-apiserver reads an answer of any size")
     core = kubernetes.client.CoreV1Api(api)
     with _installed(api, "ValidatingWebhookConfiguration",
                     _webhook(hooks, "/big", name="big.optk.test", selected="big")), \
@@ -312,10 +359,10 @@ def test_a_service_reference_is_unreachable_and_its_failure_policy_decides(
                              clientConfig=service)), pytest.raises(ApiException) as caught:
         core.create_namespaced_config_map(_NS, _configmap("svc", "svc"))
     assert caught.value.status == 500
-    assert json.loads(caught.value.body)["message"] == (
+    assert json.loads(caught.value.body)["message"].startswith(
         'Internal error occurred: failed calling webhook "svc.optk.test": failed to call '
-        'webhook: Post "https://hooks.admitted.svc:443/allow": the embedded server has no '
-        "Service network (give clientConfig.url)")
+        'webhook: Post "https://hooks.admitted.svc:443/allow?timeout=10s": service "hooks" not '
+        "found")
     with _installed(api, "ValidatingWebhookConfiguration",
                     _webhook(hooks, "/allow", name="svc.optk.test", selected="svc",
                              clientConfig=service, failurePolicy="Ignore")):
@@ -323,7 +370,9 @@ def test_a_service_reference_is_unreachable_and_its_failure_policy_decides(
 
 
 def test_a_conversion_webhook_answer_is_capped_too(api: kubernetes.client.ApiClient,
-                                                   hooks: _Hooks) -> None:
+                                                   hooks: _Hooks,
+                                                   request: pytest.FixtureRequest) -> None:
+    _embedded_only(request, "kube-apiserver reads an answer of any size")
     schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
     crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
            "metadata": {"name": "gadgets.optk.test"},
@@ -336,6 +385,7 @@ def test_a_conversion_webhook_answer_is_capped_too(api: kubernetes.client.ApiCli
                             "url": hooks.url + "/big", "caBundle": hooks.ca_bundle}}}}}
     kubernetes.client.ApiextensionsV1Api(api).create_custom_resource_definition(crd)
     custom = kubernetes.client.CustomObjectsApi(api)
+    _until_served(custom, "gadgets")
     custom.create_namespaced_custom_object("optk.test", "v1", _NS, "gadgets", {
         "apiVersion": "optk.test/v1", "kind": "Gadget", "metadata": {"name": "g"}})
     with pytest.raises(ApiException) as caught:
@@ -359,6 +409,7 @@ def test_match_policy_equivalent_calls_at_the_rules_version_and_converts_back(
     at_v2 = [{"apiGroups": ["optk.test"], "apiVersions": ["v2"], "resources": ["widgets"],
               "operations": ["CREATE"]}]
     custom = kubernetes.client.CustomObjectsApi(api)
+    _until_served(custom, "widgets")
     with _installed(api, "MutatingWebhookConfiguration",
                     _webhook(hooks, "/patch", name="equivalent.optk.test", selected="eq",
                              rules=at_v2),
@@ -388,10 +439,14 @@ def test_a_dry_run_calls_only_webhooks_without_side_effects(
         core.create_namespaced_config_map(_NS, _configmap("dry", "dry"), dry_run="All")
     assert hooks.calls("/allow")[-1]["dryRun"] is True
     assert hooks.calls("/allow")[-1]["options"]["dryRun"] == ["All"]
-    with _installed(api, "ValidatingWebhookConfiguration",
-                    _webhook(hooks, "/allow", name="effects.optk.test", selected="dry",
-                             sideEffects="Some")), pytest.raises(ApiException) as caught:
-        core.create_namespaced_config_map(_NS, _configmap("dry", "dry"), dry_run="All")
-    assert caught.value.status == 400
-    assert json.loads(caught.value.body)["message"] == (
-        'admission webhook "effects.optk.test" does not support dry run')
+    assert core.list_namespaced_config_map(_NS, label_selector="test=dry").items == []
+    # v1 knows only webhooks without side effects (so a dry run may call every one)
+    with pytest.raises(ApiException) as caught, _installed(
+            api, "ValidatingWebhookConfiguration",
+            _webhook(hooks, "/allow", name="effects.optk.test", selected="dry",
+                     sideEffects="Some")):
+        pass
+    assert caught.value.status == 422
+    assert json.loads(caught.value.body)["details"]["causes"] == [{
+        "reason": "FieldValueNotSupported", "field": "webhooks[0].sideEffects",
+        "message": 'Unsupported value: "Some": supported values: "None", "NoneOnDryRun"'}]
