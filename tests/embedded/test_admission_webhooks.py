@@ -29,7 +29,9 @@ import pytest
 from kubernetes.client import ApiException
 
 from reconciler.embedded import EmbeddedApiServer
+from reconciler.embedded._admission import matching_version
 from reconciler.embedded._calling import MAX_ANSWER_BYTES, WebhookCallError, post_review
+from reconciler.embedded._registry import make_registry
 from reconciler.webhooks import WebhookCertificates
 
 _NS = "admitted"
@@ -451,3 +453,48 @@ def test_a_dry_run_calls_only_webhooks_without_side_effects(
     assert json.loads(caught.value.body)["details"]["causes"] == [{
         "reason": "FieldValueNotSupported", "field": "webhooks[0].sideEffects",
         "message": 'Unsupported value: "Some": supported values: "None", "NoneOnDryRun"'}]
+
+
+def _rule(**fields: Any) -> dict[str, Any]:
+    return {"rules": [{"apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"],
+                       "operations": ["*"], **fields}]}
+
+
+@pytest.mark.parametrize(("hook", "plural", "namespace", "called"), [
+    (_rule(), "configmaps", "ns", True),
+    (_rule(resources=["*/*"]), "configmaps", "ns", True),
+    (_rule(resources=["configmaps/status"]), "configmaps", "ns", False),  # a subresource
+    (_rule(resources=["configmaps/*"]), "configmaps", "ns", True),
+    (_rule(operations=["DELETE"]), "configmaps", "ns", False),
+    (_rule(apiGroups=["apps"]), "configmaps", "ns", False),
+    (_rule(scope="Namespaced"), "configmaps", "ns", True),
+    (_rule(scope="Cluster"), "configmaps", "ns", False),
+    (_rule(scope="Namespaced"), "namespaces", "", False),  # a Namespace is cluster-scoped
+    (_rule(scope="Cluster"), "namespaces", "", True),
+], ids=str)
+def test_rules_match_as_kube_apiserver_matches_them(
+    hook: dict[str, Any], plural: str, namespace: str, called: bool,
+) -> None:
+    rt = make_registry().lookup("", "v1", plural)
+    assert rt is not None
+    found = matching_version(hook, rt, operation="CREATE", namespace=namespace, equivalents=[])
+    assert (found is not None) is called
+
+
+def test_only_an_equivalent_match_calls_at_another_version() -> None:
+    registry = make_registry()
+    registry.crd_applied({"metadata": {"name": "widgets.optk.test"}, "spec": {
+        "group": "optk.test", "scope": "Namespaced", "names": {"kind": "Widget",
+                                                               "plural": "widgets"},
+        "versions": [{"name": v, "served": True, "storage": v == "v1", "schema": {
+            "openAPIV3Schema": {"type": "object"}}} for v in ("v1", "v2")]}})
+    v1, v2 = (registry.lookup("optk.test", v, "widgets") for v in ("v1", "v2"))
+    assert v1 is not None
+    assert v2 is not None
+    hook = _rule(apiVersions=["v2"])
+    assert matching_version(hook, v1, operation="CREATE", namespace="ns",
+                            equivalents=[v2]) == v2
+    assert matching_version({**hook, "matchPolicy": "Exact"}, v1, operation="CREATE",
+                            namespace="ns", equivalents=[v2]) is None
+    assert matching_version(hook, v2, operation="CREATE", namespace="ns",
+                            equivalents=[v1]) == v2
