@@ -9,8 +9,8 @@ bounded by the webhook's ``timeoutSeconds``, default 10, at most 30; the answer 
 turns the answers into a mutated object, warnings, or the ``Status`` kube-apiserver answers.
 The verbs (``_operations``, ``_deleting``) decide when to call: mutating webhooks before the
 kind's defaulting and validation, validating ones after, on create, update (the main resource:
-not ``/status`` nor ``/scale``) and delete; not on deletecollection nor the garbage collector's
-deletions.
+not ``/status`` nor ``/scale``) and delete (each object of a deletecollection too, and the
+garbage collector's writes, as on a real server).
 
 As kube-apiserver: configurations in name order, webhooks in their order, mutating ones first
 (a ``JSONPatch`` answer applied to the object), then validating ones (one after the other here,
