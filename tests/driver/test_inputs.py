@@ -6,10 +6,15 @@ parent once, with one PATCH (its Deployment's pod template), and nothing for the
 deleting it sets ``InputMissing`` naming the Secret, with no retry; re-creating it converges at
 once. A second test greps every place a value could leak for the Secret's value.
 
-The window after the deletion is ``QUIET_WINDOW`` seconds, not the issue's 60: nothing in the
-driver retries a permanent failure by time (``settling``: no backoff for it, and the periodic
-resync is at its default of minutes), so a longer window only adds test time; 4 s holds six
-backoff steps (50 ms doubling) that a hot retry would fill.
+The window after the deletion is the issue's 60 s, in virtual time: the operator runs on a
+``VirtualClock`` (every timer of the driver reads it: the work queue's backoff and delayed adds,
+the event coalescing window, the resync timer, the heartbeat, the informers' reconnect backoff),
+and :func:`_advance` moves it 60 s in steps that start at the queue's base backoff (5 ms) and
+double up to 1 s, then 1 s each, letting the operator go idle after each step: a retry chain
+(each retry after the last one's backoff) fires step by step as it would in real time, and the
+heartbeat (every 60 s) fires inside the window and is counted. What runs on real time is only
+the watch streams' server-side ``timeoutSeconds`` (300 s) and their inactivity timeout (130 s),
+both past 60 s. The re-creation that follows is timed in real time.
 """
 
 from __future__ import annotations
@@ -38,14 +43,14 @@ from reconciler import KubernetesClient, NotFoundError
 from reconciler._commands.plans import plan_command
 from reconciler._driver.operators import Operator
 from reconciler._driver.runtime import OperatorRuntime
-from reconciler.testing import wait_idle
+from reconciler.testing import VirtualClock, wait_idle
 from tests.driver.conftest import child_data, make_operator, running, thing, wait_until
 from tests.driver.test_watch_path import _widget_crd
 
 pytestmark = pytest.mark.both_servers
 
 PARENTS = 100
-QUIET_WINDOW = 4.0
+WINDOW = 60.0
 SECRET_VALUE = "s3cr3t-VALUE-never-logged"
 
 
@@ -109,13 +114,28 @@ def _settle(runtime: OperatorRuntime) -> None:
     assert wait_idle(runtime, 30, settle=0.3)
 
 
+def _advance(clock: VirtualClock, runtime: OperatorRuntime, seconds: float) -> int:
+    """Move ``clock`` ``seconds`` forward in steps (5 ms doubling up to 1 s, then 1 s), the
+    operator idle after each; how many steps."""
+    step, moved, steps = 0.005, 0.0, 0
+    while moved < seconds and steps < 200:
+        step = min(step, seconds - moved)
+        clock.advance(step)
+        moved, steps = moved + step, steps + 1
+        time.sleep(0.01)  # the threads the advance woke look at their deadlines
+        assert wait_idle(runtime, 30, settle=0.02), (moved, runtime.stats)
+        step = min(step * 2, 1.0)
+    return steps
+
+
 def test_one_rotated_secret_among_100_reconciles_one_parent_with_one_patch(
     client: KubernetesClient, kube_api: Any, kube_api_name: str, ns: str
 ) -> None:
     operator = make_operator(ns, build=build, inputs=declare)
     for i in range(PARENTS):
         client.create(_secret(ns, f"s{i}", f"{SECRET_VALUE}-{i}"))
-    with running(operator, client) as runtime:
+    clock = VirtualClock()
+    with running(operator, client, clock=clock) as runtime:
         for i in range(PARENTS):
             client.create(thing(ns, f"p{i}") | {
                 "spec": {"value": "1", "secret": f"s{i}"}})
@@ -150,14 +170,20 @@ def test_one_rotated_secret_among_100_reconciles_one_parent_with_one_patch(
         time.sleep(0.5)
         assert runtime.inputs.triggered == triggered
 
-        # Delete it: InputMissing naming the Secret, and no retry in the window.
+        # Delete it: InputMissing naming the Secret, and no retry in the next 60 s (virtual).
         before = kube_api.request_counts()
         count = runtime.stats.reconciles[(ns, "p7")]
+        beats = runtime.stats.heartbeats
         client.delete("v1", "Secret", "s7", namespace=ns)
-        time.sleep(QUIET_WINDOW)
+        assert wait_until(lambda: runtime.stats.reconciles[(ns, "p7")] == count + 1)
+        started = clock.monotonic()
+        _advance(clock, runtime, WINDOW)
+        assert clock.monotonic() - started >= WINDOW
+        _settle(runtime)
         spent = _delta(before, kube_api.request_counts())
         assert sum(spent.values()) <= 1 + 3, spent  # the test's DELETE, then at most 3
         assert runtime.stats.reconciles[(ns, "p7")] == count + 1  # once, not retried
+        assert runtime.stats.heartbeats > beats  # the window held the 60 s timers
         condition = _reconciled(client, ns, "p7")
         assert condition.get("reason") == "InputMissing", condition
         assert "Secret.v1 " + f"{ns}/s7" in condition["message"], condition
