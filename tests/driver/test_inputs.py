@@ -114,10 +114,11 @@ def _settle(runtime: OperatorRuntime) -> None:
     assert wait_idle(runtime, 30, settle=0.3)
 
 
-def _advance(clock: VirtualClock, runtime: OperatorRuntime, seconds: float) -> int:
-    """Move ``clock`` ``seconds`` forward in steps (5 ms doubling up to 1 s, then 1 s), the
-    operator idle after each; how many steps."""
-    step, moved, steps = 0.005, 0.0, 0
+def _advance(clock: VirtualClock, runtime: OperatorRuntime, seconds: float, *,
+             first: float = 0.005) -> int:
+    """Move ``clock`` ``seconds`` forward in steps (``first``, doubling up to 1 s, then 1 s),
+    the operator idle after each; how many steps."""
+    step, moved, steps = first, 0.0, 0
     while moved < seconds and steps < 200:
         step = min(step, seconds - moved)
         clock.advance(step)
