@@ -12,7 +12,9 @@ labels before and after (so an object that starts or stops matching counts). An 
 input queues exactly those parents, through the runtime's queue (so it is coalesced like any
 event), after dropping their reused builds; a change to an object nobody reads triggers
 nothing. A list refused (403) makes the references forbidden until the informer lists, when its
-readers are queued again.
+readers are queued again. An informer lives only while some parent reads its (kind, namespace):
+when the last reader's references change or the last reader is deleted (``on_parent``: the
+parent informer's DELETED), it is stopped (its watch closed) and dropped, its cache with it.
 
 :func:`bind_inputs` turns ``build(parent, inputs)`` into the one-argument build the rest of the
 toolkit calls, over any ``InputSource``: the runtime's informers, or :func:`client_reader` (one
@@ -217,7 +219,8 @@ class InputWatch:
     """The inputs of a running operator: informers per (kind, namespace) started on first use,
     the index input -> parents, and the trigger ``on_change(parent_key)`` for each reader of a
     changed input. ``alive(parent_key)`` says whether a parent still exists (a deleted one is
-    dropped from the index instead of being queued). An ``InputSource``. Thread-safe."""
+    dropped from the index instead of being queued). An informer no parent reads any more is
+    stopped and dropped. An ``InputSource``. Thread-safe."""
 
     def __init__(self, client: ClusterClient, declare: InputDeclaration, *,
                  on_change: Callable[[ParentKey], None],
@@ -236,9 +239,12 @@ class InputWatch:
         self._readers: dict[InputRef, set[ParentKey]] = {}
         self._reads: dict[ParentKey, frozenset[InputRef]] = {}
         self._selectors: dict[_Scope, set[SelectorRef]] = {}  # the selectors read, by scope
+        self._in_scope: dict[_Scope, int] = {}  # how many references read, by scope
         self._stopped = False
         self.triggered = 0
         """Parents queued because an input they read changed."""
+        self.released = 0
+        """Informers stopped because no parent read their (kind, namespace) any more."""
 
     # -- resolution -------------------------------------------------------------------------
 
@@ -256,9 +262,15 @@ class InputWatch:
         """``parent``'s declared inputs from the caches (informers started on first use);
         remembers that the parent reads them."""
         refs = declared_refs(self.declare, parent)
-        ref = ObjectRef.of(parent)
-        self._index(ref.namespaced_name, frozenset(refs))
-        return resolve_inputs(refs, self)
+        key = ObjectRef.of(parent).namespaced_name
+        self._index(key, frozenset(refs))
+        try:
+            return resolve_inputs(refs, self)
+        finally:
+            if self._alive is not None and not self._alive(key):
+                self.forget(key)  # deleted while it was being reconciled
+            else:  # a read may have started an informer a concurrent forget gave up
+                self._release({_scope_of(ref) for ref in refs})
 
     def versions_of(self, parent: KubeObject) -> str:
         """The ``resourceVersion``s of ``parent``'s inputs as the caches hold them now (the
@@ -323,9 +335,20 @@ class InputWatch:
         with self._lock:
             return sorted(self._informers)
 
+    def informer(self, api_version: str, kind: str, namespace: str = "") -> Informer | None:
+        """The informer of a (kind, namespace) while one runs (``""``: cluster-wide)."""
+        with self._lock:
+            return self._informers.get((api_version, kind, namespace))
+
     def forget(self, parent: ParentKey) -> None:
         """``parent`` reads nothing any more (it was deleted)."""
         self._index(parent, frozenset())
+
+    def on_parent(self, event_type: str, old: Mapping[str, Any] | None,
+                  new: Mapping[str, Any]) -> None:
+        """The parent informer's handler: a deleted parent reads nothing any more."""
+        if event_type == "DELETED":
+            self.forget(ObjectRef.of(new).namespaced_name)
 
     def stop(self) -> None:
         """Stop every input informer; no trigger after this returns."""
@@ -338,6 +361,8 @@ class InputWatch:
     # -- internals --------------------------------------------------------------------------
 
     def _index(self, parent: ParentKey, refs: frozenset[InputRef]) -> None:
+        """``parent`` reads ``refs`` now; the informers of the scopes nobody reads any more
+        are released."""
         with self._lock:
             before = self._reads.pop(parent, frozenset())
             for ref in before - refs:
@@ -346,14 +371,30 @@ class InputWatch:
                     readers.discard(parent)
                     if not readers:
                         del self._readers[ref]
+                        self._in_scope[_scope_of(ref)] -= 1
                         if isinstance(ref, SelectorRef):
                             self._selectors[_scope_of(ref)].discard(ref)
             for ref in refs - before:
+                if ref not in self._readers:
+                    self._in_scope[_scope_of(ref)] = self._in_scope.get(_scope_of(ref), 0) + 1
                 self._readers.setdefault(ref, set()).add(parent)
                 if isinstance(ref, SelectorRef):
                     self._selectors.setdefault(_scope_of(ref), set()).add(ref)
             if refs:
                 self._reads[parent] = refs
+        self._release({_scope_of(ref) for ref in before - refs})
+
+    def _release(self, scopes: Iterable[_Scope]) -> None:
+        """Stop and drop the informers of ``scopes`` that no parent reads."""
+        with self._lock:
+            unused = [scope for scope in scopes if not self._in_scope.get(scope)]
+            for scope in unused:
+                self._in_scope.pop(scope, None)
+                self._selectors.pop(scope, None)
+            informers = [i for i in (self._informers.pop(s, None) for s in unused) if i]
+            self.released += len(informers)
+        for informer in informers:
+            informer.stop()
 
     def _informer(self, scope: _Scope) -> Informer:
         api_version, kind, namespace = scope

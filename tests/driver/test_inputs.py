@@ -20,10 +20,12 @@ both past 60 s. The re-creation that follows is timed in real time.
 from __future__ import annotations
 
 import base64
+import gc
 import io
 import logging
 import time
 import uuid
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -265,3 +267,75 @@ def test_a_kind_served_input_reconciles_its_readers_when_the_crd_comes_and_goes(
                           f"widgets.{group}")
         assert wait_until(lambda: child_data(client, ns, "a") == {"served": "False"}, 15)
         assert runtime.stats.triggers["input"] >= 2
+
+
+def _declare_kind(parent: dict[str, Any]) -> list[b.ObjectRef]:
+    """The one input of a Thing: ``spec.input`` of kind ``spec.kind``."""
+    spec = parent["spec"]
+    return [b.ObjectRef(api_version="v1", kind=spec["kind"], name=spec["input"],
+                        namespace=parent["metadata"]["namespace"])]
+
+
+def _build_found(parent: dict[str, Any], inputs: b.Inputs) -> list[b.ResourceBuilder]:
+    found = str(len(inputs))
+
+    @b.resource_builder
+    def cfg(parent: dict[str, Any]) -> dict[str, Any]:
+        return objects.config_map(metadata={"name": f"{parent['metadata']['name']}-cfg"},
+                                  data={"found": found, "kind": parent["spec"]["kind"]})
+
+    return [cfg(parent)]
+
+
+def test_an_input_informer_stops_when_no_parent_reads_its_kind_and_namespace(
+    client: KubernetesClient, kube_api: Any, ns: str
+) -> None:
+    client.create(_secret(ns, "s", "x"))
+    client.create({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "c", "namespace": ns}, "data": {}})
+    operator = make_operator(ns, build=_build_found, inputs=_declare_kind)
+    watches = getattr(kube_api, "active_watches", None)  # the embedded server counts streams
+    with running(operator, client) as runtime:
+        inputs = runtime.inputs
+        assert inputs is not None
+        for name in ("p", "q"):
+            client.create(thing(ns, name) | {"spec": {"kind": "Secret", "input": "s"}})
+        assert wait_until(lambda: all(
+            child_data(client, ns, n) == {"found": "1", "kind": "Secret"} for n in ("p", "q")))
+        secrets = inputs.informer("v1", "Secret", ns)
+        assert secrets is not None
+        assert inputs.scopes == [("v1", "Secret", ns)]
+
+        # p reads a ConfigMap now: the Secret informer stays for q.
+        client.patch(thing(ns, "p")["apiVersion"], "Thing", "p",
+                     {"spec": {"kind": "ConfigMap", "input": "c"}},
+                     patch_type="application/merge-patch+json", namespace=ns)
+        assert wait_until(lambda: child_data(client, ns, "p") == {"found": "1",
+                                                                  "kind": "ConfigMap"})
+        _settle(runtime)
+        assert inputs.scopes == [("v1", "ConfigMap", ns), ("v1", "Secret", ns)]
+        open_before = watches() if watches is not None else 0
+
+        # q goes: nobody reads Secrets; their informer stops, its watch closes, it is freed.
+        client.delete(thing(ns, "q")["apiVersion"], "Thing", "q", namespace=ns)
+        assert wait_until(lambda: inputs.scopes == [("v1", "ConfigMap", ns)]), inputs.scopes
+        assert inputs.released == 1
+        assert secrets.stopped
+        if watches is not None:
+            assert wait_until(lambda: watches() == open_before - 1), (watches(), open_before)
+        freed = weakref.ref(secrets)
+        del secrets
+        assert wait_until(lambda: gc.collect() >= 0 and freed() is None), gc.get_referrers(
+            freed())
+
+        # p's references change to a Secret again: a new informer; then p goes too.
+        client.patch(thing(ns, "p")["apiVersion"], "Thing", "p",
+                     {"spec": {"kind": "Secret", "input": "s"}},
+                     patch_type="application/merge-patch+json", namespace=ns)
+        assert wait_until(lambda: inputs.scopes == [("v1", "Secret", ns)]), inputs.scopes
+        assert inputs.released == 2  # the ConfigMap informer
+        client.delete(thing(ns, "p")["apiVersion"], "Thing", "p", namespace=ns)
+        assert wait_until(lambda: inputs.scopes == []), inputs.scopes
+        assert inputs.released == 3
+        _settle(runtime)
+        assert runtime.stats.triggers["input"] == 0  # nothing read changed meanwhile
