@@ -54,16 +54,15 @@ def _team_cm(ns: str, name: str, team: str, value: str = "1") -> dict[str, Any]:
 
 def _step(runtime: OperatorRuntime, ns: str, expected: set[str], change: Any) -> None:
     """Do ``change``; exactly the parents ``expected`` are reconciled, once each."""
-    time.sleep(0.1)
-    assert wait_idle(runtime, 30, settle=0.2)
+    assert wait_idle(runtime, 30, settle=0.1)
     before = dict(runtime.stats.reconciles)
     triggered = runtime.stats.triggers["input"]
     change()
     if expected:
         assert wait_until(lambda: all(runtime.stats.reconciles[(ns, p)] > before.get((ns, p), 0)
                                       for p in expected), 15), runtime.stats.reconciles
-    time.sleep(0.3)  # room for a reconcile that should not come
-    assert wait_idle(runtime, 30, settle=0.2)
+    time.sleep(0.25)  # room for a reconcile that should not come
+    assert wait_idle(runtime, 30, settle=0.1)
     changed = {k[1]: n - before.get(k, 0) for k, n in runtime.stats.reconciles.items()
                if n != before.get(k, 0)}
     assert changed == dict.fromkeys(expected, 1), changed
