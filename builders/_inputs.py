@@ -53,7 +53,6 @@ INPUTS_DIGEST_ANNOTATION = "optk.dev/inputs-digest"
 """The pod template annotation :func:`with_inputs_digest` sets."""
 
 
-
 def _labels(value: Mapping[str, str] | Iterable[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
     pairs = value.items() if isinstance(value, Mapping) else value
     return tuple(sorted((str(k), str(v)) for k, v in pairs))

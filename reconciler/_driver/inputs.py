@@ -4,7 +4,9 @@ re-reconciled exactly when it changes.
 ``Operator(inputs=fn)`` declares, as a pure function of the parent, the objects its builders read
 besides the parent (``builders.inputs``); ``build(parent, inputs)`` then receives them as a
 ``builders.Inputs`` value. :class:`InputWatch` is the running side: it starts one informer per
-(kind, namespace) on first use (none for an operator that declares nothing), answers each
+(kind, namespace) on first use (none for an operator that declares nothing; per name for a
+CustomResourceDefinition, ``BY_NAME``: full objects, since ``kind_served`` needs the CRD's
+status, see docs/driver.md on why not metadata-only), answers each
 parent's references from those caches (no request per reconcile), and keeps the index from each
 input to the parents that read it: a name reference by its ``ObjectRef``, a ``SelectorRef`` by
 its (kind, namespace), where each event is matched against the selectors with the object's
@@ -80,7 +82,12 @@ class InputSource(Protocol):
 
 BuildWithInputs = Callable[[KubeObject, Inputs], Iterable[ResourceBuilder]]
 
-_Scope = tuple[str, str, str]  # apiVersion, kind, namespace ("" cluster-wide)
+_Scope = tuple[str, str, str, str]  # apiVersion, kind, namespace ("": cluster-wide), name
+
+BY_NAME = frozenset({"CustomResourceDefinition"})
+"""Kinds read through one informer per object (a ``metadata.name`` field selector) rather than
+per namespace: CustomResourceDefinitions are the largest objects of a cluster (their schemas),
+clusters hold hundreds to thousands, and an operator reads a few (``kind_served``)."""
 
 SYNC_TIMEOUT = 30.0
 """Seconds a first read of a (kind, namespace) waits for its informer's first list."""
@@ -331,14 +338,17 @@ class InputWatch:
 
     @property
     def scopes(self) -> list[_Scope]:
-        """The (apiVersion, kind, namespace) watched now, sorted."""
+        """The (apiVersion, kind, namespace, name) watched now, sorted (name ``""``: every
+        object of the kind there)."""
         with self._lock:
             return sorted(self._informers)
 
-    def informer(self, api_version: str, kind: str, namespace: str = "") -> Informer | None:
-        """The informer of a (kind, namespace) while one runs (``""``: cluster-wide)."""
+    def informer(self, api_version: str, kind: str, namespace: str = "",
+                 name: str = "") -> Informer | None:
+        """The informer of a (kind, namespace) while one runs (``""``: cluster-wide; ``name``
+        for a kind of ``BY_NAME``)."""
         with self._lock:
-            return self._informers.get((api_version, kind, namespace))
+            return self._informers.get((api_version, kind, namespace, name))
 
     def forget(self, parent: ParentKey) -> None:
         """``parent`` reads nothing any more (it was deleted)."""
@@ -397,7 +407,7 @@ class InputWatch:
             informer.stop()
 
     def _informer(self, scope: _Scope) -> Informer:
-        api_version, kind, namespace = scope
+        api_version, kind, namespace, name = scope
         with self._lock:
             if self._stopped:
                 raise ReconcilerUsageError("the operator's inputs are stopped")
@@ -406,6 +416,7 @@ class InputWatch:
                 return informer
             informer = Informer(self._client, api_version, kind,
                                 namespace=namespace or None, clock=self._clock,
+                                field_selector=f"metadata.name={name}" if name else None,
                                 initial_events=False, **self._options)
             informer.add_handler(lambda kind, old, new: self._changed(scope, old, new))
             informer.add_late_sync_handler(lambda: self._listed(scope))
@@ -442,7 +453,10 @@ class InputWatch:
 
 
 def _scope_of(ref: InputRef) -> _Scope:
-    return ref.api_version, ref.kind, ref.namespace or ""
+    """The informer that answers ``ref``: its (kind, namespace), and its name for a kind of
+    ``BY_NAME`` read by name."""
+    name = ref.name if isinstance(ref, ObjectRef) and ref.kind in BY_NAME else ""
+    return ref.api_version, ref.kind, ref.namespace or "", name
 
 
 def _name_key(obj: Mapping[str, Any]) -> tuple[str, str]:

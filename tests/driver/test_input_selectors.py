@@ -81,7 +81,7 @@ def test_a_selector_input_reconciles_exactly_the_parents_it_matches_before_or_af
                           and child_data(client, ns, "b") == {"matched": ""}), (
             child_data(client, ns, "a"), child_data(client, ns, "b"))
         assert runtime.inputs is not None
-        assert runtime.inputs.scopes == [("v1", "ConfigMap", ns)]  # one informer for both
+        assert runtime.inputs.scopes == [("v1", "ConfigMap", ns, "")]  # one informer for both
 
         _step(runtime, ns, {"b"}, lambda: client.create(_team_cm(ns, "y", "b")))
         assert child_data(client, ns, "b") == {"matched": "y"}

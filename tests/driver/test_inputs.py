@@ -148,7 +148,7 @@ def test_one_rotated_secret_among_100_reconciles_one_parent_with_one_patch(
                                       for i in range(PARENTS)), 60), _reconciled(client, ns, "p0")
         _settle(runtime)
         assert runtime.inputs is not None
-        assert runtime.inputs.scopes == [("v1", "Secret", ns)]
+        assert runtime.inputs.scopes == [("v1", "Secret", ns, "")]
         old = _digest(client, ns, "p7")
         reconciles = dict(runtime.stats.reconciles)
         before = kube_api.request_counts()
@@ -262,6 +262,13 @@ def test_a_kind_served_input_reconciles_its_readers_when_the_crd_comes_and_goes(
         try:
             client.create(_widget_crd(group))  # no on_start hook, no resync_all: the input
             assert wait_until(lambda: child_data(client, ns, "a") == {"served": "True"}, 15)
+            # One informer for that CRD by name: the others (the Things' at least) not cached.
+            crds = ("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", served.name)
+            assert runtime.inputs is not None
+            assert runtime.inputs.scopes == [crds]
+            informer = runtime.inputs.informer(*crds)
+            assert informer is not None
+            assert informer.cache.keys() == [("", served.name)]
         finally:
             client.delete("apiextensions.k8s.io/v1", "CustomResourceDefinition",
                           f"widgets.{group}")
@@ -304,7 +311,7 @@ def test_an_input_informer_stops_when_no_parent_reads_its_kind_and_namespace(
             child_data(client, ns, n) == {"found": "1", "kind": "Secret"} for n in ("p", "q")))
         secrets = inputs.informer("v1", "Secret", ns)
         assert secrets is not None
-        assert inputs.scopes == [("v1", "Secret", ns)]
+        assert inputs.scopes == [("v1", "Secret", ns, "")]
 
         # p reads a ConfigMap now: the Secret informer stays for q.
         client.patch(thing(ns, "p")["apiVersion"], "Thing", "p",
@@ -313,12 +320,13 @@ def test_an_input_informer_stops_when_no_parent_reads_its_kind_and_namespace(
         assert wait_until(lambda: child_data(client, ns, "p") == {"found": "1",
                                                                   "kind": "ConfigMap"})
         _settle(runtime)
-        assert inputs.scopes == [("v1", "ConfigMap", ns), ("v1", "Secret", ns)]
+        assert inputs.scopes == [("v1", "ConfigMap", ns, ""), ("v1", "Secret", ns, "")]
         open_before = watches() if watches is not None else 0
 
         # q goes: nobody reads Secrets; their informer stops, its watch closes, it is freed.
         client.delete(thing(ns, "q")["apiVersion"], "Thing", "q", namespace=ns)
-        assert wait_until(lambda: inputs.scopes == [("v1", "ConfigMap", ns)]), inputs.scopes
+        assert wait_until(lambda: inputs.scopes == [("v1", "ConfigMap", ns, "")]), (
+            inputs.scopes)
         assert inputs.released == 1
         assert secrets.stopped
         if watches is not None:
@@ -332,7 +340,7 @@ def test_an_input_informer_stops_when_no_parent_reads_its_kind_and_namespace(
         client.patch(thing(ns, "p")["apiVersion"], "Thing", "p",
                      {"spec": {"kind": "Secret", "input": "s"}},
                      patch_type="application/merge-patch+json", namespace=ns)
-        assert wait_until(lambda: inputs.scopes == [("v1", "Secret", ns)]), inputs.scopes
+        assert wait_until(lambda: inputs.scopes == [("v1", "Secret", ns, "")]), inputs.scopes
         assert inputs.released == 2  # the ConfigMap informer
         client.delete(thing(ns, "p")["apiVersion"], "Thing", "p", namespace=ns)
         assert wait_until(lambda: inputs.scopes == []), inputs.scopes
