@@ -1,13 +1,15 @@
 """Declared inputs: what a parent's builders read besides the parent, as a typed read-only value.
 
 An operator declares its inputs as a pure function of the parent
-(``Operator(inputs=fn)``, ``fn(parent) -> Iterable[ObjectRef]``: e.g. the Secret named by
-``spec.objectStorageSecret``); the driver resolves each reference from its informers and calls
+(``Operator(inputs=fn)``, ``fn(parent) -> Iterable[ObjectRef | SelectorRef]``: e.g. the Secret
+named by ``spec.objectStorageSecret``, or every ConfigMap of the namespace labelled
+``team=<parent>``); the driver resolves each reference from its informers and calls
 ``build(parent, inputs)`` with an :class:`Inputs` value. Builders stay pure functions of
 ``(parent, inputs)``: :class:`Inputs` is a frozen mapping of the declared references to deep copies
 of the objects read (or to nothing: missing, forbidden), with ``require`` raising
 ``InputMissingError``/``InputForbiddenError`` (``builders._errors``), which the reconcile reports
-on the parent as conditions naming the reference.
+on the parent as conditions naming the reference; ``selected(selector)`` is the list a
+:class:`SelectorRef` matches, sorted by namespace and name.
 
 :func:`inputs_digest` and :func:`with_inputs_digest` are the ``checksum/config`` idiom: a digest of
 the chosen inputs' contents stamped into a pod template annotation (``optk.dev/inputs-digest``) so
@@ -26,15 +28,20 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+import attrs
+
 from builders._errors import InputForbiddenError, InputMissingError
 from builders._identity import ObjectRef
+from builders._names import validate_labels
 from objectmatcher import KubeObject
 
 __all__ = [
     "CRD_API_VERSION",
     "INPUTS_DIGEST_ANNOTATION",
     "InputDeclaration",
+    "InputRef",
     "Inputs",
+    "SelectorRef",
     "inputs_digest",
     "kind_served",
     "with_inputs_digest",
@@ -45,7 +52,56 @@ CRD_API_VERSION = "apiextensions.k8s.io/v1"
 INPUTS_DIGEST_ANNOTATION = "optk.dev/inputs-digest"
 """The pod template annotation :func:`with_inputs_digest` sets."""
 
-InputDeclaration = Callable[[KubeObject], Iterable[ObjectRef]]
+
+def _labels(value: Mapping[str, str] | Iterable[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    pairs = value.items() if isinstance(value, Mapping) else value
+    return tuple(sorted((str(k), str(v)) for k, v in pairs))
+
+
+def _valid_labels(instance: SelectorRef, attribute: Any,
+                  value: tuple[tuple[str, str], ...]) -> None:
+    validate_labels(dict(value), field=f"SelectorRef({instance.kind}).match_labels")
+
+
+@attrs.frozen(kw_only=True, cache_hash=True)
+class SelectorRef:
+    """A declared input by label selector: every object of ``kind`` in ``namespace`` (None: a
+    cluster-scoped kind, or every namespace) whose labels include all of ``match_labels`` (a
+    mapping, kept as sorted pairs; empty selects every object of the kind there).
+    ``inputs.selected(ref)`` gives the objects matched, sorted by namespace and name; the parents
+    that declare it are reconciled when an object starts or stops matching or a matching one
+    changes. Bad label keys or values are an ``InvalidSpecError`` naming the field."""
+
+    api_version: str
+    kind: str
+    namespace: str | None = None
+    match_labels: tuple[tuple[str, str], ...] = attrs.field(
+        default=(), converter=_labels, validator=_valid_labels)
+
+    @property
+    def label_selector(self) -> str:
+        """The selector as the API's ``labelSelector`` text (``a=b,c=d``; empty: everything)."""
+        return ",".join(f"{key}={value}" for key, value in self.match_labels)
+
+    def matches(self, obj: Mapping[str, Any]) -> bool:
+        """Whether ``obj`` (of this kind) is selected: in the namespace, with the labels."""
+        meta = obj.get("metadata")
+        meta = meta if isinstance(meta, Mapping) else {}
+        if self.namespace is not None and (meta.get("namespace") or None) != self.namespace:
+            return False
+        labels = meta.get("labels")
+        labels = labels if isinstance(labels, Mapping) else {}
+        return all(labels.get(key) == value for key, value in self.match_labels)
+
+    def __str__(self) -> str:
+        where = f"{self.namespace} " if self.namespace else ""
+        return f"{self.kind}.{self.api_version} {where}-l {self.label_selector or '(every)'}"
+
+
+InputRef = ObjectRef | SelectorRef
+"""A declared input: one object by name, or the objects a label selector matches."""
+
+InputDeclaration = Callable[[KubeObject], Iterable[InputRef]]
 """``Operator(inputs=fn)``: the references a parent's builders read, a pure function of it."""
 
 _VOLATILE_META = ("resourceVersion", "managedFields", "generation", "uid", "creationTimestamp")
@@ -66,20 +122,28 @@ class Inputs(Mapping[ObjectRef, dict[str, Any]]):
     """The declared inputs of one parent, as read: a read-only mapping from each reference that
     exists and may be read to a private deep copy of the object.
 
-    ``missing`` and ``forbidden`` hold the references that could not be read. ``require(ref)``
-    returns the object or raises ``InputMissingError``/``InputForbiddenError`` naming the
-    reference (raise it inside a builder: only that builder's child waits, the others
-    converge). ``versions`` is what a reused build is keyed on.
+    ``missing`` and ``forbidden`` hold the references that could not be read (a
+    :class:`SelectorRef` is never missing: it matches nothing). ``require(ref)`` returns the
+    object or raises ``InputMissingError``/``InputForbiddenError`` naming the reference (raise
+    it inside a builder: only that builder's child waits, the others converge);
+    ``selected(selector)`` returns the objects a selector matched. ``refs`` holds every declared
+    reference of both kinds; ``versions`` is what a reused build is keyed on.
     """
 
-    __slots__ = ("_found", "forbidden", "missing", "refs")
+    __slots__ = ("_found", "_selected", "forbidden", "missing", "refs")
 
     def __init__(self, found: Mapping[ObjectRef, Mapping[str, Any]] | None = None, *,
-                 missing: Iterable[ObjectRef] = (), forbidden: Iterable[ObjectRef] = ()) -> None:
+                 missing: Iterable[ObjectRef] = (), forbidden: Iterable[InputRef] = (),
+                 selected: Mapping[SelectorRef, Iterable[Mapping[str, Any]]] | None = None,
+                 ) -> None:
         self._found = {ref: copy.deepcopy(dict(obj)) for ref, obj in (found or {}).items()}
         self.missing = frozenset(missing)
-        self.forbidden = frozenset(forbidden) - self.missing
-        self.refs = frozenset(self._found) | self.missing | self.forbidden
+        self.forbidden: frozenset[InputRef] = frozenset(forbidden) - self.missing
+        self._selected = {
+            sel: tuple(sorted((copy.deepcopy(dict(obj)) for obj in objs), key=_name_key))
+            for sel, objs in (selected or {}).items() if sel not in self.forbidden}
+        self.refs: frozenset[InputRef] = (frozenset(self._found) | self.missing | self.forbidden
+                                          | frozenset(self._selected))
 
     def __getitem__(self, ref: ObjectRef) -> dict[str, Any]:
         return copy.deepcopy(self._found[ref])
@@ -91,9 +155,21 @@ class Inputs(Mapping[ObjectRef, dict[str, Any]]):
         return len(self._found)
 
     def __repr__(self) -> str:  # references only: a Secret's value never reaches a log
+        selected = {str(sel): len(objs) for sel, objs in sorted(
+            self._selected.items(), key=lambda item: str(item[0]))}
         return (f"Inputs(found={sorted(map(str, self._found))}, "
                 f"missing={sorted(map(str, self.missing))}, "
-                f"forbidden={sorted(map(str, self.forbidden))})")
+                f"forbidden={sorted(map(str, self.forbidden))}, selected={selected})")
+
+    def selected(self, selector: SelectorRef) -> list[dict[str, Any]]:
+        """Copies of the objects ``selector`` matched, sorted by namespace and name (empty when
+        none does); ``InputForbiddenError`` when they may not be read, ``InputMissingError``
+        when ``selector`` was not declared."""
+        if selector in self.forbidden:
+            raise InputForbiddenError(ref=selector)
+        if selector not in self._selected:
+            raise InputMissingError(ref=selector)
+        return copy.deepcopy(list(self._selected[selector]))
 
     def require(self, ref: ObjectRef) -> dict[str, Any]:
         """The input ``ref`` (a copy), or ``InputMissingError``/``InputForbiddenError``."""
@@ -119,9 +195,22 @@ class Inputs(Mapping[ObjectRef, dict[str, Any]]):
         a build is reused only while these and the parent's version are unchanged."""
         out = []
         for ref in self.refs:
-            meta = self._found.get(ref, {}).get("metadata") or {}
-            out.append((str(ref), str(meta.get("resourceVersion") or "")))
+            if isinstance(ref, SelectorRef):
+                out.append((str(ref), ",".join(
+                    f"{'/'.join(_name_key(obj))}={_version_of(obj)}"
+                    for obj in self._selected.get(ref, ()))))
+                continue
+            out.append((str(ref), _version_of(self._found.get(ref, {}))))
         return tuple(sorted(out))
+
+
+def _name_key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def _version_of(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
 def kind_served(api_version: str, *, plural: str) -> ObjectRef:
@@ -134,13 +223,21 @@ def kind_served(api_version: str, *, plural: str) -> ObjectRef:
                      name=f"{plural}.{group}")
 
 
-def inputs_digest(inputs: Inputs, refs: Iterable[ObjectRef] | None = None) -> str:
+def _digested(inputs: Inputs, ref: InputRef) -> Any:
+    if isinstance(ref, SelectorRef):
+        if ref not in inputs.refs or ref in inputs.forbidden:
+            return None
+        return [["/".join(_name_key(obj)), _content(obj)] for obj in inputs.selected(ref)]
+    return _content(inputs[ref]) if ref in inputs else None
+
+
+def inputs_digest(inputs: Inputs, refs: Iterable[InputRef] | None = None) -> str:
     """A SHA-256 digest (hex) of the contents of ``refs`` (default: every declared input); a
-    missing or forbidden one counts as absent. Only server-kept metadata is left out, so any
-    change of data, labels or annotations changes it."""
+    missing or forbidden one counts as absent, a selector as the names and contents of what it
+    matched. Only server-kept metadata is left out, so any change of data, labels or
+    annotations changes it."""
     chosen = inputs.refs if refs is None else frozenset(refs)
-    entries = [[str(ref), _content(inputs[ref]) if ref in inputs else None]
-               for ref in sorted(chosen, key=str)]
+    entries = [[str(ref), _digested(inputs, ref)] for ref in sorted(chosen, key=str)]
     text = json.dumps(entries, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 

@@ -1,7 +1,8 @@
 """Declared inputs: what builders read besides their parent (docs/builders.md, "Declared inputs").
 
 ``builders.Inputs`` (on the facade) is the read-only value ``build(parent, inputs)`` receives when
-an ``Operator`` declares ``inputs=``; here are the rest: the errors ``Inputs.require`` raises
+an ``Operator`` declares ``inputs=``; here are the rest: ``SelectorRef`` (the inputs a label
+selector matches, ``Inputs.selected``), the errors ``Inputs.require`` raises
 (the parent's conditions name the reference with reason ``InputMissing``/``InputForbidden``),
 "is this kind served" as an input (``kind_served``, answered by ``Inputs.established``), the
 ``checksum/config`` helpers that stamp a digest of chosen inputs into a pod template
@@ -14,7 +15,9 @@ from builders._errors import InputForbiddenError, InputMissingError, InputUnavai
 from builders._inputs import (
     INPUTS_DIGEST_ANNOTATION,
     InputDeclaration,
+    InputRef,
     Inputs,
+    SelectorRef,
     inputs_digest,
     kind_served,
     with_inputs_digest,
@@ -25,8 +28,10 @@ __all__ = [
     "InputDeclaration",
     "InputForbiddenError",
     "InputMissingError",
+    "InputRef",
     "InputUnavailableError",
     "Inputs",
+    "SelectorRef",
     "inputs_digest",
     "kind_served",
     "with_inputs_digest",

@@ -2,10 +2,12 @@
 
 An operator that declares inputs (``Operator(inputs=fn)``, ``builders.inputs``) builds from
 ``(parent, inputs)``; :class:`InputStates` draws, for each reference ``fn(parent)`` declares, one
-of three states: missing, forbidden, or present with generated contents, and draws a *changed*
-value (same references in the same states, other contents) for the invariant "input changes":
-a change of an input's contents never changes which children are built, only what they hold
-(names stay stable, so a rotated Secret rolls a workload instead of replacing it).
+of three states: missing, forbidden, or present with generated contents (a ``SelectorRef``:
+missing is no object matched, present one to three, named ``<kind>-<i>`` and carrying the
+selector's labels), and draws a *changed* value (same references in the same states, the same
+objects with other contents) for the invariant "input changes": a change of an input's contents
+never changes which children are built, only what they hold (names stay stable, so a rotated
+Secret rolls a workload instead of replacing it).
 :func:`with_inputs` binds a build to one drawn value, leaving out the builders that raise
 ``InputUnavailableError`` for an input that is missing or forbidden in it (what the reconcile
 reports as ``InputMissing``/``InputForbidden``: expected, not a failure of the builders).
@@ -26,7 +28,7 @@ from hypothesis import strategies as st
 from builders._compose import ResourceBuilder
 from builders._errors import BuilderFailedError, InputUnavailableError
 from builders._identity import ObjectRef
-from builders._inputs import InputDeclaration, Inputs
+from builders._inputs import InputDeclaration, InputRef, Inputs, SelectorRef
 from builders._state import KubeObject
 
 __all__ = ["InputStates", "check_with_inputs", "with_inputs"]
@@ -58,33 +60,57 @@ class InputStates:
         return self.contents(ref) if self.contents is not None else st.fixed_dictionaries(
             {"data": _data()})
 
-    def _present(self, ref: ObjectRef, version: int) -> st.SearchStrategy[dict[str, Any]]:
+    def _present(self, ref: ObjectRef, version: int, *,
+                 labels: Mapping[str, str] | None = None) -> st.SearchStrategy[dict[str, Any]]:
         meta = {"name": ref.name, "resourceVersion": str(version),
-                **({"namespace": ref.namespace} if ref.namespace else {})}
+                **({"namespace": ref.namespace} if ref.namespace else {}),
+                **({"labels": dict(labels)} if labels else {})}
         return self._content(ref).map(lambda body: {
             **dict(body), "apiVersion": ref.api_version, "kind": ref.kind, "metadata": meta})
 
+    def _matched(self, sel: SelectorRef, count: int,
+                 version: int) -> st.SearchStrategy[list[dict[str, Any]]]:
+        """``count`` objects ``sel`` matches: ``<kind>-<i>``, with its labels."""
+        refs = [ObjectRef(api_version=sel.api_version, kind=sel.kind, namespace=sel.namespace,
+                          name=f"{sel.kind.lower()}-{i}") for i in range(count)]
+        labels = dict(sel.match_labels)
+        return st.tuples(*(self._present(r, version, labels=labels) for r in refs)).map(list)
+
     def drawn(self, parent: KubeObject) -> st.SearchStrategy[Inputs]:
-        """The inputs of ``parent``, each in a drawn state."""
+        """The inputs of ``parent``, each in a drawn state (a selector's count of matches too)."""
         refs = sorted(set(self.declare(parent)), key=str)
         states = st.tuples(*(st.sampled_from(self.states) for _ in refs))
-        return states.flatmap(lambda chosen: self._of(refs, chosen, version=1))
+        counts = st.tuples(*(st.integers(1, 3) for _ in refs))
+        return st.tuples(states, counts).flatmap(
+            lambda drawn: self._of(refs, drawn[0], drawn[1], version=1))
 
     def changed(self, inputs: Inputs) -> st.SearchStrategy[Inputs]:
-        """``inputs`` with other contents: the same references in the same states."""
+        """``inputs`` with other contents: the same references in the same states (a
+        selector's the same objects)."""
         refs = sorted(inputs.refs, key=str)
         chosen = tuple("forbidden" if r in inputs.forbidden else "missing"
                        if r in inputs.missing else "present" for r in refs)
-        return self._of(refs, chosen, version=2)
+        counts = tuple(len(inputs.selected(r)) if isinstance(r, SelectorRef)
+                       and r not in inputs.forbidden else 1 for r in refs)
+        chosen = tuple("missing" if isinstance(r, SelectorRef) and state == "present"
+                       and not n else state for r, state, n in zip(refs, chosen, counts,
+                                                                   strict=True))
+        return self._of(refs, chosen, counts, version=2)
 
-    def _of(self, refs: list[ObjectRef], chosen: Iterable[str], *,
+    def _of(self, refs: list[InputRef], chosen: Iterable[str], counts: Iterable[int], *,
             version: int) -> st.SearchStrategy[Inputs]:
-        pairs = list(zip(refs, chosen, strict=True))
-        present = [ref for ref, state in pairs if state == "present"]
-        return st.tuples(*(self._present(ref, version) for ref in present)).map(
-            lambda objs: Inputs(dict(zip(present, objs, strict=True)),
-                                missing=[r for r, s in pairs if s == "missing"],
-                                forbidden=[r for r, s in pairs if s == "forbidden"]))
+        triples = list(zip(refs, chosen, counts, strict=True))
+        names = [r for r, s, _ in triples if s == "present" and isinstance(r, ObjectRef)]
+        sels = [(r, 0 if s == "missing" else n) for r, s, n in triples
+                if isinstance(r, SelectorRef) and s != "forbidden"]
+        return st.tuples(
+            st.tuples(*(self._present(ref, version) for ref in names)),
+            st.tuples(*(self._matched(sel, n, version) for sel, n in sels)),
+        ).map(lambda drawn: Inputs(
+            dict(zip(names, drawn[0], strict=True)),
+            missing=[r for r, s, _ in triples if s == "missing" and isinstance(r, ObjectRef)],
+            forbidden=[r for r, s, _ in triples if s == "forbidden"],
+            selected={sel: objs for (sel, _), objs in zip(sels, drawn[1], strict=True)}))
 
 
 def _unavailable(error: BaseException, inputs: Inputs) -> bool:

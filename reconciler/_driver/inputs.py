@@ -4,16 +4,24 @@ re-reconciled exactly when it changes.
 ``Operator(inputs=fn)`` declares, as a pure function of the parent, the objects its builders read
 besides the parent (``builders.inputs``); ``build(parent, inputs)`` then receives them as a
 ``builders.Inputs`` value. :class:`InputWatch` is the running side: it starts one informer per
-(kind, namespace) on first use (none for an operator that declares nothing), answers each
+(kind, namespace) on first use (none for an operator that declares nothing; per name for a
+CustomResourceDefinition, ``BY_NAME``: full objects, since ``kind_served`` needs the CRD's
+status, see docs/driver.md on why not metadata-only), answers each
 parent's references from those caches (no request per reconcile), and keeps the index from each
-input to the parents that read it. An event of an input queues exactly those parents, through
-the runtime's queue (so it is coalesced like any event), after dropping their reused builds; a
-change to an object nobody reads triggers nothing. A list refused (403) makes the references
-forbidden until the informer lists, when its readers are queued again.
+input to the parents that read it: a name reference by its ``ObjectRef``, a ``SelectorRef`` by
+its (kind, namespace), where each event is matched against the selectors with the object's
+labels before and after (so an object that starts or stops matching counts). An event of an
+input queues exactly those parents, through the runtime's queue (so it is coalesced like any
+event), after dropping their reused builds; a change to an object nobody reads triggers
+nothing. A list refused (403) makes the references forbidden until the informer lists, when its
+readers are queued again. An informer lives only while some parent reads its (kind, namespace):
+when the last reader's references change or the last reader is deleted (``on_parent``: the
+parent informer's DELETED), it is stopped (its watch closed) and dropped, its cache with it.
 
 :func:`bind_inputs` turns ``build(parent, inputs)`` into the one-argument build the rest of the
-toolkit calls, over any reader: the runtime's informers, or :func:`client_reader` (one GET per
-reference) for ``optk plan``, ``optk manifests`` and ``optk uninstall``.
+toolkit calls, over any ``InputSource``: the runtime's informers, or :func:`client_reader` (one
+GET per reference, one LIST per selector) for ``optk plan``, and :data:`present_reader` for
+``optk manifests`` and ``optk uninstall``.
 
 Boundary: resolution, the index and the trigger; what a missing input means for the parent is
 the reconcile's (``InputMissingError`` is permanent: ``reconciler._reconcile.conditions``), and
@@ -29,15 +37,20 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from builders import Inputs, KubeObject, ObjectRef, ResourceBuilder
-from builders.inputs import InputDeclaration
+from builders.inputs import InputDeclaration, InputRef, SelectorRef
 from reconciler._base.clocks import Clock, RealClock
-from reconciler._base.errors import ForbiddenError, NotFoundError, ReconcilerUsageError
+from reconciler._base.errors import (
+    ForbiddenError,
+    KindUnlistableError,
+    NotFoundError,
+    ReconcilerUsageError,
+)
 from reconciler._base.keys import ParentKey
 from reconciler._cache.informers import Informer
-from reconciler._client.protocol import ClusterClient
+from reconciler._client.protocol import ClusterClient, ListOptions
 
 __all__ = [
-    "InputRead",
+    "InputSource",
     "InputWatch",
     "bind_inputs",
     "client_reader",
@@ -48,81 +61,146 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-InputRead = Callable[[ObjectRef], "tuple[Mapping[str, Any] | None, bool]"]
-"""``read(ref) -> (object or None, forbidden)``: one reference as some source knows it."""
+Read = tuple["Mapping[str, Any] | None", bool]
+"""``(object or None, forbidden)``: one reference as a source knows it."""
+
+Selected = tuple["list[Mapping[str, Any]] | None", bool]
+"""``(objects matched or None, forbidden)``: one selector as a source knows it."""
+
+
+class InputSource(Protocol):
+    """Where declared inputs are read from: the running operator's informers (``InputWatch``),
+    the cluster itself (:func:`client_reader`), or nothing (:data:`present_reader`)."""
+
+    def read(self, ref: ObjectRef) -> Read:
+        """One reference: ``(object or None, forbidden)``."""
+        ...
+
+    def select(self, selector: SelectorRef) -> Selected:
+        """The objects ``selector`` matches, sorted by namespace and name, or forbidden."""
+        ...
 
 BuildWithInputs = Callable[[KubeObject, Inputs], Iterable[ResourceBuilder]]
 
-_Scope = tuple[str, str, str]  # apiVersion, kind, namespace ("" cluster-wide)
+_Scope = tuple[str, str, str, str]  # apiVersion, kind, namespace ("": cluster-wide), name
+
+BY_NAME = frozenset({"CustomResourceDefinition"})
+"""Kinds read through one informer per object (a ``metadata.name`` field selector) rather than
+per namespace: CustomResourceDefinitions are the largest objects of a cluster (their schemas),
+clusters hold hundreds to thousands, and an operator reads a few (``kind_served``)."""
 
 SYNC_TIMEOUT = 30.0
 """Seconds a first read of a (kind, namespace) waits for its informer's first list."""
 
 
-def declared_refs(declare: InputDeclaration, parent: KubeObject) -> tuple[ObjectRef, ...]:
+def declared_refs(declare: InputDeclaration, parent: KubeObject) -> tuple[InputRef, ...]:
     """The references ``declare(parent)`` names, checked (each an ``ObjectRef`` with a kind and
-    a name); a bad one is a ``ReconcilerUsageError`` naming the parent and the value."""
+    a name, or a ``SelectorRef`` with a kind); a bad one is a ``ReconcilerUsageError`` naming
+    the parent and the value."""
     refs = tuple(declare(parent))
     for ref in refs:
-        if not isinstance(ref, ObjectRef) or not ref.kind or not ref.name:
+        named = isinstance(ref, ObjectRef) and ref.kind and ref.name
+        if not named and not (isinstance(ref, SelectorRef) and ref.kind and ref.api_version):
             raise ReconcilerUsageError(
                 f"inputs of {ObjectRef.of(parent)}: each input must be an ObjectRef with a "
-                f"kind and a name, got {ref!r}")
+                f"kind and a name, or a SelectorRef with an apiVersion and a kind, got {ref!r}")
     return refs
 
 
-def resolve_inputs(refs: Iterable[ObjectRef], read: InputRead) -> Inputs:
-    """``refs`` read through ``read`` into an ``Inputs`` value."""
+def resolve_inputs(refs: Iterable[InputRef], source: InputSource) -> Inputs:
+    """``refs`` read through ``source`` into an ``Inputs`` value."""
     found: dict[ObjectRef, Mapping[str, Any]] = {}
+    selected: dict[SelectorRef, list[Mapping[str, Any]]] = {}
     missing: list[ObjectRef] = []
-    forbidden: list[ObjectRef] = []
+    forbidden: list[InputRef] = []
     for ref in refs:
-        obj, refused = read(ref)
+        if isinstance(ref, SelectorRef):
+            objs, refused = source.select(ref)
+            if refused or objs is None:
+                forbidden.append(ref)
+            else:
+                selected[ref] = objs
+            continue
+        obj, refused = source.read(ref)
         if refused:
             forbidden.append(ref)
         elif obj is None:
             missing.append(ref)
         else:
             found[ref] = obj
-    return Inputs(found, missing=missing, forbidden=forbidden)
+    return Inputs(found, missing=missing, forbidden=forbidden, selected=selected)
 
 
 def bind_inputs(build: BuildWithInputs, declare: InputDeclaration,
-                read: InputRead) -> Callable[[KubeObject], Iterable[ResourceBuilder]]:
+                source: InputSource) -> Callable[[KubeObject], Iterable[ResourceBuilder]]:
     """The one-argument build: ``build(parent, inputs)`` with ``parent``'s declared inputs
-    read through ``read``."""
+    read through ``source``."""
 
     def bound(parent: KubeObject) -> Iterable[ResourceBuilder]:
-        return build(parent, resolve_inputs(declared_refs(declare, parent), read))
+        return build(parent, resolve_inputs(declared_refs(declare, parent), source))
 
     bound.__name__ = getattr(build, "__name__", "build")
     bound.__qualname__ = getattr(build, "__qualname__", bound.__name__)
     return bound
 
 
-def client_reader(client: ClusterClient) -> InputRead:
-    """Each reference read with one GET (for commands that run once: plans, manifests)."""
+class _ClientSource:
+    """Each reference read with one GET, each selector with one LIST (for commands that run
+    once: plans)."""
 
-    def read(ref: ObjectRef) -> tuple[Mapping[str, Any] | None, bool]:
+    def __init__(self, client: ClusterClient) -> None:
+        self._client = client
+
+    def read(self, ref: ObjectRef) -> Read:
         try:
-            return client.get(ref.api_version, ref.kind, ref.name, namespace=ref.namespace), False
+            return self._client.get(ref.api_version, ref.kind, ref.name,
+                                    namespace=ref.namespace), False
         except NotFoundError:
             return None, False
         except ForbiddenError:
             return None, True
 
-    return read
+    def select(self, selector: SelectorRef) -> Selected:
+        try:
+            body = self._client.list(selector.api_version, selector.kind,
+                                     ListOptions(label_selector=selector.label_selector or None),
+                                     namespace=selector.namespace)
+        except NotFoundError:  # the kind is not served: nothing matches
+            return [], False
+        except ForbiddenError:
+            return None, True
+        return sorted(body.get("items") or (), key=_name_key), False
 
 
-def present_reader(ref: ObjectRef) -> tuple[Mapping[str, Any] | None, bool]:
-    """Every reference present, as an object with only its identity, a CustomResourceDefinition
-    also Established (for what needs only the kinds the builders produce, with no cluster to
-    read: the role ``optk manifests`` derives, so a kind an activation input enables counts)."""
-    meta = {"name": ref.name, **({"namespace": ref.namespace} if ref.namespace else {})}
-    obj: dict[str, Any] = {"apiVersion": ref.api_version, "kind": ref.kind, "metadata": meta}
-    if ref.kind == "CustomResourceDefinition":
-        obj["status"] = {"conditions": [{"type": "Established", "status": "True"}]}
-    return obj, False
+def client_reader(client: ClusterClient) -> InputSource:
+    """Inputs read from the cluster: one GET per reference, one LIST per selector."""
+    return _ClientSource(client)
+
+
+class _PresentSource:
+    """Every reference present, as an object with only its identity (labelled as its selector
+    asks, one per selector), a CustomResourceDefinition also Established (for what needs only
+    the kinds the builders produce, with no cluster to read: the role ``optk manifests``
+    derives, so a kind an activation input enables counts)."""
+
+    def read(self, ref: ObjectRef) -> Read:
+        meta = {"name": ref.name, **({"namespace": ref.namespace} if ref.namespace else {})}
+        obj: dict[str, Any] = {"apiVersion": ref.api_version, "kind": ref.kind, "metadata": meta}
+        if ref.kind == "CustomResourceDefinition":
+            obj["status"] = {"conditions": [{"type": "Established", "status": "True"}]}
+        return obj, False
+
+    def select(self, selector: SelectorRef) -> Selected:
+        obj, _ = self.read(ObjectRef(api_version=selector.api_version, kind=selector.kind,
+                                     namespace=selector.namespace,
+                                     name=f"{selector.kind.lower()}-0"))
+        assert obj is not None
+        labels = dict(selector.match_labels)
+        return [{**obj, "metadata": {**obj["metadata"], "labels": labels}}], False
+
+
+present_reader: InputSource = _PresentSource()
+"""Every input present (a selector matches one object): see ``_PresentSource``."""
 
 
 class _Declares(Protocol):
@@ -136,19 +214,20 @@ class _Declares(Protocol):
 
 
 def one_argument_build(operator: _Declares,
-                       read: InputRead) -> Callable[[KubeObject], Iterable[ResourceBuilder]]:
+                       source: InputSource) -> Callable[[KubeObject], Iterable[ResourceBuilder]]:
     """``operator.build`` as ``build(parent)``: itself when it declares no inputs, else bound
-    to ``read``."""
+    to ``source``."""
     if operator.inputs is None:
         return operator.build
-    return bind_inputs(operator.build, operator.inputs, read)
+    return bind_inputs(operator.build, operator.inputs, source)
 
 
 class InputWatch:
     """The inputs of a running operator: informers per (kind, namespace) started on first use,
     the index input -> parents, and the trigger ``on_change(parent_key)`` for each reader of a
     changed input. ``alive(parent_key)`` says whether a parent still exists (a deleted one is
-    dropped from the index instead of being queued). Thread-safe."""
+    dropped from the index instead of being queued). An informer no parent reads any more is
+    stopped and dropped. An ``InputSource``. Thread-safe."""
 
     def __init__(self, client: ClusterClient, declare: InputDeclaration, *,
                  on_change: Callable[[ParentKey], None],
@@ -164,11 +243,15 @@ class InputWatch:
         self._options = dict(informer_options or {})
         self._lock = threading.Lock()
         self._informers: dict[_Scope, Informer] = {}
-        self._readers: dict[ObjectRef, set[ParentKey]] = {}
-        self._reads: dict[ParentKey, frozenset[ObjectRef]] = {}
+        self._readers: dict[InputRef, set[ParentKey]] = {}
+        self._reads: dict[ParentKey, frozenset[InputRef]] = {}
+        self._selectors: dict[_Scope, set[SelectorRef]] = {}  # the selectors read, by scope
+        self._in_scope: dict[_Scope, int] = {}  # how many references read, by scope
         self._stopped = False
         self.triggered = 0
         """Parents queued because an input they read changed."""
+        self.released = 0
+        """Informers stopped because no parent read their (kind, namespace) any more."""
 
     # -- resolution -------------------------------------------------------------------------
 
@@ -186,48 +269,96 @@ class InputWatch:
         """``parent``'s declared inputs from the caches (informers started on first use);
         remembers that the parent reads them."""
         refs = declared_refs(self.declare, parent)
-        ref = ObjectRef.of(parent)
-        self._index(ref.namespaced_name, frozenset(refs))
-        return resolve_inputs(refs, self.read)
+        key = ObjectRef.of(parent).namespaced_name
+        self._index(key, frozenset(refs))
+        try:
+            return resolve_inputs(refs, self)
+        finally:
+            if self._alive is not None and not self._alive(key):
+                self.forget(key)  # deleted while it was being reconciled
+            else:  # a read may have started an informer a concurrent forget gave up
+                self._release({_scope_of(ref) for ref in refs})
 
     def versions_of(self, parent: KubeObject) -> str:
         """The ``resourceVersion``s of ``parent``'s inputs as the caches hold them now (the
-        inputs part of a reused build's key, ``BuildMemo.inputs_key``); "-" for one missing or
-        forbidden, "!" when the declaration itself fails (then the build fails too)."""
+        inputs part of a reused build's key, ``BuildMemo.inputs_key``; a selector's as the
+        names and versions of what it matches); "-" for one missing or forbidden, "!" when the
+        declaration itself fails (then the build fails too)."""
         try:
             refs = declared_refs(self.declare, parent)
         except Exception:  # the build reports it; such a build is never kept
             return "!"
         parts = []
         for ref in refs:
+            if isinstance(ref, SelectorRef):
+                try:
+                    objs, _ = self.select(ref)
+                except KindUnlistableError:  # the build fails the same way: never kept
+                    return "!"
+                matched = ";".join(f"{_name(obj)}@{_version(obj)}" for obj in objs or ())
+                parts.append(f"{ref}={matched if objs is not None else '-'}")
+                continue
             obj, _ = self.read(ref)
             meta = (obj or {}).get("metadata") or {}
             parts.append(f"{ref}={meta.get('resourceVersion') or '-'}")
         return "|" + ",".join(parts)
 
-    def read(self, ref: ObjectRef) -> tuple[Mapping[str, Any] | None, bool]:
+    def read(self, ref: ObjectRef) -> Read:
         """One reference from its informer's cache: ``(object or None, forbidden)``."""
-        informer = self._informer(ref)
+        informer = self._informer(_scope_of(ref))
         if not informer.has_synced:
             informer.wait_synced(self._sync_timeout, until_refused=True)
         if not informer.has_synced:
             return None, informer.list_refused is not None
         return informer.cache.get(ref.namespace, ref.name), False
 
-    def readers(self, ref: ObjectRef) -> set[ParentKey]:
+    def select(self, selector: SelectorRef) -> Selected:
+        """The objects ``selector`` matches in its informer's cache, sorted by namespace and
+        name, or ``(None, True)`` when the kind's list is refused; a cache that does not sync
+        within the timeout for another reason is a ``KindUnlistableError`` (retried: an empty
+        list would tell the builders that nothing matches)."""
+        informer = self._informer(_scope_of(selector))
+        if not informer.has_synced:
+            informer.wait_synced(self._sync_timeout, until_refused=True)
+        if not informer.has_synced:
+            if informer.list_refused is not None:
+                return None, True
+            raise KindUnlistableError(
+                api_version=selector.api_version, kind=selector.kind,
+                cause=informer.list_error or TimeoutError(
+                    f"not listed within {self._sync_timeout:g}s"))
+        objs = informer.cache.list(namespace=selector.namespace,
+                                   label_selector=selector.label_selector or None)
+        return sorted(objs, key=_name_key), False
+
+    def readers(self, ref: InputRef) -> set[ParentKey]:
         """The parents that read ``ref`` at their last reconcile."""
         with self._lock:
             return set(self._readers.get(ref, ()))
 
     @property
     def scopes(self) -> list[_Scope]:
-        """The (apiVersion, kind, namespace) watched now, sorted."""
+        """The (apiVersion, kind, namespace, name) watched now, sorted (name ``""``: every
+        object of the kind there)."""
         with self._lock:
             return sorted(self._informers)
+
+    def informer(self, api_version: str, kind: str, namespace: str = "",
+                 name: str = "") -> Informer | None:
+        """The informer of a (kind, namespace) while one runs (``""``: cluster-wide; ``name``
+        for a kind of ``BY_NAME``)."""
+        with self._lock:
+            return self._informers.get((api_version, kind, namespace, name))
 
     def forget(self, parent: ParentKey) -> None:
         """``parent`` reads nothing any more (it was deleted)."""
         self._index(parent, frozenset())
+
+    def on_parent(self, event_type: str, old: Mapping[str, Any] | None,
+                  new: Mapping[str, Any]) -> None:
+        """The parent informer's handler: a deleted parent reads nothing any more."""
+        if event_type == "DELETED":
+            self.forget(ObjectRef.of(new).namespaced_name)
 
     def stop(self) -> None:
         """Stop every input informer; no trigger after this returns."""
@@ -239,7 +370,9 @@ class InputWatch:
 
     # -- internals --------------------------------------------------------------------------
 
-    def _index(self, parent: ParentKey, refs: frozenset[ObjectRef]) -> None:
+    def _index(self, parent: ParentKey, refs: frozenset[InputRef]) -> None:
+        """``parent`` reads ``refs`` now; the informers of the scopes nobody reads any more
+        are released."""
         with self._lock:
             before = self._reads.pop(parent, frozenset())
             for ref in before - refs:
@@ -248,38 +381,66 @@ class InputWatch:
                     readers.discard(parent)
                     if not readers:
                         del self._readers[ref]
+                        self._in_scope[_scope_of(ref)] -= 1
+                        if isinstance(ref, SelectorRef):
+                            self._selectors[_scope_of(ref)].discard(ref)
             for ref in refs - before:
+                if ref not in self._readers:
+                    self._in_scope[_scope_of(ref)] = self._in_scope.get(_scope_of(ref), 0) + 1
                 self._readers.setdefault(ref, set()).add(parent)
+                if isinstance(ref, SelectorRef):
+                    self._selectors.setdefault(_scope_of(ref), set()).add(ref)
             if refs:
                 self._reads[parent] = refs
+        self._release({_scope_of(ref) for ref in before - refs})
 
-    def _informer(self, ref: ObjectRef) -> Informer:
-        scope = (ref.api_version, ref.kind, ref.namespace or "")
+    def _release(self, scopes: Iterable[_Scope]) -> None:
+        """Stop and drop the informers of ``scopes`` that no parent reads."""
+        with self._lock:
+            unused = [scope for scope in scopes if not self._in_scope.get(scope)]
+            for scope in unused:
+                self._in_scope.pop(scope, None)
+                self._selectors.pop(scope, None)
+            informers = [i for i in (self._informers.pop(s, None) for s in unused) if i]
+            self.released += len(informers)
+        for informer in informers:
+            informer.stop()
+
+    def _informer(self, scope: _Scope) -> Informer:
+        api_version, kind, namespace, name = scope
         with self._lock:
             if self._stopped:
                 raise ReconcilerUsageError("the operator's inputs are stopped")
             informer = self._informers.get(scope)
             if informer is not None:
                 return informer
-            informer = Informer(self._client, ref.api_version, ref.kind,
-                                namespace=ref.namespace, clock=self._clock,
+            informer = Informer(self._client, api_version, kind,
+                                namespace=namespace or None, clock=self._clock,
+                                field_selector=f"metadata.name={name}" if name else None,
                                 initial_events=False, **self._options)
-            informer.add_handler(lambda kind, old, new: self._changed(old, new))
+            informer.add_handler(lambda kind, old, new: self._changed(scope, old, new))
             informer.add_late_sync_handler(lambda: self._listed(scope))
             self._informers[scope] = informer
         return informer.start()
 
-    def _changed(self, old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> None:
-        """An input's event: queue its readers, unless nothing but server metadata changed."""
+    def _changed(self, scope: _Scope, old: Mapping[str, Any] | None,
+                 new: Mapping[str, Any]) -> None:
+        """An input's event: queue the readers of the object and of every selector that matches
+        it before or after, unless nothing but server metadata changed."""
         if old is not None and _version(old) == _version(new):
             return  # the same version again (a relist): no change
-        self._trigger(self.readers(ObjectRef.of(new)))
+        with self._lock:
+            selectors = [sel for sel in self._selectors.get(scope, ())
+                         if sel.matches(new) or (old is not None and sel.matches(old))]
+        parents = self.readers(ObjectRef.of(new))
+        for sel in selectors:
+            parents |= self.readers(sel)
+        self._trigger(parents)
 
     def _listed(self, scope: _Scope) -> None:
         """A refused (kind, namespace) lists now: every reader of it looks again."""
         with self._lock:
-            refs = [ref for ref in self._readers
-                    if (ref.api_version, ref.kind, ref.namespace or "") == scope]
+            refs = [ref for ref in self._readers if _scope_of(ref) == scope]
         self._trigger({key for ref in refs for key in self.readers(ref)})
 
     def _trigger(self, parents: Iterable[ParentKey]) -> None:
@@ -289,6 +450,23 @@ class InputWatch:
                 continue
             self.triggered += 1
             self._on_change(key)
+
+
+def _scope_of(ref: InputRef) -> _Scope:
+    """The informer that answers ``ref``: its (kind, namespace), and its name for a kind of
+    ``BY_NAME`` read by name."""
+    name = ref.name if isinstance(ref, ObjectRef) and ref.kind in BY_NAME else ""
+    return ref.api_version, ref.kind, ref.namespace or "", name
+
+
+def _name_key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    return "/".join(part for part in _name_key(obj) if part)
 
 
 def _version(obj: Mapping[str, Any]) -> str:

@@ -170,6 +170,8 @@ class OperatorRuntime:
         self.metrics.intervention_gauges(self.reconciler)  # drifted and contested children
         if self.inputs is not None and self.reconciler.builds is not None:
             self.reconciler.builds.inputs_key = self.inputs.versions_of  # reuse keyed on them
+        if self.inputs is not None:  # a deleted parent's inputs are released
+            self.parents.add_handler(self.inputs.on_parent)
         self.config_informer = _config_informer(operator, client, clock=self.clock,
                                                 watch_timeout=watch_timeout)
         # The resync loop needs only the schedule, the queue and the heartbeat; whether the

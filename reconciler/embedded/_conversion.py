@@ -6,22 +6,19 @@ any served version; with ``conversion.strategy: None`` only ``apiVersion`` chang
 server does), with ``Webhook`` this module posts a ``ConversionReview`` (v1) to the CRD's
 ``clientConfig.url``, verifying the server against its ``caBundle``, and serves what comes back.
 A ``service`` reference is not reachable here (no Service network): it fails as an unreachable
-webhook does on a real server. Admission webhooks are not called (docs/embedded-apiserver.md).
+webhook does on a real server. The call itself (bounded to 30 s in all and 3 MiB of answer)
+is ``_calling``'s; admission webhooks are ``_admission``'s.
 The boundary: this module only converts; the request path calls :meth:`Conversions.convert`
 from ``StoredObjects.served``.
 """
 
 from __future__ import annotations
 
-import base64
-import json
-import ssl
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from reconciler.embedded._calling import WebhookCallError, post_review
 from reconciler.embedded._kinds import ResourceType
 from reconciler.embedded._statuses import ApiStatusError, status_body
 
@@ -30,9 +27,10 @@ __all__ = ["Conversions"]
 _TIMEOUT_SECONDS = 30.0  # kube-apiserver's fixed budget for a conversion call
 
 
-def _failure(rt: ResourceType, reason: str) -> ApiStatusError:
-    message = (f"conversion webhook for {rt.group}/{rt.version}, Kind={rt.kind} failed: "
-               f"{reason}")
+def _failure(obj: Mapping[str, Any], reason: str) -> ApiStatusError:
+    """The real server's message names the object's own version (the one converted from)."""
+    group, _, version = str(obj.get("apiVersion") or "").rpartition("/")
+    message = f"conversion webhook for {group}/{version}, Kind={obj.get('kind')} failed: {reason}"
     return ApiStatusError(500, status_body(500, "InternalError", message=message))
 
 
@@ -51,42 +49,33 @@ class Conversions:
         config = (conversion.get("webhook") or {}).get("clientConfig") or {}
         url = config.get("url")
         if not url:
-            raise _failure(rt, "the webhook's service is not reachable from the embedded server "
+            raise _failure(obj, "the webhook's service is not reachable from the embedded server "
                                "(give clientConfig.url)")
         review = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
                   "request": {"uid": str(uuid.uuid4()), "desiredAPIVersion": rt.api_version,
                               "objects": [dict(obj)]}}
-        answer = self._post(rt, str(url), config.get("caBundle"), review)
+        answer = self._post(obj, str(url), config.get("caBundle"), review)
+        if (answer.get("apiVersion"), answer.get("kind")) != ("apiextensions.k8s.io/v1",
+                                                              "ConversionReview"):
+            group, _, version = str(answer.get("apiVersion") or "").rpartition("/")
+            raise _failure(obj, "expected webhook response of apiextensions.k8s.io/v1, "
+                                f"Kind=ConversionReview, got {group}/{version}, "
+                                f"Kind={answer.get('kind') or ''}")
         response = answer.get("response") or {}
         result = response.get("result") or {}
         if result.get("status") != "Success":
-            raise _failure(rt, str(result.get("message") or "conversion failed"))
+            raise _failure(obj, str(result.get("message") or "conversion failed"))
         converted = response.get("convertedObjects") or []
         if len(converted) != 1 or not isinstance(converted[0], Mapping):
-            raise _failure(rt, f"expected 1 converted object, got {len(converted)}")
+            raise _failure(obj, f"expected 1 converted object, got {len(converted)}")
         if converted[0].get("apiVersion") != rt.api_version:
-            raise _failure(rt, f"the object came back at {converted[0].get('apiVersion')}")
+            raise _failure(obj, f"the object came back at {converted[0].get('apiVersion')}")
         return {**converted[0], "kind": rt.kind}
 
     @staticmethod
-    def _post(rt: ResourceType, url: str, ca_bundle: object,
+    def _post(obj: Mapping[str, Any], url: str, ca_bundle: object,
               review: Mapping[str, Any]) -> dict[str, Any]:
-        context = ssl.create_default_context()
-        if isinstance(ca_bundle, str) and ca_bundle:
-            try:
-                context = ssl.create_default_context(
-                    cadata=base64.b64decode(ca_bundle).decode())
-            except (ValueError, ssl.SSLError) as err:
-                raise _failure(rt, f"caBundle: {err}") from None
-        request = urllib.request.Request(
-            url, data=json.dumps(review).encode(), method="POST",
-            headers={"Content-Type": "application/json", "Accept": "application/json"})
         try:
-            with urllib.request.urlopen(request, context=context,
-                                        timeout=_TIMEOUT_SECONDS) as reply:
-                body = json.loads(reply.read())
-        except (urllib.error.URLError, OSError, ValueError) as err:
-            raise _failure(rt, f"Post {url!r}: {err}") from None
-        if not isinstance(body, dict):
-            raise _failure(rt, "the answer is not a ConversionReview")
-        return body
+            return post_review(url, review, ca_bundle=ca_bundle, timeout=_TIMEOUT_SECONDS)
+        except WebhookCallError as err:
+            raise _failure(obj, str(err)) from None

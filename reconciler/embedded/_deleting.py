@@ -50,6 +50,9 @@ class Deletions(StoredObjects):
             old = self._existing(target)
             old_meta = _meta(old)
             self._check_preconditions(rt, old, preconditions=options.get("preconditions"))
+            self.admission.validate(self.admission.request(
+                rt, "DELETE", namespace=target.namespace, name=name, obj=None, old=old,
+                dry_run=dry_run, options=options), obj=None, warnings=None)
             policy = options.get("propagationPolicy")
             if policy is None and options.get("orphanDependents") is True:
                 policy = "Orphan"

@@ -17,7 +17,10 @@
     │                                                (CVE-2019-11253): 400 (_encoding.py)
     ├── ClientGoneError (ConnectionResetError)       the client left mid-body: 499, no traceback
     │                                                (_requests.py)
-    └── UnsupportedProtobuf (ValueError)             a body this server cannot decode (_protobuf.py)
+    ├── UnsupportedProtobuf (ValueError)             a body this server cannot decode (_protobuf.py)
+    └── WebhookCallError (ConnectionError)           a conversion or admission webhook could
+                                                     not be called, or answered late, too much
+                                                     or nonsense (_calling.py)
 
 Only ``ServerNotRunningError`` and ``KubeconfigError`` reach users; the others are raised and caught
 inside the server and turned into the HTTP answers a kube-apiserver gives. The classes stay beside

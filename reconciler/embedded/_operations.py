@@ -80,6 +80,12 @@ class Operations(Deletions):
             )
         name = str(meta.get("name") or "")
         self._check_namespace(rt, namespace=namespace, name=name)
+        admitted = self.admission.request(rt, "CREATE", namespace=namespace, name=name,
+                                          obj=obj, old=None, dry_run=dry_run,
+                                          options={"fieldManager": field_manager})
+        if admitted is not None:
+            obj = self.admission.mutate(admitted, obj, warnings=warnings)
+            meta = _meta(obj)
         for field in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds",
                       "selfLink", "managedFields"):
             meta.pop(field, None)
@@ -100,6 +106,7 @@ class Operations(Deletions):
                 strategy.validate_create(obj)
             except Invalid as exc:
                 raise self._invalid(rt, exc, obj=obj) from exc
+            self.admission.validate(admitted, obj=obj, warnings=warnings)
             if not managed_fields and field_manager:
                 meta["managedFields"] = managed_after_update(
                     None, obj, manager=field_manager, api_version=rt.api_version,
@@ -141,7 +148,8 @@ class Operations(Deletions):
         with self.storage.lock:
             old = self._existing(target)
             return self._update(target.rt, old, new=new, subresource=subresource,
-                                dry_run=dry_run, field_manager=field_manager)
+                                dry_run=dry_run, field_manager=field_manager,
+                                warnings=warnings)
 
     def patch(
         self, target: Target, body: bytes, *, content_type: str,
@@ -161,7 +169,7 @@ class Operations(Deletions):
             self._check_fields(rt, new, field_validation=field_validation, warnings=warnings,
                                in_body=False, options_kind="PatchOptions")
             return self._update(rt, old, new=new, subresource=subresource, dry_run=dry_run,
-                                field_manager=field_manager)
+                                field_manager=field_manager, warnings=warnings)
 
     def _crd_schema(self, rt: ResourceType) -> Mapping[str, Any] | None:
         if not rt.is_custom:
@@ -247,7 +255,8 @@ class Operations(Deletions):
             new.setdefault("spec", {})["replicas"] = replicas
             wanted_rv = (body.get("metadata") or {}).get("resourceVersion")
             _meta(new)["resourceVersion"] = wanted_rv or _meta(old).get("resourceVersion")
-            return _scale_of(self._update(rt, old, new=new, subresource=None, dry_run=dry_run))
+            return _scale_of(self._update(rt, old, new=new, subresource="scale",
+                                          dry_run=dry_run))
 
     def patch_scale(
         self, target: Target, body: bytes, *, content_type: str, dry_run: bool = False,
@@ -264,7 +273,10 @@ class Operations(Deletions):
         self, rt: ResourceType, old: Mapping[str, Any], *, new: dict[str, Any],
         subresource: str | None, dry_run: bool,
         managed_fields: ManagedFields | None = None, field_manager: str | None = None,
+        warnings: Warnings | None = None,
     ) -> dict[str, Any]:
+        """An update of ``old`` to ``new``: through ``/status``, or else (the main resource,
+        or ``subresource="scale"``: the same, without admission webhooks)."""
         old_meta = _meta(old)
         name = str(old_meta.get("name"))
         wanted_rv = _meta(new).get("resourceVersion")
@@ -299,23 +311,19 @@ class Operations(Deletions):
                     new["status"] = copy_json(old["status"])
                 else:
                     new.pop("status", None)
-            if old_meta.get("deletionTimestamp"):
-                added = [f for f in meta.get("finalizers") or ()
-                         if f not in (old_meta.get("finalizers") or ())]
-                if added:
-                    quoted = ", ".join(json.dumps(f) for f in added)
-                    cause = {
-                        "reason": "FieldValueForbidden",
-                        "message": "Forbidden: no new finalizers can be added if the object is "
-                                   f"being deleted, found new finalizers []string{{{quoted}}}",
-                        "field": "metadata.finalizers",
-                    }
-                    raise invalid(rt, name, causes=[cause])
+            _check_no_new_finalizers(rt, name, old_meta=old_meta, meta=meta)
+            admitted = None if subresource else self.admission.request(
+                rt, "UPDATE", namespace=str(old_meta.get("namespace") or ""), name=name,
+                obj=new, old=old, dry_run=dry_run, options={"fieldManager": field_manager})
+            if admitted is not None:
+                new = self.admission.mutate(admitted, new, warnings=warnings)
+                meta = _meta(new)
             try:
                 strategy.prepare_update(old, new, self.context)
                 strategy.validate_update(old, new)
             except Invalid as exc:
                 raise self._invalid(rt, exc, obj=new) from exc
+            self.admission.validate(admitted, obj=new, warnings=warnings)
             if managed_fields is None and (field_manager or given is not None):
                 tracked = managed_after_update(
                     old, new, manager=field_manager, api_version=rt.api_version, given=given,
@@ -343,6 +351,22 @@ class Operations(Deletions):
         if self.bucket(rt) == CRDS:
             self.registry.crd_applied(new)
         return new
+
+
+def _check_no_new_finalizers(rt: ResourceType, name: str, *, old_meta: Mapping[str, Any],
+                             meta: Mapping[str, Any]) -> None:
+    """An object being deleted may lose finalizers, never gain one (422 as the real server)."""
+    if not old_meta.get("deletionTimestamp"):
+        return
+    added = [f for f in meta.get("finalizers") or () if f not in (old_meta.get("finalizers") or ())]
+    if added:
+        quoted = ", ".join(json.dumps(f) for f in added)
+        raise invalid(rt, name, causes=[{
+            "reason": "FieldValueForbidden",
+            "message": "Forbidden: no new finalizers can be added if the object is being "
+                       f"deleted, found new finalizers []string{{{quoted}}}",
+            "field": "metadata.finalizers",
+        }])
 
 
 def _selector_text(selector: Any) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from reconciler.embedded import _crds
+from reconciler.embedded._admission import ADMISSION_GROUP, WebhookConfigurationStrategy
 from reconciler.embedded._kinds import KindStrategy, ResourceType
 from reconciler.embedded._strategies import StrategyFactory, builtin_strategies
 
@@ -102,6 +103,11 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     _rt("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", namespaced=False),
     _rt("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings"),
     _rt("rbac.authorization.k8s.io", "v1", "Role", "roles"),
+    # admissionregistration.k8s.io/v1 (the webhooks ``_admission`` calls)
+    _rt("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration",
+        "mutatingwebhookconfigurations", namespaced=False, categories=("api-extensions",)),
+    _rt("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration",
+        "validatingwebhookconfigurations", namespaced=False, categories=("api-extensions",)),
     # apiextensions.k8s.io/v1
     _rt("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
         namespaced=False, short_names=("crd", "crds"), categories=("api-extensions",),
@@ -197,4 +203,7 @@ class Registry:
 
 def make_registry() -> Registry:
     """A fresh registry with every built-in type and its strategy; no custom types yet."""
-    return Registry(BUILTIN_TYPES, strategies=builtin_strategies())
+    strategies = builtin_strategies()
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        strategies[(ADMISSION_GROUP, kind)] = WebhookConfigurationStrategy
+    return Registry(BUILTIN_TYPES, strategies=strategies)

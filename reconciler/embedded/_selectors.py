@@ -17,7 +17,13 @@ import attrs
 
 from reconciler.embedded._statuses import bad_request
 
-__all__ = ["FieldSelector", "LabelSelector", "parse_field_selector", "parse_label_selector"]
+__all__ = [
+    "FieldSelector",
+    "LabelSelector",
+    "label_selector_of",
+    "parse_field_selector",
+    "parse_label_selector",
+]
 
 _KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
@@ -112,6 +118,28 @@ def parse_label_selector(text: str | None) -> LabelSelector:
     return LabelSelector(requirements=tuple(
         _parse_requirement(part, text) for part in _split_top_level(text) if part.strip()
     ))
+
+
+_OPERATORS = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!"}
+
+
+def label_selector_of(selector: Any) -> LabelSelector | None:
+    """A ``metav1.LabelSelector`` object (``matchLabels``, ``matchExpressions``) as a
+    ``LabelSelector``; None (absent) or ``{}`` selects everything; None is returned for a
+    selector that cannot be read (an unknown operator), which selects nothing."""
+    if selector is None:
+        return LabelSelector()
+    if not isinstance(selector, Mapping):
+        return None
+    requirements = [_Requirement(key=str(k), op="=", values=frozenset({str(v)}))
+                    for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for expr in selector.get("matchExpressions") or ():
+        op = _OPERATORS.get(str((expr or {}).get("operator")))
+        if op is None:
+            return None
+        requirements.append(_Requirement(key=str(expr.get("key")), op=op, values=frozenset(
+            str(v) for v in expr.get("values") or ())))
+    return LabelSelector(requirements=tuple(requirements))
 
 
 # Fields a real kube-apiserver accepts in field selectors, beyond metadata.name/namespace.

@@ -176,6 +176,10 @@ class Storage:
             )
             return [objects[k] for k in keys]
 
+    def size(self, bucket: Bucket) -> int:
+        """How many objects a bucket holds (no lock: a writer's fast check)."""
+        return len(self._buckets.get(bucket, ()))
+
     def buckets(self) -> list[Bucket]:
         """Every bucket that holds or held objects."""
         with self.lock:

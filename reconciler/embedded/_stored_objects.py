@@ -19,6 +19,7 @@ from typing import Any
 
 import attrs
 
+from reconciler.embedded._admission import Admission
 from reconciler.embedded._conversion import Conversions
 from reconciler.embedded._kinds import Invalid, KindRegistry, ResourceType, ServerContext
 from reconciler.embedded._selectors import FieldSelector, LabelSelector
@@ -170,6 +171,7 @@ class StoredObjects:
         self.registry = registry
         self.context = context
         self.conversions = Conversions()
+        self.admission = Admission(storage=storage, registry=registry, convert=self.served)
 
     # -- helpers --------------------------------------------------------------------------
 

@@ -6,19 +6,26 @@ parent once, with one PATCH (its Deployment's pod template), and nothing for the
 deleting it sets ``InputMissing`` naming the Secret, with no retry; re-creating it converges at
 once. A second test greps every place a value could leak for the Secret's value.
 
-The window after the deletion is ``QUIET_WINDOW`` seconds, not the issue's 60: nothing in the
-driver retries a permanent failure by time (``settling``: no backoff for it, and the periodic
-resync is at its default of minutes), so a longer window only adds test time; 4 s holds six
-backoff steps (50 ms doubling) that a hot retry would fill.
+The window after the deletion is the issue's 60 s, in virtual time: the operator runs on a
+``VirtualClock`` (every timer of the driver reads it: the work queue's backoff and delayed adds,
+the event coalescing window, the resync timer, the heartbeat, the informers' reconnect backoff),
+and :func:`_advance` moves it 60 s in steps that start at the queue's base backoff (5 ms) and
+double up to 1 s, then 1 s each, letting the operator go idle after each step: a retry chain
+(each retry after the last one's backoff) fires step by step as it would in real time, and the
+heartbeat (every 60 s) fires inside the window and is counted. What runs on real time is only
+the watch streams' server-side ``timeoutSeconds`` (300 s) and their inactivity timeout (130 s),
+both past 60 s. The re-creation that follows is timed in real time.
 """
 
 from __future__ import annotations
 
 import base64
+import gc
 import io
 import logging
 import time
 import uuid
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -38,14 +45,14 @@ from reconciler import KubernetesClient, NotFoundError
 from reconciler._commands.plans import plan_command
 from reconciler._driver.operators import Operator
 from reconciler._driver.runtime import OperatorRuntime
-from reconciler.testing import wait_idle
+from reconciler.testing import VirtualClock, wait_idle
 from tests.driver.conftest import child_data, make_operator, running, thing, wait_until
 from tests.driver.test_watch_path import _widget_crd
 
 pytestmark = pytest.mark.both_servers
 
 PARENTS = 100
-QUIET_WINDOW = 4.0
+WINDOW = 60.0
 SECRET_VALUE = "s3cr3t-VALUE-never-logged"
 
 
@@ -109,13 +116,29 @@ def _settle(runtime: OperatorRuntime) -> None:
     assert wait_idle(runtime, 30, settle=0.3)
 
 
+def _advance(clock: VirtualClock, runtime: OperatorRuntime, seconds: float, *,
+             first: float = 0.005) -> int:
+    """Move ``clock`` ``seconds`` forward in steps (``first``, doubling up to 1 s, then 1 s),
+    the operator idle after each; how many steps."""
+    step, moved, steps = first, 0.0, 0
+    while moved < seconds and steps < 200:
+        step = min(step, seconds - moved)
+        clock.advance(step)
+        moved, steps = moved + step, steps + 1
+        time.sleep(0.01)  # the threads the advance woke look at their deadlines
+        assert wait_idle(runtime, 30, settle=0.02), (moved, runtime.stats)
+        step = min(step * 2, 1.0)
+    return steps
+
+
 def test_one_rotated_secret_among_100_reconciles_one_parent_with_one_patch(
     client: KubernetesClient, kube_api: Any, kube_api_name: str, ns: str
 ) -> None:
     operator = make_operator(ns, build=build, inputs=declare)
     for i in range(PARENTS):
         client.create(_secret(ns, f"s{i}", f"{SECRET_VALUE}-{i}"))
-    with running(operator, client) as runtime:
+    clock = VirtualClock()
+    with running(operator, client, clock=clock) as runtime:
         for i in range(PARENTS):
             client.create(thing(ns, f"p{i}") | {
                 "spec": {"value": "1", "secret": f"s{i}"}})
@@ -125,7 +148,7 @@ def test_one_rotated_secret_among_100_reconciles_one_parent_with_one_patch(
                                       for i in range(PARENTS)), 60), _reconciled(client, ns, "p0")
         _settle(runtime)
         assert runtime.inputs is not None
-        assert runtime.inputs.scopes == [("v1", "Secret", ns)]
+        assert runtime.inputs.scopes == [("v1", "Secret", ns, "")]
         old = _digest(client, ns, "p7")
         reconciles = dict(runtime.stats.reconciles)
         before = kube_api.request_counts()
@@ -150,14 +173,20 @@ def test_one_rotated_secret_among_100_reconciles_one_parent_with_one_patch(
         time.sleep(0.5)
         assert runtime.inputs.triggered == triggered
 
-        # Delete it: InputMissing naming the Secret, and no retry in the window.
+        # Delete it: InputMissing naming the Secret, and no retry in the next 60 s (virtual).
         before = kube_api.request_counts()
         count = runtime.stats.reconciles[(ns, "p7")]
+        beats = runtime.stats.heartbeats
         client.delete("v1", "Secret", "s7", namespace=ns)
-        time.sleep(QUIET_WINDOW)
+        assert wait_until(lambda: runtime.stats.reconciles[(ns, "p7")] == count + 1)
+        started = clock.monotonic()
+        _advance(clock, runtime, WINDOW)
+        assert clock.monotonic() - started >= WINDOW
+        _settle(runtime)
         spent = _delta(before, kube_api.request_counts())
         assert sum(spent.values()) <= 1 + 3, spent  # the test's DELETE, then at most 3
         assert runtime.stats.reconciles[(ns, "p7")] == count + 1  # once, not retried
+        assert runtime.stats.heartbeats > beats  # the window held the 60 s timers
         condition = _reconciled(client, ns, "p7")
         assert condition.get("reason") == "InputMissing", condition
         assert "Secret.v1 " + f"{ns}/s7" in condition["message"], condition
@@ -233,8 +262,88 @@ def test_a_kind_served_input_reconciles_its_readers_when_the_crd_comes_and_goes(
         try:
             client.create(_widget_crd(group))  # no on_start hook, no resync_all: the input
             assert wait_until(lambda: child_data(client, ns, "a") == {"served": "True"}, 15)
+            # One informer for that CRD by name: the others (the Things' at least) not cached.
+            crds = ("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", served.name)
+            assert runtime.inputs is not None
+            assert runtime.inputs.scopes == [crds]
+            informer = runtime.inputs.informer(*crds)
+            assert informer is not None
+            assert informer.cache.keys() == [("", served.name)]
         finally:
             client.delete("apiextensions.k8s.io/v1", "CustomResourceDefinition",
                           f"widgets.{group}")
         assert wait_until(lambda: child_data(client, ns, "a") == {"served": "False"}, 15)
         assert runtime.stats.triggers["input"] >= 2
+
+
+def _declare_kind(parent: dict[str, Any]) -> list[b.ObjectRef]:
+    """The one input of a Thing: ``spec.input`` of kind ``spec.kind``."""
+    spec = parent["spec"]
+    return [b.ObjectRef(api_version="v1", kind=spec["kind"], name=spec["input"],
+                        namespace=parent["metadata"]["namespace"])]
+
+
+def _build_found(parent: dict[str, Any], inputs: b.Inputs) -> list[b.ResourceBuilder]:
+    found = str(len(inputs))
+
+    @b.resource_builder
+    def cfg(parent: dict[str, Any]) -> dict[str, Any]:
+        return objects.config_map(metadata={"name": f"{parent['metadata']['name']}-cfg"},
+                                  data={"found": found, "kind": parent["spec"]["kind"]})
+
+    return [cfg(parent)]
+
+
+def test_an_input_informer_stops_when_no_parent_reads_its_kind_and_namespace(
+    client: KubernetesClient, kube_api: Any, ns: str
+) -> None:
+    client.create(_secret(ns, "s", "x"))
+    client.create({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "c", "namespace": ns}, "data": {}})
+    operator = make_operator(ns, build=_build_found, inputs=_declare_kind)
+    watches = getattr(kube_api, "active_watches", None)  # the embedded server counts streams
+    with running(operator, client) as runtime:
+        inputs = runtime.inputs
+        assert inputs is not None
+        for name in ("p", "q"):
+            client.create(thing(ns, name) | {"spec": {"kind": "Secret", "input": "s"}})
+        assert wait_until(lambda: all(
+            child_data(client, ns, n) == {"found": "1", "kind": "Secret"} for n in ("p", "q")))
+        secrets = inputs.informer("v1", "Secret", ns)
+        assert secrets is not None
+        assert inputs.scopes == [("v1", "Secret", ns, "")]
+
+        # p reads a ConfigMap now: the Secret informer stays for q.
+        client.patch(thing(ns, "p")["apiVersion"], "Thing", "p",
+                     {"spec": {"kind": "ConfigMap", "input": "c"}},
+                     patch_type="application/merge-patch+json", namespace=ns)
+        assert wait_until(lambda: child_data(client, ns, "p") == {"found": "1",
+                                                                  "kind": "ConfigMap"})
+        _settle(runtime)
+        assert inputs.scopes == [("v1", "ConfigMap", ns, ""), ("v1", "Secret", ns, "")]
+        open_before = watches() if watches is not None else 0
+
+        # q goes: nobody reads Secrets; their informer stops, its watch closes, it is freed.
+        client.delete(thing(ns, "q")["apiVersion"], "Thing", "q", namespace=ns)
+        assert wait_until(lambda: inputs.scopes == [("v1", "ConfigMap", ns, "")]), (
+            inputs.scopes)
+        assert inputs.released == 1
+        assert secrets.stopped
+        if watches is not None:
+            assert wait_until(lambda: watches() == open_before - 1), (watches(), open_before)
+        freed = weakref.ref(secrets)
+        del secrets
+        assert wait_until(lambda: gc.collect() >= 0 and freed() is None), gc.get_referrers(
+            freed())
+
+        # p's references change to a Secret again: a new informer; then p goes too.
+        client.patch(thing(ns, "p")["apiVersion"], "Thing", "p",
+                     {"spec": {"kind": "Secret", "input": "s"}},
+                     patch_type="application/merge-patch+json", namespace=ns)
+        assert wait_until(lambda: inputs.scopes == [("v1", "Secret", ns, "")]), inputs.scopes
+        assert inputs.released == 2  # the ConfigMap informer
+        client.delete(thing(ns, "p")["apiVersion"], "Thing", "p", namespace=ns)
+        assert wait_until(lambda: inputs.scopes == []), inputs.scopes
+        assert inputs.released == 3
+        _settle(runtime)
+        assert runtime.stats.triggers["input"] == 0  # nothing read changed meanwhile

@@ -59,6 +59,8 @@ MINIMAL: dict[str, dict[str, Any]] = {
                     "subjects": [{"kind": "Group", "name": "devs"}]},
     "Role": {"rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]},
     "CustomResourceDefinition": {},  # built per test: its name must be <plural>.<group>
+    "MutatingWebhookConfiguration": {"webhooks": []},
+    "ValidatingWebhookConfiguration": {"webhooks": []},
 }
 EVENTS_EVENT = {
     "eventTime": "2026-11-22T01:00:00.000000Z", "type": "Normal", "reason": "Tested",
