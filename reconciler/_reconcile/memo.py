@@ -2,8 +2,11 @@
 
 ``BuildMemo`` (opt-in: ``Operator(reuse_builds=True)``) keeps, per parent, the evaluated output
 of its builders (each child after ``stamp_identity``, its ``DesiredState`` and its digest) with
-the parent's uid and ``resourceVersion``; a reconcile of the same parent at the same version
-(a periodic resync, a child's drift) reuses them instead of calling the builders. Any change to
+the parent's uid and ``resourceVersion``, and the component node of each child; a reconcile of
+the same parent at the same version (a periodic resync, a child's drift, a dependency that became
+ready) reuses them instead of calling the builders. Components' gates (dependencies,
+preconditions, ``when_served``) are not part of the build: the reconcile's ordering evaluates
+them against live state at every write, from the kept nodes. Any change to
 the parent (spec, labels, annotations, status: its version changes on every write) misses it;
 builds with a failed builder or a state with hooks are never kept; ``forget()`` (called by
 ``OperatorRuntime.resync_all()``) drops every build, for outside state the builders read.
@@ -47,7 +50,7 @@ import attrs
 from builders import DesiredState, ObjectRef
 from reconciler._reconcile.reconciling import Action, ReconcileResult
 
-__all__ = ["BuildMemo", "ChildMemo", "RecentKeys", "StatusMemo", "digest_of"]
+__all__ = ["BuildMemo", "ChildMemo", "KeptBuild", "RecentKeys", "StatusMemo", "digest_of"]
 
 K = TypeVar("K", bound=Hashable)
 
@@ -130,11 +133,22 @@ Built = tuple[ObjectRef, dict[str, Any], DesiredState, bytes | None]
 
 
 @attrs.frozen(kw_only=True)
+class KeptBuild:
+    """A parent's evaluated build as ``BuildMemo`` keeps it: the children, and the component
+    node each belongs to (``builders.Component``: its dependencies, precondition and
+    ``when_served``, which the reconcile's ordering evaluates against live state at each write,
+    so a build with gates is kept like any other)."""
+
+    children: tuple[Built, ...]
+    nodes: Mapping[ObjectRef, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen(kw_only=True)
 class _Build:
     uid: str
     version: str
     epoch: int
-    children: tuple[Built, ...]
+    kept: KeptBuild
 
 
 class BuildMemo:
@@ -164,8 +178,8 @@ class BuildMemo:
         """Advanced by :meth:`forget` of all; a build begun before is not kept (see remember)."""
         return self._epoch
 
-    def lookup(self, parent: Mapping[str, Any]) -> tuple[Built, ...] | None:
-        """The children built for this very parent (same uid and ``resourceVersion``, and the
+    def lookup(self, parent: Mapping[str, Any]) -> KeptBuild | None:
+        """The build kept for this very parent (same uid and ``resourceVersion``, and the
         same versions of its inputs), or None."""
         key, uid, version = _parent_key(parent)
         if not uid or not version:
@@ -178,15 +192,16 @@ class BuildMemo:
                 return None
             self._entries.move_to_end(key)
             self.hits += 1
-            return entry.children
+            return entry.kept
 
     def remember(
         self, parent: Mapping[str, Any], built: list[Built], *, epoch: int, failed: bool = False,
-        inputs: str = "",
+        inputs: str = "", nodes: Mapping[ObjectRef, Any] | None = None,
     ) -> list[Built]:
         """Keep the children built for ``parent`` by a build begun at ``epoch``, with their
-        digests; returns them so. A build that ``failed`` (a builder raised), has a state with
-        hooks, or begun before the last :meth:`forget` of all is not kept (the entry is dropped).
+        digests and their component ``nodes``; returns them so. A build that ``failed`` (a
+        builder raised), has a state with hooks, or begun before the last :meth:`forget` of all
+        is not kept (the entry is dropped).
         ``inputs`` is :meth:`inputs_of` as read before the build: an input that changed during
         the build leaves an entry no later lookup finds."""
         key, uid, version = _parent_key(parent)
@@ -200,7 +215,8 @@ class BuildMemo:
         with self._lock:
             if epoch == self._epoch:
                 self._entries[key] = _Build(uid=uid, version=version, epoch=epoch,
-                                            children=children)
+                                            kept=KeptBuild(children=children,
+                                                           nodes=dict(nodes or {})))
                 self._entries.move_to_end(key)
                 while len(self._entries) > self._size:
                     self._entries.popitem(last=False)

@@ -475,12 +475,13 @@ class _ParentRun:
         memo, epoch, inputs = self.o.builds, 0, ""
         if memo is not None:
             if (kept := memo.lookup(self.parent)) is not None:
-                return list(kept)
+                self.nodes = dict(kept.nodes)  # the gates are evaluated at each write
+                return list(kept.children)
             epoch, inputs = memo.epoch, memo.inputs_of(self.parent)  # before builders read
         built = self._evaluate()
-        gated = any(node is not None and node.gated for node in self.nodes.values())
-        return built if memo is None else memo.remember(  # components' gates: never kept
-            self.parent, built, epoch=epoch, failed=self.build_failed or gated, inputs=inputs)
+        return built if memo is None else memo.remember(
+            self.parent, built, epoch=epoch, failed=self.build_failed, inputs=inputs,
+            nodes=self.nodes)
 
     def _evaluate(self) -> list[_Built]:
         declared = self.o.declared(self.parent)

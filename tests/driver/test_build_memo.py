@@ -10,12 +10,13 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from builders import ResourceBuilder
+from builders import Component, ResourceBuilder
 from reconciler import KubernetesClient
 from reconciler._driver.runtime import OperatorRuntime
-from reconciler.testing import wait_idle
+from reconciler.testing import make_available, wait_idle
 from tests.driver.conftest import child_data, make_operator, running, thing, wait_until
 from tests.driver.sample_operator import build as base
+from tests.driver.test_dependencies import _config, _exists, _web
 
 MERGE = "application/merge-patch+json"
 
@@ -98,3 +99,32 @@ def test_reuse_is_the_default_and_off_every_reconcile_builds(
         _reconciled(runtime, ns, count + 1)
         assert build.calls == calls + 1
         assert runtime.reconciler.builds is None
+
+
+def test_a_build_with_a_dependency_is_reused_while_the_dependency_becomes_ready(
+    client: KubernetesClient, ns: str
+) -> None:
+    """The gates are not part of the build: a parent waiting on a dependency is reconciled
+    again (the dependency became ready) from its kept build, and what waited is written."""
+    calls = [0]
+
+    def build(parent: Any) -> list[ResourceBuilder]:
+        calls[0] += 1
+        return [b for c in [Component(name="web", builders=[_web(parent)]),
+                            Component(name="after", depends_on="web",
+                                      builders=[_config(parent)])] for b in c]
+
+    with running(make_operator(ns, build=build, reuse_builds=True), client) as runtime:
+        client.create(thing(ns, "g"))
+        assert wait_until(lambda: _exists(client, "apps/v1", "Deployment", "g-web", ns))
+        assert wait_idle(runtime, 10, settle=0.2)
+        runtime.request(ns, "g")  # its status was written: built once more, then kept
+        assert wait_idle(runtime, 10, settle=0.2)
+        assert not _exists(client, "v1", "ConfigMap", "g-after", ns)  # it waits for web
+        kept, reconciles = calls[0], runtime.stats.reconciles[(ns, "g")]
+        make_available(client, {"apiVersion": "apps/v1", "kind": "Deployment",
+                                "metadata": {"name": "g-web", "namespace": ns}})
+        assert wait_until(lambda: _exists(client, "v1", "ConfigMap", "g-after", ns), 5)
+        assert wait_idle(runtime, 10, settle=0.2)
+        assert runtime.stats.reconciles[(ns, "g")] > reconciles
+        assert calls[0] == kept  # the dependency's verdict came from live state, not a build

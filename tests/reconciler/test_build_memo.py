@@ -96,8 +96,8 @@ def test_a_drifted_child_is_repaired_from_the_kept_build(
     assert pr.builds is not None
     kept = pr.builds.lookup(parent)
     assert kept is not None
-    digests = [digest_of(obj) for _, obj, _, _ in kept]
-    assert digests == [digest for _, _, _, digest in kept]
+    digests = [digest_of(obj) for _, obj, _, _ in kept.children]
+    assert digests == [digest for _, _, _, digest in kept.children]
 
     client.patch("v1", "ConfigMap", "bm-a", {"data": {"size": "drifted"}}, patch_type=MERGE,
                  namespace=ns)
@@ -108,7 +108,7 @@ def test_a_drifted_child_is_repaired_from_the_kept_build(
     assert client.get("v1", "ConfigMap", "bm-a", namespace=ns)["data"]["size"] == "2"
     assert client.get("v1", "ConfigMap", "bm-b", namespace=ns)["data"] == {"size": "2"}
     # The writes planned with copies: the kept children are as built.
-    assert [digest_of(obj) for _, obj, _, _ in kept] == digests
+    assert [digest_of(obj) for _, obj, _, _ in kept.children] == digests
     assert pr.reconcile(parent).writes == 0
     assert build.calls == 1
 

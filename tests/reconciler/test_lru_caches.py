@@ -12,7 +12,7 @@ from typing import Any
 
 from builders import DesiredState, ObjectRef
 from reconciler import Action, KubernetesClient, ParentReconciler
-from reconciler._reconcile.memo import BuildMemo, ChildMemo, RecentKeys
+from reconciler._reconcile.memo import BuildMemo, ChildMemo, KeptBuild, RecentKeys
 from reconciler._reconcile.parents import _TERMINATING_KEPT
 from reconciler._reconcile.reconciling import ReconcileResult
 
@@ -74,9 +74,9 @@ def test_the_build_memo_drops_the_least_recently_used_build() -> None:
     memo = BuildMemo(size=2)
     for name in ("a", "b"):
         memo.remember(_parent(name), [], epoch=memo.epoch)
-    assert memo.lookup(_parent("a")) == ()  # a hit
+    assert memo.lookup(_parent("a")) == KeptBuild(children=())  # a hit
     memo.remember(_parent("c"), [], epoch=memo.epoch)
-    assert memo.lookup(_parent("a")) == ()  # FIFO would have dropped "a"
+    assert memo.lookup(_parent("a")) == KeptBuild(children=())  # FIFO would have dropped "a"
     assert memo.lookup(_parent("b")) is None
 
 
@@ -114,7 +114,7 @@ def test_a_kept_build_is_keyed_on_its_inputs_versions_read_before_the_build() ->
     memo.inputs_key = lambda parent: f"|s={versions['s']}"
     before = memo.inputs_of(_parent("a"))  # read before the builders read the input
     memo.remember(_parent("a"), [], epoch=memo.epoch, inputs=before)
-    assert memo.lookup(_parent("a")) == ()
+    assert memo.lookup(_parent("a")) == KeptBuild(children=())
     versions["s"] = "2"  # the input changed: the parent's version did not
     assert memo.lookup(_parent("a")) is None
     # A build that read version 2 but began before version 3 arrived is kept under 2: missed.
