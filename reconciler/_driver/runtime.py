@@ -83,7 +83,7 @@ from reconciler._reconcile.events import EventRecorder
 from reconciler._reconcile.install import install_all
 from reconciler._reconcile.parents import ParentReconciler
 from reconciler._reconcile.reconciling import ResourceReconciler
-from reconciler._sharding.shards import Shards, shard_selector, stamp_shard
+from reconciler._sharding.shards import Shards, shard_labels, shard_selector
 from reconciler._workqueue.queues import WorkQueue
 
 __all__ = ["OperatorRuntime", "RuntimeStats"]
@@ -469,11 +469,12 @@ def _parent_reconciler(
     inputs: InputWatch | None, events: EventSender | None,
 ) -> ParentReconciler:
     """The parent reconcile of ``operator``: its builders (given their declared ``inputs``;
-    stamped with the shard's label when sharded) over ``client``, reading through ``reader``."""
+    their children stamped with the shard's label when sharded) over ``client``, reading through
+    ``reader``."""
     build = operator.build if inputs is None else inputs.bind(operator.build)
-    build = build if shard is None else stamp_shard(build, shard)
     return ParentReconciler(
         client, build, operator_name=operator.name, reader=reader, pause=operator.pauses(environ),
+        child_labels=None if shard is None else shard_labels(shard),
         resources=ResourceReconciler(client, reader=reader, recreate=operator.recreate, clock=clock,
             guard=operator.plan_guard(clock), apply=operator.apply,
             apply_kinds=operator.apply_kinds, field_manager=operator.name),
