@@ -6,9 +6,9 @@ renews this replica's Lease ``<operator>-shard-<id>`` (a replica that cannot ren
 renew deadline stops, before the assigner can consider it gone). The ``Assigner``
 (``reconciler._sharding.assigner``) runs on the one replica that wins the ``<operator>-sharder``
 election. ``Shards`` is what the runtime holds: the shard id, the label selector its informers
-use, the labels its children carry (``shard_labels``), the owner's side of the drain handshake
-(``releasing``/``acknowledge``), the adoption of a moved-in parent's children (one conditional
-JSON patch per child its builders name, no LIST), and the threads.
+use (children carry their parent's shard label: ``decisions.child_labels``), the owner's side of
+the drain handshake (``releasing``/``acknowledge``), the adoption of a moved-in parent's children
+(one conditional JSON patch per child its builders name, no LIST), and the threads.
 
 What ``Shards`` receives from the runtime (``reconciler._driver.runtime`` wires it; it never sees
 the runtime): the operator's name, parent type, namespace, prune kinds and leader election settings
@@ -52,7 +52,7 @@ from reconciler._sharding.decisions import (
     shard_of,
 )
 
-__all__ = ["ShardLease", "Shards", "shard_labels", "shard_selector"]
+__all__ = ["ShardLease", "Shards", "shard_selector"]
 
 _log = logging.getLogger("optk.sharding")
 _MERGE = "application/merge-patch+json"
@@ -132,16 +132,6 @@ class ShardLease:
 def shard_selector(shard: str) -> str:
     """The label selector of the objects of ``shard``: its parents, and their children."""
     return f"{SHARD_LABEL}={shard}"
-
-
-def shard_labels(shard: str) -> dict[str, str]:
-    """The labels the children of ``shard``'s parents carry, ``optk.dev/shard=<shard>`` (the
-    owning replica's shard), so that each replica's child informers select only the children of
-    its own parents. They are stamped with each child's identity by the one evaluation of the
-    builders (``ParentReconciler(child_labels=...)``, ``reconciler._reconcile.declared``), which
-    keeps every builder's component and so its gates (``depends_on``, ``precondition``,
-    ``when_served``, ``ready_when``)."""
-    return {SHARD_LABEL: shard}
 
 
 class Shards:

@@ -1,4 +1,5 @@
-"""Sharding keeps the components' gates (issue 35, item 2), on the embedded server.
+"""Sharding and the one evaluation of the builders (issue 35, items 2 and 3), on the embedded
+server.
 
 The Thanos example's query frontend depends on its query component: its children are written only
 once the query Deployment is Available. Each replica builds through the one evaluation of
@@ -8,6 +9,10 @@ to the status patch that makes a parent's query Deployment Available, the replic
 created one Deployment (the query's) and no Ingress; the frontend's Deployment and Ingress
 follow. (Before, ``stamp_shard`` wrapped each builder in a class that hid its component, and the
 frontend was created at once.)
+
+``optk trace`` and ``optk plan`` stamp the parent's shard label as the replicas do
+(``reconciler._sharding.decisions.child_labels``): the trace and the plan of a converged parent of
+a sharded operator propose nothing (before, every child showed an update removing the label).
 """
 
 from __future__ import annotations
@@ -23,10 +28,15 @@ from examples.thanos import builders as thanos
 from examples.thanos.crds import API_VERSION, KIND, THANOS_CRD
 from examples.thanos.operator import make_operator
 from reconciler import AlreadyExistsError, KubernetesClient, LeaderElection, NotFoundError, Sharding
+from reconciler._commands.plans import plan_parents
+from reconciler._commands.traces import trace_parent
 from reconciler._driver.runtime import OperatorRuntime
-from reconciler._sharding.decisions import rendezvous_shard, shard_of
+from reconciler._reconcile.reconciling import Action
+from reconciler._sharding.decisions import child_labels, rendezvous_shard, shard_of
 from reconciler.testing import make_available, wait_idle, wait_synced
-from tests.sharding.conftest import wait_until
+from tests.sharding import sample
+from tests.sharding.conftest import converged, item, wait_until
+from tests.sharding.sample import API_VERSION as API_VERSION_ITEMS
 
 LEASE = 2.0
 BOUND = 30.0
@@ -135,3 +145,25 @@ def test_the_query_frontend_waits_for_the_query_deployment_sharded_as_unsharded(
         # the query's Deployment first; the frontend's Deployment and Ingress only once it is
         # Available
         assert (before, after) == (["Deployment"], ["Deployment", "Ingress"]), (name, creates)
+
+
+def test_the_trace_and_the_plan_of_a_sharded_parent_keep_its_shard_label(
+    kube_api: Any, kube_namespace: str, shard_client: KubernetesClient,
+) -> None:
+    ns, client = kube_namespace, shard_client
+    operator = sample.make_operator(namespace=ns, replicas_hint=1)
+    runtime = operator.start(sample.replica_client(kube_api.api_client(), "a"), identity="a",
+                             environ={"OPTK_SHARD_ID": "a"})
+    try:
+        client.create(item(ns, "p"))
+        assert wait_until(lambda: converged(client, ns, live={"a"}), BOUND)
+        assert wait_idle(runtime, BOUND, settle=0.3)
+        trace = trace_parent(client, operator, name="p", namespace=ns)
+        assert [(c.ref.name, c.next) for c in trace.children] == [("p-cfg", "none")], trace
+        [result] = plan_parents(
+            client, operator.build, [client.get(API_VERSION_ITEMS, "Item", "p", namespace=ns)],
+            operator_name=operator.name, child_labels=child_labels(operator.sharding))
+        assert [(c.ref.name, c.action) for c in result.children] == [
+            ("p-cfg", Action.UNCHANGED)], result.children
+    finally:
+        runtime.stop(timeout=5.0)
