@@ -31,7 +31,7 @@ from reconciler._reconcile.guard import PlanGuard
 from reconciler._reconcile.parents import ParentReconciler, ParentResult
 from reconciler._reconcile.policies import PauseSettings
 from reconciler._reconcile.reconciling import Action, ReconcileResult, ResourceReconciler
-from reconciler._sharding.decisions import child_labels
+from reconciler._sharding.decisions import child_labels as sharding_child_labels
 
 __all__ = ["format_plan", "plan_command", "plan_parents", "shown_diff"]
 
@@ -182,7 +182,7 @@ def plan_command(
             prune_kinds=operator.prune, recreate=operator.recreate, apply=operator.apply,
             apply_kinds=operator.apply_kinds,
             guard=attrs.evolve(operator, contention=None).plan_guard(RealClock()),
-            pause=operator.pauses(), child_labels=child_labels(operator.sharding),
+            pause=operator.pauses(), child_labels=sharding_child_labels(operator.sharding),
         )
     except ReconcilerError as error:
         print(f"optk plan: {error}", file=sys.stderr)
