@@ -130,3 +130,61 @@ def test_the_walk_sees_every_package() -> None:
     found = {path.relative_to(ROOT).parts[0] for path in _modules()}
     assert found == set(PACKAGES)
     assert any(path.name == "_http.py" for path in _modules())
+
+
+EVALUATION = frozenset({"evaluate", "run_builders", "compose", "dependencies_of",
+                        "dependency_graph", "GatedBuilder"})
+"""The ``builders`` names that evaluate a parent's builders or read their component nodes."""
+THE_EVALUATION = "reconciler/_reconcile/declared.py"
+
+
+def _evaluation_uses(tree: ast.AST) -> list[str]:
+    """Where a module uses a name of ``EVALUATION`` from ``builders`` (any of its modules): as
+    ``from builders... import name``, or as ``alias.name`` of an imported ``builders`` module."""
+    aliases: set[str] = set()
+    uses: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            aliases |= {alias.asname or alias.name for alias in node.names
+                        if alias.name.split(".")[0] == "builders"}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "builders":
+            uses += [f"line {node.lineno}: from {node.module} import {alias.name}"
+                     for alias in node.names if alias.name in EVALUATION]
+            aliases |= {alias.asname or alias.name for alias in node.names
+                        if alias.name not in EVALUATION}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in EVALUATION:
+            base = ast.unparse(node.value)
+            if any(base == a or base.startswith(f"{a}.") for a in aliases):
+                uses.append(f"line {node.lineno}: {base}.{node.attr}")
+    return uses
+
+
+def test_only_declared_evaluates_a_parents_builders() -> None:
+    """Issue 35: one function evaluates a parent's builders, ``declared_children`` in
+    ``reconciler/_reconcile/declared.py``; every other part of ``reconciler`` (the reconcile,
+    the warm start and drift look, sharding's labels and adoption, ``optk trace``, ``optk
+    manifests``, ``optk uninstall``) takes its :class:`DeclaredChildren`.
+
+    The rule, as checked: no module of ``reconciler`` but that one uses the ``builders``
+    machinery that flattens, runs or unwraps builders, the names of ``EVALUATION``
+    (``compose``, ``evaluate``, ``run_builders``: flatten and call them; ``dependencies_of``,
+    ``dependency_graph``, ``GatedBuilder``: read their component nodes), whether imported by
+    name or reached through an imported ``builders`` module. Consuming what the evaluation
+    produced is allowed: the ``Dependencies`` nodes, ``ReadyRule`` and ``rule_verdict`` (the
+    ordering decides the gates from them), ``builder_name``. Each copy of the evaluation drifted
+    from the one before: ``_sharding/shards.py`` wrapped every builder in a class that hid its
+    component (every gate lost under sharding) and ``_commands/traces.py`` keyed a cluster-scoped
+    child under its parent's namespace; labels a caller needs on every child go through
+    ``declared_children(labels=...)`` (``ParentReconciler(child_labels=...)``) instead."""
+    offenders = {
+        _id(path): uses for path in sorted((ROOT / "reconciler").rglob("*.py"))
+        if _id(path) != THE_EVALUATION
+        and (uses := _evaluation_uses(ast.parse(path.read_text())))
+    }
+    assert not offenders, (
+        f"only {THE_EVALUATION} evaluates builders (call declared_children, or "
+        f"ParentReconciler.declared); these do it themselves: {offenders}")
+    # the rule names what the one evaluation really uses, so it cannot pass vacuously
+    own = " ".join(_evaluation_uses(ast.parse((ROOT / THE_EVALUATION).read_text())))
+    assert all(f"import {name}" in own for name in ("evaluate", "dependencies_of")), own

@@ -45,6 +45,7 @@ from reconciler._driver.inputs import client_reader, one_argument_build
 from reconciler._driver.operators import Operator
 from reconciler._reconcile.parents import ParentReconciler
 from reconciler._reconcile.reconciling import ResourceReconciler
+from reconciler._sharding.decisions import child_labels
 
 __all__ = ["fleet_plan_command", "fleet_planner", "plan_fleet"]
 
@@ -114,6 +115,7 @@ def fleet_planner(
     planner = ParentReconciler(
         writer, build, operator_name=operator.name, reader=reader, resources=resources,
         prune_kinds=operator.prune, dry_run=True, pause=operator.pauses(),
+        child_labels=child_labels(operator.sharding),
     )
     return planner, reader, build
 

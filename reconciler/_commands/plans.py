@@ -31,6 +31,7 @@ from reconciler._reconcile.guard import PlanGuard
 from reconciler._reconcile.parents import ParentReconciler, ParentResult
 from reconciler._reconcile.policies import PauseSettings
 from reconciler._reconcile.reconciling import Action, ReconcileResult, ResourceReconciler
+from reconciler._sharding.decisions import child_labels as sharding_child_labels
 
 __all__ = ["format_plan", "plan_command", "plan_parents", "shown_diff"]
 
@@ -93,16 +94,18 @@ def plan_parents(
     apply_kinds: Mapping[str, ApplyStrategy] | None = None,
     guard: PlanGuard | None = None,
     pause: PauseSettings | None = None,
+    child_labels: Callable[[KubeObject], Mapping[str, str]] | None = None,
 ) -> list[ParentResult]:
     """The dry-run result of reconciling each parent (read from the cluster when it exists);
     ``apply``/``apply_kinds`` the operator's write strategies (a migration to or from
-    server-side apply shows as an update with its reason); ``guard`` and ``pause`` as the
-    operator's (``Operator.plan_guard``, ``Operator.pauses``)."""
+    server-side apply shows as an update with its reason); ``guard``, ``pause`` and
+    ``child_labels`` as the operator's (``Operator.plan_guard``, ``Operator.pauses``, its shard
+    label when sharded)."""
     resources = ResourceReconciler(client, recreate=recreate, dry_run=True, apply=apply,
                                    apply_kinds=apply_kinds, guard=guard)
     planner = ParentReconciler(
         client, build, operator_name=operator_name, resources=resources,
-        prune_kinds=prune_kinds, dry_run=True, pause=pause,
+        prune_kinds=prune_kinds, dry_run=True, pause=pause, child_labels=child_labels,
     )
     return [planner.reconcile(_live_parent(client, parent)) for parent in parents]
 
@@ -179,7 +182,7 @@ def plan_command(
             prune_kinds=operator.prune, recreate=operator.recreate, apply=operator.apply,
             apply_kinds=operator.apply_kinds,
             guard=attrs.evolve(operator, contention=None).plan_guard(RealClock()),
-            pause=operator.pauses(),
+            pause=operator.pauses(), child_labels=sharding_child_labels(operator.sharding),
         )
     except ReconcilerError as error:
         print(f"optk plan: {error}", file=sys.stderr)

@@ -17,14 +17,14 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from builders import ObjectRef, compose, run_builders
-from builders.composition import dependencies_of
+from builders import KubeObject, ObjectRef
 from reconciler._base.clocks import Clock, RealClock
 from reconciler._base.errors import NotFoundError, ReconcilerError, ReconcilerUsageError
 from reconciler._client.protocol import ClusterClient
 from reconciler._commands.fleet_plans import fleet_planner
 from reconciler._commands.trace_tree import Trace, format_trace, trace_json, trace_of
 from reconciler._driver.operators import Operator
+from reconciler._reconcile.parents import ParentReconciler
 
 __all__ = ["trace_command", "trace_parent"]
 
@@ -33,27 +33,17 @@ EXIT_USAGE = 2
 
 
 def _declared(
-    build: Callable[[Any], Any], parent: Any
+    planner: ParentReconciler, parent: KubeObject
 ) -> tuple[dict[ObjectRef, str], dict[ObjectRef, str]]:
-    """The builders' declared state of each child and its component (best effort: a build that
-    fails declares nothing; the dry-run reconcile reports the same failure)."""
-    states: dict[ObjectRef, str] = {}
-    components: dict[ObjectRef, str] = {}
-    namespace = (parent.get("metadata") or {}).get("namespace")
-    try:
-        for builder in compose(build(parent)):
-            [(obj, state)] = run_builders([builder], parent=parent)
-            meta = obj.get("metadata") or {}
-            if namespace and not meta.get("namespace"):
-                obj = {**obj, "metadata": {**meta, "namespace": namespace}}
-            ref = ObjectRef.of(obj)
-            states[ref] = "absent" if state.is_absent else (
-                "created" if state.is_created else "present")
-            node = dependencies_of(builder)
-            if node is not None:
-                components[ref] = node.name
-    except Exception:  # the dry-run reconcile reports the same failure
-        return states, components
+    """The builders' declared state of each child and its component, from the one evaluation
+    the dry-run reconcile uses (``ParentReconciler.declared``, ``reconciler._reconcile.declared``):
+    the same keys as the reconcile's results, so a cluster-scoped child has no namespace. A
+    failing build or builder declares nothing here; the dry-run reconcile reports it."""
+    declared = planner.declared(parent)
+    states = {child.ref: "absent" if child.state.is_absent else (
+        "created" if child.state.is_created else "present") for child in declared.children}
+    components = {child.ref: child.node.name for child in declared.children
+                  if child.node is not None}
     return states, components
 
 
@@ -71,7 +61,7 @@ def trace_parent(
     else:
         namespace = None
     parent = client.get(operator.api_version, operator.kind, name, namespace=namespace)
-    planner, reader, build = fleet_planner(client, operator, namespace=namespace)
+    planner, reader, _ = fleet_planner(client, operator, namespace=namespace)
     result = planner.reconcile(parent)
 
     def live(ref: ObjectRef) -> Any:
@@ -80,7 +70,7 @@ def trace_parent(
         except ReconcilerError:
             return None
 
-    states, components = _declared(build, parent)
+    states, components = _declared(planner, parent)
     return trace_of(parent, result, live=live, states=states, components=components,
                     field_manager=operator.name)
 

@@ -22,8 +22,8 @@ part (``stopping()``, ``kick()``, ``holds(key)``, ...), and none imports this mo
 import-linter contract ``parts-know-no-runtime``). ``__init__`` wires them in this order:
 
 1. plain values: clock, identity, policy, stats, lock; the client (fenced when electing); the
-   shard id, which the informers' selectors, the builders' shard label and the heartbeat's
-   Lease name need before ``Shards`` itself exists; metrics, queue, schedule;
+   shard id, which the informers' selectors and the heartbeat's Lease name need before
+   ``Shards`` itself exists; metrics, queue, schedule;
 2. the informers, since everything reads through them; their handlers belong to the router
    and the standby, which come last, so they are late-bound lambdas;
 3. the recording client (it writes own writes through to the informers), the reader and the
@@ -83,7 +83,8 @@ from reconciler._reconcile.events import EventRecorder
 from reconciler._reconcile.install import install_all
 from reconciler._reconcile.parents import ParentReconciler
 from reconciler._reconcile.reconciling import ResourceReconciler
-from reconciler._sharding.shards import Shards, shard_selector, stamp_shard
+from reconciler._sharding.decisions import child_labels
+from reconciler._sharding.shards import Shards, shard_selector
 from reconciler._workqueue.queues import WorkQueue
 
 __all__ = ["OperatorRuntime", "RuntimeStats"]
@@ -164,7 +165,7 @@ class OperatorRuntime:
                               "inactivity_timeout": operator.watch_inactivity_timeout})
         self.events = EventSender(EventRecorder(  # off the workers' path
             self.client, component=operator.name, clock=self.clock)) if operator.events else None
-        self.reconciler = _parent_reconciler(operator, self.client, self.reader, shard=shard,
+        self.reconciler = _parent_reconciler(operator, self.client, self.reader,
             inputs=self.inputs, events=self.events,
             clock=self.clock, environ=environ, parent_alive=partial(_parent_alive, self.parents))
         self.metrics.intervention_gauges(self.reconciler)  # drifted and contested children
@@ -464,16 +465,17 @@ def _clean_up(cleanups: list[Callable[[], object]], operator_name: str) -> None:
 
 
 def _parent_reconciler(
-    operator: Operator, client: ClusterClient, reader: InformerReader, *, shard: str | None,
+    operator: Operator, client: ClusterClient, reader: InformerReader, *,
     clock: Clock, parent_alive: Callable[[KubeObject], bool], environ: Mapping[str, str] | None,
     inputs: InputWatch | None, events: EventSender | None,
 ) -> ParentReconciler:
     """The parent reconcile of ``operator``: its builders (given their declared ``inputs``;
-    stamped with the shard's label when sharded) over ``client``, reading through ``reader``."""
+    their children stamped with their parent's shard label when sharded) over ``client``,
+    reading through ``reader``."""
     build = operator.build if inputs is None else inputs.bind(operator.build)
-    build = build if shard is None else stamp_shard(build, shard)
     return ParentReconciler(
         client, build, operator_name=operator.name, reader=reader, pause=operator.pauses(environ),
+        child_labels=child_labels(operator.sharding),
         resources=ResourceReconciler(client, reader=reader, recreate=operator.recreate, clock=clock,
             guard=operator.plan_guard(clock), apply=operator.apply,
             apply_kinds=operator.apply_kinds, field_manager=operator.name),

@@ -1,16 +1,23 @@
 """The children a parent declares: its builders evaluated once, the same way for every caller.
 
-Six places need what a parent's builders build: the reconcile (``reconciler._reconcile.parents``),
+Seven places need what a parent's builders build: the reconcile (``reconciler._reconcile.parents``),
 the warm start and the drift look at start (``reconciler._driver.standby``), the adoption of a
-moved-in parent's children (``reconciler._sharding.shards``), the role ``optk manifests`` derives
+moved-in parent's children (``reconciler._sharding.shards``), ``optk trace``
+(``reconciler._commands.traces``), the role ``optk manifests`` derives
 (``reconciler._commands.rbac``) and ``optk uninstall`` (``reconciler._commands.uninstall``). Each
 used to evaluate the builders itself, and the copies drifted apart (one indexed what a builder
-returned directly, and an official client model such as ``V1ConfigMap`` broke it). Here is the one
-evaluation: :func:`declared_children` runs ``build`` over a private copy of the parent, evaluates
-every builder with ``builders.composition.evaluate`` (client models converted, identity checked,
-failures named after the builder), stamps the identity of DESIGN.md section 5 with
-``builders.names.stamp_identity`` and returns a :class:`DeclaredChildren` value: the children in
-order, and every builder that failed without stopping the others.
+returned directly, and an official client model such as ``V1ConfigMap`` broke it; sharding wrapped
+every builder to add its label and hid the builders' components, so every gate was lost; the
+trace keyed a cluster-scoped child under its parent's namespace). Labels a caller needs on every
+child (the shard label) are an argument here. ``tests/test_architecture.py`` checks that no other
+module of ``reconciler`` flattens, runs or unwraps builders.
+
+Here is the one evaluation: :func:`declared_children` runs ``build`` over a private copy of the
+parent, evaluates every builder with ``builders.composition.evaluate`` (client models converted,
+identity checked, failures named after the builder), stamps the identity of DESIGN.md section 5
+with ``builders.names.stamp_identity`` (and the caller's labels) and returns a
+:class:`DeclaredChildren` value: the children in order, each with its component node, and every
+builder that failed without stopping the others.
 
 Boundary: a pure decision, like ``reconciler._reconcile.planning``. No client and no I/O: whether a
 kind is namespaced comes from the caller as a callable (the reconcile asks its client's discovery; a
@@ -105,17 +112,25 @@ class DeclaredChildren:
 
 def stamp_child(
     parent: KubeObject, obj: KubeObject, state: DesiredState, *, operator_name: str,
-    namespaced: Namespaced,
+    namespaced: Namespaced, labels: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """``obj`` (a dict or an official client model) as a new dict with the namespace, labels and
     controller owner reference of DESIGN.md section 5, as ``builders.stamp_identity`` decides
-    them; an unknown kind's scope is taken from the child's or the parent's namespace."""
+    them; an unknown kind's scope is taken from the child's or the parent's namespace.
+    ``labels`` are set as if the builder had set them (over the builder's own, under the
+    identity's; not on an ABSENT child, which needs only its name): the driver's shard label,
+    ``optk.dev/shard``, when sharded."""
     child = to_plain_object(obj) if is_client_model(obj) else dict(obj)
+    if labels and not state.is_absent:
+        meta = dict(child.get("metadata") or {})
+        meta["labels"] = {**(meta.get("labels") or {}), **labels}
+        child["metadata"] = meta
     ref = ObjectRef.of(child)
     scoped = namespaced(ref.api_version, ref.kind)
     if scoped is None:
-        meta = parent.get("metadata")
-        parent_namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
+        parent_meta = parent.get("metadata")
+        parent_namespace = (parent_meta.get("namespace") if isinstance(parent_meta, Mapping)
+                            else None)
         scoped = bool(ref.namespace or parent_namespace)
     return stamp_identity(parent, child, operator_name=operator_name, namespaced=scoped,
                           absent=state.is_absent)
@@ -123,7 +138,7 @@ def stamp_child(
 
 def declared_children(
     build: Callable[[KubeObject], Iterable[Any]], parent: KubeObject, *, operator_name: str,
-    namespaced: Namespaced,
+    namespaced: Namespaced, labels: Mapping[str, str] | None = None,
 ) -> DeclaredChildren:
     """Evaluate ``build(parent)``'s builders in order into stamped children; never raises for a
     failing ``build`` or builder (see :class:`DeclaredChildren`).
@@ -131,7 +146,9 @@ def declared_children(
     ``build`` and its builders get a private copy of ``parent`` (a dict or an official client
     model, converted), so a builder that edits its parent in place changes nothing outside;
     identity is stamped from ``parent`` as given. ``operator_name`` fills the ``managed-by``
-    label; ``namespaced`` says which kinds are namespaced (:data:`Namespaced`).
+    label; ``namespaced`` says which kinds are namespaced (:data:`Namespaced`); ``labels`` go
+    on every child besides its identity (the shard label of a sharded operator: a caller adds
+    labels here, never by wrapping the builders, which would hide their components' gates).
     """
     plain = to_plain_object(parent) if is_client_model(parent) else parent
     private = copy_object(plain)
@@ -148,7 +165,7 @@ def declared_children(
             # the parent in the BuilderFailedError it raises.
             obj, state = evaluate(builder, parent=private)
             child = stamp_child(plain, obj, state, operator_name=operator_name,
-                                namespaced=namespaced)
+                                namespaced=namespaced, labels=labels)
         except Exception as exc:
             name = exc.builder if isinstance(exc, BuilderFailedError) else f"#{index}"
             failures.append(BuilderFailure(name=name, index=index, error=exc))

@@ -120,8 +120,10 @@ class ParentReconciler:
     time (it rests on its own heartbeat). ``status_refresh`` (seconds, default ``None``: off)
     optionally also rewrites the time once it is that old, at one write per parent per period.
     ``reuse_builds``: see ``Operator.reuse_builds`` and ``reconciler._reconcile.memo.BuildMemo``.
-    ``parent_alive``: see the attribute. ``event_sink``: where the Events go (default: an
-    ``EventRecorder`` over ``client``, inline; the driver passes its ``EventSender``).
+    ``child_labels(parent)``: labels each of its children carries besides its identity (a
+    sharded operator's: the parent's shard label). ``parent_alive``: see the attribute.
+    ``event_sink``: where the Events go (default: an ``EventRecorder`` over ``client``, inline;
+    the driver passes its ``EventSender``).
     """
 
     def __init__(
@@ -145,9 +147,13 @@ class ParentReconciler:
         parent_alive: Callable[[KubeObject], bool] | None = None,
         pause: PauseSettings | None = None,
         event_sink: EventSink | None = None,
+        child_labels: Callable[[KubeObject], Mapping[str, str]] | None = None,
     ) -> None:
         self.client = counting(client)
         self.build = build
+        self.child_labels = child_labels
+        """A parent's labels for its children, stamped with their identity
+        (``reconciler._reconcile.declared``); None: none."""
         self.operator_name = operator_name
         self.clock: Clock = clock if clock is not None else RealClock()
         self.reader = counting_reader(
@@ -281,14 +287,14 @@ class ParentReconciler:
         """``obj`` (a dict or an official model) with the namespace, labels and controller owner
         reference of section 5, as ``builders.stamp_identity`` decides them."""
         return stamp_child(parent, obj, state, operator_name=self.operator_name,
-                           namespaced=self._namespaced)
+                           namespaced=self._namespaced, labels=self._child_labels(parent))
 
     def declared(self, parent: KubeObject) -> DeclaredChildren:
         """What ``build`` declares for ``parent``, evaluated as the reconcile evaluates it
         (``reconciler._reconcile.declared``): stamped children in order and the builders that
         failed."""
         return declared_children(self.build, parent, operator_name=self.operator_name,
-                                 namespaced=self._namespaced)
+                                 namespaced=self._namespaced, labels=self._child_labels(parent))
 
     def served(self, api_version: str, kind: str) -> bool:
         """Whether the cluster serves the kind now (discovery, as the client caches it)."""
@@ -297,6 +303,9 @@ class ParentReconciler:
         except ReconcilerError:
             return False
         return True
+
+    def _child_labels(self, parent: KubeObject) -> Mapping[str, str] | None:
+        return None if self.child_labels is None else self.child_labels(parent)
 
     def _namespaced(self, api_version: str, kind: str) -> bool | None:
         try:

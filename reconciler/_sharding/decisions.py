@@ -18,7 +18,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -37,6 +37,7 @@ __all__ = [
     "Sharding",
     "adopt_patch",
     "assign_patch",
+    "child_labels",
     "decide",
     "drain_patch",
     "draining",
@@ -49,6 +50,7 @@ __all__ = [
     "parent_hash_key",
     "release_patch",
     "rendezvous_shard",
+    "shard_child_labels",
     "shard_of",
 ]
 
@@ -212,6 +214,24 @@ def shard_of(obj: Mapping[str, Any]) -> str | None:
     labels = (obj.get("metadata") or {}).get("labels") or {}
     value = labels.get(SHARD_LABEL)
     return str(value) if value else None
+
+
+def shard_child_labels(parent: Mapping[str, Any]) -> dict[str, str]:
+    """The labels the children of a sharded operator's ``parent`` carry: its shard label (none
+    while it is unassigned), so that each replica's child informers select only the children
+    of its own parents."""
+    shard = shard_of(parent)
+    return {} if shard is None else {SHARD_LABEL: shard}
+
+
+def child_labels(sharding: Sharding | None) -> Callable[[Mapping[str, Any]], dict[str, str]] | None:
+    """What ``ParentReconciler(child_labels=...)`` gets for an operator with these sharding
+    settings, the same for the running replicas, ``optk plan`` and ``optk trace`` (so a plan of
+    a sharded operator keeps the label): :func:`shard_child_labels`, or None unsharded. The
+    labels are stamped by the one evaluation of the builders (``reconciler._reconcile.declared``),
+    which keeps each builder's component and so its gates (``depends_on``, ``precondition``,
+    ``when_served``, ``ready_when``); wrapping the builders to add them hid the components."""
+    return None if sharding is None else shard_child_labels
 
 
 def draining(obj: Mapping[str, Any]) -> bool:

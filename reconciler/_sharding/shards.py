@@ -6,9 +6,9 @@ renews this replica's Lease ``<operator>-shard-<id>`` (a replica that cannot ren
 renew deadline stops, before the assigner can consider it gone). The ``Assigner``
 (``reconciler._sharding.assigner``) runs on the one replica that wins the ``<operator>-sharder``
 election. ``Shards`` is what the runtime holds: the shard id, the label selector its informers
-use, the builders' label stamping (``stamp_shard``), the owner's side of the drain handshake
-(``releasing``/``acknowledge``), the adoption of a moved-in parent's children (one conditional
-JSON patch per child its builders name, no LIST), and the threads.
+use (children carry their parent's shard label: ``decisions.child_labels``), the owner's side of
+the drain handshake (``releasing``/``acknowledge``), the adoption of a moved-in parent's children
+(one conditional JSON patch per child its builders name, no LIST), and the threads.
 
 What ``Shards`` receives from the runtime (``reconciler._driver.runtime`` wires it; it never sees
 the runtime): the operator's name, parent type, namespace, prune kinds and leader election settings
@@ -28,10 +28,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Collection
-from typing import Any
 
-from builders import ObjectRef, compose
-from builders.composition import evaluate
+from builders import ObjectRef
 from builders.names import MANAGED_BY_LABEL, OWNER_UID_LABEL
 from reconciler._base.clocks import Clock
 from reconciler._base.errors import ApiError, InvalidError, NotFoundError
@@ -54,7 +52,7 @@ from reconciler._sharding.decisions import (
     shard_of,
 )
 
-__all__ = ["ShardLease", "Shards", "shard_selector", "stamp_shard"]
+__all__ = ["ShardLease", "Shards", "shard_selector"]
 
 _log = logging.getLogger("optk.sharding")
 _MERGE = "application/merge-patch+json"
@@ -131,39 +129,9 @@ class ShardLease:
             return self._stopping
 
 
-class _Stamped:
-    """A ``ResourceBuilder`` whose object carries the shard label (identity stays the
-    reconciler's)."""
-
-    def __init__(self, builder: Any, parent: KubeObject, shard: str) -> None:
-        self._builder = builder
-        self._parent = parent
-        self._shard = shard
-        self.name = getattr(builder, "name", getattr(builder, "__qualname__", repr(builder)))
-
-    def __call__(self) -> tuple[KubeObject, Any]:
-        obj, state = evaluate(self._builder, parent=self._parent)
-        meta = dict(obj.get("metadata") or {})
-        meta["labels"] = {**(meta.get("labels") or {}), SHARD_LABEL: self._shard}
-        return {**obj, "metadata": meta}, state
-
-
 def shard_selector(shard: str) -> str:
     """The label selector of the objects of ``shard``: its parents, and their children."""
     return f"{SHARD_LABEL}={shard}"
-
-
-def stamp_shard(
-    build: Callable[[KubeObject], Any], shard: str
-) -> Callable[[KubeObject], list[Any]]:
-    """``build`` whose children carry ``optk.dev/shard=<shard>`` (the owning replica's shard),
-    so that each replica's child informers select only the children of its own parents."""
-
-    def sharded(parent: KubeObject) -> list[Any]:
-        return [_Stamped(builder, parent, shard) for builder in compose(build(parent))]
-
-    sharded.__qualname__ = getattr(build, "__qualname__", "build")
-    return sharded
 
 
 class Shards:

@@ -20,7 +20,14 @@ from typing import Any
 import attrs
 import pytest
 
-from builders import Component, ResourceBuilder, child_name, compose, resource_builder
+from builders import (
+    Component,
+    DesiredState,
+    ResourceBuilder,
+    child_name,
+    compose,
+    resource_builder,
+)
 from reconciler import KubernetesClient
 from reconciler._commands.trace_tree import trace_json
 from reconciler._commands.traces import trace_command, trace_parent
@@ -110,6 +117,56 @@ def test_trace_shows_waits_contention_policies_and_pauses(
                      patch_type="application/merge-patch+json", namespace=ns)
         doc = trace_json(trace_parent(client, operator, name="p", namespace=ns))
         assert "optk.dev/paused" in doc["parent"]["paused"], doc["parent"]
+
+
+@resource_builder
+def reader(parent: Any) -> dict[str, Any]:
+    """A cluster-scoped child (named after the namespace too: ClusterRoles are shared)."""
+    meta = parent["metadata"]
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": f"{meta['namespace']}-{meta['name']}-reader"}, "rules": []}
+
+
+@resource_builder
+def legacy(parent: Any) -> tuple[dict[str, Any], DesiredState]:
+    """A cluster-scoped child declared ABSENT."""
+    meta = parent["metadata"]
+    return ({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+             "metadata": {"name": f"{meta['namespace']}-{meta['name']}-legacy"}},
+            DesiredState.ABSENT)
+
+
+def scoped_build(parent: Any) -> list[ResourceBuilder]:
+    return compose(Component(name="rbac", builders=[reader(parent), legacy(parent)]),
+                   Component(name="app", builders=[app(parent)]))
+
+
+@pytest.mark.both_servers
+def test_a_cluster_scoped_child_of_a_namespaced_parent_is_traced_as_the_reconcile_sees_it(
+    client: KubernetesClient, ns: str
+) -> None:
+    """Issue 35 (item 3): the trace's declared state and component of each child come from the
+    reconcile's own evaluation (``reconciler._reconcile.declared``), so a cluster-scoped child
+    of a namespaced parent has no namespace, its component's name (not its
+    ``app.kubernetes.io/component`` label, ``<ns>-p-reader`` here) and its declared state, as a
+    namespaced child does. Nothing runs: the trace's dry-run reconcile plans the creates."""
+    operator = make_operator(ns, build=scoped_build)
+    client.create(thing(ns, "p"))
+    trace = trace_parent(client, operator, name="p", namespace=ns)
+    children = {(c.ref.kind, c.ref.name): c for c in trace.children}
+    assert set(children) == {("ClusterRole", f"{ns}-p-reader"),
+                             ("ClusterRole", f"{ns}-p-legacy"), ("ConfigMap", "p-app")}
+    role = children["ClusterRole", f"{ns}-p-reader"]
+    assert (role.ref.namespace, role.component, role.state) == (None, "rbac", "present"), role
+    assert role.next == "create", role
+    gone = children["ClusterRole", f"{ns}-p-legacy"]
+    assert (gone.ref.namespace, gone.component, gone.state, gone.health) == (
+        None, "rbac", "absent", "Absent"), gone
+    config = children["ConfigMap", "p-app"]
+    assert (config.ref.namespace, config.component, config.state) == (ns, "app", "present")
+    doc = trace_json(trace)
+    assert {c["name"]: c["component"] for c in doc["children"]} == {
+        f"{ns}-p-reader": "rbac", f"{ns}-p-legacy": "rbac", "p-app": "app"}, doc
 
 
 OPERATOR_MODULE = '''

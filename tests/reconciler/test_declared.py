@@ -18,10 +18,12 @@ from kubernetes import client as k8s
 
 from builders import (
     BuilderFailedError,
+    Component,
     DesiredState,
     ObjectRef,
     ResourceBuilder,
     child_name,
+    compose,
     resource_builder,
 )
 from builders.names import INSTANCE_LABEL, MANAGED_BY_LABEL, OWNER_UID_LABEL
@@ -128,6 +130,28 @@ def test_children_come_in_order_with_identity_stamped() -> None:
     assert "labels" not in cluster_role.obj["metadata"]  # ABSENT: only its name is needed
     assert declared.types == {("v1", "ConfigMap"),
                               ("rbac.authorization.k8s.io/v1", "ClusterRole")}
+
+
+def test_labels_go_on_every_child_and_the_components_stay() -> None:
+    """Issue 35: a caller's labels (the shard label) are stamped here, so the builders keep
+    their components (sharding once wrapped them and every gate was lost); the identity's own
+    labels win over them, and an ABSENT child gets none."""
+    parent = thing()
+
+    def build(parent: Any) -> list[ResourceBuilder]:
+        return compose(Component(name="db", builders=[config(parent)]),
+                       Component(name="app", depends_on="db", builders=[role(parent)]))
+
+    declared = declared_children(build, parent, operator_name=OPERATOR, namespaced=namespaced,
+                                 labels={"optk.dev/shard": "a", MANAGED_BY_LABEL: "other"})
+    cfg, cluster_role = declared.children
+    assert [(c.node.name, c.node.depends_on) if c.node else None for c in declared.children] == [
+        ("db", ()), ("app", ("db",))]
+    labels = cfg.obj["metadata"]["labels"]
+    assert (labels["optk.dev/shard"], labels[MANAGED_BY_LABEL]) == ("a", OPERATOR)
+    assert "labels" not in cluster_role.obj["metadata"]  # ABSENT: only its name is needed
+    unlabelled = declared_children(build, parent, operator_name=OPERATOR, namespaced=namespaced)
+    assert "optk.dev/shard" not in unlabelled.children[0].obj["metadata"]["labels"]
 
 
 def test_official_client_models_become_plain_stamped_dicts() -> None:
