@@ -21,7 +21,7 @@ operator whose children are roles needs, beside the child verbs on the role kind
   nothing more than that role's rules.
 
 What follows the parent is found by evaluating ``build`` a second time for a *variant* of each
-parent (other name and namespace, every spec string changed) and comparing the two.
+parent (other name and namespace, every string of its spec changed) and comparing the two.
 """
 
 from __future__ import annotations
@@ -63,14 +63,16 @@ def is_rbac_child(obj: Mapping[str, Any]) -> bool:
 
 def variant_of(parent: Mapping[str, Any], *, strings: bool) -> dict[str, Any]:
     """``parent`` under another name and namespace and, with ``strings``, every non-empty string
-    of its spec changed: what a builder derives from these differs between the two."""
+    of its spec (of every field but ``apiVersion``, ``kind``, ``metadata`` and ``status``: a
+    ConfigMap's ``data``) changed: what a builder derives from these differs between the two."""
     meta = dict(parent.get("metadata") or {})
     meta["name"] = "optk-variant" if meta.get("name") != "optk-variant" else "optk-variant-b"
     meta["namespace"] = ("optk-variant-ns" if meta.get("namespace") != "optk-variant-ns"
                          else "optk-variant-ns-b")
     out = {**parent, "metadata": meta}
-    if strings and "spec" in parent:
-        out["spec"] = _changed_strings(parent["spec"])
+    if strings:
+        out.update({key: _changed_strings(value) for key, value in parent.items()
+                    if key not in ("apiVersion", "kind", "metadata", "status")})
     return out
 
 
