@@ -12,13 +12,16 @@ operator whose children are roles needs, beside the child verbs on the role kind
 - ``resourceNames`` are kept when they are the same for any parent, and dropped (the rule then
   covers every name) when they follow the parent: the operator cannot hold a rule for names not
   known yet;
-- ``escalate`` on a role only when its rules cannot be known from samples: they change with the
-  parent (its name, namespace or spec strings), or it aggregates rules by label
-  (``aggregationRule``); limited by name when the role's name does not follow the parent;
+- ``escalate`` on a role kind only when a role's rules cannot be known from samples: they change
+  with the parent (its name, namespace or spec strings), or it aggregates rules by label
+  (``aggregationRule``). Never limited by name: kube-apiserver checks ``escalate`` with the name
+  of the request's URL, which a create has not (as for ``create`` itself), so an ``escalate``
+  with ``resourceNames`` would let the operator update such a role but never create it;
 - ``bind`` on a role a child binding binds only when the operator cannot hold its rules: the role
   is not one of the parent's own children (a built-in such as ``view``, or one installed
-  elsewhere) or its rules cannot be known; a binding of a role the same parent builds needs
-  nothing more than that role's rules.
+  elsewhere) or its rules cannot be known; limited by name when the bound role's name does not
+  follow the parent (``bind`` is checked with the ``roleRef``'s name, create included); a
+  binding of a role the same parent builds needs nothing more than that role's rules.
 
 What follows the parent is found by evaluating ``build`` a second time for a *variant* of each
 parent (other name and namespace, every string of its spec changed) and comparing the two.
@@ -154,9 +157,10 @@ def role_grants(
                 unknown.add(key)
                 grants.append(RoleGrant(
                     group=RBAC_GROUP, resource=_RESOURCE[kind], verbs=("escalate",),
-                    cluster=cluster, names=(_name(role),) if fixed else (),
-                    reason=f"escalate: the child {_called(kind, _name(role), fixed)} {why}"
-                    + ("" if fixed else " (not limited by name: the name follows the parent)")))
+                    cluster=cluster,
+                    reason=f"escalate: the child {_called(kind, _name(role), fixed)} {why}; "
+                    "not limited by name: Kubernetes checks escalate on a create without the "
+                    "name (it is in the body, not the URL), as it does create"))
                 continue
             known.add(key)
             other_rules = list((other or {}).get("rules") or ())

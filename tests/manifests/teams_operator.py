@@ -107,3 +107,41 @@ def build(parent: Mapping[str, Any]) -> list[ResourceBuilder]:
 
 operator = Operator(api_version=API_VERSION, kind=KIND, build=build, name="teams",
                     install=[TEAM_CRD])
+
+
+@resource_builder
+def aggregate(parent: Mapping[str, Any]) -> dict[str, Any]:
+    """A ClusterRole that gathers the rules of others by label: samples cannot tell them."""
+    return {**o.cluster_role(metadata={"name": "teams-aggregate"}, rules=[]),
+            "aggregationRule": {"clusterRoleSelectors": [
+                {"matchLabels": {"teams.optk.dev/aggregate": "true"}}]}}
+
+
+@resource_builder
+def owner_role(parent: Mapping[str, Any]) -> dict[str, Any]:
+    """A Role granting ``get`` on the resource the Team's ``spec.owner`` names."""
+    owner = (parent.get("spec") or {}).get("owner") or "configmaps"
+    return o.role(metadata={"name": child_name(parent["metadata"]["name"], "owner")}, rules=[
+        o.policy_rule(api_groups=[""], resources=[owner], verbs=["get"])])
+
+
+@resource_builder
+def owner_binding(parent: Mapping[str, Any]) -> dict[str, Any]:
+    name = child_name(parent["metadata"]["name"], "owner")
+    return o.role_binding(metadata={"name": name}, role_name=name, subjects=[
+        o.subject(name="default", namespace=parent["metadata"]["namespace"])])
+
+
+def build_extras(parent: Mapping[str, Any]) -> list[ResourceBuilder]:
+    """Roles whose rules samples cannot tell: the role needs ``escalate`` (and ``bind``)."""
+    return compose(
+        Component(name="roles", builders=[aggregate(parent), owner_role(parent)]),
+        Component(name="bindings", depends_on="roles", builders=[owner_binding(parent)]),
+    )
+
+
+EXTRAS_NAMESPACE = "extras"
+
+extras = Operator(api_version=API_VERSION, kind=KIND, build=build_extras, name="extras",
+                  namespace=EXTRAS_NAMESPACE, install=[TEAM_CRD])
+"""``optk manifests tests.manifests.teams_operator:extras``: one namespace, a namespaced role."""

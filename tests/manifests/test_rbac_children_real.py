@@ -27,7 +27,7 @@ from examples.observer.crds import API_VERSION as OBSERVER_API_VERSION
 from examples.observer.crds import KIND as OBSERVER_KIND
 from examples.thanos.crds import API_VERSION as THANOS_API_VERSION
 from examples.thanos.crds import THANOS_CRD
-from reconciler import KubernetesClient, NotFoundError, Operator
+from reconciler import AlreadyExistsError, KubernetesClient, NotFoundError, Operator
 from reconciler._client.incluster import InClusterConfig, incluster_api_client
 from reconciler._commands.manifests import manifests_command
 from reconciler._driver.deployed import deployed_operator
@@ -98,6 +98,10 @@ def _deploy(plane: ControlPlane, operator: Operator, target: str,
     documents = [d for d in yaml.safe_load_all(manifests_command(target)) if d]
     namespace = next(d["metadata"]["name"] for d in documents if d["kind"] == "Namespace")
     for obj in documents:
+        if obj["kind"] == "CustomResourceDefinition":
+            with contextlib.suppress(AlreadyExistsError):  # two operators of the Team kind
+                admin.create(obj)
+            continue
         admin.create(obj)
     _wait_for_service_account(plane, namespace, operator.name)
     secrets = tmp_path / "serviceaccount"
@@ -189,6 +193,37 @@ def test_a_composite_whose_child_roles_grant_what_it_does_not_use_installs_them(
         assert admin.get(rbac, "RoleBinding", "red-view", namespace=ns)["roleRef"]["name"] == \
             "view"
         assert admin.get(rbac, "ClusterRoleBinding", f"{ns}-red-nodes")
+    finally:
+        runtime.stop(timeout=10.0)
+    assert refusals.read() == []
+
+
+def test_escalate_and_bind_let_it_write_roles_whose_rules_samples_cannot_tell(
+    plane: ControlPlane, tmp_path: Path
+) -> None:
+    """An aggregated ClusterRole (``escalate`` on ClusterRoles: kube-apiserver checks it
+    without the name on a create, so a name-limited one is refused: 'must have cluster-admin
+    privileges to use the aggregationRule') and a Role whose rule names the resource the Team's
+    spec gives (``escalate`` and ``bind`` on Roles in the one namespace the operator watches:
+    a namespaced role)."""
+    operator = teams_operator.extras
+    ns = teams_operator.EXTRAS_NAMESPACE
+    KubernetesClient(plane.api_client()).create(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    admin, client, refusals = _deploy(plane, operator, "tests.manifests.teams_operator:extras",
+                                      tmp_path)
+    runtime = _start(operator, client, admin, teams_operator.API_VERSION, teams_operator.KIND)
+    try:
+        admin.create({"apiVersion": teams_operator.API_VERSION, "kind": teams_operator.KIND,
+                      "metadata": {"name": "green", "namespace": ns},
+                      "spec": {"owner": "endpoints"}})
+        rbac = "rbac.authorization.k8s.io/v1"
+        assert _wait(lambda: _reconciled(admin, teams_operator.API_VERSION, teams_operator.KIND,
+                                         "green", ns), refusals), refusals.found
+        assert admin.get(rbac, "Role", "green-owner", namespace=ns)["rules"][0][
+            "resources"] == ["endpoints"]
+        assert admin.get(rbac, "RoleBinding", "green-owner", namespace=ns)
+        assert admin.get(rbac, "ClusterRole", "teams-aggregate")["aggregationRule"]
     finally:
         runtime.stop(timeout=10.0)
     assert refusals.read() == []
