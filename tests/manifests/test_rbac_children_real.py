@@ -39,6 +39,7 @@ from tests.manifests.test_rbac_real import _token, _wait_for_service_account
 pytestmark = pytest.mark.timeout(300)
 
 _TIMEOUT = 60.0
+_RBAC = "rbac.authorization.k8s.io/v1"
 
 
 @pytest.fixture(scope="module")
@@ -125,17 +126,35 @@ def _reconciled(admin: KubernetesClient, api_version: str, kind: str, name: str,
                for c in (parent.get("status") or {}).get("conditions") or ())
 
 
-def _start(operator: Operator, client: KubernetesClient, admin: KubernetesClient,
-           api_version: str, kind: str) -> Any:
-    """Start ``operator`` as its Deployment runs it (leader election, its Leases in its own
-    namespace), once its parent kind is served."""
+@contextlib.contextmanager
+def _running(plane: ControlPlane, operator: Operator, target: str,
+             tmp_path: Path) -> Iterator[tuple[KubernetesClient, Refusals]]:
+    """``optk manifests TARGET`` applied and ``operator`` running as its Deployment runs it
+    (its ServiceAccount's token, leader election, its Leases in its own namespace) once its
+    parent kind is served: the admin client and the operator's refusals, none at the end."""
+    admin, client, refusals = _deploy(plane, operator, target, tmp_path)
     deadline = time.monotonic() + _TIMEOUT
-    while not admin.is_served(api_version, kind) and time.monotonic() < deadline:
+    while (not admin.is_served(operator.api_version, operator.kind)
+           and time.monotonic() < deadline):
         admin.invalidate_discovery()
         time.sleep(0.2)
-    return deployed_operator(operator, leader_elect=True,
-                             lease_namespace=f"{operator.name}-system",
-                             watch_namespace=None).start(client)
+    runtime = deployed_operator(operator, leader_elect=True,
+                                lease_namespace=f"{operator.name}-system",
+                                watch_namespace=None).start(client)
+    try:
+        yield admin, refusals
+    finally:
+        runtime.stop(timeout=10.0)
+    assert refusals.read() == []
+
+
+def _team(admin: KubernetesClient, refusals: Refusals, name: str, namespace: str,
+          spec: dict[str, Any]) -> None:
+    """Create a Team and wait until it is reconciled (refusals fail at once)."""
+    admin.create({"apiVersion": teams_operator.API_VERSION, "kind": teams_operator.KIND,
+                  "metadata": {"name": name, "namespace": namespace}, "spec": spec})
+    assert _wait(lambda: _reconciled(admin, teams_operator.API_VERSION, teams_operator.KIND,
+                                     name, namespace), refusals), refusals.found
 
 
 def test_the_observer_installs_the_thanos_operator_under_its_derived_role(
@@ -143,10 +162,8 @@ def test_the_observer_installs_the_thanos_operator_under_its_derived_role(
 ) -> None:
     from examples.observer.operator import operator
 
-    admin, client, refusals = _deploy(plane, operator, "examples.observer.operator:operator",
-                                      tmp_path)
-    runtime = _start(operator, client, admin, OBSERVER_API_VERSION, OBSERVER_KIND)
-    try:
+    with _running(plane, operator, "examples.observer.operator:operator",
+                  tmp_path) as (admin, refusals):
         ns = "observed"
         admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
         admin.create({"apiVersion": OBSERVER_API_VERSION, "kind": OBSERVER_KIND,
@@ -168,34 +185,21 @@ def test_the_observer_installs_the_thanos_operator_under_its_derived_role(
         assert _wait(lambda: bool(admin.get(THANOS_API_VERSION, "Thanos", "obs", namespace=ns))
                      and _reconciled(admin, OBSERVER_API_VERSION, OBSERVER_KIND, "obs", ns),
                      refusals), refusals.found
-    finally:
-        runtime.stop(timeout=10.0)
-    assert refusals.read() == []
 
 
 def test_a_composite_whose_child_roles_grant_what_it_does_not_use_installs_them(
     plane: ControlPlane, tmp_path: Path
 ) -> None:
-    operator = teams_operator.operator
-    admin, client, refusals = _deploy(plane, operator, "tests.manifests.teams_operator:operator",
-                                      tmp_path)
-    runtime = _start(operator, client, admin, teams_operator.API_VERSION, teams_operator.KIND)
-    try:
+    with _running(plane, teams_operator.operator, "tests.manifests.teams_operator:operator",
+                  tmp_path) as (admin, refusals):
         ns = "teamed"
         admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-        admin.create({"apiVersion": teams_operator.API_VERSION, "kind": teams_operator.KIND,
-                      "metadata": {"name": "red", "namespace": ns}, "spec": {}})
-        rbac = "rbac.authorization.k8s.io/v1"
-        assert _wait(lambda: _reconciled(admin, teams_operator.API_VERSION, teams_operator.KIND,
-                                         "red", ns), refusals), refusals.found
-        assert admin.get(rbac, "Role", "red-reader", namespace=ns)["rules"][0][
+        _team(admin, refusals, "red", ns, {})
+        assert admin.get(_RBAC, "Role", "red-reader", namespace=ns)["rules"][0][
             "resourceNames"] == ["red-creds"]
-        assert admin.get(rbac, "RoleBinding", "red-view", namespace=ns)["roleRef"]["name"] == \
+        assert admin.get(_RBAC, "RoleBinding", "red-view", namespace=ns)["roleRef"]["name"] == \
             "view"
-        assert admin.get(rbac, "ClusterRoleBinding", f"{ns}-red-nodes")
-    finally:
-        runtime.stop(timeout=10.0)
-    assert refusals.read() == []
+        assert admin.get(_RBAC, "ClusterRoleBinding", f"{ns}-red-nodes")
 
 
 def test_escalate_and_bind_let_it_write_roles_whose_rules_samples_cannot_tell(
@@ -206,24 +210,13 @@ def test_escalate_and_bind_let_it_write_roles_whose_rules_samples_cannot_tell(
     privileges to use the aggregationRule') and a Role whose rule names the resource the Team's
     spec gives (``escalate`` and ``bind`` on Roles in the one namespace the operator watches:
     a namespaced role)."""
-    operator = teams_operator.extras
     ns = teams_operator.EXTRAS_NAMESPACE
     KubernetesClient(plane.api_client()).create(
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    admin, client, refusals = _deploy(plane, operator, "tests.manifests.teams_operator:extras",
-                                      tmp_path)
-    runtime = _start(operator, client, admin, teams_operator.API_VERSION, teams_operator.KIND)
-    try:
-        admin.create({"apiVersion": teams_operator.API_VERSION, "kind": teams_operator.KIND,
-                      "metadata": {"name": "green", "namespace": ns},
-                      "spec": {"owner": "endpoints"}})
-        rbac = "rbac.authorization.k8s.io/v1"
-        assert _wait(lambda: _reconciled(admin, teams_operator.API_VERSION, teams_operator.KIND,
-                                         "green", ns), refusals), refusals.found
-        assert admin.get(rbac, "Role", "green-owner", namespace=ns)["rules"][0][
+    with _running(plane, teams_operator.extras, "tests.manifests.teams_operator:extras",
+                  tmp_path) as (admin, refusals):
+        _team(admin, refusals, "green", ns, {"owner": "endpoints"})
+        assert admin.get(_RBAC, "Role", "green-owner", namespace=ns)["rules"][0][
             "resources"] == ["endpoints"]
-        assert admin.get(rbac, "RoleBinding", "green-owner", namespace=ns)
-        assert admin.get(rbac, "ClusterRole", "teams-aggregate")["aggregationRule"]
-    finally:
-        runtime.stop(timeout=10.0)
-    assert refusals.read() == []
+        assert admin.get(_RBAC, "RoleBinding", "green-owner", namespace=ns)
+        assert admin.get(_RBAC, "ClusterRole", "teams-aggregate")["aggregationRule"]
