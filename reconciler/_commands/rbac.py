@@ -11,7 +11,9 @@ election's is watched by name while a candidate waits; installed
 objects are read by name and patched by name when they differ, and created only when the
 manifests do not apply them (``create`` is the one verb Kubernetes cannot limit by name); what
 an ``on_start`` hook watches is declared on the hook with ``watches``; the kinds of declared
-inputs (``Operator.inputs``) are listed and watched.
+inputs (``Operator.inputs``) are listed and watched; what the child roles grant, and ``bind``
+or ``escalate`` where that cannot be known, so that the operator may write its child roles and
+bindings (``reconciler._commands.rbac_children``, ``child_role_grants``).
 Nothing here talks to a cluster: kinds map to resources by the installed CRDs, a table of the
 irregular built-in plurals and Kubernetes' own guess (``UnsafeGuessKindToResource``).
 """
