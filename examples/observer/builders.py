@@ -58,7 +58,7 @@ def thanos_crd(parent: Mapping[str, Any]) -> dict[str, Any]:
 
 
 _RULES = (
-    o.policy_rule(api_groups=[THANOS_GROUP], resources=["thanos", "thanos/status"],
+    o.policy_rule(api_groups=[THANOS_GROUP], resources=["thanoses", "thanoses/status"],
                   verbs=["get", "list", "watch", "patch", "update"]),
     o.policy_rule(api_groups=["apps"], resources=["deployments", "statefulsets"],
                   verbs=["get", "list", "watch", "create", "patch", "update", "delete"]),

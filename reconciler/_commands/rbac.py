@@ -11,7 +11,9 @@ election's is watched by name while a candidate waits; installed
 objects are read by name and patched by name when they differ, and created only when the
 manifests do not apply them (``create`` is the one verb Kubernetes cannot limit by name); what
 an ``on_start`` hook watches is declared on the hook with ``watches``; the kinds of declared
-inputs (``Operator.inputs``) are listed and watched.
+inputs (``Operator.inputs``) are listed and watched; what the child roles grant, and ``bind``
+or ``escalate`` where that cannot be known, so that the operator may write its child roles and
+bindings (``reconciler._commands.rbac_children``, ``child_role_grants``).
 Nothing here talks to a cluster: kinds map to resources by the installed CRDs, a table of the
 irregular built-in plurals and Kubernetes' own guess (``UnsafeGuessKindToResource``).
 """
@@ -25,14 +27,16 @@ import attrs
 
 from objectmatcher import has_builtin_schema
 from reconciler._base.errors import RbacDerivationError
+from reconciler._commands.rbac_children import RoleGrant, is_rbac_child, role_grants, variant_of
 from reconciler._driver.inputs import one_argument_build, present_reader
-from reconciler._reconcile.declared import declared_children, unknown_scope
+from reconciler._reconcile.declared import DeclaredChildren, declared_children, unknown_scope
 
 __all__ = [
     "HookWatches",
     "OperatorFacts",
     "PolicyRule",
     "RbacDerivationError",
+    "child_role_grants",
     "derive_rules",
     "input_kinds",
     "operator_facts",
@@ -59,6 +63,7 @@ _CLUSTER_SCOPED = frozenset({
     "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "CSIDriver", "RuntimeClass",
 })
 
+_NON_RESOURCE = "*nonResourceURLs*"  # the _Grants group of non-resource URLs (no group has '*')
 _PLACEHOLDER_UID = "00000000-0000-4000-8000-000000000000"
 _PLACEHOLDER_OPERATOR = "optk"  # the managed-by label of children evaluated for their kinds
 
@@ -153,7 +158,8 @@ def operator_facts(operator: Any) -> OperatorFacts:
 
 @attrs.frozen(kw_only=True)
 class PolicyRule:
-    """One RBAC rule with why it exists; ``namespace`` None means cluster-wide (ClusterRole)."""
+    """One RBAC rule with why it exists; ``namespace`` None means cluster-wide (ClusterRole);
+    ``non_resource_urls`` (then no groups nor resources) a ClusterRole's URL rule."""
 
     api_groups: tuple[str, ...]
     resources: tuple[str, ...]
@@ -161,9 +167,12 @@ class PolicyRule:
     reason: str
     resource_names: tuple[str, ...] = ()
     namespace: str | None = None
+    non_resource_urls: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The rule as it appears in a Role or ClusterRole."""
+        if self.non_resource_urls:
+            return {"nonResourceURLs": list(self.non_resource_urls), "verbs": list(self.verbs)}
         rule: dict[str, Any] = {"apiGroups": list(self.api_groups),
                                 "resources": list(self.resources)}
         if self.resource_names:
@@ -203,6 +212,44 @@ def _cluster_scoped(api_version: str, kind: str, crds: Sequence[Mapping[str, Any
     return kind in _CLUSTER_SCOPED and has_builtin_schema(api_version, kind)
 
 
+def _placed(sample: Mapping[str, Any]) -> dict[str, Any]:
+    """A sample as a server would hold it: a uid and a namespace (samples as written lack them)."""
+    meta = dict(sample.get("metadata") or {})
+    meta.setdefault("uid", _PLACEHOLDER_UID)
+    meta.setdefault("namespace", "default")
+    return {**sample, "metadata": meta}
+
+
+def _declared(build: Callable[[Mapping[str, Any]], Iterable[Any]],
+              parent: Mapping[str, Any]) -> DeclaredChildren:
+    return declared_children(build, parent, operator_name=_PLACEHOLDER_OPERATOR,
+                             namespaced=unknown_scope)  # only kinds and contents are read
+
+
+def _evaluated(
+    build: Callable[[Mapping[str, Any]], Iterable[Any]], parents: Iterable[Mapping[str, Any]],
+    *, refused: list[Mapping[str, Any]] | None = None,
+) -> list[tuple[dict[str, Any], DeclaredChildren]]:
+    """Each parent (placed) with what ``build`` declares for it; refusals as ``produced_kinds``
+    describes them."""
+    out: list[tuple[dict[str, Any], DeclaredChildren]] = []
+    for sample in parents:
+        parent = _placed(sample)
+        declared = _declared(build, parent)
+        if declared.errors:
+            error = declared.errors[0]
+            if refused is not None and (isinstance(error, ValueError)
+                                        or isinstance(error.__cause__, ValueError)):
+                refused.append(sample)
+                continue
+            raise RbacDerivationError(
+                f"build failed for parent {(sample.get('metadata') or {}).get('name')!r} while "
+                f"deriving the role: {error}", parent=parent,
+            ) from error
+        out.append((parent, declared))
+    return out
+
+
 def produced_kinds(
     build: Callable[[Mapping[str, Any]], Iterable[Any]], parents: Iterable[Mapping[str, Any]],
     *, refused: list[Mapping[str, Any]] | None = None,
@@ -214,26 +261,35 @@ def produced_kinds(
     parents may be valid for the schema and still refused by the builders).
     """
     kinds: set[KindKey] = set()
-    for sample in parents:
-        meta = dict(sample.get("metadata") or {})
-        name = meta.get("name")
-        meta.setdefault("uid", _PLACEHOLDER_UID)  # samples as written lack what a server sets
-        meta.setdefault("namespace", "default")
-        parent = {**sample, "metadata": meta}
-        declared = declared_children(build, parent, operator_name=_PLACEHOLDER_OPERATOR,
-                                     namespaced=unknown_scope)  # only the kinds are read
-        if declared.errors:
-            error = declared.errors[0]
-            if refused is not None and (isinstance(error, ValueError)
-                                        or isinstance(error.__cause__, ValueError)):
-                refused.append(sample)
-                continue
-            raise RbacDerivationError(
-                f"build failed for parent {name!r} while deriving the role: {error}",
-                parent=parent,
-            ) from error
+    for _, declared in _evaluated(build, parents, refused=refused):
         kinds |= declared.types
     return kinds
+
+
+def child_role_grants(
+    build: Callable[[Mapping[str, Any]], Iterable[Any]],
+    evaluated: Iterable[tuple[Mapping[str, Any], DeclaredChildren]],
+) -> list[RoleGrant]:
+    """What the operator must hold to write the roles and bindings it builds
+    (``reconciler._commands.rbac_children``): each parent that builds any is built again as
+    its variant (spec strings changed; if ``build`` refuses that, only name and namespace).
+    ABSENT children are left out: the operator only deletes them."""
+    def written(declared: DeclaredChildren) -> list[dict[str, Any]]:
+        return [child.obj for child in declared.children if not child.state.is_absent]
+
+    pairs: list[tuple[list[dict[str, Any]], list[dict[str, Any]] | None]] = []
+    for parent, declared in evaluated:
+        built = written(declared)
+        if not any(is_rbac_child(obj) for obj in built):
+            continue
+        variant: list[dict[str, Any]] | None = None
+        for strings in (True, False):
+            other = _declared(build, variant_of(parent, strings=strings))
+            if not other.errors:
+                variant = written(other)
+                break
+        pairs.append((built, variant))
+    return role_grants(pairs)
 
 
 def input_kinds(declare: Callable[[Mapping[str, Any]], Iterable[Any]] | None,
@@ -279,6 +335,9 @@ class _Grants:
             resources.append(resource)
             reasons.extend(r for r in self.reasons[key] if r not in reasons)
         return tuple(
+            PolicyRule(api_groups=(), resources=(), non_resource_urls=tuple(resources),
+                       verbs=verbs, namespace=None, reason="; ".join(reasons))
+            if group == _NON_RESOURCE else
             PolicyRule(api_groups=(group,), resources=tuple(resources), verbs=verbs,
                        resource_names=names, namespace=namespace, reason="; ".join(reasons))
             for (namespace, group, verbs, names), (resources, reasons) in merged.items()
@@ -326,8 +385,9 @@ def derive_rules(
     grant(facts.api_version, facts.kind, ("patch",),
           "the parents' status (conditions, observedGeneration, lastReconcileTime)", sub="status")
     parents, generated = list(parents), list(generated)
-    children = produced_kinds(facts.build, parents)
-    children |= produced_kinds(facts.build, generated, refused=[])
+    evaluated = [*_evaluated(facts.build, parents),
+                 *_evaluated(facts.build, generated, refused=[])]
+    children = {kind for _, declared in evaluated for kind in declared.types}
     children |= set(facts.prune)
     for hook in facts.hooks:
         children |= set(hook.enables)
@@ -346,6 +406,10 @@ def derive_rules(
               "declared inputs (Operator.inputs): one informer per namespace in use lists and "
               "watches them (no names: a list is narrowed by name only with a field selector "
               "per object)")
+    for held in child_role_grants(facts.build, evaluated):
+        grants.add(_NON_RESOURCE if held.non_resource else held.group, held.resource,
+                   held.verbs, held.reason, names=held.names,
+                   namespace=None if held.cluster or held.non_resource else scope)
     custom = sorted(k for k in children if not has_builtin_schema(*k))
     if custom:
         grant(*_CRD, ("list",), "the CRD schemas of custom children ("
