@@ -220,7 +220,8 @@ class WorkerPool:
                     self._reconciler.paused(parent) is None):  # a pause holds the cleanup too
                 cleanup = self._reconciler.cleanup.finalize(parent)
                 if not cleanup.done:  # retried with backoff
-                    return Outcome(cleanup_pending=cleanup.reason), parent
+                    return Outcome(cleanup_pending=cleanup.reason,
+                                   cleanup_alarming=cleanup.alarming), parent
             return Outcome(deleting=True), parent
         if self._held is not None and self._held(parent):  # a gradual rollout's later batch
             return Outcome(held=True), parent
@@ -319,8 +320,10 @@ def outcome_of(result: ParentResult | None, error: Exception | None, *, seconds:
 
 
 def types_of(result: ParentResult) -> set[TypeKey]:
-    """The child types a reconcile declared (built, pruned or failed), for its informers."""
+    """The child types a reconcile declared (built, pruned, failed or waiting on their
+    dependencies: a waiting child that exists is still observed), for its informers."""
     types = {(r.ref.api_version, r.ref.kind) for r in (*result.children, *result.pruned)}
+    types |= {(w.ref.api_version, w.ref.kind) for w in result.waiting}
     types |= {(e.ref.api_version, e.ref.kind) for e in result.errors
               if e.ref.api_version and e.ref.kind != "builder"}
     return types

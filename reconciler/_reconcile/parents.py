@@ -227,16 +227,17 @@ class ParentReconciler:
     def teardown(self, parent: KubeObject) -> str | None:
         """For the cleanup finalizer of a parent being deleted: delete its children that
         belong to components in reverse dependency order (``reconciler._reconcile.ordering``);
-        why the cleanup must wait (children waiting for their dependents to be gone, or failing),
-        or None when nothing of them is left to delete in order."""
+        why the cleanup must wait (children waiting for their dependents to be gone), or None
+        when nothing of them is left to delete in order; raises ``ReconcilerError`` naming the
+        children whose deletion failed."""
         parent = to_plain_object(parent) if is_client_model(parent) else copy_object(parent)
         uid = str(_meta(parent).get("uid") or "")
         run = _ParentRun(self, parent, uid)
         with recording():
             deleted = run.teardown()
         self.waits.replace(run.ref.namespaced_name, run.waiting)
-        if run.errors:
-            return "; ".join(f"{e.ref}: {e.message}" for e in run.errors)
+        if run.errors:  # a failure, not a wait: the cleanup reports it as one
+            raise ReconcilerError("; ".join(f"{e.ref}: {e.message}" for e in run.errors))
         if run.waiting:
             return waiting_message(run.waiting)
         if any(r.action is Action.DELETED for r in deleted):
@@ -325,6 +326,7 @@ class _ParentRun:
         self.gone = False
         self.nodes: dict[ObjectRef, Dependencies | None] = {}  # from the builders' components
         self.waiting: list[Wait] = []  # children held back by their dependencies
+        self.waiting_live: list[dict[str, Any]] = []  # those of them that exist (observed)
         self.health: list[Wait] = []  # children whose health Ready reads
         self.teardown_mode = False  # the parent is being deleted: see teardown()
         self.interventions: list[dict[str, Any]] = []  # Drifted, Contested (interventions)
@@ -347,6 +349,7 @@ class _ParentRun:
         built_refs = self._apply(built, live, unlisted)
         if isinstance(live, _LazyLive):
             live.load_all()  # the prune kinds' lists too (their failures are reported below)
+        self.waiting_live = self._waiting_live(live)
         if self.terminating:
             self.o.namespace_terminating(self.uid)
             return ParentResult(parent=self.ref, children=tuple(self.results),
@@ -443,6 +446,21 @@ class _ParentRun:
             if len(self.results) > done:
                 gates.observe(ref, _left(self.results[-1], live.get(ref)))
         return built_refs
+
+    def _waiting_live(self, live: Mapping[ObjectRef, dict[str, Any]]) -> list[dict[str, Any]]:
+        """The waiting children that exist, for the status function: held back, they are
+        still the parent's (a Dashboard created before its dependency became unready is
+        still there and may be ready). Looked up only for a status function (from the
+        caches under a running operator: their informers are kept while they wait)."""
+        if self.o.status_builder is None or not self.o.write_status:
+            return []
+        found = []
+        for wait in self.waiting:
+            try:
+                found.append(live[wait.ref])
+            except KeyError:
+                continue  # not created yet (or its list failed: it is not observed)
+        return found
 
     def _contests(self, contention: ContentionDetector) -> list[Contest]:
         """This parent's contested children, each other writer named from the child's
@@ -679,7 +697,7 @@ class _ParentRun:
                 children=len(self.results) + len(self.errors) + len(self.waiting),
                 now=self.o.clock.time(), readiness=self.o.readiness,
                 status=self.o.status_builder, refresh=self.o.status_refresh,
-                waiting=self.waiting,
+                waiting=self.waiting, waiting_live=self.waiting_live,
             )
         except Exception as exc:  # a user's status builder failed: reported, retried
             return False, f"status builder failed: {type(exc).__name__}: {exc}"
