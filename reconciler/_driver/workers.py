@@ -50,6 +50,7 @@ from reconciler._driver.settling import Outcome, Settlement, settle
 from reconciler._driver.stats import RuntimeStats
 from reconciler._driver.triggers import ParentKey, meta_of, parent_needs_reconcile
 from reconciler._reconcile.changelog import describe_changes
+from reconciler._reconcile.conditions import described
 from reconciler._reconcile.finalizing import CLEANUP_FINALIZER
 from reconciler._reconcile.parents import ParentReconciler, ParentResult
 from reconciler._sharding.shards import Shards
@@ -305,7 +306,7 @@ def outcome_of(result: ParentResult | None, error: Exception | None, *, seconds:
     if result is None:
         return Outcome(reconciled=True, reason=str(error), retry_after=retry_after,
                        retry_failed_by_backoff=retry_failed_by_backoff, seconds=seconds)
-    reason = "; ".join([f"{e.ref}: {e.message}" for e in result.errors]
+    reason = "; ".join([described(e) for e in result.errors]
                        + ([result.status_error] if result.status_error else []))
     return Outcome(
         reconciled=True, ok=result.ok, went_away=result.parent_gone,

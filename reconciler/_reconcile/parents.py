@@ -25,7 +25,7 @@ from typing import Any
 
 import attrs
 
-from builders import BuilderFailedError, DesiredState, ObjectRef, ResourceBuilder
+from builders import DesiredState, ObjectRef, ResourceBuilder
 from builders.composition import Dependencies, builder_name
 from builders.convert import is_client_model, to_plain_object
 from builders.names import (
@@ -54,6 +54,7 @@ from reconciler._reconcile.cleanups import OnDelete, ParentCleanup, count_custom
 from reconciler._reconcile.conditions import (
     ChildError,
     ParentResult,
+    described,
     parent_conditions,
     parent_events,
     status_patch,
@@ -61,6 +62,7 @@ from reconciler._reconcile.conditions import (
 from reconciler._reconcile.contention import ContentionDetector, Contest
 from reconciler._reconcile.declared import DeclaredChildren, declared_children, stamp_child
 from reconciler._reconcile.events import EventRecorder, EventSink
+from reconciler._reconcile.failures import builder_failure
 from reconciler._reconcile.finalizing import is_uncollectable, refuses_data_loss
 from reconciler._reconcile.guard import PlanGuard
 from reconciler._reconcile.interventions import (
@@ -237,7 +239,7 @@ class ParentReconciler:
             deleted = run.teardown()
         self.waits.replace(run.ref.namespaced_name, run.waiting)
         if run.errors:  # a failure, not a wait: the cleanup reports it as one
-            raise ReconcilerError("; ".join(f"{e.ref}: {e.message}" for e in run.errors))
+            raise ReconcilerError("; ".join(described(e) for e in run.errors))
         if run.waiting:
             return waiting_message(run.waiting)
         if any(r.action is Action.DELETED for r in deleted):
@@ -505,14 +507,14 @@ class _ParentRun:
         declared = self.o.declared(self.parent)
         self.nodes = {c.ref: c.node for c in declared.children}
         if declared.build_error is not None:  # named after the build function, not the parent
-            error = declared.build_error
-            where = ObjectRef(api_version="", kind="build", name=builder_name(self.o.build))
-            self._fail(where, f"{type(error).__name__}: {error}", error, trace=True)
+            error, name = declared.build_error, builder_name(self.o.build)
+            where = ObjectRef(api_version="", kind="build", name=name)
+            self._fail(where, builder_failure("build function", name, self.ref, error), error,
+                       trace=True)
         for failure in declared.failures:
             where = ObjectRef(api_version="", kind="builder", name=failure.name)
-            reason = (str(failure.error) if isinstance(failure.error, BuilderFailedError)
-                      else f"{type(failure.error).__name__}: {failure.error}")
-            self._fail(where, reason, failure.error, trace=True)
+            self._fail(where, builder_failure("builder", failure.name, self.ref, failure.error),
+                       failure.error, trace=True)
         self.build_failed = self.build_failed or declared.failed
         return [(c.ref, c.obj, c.state, None) for c in declared.children]
 
