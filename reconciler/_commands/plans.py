@@ -21,12 +21,14 @@ from typing import Any, TextIO
 import attrs
 
 from builders import ObjectRef, ResourceBuilder
+from builders.inputs import InputMissingError, InputUnavailableError
 from objectmatcher import LAST_APPLIED_ANNOTATION, format_diff
 from reconciler._base.clocks import RealClock
 from reconciler._base.errors import NotFoundError, ReconcilerError
 from reconciler._client.protocol import ClusterClient, KubeObject
 from reconciler._driver.inputs import client_reader, one_argument_build
 from reconciler._reconcile.applying import ApplyStrategy
+from reconciler._reconcile.conditions import ChildError, permanent_cause
 from reconciler._reconcile.guard import PlanGuard
 from reconciler._reconcile.parents import ParentReconciler, ParentResult
 from reconciler._reconcile.policies import PauseSettings
@@ -136,16 +138,41 @@ def format_plan(results: Sequence[ParentResult], *, show_unchanged: bool = False
             shown = shown_diff(child)
             if child.action in (Action.UPDATED, Action.RECREATED) and shown:
                 lines.extend(f"      {row}" for row in format_diff(shown).splitlines())
+        for wait in result.waiting:
+            lines.append(f"  {'wait':<9} {wait.ref}  ({wait.reason}: {wait.message})")
         for error in result.errors:
-            lines.append(f"  {'error':<9} {error.ref}  ({error.message})")
+            lines.append(_error_line(error))
         unchanged = sum(1 for c in result.children
                         if c.action is Action.UNCHANGED and not c.held)
         if unchanged and not show_unchanged:
             lines.append(f"  ({unchanged} unchanged)")
         if not result.children and not result.pruned and not result.errors and (
-                not result.paused):
+                not result.paused and not result.waiting):
             lines.append("  (no children)")
     return "\n".join(lines)
+
+
+def _error_line(error: ChildError) -> str:
+    """A failed child's line; a declared input that is missing (or forbidden) is a line of
+    its own naming the input and who waits for it (no failure of the code)."""
+    cause = permanent_cause(error.error)
+    if isinstance(cause, InputUnavailableError):
+        state = "missing" if isinstance(cause, InputMissingError) else "forbidden"
+        who = (f"the build function {error.ref.name}" if error.ref.kind == "build"
+               else f"builder {error.ref.name.replace('.<locals>', '')}"
+               if error.ref.kind == "builder" else str(error.ref))
+        return (f"  {state:<9} {cause.ref}  (input: {who} waits until it "
+                f"{'exists' if state == 'missing' else 'may be read'})")
+    if not error.ref.api_version:  # a build or builder: the message names it
+        return f"  {'error':<9} {error.message}"
+    return f"  {'error':<9} {error.ref}  ({error.message})"
+
+
+def _fails(result: ParentResult) -> bool:
+    """Whether a child of ``result`` would fail (a missing input only waits)."""
+    waits = [e for e in result.errors if isinstance(permanent_cause(e.error), InputMissingError)]
+    return not attrs.evolve(result, errors=tuple(e for e in result.errors
+                                                 if e not in waits)).ok
 
 
 def plan_command(
@@ -156,7 +183,8 @@ def plan_command(
     show_unchanged: bool = False,
     out: TextIO = sys.stdout,
 ) -> int:
-    """``optk plan MODULE[:ATTR] -f PARENT.yaml``: print the plan; 1 when a child would fail.
+    """``optk plan MODULE[:ATTR] -f PARENT.yaml``: print the plan; 1 when a child would fail
+    (children that would wait, for a dependency or a missing input, are no failure).
 
     A namespaced parent without a namespace is planned in the kubeconfig context's namespace
     (``default`` when the context names none), where ``kubectl apply -f`` would create it."""
@@ -188,4 +216,4 @@ def plan_command(
         print(f"optk plan: {error}", file=sys.stderr)
         return 2
     print(format_plan(results, show_unchanged=show_unchanged), file=out)
-    return 0 if all(r.ok for r in results) else 1
+    return 1 if any(_fails(r) for r in results) else 0

@@ -23,7 +23,7 @@ import attrs
 
 from builders import ObjectRef
 from builders.health import health_of
-from reconciler._reconcile.conditions import ParentResult
+from reconciler._reconcile.conditions import ParentResult, described
 from reconciler._reconcile.policies import PAUSED_ANNOTATION, POLICY_ANNOTATION
 from reconciler._reconcile.reconciling import Action
 
@@ -170,7 +170,7 @@ def trace_of(
     return Trace(
         parent=ObjectRef.of(parent), health=str(verdict.status), health_message=verdict.message,
         paused=result.paused, conditions=conditions, children=tuple(children),
-        errors=tuple(f"{e.ref}: {e.message}" for e in result.errors),
+        errors=tuple(described(e) for e in result.errors),
     )
 
 

@@ -12,6 +12,16 @@ that holds it). Each beat also stamps the Lease with the time of the write and t
 holder. Both run only while this runtime leads (a standby keeps its schedule and stays
 silent).
 
+The beat is also how a second instance of the same operator run without leader election is
+seen (``HeartbeatStore.check_others``): at start, a fresh beat of another holder; while
+running, a beat of another holder written between two of ours (our write conflicts). Either
+is one WARNING naming the other instance (its identity, its last beat, the Lease), once per
+other instance, and ``HeartbeatStore.contender`` (``/readyz`` reports it as degraded). It
+warns and does not refuse, as kopf warns of peers of the same priority: refusing would break a
+rolling update (the new pod starts while the old one runs) and delay a restart after a crash
+(the dead instance's beat stays fresh for ``HEARTBEAT_GRACE`` periods); leader election
+(``--leader-elect``) is how several instances run safely.
+
 What ``ResyncLoop`` receives from the runtime (``reconciler._driver.runtime`` wires it; it never
 sees the runtime): the ``schedule`` it follows, the ``queue`` it feeds, the ``heartbeats`` store
 (None: no heartbeat), the beat ``period``, the ``clock`` and ``stats``, and ``leading()``
@@ -114,6 +124,7 @@ class ResyncLoop:
             heartbeat = None
         if heartbeat is not None:
             _log.debug("resuming the periodic resync: covered until %.0f", heartbeat.covered)
+        self.heartbeats.check_others(self.clock.time())  # a second run of the operator?
         self.schedule.resume_from(heartbeat)
 
     def run_beat(self) -> None:
@@ -203,9 +214,13 @@ class HeartbeatStore:
     """
 
     def __init__(
-        self, client: ClusterClient, *, name: str, namespace: str, identity: str
+        self, client: ClusterClient, *, name: str, namespace: str, identity: str,
+        watch_others: bool = False,
     ) -> None:
         self.client = client
+        self.watch_others = watch_others
+        """Whether another holder's fresh beat means a second instance (no leader election:
+        with it, a new leader finds its predecessor's beat, which is no contender)."""
         self.name = name
         self.namespace = namespace
         self.identity = identity
@@ -218,6 +233,10 @@ class HeartbeatStore:
         """The fingerprint ``read`` found (None: none recorded)."""
         self.lease_found = False
         """Whether ``read`` found the Lease (a previous run recorded a heartbeat)."""
+        self.contender: LeaseHold | None = None
+        """The last fresh beat of another instance seen on the Lease (None: none): a second
+        run of the operator without leader election, both writing."""
+        self._named: set[str] = set()  # the other instances already warned of
 
     def read(self) -> Heartbeat | None:
         """The recorded heartbeat, or ``None`` when there is none (or it is unreadable)."""
@@ -240,6 +259,24 @@ class HeartbeatStore:
             return None
         return Heartbeat(covered=covered, interval=interval, ticks=ticks)
 
+    def check_others(self, now: float) -> LeaseHold | None:
+        """Whether the Lease as last read or written carries another instance's fresh beat
+        (``contender``); the first time for that instance, one WARNING naming it."""
+        hold = None if self._lease is None or not self.watch_others else heartbeat_hold(
+            self._lease)
+        if hold is None or hold.holder == self.identity or not hold.fresh(now):
+            return None
+        self.contender = hold
+        if hold.holder not in self._named:
+            self._named.add(hold.holder)
+            _log.warning(
+                "another instance of this operator, %s, writes its heartbeat Lease %s (its last "
+                "beat %.0fs ago): both reconcile and write the same parents. Stop one, or run "
+                "every instance with leader election (optk run --leader-elect); if it has "
+                "crashed, its beat goes stale within %.0fs", hold.holder, hold.where,
+                max(0.0, hold.age(now)), max(0.0, hold.valid_for - hold.age(now)))
+        return hold
+
     def write(self, heartbeat: Heartbeat, *, beat: Beat | None = None) -> None:
         """Record ``heartbeat`` (creating the Lease the first time), with ``beat``'s stamp and
         period when given (a beat that stops empties the holder)."""
@@ -257,7 +294,10 @@ class HeartbeatStore:
                 self._lease = self.leases.put(spec, annotations=annotations, over=self._lease)
                 return
             except (ConflictError, NotFoundError):
-                self._lease = None  # someone else wrote it (or deleted it): read afresh
+                # someone else wrote it (or deleted it): read afresh, and see who
+                self._lease = self.leases.read()
+                if beat is not None:
+                    self.check_others(beat.at)
         raise ConflictError(
             f"heartbeat Lease {self.namespace}/{self.name} kept changing under the writer"
         )

@@ -177,7 +177,8 @@ class OperatorRuntime:
                                                 watch_timeout=watch_timeout)
         # The resync loop needs only the schedule, the queue and the heartbeat; whether the
         # workers run is asked at each turn (they come later).
-        self.heartbeats = _heartbeat_store(operator, writer, shard=shard, identity=self.identity)
+        self.heartbeats = _heartbeat_store(operator, writer, shard=shard, identity=self.identity,
+                                           watch_others=election is None)
         self.resync = ResyncLoop(
             schedule=self.schedule, queue=self.queue, heartbeats=self.heartbeats,
             period=operator.resync.heartbeat, clock=self.clock, stats=self.stats,
@@ -352,10 +353,15 @@ class OperatorRuntime:
 
     def degraded(self) -> str:
         """Why the operator serves only in part ("" when it does not): the child kinds it
-        cannot list, with the reason (``/readyz`` says it)."""
-        return "; ".join(f"{kind} {api_version} cannot be listed: {error}"
-                         for (api_version, kind), error in sorted(
-                             self.informers.unlistable().items()))
+        cannot list, with the reason, and another instance writing beside it (a second run
+        without leader election: ``HeartbeatStore.check_others``); ``/readyz`` says it."""
+        reasons = [f"{kind} {api_version} cannot be listed: {error}"
+                   for (api_version, kind), error in sorted(self.informers.unlistable().items())]
+        other = None if self.heartbeats is None else self.heartbeats.contender
+        if other is not None and other.fresh(self.clock.time()):
+            reasons.append(f"another instance, {other.holder}, writes beside this one "
+                           f"(heartbeat Lease {other.where})")
+        return "; ".join(reasons)
 
     @property
     def leading(self) -> bool:
@@ -505,12 +511,14 @@ def _config_informer(operator: Operator, client: ClusterClient, *, clock: Clock,
 
 
 def _heartbeat_store(operator: Operator, writer: ClusterClient, *, shard: str | None,
-                     identity: str) -> HeartbeatStore | None:
-    """The heartbeat's Lease (one per shard when sharded), if the operator keeps one."""
+                     identity: str, watch_others: bool) -> HeartbeatStore | None:
+    """The heartbeat's Lease (one per shard when sharded), if the operator keeps one;
+    ``watch_others``: warn of a second instance writing it (no leader election)."""
     if (lease := operator.heartbeat_lease) is None:
         return None
     name = lease[1] if shard is None else f"{lease[1]}-{shard}"
-    return HeartbeatStore(writer, name=name, namespace=lease[0], identity=identity)
+    return HeartbeatStore(writer, name=name, namespace=lease[0], identity=identity,
+                          watch_others=watch_others)
 
 
 def _children_serve(informers: InformerManager) -> bool:

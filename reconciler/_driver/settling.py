@@ -17,6 +17,8 @@ The policy, which ``tests/driver/test_settling.py`` checks as properties:
   informers; one that went away *during* its reconcile is dropped from the parent cache and
   looked at once more (then it is gone, or its cleanup runs);
 - a parent whose namespace is being deleted is neither retried nor resynced;
+- a pending cleanup is retried with backoff; its line is a WARNING only when the cleanup failed
+  or is stuck (``CleanupOutcome.alarming``), DEBUG while it merely waits;
 - a permanent failure (``PermanentError``, ``InvalidSpecError``: its ``Stalled`` condition says
   why) is not retried: it waits for the parent's next change (or resync), logged at WARNING
   once, when its status changed, and at DEBUG after that.
@@ -51,6 +53,8 @@ class Outcome:
     drain_refused: bool = False
     adopted: bool = False
     cleanup_pending: str | None = None
+    cleanup_alarming: bool = False
+    """The pending cleanup failed, or has waited past its bound (a WARNING; else DEBUG)."""
     gone: bool = False
     deleting: bool = False
     held: bool = False
@@ -182,7 +186,10 @@ def _without_reconcile(outcome: Outcome) -> Settlement:
     if outcome.adopted:  # adopted; its periodic resync comes when due
         return Settlement(kick=True)
     if outcome.cleanup_pending is not None:  # the parent's Cleanup condition says why
-        return Settlement(backoff=True, level=logging.WARNING, report_delay=True,
+        # Waiting (dependents first, children's own finalizers) is no failure: DEBUG (the
+        # cleanup logged its reason at INFO when it changed); WARNING when it failed or stuck.
+        level = logging.WARNING if outcome.cleanup_alarming else logging.DEBUG
+        return Settlement(backoff=True, level=level, report_delay=True,
                           message=f"cleanup pending ({outcome.cleanup_pending})")
     state = "is being deleted" if outcome.deleting else "is gone (or moved)"
     return Settlement(

@@ -50,6 +50,7 @@ from reconciler._driver.settling import Outcome, Settlement, settle
 from reconciler._driver.stats import RuntimeStats
 from reconciler._driver.triggers import ParentKey, meta_of, parent_needs_reconcile
 from reconciler._reconcile.changelog import describe_changes
+from reconciler._reconcile.conditions import described
 from reconciler._reconcile.finalizing import CLEANUP_FINALIZER
 from reconciler._reconcile.parents import ParentReconciler, ParentResult
 from reconciler._sharding.shards import Shards
@@ -220,7 +221,8 @@ class WorkerPool:
                     self._reconciler.paused(parent) is None):  # a pause holds the cleanup too
                 cleanup = self._reconciler.cleanup.finalize(parent)
                 if not cleanup.done:  # retried with backoff
-                    return Outcome(cleanup_pending=cleanup.reason), parent
+                    return Outcome(cleanup_pending=cleanup.reason,
+                                   cleanup_alarming=cleanup.alarming), parent
             return Outcome(deleting=True), parent
         if self._held is not None and self._held(parent):  # a gradual rollout's later batch
             return Outcome(held=True), parent
@@ -304,7 +306,7 @@ def outcome_of(result: ParentResult | None, error: Exception | None, *, seconds:
     if result is None:
         return Outcome(reconciled=True, reason=str(error), retry_after=retry_after,
                        retry_failed_by_backoff=retry_failed_by_backoff, seconds=seconds)
-    reason = "; ".join([f"{e.ref}: {e.message}" for e in result.errors]
+    reason = "; ".join([described(e) for e in result.errors]
                        + ([result.status_error] if result.status_error else []))
     return Outcome(
         reconciled=True, ok=result.ok, went_away=result.parent_gone,
@@ -319,8 +321,10 @@ def outcome_of(result: ParentResult | None, error: Exception | None, *, seconds:
 
 
 def types_of(result: ParentResult) -> set[TypeKey]:
-    """The child types a reconcile declared (built, pruned or failed), for its informers."""
+    """The child types a reconcile declared (built, pruned, failed or waiting on their
+    dependencies: a waiting child that exists is still observed), for its informers."""
     types = {(r.ref.api_version, r.ref.kind) for r in (*result.children, *result.pruned)}
+    types |= {(w.ref.api_version, w.ref.kind) for w in result.waiting}
     types |= {(e.ref.api_version, e.ref.kind) for e in result.errors
               if e.ref.api_version and e.ref.kind != "builder"}
     return types

@@ -27,7 +27,7 @@ from builders import ObjectRef
 from builders.names import OWNER_UID_LABEL, label_value
 from reconciler._base.clocks import Clock, RealClock
 from reconciler._base.errors import ConflictError, DataLossError, NotFoundError, ReconcilerError
-from reconciler._base.times import format_time
+from reconciler._base.times import format_time, parse_time
 from reconciler._client.protocol import ClusterClient, KubeObject
 from reconciler._reconcile.conditions import merge_conditions
 from reconciler._reconcile.finalizing import (
@@ -44,7 +44,7 @@ from reconciler._reconcile.finalizing import (
 )
 from reconciler._reconcile.planning import is_owned
 
-__all__ = ["CleanupOutcome", "OnDelete", "ParentCleanup", "delete_owned"]
+__all__ = ["CLEANUP_STUCK_AFTER", "CleanupOutcome", "OnDelete", "ParentCleanup", "delete_owned"]
 
 _log = logging.getLogger("optk.cleanup")
 
@@ -53,6 +53,11 @@ OnDelete = Callable[[KubeObject], object]
 
 _MERGE = "application/merge-patch+json"
 _MAX_PASSES = 3  # delete, then look again: objects without finalizers are gone at once
+CLEANUP_STUCK_AFTER = 120.0
+"""Seconds after its deletion from which a cleanup still waiting is logged as stuck (WARNING):
+before, waiting (children with finalizers of theirs, an ordered teardown) is ordinary (INFO
+when its reason changes, DEBUG otherwise); a failure (a refusal, the hook's error) is a
+WARNING at once."""
 
 
 @attrs.frozen(kw_only=True)
@@ -62,6 +67,9 @@ class CleanupOutcome:
     done: bool
     reason: str = ""
     deleted: tuple[ObjectRef, ...] = ()
+    alarming: bool = False
+    """Not done because something failed, or waiting for longer than
+    :data:`CLEANUP_STUCK_AFTER`: worth a WARNING (an ordinary wait is not)."""
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -212,7 +220,7 @@ class ParentCleanup:
                 return CleanupOutcome(done=True, deleted=tuple(deleted))
             return self._waiting(parent, "children are still being deleted", deleted)
         except Exception as exc:  # the cluster's refusal or the hook's error: retried
-            return self._waiting(parent, str(exc), deleted)
+            return self._waiting(parent, str(exc), deleted, failed=True)
 
     def _remaining(
         self, parent: Mapping[str, Any], uid: str
@@ -255,15 +263,28 @@ class ParentCleanup:
             self._hook_done.discard(str(_meta(parent).get("uid") or ""))
 
     def _waiting(
-        self, parent: Mapping[str, Any], reason: str, deleted: list[ObjectRef]
+        self, parent: Mapping[str, Any], reason: str, deleted: list[ObjectRef], *,
+        failed: bool = False,
     ) -> CleanupOutcome:
-        """Report ``reason`` on the parent (only when the condition changes) and not done."""
+        """Report ``reason`` on the parent (only when the condition changes) and not done.
+        Logged at WARNING when it ``failed`` or has waited past :data:`CLEANUP_STUCK_AFTER`,
+        else at INFO when the reason changes and DEBUG when it repeats."""
         ref = ObjectRef.of(parent)
-        _log.warning("%s: cleanup waits: %s", ref, reason)
+        now = self.clock.time()
+        since = parse_time(_meta(parent).get("deletionTimestamp"))
+        stuck = since is not None and now - since >= CLEANUP_STUCK_AFTER
         wanted = cleanup_condition(waiting=True, reason="CleanupPending", message=reason)
         status = parent.get("status")
         existing = status.get("conditions") if isinstance(status, Mapping) else None
-        conditions, changed = merge_conditions(existing, [wanted], format_time(self.clock.time()))
+        conditions, changed = merge_conditions(existing, [wanted], format_time(now))
+        if failed:
+            _log.warning("%s: cleanup failed, retried: %s", ref, reason)
+        elif stuck:
+            _log.warning("%s: cleanup still waits %.0fs after the deletion: %s", ref,
+                         now - since if since is not None else 0.0, reason)
+        else:
+            _log.log(logging.INFO if changed else logging.DEBUG, "%s: cleanup waits: %s",
+                     ref, reason)
         if changed:
             for sub in ("status", None):
                 try:
@@ -276,4 +297,5 @@ class ParentCleanup:
                 except ReconcilerError as exc:
                     _log.warning("%s: writing the Cleanup condition failed: %s", ref, exc)
                     break
-        return CleanupOutcome(done=False, reason=reason, deleted=tuple(deleted))
+        return CleanupOutcome(done=False, reason=reason, deleted=tuple(deleted),
+                              alarming=failed or stuck)

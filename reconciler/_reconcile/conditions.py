@@ -34,6 +34,7 @@ __all__ = [
     "ChildError",
     "ParentEvent",
     "ParentResult",
+    "described",
     "error_message",
     "failure_reason",
     "merge_conditions",
@@ -148,6 +149,14 @@ def error_message(error: ChildError) -> str:
     )
 
 
+def described(error: ChildError) -> str:
+    """One child error as listed: ``<child>: <why>``, or the message alone for a build or a
+    builder (a reference without an apiVersion: its message names it,
+    ``reconciler._reconcile.failures``)."""
+    text = error_message(error)
+    return text if not error.ref.api_version else f"{error.ref}: {text}"
+
+
 def pending_children(results: Sequence[ReconcileResult]) -> list[ReconcileResult]:
     """The results that keep a parent from being ready: waiting (a requeue) or skipped."""
     return [r for r in results if r.requeue_after is not None or r.action is Action.SKIPPED]
@@ -167,7 +176,7 @@ def parent_conditions(
     ``Stalled`` make the status kstatus-readable (``with_progress``).
     """
     if errors:
-        listed = "; ".join(f"{e.ref}: {error_message(e)}" for e in errors)
+        listed = "; ".join(described(e) for e in errors)
         message = f"{len(errors)} of {children} children failed: {listed}"
         message = message[:_MAX_CONDITION_MESSAGE]
         reason = failure_reason(errors)
@@ -350,7 +359,7 @@ def parent_events(
         events.append(ParentEvent(
             reason="ReconcileError" if reason == "ChildrenFailed" else reason, type="Warning",
             message=f"{len(errors)} children failed: "
-            + "; ".join(f"{e.ref}: {error_message(e)}" for e in errors),
+            + "; ".join(described(e) for e in errors),
         ))
     return events
 

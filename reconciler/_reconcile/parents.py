@@ -25,7 +25,7 @@ from typing import Any
 
 import attrs
 
-from builders import BuilderFailedError, DesiredState, ObjectRef, ResourceBuilder
+from builders import DesiredState, ObjectRef, ResourceBuilder
 from builders.composition import Dependencies, builder_name
 from builders.convert import is_client_model, to_plain_object
 from builders.names import (
@@ -54,6 +54,7 @@ from reconciler._reconcile.cleanups import OnDelete, ParentCleanup, count_custom
 from reconciler._reconcile.conditions import (
     ChildError,
     ParentResult,
+    described,
     parent_conditions,
     parent_events,
     status_patch,
@@ -61,6 +62,7 @@ from reconciler._reconcile.conditions import (
 from reconciler._reconcile.contention import ContentionDetector, Contest
 from reconciler._reconcile.declared import DeclaredChildren, declared_children, stamp_child
 from reconciler._reconcile.events import EventRecorder, EventSink
+from reconciler._reconcile.failures import builder_failure
 from reconciler._reconcile.finalizing import is_uncollectable, refuses_data_loss
 from reconciler._reconcile.guard import PlanGuard
 from reconciler._reconcile.interventions import (
@@ -233,16 +235,17 @@ class ParentReconciler:
     def teardown(self, parent: KubeObject) -> str | None:
         """For the cleanup finalizer of a parent being deleted: delete its children that
         belong to components in reverse dependency order (``reconciler._reconcile.ordering``);
-        why the cleanup must wait (children waiting for their dependents to be gone, or failing),
-        or None when nothing of them is left to delete in order."""
+        why the cleanup must wait (children waiting for their dependents to be gone), or None
+        when nothing of them is left to delete in order; raises ``ReconcilerError`` naming the
+        children whose deletion failed."""
         parent = to_plain_object(parent) if is_client_model(parent) else copy_object(parent)
         uid = str(_meta(parent).get("uid") or "")
         run = _ParentRun(self, parent, uid)
         with recording():
             deleted = run.teardown()
         self.waits.replace(run.ref.namespaced_name, run.waiting)
-        if run.errors:
-            return "; ".join(f"{e.ref}: {e.message}" for e in run.errors)
+        if run.errors:  # a failure, not a wait: the cleanup reports it as one
+            raise ReconcilerError("; ".join(described(e) for e in run.errors))
         if run.waiting:
             return waiting_message(run.waiting)
         if any(r.action is Action.DELETED for r in deleted):
@@ -334,6 +337,7 @@ class _ParentRun:
         self.gone = False
         self.nodes: dict[ObjectRef, Dependencies | None] = {}  # from the builders' components
         self.waiting: list[Wait] = []  # children held back by their dependencies
+        self.waiting_live: list[dict[str, Any]] = []  # those of them that exist (observed)
         self.health: list[Wait] = []  # children whose health Ready reads
         self.teardown_mode = False  # the parent is being deleted: see teardown()
         self.interventions: list[dict[str, Any]] = []  # Drifted, Contested (interventions)
@@ -356,6 +360,7 @@ class _ParentRun:
         built_refs = self._apply(built, live, unlisted)
         if isinstance(live, _LazyLive):
             live.load_all()  # the prune kinds' lists too (their failures are reported below)
+        self.waiting_live = self._waiting_live(live)
         if self.terminating:
             self.o.namespace_terminating(self.uid)
             return ParentResult(parent=self.ref, children=tuple(self.results),
@@ -453,6 +458,21 @@ class _ParentRun:
                 gates.observe(ref, _left(self.results[-1], live.get(ref)))
         return built_refs
 
+    def _waiting_live(self, live: Mapping[ObjectRef, dict[str, Any]]) -> list[dict[str, Any]]:
+        """The waiting children that exist, for the status function: held back, they are
+        still the parent's (a Dashboard created before its dependency became unready is
+        still there and may be ready). Looked up only for a status function (from the
+        caches under a running operator: their informers are kept while they wait)."""
+        if self.o.status_builder is None or not self.o.write_status:
+            return []
+        found = []
+        for wait in self.waiting:
+            try:
+                found.append(live[wait.ref])
+            except KeyError:
+                continue  # not created yet (or its list failed: it is not observed)
+        return found
+
     def _contests(self, contention: ContentionDetector) -> list[Contest]:
         """This parent's contested children, each other writer named from the child's
         ``managedFields`` (one read per newly contested child: caches drop them)."""
@@ -496,14 +516,14 @@ class _ParentRun:
         declared = self.o.declared(self.parent)
         self.nodes = {c.ref: c.node for c in declared.children}
         if declared.build_error is not None:  # named after the build function, not the parent
-            error = declared.build_error
-            where = ObjectRef(api_version="", kind="build", name=builder_name(self.o.build))
-            self._fail(where, f"{type(error).__name__}: {error}", error, trace=True)
+            error, name = declared.build_error, builder_name(self.o.build)
+            where = ObjectRef(api_version="", kind="build", name=name)
+            self._fail(where, builder_failure("build function", name, self.ref, error), error,
+                       trace=True)
         for failure in declared.failures:
             where = ObjectRef(api_version="", kind="builder", name=failure.name)
-            reason = (str(failure.error) if isinstance(failure.error, BuilderFailedError)
-                      else f"{type(failure.error).__name__}: {failure.error}")
-            self._fail(where, reason, failure.error, trace=True)
+            self._fail(where, builder_failure("builder", failure.name, self.ref, failure.error),
+                       failure.error, trace=True)
         self.build_failed = self.build_failed or declared.failed
         return [(c.ref, c.obj, c.state, None) for c in declared.children]
 
@@ -688,7 +708,7 @@ class _ParentRun:
                 children=len(self.results) + len(self.errors) + len(self.waiting),
                 now=self.o.clock.time(), readiness=self.o.readiness,
                 status=self.o.status_builder, refresh=self.o.status_refresh,
-                waiting=self.waiting,
+                waiting=self.waiting, waiting_live=self.waiting_live,
             )
         except Exception as exc:  # a user's status builder failed: reported, retried
             return False, f"status builder failed: {type(exc).__name__}: {exc}"

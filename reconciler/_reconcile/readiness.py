@@ -209,12 +209,15 @@ def readiness_status_patch(
     refresh: float | None = None,
     condition_types: Collection[str] = (),
     waiting: Sequence[Wait] = (),
+    waiting_live: Sequence[KubeObject] = (),
 ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """``(patch or None, the status as wanted)``: ``status_patch`` with ``Ready`` from the
     children's health (when ``readiness`` is given) and the status builder's fields merged in,
-    its conditions beside ours. A status builder that raises ``PermanentError``, or returns
-    what the toolkit refuses (``ReconcilerUsageError``), stalls the parent: ``Ready`` False,
-    ``Stalled`` True, with the message; its fields are left as they were."""
+    its conditions beside ours. The status builder observes the waiting children that exist
+    (``waiting_live``) as well as those reconciled. A status builder that raises
+    ``PermanentError``, or returns what the toolkit refuses (``ReconcilerUsageError``), stalls
+    the parent: ``Ready`` False, ``Stalled`` True, with the message; its fields are left as
+    they were."""
     meta = parent.get("metadata")
     generation = meta.get("generation") if isinstance(meta, Mapping) else None
     wanted = parent_conditions(generation=generation, errors=errors,
@@ -228,7 +231,8 @@ def readiness_status_patch(
     permanent = bool(errors) and all(e.permanent for e in errors)
     if status is not None:
         try:
-            extra = custom_status(status, parent, observed, condition_types=condition_types)
+            extra = custom_status(status, parent, [*observed, *waiting_live],
+                                  condition_types=condition_types)
         except (PermanentError, ReconcilerUsageError) as exc:
             wanted, permanent = _stalled_by(wanted, exc), True
     wanted = with_progress(wanted, generation=generation, permanent=permanent)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import logging
 import re
 import threading
 import time
@@ -18,10 +19,12 @@ import pytest
 from builders import ResourceBuilder, child_name, resource_builder
 from builders.objects import config_map
 from reconciler import AlreadyExistsError, KubernetesClient, NotFoundError
+from reconciler._base.errors import ReconcilerError
 from reconciler._driver.operators import Operator
+from reconciler._reconcile.cleanups import CLEANUP_STUCK_AFTER, ParentCleanup
 from reconciler._reconcile.finalizing import CLEANUP_FINALIZER
 from reconciler._reconcile.parents import ParentReconciler
-from reconciler.testing import wait_idle
+from reconciler.testing import VirtualClock, wait_idle
 from tests.driver.conftest import running, wait_until
 from tests.driver.sample_operator import THING_CRD
 from tests.driver.sample_operator import build as namespaced_build
@@ -254,3 +257,41 @@ def test_on_delete_runs_once_under_the_finalizer_retried_with_backoff(
                                      record.getMessage()))]
     assert len(delays) == 3, delays
     assert delays[2] > delays[0], delays
+
+
+def test_a_waiting_cleanup_is_no_warning_until_it_is_stuck_or_fails(
+    kube: KubernetesClient, kube_namespace: str, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 36: a cleanup that waits (an ordered teardown, children with finalizers) is logged
+    at INFO, not WARNING, and not alarming (the retry line is DEBUG); past
+    ``CLEANUP_STUCK_AFTER`` since the deletion (virtual time), or failing, it is a WARNING."""
+    caplog.set_level(logging.INFO, logger="optk.cleanup")
+    ns = kube_namespace
+    kube.create({**thing(ns, "w"), "metadata": {"name": "w", "namespace": ns,
+                                                "finalizers": ["test.optk.dev/hold"]}})
+    try:
+        kube.delete(API_VERSION, KIND, "w", namespace=ns)
+        parent = kube.get(API_VERSION, KIND, "w", namespace=ns)
+
+        def finalize(at: float, teardown: Any) -> tuple[bool, list[int]]:
+            caplog.clear()
+            cleanup = ParentCleanup(kube, clock=VirtualClock(start=at))
+            cleanup.teardown = teardown
+            outcome = cleanup.finalize(parent)
+            assert not outcome.done
+            return outcome.alarming, [r.levelno for r in caplog.records]
+
+        def waits(parent: Any) -> str:
+            return "Deployment web waits until ConfigMap after is gone"
+
+        def fails(parent: Any) -> str:
+            raise ReconcilerError("ConfigMap after: delete failed: 500 server error")
+
+        assert finalize(time.time(), waits) == (False, [logging.INFO])
+        assert finalize(time.time() + CLEANUP_STUCK_AFTER + 10, waits) == (
+            True, [logging.WARNING])
+        assert finalize(time.time(), fails) == (True, [logging.WARNING])
+        assert "cleanup failed" in caplog.records[0].getMessage()
+    finally:
+        kube.patch(API_VERSION, KIND, "w", {"metadata": {"finalizers": None}},
+                   patch_type="application/merge-patch+json", namespace=ns)

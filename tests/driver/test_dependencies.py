@@ -5,8 +5,11 @@ created once a CRD starts serving it (``watch_served_kinds``)."""
 
 from __future__ import annotations
 
+import logging
 import uuid
 from typing import Any
+
+import pytest
 
 from builders import Component, ResourceBuilder, resource_builder
 from reconciler import KubernetesClient, NotFoundError, watch_served_kinds
@@ -104,3 +107,77 @@ def test_a_dependency_becoming_ready_wakes_the_parent_and_a_served_kind_activate
         finally:
             client.delete("apiextensions.k8s.io/v1", "CustomResourceDefinition",
                           f"widgets.{_GROUP}")
+
+
+def _counting(parent: Any, children: Any) -> dict[str, Any]:
+    """A status function counting the ConfigMaps it observes and reading their data."""
+    maps = [c for c in children if c.get("kind") == "ConfigMap"]
+    return {"configMaps": len(maps),
+            "values": sorted(str((c.get("data") or {}).get("a")) for c in maps)}
+
+
+def test_the_status_function_observes_the_children_of_a_waiting_component(
+    client: KubernetesClient, ns: str
+) -> None:
+    """Issue 36: a component held back by its dependency (its Deployment became unavailable)
+    still has its children; the status function sees them, and their informer keeps
+    running, so a change of one reaches the status while it waits."""
+    operator = make_operator(ns, build=lambda parent: [
+        b for c in _ordered(parent)[:2] for b in c], status=_counting)
+    with running(operator, client) as runtime:
+        client.create(thing(ns, "r"))
+        assert wait_until(lambda: _exists(client, "apps/v1", "Deployment", "r-web", ns))
+        make_available(client, {"apiVersion": "apps/v1", "kind": "Deployment",
+                                "metadata": {"name": "r-web", "namespace": ns}})
+
+        def status() -> dict[str, Any]:
+            return dict(client.get(API_VERSION, "Thing", "r", namespace=ns).get("status") or {})
+
+        assert wait_until(lambda: status().get("configMaps") == 1, 10)
+        # The Deployment becomes unavailable (a rollout, a node lost): "after" waits again.
+        client.patch("apps/v1", "Deployment", "r-web", {"status": {"conditions": [
+            {"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable"}],
+            "availableReplicas": 0, "readyReplicas": 0}},
+            patch_type="application/merge-patch+json", namespace=ns, subresource="status")
+        deployments = runtime.informers.informer("apps/v1", "Deployment")
+        assert deployments is not None
+        assert wait_until(lambda: not ((deployments.cache.get(ns, "r-web") or {}).get(
+            "status") or {}).get("availableReplicas"))  # the reconcile reads the cache
+        runtime.request(ns, "r")  # a status change no one waits on wakes no one: reconcile
+        assert wait_until(lambda: _ready(client, ns).get("reason") == "DependencyNotReady", 10)
+        assert wait_idle(runtime, 10)
+        assert status()["configMaps"] == 1  # still there: observed while it waits
+        assert ("v1", "ConfigMap") in runtime.informers.types()
+        # A change of the waiting child reaches the status function (its informer runs).
+        client.patch("v1", "ConfigMap", "r-after", {"data": {"a": "2"}},
+                     patch_type="application/merge-patch+json", namespace=ns)
+        assert wait_until(lambda: status().get("values") == ["2"], 10)
+        assert status()["configMaps"] == 1
+
+
+def test_an_ordinary_ordered_teardown_waits_without_warnings(
+    client: KubernetesClient, ns: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 36: deleting a parent tears its components down dependents first, the dependency
+    waiting until they are gone (the cleanup finalizer, here for ``on_delete``, runs the
+    ordered teardown first): ordinary waiting, logged at INFO (the reason, once per
+    change) and DEBUG (the retries), never as a WARNING."""
+    caplog.set_level(logging.INFO)
+    operator = make_operator(ns, build=lambda parent: [
+        b for c in _ordered(parent)[:2] for b in c], on_delete=lambda parent: None)
+    with running(operator, client) as runtime:
+        client.create(thing(ns, "r"))
+        assert wait_until(lambda: _exists(client, "apps/v1", "Deployment", "r-web", ns))
+        make_available(client, {"apiVersion": "apps/v1", "kind": "Deployment",
+                                "metadata": {"name": "r-web", "namespace": ns}})
+        assert wait_until(lambda: _exists(client, "v1", "ConfigMap", "r-after", ns), 10)
+        assert wait_idle(runtime, 10)
+        caplog.clear()
+        client.delete(API_VERSION, "Thing", "r", namespace=ns)
+        assert wait_until(lambda: not _exists(client, API_VERSION, "Thing", "r", ns), 20)
+    waits = [r for r in caplog.records if "cleanup waits" in r.getMessage()]
+    assert waits, "the teardown did not wait: nothing tested"
+    assert all(r.levelno == logging.INFO for r in waits), waits
+    warnings = [f"{r.name}: {r.getMessage()}" for r in caplog.records
+                if r.levelno >= logging.WARNING]
+    assert not warnings, warnings

@@ -6,6 +6,7 @@ failing build (the parent listed as its own child, no traceback, a garbled build
 from __future__ import annotations
 
 import logging
+import os
 import time
 from typing import Any
 
@@ -115,6 +116,16 @@ def service(parent: Any) -> dict[str, Any]:
     return {"kind": "Service"}["image"]  # type: ignore[no-any-return]  # a KeyError
 
 
+_HERE = os.path.relpath(__file__)
+
+
+def _line(marker: str) -> int:
+    """The line of this file that holds ``marker`` (where a test builder raises)."""
+    with open(__file__, encoding="utf-8") as source:
+        return next(n for n, text in enumerate(source, 1)
+                    if marker in text and "_line(" not in text)
+
+
 def test_a_failing_build_is_not_its_own_child_and_a_failing_builder_shows_its_traceback(
         client: KubernetesClient, ns: str, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG, logger="reconciler._reconcile.parents")
@@ -126,7 +137,10 @@ def test_a_failing_build_is_not_its_own_child_and_a_failing_builder_shows_its_tr
     assert str(error.ref) == "build _build_fails"
     message = _conditions(client, ns)["Reconciled"]["message"]
     assert "Thing" not in message
-    assert "build _build_fails: RuntimeError: cannot build" in message
+    # Said once (issue 36: it read "build build: ..."), with where it raised, without -v.
+    assert f"build function _build_fails of parent {ns}/r failed: RuntimeError: cannot " \
+           f"build ({_HERE}:{_line('cannot build')})" in message, message
+    assert "build _build_fails:" not in message
 
     partly = ParentReconciler(client, lambda p: [settings(p), service(p)],
                               operator_name="t").reconcile(_parent(client, ns))
@@ -134,8 +148,9 @@ def test_a_failing_build_is_not_its_own_child_and_a_failing_builder_shows_its_tr
     assert str(error.ref) == "builder service"
     assert types_of(partly) == {("v1", "ConfigMap")}
     message = _conditions(client, ns)["Reconciled"]["message"]
-    assert "builder service: builder service for parent Thing" in message
-    assert "KeyError: 'image'" in message
+    assert f"builder service of parent {ns}/r failed: KeyError: 'image' " \
+           f"({_HERE}:{_line('# a KeyError')})" in message, message
+    assert message.count("builder service") == 1, message
     assert "builder. " not in message
     traced = [r for r in caplog.records if r.exc_info and "builder service" in r.getMessage()]
     assert traced, "no traceback for the failing builder"
@@ -165,3 +180,19 @@ def test_a_skipped_child_is_not_reconciled_says_what_to_do_and_is_logged_once(
     assert len(skipped) == 1
     assert "ConfigMap.v1" in skipped[0].getMessage()
     assert client.get("v1", "ConfigMap", "r-cfg", namespace=ns)["data"] == {"theirs": "1"}
+
+
+def test_a_failing_builder_is_one_warning_line_with_where_it_raised(
+        client: KubernetesClient, ns: str, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 36: the running operator's WARNING line (no ``-v``) names the builder, the parent,
+    the error and the user's file and line, once."""
+    caplog.set_level(logging.WARNING)
+    operator = make_operator(ns, build=lambda p: [settings(p), service(p)])
+    with running(operator, client):
+        client.create(thing(ns, "r"))
+        assert wait_until(lambda: any("reconcile failed" in r.getMessage()
+                                      for r in caplog.records))
+    line = next(r.getMessage() for r in caplog.records if "reconcile failed" in r.getMessage())
+    assert f"(builder service of parent {ns}/r failed: KeyError: 'image' " \
+           f"({_HERE}:{_line('# a KeyError')}))" in line, line
+    assert line.count("builder service") == 1, line
