@@ -25,6 +25,31 @@ def _configmap(name: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}
 
 
+def _wait_allowed(call: Any) -> Any:
+    """``call()`` once the RBAC authorizer's cache has the binding just made (a 403 before)."""
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            return call()
+        except kubernetes.client.ApiException as exc:
+            if exc.status != 403 or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def _bind_reader(plane: ControlPlane, namespace: str, subject: dict[str, str]) -> None:
+    with plane.api_client() as admin:
+        rbac = kubernetes.client.RbacAuthorizationV1Api(admin)
+        rbac.create_namespaced_role(namespace, {
+            "metadata": {"name": "reader"},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]})
+        rbac.create_namespaced_role_binding(namespace, {
+            "metadata": {"name": "reader"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                        "name": "reader"},
+            "subjects": [subject]})
+
+
 def test_connection_data_and_admin(real_kube_api: ControlPlane) -> None:
     assert real_kube_api.url.startswith("https://127.0.0.1:")
     assert real_kube_api.kubeconfig_path.stat().st_mode & 0o777 == 0o600
@@ -45,26 +70,9 @@ def test_a_certificate_user_has_only_what_rbac_grants(
             core.list_namespaced_config_map(kube_namespace_real)
         assert caught.value.status == 403
         assert f'User \\"{user}\\" cannot list' in str(caught.value.body)
-        with real_kube_api.api_client() as admin:
-            rbac = kubernetes.client.RbacAuthorizationV1Api(admin)
-            rbac.create_namespaced_role(kube_namespace_real, {
-                "metadata": {"name": "reader"},
-                "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]})
-            rbac.create_namespaced_role_binding(kube_namespace_real, {
-                "metadata": {"name": "reader"},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
-                            "name": "reader"},
-                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
-                              "name": "devs"}]})
-        deadline = time.monotonic() + 10
-        while True:  # the RBAC authorizer's cache follows its informer
-            try:
-                core.list_namespaced_config_map(kube_namespace_real)
-                break
-            except kubernetes.client.ApiException as exc:
-                if exc.status != 403 or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
+        _bind_reader(real_kube_api, kube_namespace_real, {
+            "apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "devs"})
+        _wait_allowed(lambda: core.list_namespaced_config_map(kube_namespace_real))
     counts = real_kube_api.request_counts(user=user)
     assert counts["list"] >= 2
     assert counts["create"] == 0
@@ -133,31 +141,6 @@ def test_a_crashed_component_shows_its_log_and_nothing_is_left(
     assert len(plane.pids) == 2  # etcd and kube-apiserver were started ...
     assert not [pid for pid in plane.pids if alive(pid)]  # ... and are gone
 
-
-
-def _wait_allowed(call: Any) -> Any:
-    """``call()`` once the RBAC authorizer's cache has the binding just made (a 403 before)."""
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            return call()
-        except kubernetes.client.ApiException as exc:
-            if exc.status != 403 or time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
-
-
-def _bind_reader(plane: ControlPlane, namespace: str, subject: dict[str, str]) -> None:
-    with plane.api_client() as admin:
-        rbac = kubernetes.client.RbacAuthorizationV1Api(admin)
-        rbac.create_namespaced_role(namespace, {
-            "metadata": {"name": "reader"},
-            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]})
-        rbac.create_namespaced_role_binding(namespace, {
-            "metadata": {"name": "reader"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
-                        "name": "reader"},
-            "subjects": [subject]})
 
 
 def test_a_service_account_of_any_name_length_gets_a_token(
