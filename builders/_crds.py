@@ -77,6 +77,35 @@ def _constraints(info: FieldInfo, schema: dict[str, Any]) -> None:
                 target[key] = int(bound) if kind == "integer" else bound
 
 
+_SCALARS = ("string", "integer", "number", "boolean")
+
+
+def _list_map(schema: dict[str, Any], keys: tuple[str, ...], *, spec: str, field: str) -> None:
+    """``schema`` (a list) as a list-map keyed by ``keys``; UnsupportedSpecTypeError unless its
+    items are objects whose keys are scalar fields, each required or defaulted (what
+    kube-apiserver asks of ``x-kubernetes-list-map-keys``)."""
+    items = schema.get("items") or {}
+    if schema.get("type") != "array" or items.get("type") != "object" or "properties" not in items:
+        raise UnsupportedSpecTypeError(
+            spec=spec, field=field, reason="list_map_keys needs a list of spec objects")
+    for key in keys:
+        prop = items["properties"].get(key)
+        if prop is None:
+            raise UnsupportedSpecTypeError(
+                spec=spec, field=field, reason=f"list-map key {key!r} is not a field of the items "
+                f"(their fields: {', '.join(items['properties'])})")
+        if prop.get("type") not in _SCALARS:
+            raise UnsupportedSpecTypeError(
+                spec=spec, field=field, reason=f"list-map key {key!r} must be a string, number or "
+                f"boolean, not {prop.get('type')}")
+        if key not in (items.get("required") or ()) and "default" not in prop:
+            raise UnsupportedSpecTypeError(
+                spec=spec, field=field,
+                reason=f"list-map key {key!r} must be required or have a (server) default")
+    schema["x-kubernetes-list-type"] = "map"
+    schema["x-kubernetes-list-map-keys"] = list(keys)
+
+
 def _type_schema(tp: Any, *, spec: str, field: str) -> dict[str, Any]:
     shape, args = unwrap(tp, spec=spec, field=field)
     if shape == "optional":
@@ -115,6 +144,8 @@ def _object_schema(cls: type) -> dict[str, Any]:
     for f in fields_of(cls):
         schema = _type_schema(f.type, spec=cls.__name__, field=f.attribute)
         _constraints(f.info, schema)
+        if f.info.list_map_keys:
+            _list_map(schema, f.info.list_map_keys, spec=cls.__name__, field=f.attribute)
         shape, args = unwrap(f.type)
         inner = args[0] if shape == "optional" else f.type
         description = f.info.description or (

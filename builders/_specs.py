@@ -71,6 +71,7 @@ class FieldInfo:
     json_name: str | None = None
     server_default: bool = True
     rules: tuple[CelRule, ...] = ()
+    list_map_keys: tuple[str, ...] = ()
 
 
 def spec_field(
@@ -88,6 +89,7 @@ def spec_field(
     name: str | None = None,
     server_default: bool = True,
     rules: Sequence[CelRule] = (),
+    list_map_keys: Sequence[str] = (),
 ) -> Any:
     """An attrs field of a spec class, with what its CRD schema says about it.
 
@@ -99,14 +101,22 @@ def spec_field(
     ``minimum``/``maximum`` (inclusive) constrain a string or number, or each item of a list of
     them; ``min_items``/``max_items`` a list's length. ``name`` is the JSON key (default: the
     attribute name in camelCase). ``rules`` are CEL rules the API server checks (the
-    field's ``x-kubernetes-validations``). Values are checked on construction too.
+    field's ``x-kubernetes-validations``). ``list_map_keys`` (the JSON names of fields of the
+    items, e.g. ``("name",)``) makes a list of spec objects a map keyed by them
+    (``x-kubernetes-list-type: map``): no two items may share their keys, and patches merge
+    items by key. Values are checked on construction too.
     """
     if factory is not None and default is not attrs.NOTHING:
         raise TypeError("spec_field: give default or factory, not both")
+    if isinstance(list_map_keys, str) or not all(
+            isinstance(k, str) and k for k in list_map_keys):
+        raise TypeError("spec_field: list_map_keys is a sequence of field names, "
+                        f"got {list_map_keys!r}")
     info = FieldInfo(
         description=description, pattern=pattern, minimum=minimum, maximum=maximum,
         min_length=min_length, max_length=max_length, min_items=min_items, max_items=max_items,
         json_name=name, server_default=server_default, rules=tuple(rules),
+        list_map_keys=tuple(list_map_keys),
     )
     if pattern is not None:
         re.compile(pattern)  # a bad pattern fails where it is declared
@@ -209,6 +219,15 @@ def constraint_problem(info: FieldInfo, value: Any) -> str | None:
             return f"fewer than {info.min_items} items"
         if info.max_items is not None and len(value) > info.max_items:
             return f"more than {info.max_items} items"
+        if info.list_map_keys:
+            seen = set()
+            for index, item in enumerate(value):
+                key = list_map_key(item, info.list_map_keys)
+                if key in seen:
+                    shown = ", ".join(f"{k}={v!r}" for k, v in zip(info.list_map_keys, key,
+                                                                   strict=True))
+                    return f"item {index} repeats the keys of another ({shown})"
+                seen.add(key)
         for item in value:
             problem = constraint_problem(info, item)
             if problem is not None:
@@ -227,6 +246,20 @@ def constraint_problem(info: FieldInfo, value: Any) -> str | None:
         if info.maximum is not None and value > info.maximum:
             return f"above the maximum {info.maximum:g}"
     return None
+
+
+def list_map_key(item: Any, keys: Sequence[str]) -> tuple[Any, ...]:
+    """The values of ``keys`` (JSON names) of a list-map item, a spec instance or a dict (as
+    JSON: an enum by its value); None for a key the item lacks."""
+    if attrs.has(type(item)):
+        by_json = {f.json_name: f.attribute for f in fields_of(type(item))}
+        values = [getattr(item, by_json[k]) if k in by_json else None for k in keys]
+    elif isinstance(item, Mapping):
+        values = [item.get(k) for k in keys]
+    else:
+        values = [None for _ in keys]
+    plain = [v.value if isinstance(v, enum.Enum) else v for v in values]
+    return tuple(v if isinstance(v, str | int | float | bool | None) else repr(v) for v in plain)
 
 
 class _Converter:
@@ -343,9 +376,10 @@ def to_spec_dict(
     return typing.cast(dict[str, Any], _dump(spec, server_defaults_only, keep_operator_defaults))
 
 
-def json_value(value: Any) -> Any:
-    """A value of a spec field as JSON (what a schema default holds: server defaults only)."""
-    return _dump(value, True, True)
+def json_value(value: Any, *, server_defaults_only: bool = True) -> Any:
+    """A value of a spec field as JSON: by default what a schema default holds (server defaults
+    only); with ``server_defaults_only=False`` as :func:`to_spec_dict` writes it."""
+    return _dump(value, server_defaults_only, True)
 
 
 def _dump(value: Any, server_only: bool, keep_defaults: bool) -> Any:

@@ -18,7 +18,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-OPTIONAL = {"testing": {"hypothesis"}, "embedded": {"aiohttp", "cryptography", "cel-python"},
+OPTIONAL = {"testing": {"hypothesis", "cel-python"},
+            "embedded": {"aiohttp", "cryptography", "cel-python"},
             "webhooks": {"cryptography"}}
 
 _BLOCKED_IMPORTS = """

@@ -1,9 +1,13 @@
 """Hypothesis strategies of typed spec instances, drawn from the spec class itself.
 
 ``spec_instances(SpecClass)`` draws instances that satisfy every declared constraint (pattern,
-lengths, ranges, item counts, enums), with optional blocks present or absent and defaulted fields
-left out or set; ``to_spec_dict`` of one is a spec the generated CRD accepts. Patterns are
-searched as the API server does (no multi-line ``$``: strings with a newline are left out).
+lengths, ranges, item counts, enums, the unique keys of a list-map, CEL rules), with optional
+blocks present or absent and defaulted fields left out or set; ``to_spec_dict`` of one is a spec
+the generated CRD accepts. Patterns are searched as the API server does (no multi-line ``$``:
+strings with a newline are left out). A field's CEL rules filter what is drawn for it: up to
+``RULE_TRIES`` values are drawn, and a rule none of them satisfies raises
+``UnsupportedSpecTypeError`` naming the field and the rule (narrow the field's other
+constraints, or its rule).
 """
 
 from __future__ import annotations
@@ -13,12 +17,27 @@ import string
 from typing import Any, TypeVar
 
 import attrs
+from hypothesis import reject
 from hypothesis import strategies as st
 
 from builders._errors import UnsupportedSpecTypeError
-from builders._specs import FieldInfo, constraint_problem, fields_of, unwrap
+from builders._specs import (
+    CelRule,
+    FieldInfo,
+    constraint_problem,
+    fields_of,
+    json_value,
+    list_map_key,
+    unwrap,
+)
 
-__all__ = ["spec_instances"]
+__all__ = ["RULE_TRIES", "spec_instances"]
+
+RULE_TRIES = 100
+"""How many values ``spec_instances`` draws for a field with CEL rules, none of them meeting
+them, before it gives up with ``UnsupportedSpecTypeError`` (across examples; once a value met
+them, an example whose values do not is only rejected)."""
+_TRIES_PER_EXAMPLE = 10
 
 T = TypeVar("T")
 _JSON_SCALARS = st.one_of(
@@ -52,8 +71,11 @@ def _value(tp: Any, info: FieldInfo, depth: int) -> st.SearchStrategy[Any]:
     if shape == "spec":
         return spec_instances(args[0], _depth=depth + 1)
     if shape in ("list", "tuple"):
+        map_keys = info.list_map_keys
         items = st.lists(_value(args[0], info, depth), min_size=info.min_items or 0,
-                         max_size=info.max_items if info.max_items is not None else 3)
+                         max_size=info.max_items if info.max_items is not None else 3,
+                         unique_by=(lambda item: list_map_key(item, map_keys)) if map_keys
+                         else None)
         return items if shape == "list" else items.map(tuple)
     if shape == "dict":
         keys = st.text(string.ascii_letters + string.digits + "-_.", min_size=1, max_size=12)
@@ -83,5 +105,51 @@ def spec_instances(cls: type[T], *, _depth: int = 0) -> st.SearchStrategy[T]:
     optional: dict[str, st.SearchStrategy[Any]] = {}
     for f in fields_of(cls):
         strategy = _value(f.type, f.info, _depth)
+        if f.info.rules:
+            strategy = _satisfying(strategy, f.info.rules, where=f"{cls.__name__}.{f.attribute}")
         (required if f.default is attrs.NOTHING else optional)[f.attribute] = strategy
     return st.fixed_dictionaries(required, optional=optional).map(lambda kw: cls(**kw))
+
+
+def _satisfying(strategy: st.SearchStrategy[Any], rules: tuple[CelRule, ...], *,
+                where: str) -> st.SearchStrategy[Any]:
+    """Values of ``strategy`` for which every CEL rule holds (None, an absent field, is not
+    checked); ``UnsupportedSpecTypeError`` after ``RULE_TRIES`` values that all break one."""
+    from builders.testing._cel import prepare, rule_problem
+
+    for rule in rules:
+        prepare(rule.rule)
+
+    def broken(value: Any) -> tuple[CelRule, str] | None:
+        if value is None:
+            return None
+        as_json = json_value(value, server_defaults_only=False)
+        for rule in rules:
+            problem = rule_problem(rule.rule, as_json)
+            if problem is not None:
+                return rule, problem
+        return None
+
+    tried = {"values": 0, "held": False}  # across examples: has the rule ever held?
+
+    @st.composite
+    def draw(data: st.DrawFn) -> Any:
+        last: tuple[CelRule, str] | None = None
+        for _ in range(_TRIES_PER_EXAMPLE):
+            value = data(strategy)
+            last = broken(value)
+            if last is None:
+                tried["held"] = True
+                return value
+            tried["values"] += 1
+        assert last is not None
+        if not tried["held"] and tried["values"] >= RULE_TRIES:
+            rule, problem = last
+            raise UnsupportedSpecTypeError(
+                spec=where.partition(".")[0], field=where.partition(".")[2],
+                reason=f"no value drawn in {tried['values']} tries satisfies the CEL rule "
+                       f"{rule.rule!r} (last: {problem}); narrow the field's constraints so "
+                       "the rule can hold, or fix the rule")
+        reject()  # this example only: the next one draws afresh
+
+    return draw()

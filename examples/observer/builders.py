@@ -16,6 +16,7 @@ from typing import Any
 from builders import (
     Component,
     ResourceBuilder,
+    child_meta,
     child_name,
     compose,
     present_if,
@@ -51,10 +52,21 @@ def _names(parent: Mapping[str, Any]) -> tuple[str, str]:
     return local, child_name(meta["namespace"], meta["name"], "thanos-operator", max_length=253)
 
 
+def _meta(parent: Mapping[str, Any], component: str, name: str, *,
+          cluster_scoped: bool = False) -> dict[str, Any]:
+    """A child's metadata with its identity (DESIGN.md section 5): the labels naming the Observer
+    and the component, and a controller owner reference where Kubernetes allows one (not on a
+    cluster-scoped child of this namespaced parent)."""
+    return child_meta(parent, component=component, managed_by=OPERATOR_NAME, name=name,
+                      cluster_scoped=cluster_scoped)
+
+
 @resource_builder
 def thanos_crd(parent: Mapping[str, Any]) -> dict[str, Any]:
     """The Thanos CRD, as ``examples.thanos.crds`` defines it (cluster-scoped)."""
-    return copy.deepcopy(THANOS_CRD)
+    crd = copy.deepcopy(THANOS_CRD)
+    crd["metadata"] = _meta(parent, "crd", crd["metadata"]["name"], cluster_scoped=True)
+    return crd
 
 
 _RULES = (
@@ -80,7 +92,8 @@ _RULES = (
 @resource_builder
 def cluster_role(parent: Mapping[str, Any]) -> dict[str, Any]:
     """What the Thanos operator may do, cluster-wide."""
-    return o.cluster_role(metadata={"name": _names(parent)[1]}, rules=_RULES)
+    return o.cluster_role(metadata=_meta(parent, "rbac", _names(parent)[1], cluster_scoped=True),
+                          rules=_RULES)
 
 
 @resource_builder
@@ -88,7 +101,7 @@ def cluster_role_binding(parent: Mapping[str, Any]) -> dict[str, Any]:
     """Grants the ClusterRole to the operator's ServiceAccount."""
     local, cluster = _names(parent)
     return o.cluster_role_binding(
-        metadata={"name": cluster}, role_name=cluster,
+        metadata=_meta(parent, "rbac", cluster, cluster_scoped=True), role_name=cluster,
         subjects=[o.subject(name=local, namespace=parent["metadata"]["namespace"])],
     )
 
@@ -96,7 +109,7 @@ def cluster_role_binding(parent: Mapping[str, Any]) -> dict[str, Any]:
 @resource_builder
 def service_account(parent: Mapping[str, Any]) -> dict[str, Any]:
     """The identity the Thanos operator runs as."""
-    return o.service_account(metadata={"name": _names(parent)[0]})
+    return o.service_account(metadata=_meta(parent, "rbac", _names(parent)[0]))
 
 
 @resource_builder
@@ -107,7 +120,7 @@ def operator_deployment(parent: Mapping[str, Any]) -> dict[str, Any]:
     selector = {"app.kubernetes.io/name": THANOS_OPERATOR_NAME,
                 "app.kubernetes.io/instance": parent["metadata"]["name"]}
     return o.deployment(
-        metadata={"name": local}, selector_labels=selector, replicas=1,
+        metadata=_meta(parent, "operator", local), selector_labels=selector, replicas=1,
         service_account_name=local,
         containers=[o.container(
             name="operator", image=str(block.get("operatorImage") or DEFAULT_OPERATOR_IMAGE),
@@ -121,7 +134,7 @@ def thanos(parent: Mapping[str, Any]) -> dict[str, Any]:
     """The ``Thanos`` resource the installed operator reconciles, from ``spec.thanos.spec``."""
     block = thanos_block(parent) or {}
     return {"apiVersion": THANOS_API_VERSION, "kind": THANOS_KIND,
-            "metadata": {"name": parent["metadata"]["name"]},
+            "metadata": _meta(parent, "thanos", parent["metadata"]["name"]),
             "spec": copy.deepcopy(dict(block.get("spec") or {}))}
 
 

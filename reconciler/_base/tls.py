@@ -17,6 +17,7 @@ import dataclasses
 import datetime
 import ipaddress
 import os
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -64,11 +65,19 @@ class ServingPki:
         return f"ServingPki(ca={self.ca!r}, serving={self.serving!r})"
 
 
+_COMMON_NAME_BOUND = 64
+
+
 def distinguished_name(common_name: str, *, organizations: Iterable[str] = ()) -> x509.Name:
     """A subject: the organizations (for client certificates, the user's groups), then the common
     name (the user)."""
     attributes = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations]
-    attributes.append(x509.NameAttribute(NameOID.COMMON_NAME, common_name))
+    # X.509's upper bound of a common name is 64 characters (RFC 5280, a SHOULD that
+    # cryptography enforces, else warns); kube-apiserver reads a longer user name as it is
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        attributes.append(x509.NameAttribute(
+            NameOID.COMMON_NAME, common_name, _validate=len(common_name) <= _COMMON_NAME_BOUND))
     return x509.Name(attributes)
 
 

@@ -10,6 +10,9 @@ probe, heap freeze, signals, metrics).
 
 from __future__ import annotations
 
+import ipaddress
+import logging
+import urllib.parse
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,8 +22,11 @@ from reconciler._base.errors import ReconcilerUsageError
 from reconciler._client.incluster import pod_namespace
 from reconciler._driver.operators import Operator
 from reconciler._leadership.election import LeaderElection
+from reconciler._webhooks.serving import Webhooks
 
-__all__ = ["deployed_operator"]
+__all__ = ["deployed_operator", "is_local_server", "local_webhooks"]
+
+_log = logging.getLogger("reconciler.run")
 
 
 def deployed_operator(
@@ -53,3 +59,34 @@ def deployed_operator(
     if pause_namespaces:
         changes["paused_namespaces"] = (*operator.paused_namespaces, *pause_namespaces)
     return attrs.evolve(operator, **changes) if changes else operator
+
+
+def is_local_server(url: str) -> bool:
+    """Whether the API server at ``url`` is on this machine: a loopback address or
+    ``localhost`` (the embedded server's, a local control plane's)."""
+    host = urllib.parse.urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def local_webhooks(operator: Operator, server_url: str) -> Operator:
+    """``operator`` with its ``Webhooks`` start hooks served at a local URL when the API server
+    at ``server_url`` is local (:func:`is_local_server`): such a server cannot reach the
+    webhooks' Service (there is no Service network), so each hook without a ``url`` of its own
+    listens on a free port of 127.0.0.1 and writes that address into the CRDs' conversion
+    stanzas and the webhook configurations (``Webhooks(local=True)``). Any other server, or a
+    hook that names its ``url`` or is already ``local``, is left as it is."""
+    if not is_local_server(server_url):
+        return operator
+    hooks = [attrs.evolve(hook, local=True, host="127.0.0.1", port=0)
+             if isinstance(hook, Webhooks) and hook.url is None and not hook.local else hook
+             for hook in operator.on_start]
+    if all(new is old for new, old in zip(hooks, operator.on_start, strict=True)):
+        return operator
+    _log.info("the API server %s is local: the webhooks are served at a local URL "
+              "(127.0.0.1, a free port) instead of their Service", server_url)
+    return attrs.evolve(operator, on_start=hooks)

@@ -93,8 +93,10 @@ class _Serving(NamedTuple):
 
 def _run_with(operator: Operator, api_client: Any, stop: _StopFlag, serving: _Serving) -> int:
     from reconciler._client.kubernetes import KubernetesClient
+    from reconciler._driver.deployed import local_webhooks
     from reconciler._driver.heap import HeapSettler
 
+    operator = local_webhooks(operator, str(api_client.configuration.host))
     client = KubernetesClient(api_client, operator_name=operator.name)
     runtime = operator.start(client, **serving._asdict())
     _log.info("operator %s started (identity %s)", operator.name, runtime.identity)

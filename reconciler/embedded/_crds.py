@@ -326,6 +326,57 @@ def validate_against_schema(
     return causes
 
 
+def list_type_causes(value: Any, schema: Mapping[str, Any] | None, path: str = "") -> list[Cause]:
+    """The duplicates a real server refuses in lists the schema declares
+    ``x-kubernetes-list-type: map`` (items equal in their ``x-kubernetes-list-map-keys``) or
+    ``set`` (equal items), at every depth: one ``FieldValueDuplicate`` per repeated item, at
+    its index, worded as kube-apiserver's (Go's ``%#v`` of the keys or the item)."""
+    if schema is None or value is None:
+        return []
+    causes: list[Cause] = []
+    if isinstance(value, dict):
+        props = _properties(schema)
+        additional = schema.get("additionalProperties")
+        for key, item in value.items():
+            child = props.get(key)
+            if child is None and isinstance(additional, Mapping):
+                child = additional
+            if isinstance(child, Mapping):
+                causes += list_type_causes(item, child, _join(path, key))
+    elif isinstance(value, list):
+        items = schema.get("items")
+        if isinstance(items, Mapping):
+            for index, item in enumerate(value):
+                causes += list_type_causes(item, items, f"{path}[{index}]")
+        list_type = schema.get("x-kubernetes-list-type")
+        keys = [str(k) for k in schema.get("x-kubernetes-list-map-keys") or ()]
+        seen: list[Any] = []
+        for index, item in enumerate(value):
+            if list_type == "map" and keys and isinstance(item, dict):
+                identity: Any = {k: item[k] for k in keys if k in item}
+                shown = "map[string]interface {}{" + ", ".join(
+                    f"{go_quote(k)}:{_go_value(v)}" for k, v in sorted(identity.items())) + "}"
+            elif list_type == "set":
+                identity, shown = item, _go_value(item)
+            else:
+                continue
+            if identity in seen:
+                causes.append({"reason": "FieldValueDuplicate", "field": f"{path}[{index}]",
+                               "message": f"Duplicate value: {shown}"})
+            else:
+                seen.append(identity)
+    return causes
+
+
+def _go_value(value: Any) -> str:
+    """Go's ``%#v`` of a scalar of decoded JSON (strings quoted, numbers and booleans bare)."""
+    if isinstance(value, str):
+        return go_quote(value)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return json.dumps(value)
+
+
 def _value_repr(value: Any) -> str:
     # Go's %v of the value in "Invalid value: ...": strings quoted, numbers bare.
     if isinstance(value, str):
@@ -476,7 +527,7 @@ class CustomResourceStrategy(KindStrategy):
                 k: v for k, v in _properties(schema).items()
                 if k not in ("apiVersion", "kind", "metadata")
             }}
-        return validate_against_schema(body, schema)
+        return validate_against_schema(body, schema) + list_type_causes(body, schema)
 
     def _rule_causes(self, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[Cause]:
         """The CEL rules ``obj`` breaks (``_cel``), spec and status alike."""

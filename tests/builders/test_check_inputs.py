@@ -91,3 +91,27 @@ def test_a_missing_input_leaves_out_only_the_builder_that_requires_it() -> None:
 def test_input_states_refuse_an_unknown_state() -> None:
     with pytest.raises(ValueError, match="states must be among"):
         InputStates(declare=declare, states=("rotten",))
+
+
+def _fronted(component: str) -> Any:
+    """``build`` and a Service selecting the pods of ``component``."""
+    def fronted(parent: dict[str, Any], inputs: b.Inputs) -> list[b.ResourceBuilder]:
+        @b.resource_builder
+        def front(parent: dict[str, Any]) -> dict[str, Any]:
+            return objects.service(
+                metadata=b.child_meta(parent, component="front", managed_by=OPERATOR),
+                selector=b.selector_labels(parent, component=component), ports={"http": 80})
+        return [*build(parent, inputs), front(parent)]
+    return fronted
+
+
+def test_a_service_may_select_a_workload_left_out_for_a_missing_input() -> None:
+    """Issue 36 (the Thanos example under the kit): a Service built whatever the inputs, for a
+    workload that waits for one, selects nothing while the input is missing; that is the
+    reconcile's state too (the workload waits), not a broken selector."""
+    check_builders(_fronted("app"), PARENTS, managed_by=OPERATOR, max_examples=10,
+                   inputs=InputStates(declare=declare, states=("missing",)))
+    # with the input there, the Service must still select a workload of the set
+    with pytest.raises(AssertionError, match="invariant 'selectors'"):
+        check_builders(_fronted("nothing"), PARENTS, managed_by=OPERATOR, max_examples=10,
+                       inputs=InputStates(declare=declare, states=("present",)))

@@ -240,3 +240,17 @@ def test_the_audit_log_is_read_incrementally_and_filtered(tmp_path: Path) -> Non
     assert log.by_verb(users=frozenset({"bob"}), excluded=frozenset())["get"] == 0
     log.reset()
     assert sum(log.by_verb(users=None, excluded=frozenset()).values()) == 0
+
+
+def test_the_directory_a_variable_names_is_not_said_to_be_unconsulted(
+    tmp_path: Path, no_variables: pytest.MonkeyPatch
+) -> None:
+    """Issue 36: the pytest plugin passes the folder OPTK_KUBE_ASSETS names as ``assets=``; a
+    failure there said that folder was "not consulted" when it was the one looked in."""
+    folder = _folder(tmp_path / "assets", "kube-controller-manager")
+    no_variables.setenv(ASSETS_ENV, f"{tmp_path}/./assets")
+    with pytest.raises(AssetsNotFoundError) as caught:
+        find_assets(folder)
+    assert "not consulted" not in str(caught.value)
+    assert f"in {folder}" in str(caught.value)
+    assert "missing kube-apiserver" in str(caught.value)

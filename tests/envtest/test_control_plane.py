@@ -11,12 +11,43 @@ import kubernetes.client
 import pytest
 from kubernetes import config as kube_config
 
-from reconciler.envtest import ComponentCrashedError, ControlPlane, UnknownUserError, find_assets
+from reconciler.envtest import (
+    ComponentCrashedError,
+    ControlPlane,
+    ControlPlaneError,
+    UnknownUserError,
+    find_assets,
+)
 from tests.envtest._pids import alive
 
 
 def _configmap(name: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}
+
+
+def _wait_allowed(call: Any) -> Any:
+    """``call()`` once the RBAC authorizer's cache has the binding just made (a 403 before)."""
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            return call()
+        except kubernetes.client.ApiException as exc:
+            if exc.status != 403 or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def _bind_reader(plane: ControlPlane, namespace: str, subject: dict[str, str]) -> None:
+    with plane.api_client() as admin:
+        rbac = kubernetes.client.RbacAuthorizationV1Api(admin)
+        rbac.create_namespaced_role(namespace, {
+            "metadata": {"name": "reader"},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]})
+        rbac.create_namespaced_role_binding(namespace, {
+            "metadata": {"name": "reader"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                        "name": "reader"},
+            "subjects": [subject]})
 
 
 def test_connection_data_and_admin(real_kube_api: ControlPlane) -> None:
@@ -39,26 +70,9 @@ def test_a_certificate_user_has_only_what_rbac_grants(
             core.list_namespaced_config_map(kube_namespace_real)
         assert caught.value.status == 403
         assert f'User \\"{user}\\" cannot list' in str(caught.value.body)
-        with real_kube_api.api_client() as admin:
-            rbac = kubernetes.client.RbacAuthorizationV1Api(admin)
-            rbac.create_namespaced_role(kube_namespace_real, {
-                "metadata": {"name": "reader"},
-                "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]})
-            rbac.create_namespaced_role_binding(kube_namespace_real, {
-                "metadata": {"name": "reader"},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
-                            "name": "reader"},
-                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
-                              "name": "devs"}]})
-        deadline = time.monotonic() + 10
-        while True:  # the RBAC authorizer's cache follows its informer
-            try:
-                core.list_namespaced_config_map(kube_namespace_real)
-                break
-            except kubernetes.client.ApiException as exc:
-                if exc.status != 403 or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
+        _bind_reader(real_kube_api, kube_namespace_real, {
+            "apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "devs"})
+        _wait_allowed(lambda: core.list_namespaced_config_map(kube_namespace_real))
     counts = real_kube_api.request_counts(user=user)
     assert counts["list"] >= 2
     assert counts["create"] == 0
@@ -127,3 +141,42 @@ def test_a_crashed_component_shows_its_log_and_nothing_is_left(
     assert len(plane.pids) == 2  # etcd and kube-apiserver were started ...
     assert not [pid for pid in plane.pids if alive(pid)]  # ... and are gone
 
+
+
+def test_a_service_account_of_any_name_length_gets_a_token(
+    real_kube_api: ControlPlane, kube_namespace_real: str
+) -> None:
+    """Issue 36: a ServiceAccount user over 64 characters (a certificate's common name) failed;
+    it now gets a TokenRequest token, and is that ServiceAccount with its groups."""
+    name = "operator-" + "x" * 70
+    user = f"system:serviceaccount:{kube_namespace_real}:{name}"
+    path = real_kube_api.kubeconfig_for(user, groups=["system:serviceaccounts"])
+    assert "token:" in path.read_text()
+    with kube_config.new_client_from_config(str(path)) as client:
+        core = kubernetes.client.CoreV1Api(client)
+        with pytest.raises(kubernetes.client.ApiException) as caught:
+            core.list_namespaced_config_map(kube_namespace_real)
+        assert caught.value.status == 403
+        assert f'User \\"{user}\\" cannot list' in str(caught.value.body)
+        _bind_reader(real_kube_api, kube_namespace_real, {
+            "kind": "Group", "apiGroup": "rbac.authorization.k8s.io",
+            "name": f"system:serviceaccounts:{kube_namespace_real}"})
+        _wait_allowed(lambda: core.list_namespaced_config_map(kube_namespace_real))
+    assert real_kube_api.request_counts(user=user)["list"] >= 2
+    with pytest.raises(ControlPlaneError, match="carries the groups"):
+        real_kube_api.kubeconfig_for(user, groups=["devs"])
+
+
+def test_a_user_of_any_name_length_gets_a_certificate(
+    real_kube_api: ControlPlane, kube_namespace_real: str
+) -> None:
+    user = f"someone-{kube_namespace_real}-" + "y" * 80
+    path = real_kube_api.kubeconfig_for(user, groups=["devs-long"])
+    with kube_config.new_client_from_config(str(path)) as client:
+        core = kubernetes.client.CoreV1Api(client)
+        with pytest.raises(kubernetes.client.ApiException) as caught:
+            core.list_namespaced_config_map(kube_namespace_real)
+        assert f'User \\"{user}\\" cannot list' in str(caught.value.body)
+        _bind_reader(real_kube_api, kube_namespace_real, {
+            "kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": user})
+        _wait_allowed(lambda: core.list_namespaced_config_map(kube_namespace_real))

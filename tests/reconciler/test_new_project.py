@@ -85,7 +85,11 @@ def test_a_new_project_passes_its_own_tests_in_a_fresh_venv(
     installed = time.monotonic()
     result = _run(test, cwd=folder, env=env, timeout=300)
     print(f"set up {installed - started:.0f} s, tests {time.monotonic() - installed:.0f} s")
-    assert re.search(r"\b4 passed\b", result.stdout), result.stdout
+    # with kube binaries named, the operator test (both_servers) runs on the real control plane
+    # too, with etcd from the project's own test extras (issue 36: it skipped)
+    real = any(env.get(name, "").strip() for name in ("OPTK_KUBE_ASSETS", "KUBEBUILDER_ASSETS"))
+    assert re.search(r"\b5 passed\b" if real else r"\b4 passed, 1 skipped\b",
+                     result.stdout), result.stdout
     listed = _run([str(folder / ".venv" / "bin" / "python"), "-m", "pip", "list",
                    "--format=freeze"], cwd=folder, env=env, timeout=60).stdout
     assert re.search(r"^operator-toolkit==", listed, flags=re.M), listed
