@@ -35,6 +35,7 @@ from reconciler.embedded._bodies import check_ranges, decode_body
 from reconciler.embedded._encoding import MAX_DEPTH, EncodeCache, encode
 from reconciler.embedded._faults import FaultInjector
 from reconciler.embedded._kinds import KindRegistry, ResourceType
+from reconciler.embedded._offloading import Offloader
 from reconciler.embedded._operations import Operations
 from reconciler.embedded._patching import (
     APPLY_PATCH,
@@ -195,8 +196,10 @@ class ApiApplication:
         address: Callable[[], str],
         bookmark_interval: float = 60.0,
         watch_budget: WatchBudget = _DEFAULT_BUDGET,
+        offloader: Offloader | None = None,
     ) -> None:
         self.ops = ops
+        self.offloader = offloader or Offloader(ops.storage.lock)
         self.watch_budget = watch_budget
         self.token = token
         self.accounting = accounting
@@ -326,13 +329,15 @@ class ApiApplication:
         if path.subresource == "scale":
             return await self._scale(request, self._target(rt, path), verb=verb,
                                      dry_run=dry_run)
+        run = self.offloader.run  # on a worker when a webhook is called (_offloading)
         if verb == "get":
-            obj = ops.get(self._target(rt, path))
+            obj = await run(lambda: ops.get(self._target(rt, path)))
             if table:
                 return _json_response(_table(self.ops, rt, [obj], metadata={}, include=include))
             return web.Response(body=self._cache.encode(obj), content_type=_JSON)
         if verb == "list":
-            body = ops.list(rt, namespace=path.namespace, query=list_query(request, rt))
+            query = list_query(request, rt)
+            body = await run(lambda: ops.list(rt, namespace=path.namespace, query=query))
             if table:
                 return _json_response(_table(
                     ops, rt, body["items"], metadata=body["metadata"], include=include
@@ -350,17 +355,19 @@ class ApiApplication:
             raw = await read_body(request, allowed=WRITE_TYPES)
             decoded = await decode_body(raw, content_type=content_type(request), rt=rt)
             check_ranges(rt, decoded)
-            obj = ops.create(rt, decoded, namespace=namespace, dry_run=dry_run, **writing)
-            return self._written(ops.served(obj, rt), status=201, dry_run=dry_run,
-                                 warnings=warnings)
+            obj = await run(lambda: ops.create(rt, decoded, namespace=namespace, dry_run=dry_run,
+                                               **self._afresh(writing)))
+            return self._written(await run(lambda: ops.served(obj, rt)), status=201,
+                                 dry_run=dry_run, warnings=warnings)
         if verb == "update":
             raw = await read_body(request, allowed=WRITE_TYPES)
             decoded = await decode_body(raw, content_type=content_type(request), rt=rt)
             check_ranges(rt, decoded)
-            obj = ops.update(self._target(rt, path), decoded, subresource=path.subresource,
-                             dry_run=dry_run, **writing)
-            return self._written(ops.served(obj, rt), status=200, dry_run=dry_run,
-                                 warnings=warnings)
+            obj = await run(lambda: ops.update(
+                self._target(rt, path), decoded, subresource=path.subresource,
+                dry_run=dry_run, **self._afresh(writing)))
+            return self._written(await run(lambda: ops.served(obj, rt)), status=200,
+                                 dry_run=dry_run, warnings=warnings)
         if verb == "patch":
             raw = await read_body(request, allowed=PATCH_TYPES)
             if content_type(request) == APPLY_PATCH and path.subresource is None:
@@ -369,29 +376,39 @@ class ApiApplication:
                     applied = apply_configuration_of(await decode_body(
                         raw, content_type=APPLY_PATCH, rt=rt))
                     check_ranges(rt, applied)
-                code, obj = ops.apply(self._target(rt, path), applied,
-                                      field_manager=request.query.get("fieldManager"),
-                                      force=request.query.get("force", "") in _TRUE,
-                                      dry_run=dry_run)
-                return self._written(ops.served(obj, rt), status=code, dry_run=dry_run)
+                code, obj = await run(lambda: ops.apply(
+                    self._target(rt, path), applied,
+                    field_manager=request.query.get("fieldManager"),
+                    force=request.query.get("force", "") in _TRUE, dry_run=dry_run))
+                return self._written(await run(lambda: ops.served(obj, rt)), status=code,
+                                     dry_run=dry_run)
             if content_type(request) in (MERGE_PATCH, STRATEGIC_MERGE_PATCH):
                 with contextlib.suppress(ValueError, RecursionError):
                     check_ranges(rt, json.loads(raw), patch=raw)
-            obj = ops.patch(self._target(rt, path), raw, content_type=content_type(request),
-                            subresource=path.subresource, dry_run=dry_run, **writing)
-            return self._written(ops.served(obj, rt), status=200, dry_run=dry_run,
-                                 warnings=warnings)
+            obj = await run(lambda: ops.patch(
+                self._target(rt, path), raw, content_type=content_type(request),
+                subresource=path.subresource, dry_run=dry_run, **self._afresh(writing)))
+            return self._written(await run(lambda: ops.served(obj, rt)), status=200,
+                                 dry_run=dry_run, warnings=warnings)
         if verb in ("delete", "deletecollection"):
             options = await delete_options(request)
             dry_run = dry_run or "All" in (options.get("dryRun") or ())
             if verb == "delete":
-                result = ops.delete(self._target(rt, path), options=options, dry_run=dry_run)
+                result = await run(lambda: ops.delete(self._target(rt, path), options=options,
+                                                      dry_run=dry_run))
                 return _json_response(result)
-            return _json_response(ops.delete_collection(
-                rt, namespace=path.namespace, query=list_query(request, rt),
-                options=options, dry_run=dry_run,
-            ))
+            query = list_query(request, rt)
+            # each object is deleted in turn: with webhooks configured, all on a worker
+            return _json_response(await run(lambda: ops.delete_collection(
+                rt, namespace=path.namespace, query=query, options=options, dry_run=dry_run,
+            ), offload=ops.admission.configured()))
         raise method_not_allowed()
+
+    @staticmethod
+    def _afresh(writing: dict[str, Any]) -> dict[str, Any]:
+        """The write's options for one attempt: warnings of an earlier one dropped."""
+        writing["warnings"].clear()
+        return writing
 
     def _written(self, obj: Mapping[str, Any], *, status: int, dry_run: bool,
                  warnings: list[str] | None = None) -> web.Response:
@@ -408,18 +425,19 @@ class ApiApplication:
     async def _scale(
         self, request: web.Request, target: Target, *, verb: str, dry_run: bool,
     ) -> web.StreamResponse:
-        ops = self.ops
+        ops, run = self.ops, self.offloader.run  # a custom resource's may call its conversion
         if verb == "get":
-            return _json_response(ops.get_scale(target))
+            return _json_response(await run(lambda: ops.get_scale(target)))
         if verb == "update":
             raw = await read_body(request, allowed=WRITE_TYPES)
             body = await decode_body(raw, content_type=content_type(request))
-            return _json_response(ops.update_scale(target, body, dry_run=dry_run))
+            return _json_response(await run(lambda: ops.update_scale(target, body,
+                                                                     dry_run=dry_run)))
         if verb == "patch":
             raw = await read_body(request, allowed=PATCH_TYPES)
-            return _json_response(ops.patch_scale(
+            return _json_response(await run(lambda: ops.patch_scale(
                 target, raw, content_type=content_type(request), dry_run=dry_run
-            ))
+            )))
         raise method_not_allowed()
 
 
