@@ -221,7 +221,10 @@ def post_review(
         except WebhookCallError:
             raise
         except (OSError, http.client.HTTPException) as err:
-            reason = "context deadline exceeded" if watchdog.fired else (
+            # a socket's own timeout (also the whole budget) may end it before the watchdog
+            # thread runs on a loaded machine: the deadline passed either way
+            reason = "context deadline exceeded" if (
+                watchdog.fired or isinstance(err, TimeoutError)) else (
                 str(err) or type(err).__name__)
             raise (_reading(reason) if answered else _posting(url, reason)) from None
         if watchdog.fired:  # the body ended early because the socket was shut down
