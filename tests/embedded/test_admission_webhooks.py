@@ -83,6 +83,8 @@ class _Handler(BaseHTTPRequestHandler):
         uid = review["request"]["uid"]
         if path == "/hang":
             self.server.release.wait(_HANG_SECONDS)
+        if path == "/slow":  # allowed, after 2 s
+            self.server.release.wait(_SLOW_SECONDS)
         if path == "/drip":  # headers, then a byte every 0.2 s: no socket op is slow
             self.send_response(200)
             self.send_header("Content-Length", "1000")
@@ -442,6 +444,35 @@ def test_a_hanging_webhook_blocks_no_other_client_and_calls_run_in_parallel(
     finally:
         elector.stop()
         leading.join(timeout=10)
+
+
+def test_writes_waiting_on_a_webhook_at_once_lose_no_update(
+    api: kubernetes.client.ApiClient, hooks: _Hooks,
+) -> None:
+    """Two patches of one object, each waiting 2 s on a validating webhook at the same time:
+    the second to commit read the object before the first committed, so it is run again
+    (webhook included) on the new object, as kube-apiserver's GuaranteedUpdate retries; both
+    changes stay."""
+    core = kubernetes.client.CoreV1Api(api)
+    core.create_namespaced_config_map(_NS, _configmap("both", "slow"))
+    done: list[str] = []
+
+    def patch(key: str) -> None:
+        kubernetes.client.CoreV1Api(kubernetes.client.ApiClient(
+            api.configuration)).patch_namespaced_config_map("both", _NS, {"data": {key: "set"}})
+        done.append(key)
+
+    with _installed(api, "ValidatingWebhookConfiguration",
+                    _webhook(hooks, "/slow", name="slow.optk.test", selected="slow")):
+        writers = [threading.Thread(target=patch, args=(key,), daemon=True)
+                   for key in ("one", "two")]
+        for writer in writers:
+            writer.start()
+        for writer in writers:
+            writer.join(timeout=30)
+    assert sorted(done) == ["one", "two"]
+    assert core.read_namespaced_config_map("both", _NS).data == {
+        "mode": "x", "one": "set", "two": "set"}
 
 
 @EMBEDDED_ONLY
