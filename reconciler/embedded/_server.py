@@ -38,7 +38,6 @@ from reconciler.embedded._http import ApiApplication
 from reconciler.embedded._instruments import ServerInstruments
 from reconciler.embedded._kinds import KindRegistry, ServerContext
 from reconciler.embedded._kubeconfig import KubeconfigEntry, KubeconfigFile
-from reconciler.embedded._offloading import Offloader
 from reconciler.embedded._operations import Operations
 from reconciler.embedded._storage import DEFAULT_HISTORY_BYTES, Storage
 from reconciler.embedded._tls import TlsFiles, TlsMaterial, generate_tls, write_tls
@@ -125,7 +124,6 @@ class EmbeddedApiServer(ServerInstruments):
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
         self._collector: GarbageCollector | None = None
-        self._offloader: Offloader | None = None
         self._application: ApiApplication | None = None
         self._bound_port: int | None = None
         self._workdir: Path | None = None
@@ -182,13 +180,11 @@ class EmbeddedApiServer(ServerInstruments):
 
     async def _start_site(self) -> None:
         assert self._tls is not None
-        self._offloader = Offloader(self._storage.lock)
-        self._offloader.start()
         application = ApiApplication(
             self._ops, token=self._token, accounting=self._accounting, faults=self._faults,
             address=lambda: f"{self._host}:{self._bound_port}",
             bookmark_interval=self._bookmark_interval,
-            watch_budget=self._watch_budget, offloader=self._offloader,
+            watch_budget=self._watch_budget,
         )
         self._application = application
         # handler_cancellation: a closed connection cancels its handler, so a watch whose
@@ -207,7 +203,7 @@ class EmbeddedApiServer(ServerInstruments):
         server = site._server
         sockets = getattr(server, "sockets", None) or ()
         self._bound_port = int(sockets[0].getsockname()[1]) if sockets else port
-        self._collector = GarbageCollector(self._ops, offloader=self._offloader)
+        self._collector = GarbageCollector(self._ops, offloader=application.offloader)
         self._collector.start()
         self._kubeconfig = self._write_kubeconfig()
 
@@ -215,12 +211,10 @@ class EmbeddedApiServer(ServerInstruments):
         if self._collector is not None:
             self._collector.stop()
         if self._application is not None:
-            self._application.end_watches()
+            self._application.close()
             await asyncio.sleep(0)  # let the cancelled watches unwind before closing
         if self._runner is not None:
             await self._runner.cleanup()
-        if self._offloader is not None:
-            self._offloader.stop()
 
     def _run_loop(self) -> None:
         loop = asyncio.new_event_loop()
