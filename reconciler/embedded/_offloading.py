@@ -12,13 +12,16 @@ its call was in flight is run again from the start (``StaleWrite``, at most ``AT
 times, then 409), as kube-apiserver's ``GuaranteedUpdate`` retries.
 
 Bounds: at most ``WORKERS`` calls wait at once (each reads at most 3 MiB of answer and ends at
-its ``timeoutSeconds``); requests beyond wait in line, with their bodies already read.
+its ``timeoutSeconds``); up to ``WAITING`` more requests wait in line for a worker, with their
+bodies already read; beyond, a request that calls a webhook is answered 429 with
+``Retry-After: 1``, as kube-apiserver's max-in-flight limit answers.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import logging
 import threading
 from collections.abc import Callable
@@ -30,13 +33,17 @@ from reconciler.embedded._calling import (
     calling_under,
     forbid_calls_here,
 )
+from reconciler.embedded._statuses import ApiStatusError, status_body
 
-__all__ = ["ATTEMPTS", "WORKERS", "Offloader"]
+__all__ = ["ATTEMPTS", "WAITING", "WORKERS", "Offloader"]
 
 log = logging.getLogger("reconciler.embedded")
 
 WORKERS = 16
 """How many requests may wait on webhook calls at once."""
+
+WAITING = 400
+"""How many more requests that call webhooks may wait for a worker (then 429)."""
 
 ATTEMPTS = 5
 """How often a write whose object changed during its webhook calls is run again."""
@@ -50,6 +57,7 @@ class Offloader:
     def __init__(self, lock: threading.RLock) -> None:
         self._lock = lock
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._offloaded = 0  # requests on a worker or waiting for one (the event loop's count)
 
     def start(self) -> None:
         """On the server's event loop: mark it, and make the workers (started when needed)."""
@@ -77,8 +85,23 @@ class Offloader:
                 return self.here(work)
             except MustNotBlock:
                 pass
-        return await asyncio.get_running_loop().run_in_executor(
-            self._pool, self._worked, work)
+        if self._offloaded >= WORKERS + WAITING:
+            raise ApiStatusError(429, status_body(
+                429, "TooManyRequests", message="Too many requests, please try again later.",
+                details={"retryAfterSeconds": 1}), headers={"Retry-After": "1"})
+        assert self._pool is not None
+        loop = asyncio.get_running_loop()
+        self._offloaded += 1  # until the work ends, even if its client went away meanwhile
+        worked = self._pool.submit(self._worked, work)
+        worked.add_done_callback(lambda _: self._count_down(loop))
+        return await asyncio.wrap_future(worked)
+
+    def _count_down(self, loop: asyncio.AbstractEventLoop) -> None:
+        with contextlib.suppress(RuntimeError):  # the server stopped meanwhile
+            loop.call_soon_threadsafe(self._ended)
+
+    def _ended(self) -> None:
+        self._offloaded -= 1
 
     def submit(self, work: Callable[[], object]) -> concurrent.futures.Future[object]:
         """``work`` on a worker (the garbage collector's writes that call webhooks)."""

@@ -29,7 +29,7 @@ import pytest
 from kubernetes.client import ApiException
 
 from reconciler import KubernetesClient
-from reconciler.embedded import EmbeddedApiServer
+from reconciler.embedded import EmbeddedApiServer, _offloading
 from reconciler.embedded._admission import matching_version
 from reconciler.embedded._calling import MAX_ANSWER_BYTES, WebhookCallError, post_review
 from reconciler.embedded._registry import make_registry
@@ -507,6 +507,40 @@ def test_the_garbage_collectors_delete_waits_on_a_webhook_without_blocking_the_s
     assert gone
     assert [c["operation"] for c in hooks.calls("/slow")[before:]] == ["DELETE", "DELETE"]
     assert slowest < 0.5
+
+
+def test_requests_beyond_the_workers_and_their_line_are_answered_429(
+    hooks: _Hooks, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The embedded server's bound on requests waiting on webhooks (``_offloading``: 16
+    workers and 400 in line), made 1 and 1 here: of three creates through a webhook that hangs
+    (2 s, then ignored), one is called, one waits for the worker, one is answered 429 at once."""
+    monkeypatch.setattr(_offloading, "WORKERS", 1)
+    monkeypatch.setattr(_offloading, "WAITING", 1)
+    with EmbeddedApiServer() as server, server.api_client() as api:
+        core = kubernetes.client.CoreV1Api(api)
+        core.create_namespace({"metadata": {"name": _NS}})
+        statuses: list[tuple[int, str | None]] = []
+
+        def create(index: int) -> None:
+            try:
+                kubernetes.client.CoreV1Api(kubernetes.client.ApiClient(
+                    api.configuration)).create_namespaced_config_map(
+                        _NS, _configmap(f"bounded-{index}", "bounded"))
+                statuses.append((201, None))
+            except ApiException as err:
+                statuses.append((err.status, err.headers.get("Retry-After")))
+
+        with _installed(api, "ValidatingWebhookConfiguration",
+                        _webhook(hooks, "/hang", name="bounded.optk.test", selected="bounded",
+                                 timeoutSeconds=2, failurePolicy="Ignore")):
+            writers = [threading.Thread(target=create, args=(i,), daemon=True)
+                       for i in range(3)]
+            for writer in writers:
+                writer.start()
+            for writer in writers:
+                writer.join(timeout=30)
+    assert sorted(statuses, key=str) == [(201, None), (201, None), (429, "1")]
 
 
 @EMBEDDED_ONLY
