@@ -294,7 +294,7 @@ class Admission:
         """The request of a write, or None when no webhook configuration is stored (then a
         write pays this check alone). ``options``: the request's ``fieldManager`` (the
         options' ``kind`` comes from ``operation``) or its ``DeleteOptions``."""
-        if not (self._storage.size(MUTATING) or self._storage.size(VALIDATING)):
+        if not self.configured():
             return None
         full: dict[str, Any] = {"kind": f"{operation.capitalize()}Options",
                                 "apiVersion": "meta.k8s.io/v1"}
@@ -304,6 +304,10 @@ class Admission:
         return AdmissionRequest(rt=rt, operation=operation, name=name, obj=obj, old=old,
                                 namespace=namespace if rt.namespaced else "",
                                 dry_run=dry_run, options=full)
+
+    def configured(self) -> bool:
+        """Whether any webhook configuration is stored (then writes may call webhooks)."""
+        return bool(self._storage.size(MUTATING) or self._storage.size(VALIDATING))
 
     def mutate(self, request: AdmissionRequest, obj: dict[str, Any], *,
                warnings: list[str] | None) -> dict[str, Any]:

@@ -11,6 +11,15 @@ server's own limit) is refused before it is decoded.
 Every failure is a ``WebhookCallError`` whose text reads as kube-apiserver's (``Post "<url>":
 <reason>``, or an error reading the body once the headers are in); what a failure means (500,
 or ignored under ``failurePolicy: Ignore``) is the caller's to decide.
+
+Where a call may wait: never on the server's event loop (kube-apiserver answers unrelated
+requests while a webhook hangs). The loop thread is marked (``forbid_calls_here``); a call
+asked for there raises ``MustNotBlock`` before anything is sent, and ``_offloading`` runs the
+request again on a worker thread. A worker holds the store's lock while it computes and
+releases it for the whole call (``calling_under``), so a request waiting on a webhook blocks no
+other; once the lock is taken again, a write whose object changed meanwhile raises
+``StaleWrite`` at commit (``released_for_a_call``) and the request is run again, webhooks
+included, as kube-apiserver's ``GuaranteedUpdate`` retries.
 """
 
 from __future__ import annotations
@@ -23,12 +32,22 @@ import socket
 import ssl
 import threading
 import urllib.parse
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import Any, Protocol
 
 from reconciler.embedded._errors import EmbeddedServerError
 
-__all__ = ["MAX_ANSWER_BYTES", "WebhookCallError", "post_review"]
+__all__ = [
+    "MAX_ANSWER_BYTES",
+    "MustNotBlock",
+    "StaleWrite",
+    "WebhookCallError",
+    "calling_under",
+    "calls_allowed_here",
+        "forbid_calls_here",
+    "post_review",
+    "released_for_a_call",
+]
 
 MAX_ANSWER_BYTES = 3 * 1024 * 1024
 """The largest webhook answer read (kube-apiserver refuses larger ones too)."""
@@ -44,6 +63,90 @@ class WebhookCallError(EmbeddedServerError, ConnectionError):
     def __init__(self, text: str, *, invalid: bool = False) -> None:
         super().__init__(text)
         self.invalid = invalid
+
+
+class MustNotBlock(Exception):
+    """A webhook call was asked for on the server's event loop, which must not wait on one;
+    nothing was sent: run the request again on a worker thread (``_offloading``)."""
+
+
+class StaleWrite(Exception):
+    """The object a write read changed while the store's lock was released for a webhook
+    call; ``conflict`` is the 409 answered when the write is not run again."""
+
+    def __init__(self, conflict: Exception) -> None:
+        super().__init__(str(conflict))
+        self.conflict = conflict
+
+
+class _Lock(Protocol):
+    def acquire(self, blocking: bool = ..., timeout: float = ...) -> bool: ...
+    def release(self) -> None: ...
+
+
+class _Here(threading.local):
+    forbidden = False  # the server's event loop: no call may wait here
+    lock: _Lock | None = None  # the store's lock a worker holds, released during a call
+    released = False  # the lock was released during this attempt
+
+
+_here = _Here()
+
+
+def forbid_calls_here() -> None:
+    """Mark the calling thread (the server's event loop) as one no webhook call may block."""
+    _here.forbidden = True
+
+
+@contextlib.contextmanager
+def calls_allowed_here() -> Iterator[None]:
+    """Let calls block even on the event loop (a watch's conversions: the one place left)."""
+    forbidden, _here.forbidden = _here.forbidden, False
+    try:
+        yield
+    finally:
+        _here.forbidden = forbidden
+
+
+@contextlib.contextmanager
+def calling_under(lock: _Lock) -> Iterator[None]:
+    """On a worker thread: hold ``lock`` (the store's) for one attempt of a request, except
+    during each webhook call."""
+    lock.acquire()
+    _here.lock, _here.released = lock, False
+    try:
+        yield
+    finally:
+        _here.lock, _here.released = None, False
+        lock.release()
+
+
+def released_for_a_call() -> bool:
+    """Whether this thread released the store's lock for a webhook call during this attempt
+    (then what it read before may have changed: its commit checks, ``StaleWrite``)."""
+    return _here.released
+
+
+@contextlib.contextmanager
+def _unlocked() -> Iterator[None]:
+    """The store's lock released (all its levels) while a call waits; taken again after."""
+    lock = _here.lock
+    if lock is None:
+        yield
+        return
+    levels = 0
+    while True:
+        try:
+            lock.release()
+        except RuntimeError:  # not held (any more) by this thread
+            break
+        levels += 1
+    _here.released = True
+    try:
+        yield
+    finally:
+        for _ in range(levels):
+            lock.acquire()
 
 
 def _posting(url: str, reason: str) -> WebhookCallError:
@@ -102,6 +205,8 @@ def post_review(
     """The JSON object a webhook at ``url`` answers to ``review``, within ``timeout`` seconds
     in all; raises ``WebhookCallError`` on any failure (timeout, TLS, HTTP status, size,
     not a JSON object)."""
+    if _here.forbidden:
+        raise MustNotBlock(url)
     parts = urllib.parse.urlsplit(url)
     if parts.scheme != "https" or not parts.hostname:
         raise _posting(url, "the webhook URL must be https://host[:port]/path")
@@ -109,14 +214,17 @@ def post_review(
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     data = json.dumps(review).encode()
     answered: list[bool] = []  # set once the status line and headers are in
-    with _Watchdog(timeout) as watchdog:
+    with _unlocked(), _Watchdog(timeout) as watchdog:
         try:
             body = _exchange(parts, path, data, context=context, timeout=timeout,
                              max_bytes=max_bytes, watchdog=watchdog, answered=answered)
         except WebhookCallError:
             raise
         except (OSError, http.client.HTTPException) as err:
-            reason = "context deadline exceeded" if watchdog.fired else (
+            # a socket's own timeout (also the whole budget) may end it before the watchdog
+            # thread runs on a loaded machine: the deadline passed either way
+            reason = "context deadline exceeded" if (
+                watchdog.fired or isinstance(err, TimeoutError)) else (
                 str(err) or type(err).__name__)
             raise (_reading(reason) if answered else _posting(url, reason)) from None
         if watchdog.fired:  # the body ended early because the socket was shut down

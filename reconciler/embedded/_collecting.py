@@ -23,12 +23,16 @@ handlers (both use ``Operations`` on the same thread, under the store's lock). I
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import random
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from reconciler.embedded._calling import MustNotBlock
 from reconciler.embedded._kinds import ResourceType
+from reconciler.embedded._offloading import Offloader
 from reconciler.embedded._operations import Operations
 from reconciler.embedded._statuses import ApiStatusError
 from reconciler.embedded._storage import Bucket, Key, StoredEvent
@@ -66,8 +70,11 @@ def _target(rt: ResourceType, obj: Mapping[str, Any]) -> Target:
 class GarbageCollector:
     """Owner-reference garbage collection and namespace deletion for one server."""
 
-    def __init__(self, ops: Operations) -> None:
+    def __init__(self, ops: Operations, *, offloader: Offloader | None = None) -> None:
         self.ops = ops
+        self._offloader = offloader
+        self._offloaded: set[Key] = set()  # writes on a worker, waiting on a webhook call
+        self._loop_thread: int | None = None
         self._terminating: set[Key] = set()
         self._candidates: set[Key] = set()
         self._deleted_owners: set[str] = set()  # uids seen deleted while they had dependents
@@ -80,6 +87,7 @@ class GarbageCollector:
     def start(self) -> None:
         """Subscribe to the store; must run on the server's event loop."""
         self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
         self._running = True
         with self.ops.storage.lock:
             for bucket in self.ops.storage.buckets():
@@ -125,7 +133,10 @@ class GarbageCollector:
         if self._scheduled or not self._running or self._loop is None:
             return
         self._scheduled = True
-        self._loop.call_soon(self._sweep)
+        if threading.get_ident() == self._loop_thread:
+            self._loop.call_soon(self._sweep)
+        else:  # a write committed on a worker (_offloading)
+            self._loop.call_soon_threadsafe(self._sweep)
 
     def _wake_in(self, namespace: str, delay: float) -> None:
         assert self._loop is not None
@@ -157,11 +168,8 @@ class GarbageCollector:
         meta = _meta(obj)
         if meta.get("deletionTimestamp"):
             return  # already being deleted; deleting again would only re-add finalizers
-        try:
-            self.ops.delete(_target(rt, obj), options={"propagationPolicy": policy})
-        except ApiStatusError as exc:
-            if exc.code != 404:
-                raise
+        self._write(_target(rt, obj), lambda: self.ops.delete(
+            _target(rt, obj), options={"propagationPolicy": policy}))
 
     def _remove_finalizer(
         self, rt: ResourceType, obj: Mapping[str, Any], *, finalizer: str
@@ -169,7 +177,7 @@ class GarbageCollector:
         new = copy_json(obj)
         meta = new["metadata"]
         meta["finalizers"] = [f for f in meta.get("finalizers") or () if f != finalizer]
-        self.ops.update(_target(rt, new), new)
+        self._write(_target(rt, new), lambda: self.ops.update(_target(rt, new), new))
 
     def _owner_may_exist(self, ref: Mapping[str, Any]) -> bool:
         """Whether an owner reference may still point at a live owner.
@@ -244,7 +252,38 @@ class GarbageCollector:
             new["metadata"]["ownerReferences"] = refs
         else:
             new["metadata"].pop("ownerReferences", None)
-        self.ops.update(_target(rt, new), new)
+        self._write(_target(rt, new), lambda: self.ops.update(_target(rt, new), new))
+
+    def _write(self, target: Target, write: Callable[[], object]) -> None:
+        """One write of the collector (404: already gone); one that calls a webhook (a
+        validating webhook on DELETE, say) goes to a worker, once per object at a time, and
+        its commit wakes the collector again."""
+        key: Key = (target.rt.group, target.rt.plural, target.storage_namespace, target.name)
+        if key in self._offloaded:
+            return
+        try:
+            write()
+        except ApiStatusError as exc:
+            if exc.code != 404:
+                raise
+        except MustNotBlock:
+            if self._offloader is None:
+                raise
+            self._offloaded.add(key)
+            self._offloader.submit(write).add_done_callback(
+                lambda done: self._written(key, done))
+
+    def _written(self, key: Key, done: concurrent.futures.Future[object]) -> None:
+        error = None if done.cancelled() else done.exception()
+        if isinstance(error, ApiStatusError) and error.code == 404:
+            error = None
+        if error is not None:
+            log.warning("embedded apiserver: garbage collection of %s failed: %s", key, error)
+        if self._loop is not None and self._running:
+            self._loop.call_soon_threadsafe(self._done_offloaded, key)
+
+    def _done_offloaded(self, key: Key) -> None:
+        self._offloaded.discard(key)  # a refused write is tried again at a later sweep
 
     def _finish_namespace(self, rt: ResourceType, ns: Mapping[str, Any]) -> None:
         """One step of the namespace controller for ``ns``, when its time has come."""

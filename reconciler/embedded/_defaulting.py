@@ -615,14 +615,6 @@ def default_job(obj: dict[str, Any]) -> None:
     spec.setdefault("completionMode", "NonIndexed")
     spec.setdefault("suspend", False)
     metadata = _child(obj, "metadata")
-    template = spec.get("template")
-    template_meta = template.get("metadata") if isinstance(template, dict) else None
-    # SetDefaults_Job: ``obj.Labels = obj.Spec.Template.Labels`` when the Job has none. Go shares
-    # the map, so the labels generateSelector adds to the template below land on the Job too.
-    share_labels = (
-        isinstance(template_meta, dict) and isinstance(template_meta.get("labels"), dict)
-        and not metadata.get("labels")
-    )
     uid = metadata.get("uid")
     if uid and not spec.get("manualSelector"):
         labels = _child(_child(_child(spec, "template"), "metadata"), "labels")
@@ -630,8 +622,15 @@ def default_job(obj: dict[str, Any]) -> None:
         labels.setdefault("controller-uid", uid)
         match_labels = _child(_child(spec, "selector"), "matchLabels")
         match_labels.setdefault("controller-uid", uid)
-    if share_labels:
-        metadata["labels"] = dict(spec["template"]["metadata"]["labels"])
+    # SetDefaults_Job: ``obj.Labels = obj.Spec.Template.Labels`` when the Job has none. It runs
+    # on the decoded request and again on the object read back from storage, after
+    # generateSelector filled the template's labels: so a Job sent with no labels at all (nor
+    # its template) gets ``controller-uid`` and ``job-name`` too, as kube-apiserver 1.25 answers.
+    template = spec.get("template")
+    template_meta = template.get("metadata") if isinstance(template, dict) else None
+    template_labels = template_meta.get("labels") if isinstance(template_meta, dict) else None
+    if isinstance(template_labels, dict) and template_labels and not metadata.get("labels"):
+        metadata["labels"] = dict(template_labels)
     default_pod_template(spec.get("template"))
 
 

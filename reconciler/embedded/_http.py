@@ -23,7 +23,7 @@ import contextlib
 import hmac
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from aiohttp import web
@@ -35,6 +35,7 @@ from reconciler.embedded._bodies import check_ranges, decode_body
 from reconciler.embedded._encoding import MAX_DEPTH, EncodeCache, encode
 from reconciler.embedded._faults import FaultInjector
 from reconciler.embedded._kinds import KindRegistry, ResourceType
+from reconciler.embedded._offloading import Offloader
 from reconciler.embedded._operations import Operations
 from reconciler.embedded._patching import (
     APPLY_PATCH,
@@ -87,6 +88,12 @@ def _json_response(body: Any, *, status: int = 200,
         body=encode(body),
         status=status, content_type=_JSON, headers=headers,
     )
+
+
+def _afresh(writing: dict[str, Any]) -> dict[str, Any]:
+    """A write's options for one attempt (what an earlier attempt warned dropped)."""
+    writing["warnings"].clear()
+    return writing
 
 
 def _aggregated_version(request: web.Request) -> str | None:
@@ -179,6 +186,25 @@ def _table(
                         printer_columns=printer_columns)
 
 
+async def _scale(
+    ops: Operations, run: Callable[..., Awaitable[Any]], request: web.Request, target: Target,
+    *, verb: str, dry_run: bool,
+) -> web.StreamResponse:
+    """The ``/scale`` subresource (through ``run``: a custom resource's may call its CRD's
+    conversion webhook)."""
+    if verb == "get":
+        return _json_response(await run(lambda: ops.get_scale(target)))
+    if verb == "update":
+        raw = await read_body(request, allowed=WRITE_TYPES)
+        body = await decode_body(raw, content_type=content_type(request))
+        return _json_response(await run(lambda: ops.update_scale(target, body, dry_run=dry_run)))
+    if verb == "patch":
+        raw = await read_body(request, allowed=PATCH_TYPES)
+        return _json_response(await run(lambda: ops.patch_scale(
+            target, raw, content_type=content_type(request), dry_run=dry_run)))
+    raise method_not_allowed()
+
+
 _DEFAULT_BUDGET = WatchBudget()
 
 
@@ -197,6 +223,7 @@ class ApiApplication:
         watch_budget: WatchBudget = _DEFAULT_BUDGET,
     ) -> None:
         self.ops = ops
+        self.offloader = Offloader(ops.storage.lock)  # requests that call webhooks
         self.watch_budget = watch_budget
         self.token = token
         self.accounting = accounting
@@ -210,6 +237,7 @@ class ApiApplication:
 
     def make_app(self) -> web.Application:
         """The aiohttp application (one catch-all route)."""
+        self.offloader.start()  # on the server's event loop
         app = web.Application(client_max_size=MAX_BODY_BYTES + 1)
         app.router.add_route("*", "/{tail:.*}", self.handle)
         return app
@@ -324,15 +352,17 @@ class ApiApplication:
         if verb not in rt.verbs and path.subresource is None:
             raise method_not_allowed()
         if path.subresource == "scale":
-            return await self._scale(request, self._target(rt, path), verb=verb,
-                                     dry_run=dry_run)
+            return await _scale(ops, self.offloader.run, request, self._target(rt, path),
+                                verb=verb, dry_run=dry_run)
+        run = self.offloader.run  # on a worker when a webhook is called (_offloading)
         if verb == "get":
-            obj = ops.get(self._target(rt, path))
+            obj = await run(lambda: ops.get(self._target(rt, path)))
             if table:
                 return _json_response(_table(self.ops, rt, [obj], metadata={}, include=include))
             return web.Response(body=self._cache.encode(obj), content_type=_JSON)
         if verb == "list":
-            body = ops.list(rt, namespace=path.namespace, query=list_query(request, rt))
+            query = list_query(request, rt)
+            body = await run(lambda: ops.list(rt, namespace=path.namespace, query=query))
             if table:
                 return _json_response(_table(
                     ops, rt, body["items"], metadata=body["metadata"], include=include
@@ -350,17 +380,17 @@ class ApiApplication:
             raw = await read_body(request, allowed=WRITE_TYPES)
             decoded = await decode_body(raw, content_type=content_type(request), rt=rt)
             check_ranges(rt, decoded)
-            obj = ops.create(rt, decoded, namespace=namespace, dry_run=dry_run, **writing)
-            return self._written(ops.served(obj, rt), status=201, dry_run=dry_run,
-                                 warnings=warnings)
+            obj = await run(lambda: ops.create(rt, decoded, namespace=namespace, dry_run=dry_run,
+                                               **_afresh(writing)))
+            return await self._written(rt, obj, status=201, dry_run=dry_run, warnings=warnings)
         if verb == "update":
             raw = await read_body(request, allowed=WRITE_TYPES)
             decoded = await decode_body(raw, content_type=content_type(request), rt=rt)
             check_ranges(rt, decoded)
-            obj = ops.update(self._target(rt, path), decoded, subresource=path.subresource,
-                             dry_run=dry_run, **writing)
-            return self._written(ops.served(obj, rt), status=200, dry_run=dry_run,
-                                 warnings=warnings)
+            obj = await run(lambda: ops.update(
+                self._target(rt, path), decoded, subresource=path.subresource,
+                dry_run=dry_run, **_afresh(writing)))
+            return await self._written(rt, obj, status=200, dry_run=dry_run, warnings=warnings)
         if verb == "patch":
             raw = await read_body(request, allowed=PATCH_TYPES)
             if content_type(request) == APPLY_PATCH and path.subresource is None:
@@ -369,59 +399,43 @@ class ApiApplication:
                     applied = apply_configuration_of(await decode_body(
                         raw, content_type=APPLY_PATCH, rt=rt))
                     check_ranges(rt, applied)
-                code, obj = ops.apply(self._target(rt, path), applied,
-                                      field_manager=request.query.get("fieldManager"),
-                                      force=request.query.get("force", "") in _TRUE,
-                                      dry_run=dry_run)
-                return self._written(ops.served(obj, rt), status=code, dry_run=dry_run)
+                code, obj = await run(lambda: ops.apply(
+                    self._target(rt, path), applied,
+                    field_manager=request.query.get("fieldManager"),
+                    force=request.query.get("force", "") in _TRUE, dry_run=dry_run))
+                return await self._written(rt, obj, status=code, dry_run=dry_run)
             if content_type(request) in (MERGE_PATCH, STRATEGIC_MERGE_PATCH):
                 with contextlib.suppress(ValueError, RecursionError):
                     check_ranges(rt, json.loads(raw), patch=raw)
-            obj = ops.patch(self._target(rt, path), raw, content_type=content_type(request),
-                            subresource=path.subresource, dry_run=dry_run, **writing)
-            return self._written(ops.served(obj, rt), status=200, dry_run=dry_run,
-                                 warnings=warnings)
+            obj = await run(lambda: ops.patch(
+                self._target(rt, path), raw, content_type=content_type(request),
+                subresource=path.subresource, dry_run=dry_run, **_afresh(writing)))
+            return await self._written(rt, obj, status=200, dry_run=dry_run, warnings=warnings)
         if verb in ("delete", "deletecollection"):
             options = await delete_options(request)
             dry_run = dry_run or "All" in (options.get("dryRun") or ())
             if verb == "delete":
-                result = ops.delete(self._target(rt, path), options=options, dry_run=dry_run)
-                return _json_response(result)
-            return _json_response(ops.delete_collection(
-                rt, namespace=path.namespace, query=list_query(request, rt),
-                options=options, dry_run=dry_run,
-            ))
+                return _json_response(await run(lambda: ops.delete(
+                    self._target(rt, path), options=options, dry_run=dry_run)))
+            query = list_query(request, rt)  # with webhooks configured, all on a worker:
+            return _json_response(await run(lambda: ops.delete_collection(
+                rt, namespace=path.namespace, query=query, options=options, dry_run=dry_run,
+            ), offload=ops.admission.configured()))
         raise method_not_allowed()
 
-    def _written(self, obj: Mapping[str, Any], *, status: int, dry_run: bool,
-                 warnings: list[str] | None = None) -> web.Response:
-        """The response to a write: a committed object is stored and never changes, so its
-        encoding is shared with the watch events that carry it (encoded once for both)."""
-        body = encode(obj) if dry_run else self._cache.encode(obj)
+    async def _written(self, rt: ResourceType, obj: Mapping[str, Any], *, status: int,
+                       dry_run: bool, warnings: list[str] | None = None) -> web.Response:
+        """The response to a write, ``obj`` served at ``rt``: a committed object is stored and
+        never changes, so its encoding is shared with the watch events that carry it (encoded
+        once for both)."""
+        served = await self.offloader.run(lambda: self.ops.served(obj, rt))
+        body = encode(served) if dry_run else self._cache.encode(served)
         return web.Response(body=body, status=status, content_type=_JSON,
                             headers=warning_header(warnings or []))
 
     @staticmethod
     def _target(rt: ResourceType, path: ResourcePath) -> Target:
         return Target(rt=rt, namespace=path.namespace or "", name=str(path.name))
-
-    async def _scale(
-        self, request: web.Request, target: Target, *, verb: str, dry_run: bool,
-    ) -> web.StreamResponse:
-        ops = self.ops
-        if verb == "get":
-            return _json_response(ops.get_scale(target))
-        if verb == "update":
-            raw = await read_body(request, allowed=WRITE_TYPES)
-            body = await decode_body(raw, content_type=content_type(request))
-            return _json_response(ops.update_scale(target, body, dry_run=dry_run))
-        if verb == "patch":
-            raw = await read_body(request, allowed=PATCH_TYPES)
-            return _json_response(ops.patch_scale(
-                target, raw, content_type=content_type(request), dry_run=dry_run
-            ))
-        raise method_not_allowed()
-
 
     async def _watch(
         self, request: web.Request, rt: ResourceType, *, path: ResourcePath,
@@ -477,7 +491,9 @@ class ApiApplication:
             if task is not None:
                 self._watch_tasks.discard(task)
 
-    def end_watches(self) -> None:
-        """End every open watch stream now (the server is shutting down)."""
+    def close(self) -> None:
+        """End every open watch stream now and drop the work not started on the workers
+        (the server is shutting down; calls in flight end at their timeouts)."""
+        self.offloader.stop()
         for task in list(self._watch_tasks):
             task.cancel()

@@ -126,7 +126,7 @@ class Operations(Deletions):
                     self._restore_allocations(allocated)
                     return obj
                 self._commit(rt, obj, event_type="ADDED", old=None)
-        except ApiStatusError:
+        except BaseException:  # refused, or to run again (a webhook call, a stale read)
             self._restore_allocations(allocated)
             raise
         if self.bucket(rt) == CRDS:

@@ -203,7 +203,7 @@ class EmbeddedApiServer(ServerInstruments):
         server = site._server
         sockets = getattr(server, "sockets", None) or ()
         self._bound_port = int(sockets[0].getsockname()[1]) if sockets else port
-        self._collector = GarbageCollector(self._ops)
+        self._collector = GarbageCollector(self._ops, offloader=application.offloader)
         self._collector.start()
         self._kubeconfig = self._write_kubeconfig()
 
@@ -211,7 +211,7 @@ class EmbeddedApiServer(ServerInstruments):
         if self._collector is not None:
             self._collector.stop()
         if self._application is not None:
-            self._application.end_watches()
+            self._application.close()
             await asyncio.sleep(0)  # let the cancelled watches unwind before closing
         if self._runner is not None:
             await self._runner.cleanup()

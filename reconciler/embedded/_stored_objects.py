@@ -20,12 +20,14 @@ from typing import Any
 import attrs
 
 from reconciler.embedded._admission import Admission
+from reconciler.embedded._calling import StaleWrite, released_for_a_call
 from reconciler.embedded._conversion import Conversions
 from reconciler.embedded._kinds import Invalid, KindRegistry, ResourceType, ServerContext
 from reconciler.embedded._selectors import FieldSelector, LabelSelector
 from reconciler.embedded._statuses import (
     ApiStatusError,
     bad_request,
+    conflict,
     expired,
     invalid,
     invalid_options,
@@ -293,9 +295,22 @@ class StoredObjects:
         old: Mapping[str, Any] | None,
     ) -> dict[str, Any]:
         with self.storage.lock:
+            if old is not None and released_for_a_call():
+                self._check_fresh(rt, old)
             _meta(obj)["resourceVersion"] = str(self.storage.next_resource_version())
             self.storage.commit(self.bucket(rt), obj, event_type=event_type, old=old)
         return obj
+
+    def _check_fresh(self, rt: ResourceType, old: Mapping[str, Any]) -> None:
+        """After the lock was released for a webhook call: ``StaleWrite`` (the request runs
+        again, as kube-apiserver's ``GuaranteedUpdate`` retries) when ``old`` is no longer the
+        stored object."""
+        namespace, name = _key_parts(old)
+        stored = self.storage.get(self.bucket(rt), namespace=namespace if rt.namespaced else "",
+                                  name=name)
+        version = _meta(old).get("resourceVersion")
+        if stored is None or _meta(stored).get("resourceVersion") != version:
+            raise StaleWrite(conflict(rt, name))
 
     # -- reads ----------------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ from typing import Any
 import attrs
 from aiohttp import web
 
+from reconciler.embedded._calling import calls_allowed_here
 from reconciler.embedded._encoding import EncodeCache, encode, http_chunk
 from reconciler.embedded._faults import Faults
 from reconciler.embedded._kinds import ResourceType
@@ -181,7 +182,10 @@ class _Stream:
         self.finished: asyncio.Future[None] = self._loop.create_future()
 
     def _served(self, obj: Mapping[str, Any]) -> Mapping[str, Any]:
-        return self._ops.served(obj, self._request.rt)
+        # a CRD's conversion webhook is still called on the event loop for a watch (not
+        # offloaded: events are written in order from here; docs/webhooks.md says so)
+        with calls_allowed_here():
+            return self._ops.served(obj, self._request.rt)
 
     @property
     def at_limit(self) -> bool:
@@ -194,7 +198,7 @@ class _Stream:
 
     def line(self, event_type: str, obj: Mapping[str, Any]) -> bytes:
         """The line of one event, as this watcher is served it (for aiohttp's writer)."""
-        served = self._ops.served(obj, self._request.rt)
+        served = self._served(obj)
         wrap = self._request.wrap
         if wrap is None:
             return self._cache.event_line(event_type, served)

@@ -326,6 +326,26 @@ def test_immutable_fields(pair: Pair) -> None:
             "matchLabels": {"app.kubernetes.io/name": "other"}}}}))
 
 
+def test_a_job_sent_with_no_labels(pair: Pair) -> None:
+    """Issue 35, item 8: a Job sent with no labels at all (its template has none either) gets
+    the template's generated ``controller-uid`` and ``job-name`` in ``metadata.labels`` too
+    (kube-apiserver defaults the Job again as it reads the stored object back: the template's
+    labels are no longer empty then); a dry run likewise, and a Job with labels of its own
+    keeps only those."""
+    jobs = "/apis/batch/v1/namespaces/{ns}/jobs"
+
+    def job(name: str, **metadata: Any) -> dict[str, Any]:
+        return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, **metadata},
+                "spec": {"suspend": True, "template": {"spec": {"restartPolicy": "Never",
+                         "containers": [{"name": "main", "image": "busybox:1.36"}]}}}}
+
+    check("create job without labels", pair.both("POST", jobs, body=job("bare")))
+    check("create job without labels, dry run",
+          pair.both("POST", jobs, body=job("dry"), query={"dryRun": "All"}))
+    check("create job with its own labels",
+          pair.both("POST", jobs, body=job("own", labels={"app": "own"})))
+
+
 # -- the Thanos example: its CRD, a parent and every child ---------------------------------------
 
 def test_thanos_parent_and_children(pair: Pair) -> None:

@@ -28,14 +28,17 @@ import kubernetes.client
 import pytest
 from kubernetes.client import ApiException
 
-from reconciler.embedded import EmbeddedApiServer
+from reconciler import KubernetesClient
+from reconciler.embedded import EmbeddedApiServer, _offloading
 from reconciler.embedded._admission import matching_version
 from reconciler.embedded._calling import MAX_ANSWER_BYTES, WebhookCallError, post_review
 from reconciler.embedded._registry import make_registry
+from reconciler.leadership import LeaderElection, LeaderElector
 from reconciler.webhooks import WebhookCertificates
 
 _NS = "admitted"
 _HANG_SECONDS = 15.0  # how long the hanging webhook waits at most (released at teardown)
+_SLOW_SECONDS = 2.0  # how long the slow conversion webhook takes to answer
 _MARGIN = 6.0  # room for a loaded machine above a webhook's timeout
 _ADMISSION = "admissionregistration.k8s.io/v1"
 
@@ -80,6 +83,8 @@ class _Handler(BaseHTTPRequestHandler):
         uid = review["request"]["uid"]
         if path == "/hang":
             self.server.release.wait(_HANG_SECONDS)
+        if path == "/slow":  # allowed, after 2 s
+            self.server.release.wait(_SLOW_SECONDS)
         if path == "/drip":  # headers, then a byte every 0.2 s: no socket op is slow
             self.send_response(200)
             self.send_header("Content-Length", "1000")
@@ -89,6 +94,15 @@ class _Handler(BaseHTTPRequestHandler):
                     return
                 self.wfile.write(b" ")
                 self.wfile.flush()
+            return
+        if path == "/convert-slow":  # a conversion webhook answering after 2 s
+            self.server.release.wait(_SLOW_SECONDS)
+            wanted = review["request"]["desiredAPIVersion"]
+            self._send(json.dumps({
+                "apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
+                "response": {"uid": uid, "result": {"status": "Success"}, "convertedObjects": [
+                    {**o, "apiVersion": wanted} for o in review["request"]["objects"]]},
+            }).encode())
             return
         if path == "/big":
             self._send(json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
@@ -203,6 +217,28 @@ def _until_served(custom: kubernetes.client.CustomObjectsApi, plural: str) -> No
             if err.status != 404 or time.monotonic() > deadline:
                 raise
             time.sleep(0.2)
+
+
+def _two_versions(api: kubernetes.client.ApiClient, kind: str, *, hooks: _Hooks,
+                  converted_at: str | None = None) -> kubernetes.client.CustomObjectsApi:
+    """A CRD of ``optk.test`` serving v1 (stored) and v2, converted by the webhook at
+    ``converted_at`` (else by the server, ``None``), once served."""
+    plural = f"{kind.lower()}s"
+    schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+    spec: dict[str, Any] = {
+        "group": "optk.test", "scope": "Namespaced", "names": {"kind": kind, "plural": plural},
+        "versions": [{"name": v, "served": True, "storage": v == "v1", "schema": schema}
+                     for v in ("v1", "v2")]}
+    if converted_at is not None:
+        spec["conversion"] = {"strategy": "Webhook", "webhook": {
+            "conversionReviewVersions": ["v1"], "clientConfig": {
+                "url": hooks.url + converted_at, "caBundle": hooks.ca_bundle}}}
+    kubernetes.client.ApiextensionsV1Api(api).create_custom_resource_definition({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.optk.test"}, "spec": spec})
+    custom = kubernetes.client.CustomObjectsApi(api)
+    _until_served(custom, plural)
+    return custom
 
 
 def _configmap(name: str, selected: str) -> dict[str, Any]:
@@ -344,6 +380,169 @@ def test_a_hanging_webhook_fails_the_request_within_its_timeout_or_is_ignored(
         "test": label}
 
 
+def test_a_hanging_webhook_blocks_no_other_client_and_calls_run_in_parallel(
+    api: kubernetes.client.ApiClient, hooks: _Hooks,
+) -> None:
+    """Issue 35, item 4: four creates at once through a webhook that hangs for its 10 s
+    timeout. kube-apiserver calls the four in parallel and answers other clients meanwhile;
+    the embedded server called them one after another on its event loop (40 s in all, the
+    other clients' GETs waiting as long, a leader's Lease renewals refused)."""
+    label = "parallel"
+    other = kubernetes.client.CoreV1Api(kubernetes.client.ApiClient(api.configuration))
+    election = LeaderElection(namespace=_NS, name="beside", lease_duration=4.0,
+                              renew_deadline=3.0, retry_period=0.5)
+    stopped: list[bool] = []
+    elector = LeaderElector(KubernetesClient(kubernetes.client.ApiClient(api.configuration)),
+                            election, identity="beside-1",
+                            on_stopped=lambda: stopped.append(True))
+    leading = threading.Thread(target=elector.run, daemon=True)
+    leading.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not elector.is_leader and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert elector.is_leader
+        answers: list[int] = []
+
+        def create(index: int) -> None:
+            with contextlib.suppress(ApiException):
+                kubernetes.client.CoreV1Api(kubernetes.client.ApiClient(
+                    api.configuration)).create_namespaced_config_map(
+                        _NS, _configmap(f"{label}-{index}", label))
+                answers.append(201)
+                return
+            answers.append(500)
+
+        with _installed(api, "ValidatingWebhookConfiguration",
+                        _webhook(hooks, "/hang", name=f"{label}.optk.test", selected=label,
+                                 timeoutSeconds=10)):
+            writers = [threading.Thread(target=create, args=(i,), daemon=True)
+                       for i in range(4)]
+            started = time.monotonic()
+            for writer in writers:
+                writer.start()
+            slowest, fenced = 0.0, []
+            while any(w.is_alive() for w in writers) and time.monotonic() - started < 60:
+                sent = time.monotonic()
+                other.read_namespace(_NS)
+                slowest = max(slowest, time.monotonic() - sent)
+                fenced.append(elector.fence.valid())
+                time.sleep(0.1)
+            for writer in writers:
+                writer.join(timeout=30)
+            took = time.monotonic() - started
+        assert answers == [500] * 4  # each failed at its timeout (failurePolicy: Fail)
+        assert took < 15.0
+        assert slowest < 0.5
+        assert all(fenced)  # its renewals kept succeeding: its writes were never fenced
+        assert len(fenced) > 10
+        assert elector.is_leader
+        assert not stopped
+        lease = kubernetes.client.CoordinationV1Api(api).read_namespaced_lease("beside", _NS)
+        assert lease.spec.holder_identity == "beside-1"
+        assert lease.spec.renew_time.timestamp() > time.time() - 2.0
+    finally:
+        elector.stop()
+        leading.join(timeout=10)
+
+
+def test_writes_waiting_on_a_webhook_at_once_lose_no_update(
+    api: kubernetes.client.ApiClient, hooks: _Hooks,
+) -> None:
+    """Two patches of one object, each waiting 2 s on a validating webhook at the same time:
+    the second to commit read the object before the first committed, so it is run again
+    (webhook included) on the new object, as kube-apiserver's GuaranteedUpdate retries; both
+    changes stay."""
+    core = kubernetes.client.CoreV1Api(api)
+    core.create_namespaced_config_map(_NS, _configmap("both", "slow"))
+    done: list[str] = []
+
+    def patch(key: str) -> None:
+        kubernetes.client.CoreV1Api(kubernetes.client.ApiClient(
+            api.configuration)).patch_namespaced_config_map("both", _NS, {"data": {key: "set"}})
+        done.append(key)
+
+    with _installed(api, "ValidatingWebhookConfiguration",
+                    _webhook(hooks, "/slow", name="slow.optk.test", selected="slow")):
+        writers = [threading.Thread(target=patch, args=(key,), daemon=True)
+                   for key in ("one", "two")]
+        for writer in writers:
+            writer.start()
+        for writer in writers:
+            writer.join(timeout=30)
+    assert sorted(done) == ["one", "two"]
+    assert core.read_namespaced_config_map("both", _NS).data == {
+        "mode": "x", "one": "set", "two": "set"}
+
+
+@EMBEDDED_ONLY
+def test_the_garbage_collectors_delete_waits_on_a_webhook_without_blocking_the_server(
+    api: kubernetes.client.ApiClient, hooks: _Hooks,
+) -> None:
+    """The embedded server's own garbage collector deletes a dependent through a validating
+    webhook that answers after 2 s; other clients are answered meanwhile, and the dependent
+    goes (kube-controller-manager's requests are another client's on a real server)."""
+    core = kubernetes.client.CoreV1Api(api)
+    owner = core.create_namespaced_config_map(_NS, _configmap("gc-owner", "gc"))
+    dependent = _configmap("gc-dependent", "gc")
+    dependent["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "ConfigMap",
+                                                 "name": "gc-owner", "uid": owner.metadata.uid}]
+    core.create_namespaced_config_map(_NS, dependent)
+    other = kubernetes.client.CoreV1Api(kubernetes.client.ApiClient(api.configuration))
+    with _installed(api, "ValidatingWebhookConfiguration",
+                    _webhook(hooks, "/slow", name="gc.optk.test", selected="gc",
+                             timeoutSeconds=10)):
+        before = len(hooks.calls("/slow"))
+        core.delete_namespaced_config_map("gc-owner", _NS)  # its own DELETE waits 2 s here
+        started, slowest, gone = time.monotonic(), 0.0, False
+        while not gone and time.monotonic() - started < 30:
+            sent = time.monotonic()
+            other.read_namespace(_NS)
+            slowest = max(slowest, time.monotonic() - sent)
+            try:
+                core.read_namespaced_config_map("gc-dependent", _NS)
+            except ApiException as err:
+                gone = err.status == 404
+            time.sleep(0.05)
+    assert gone
+    assert [c["operation"] for c in hooks.calls("/slow")[before:]] == ["DELETE", "DELETE"]
+    assert slowest < 0.5
+
+
+def test_requests_beyond_the_workers_and_their_line_are_answered_429(
+    hooks: _Hooks, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The embedded server's bound on requests waiting on webhooks (``_offloading``: 16
+    workers and 400 in line), made 1 and 1 here: of three creates through a webhook that hangs
+    (2 s, then ignored), one is called, one waits for the worker, one is answered 429 at once."""
+    monkeypatch.setattr(_offloading, "WORKERS", 1)
+    monkeypatch.setattr(_offloading, "WAITING", 1)
+    with EmbeddedApiServer() as server, server.api_client() as api:
+        core = kubernetes.client.CoreV1Api(api)
+        core.create_namespace({"metadata": {"name": _NS}})
+        statuses: list[tuple[int, str | None]] = []
+
+        def create(index: int) -> None:
+            try:
+                kubernetes.client.CoreV1Api(kubernetes.client.ApiClient(
+                    api.configuration)).create_namespaced_config_map(
+                        _NS, _configmap(f"bounded-{index}", "bounded"))
+                statuses.append((201, None))
+            except ApiException as err:
+                statuses.append((err.status, err.headers.get("Retry-After")))
+
+        with _installed(api, "ValidatingWebhookConfiguration",
+                        _webhook(hooks, "/hang", name="bounded.optk.test", selected="bounded",
+                                 timeoutSeconds=2, failurePolicy="Ignore")):
+            writers = [threading.Thread(target=create, args=(i,), daemon=True)
+                       for i in range(3)]
+            for writer in writers:
+                writer.start()
+            for writer in writers:
+                writer.join(timeout=30)
+    assert sorted(statuses, key=str) == [(201, None), (201, None), (429, "1")]
+
+
 @EMBEDDED_ONLY
 def test_an_oversized_answer_is_refused(api: kubernetes.client.ApiClient, hooks: _Hooks) -> None:
     core = kubernetes.client.CoreV1Api(api)
@@ -383,19 +582,7 @@ def test_a_service_reference_is_unreachable_and_its_failure_policy_decides(
 @EMBEDDED_ONLY
 def test_a_conversion_webhook_answer_is_capped_too(api: kubernetes.client.ApiClient,
                                                    hooks: _Hooks) -> None:
-    schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
-    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-           "metadata": {"name": "gadgets.optk.test"},
-           "spec": {"group": "optk.test", "scope": "Namespaced",
-                    "names": {"kind": "Gadget", "plural": "gadgets"},
-                    "versions": [{"name": v, "served": True, "storage": v == "v1",
-                                  "schema": schema} for v in ("v1", "v2")],
-                    "conversion": {"strategy": "Webhook", "webhook": {
-                        "conversionReviewVersions": ["v1"], "clientConfig": {
-                            "url": hooks.url + "/big", "caBundle": hooks.ca_bundle}}}}}
-    kubernetes.client.ApiextensionsV1Api(api).create_custom_resource_definition(crd)
-    custom = kubernetes.client.CustomObjectsApi(api)
-    _until_served(custom, "gadgets")
+    custom = _two_versions(api, "Gadget", hooks=hooks, converted_at="/big")
     custom.create_namespaced_custom_object("optk.test", "v1", _NS, "gadgets", {
         "apiVersion": "optk.test/v1", "kind": "Gadget", "metadata": {"name": "g"}})
     with pytest.raises(ApiException) as caught:
@@ -405,21 +592,46 @@ def test_a_conversion_webhook_answer_is_capped_too(api: kubernetes.client.ApiCli
         "message"]
 
 
+def test_slow_conversion_calls_block_no_other_client_and_run_in_parallel(
+    api: kubernetes.client.ApiClient, hooks: _Hooks,
+) -> None:
+    """Issue 35, item 4, for conversion webhooks: four reads at another version, each
+    converted by a webhook that answers after 2 s, and another client's GETs meanwhile."""
+    custom = _two_versions(api, "Sprocket", hooks=hooks, converted_at="/convert-slow")
+    custom.create_namespaced_custom_object("optk.test", "v1", _NS, "sprockets", {
+        "apiVersion": "optk.test/v1", "kind": "Sprocket", "metadata": {"name": "s"}})
+    other = kubernetes.client.CoreV1Api(kubernetes.client.ApiClient(api.configuration))
+    versions: list[str] = []
+
+    def read() -> None:
+        client = kubernetes.client.CustomObjectsApi(kubernetes.client.ApiClient(api.configuration))
+        got = client.get_namespaced_custom_object("optk.test", "v2", _NS, "sprockets", "s")
+        versions.append(got["apiVersion"])
+
+    readers = [threading.Thread(target=read, daemon=True) for _ in range(4)]
+    started = time.monotonic()
+    for reader in readers:
+        reader.start()
+    slowest = 0.0
+    while any(r.is_alive() for r in readers) and time.monotonic() - started < 30:
+        sent = time.monotonic()
+        other.read_namespace(_NS)
+        slowest = max(slowest, time.monotonic() - sent)
+        time.sleep(0.05)
+    for reader in readers:
+        reader.join(timeout=30)
+    took = time.monotonic() - started
+    assert versions == ["optk.test/v2"] * 4
+    assert _SLOW_SECONDS * 0.9 <= took < 3 * _SLOW_SECONDS  # one after another: 4 x 2 s
+    assert slowest < 0.5
+
+
 def test_match_policy_equivalent_calls_at_the_rules_version_and_converts_back(
     api: kubernetes.client.ApiClient, hooks: _Hooks,
 ) -> None:
-    schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
-    kubernetes.client.ApiextensionsV1Api(api).create_custom_resource_definition({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.optk.test"},
-        "spec": {"group": "optk.test", "scope": "Namespaced",
-                 "names": {"kind": "Widget", "plural": "widgets"},
-                 "versions": [{"name": v, "served": True, "storage": v == "v1",
-                               "schema": schema} for v in ("v1", "v2")]}})
+    custom = _two_versions(api, "Widget", hooks=hooks)
     at_v2 = [{"apiGroups": ["optk.test"], "apiVersions": ["v2"], "resources": ["widgets"],
               "operations": ["CREATE"]}]
-    custom = kubernetes.client.CustomObjectsApi(api)
-    _until_served(custom, "widgets")
     with _installed(api, "MutatingWebhookConfiguration",
                     _webhook(hooks, "/patch", name="equivalent.optk.test", selected="eq",
                              rules=at_v2),
