@@ -234,6 +234,9 @@ class ContentionDetector:
         manager, same = found or (_UNKNOWN, False)
         child.tries = 0
         child.next_try = now + s.backoff
+        # The other writer's interval is measured from its changes during the contest: the
+        # toolkit's own quick rounds before detection say nothing of it.
+        child.changes = deque(list(child.changes)[-1:], maxlen=child.changes.maxlen)
         child.contest = Contest(parent_uid=parent_uid, ref=plan.ref, paths=paths, manager=manager,
                                 same_manager=same, undone=undone, backoff=s.backoff,
                                 named=found is not None)
@@ -251,8 +254,7 @@ class ContentionDetector:
         if (found := other_writer(plan.live or {}, paths, ours=self.field_manager)) is not None:
             child.contest = attrs.evolve(child.contest, manager=found[0], same_manager=found[1],
                                          named=True)
-        stopped = child.changes_since_write >= 2 and now - child.seen_at >= self._quiet(child)
-        if not stopped and now < child.next_try:
+        if now < self._due(child):
             return self._held(plan, child, now)
         child.tries += 1
         wait = min(s.backoff * 2 ** child.tries, s.max_backoff)
@@ -270,13 +272,19 @@ class ContentionDetector:
 
     def _held(self, plan: ChildPlan, child: _Child, now: float) -> ChildPlan:
         assert child.contest is not None
-        due = child.next_try - now
-        if child.changes_since_write >= 1:  # a writer seen at work: look when it may have stopped
-            due = min(due, child.seen_at + self._quiet(child) - now)
+        # One wake, at the time the repair is due (held plans are decided by the same ``_due``):
+        # never sooner, so a held child costs one reconcile per change of it and one per try.
         return attrs.evolve(
             plan, action=PlanAction.UNCHANGED, body=None, requeue=False,
             held=f"contested: {child.contest.describe()}", reason="contested: repair held back",
-            drift=drift_paths(plan), requeue_after=max(due, 0.01))
+            drift=drift_paths(plan), requeue_after=max(self._due(child) - now, 0.01))
+
+    def _due(self, child: _Child) -> float:
+        """When a held repair goes out: at the next backoff try, or sooner once the child has
+        stayed still for the quiet window since the other writer's last change (it stopped)."""
+        if child.changes_since_write < 1:
+            return child.next_try
+        return min(child.next_try, child.seen_at + self._quiet(child))
 
     def _quiet(self, child: _Child) -> float:
         s = self.settings
