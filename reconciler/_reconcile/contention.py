@@ -290,7 +290,7 @@ class ContentionDetector:
         s = self.settings
         times = list(child.changes)
         gaps = [b - a for a, b in itertools.pairwise(times) if b > a]
-        interval = sum(gaps) / len(gaps) if gaps else s.min_quiet
+        interval = sum(gaps) / len(gaps) if gaps else s.backoff  # unknown yet: the first wait
         return min(max(s.quiet_factor * interval, s.min_quiet), s.max_quiet)
 
 
