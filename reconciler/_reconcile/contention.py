@@ -9,9 +9,14 @@ repair is held back and tried again only after an exponential backoff (``backoff
 to ``max_backoff``), and the parent reports a ``Contested`` condition, one Event, a metric and
 one log line naming the fields and the other writer (from ``metadata.managedFields`` where the
 server records it; "an unknown writer" otherwise). When the other writer is seen to stop (the
-child changed again and again while held, then stayed still for ``quiet_factor`` times the
-interval of those changes) the repair goes out at once; a contest ends when a repair holds for
-that long.
+child stayed still for the *quiet window* after its last change: ``quiet_factor`` times the mean
+interval of its changes during the contest, within ``min_quiet`` and ``max_quiet``; ``backoff``
+stands for the interval until two are seen) the repair goes out at once, at the latest at the
+next backoff try; a contest ends when a repair holds for that long. A writer that writes only
+when it sees the toolkit's value changes the child once per try: its interval is that of the
+tries, so it is probed at most every ``max_quiet``, and repaired within the quiet window after
+it stops. A held plan's ``requeue_after`` is the time the repair is due (one wake, never a
+requeue before it).
 
 Its boundary: decisions over values and an injected ``Clock``, no client. State is per (parent
 uid, child) and thread-safe (the driver's workers share one detector). ``reconciler._reconcile.
@@ -50,8 +55,9 @@ class Contention:
 
     Contested: the same field paths undone ``threshold`` times within ``window`` seconds. Held
     repairs are tried again after ``backoff`` seconds, doubling up to ``max_backoff``. A
-    writer seen to change the child repeatedly and then stop for ``quiet_factor`` times its
-    interval (bounded by ``min_quiet`` and ``max_quiet``) is taken to have stopped."""
+    writer whose child stayed still for ``quiet_factor`` times the interval of its changes
+    (bounded by ``min_quiet`` and ``max_quiet``) since its last change is taken to have stopped:
+    the repair goes out then, before the backoff try."""
 
     window: float = attrs.field(default=30.0, validator=_positive)
     threshold: int = attrs.field(default=3, validator=_positive)
