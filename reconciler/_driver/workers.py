@@ -197,6 +197,7 @@ class WorkerPool:
         clean = True
         with self._lock:
             threads = [*self._threads, *self._spares]
+            self._lock.notify_all()  # the supervisor sees the queue shut down at once
         for worker in threads:
             worker.join(max(0.0, deadline - time.monotonic()))
             clean = clean and not worker.is_alive()
