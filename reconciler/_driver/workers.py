@@ -67,6 +67,9 @@ _log = logging.getLogger("optk.operator")
 
 STALL = 0.1
 """Seconds on one key after which a worker counts as stuck and a spare takes the next keys."""
+SPARE_IDLE = 1.0
+"""Seconds (of the injected clock) a spare waits for a key before it looks whether it is still
+needed."""
 
 
 class ParentLog(logging.LoggerAdapter):  # type: ignore[type-arg]
@@ -207,7 +210,13 @@ class WorkerPool:
         queue = self._queue
         metrics = self._metrics
         me = threading.get_ident()
-        while (key := queue.get()) is not None:
+        while True:
+            key = queue.get(timeout=SPARE_IDLE if spare else None)
+            if key is None:
+                with self._lock:
+                    if spare and not queue.shutting_down and self._needed():
+                        continue  # still standing in for a stuck worker
+                return
             with self._lock:
                 self._active += 1
                 self._busy_since[me] = time.monotonic()
