@@ -30,6 +30,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 LONGEST_FIRST = (
     "tests/driver/test_contention.py",
+    "tests/driver/test_contention_held.py",
     "tests/reconciler/test_new_project.py",
     "tests/examples/test_acceptance_ssa.py",
     "tests/reliability/test_deleted_parents.py",

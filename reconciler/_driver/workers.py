@@ -17,6 +17,14 @@ gone or being deleted is then dropped from the schedule and its child
 informers released. Deciding when to queue is not here (``reconciler._driver.routing``,
 ``reconciler._driver.resync_loop``).
 
+A worker waiting on one key for longer than ``STALL`` seconds (an answer lost or late: the
+request waits up to its timeout) does not hold up other parents: a spare worker is started for
+each such worker, so the keys that are not stuck always have ``workers`` threads (at most one
+spare per worker: when spares are stuck too, as against a server that answers nothing, the pool
+stops at twice ``workers`` threads and the rest wait, as before); a spare ends
+after its key once the workers it stood in for are free again (the supervisor thread looks
+every ``STALL / 2`` seconds while a reconcile runs, in real time: request timeouts are real).
+
 A turn on a key has two steps: ``_reconcile`` does the I/O and describes what came of it as an
 ``Outcome``; the pure ``settle`` (``reconciler._driver.settling``) turns that into a ``Settlement``,
 which ``_execute`` carries out. What follows a reconcile is decided there, not here.
@@ -59,6 +67,12 @@ from reconciler._workqueue.queues import WorkQueue
 __all__ = ["ParentLog", "WorkerPool"]
 
 _log = logging.getLogger("optk.operator")
+
+STALL = 0.1
+"""Seconds on one key after which a worker counts as stuck and a spare takes the next keys."""
+SPARE_IDLE = 1.0
+"""Seconds (of the injected clock) a spare waits for a key before it looks whether it is still
+needed."""
 
 
 class ParentLog(logging.LoggerAdapter):  # type: ignore[type-arg]
@@ -110,6 +124,8 @@ class WorkerPool:
         self._step_down = step_down
         self._stopping = stopping
         self._threads: list[threading.Thread] = []
+        self._spares: list[threading.Thread] = []
+        self._busy_since: dict[int, float] = {}  # worker thread id -> when it took its key
         self._active = 0
         self._last_started: dict[ParentKey, float] = {}
         self._fenced = False
@@ -147,23 +163,70 @@ class WorkerPool:
                                           daemon=True)
                 self._threads.append(worker)
                 worker.start()
+            supervisor = threading.Thread(target=self._supervise, name="optk-worker-spares",
+                                          daemon=True)
+            self._spares.append(supervisor)
+            supervisor.start()
             return True
+
+    def _supervise(self) -> None:
+        """Start a spare worker for each worker stuck on one key (see the module)."""
+        while not self._queue.shutting_down:
+            with self._lock:
+                if not self._busy_since:
+                    self._lock.wait(0.5)  # woken when a worker takes a key
+                    continue
+                now = time.monotonic()
+                stuck = sum(1 for since in self._busy_since.values() if now - since >= STALL)
+                spares = sum(1 for t in self._spares if t.name != "optk-worker-spares"
+                             and t.is_alive())
+                # at most one spare per worker: a server that holds every answer cannot grow
+                # the threads beyond twice ``workers``
+                for _ in range(min(stuck - spares, len(self._threads) - spares)):
+                    spare = threading.Thread(target=self._work, args=(True,),
+                                             name=f"optk-worker-spare-{len(self._spares)}",
+                                             daemon=True)
+                    self._spares.append(spare)
+                    spare.start()
+                self._spares = [t for t in self._spares if t.is_alive() or not t.ident]
+            time.sleep(STALL / 2)
+
+    def _needed(self) -> bool:
+        """Whether a spare is still needed: as many workers are stuck as spares run (lock
+        held by the caller)."""
+        now = time.monotonic()
+        stuck = sum(1 for since in self._busy_since.values() if now - since >= STALL)
+        spares = sum(1 for t in self._spares if t.name != "optk-worker-spares" and t.is_alive())
+        return stuck >= spares
 
     def join(self, deadline: float) -> bool:
         """Wait (real time, until ``deadline`` of ``time.monotonic``) for every worker to end;
         whether all did."""
         clean = True
-        for worker in list(self._threads):
+        with self._lock:
+            threads = [*self._threads, *self._spares]
+            self._lock.notify_all()  # the supervisor sees the queue shut down at once
+        for worker in threads:
             worker.join(max(0.0, deadline - time.monotonic()))
             clean = clean and not worker.is_alive()
         return clean
 
-    def _work(self) -> None:
+    def _work(self, spare: bool = False) -> None:
         queue = self._queue
         metrics = self._metrics
-        while (key := queue.get()) is not None:
+        me = threading.get_ident()
+        while True:
+            key = queue.get(timeout=SPARE_IDLE if spare else None)
+            if key is None:
+                with self._lock:
+                    if spare and not queue.shutting_down and self._needed():
+                        continue  # still standing in for a stuck worker
+                return
             with self._lock:
                 self._active += 1
+                self._busy_since[me] = time.monotonic()
+                if len(self._busy_since) == 1:
+                    self._lock.notify_all()  # the supervisor looks while a reconcile runs
             metrics.worker_started()
             try:
                 self._process(key)
@@ -176,7 +239,11 @@ class WorkerPool:
                 metrics.worker_finished()
                 with self._lock:
                     self._active -= 1
+                    del self._busy_since[me]
+                    leave = spare and not self._needed()
                 queue.done(key)
+            if leave:
+                return
 
     def _fenced_out(self, key: ParentKey, lost: LeadershipLostError) -> None:
         """A write was refused by the fence: requeue nothing and step down (once)."""

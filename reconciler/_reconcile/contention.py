@@ -9,9 +9,14 @@ repair is held back and tried again only after an exponential backoff (``backoff
 to ``max_backoff``), and the parent reports a ``Contested`` condition, one Event, a metric and
 one log line naming the fields and the other writer (from ``metadata.managedFields`` where the
 server records it; "an unknown writer" otherwise). When the other writer is seen to stop (the
-child changed again and again while held, then stayed still for ``quiet_factor`` times the
-interval of those changes) the repair goes out at once; a contest ends when a repair holds for
-that long.
+child stayed still for the *quiet window* after its last change: ``quiet_factor`` times the mean
+interval of its changes during the contest, within ``min_quiet`` and ``max_quiet``; ``backoff``
+stands for the interval until two are seen) the repair goes out at once, at the latest at the
+next backoff try; a contest ends when a repair holds for that long. A writer that writes only
+when it sees the toolkit's value changes the child once per try: its interval is that of the
+tries, so it is probed at most every ``max_quiet``, and repaired within the quiet window after
+it stops. A held plan's ``requeue_after`` is the time the repair is due (one wake, never a
+requeue before it).
 
 Its boundary: decisions over values and an injected ``Clock``, no client. State is per (parent
 uid, child) and thread-safe (the driver's workers share one detector). ``reconciler._reconcile.
@@ -50,8 +55,9 @@ class Contention:
 
     Contested: the same field paths undone ``threshold`` times within ``window`` seconds. Held
     repairs are tried again after ``backoff`` seconds, doubling up to ``max_backoff``. A
-    writer seen to change the child repeatedly and then stop for ``quiet_factor`` times its
-    interval (bounded by ``min_quiet`` and ``max_quiet``) is taken to have stopped."""
+    writer whose child stayed still for ``quiet_factor`` times the interval of its changes
+    (bounded by ``min_quiet`` and ``max_quiet``) since its last change is taken to have stopped:
+    the repair goes out then, before the backoff try."""
 
     window: float = attrs.field(default=30.0, validator=_positive)
     threshold: int = attrs.field(default=3, validator=_positive)
@@ -234,6 +240,9 @@ class ContentionDetector:
         manager, same = found or (_UNKNOWN, False)
         child.tries = 0
         child.next_try = now + s.backoff
+        # The other writer's interval is measured from its changes during the contest: the
+        # toolkit's own quick rounds before detection say nothing of it.
+        child.changes = deque(list(child.changes)[-1:], maxlen=child.changes.maxlen)
         child.contest = Contest(parent_uid=parent_uid, ref=plan.ref, paths=paths, manager=manager,
                                 same_manager=same, undone=undone, backoff=s.backoff,
                                 named=found is not None)
@@ -251,8 +260,7 @@ class ContentionDetector:
         if (found := other_writer(plan.live or {}, paths, ours=self.field_manager)) is not None:
             child.contest = attrs.evolve(child.contest, manager=found[0], same_manager=found[1],
                                          named=True)
-        stopped = child.changes_since_write >= 2 and now - child.seen_at >= self._quiet(child)
-        if not stopped and now < child.next_try:
+        if now < self._due(child):
             return self._held(plan, child, now)
         child.tries += 1
         wait = min(s.backoff * 2 ** child.tries, s.max_backoff)
@@ -270,19 +278,25 @@ class ContentionDetector:
 
     def _held(self, plan: ChildPlan, child: _Child, now: float) -> ChildPlan:
         assert child.contest is not None
-        due = child.next_try - now
-        if child.changes_since_write >= 1:  # a writer seen at work: look when it may have stopped
-            due = min(due, child.seen_at + self._quiet(child) - now)
+        # One wake, at the time the repair is due (held plans are decided by the same ``_due``):
+        # never sooner, so a held child costs one reconcile per change of it and one per try.
         return attrs.evolve(
             plan, action=PlanAction.UNCHANGED, body=None, requeue=False,
             held=f"contested: {child.contest.describe()}", reason="contested: repair held back",
-            drift=drift_paths(plan), requeue_after=max(due, 0.01))
+            drift=drift_paths(plan), requeue_after=max(self._due(child) - now, 0.01))
+
+    def _due(self, child: _Child) -> float:
+        """When a held repair goes out: at the next backoff try, or sooner once the child has
+        stayed still for the quiet window since the other writer's last change (it stopped)."""
+        if child.changes_since_write < 1:
+            return child.next_try
+        return min(child.next_try, child.seen_at + self._quiet(child))
 
     def _quiet(self, child: _Child) -> float:
         s = self.settings
         times = list(child.changes)
         gaps = [b - a for a, b in itertools.pairwise(times) if b > a]
-        interval = sum(gaps) / len(gaps) if gaps else s.min_quiet
+        interval = sum(gaps) / len(gaps) if gaps else s.backoff  # unknown yet: the first wait
         return min(max(s.quiet_factor * interval, s.min_quiet), s.max_quiet)
 
 
