@@ -43,6 +43,7 @@ from typing import Any
 from reconciler._base.clocks import Clock
 from reconciler._base.errors import ApiError, LeadershipLostError
 from reconciler._base.metrics import OperatorMetrics
+from reconciler._base.text import bounded
 from reconciler._cache.informers import Informer, InformerManager, TypeKey
 from reconciler._client.protocol import KubeObject
 from reconciler._driver.resyncs import ResyncSchedule
@@ -302,10 +303,10 @@ def outcome_of(result: ParentResult | None, error: Exception | None, *, seconds:
     """The ``Outcome`` of a reconcile that returned ``result`` or raised ``error``."""
     retry_after = getattr(error, "retry_after", None) or 0.0
     if result is None:
-        return Outcome(reconciled=True, reason=str(error), retry_after=retry_after,
+        return Outcome(reconciled=True, reason=bounded(error), retry_after=retry_after,
                        retry_failed_by_backoff=retry_failed_by_backoff, seconds=seconds)
-    reason = "; ".join([f"{e.ref}: {e.message}" for e in result.errors]
-                       + ([result.status_error] if result.status_error else []))
+    reason = bounded("; ".join([f"{e.ref}: {e.message}" for e in result.errors]
+                               + ([result.status_error] if result.status_error else [])))
     return Outcome(
         reconciled=True, ok=result.ok, went_away=result.parent_gone,
         namespace_terminating=result.namespace_terminating, requeue_after=result.requeue_after,

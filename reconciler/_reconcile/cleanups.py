@@ -27,6 +27,7 @@ from builders import ObjectRef
 from builders.names import OWNER_UID_LABEL, label_value
 from reconciler._base.clocks import Clock, RealClock
 from reconciler._base.errors import ConflictError, DataLossError, NotFoundError, ReconcilerError
+from reconciler._base.text import bounded
 from reconciler._base.times import format_time
 from reconciler._client.protocol import ClusterClient, KubeObject
 from reconciler._reconcile.conditions import merge_conditions
@@ -259,7 +260,7 @@ class ParentCleanup:
     ) -> CleanupOutcome:
         """Report ``reason`` on the parent (only when the condition changes) and not done."""
         ref = ObjectRef.of(parent)
-        _log.warning("%s: cleanup waits: %s", ref, reason)
+        _log.warning("%s: cleanup waits: %s", ref, bounded(reason))
         wanted = cleanup_condition(waiting=True, reason="CleanupPending", message=reason)
         status = parent.get("status")
         existing = status.get("conditions") if isinstance(status, Mapping) else None

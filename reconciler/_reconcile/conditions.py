@@ -24,7 +24,8 @@ import attrs
 
 from builders import InvalidSpecError, ObjectRef
 from builders.inputs import InputUnavailableError
-from reconciler._base.errors import ApiError, PermanentError
+from reconciler._base.errors import ApiError, PermanentError, PolicyAnnotationError
+from reconciler._base.text import bounded
 from reconciler._base.times import format_time, parse_time
 from reconciler._client.counting import ApiCall
 from reconciler._reconcile.reconciling import Action, ImmutableFieldError, ReconcileResult
@@ -44,8 +45,6 @@ __all__ = [
     "status_patch",
     "with_progress",
 ]
-
-_MAX_CONDITION_MESSAGE = 4096
 
 _EVENT_REASONS = {
     Action.CREATED: "Created",
@@ -74,13 +73,14 @@ class ChildError:
         return permanent_cause(self.error) is not None
 
 
-_Permanent = PermanentError | InvalidSpecError | InputUnavailableError
+_Permanent = PermanentError | InvalidSpecError | InputUnavailableError | PolicyAnnotationError
 
 
 def permanent_cause(error: BaseException | None) -> _Permanent | None:
-    """The ``PermanentError``, ``InvalidSpecError`` or ``InputUnavailableError`` (a declared
+    """The ``PermanentError``, ``InvalidSpecError``, ``InputUnavailableError`` (a declared
     input missing or forbidden: the input's own change, not a retry, reconciles the parent
-    again) that ``error`` is or was caused by (a builder's exception arrives wrapped in
+    again) or ``PolicyAnnotationError`` (a child's annotation: its own change reconciles the
+    parent) that ``error`` is or was caused by (a builder's exception arrives wrapped in
     ``BuilderFailedError``), or None."""
     seen = 0
     while error is not None and seen < 16:  # bounded: a cycle of causes is possible
@@ -92,8 +92,8 @@ def permanent_cause(error: BaseException | None) -> _Permanent | None:
 
 def _permanent_reason(errors: Sequence[ChildError]) -> str:
     cause = permanent_cause(errors[0].error)
-    if isinstance(cause, PermanentError | InputUnavailableError):
-        return cause.reason  # InputMissing, InputForbidden name their reason themselves
+    if isinstance(cause, PermanentError | InputUnavailableError | PolicyAnnotationError):
+        return cause.reason  # InputMissing, InvalidAnnotation, ... name their reason themselves
     return "InvalidSpec"
 
 
@@ -113,7 +113,7 @@ def _condition(
         "type": type_,
         "status": "True" if ok else "False",
         "reason": reason,
-        "message": message,
+        "message": bounded(message),
         "observedGeneration": generation,
     }
 
@@ -169,7 +169,6 @@ def parent_conditions(
     if errors:
         listed = "; ".join(f"{e.ref}: {error_message(e)}" for e in errors)
         message = f"{len(errors)} of {children} children failed: {listed}"
-        message = message[:_MAX_CONDITION_MESSAGE]
         reason = failure_reason(errors)
         return with_progress([
             _condition("Reconciled", False, reason=reason, message=message,
@@ -178,7 +177,7 @@ def parent_conditions(
                        generation=generation),
         ], generation=generation, permanent=all(e.permanent for e in errors))
     if waiting:  # children held back by their dependencies (reconciler._reconcile.ordering)
-        message = waiting_message(waiting)[:_MAX_CONDITION_MESSAGE]
+        message = waiting_message(waiting)
         return with_progress([
             _condition(type_, False, reason=waiting[0].reason, message=message,
                        generation=generation) for type_ in ("Reconciled", "Ready")
@@ -187,7 +186,7 @@ def parent_conditions(
     if skipped:
         message = "; ".join(f"{r.ref}: {r.reason}" for r in skipped)
         message = (f"{len(skipped)} of {children} children skipped, not ours: {message}. "
-                   f"{_SKIPPED_HINT}")[:_MAX_CONDITION_MESSAGE]
+                   f"{_SKIPPED_HINT}")
         reconciled = _condition("Reconciled", False, reason="ChildrenSkipped", message=message,
                                 generation=generation)
     else:
@@ -199,7 +198,7 @@ def parent_conditions(
         listed = "; ".join(f"{r.ref}: {r.reason}" for r in pending)
         ready = _condition(
             "Ready", False, reason="ChildrenSkipped" if skipped else "ChildrenPending",
-            message=reconciled["message"] if skipped else listed[:_MAX_CONDITION_MESSAGE],
+            message=reconciled["message"] if skipped else listed,
             generation=generation,
         )
     else:

@@ -42,6 +42,7 @@ from reconciler._base.errors import (
     ReconcilerError,
     ReconcilerUsageError,
 )
+from reconciler._base.text import bounded
 from reconciler._client.caches import PassThroughCache, ReadCache
 from reconciler._client.counting import (
     counting,
@@ -529,7 +530,7 @@ class _ParentRun:
     def _fail(self, ref: ObjectRef, message: str, exc: BaseException, *,
               trace: bool = False) -> None:
         # the caller reports it; a user's code that raised shows its traceback here (DEBUG)
-        _log.debug("reconcile of %s: %s: %s", self.ref, ref, message,
+        _log.debug("reconcile of %s: %s: %s", self.ref, ref, bounded(message),
                    exc_info=exc if trace else None)
         self.errors.append(ChildError(ref=ref, message=message, error=exc))
         self.o.forget_builds((self.ref.namespace or "", self.ref.name))  # retried afresh
@@ -608,6 +609,10 @@ class _ParentRun:
             self._fail(ref, str(exc), exc)
             return
         self.results.append(result)
+        guard = self.o.resources.guard
+        seen = live if isinstance(live, Mapping) else result.live
+        if guard is not None and (refused := guard.refusal(seen)) is not None:
+            self._fail(ref, str(refused), refused)  # written, identity repaired; said on the parent
 
     def _own(self, obj: dict[str, Any]) -> dict[str, Any]:  # kept builds are shared: copy
         return obj if self.o.builds is None else copy_object(obj)
@@ -663,7 +668,7 @@ class _ParentRun:
             return self._health_status(pruned)
         patch = status_patch(
             parent=self.parent, results=[*self.results, *pruned], errors=self.errors,
-            children=len(self.results) + len(self.errors) + len(self.waiting),
+            children=self._children(),
             now=self.o.clock.time(), refresh=self.o.status_refresh, waiting=self.waiting,
         )
         patch = with_interventions(self.parent, patch, self.interventions,
@@ -672,11 +677,17 @@ class _ParentRun:
             return False, ""
         return self._write_status(patch)
 
+    def _children(self) -> int:
+        """How many children were built: applied, failed (a child applied and failed for its
+        annotation counted once) or waiting."""
+        return len({r.ref for r in self.results} | {e.ref for e in self.errors}
+                   | {w.ref for w in self.waiting})
+
     def _health_status(self, pruned: Sequence[ReconcileResult]) -> tuple[bool, str]:
         try:
             patch, wanted = readiness_status_patch(
                 parent=self.parent, results=[*self.results, *pruned], errors=self.errors,
-                children=len(self.results) + len(self.errors) + len(self.waiting),
+                children=self._children(),
                 now=self.o.clock.time(), readiness=self.o.readiness,
                 status=self.o.status_builder, refresh=self.o.status_refresh,
                 waiting=self.waiting,
