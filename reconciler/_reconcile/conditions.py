@@ -35,6 +35,7 @@ __all__ = [
     "ChildError",
     "ParentEvent",
     "ParentResult",
+    "caused_by",
     "error_message",
     "failure_reason",
     "merge_conditions",
@@ -42,6 +43,7 @@ __all__ = [
     "parent_events",
     "pending_children",
     "permanent_cause",
+    "prune_conditions",
     "status_patch",
     "with_progress",
 ]
@@ -82,10 +84,18 @@ def permanent_cause(error: BaseException | None) -> _Permanent | None:
     again) or ``PolicyAnnotationError`` (a child's annotation: its own change reconciles the
     parent) that ``error`` is or was caused by (a builder's exception arrives wrapped in
     ``BuilderFailedError``), or None."""
+    found = caused_by(error, _Permanent)
+    return found if isinstance(found, _Permanent) else None
+
+
+def caused_by(error: BaseException | None, kind: Any) -> BaseException | None:
+    """The exception of class ``kind`` (a class, a tuple or union of classes) that ``error``
+    is or was caused by (``__cause__``, else ``__context__``), or None."""
     seen = 0
     while error is not None and seen < 16:  # bounded: a cycle of causes is possible
-        if isinstance(error, _Permanent):
-            return error
+        if isinstance(error, kind):
+            found: BaseException = error
+            return found
         error, seen = error.__cause__ or error.__context__, seen + 1
     return None
 
@@ -247,6 +257,34 @@ def with_progress(
                        message=message if stalled else "", generation=generation)]
 
 
+PRUNE_BLOCKED = "PruneBlocked"
+"""The condition of a parent whose pruning of a kind is blocked (the kind cannot be listed)."""
+
+
+def prune_conditions(parent: Mapping[str, Any],
+                     blocked: Sequence[ChildError]) -> list[dict[str, Any]]:
+    """``PruneBlocked`` True (reason ``KindUnlistable``, naming each kind and why) while a
+    prune kind this parent built nothing of cannot be listed: the parent is otherwise
+    reconciled (``Ready`` may be True), and is looked at again when the kind lists
+    (``reconciler._driver.triggers.parent_needs_reconcile`` reads the condition); False
+    (``PruneAllowed``) once it can, where it was True; nothing where it never was."""
+    meta = parent.get("metadata")
+    generation = meta.get("generation") if isinstance(meta, Mapping) else None
+    if blocked:
+        kinds = ", ".join(dict.fromkeys(f"{b.ref.kind} {b.ref.api_version}" for b in blocked))
+        why = "; ".join(dict.fromkeys(str(b.error) for b in blocked))
+        return [_condition(PRUNE_BLOCKED, True, reason="KindUnlistable", generation=generation,
+                           message=f"pruning {kinds} is blocked (the other children are "
+                           f"reconciled; pruning resumes when it lists): {why}")]
+    status = parent.get("status")
+    before = [c for c in (status.get("conditions") if isinstance(status, Mapping) else None)
+              or () if isinstance(c, Mapping) and c.get("type") == PRUNE_BLOCKED]
+    if before and before[0].get("status") == "True":
+        return [_condition(PRUNE_BLOCKED, False, reason="PruneAllowed", generation=generation,
+                           message="every prune kind can be listed")]
+    return []
+
+
 def merge_conditions(
     existing: Any, wanted: Sequence[Mapping[str, Any]], now: str
 ) -> tuple[list[dict[str, Any]], bool]:
@@ -383,6 +421,10 @@ class ParentResult:
     paused: str = ""
     """Why the parent is paused (``reconciler._reconcile.policies``): nothing but the status
     condition that says so was written, or "" when it is not paused."""
+    prune_blocked: tuple[ChildError, ...] = ()
+    """Prune kinds that cannot be listed (``KindUnlistableError``, one ref per kind and
+    namespace, without a name) and of which this parent built nothing: not a failure, its
+    ``PruneBlocked`` condition says so (:func:`prune_conditions`)."""
 
     @property
     def ok(self) -> bool:
