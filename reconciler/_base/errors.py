@@ -57,6 +57,7 @@ from typing import Any
 import attrs
 
 from builders import ObjectRef  # the toolkit's one identity type, re-exported here
+from reconciler._base.text import quoted
 
 __all__ = [
     "AlreadyExistsError",
@@ -165,18 +166,24 @@ class ReconcilerUsageTypeError(ReconcilerUsageError, TypeError):
 
 
 class PolicyAnnotationError(ReconcilerUsageError):
-    """An ``optk.dev/*`` annotation whose value the toolkit cannot read.
+    """An ``optk.dev/*`` annotation whose value the toolkit cannot read or will not honour.
 
-    ``ref`` names the object, ``annotation`` the annotation and ``value`` what it held; nothing
-    is written to that object until it is fixed."""
+    ``ref`` names the object, ``annotation`` the annotation and ``value`` what it held (quoted
+    in the message bounded, ``reconciler._base.text``); ``written`` says what is done meanwhile
+    (by default nothing is written to that object until it is fixed). It is permanent for the
+    retry policy: only a change of the object (which reconciles its parent) can fix it, so the
+    parent is ``Stalled`` with reason :attr:`reason`, not retried."""
 
-    def __init__(self, *, ref: ObjectRef, annotation: str, value: object, expected: str) -> None:
+    reason = "InvalidAnnotation"
+
+    def __init__(self, *, ref: ObjectRef, annotation: str, value: object, expected: str,
+                 written: str = "nothing is written to it until it is fixed") -> None:
         self.ref = ref
         self.annotation = annotation
         self.value = value
         super().__init__(
-            f"{ref}: annotation {annotation}={value!r} is not valid ({expected}); nothing is "
-            "written to it until it is fixed")
+            f"{ref}: annotation {annotation}={quoted(value)} is not valid ({expected}); "
+            f"{written}")
 
 
 class ClientUsageError(ReconcilerUsageError):

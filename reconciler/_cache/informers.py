@@ -48,6 +48,7 @@ from reconciler._base.errors import (
     ReconcilerError,
     WatchSilentError,
 )
+from reconciler._base.ratelimit import CauseLimiter
 from reconciler._cache.selectors import LabelSelector
 from reconciler._cache.stores import IndexedCache
 from reconciler._cache.stores import resource_version as _rv
@@ -137,6 +138,7 @@ class Informer:
         self._inactivity = inactivity_timeout
         self._page_size = page_size
         self._backoff = backoff or ExponentialBackoff(base=0.05, cap=30.0, jitter=0.5)
+        self._warnings = CauseLimiter(self._clock)  # a refused list: once a minute, not a try
         self._gone_backoff = ExponentialBackoff(
             base=min(self._backoff.base, GONE_PAUSE_CAP), cap=GONE_PAUSE_CAP, jitter=0.5
         )
@@ -290,10 +292,10 @@ class Informer:
                     self._backoff.forget("watch")  # it worked for a long while: a new failure
                 delay = self._backoff.when("watch")
                 self.stats.reconnects += 1
-                _log.warning(
-                    "watch of %s failed (%s); retrying in %.2fs", self.kind, error, delay,
-                    extra={"kind": self.kind},
-                )
+                level, more = self._warnings.level((type(error).__name__,
+                                                    getattr(error, "code", None)))
+                _log.log(level, "watch of %s failed (%s); retrying in %.2fs%s", self.kind,
+                         error, delay, more, extra={"kind": self.kind})
                 if isinstance(error, NotFoundError):
                     need_list = True  # the kind is not served (yet): list again when it is
                 self._pause(delay)

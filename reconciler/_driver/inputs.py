@@ -43,13 +43,16 @@ from reconciler._base.errors import (
     ForbiddenError,
     KindUnlistableError,
     NotFoundError,
+    PermanentError,
     ReconcilerUsageError,
 )
 from reconciler._base.keys import ParentKey
+from reconciler._base.text import quoted
 from reconciler._cache.informers import Informer
 from reconciler._client.protocol import ClusterClient, ListOptions
 
 __all__ = [
+    "InputDeclarationError",
     "InputSource",
     "InputWatch",
     "bind_inputs",
@@ -93,17 +96,29 @@ SYNC_TIMEOUT = 30.0
 """Seconds a first read of a (kind, namespace) waits for its informer's first list."""
 
 
+class InputDeclarationError(ReconcilerUsageError, PermanentError):
+    """``Operator(inputs=fn)`` returned a reference that names nothing (an ``ObjectRef``
+    without a kind or a name, a ``SelectorRef`` without an apiVersion or a kind, or another
+    value). The same parent declares the same again on every retry, so it is permanent (a
+    ``PermanentError``, reason ``InvalidInputs``: the parent is ``Stalled``, said once, not
+    retried until it changes) and a misuse (a ``ReconcilerUsageError``, so a ``ValueError``)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, reason="InvalidInputs")
+
+
 def declared_refs(declare: InputDeclaration, parent: KubeObject) -> tuple[InputRef, ...]:
     """The references ``declare(parent)`` names, checked (each an ``ObjectRef`` with a kind and
-    a name, or a ``SelectorRef`` with a kind); a bad one is a ``ReconcilerUsageError`` naming
-    the parent and the value."""
+    a name, or a ``SelectorRef`` with a kind); a bad one is an :class:`InputDeclarationError`
+    naming the parent and the value."""
     refs = tuple(declare(parent))
     for ref in refs:
         named = isinstance(ref, ObjectRef) and ref.kind and ref.name
         if not named and not (isinstance(ref, SelectorRef) and ref.kind and ref.api_version):
-            raise ReconcilerUsageError(
+            raise InputDeclarationError(
                 f"inputs of {ObjectRef.of(parent)}: each input must be an ObjectRef with a "
-                f"kind and a name, or a SelectorRef with an apiVersion and a kind, got {ref!r}")
+                f"kind and a name, or a SelectorRef with an apiVersion and a kind, got "
+                f"{quoted(ref)}")
     return refs
 
 

@@ -73,6 +73,9 @@ class Outcome:
     """Why the reconcile failed."""
     permanent: bool = False
     """It failed only for permanent errors: no retry helps until the parent changes."""
+    cause: tuple[str, ...] | None = None
+    """The one cause every failure shares (a kind that cannot be listed), whose WARNING
+    lines are rate-limited across parents (``reconciler._base.ratelimit``); None: its own."""
     status_written: bool = False
     """The reconcile wrote the parent's status (it changed)."""
     types: frozenset[_TypeKey] | None = None
@@ -129,6 +132,9 @@ class Settlement:
     """The message ends with when the key is looked at next."""
     detail: str | None = None
     """A debug line after the message."""
+    cause: tuple[str, ...] | None = None
+    """A WARNING message's cause, shared by other parents: one WARNING per cause per interval
+    (the worker lowers the others to DEBUG)."""
 
 
 def settle(outcome: Outcome) -> Settlement:
@@ -174,7 +180,7 @@ def settle(outcome: Outcome) -> Settlement:
         backoff=by_backoff, backoff_at_least=outcome.retry_after if by_backoff else 0.0,
         suspend=by_backoff, reschedule=not by_backoff, kick=not by_backoff,
         metric="error", seconds=seconds, level=logging.WARNING,
-        message=f"reconcile failed ({outcome.reason})", report_delay=True,
+        message=f"reconcile failed ({outcome.reason})", report_delay=True, cause=outcome.cause,
     )
 
 

@@ -19,6 +19,7 @@ from reconciler._base.keys import ParentKey, meta_of
 from reconciler._base.times import parse_time
 from reconciler._client.protocol import KubeObject
 from reconciler._driver.resyncs import last_reconcile_time
+from reconciler._reconcile.conditions import PRUNE_BLOCKED
 
 __all__ = [
     "REQUESTED_AT_ANNOTATION",
@@ -43,7 +44,8 @@ def parent_needs_reconcile(parent: KubeObject) -> bool:
     """Whether a parent seen for the first time must be reconciled regardless of its schedule.
 
     True when it was never reconciled, its last reconcile failed (its ``Reconciled`` condition
-    is not true: failures are retried by backoff, off the periodic grid), its spec changed since
+    is not true: failures are retried by backoff, off the periodic grid), its pruning was
+    blocked (``PruneBlocked`` true: a prune kind could not be listed), its spec changed since
     (``observedGeneration``), it is being deleted, or a manual trigger is newer than its last
     reconcile.
     """
@@ -55,8 +57,9 @@ def parent_needs_reconcile(parent: KubeObject) -> bool:
         return True
     conditions = status.get("conditions")
     for condition in conditions if isinstance(conditions, list) else ():
-        if isinstance(condition, Mapping) and condition.get("type") == "Reconciled" and (
-            condition.get("status") != "True"
+        if isinstance(condition, Mapping) and (
+            (condition.get("type") == "Reconciled" and condition.get("status") != "True")
+            or (condition.get("type") == PRUNE_BLOCKED and condition.get("status") == "True")
         ):
             return True
     if meta.get("generation") is not None and status.get("observedGeneration") != meta.get(

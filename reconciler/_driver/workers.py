@@ -49,8 +49,9 @@ from collections.abc import Callable
 from typing import Any
 
 from reconciler._base.clocks import Clock
-from reconciler._base.errors import ApiError, LeadershipLostError
+from reconciler._base.errors import ApiError, KindUnlistableError, LeadershipLostError
 from reconciler._base.metrics import OperatorMetrics
+from reconciler._base.text import bounded
 from reconciler._cache.informers import Informer, InformerManager, TypeKey
 from reconciler._client.protocol import KubeObject
 from reconciler._driver.resyncs import ResyncSchedule
@@ -58,9 +59,9 @@ from reconciler._driver.settling import Outcome, Settlement, settle
 from reconciler._driver.stats import RuntimeStats
 from reconciler._driver.triggers import ParentKey, meta_of, parent_needs_reconcile
 from reconciler._reconcile.changelog import describe_changes
-from reconciler._reconcile.conditions import described
+from reconciler._reconcile.conditions import caused_by, described
 from reconciler._reconcile.finalizing import CLEANUP_FINALIZER
-from reconciler._reconcile.parents import ParentReconciler, ParentResult
+from reconciler._reconcile.parents import ParentReconciler, ParentResult, unlisted_cause
 from reconciler._sharding.shards import Shards
 from reconciler._workqueue.queues import WorkQueue
 
@@ -349,10 +350,13 @@ class WorkerPool:
         if plan.message is None and plan.detail is None:
             return
         log = ParentLog(_log, {"parent": f"{key[0]}/{key[1]}" if key[0] else key[1]})
+        level, more = plan.level, ""
+        if plan.cause is not None and level >= logging.WARNING:  # said by another parent?
+            level, more = self._reconciler.warnings.level(plan.cause)
         if plan.message is not None and plan.report_delay:
-            log.log(plan.level, "%s; retrying in %.3fs", plan.message, delay)
+            log.log(level, "%s; retrying in %.3fs%s", plan.message, delay, more)
         elif plan.message is not None:
-            log.log(plan.level, "%s", plan.message)
+            log.log(level, "%s%s", plan.message, more)
         if plan.detail is not None:
             log.debug("%s", plan.detail)
 
@@ -371,27 +375,41 @@ def outcome_of(result: ParentResult | None, error: Exception | None, *, seconds:
     """The ``Outcome`` of a reconcile that returned ``result`` or raised ``error``."""
     retry_after = getattr(error, "retry_after", None) or 0.0
     if result is None:
-        return Outcome(reconciled=True, reason=str(error), retry_after=retry_after,
+        return Outcome(reconciled=True, reason=bounded(error), retry_after=retry_after,
                        retry_failed_by_backoff=retry_failed_by_backoff, seconds=seconds)
-    reason = "; ".join([described(e) for e in result.errors]
-                       + ([result.status_error] if result.status_error else []))
+    reason = bounded("; ".join([described(e) for e in result.errors]
+                               + ([result.status_error] if result.status_error else [])))
     return Outcome(
         reconciled=True, ok=result.ok, went_away=result.parent_gone,
         namespace_terminating=result.namespace_terminating, requeue_after=result.requeue_after,
         retry_after=max([retry_after, *(e.retry_after or 0.0 for e in result.errors)]),
         retry_failed_by_backoff=retry_failed_by_backoff, reason=reason,
         permanent=result.permanent, status_written=result.status_written,
+        cause=shared_cause(result),
         types=None if result.paused else frozenset(types_of(result)),  # paused: keep watching
         writes=result.writes,
         changes=describe_changes(result) if result.ok else None, seconds=seconds,
     )
 
 
+def shared_cause(result: ParentResult) -> tuple[str, ...] | None:
+    """The cause key of a failure other parents share: every error is one kind that cannot
+    be listed (``KindUnlistableError``); None otherwise."""
+    kinds = set()
+    for error in result.errors:
+        cause = caused_by(error.error, KindUnlistableError)
+        if not isinstance(cause, KindUnlistableError) or result.status_error:
+            return None
+        kinds.add((cause.api_version, cause.kind))
+    return unlisted_cause(*kinds.pop()) if len(kinds) == 1 else None
+
+
 def types_of(result: ParentResult) -> set[TypeKey]:
-    """The child types a reconcile declared (built, pruned, failed or waiting on their
-    dependencies: a waiting child that exists is still observed), for its informers."""
+    """The child types a reconcile declared (built, pruned, failed, waiting on their
+    dependencies: a waiting child that exists is still observed, or whose pruning is blocked:
+    its informer is kept, so the parent is looked at again when it lists), for its informers."""
     types = {(r.ref.api_version, r.ref.kind) for r in (*result.children, *result.pruned)}
     types |= {(w.ref.api_version, w.ref.kind) for w in result.waiting}
-    types |= {(e.ref.api_version, e.ref.kind) for e in result.errors
+    types |= {(e.ref.api_version, e.ref.kind) for e in (*result.errors, *result.prune_blocked)
               if e.ref.api_version and e.ref.kind != "builder"}
     return types

@@ -27,6 +27,7 @@ from builders import ObjectRef
 from builders.names import OWNER_UID_LABEL, label_value
 from reconciler._base.clocks import Clock, RealClock
 from reconciler._base.errors import ConflictError, DataLossError, NotFoundError, ReconcilerError
+from reconciler._base.text import bounded
 from reconciler._base.times import format_time, parse_time
 from reconciler._client.protocol import ClusterClient, KubeObject
 from reconciler._reconcile.conditions import merge_conditions
@@ -273,6 +274,7 @@ class ParentCleanup:
         now = self.clock.time()
         since = parse_time(_meta(parent).get("deletionTimestamp"))
         stuck = since is not None and now - since >= CLEANUP_STUCK_AFTER
+        reason = bounded(reason)
         wanted = cleanup_condition(waiting=True, reason="CleanupPending", message=reason)
         status = parent.get("status")
         existing = status.get("conditions") if isinstance(status, Mapping) else None

@@ -24,7 +24,8 @@ import attrs
 
 from builders import InvalidSpecError, ObjectRef
 from builders.inputs import InputUnavailableError
-from reconciler._base.errors import ApiError, PermanentError
+from reconciler._base.errors import ApiError, PermanentError, PolicyAnnotationError
+from reconciler._base.text import bounded
 from reconciler._base.times import format_time, parse_time
 from reconciler._client.counting import ApiCall
 from reconciler._reconcile.reconciling import Action, ImmutableFieldError, ReconcileResult
@@ -34,6 +35,7 @@ __all__ = [
     "ChildError",
     "ParentEvent",
     "ParentResult",
+    "caused_by",
     "described",
     "error_message",
     "failure_reason",
@@ -42,11 +44,10 @@ __all__ = [
     "parent_events",
     "pending_children",
     "permanent_cause",
+    "prune_conditions",
     "status_patch",
     "with_progress",
 ]
-
-_MAX_CONDITION_MESSAGE = 4096
 
 _EVENT_REASONS = {
     Action.CREATED: "Created",
@@ -75,26 +76,35 @@ class ChildError:
         return permanent_cause(self.error) is not None
 
 
-_Permanent = PermanentError | InvalidSpecError | InputUnavailableError
+_Permanent = PermanentError | InvalidSpecError | InputUnavailableError | PolicyAnnotationError
 
 
 def permanent_cause(error: BaseException | None) -> _Permanent | None:
-    """The ``PermanentError``, ``InvalidSpecError`` or ``InputUnavailableError`` (a declared
+    """The ``PermanentError``, ``InvalidSpecError``, ``InputUnavailableError`` (a declared
     input missing or forbidden: the input's own change, not a retry, reconciles the parent
-    again) that ``error`` is or was caused by (a builder's exception arrives wrapped in
+    again) or ``PolicyAnnotationError`` (a child's annotation: its own change reconciles the
+    parent) that ``error`` is or was caused by (a builder's exception arrives wrapped in
     ``BuilderFailedError``), or None."""
+    found = caused_by(error, _Permanent)
+    return found if isinstance(found, _Permanent) else None
+
+
+def caused_by(error: BaseException | None, kind: Any) -> BaseException | None:
+    """The exception of class ``kind`` (a class, a tuple or union of classes) that ``error``
+    is or was caused by (``__cause__``, else ``__context__``), or None."""
     seen = 0
     while error is not None and seen < 16:  # bounded: a cycle of causes is possible
-        if isinstance(error, _Permanent):
-            return error
+        if isinstance(error, kind):
+            found: BaseException = error
+            return found
         error, seen = error.__cause__ or error.__context__, seen + 1
     return None
 
 
 def _permanent_reason(errors: Sequence[ChildError]) -> str:
     cause = permanent_cause(errors[0].error)
-    if isinstance(cause, PermanentError | InputUnavailableError):
-        return cause.reason  # InputMissing, InputForbidden name their reason themselves
+    if isinstance(cause, PermanentError | InputUnavailableError | PolicyAnnotationError):
+        return cause.reason  # InputMissing, InvalidAnnotation, ... name their reason themselves
     return "InvalidSpec"
 
 
@@ -114,7 +124,7 @@ def _condition(
         "type": type_,
         "status": "True" if ok else "False",
         "reason": reason,
-        "message": message,
+        "message": bounded(message),
         "observedGeneration": generation,
     }
 
@@ -178,7 +188,6 @@ def parent_conditions(
     if errors:
         listed = "; ".join(described(e) for e in errors)
         message = f"{len(errors)} of {children} children failed: {listed}"
-        message = message[:_MAX_CONDITION_MESSAGE]
         reason = failure_reason(errors)
         return with_progress([
             _condition("Reconciled", False, reason=reason, message=message,
@@ -187,7 +196,7 @@ def parent_conditions(
                        generation=generation),
         ], generation=generation, permanent=all(e.permanent for e in errors))
     if waiting:  # children held back by their dependencies (reconciler._reconcile.ordering)
-        message = waiting_message(waiting)[:_MAX_CONDITION_MESSAGE]
+        message = waiting_message(waiting)
         return with_progress([
             _condition(type_, False, reason=waiting[0].reason, message=message,
                        generation=generation) for type_ in ("Reconciled", "Ready")
@@ -196,7 +205,7 @@ def parent_conditions(
     if skipped:
         message = "; ".join(f"{r.ref}: {r.reason}" for r in skipped)
         message = (f"{len(skipped)} of {children} children skipped, not ours: {message}. "
-                   f"{_SKIPPED_HINT}")[:_MAX_CONDITION_MESSAGE]
+                   f"{_SKIPPED_HINT}")
         reconciled = _condition("Reconciled", False, reason="ChildrenSkipped", message=message,
                                 generation=generation)
     else:
@@ -208,7 +217,7 @@ def parent_conditions(
         listed = "; ".join(f"{r.ref}: {r.reason}" for r in pending)
         ready = _condition(
             "Ready", False, reason="ChildrenSkipped" if skipped else "ChildrenPending",
-            message=reconciled["message"] if skipped else listed[:_MAX_CONDITION_MESSAGE],
+            message=reconciled["message"] if skipped else listed,
             generation=generation,
         )
     else:
@@ -255,6 +264,34 @@ def with_progress(
                        generation=generation),
             _condition("Stalled", stalled, reason=reason if stalled else "Progressing",
                        message=message if stalled else "", generation=generation)]
+
+
+PRUNE_BLOCKED = "PruneBlocked"
+"""The condition of a parent whose pruning of a kind is blocked (the kind cannot be listed)."""
+
+
+def prune_conditions(parent: Mapping[str, Any],
+                     blocked: Sequence[ChildError]) -> list[dict[str, Any]]:
+    """``PruneBlocked`` True (reason ``KindUnlistable``, naming each kind and why) while a
+    prune kind this parent built nothing of cannot be listed: the parent is otherwise
+    reconciled (``Ready`` may be True), and is looked at again when the kind lists
+    (``reconciler._driver.triggers.parent_needs_reconcile`` reads the condition); False
+    (``PruneAllowed``) once it can, where it was True; nothing where it never was."""
+    meta = parent.get("metadata")
+    generation = meta.get("generation") if isinstance(meta, Mapping) else None
+    if blocked:
+        kinds = ", ".join(dict.fromkeys(f"{b.ref.kind} {b.ref.api_version}" for b in blocked))
+        why = "; ".join(dict.fromkeys(str(b.error) for b in blocked))
+        return [_condition(PRUNE_BLOCKED, True, reason="KindUnlistable", generation=generation,
+                           message=f"pruning {kinds} is blocked (the other children are "
+                           f"reconciled; pruning resumes when it lists): {why}")]
+    status = parent.get("status")
+    before = [c for c in (status.get("conditions") if isinstance(status, Mapping) else None)
+              or () if isinstance(c, Mapping) and c.get("type") == PRUNE_BLOCKED]
+    if before and before[0].get("status") == "True":
+        return [_condition(PRUNE_BLOCKED, False, reason="PruneAllowed", generation=generation,
+                           message="every prune kind can be listed")]
+    return []
 
 
 def merge_conditions(
@@ -393,6 +430,10 @@ class ParentResult:
     paused: str = ""
     """Why the parent is paused (``reconciler._reconcile.policies``): nothing but the status
     condition that says so was written, or "" when it is not paused."""
+    prune_blocked: tuple[ChildError, ...] = ()
+    """Prune kinds that cannot be listed (``KindUnlistableError``, one ref per kind and
+    namespace, without a name) and of which this parent built nothing: not a failure, its
+    ``PruneBlocked`` condition says so (:func:`prune_conditions`)."""
 
     @property
     def ok(self) -> bool:

@@ -28,13 +28,13 @@ import attrs
 from builders import ObjectRef
 from reconciler._base.clocks import Clock, RealClock
 from reconciler._base.errors import ApiError, NotFoundError
+from reconciler._base.text import bounded
 from reconciler._base.times import format_time
 from reconciler._client.protocol import ClusterClient, KubeObject
 
 __all__ = ["EventRecorder", "EventSink"]
 
 _log = logging.getLogger(__name__)
-_MAX_MESSAGE = 16384
 
 
 _EventKey = tuple[str, str, str, str, str, str]
@@ -96,7 +96,7 @@ class EventRecorder:
             },
             "involvedObject": {k: v for k, v in involved.items() if v is not None},
             "reason": reason,
-            "message": _bounded(message),
+            "message": bounded(message),
             "type": type,
             "source": {"component": self.component},
             "reportingComponent": self.component,
@@ -162,8 +162,3 @@ class EventRecorder:
             str(event["type"]), str(event["reason"]), str(event["message"]), self.component,
         )
 
-
-def _bounded(message: str) -> str:
-    return message if len(message) <= _MAX_MESSAGE else (
-        message[: _MAX_MESSAGE - 16] + " ... (truncated)"
-    )

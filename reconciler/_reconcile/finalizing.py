@@ -26,6 +26,7 @@ import attrs
 
 from builders import ObjectRef
 from builders.names import MANAGED_BY_LABEL, OWNER_UID_LABEL, label_value
+from reconciler._base.text import bounded
 
 __all__ = [
     "ALLOW_DATA_LOSS_ANNOTATION",
@@ -217,7 +218,7 @@ def cleanup_condition(
     """The parent's ``Cleanup`` condition: True when done, False while it waits (with why)."""
     condition: dict[str, Any] = {
         "type": "Cleanup", "status": "False" if waiting else "True",
-        "reason": reason, "message": message[:1024],
+        "reason": reason, "message": bounded(message),
     }
     if generation is not None:
         condition["observedGeneration"] = generation

@@ -5,8 +5,10 @@ people may have said otherwise (a child's ``optk.dev/policy``, its ``optk.dev/ig
 the operator's ``drift`` mode and ``ignore_fields``), and another writer may be fighting the
 toolkit over a field (``contention``). ``PlanGuard`` is the one hook the executor
 (``reconciler._reconcile.reconciling``) calls: ``match_options(live)`` before the match and
-``review(plan)`` after it. It holds no decision of its own: those are in ``policies`` (pure) and
-``contention`` (pure, with an injected clock); ``optk plan`` uses a guard without contention.
+``review(plan)`` after it; the parent reconcile asks ``refusal(live)`` which of a child's
+annotated pointers were not honoured. It holds no decision of its own: those are in
+``policies`` (pure) and ``contention`` (pure, with an injected clock); ``optk plan`` uses a
+guard without contention.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 from objectmatcher import MatchOption
 from reconciler._base.clocks import Clock
+from reconciler._base.errors import PolicyAnnotationError
 from reconciler._reconcile.contention import Contention, ContentionDetector
 from reconciler._reconcile.planning import ChildPlan
 from reconciler._reconcile.policies import (
@@ -23,6 +26,7 @@ from reconciler._reconcile.policies import (
     child_policy,
     ignore_options,
     parse_ignore_fields,
+    refused_ignore_fields,
     restrict_plan,
 )
 
@@ -58,6 +62,12 @@ class PlanGuard:
     def match_options(self, live: Mapping[str, Any] | None) -> tuple[MatchOption, ...]:
         """The ignore options of the operator and of the live child's annotation."""
         return ignore_options(live, self.ignore_fields)
+
+    @staticmethod
+    def refusal(live: Mapping[str, Any] | None) -> PolicyAnnotationError | None:
+        """Why the live child's ``optk.dev/ignore-fields`` is not honoured in full (pointers
+        reaching the identity the toolkit keeps: compared and repaired), or None."""
+        return refused_ignore_fields(live)
 
     def review(self, plan: ChildPlan, *, owner_uid: str | None) -> ChildPlan:
         """``plan`` with the writes a policy, the drift mode or contention hold back held."""

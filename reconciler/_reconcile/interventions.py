@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from reconciler._base.text import bounded
 from reconciler._base.times import format_time
 from reconciler._reconcile.conditions import ParentEvent, merge_conditions
 from reconciler._reconcile.contention import Contest
@@ -34,7 +35,6 @@ __all__ = [
     "with_interventions",
 ]
 
-_MAX_MESSAGE = 4096
 _TYPES = ("Drifted", "Contested")
 
 
@@ -54,7 +54,7 @@ def paused_status_patch(parent: Mapping[str, Any], *, reason: str,
     before = _existing(parent).get("Reconciled") or {}
     generation = before.get("observedGeneration")
     wanted = [{"type": "Reconciled", "status": "False", "reason": "ReconcilePaused",
-               "message": f"paused: {reason}; no child is written until it is lifted",
+               "message": bounded(f"paused: {reason}; no child is written until it is lifted"),
                "observedGeneration": generation}]
     conditions, changed = merge_conditions(_status(parent).get("conditions"), wanted,
                                            format_time(now))
@@ -81,7 +81,7 @@ def intervention_conditions(parent: Mapping[str, Any], results: Sequence[Reconci
                                  ("Contested", contest, "FieldContested", "NotContested")):
         if text:
             wanted.append({"type": type_, "status": "True", "reason": yes,
-                           "message": text[:_MAX_MESSAGE], "observedGeneration": generation})
+                           "message": bounded(text), "observedGeneration": generation})
         elif existing.get(type_, {}).get("status") == "True":
             wanted.append({"type": type_, "status": "False", "reason": no, "message": "",
                            "observedGeneration": generation})

@@ -32,6 +32,7 @@ import attrs
 
 from builders import DesiredState, ObjectRef
 from builders.composition import Dependencies, DependencyGraph, ReadyRule, rule_verdict
+from reconciler._base.text import bounded
 from reconciler._reconcile.readiness import Readiness, child_health
 from reconciler._reconcile.waits import Wait, Watch
 
@@ -47,7 +48,6 @@ Served = Callable[[str, str], bool]
 
 _DEFAULT_READINESS = Readiness()
 CRD = ("apiextensions.k8s.io/v1", "CustomResourceDefinition")
-_MAX_MESSAGE = 1024
 
 
 def crd_established(obj: Mapping[str, Any]) -> str | None:
@@ -171,8 +171,8 @@ class ChildGates:
                 why = "not created yet" if live is None else rule_verdict(rule(live))
                 if why is not None:
                     return Wait(ref=child.ref, reason="DependencyNotReady",
-                                message=f"{what} waits for component {dep!r}: "
-                                        f"{_describe(member.ref)}: {why}"[:_MAX_MESSAGE],
+                                message=bounded(f"{what} waits for component {dep!r}: "
+                                                f"{_describe(member.ref)}: {why}"),
                                 watches=(Watch(ref=member.ref, rule=rule),))
                 assert live is not None
                 found.append(live)
@@ -182,7 +182,7 @@ class ChildGates:
             if why is not None:
                 refs = [m.ref for dep in node.depends_on for m in self._members.get(dep, ())]
                 return Wait(ref=child.ref, reason="PreconditionNotMet",
-                            message=f"{what}: precondition not met: {why}"[:_MAX_MESSAGE],
+                            message=bounded(f"{what}: precondition not met: {why}"),
                             watches=tuple(Watch(ref=r, rule=_any_change) for r in refs))
         return None
 

@@ -36,12 +36,15 @@ from builders.objects import copy_object
 from reconciler._base.clocks import Clock, RealClock
 from reconciler._base.errors import (
     ApiError,
+    KindUnlistableError,
     LeadershipLostError,
     NamespaceTerminatingError,
     NotFoundError,
     ReconcilerError,
     ReconcilerUsageError,
 )
+from reconciler._base.ratelimit import CauseLimiter
+from reconciler._base.text import bounded
 from reconciler._client.caches import PassThroughCache, ReadCache
 from reconciler._client.counting import (
     counting,
@@ -57,6 +60,7 @@ from reconciler._reconcile.conditions import (
     described,
     parent_conditions,
     parent_events,
+    prune_conditions,
     status_patch,
 )
 from reconciler._reconcile.contention import ContentionDetector, Contest
@@ -89,13 +93,21 @@ from reconciler._reconcile.reconciling import (
 )
 from reconciler._reconcile.waits import Wait, WaitRegistry, waiting_message
 
-__all__ = ["ChildError", "ParentReconciler", "ParentResult", "parent_conditions"]
+__all__ = ["ChildError", "ParentReconciler", "ParentResult", "parent_conditions",
+           "unlisted_cause"]
 
 _log = logging.getLogger(__name__)
 
 _READ: Any = object()  # "read this child on its own"
 _AGAIN = 0.001  # seconds: a reconcile whose awaited child changed meanwhile runs again
 _TERMINATING_KEPT = 4096  # parents whose namespace is being deleted, remembered by uid
+_UNLISTABLE = ("; its children fail, pruning it is blocked (condition PruneBlocked) until it "
+               "lists")
+
+
+def unlisted_cause(api_version: str, kind: str) -> tuple[str, str, str]:
+    """The cause key (``CauseLimiter``) of every line about a kind that cannot be listed."""
+    return ("unlistable", api_version, kind)
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -198,6 +210,10 @@ class ParentReconciler:
         """Operator- and namespace-wide pauses; a parent's own annotation is read too."""
         self.drifted: dict[str, int] = {}
         """Children whose drift is reported instead of repaired, by parent uid."""
+        self.warnings = CauseLimiter(self.clock)
+        """One WARNING per cause per interval (``reconciler._base.ratelimit``): a kind that
+        cannot be listed is said once, not once per parent per retry; the driver's failure
+        lines share it."""
 
     def namespace_terminating(self, uid: str) -> None:
         """Remember that parent ``uid``'s namespace is being deleted: leave the parent alone."""
@@ -341,6 +357,7 @@ class _ParentRun:
         self.health: list[Wait] = []  # children whose health Ready reads
         self.teardown_mode = False  # the parent is being deleted: see teardown()
         self.interventions: list[dict[str, Any]] = []  # Drifted, Contested (interventions)
+        self.prune_blocked: list[ChildError] = []  # prune kinds that cannot be listed
 
     def paused(self, reason: str, may_write: bool) -> ParentResult:
         """A paused parent: no child is read or written; its status condition says so (the one
@@ -369,9 +386,14 @@ class _ParentRun:
         for scope, failure in sorted(unlisted.items(), key=lambda item: _order(item[0])):
             if scope.type_key in self.o.prune_kinds and not any(
                     _scope(ref) == scope for ref in built_refs):
-                # Nothing built of that kind, but pruning must look: reported, retried.
-                self._fail(scope, f"pruning {scope.kind} skipped: listing it failed: {failure}",
-                           failure)
+                # Nothing built of that kind, but pruning must look. A kind that cannot be
+                # listed (RBAC) blocks only the pruning: said in PruneBlocked, looked at again
+                # when it lists. Any other failure (throttled, a server error): retried.
+                why = f"pruning {scope.kind} skipped: listing it failed: {failure}"
+                if isinstance(failure, KindUnlistableError):
+                    self.prune_blocked.append(ChildError(ref=scope, message=why, error=failure))
+                else:
+                    self._fail(scope, why, failure)
         if self.gone or self._went_away():
             _log.debug("reconcile of %s stopped: the parent went away", self.ref)
             return ParentResult(parent=self.ref, children=tuple(self.results),
@@ -380,8 +402,9 @@ class _ParentRun:
         pruned = self._prune(live, built_refs)
         guard = self.o.resources.guard
         contests = self._contests(guard.contention) if guard and guard.contention else []
-        self.interventions = intervention_conditions(self.parent, [*self.results, *pruned],
-                                                     contests)
+        self.interventions = [
+            *intervention_conditions(self.parent, [*self.results, *pruned], contests),
+            *prune_conditions(self.parent, self.prune_blocked)]
         self._emit_events(pruned)
         status_written, status_error = self._status(pruned)
         if status_written:  # once per change of the status, not per reconcile
@@ -398,7 +421,7 @@ class _ParentRun:
             parent=self.ref, children=tuple(self.results), pruned=tuple(pruned),
             errors=tuple(self.errors), status_written=status_written, status_error=status_error,
             requeue_after=min(requeues) if requeues else None, dry_run=self.o.dry_run,
-            waiting=tuple(self.waiting),
+            waiting=tuple(self.waiting), prune_blocked=tuple(self.prune_blocked),
         )
 
     def teardown(self) -> list[ReconcileResult]:
@@ -558,7 +581,7 @@ class _ParentRun:
     def _fail(self, ref: ObjectRef, message: str, exc: BaseException, *,
               trace: bool = False) -> None:
         # the caller reports it; a user's code that raised shows its traceback here (DEBUG)
-        _log.debug("reconcile of %s: %s: %s", self.ref, ref, message,
+        _log.debug("reconcile of %s: %s: %s", self.ref, ref, bounded(message),
                    exc_info=exc if trace else None)
         self.errors.append(ChildError(ref=ref, message=message, error=exc))
         self.o.forget_builds((self.ref.namespace or "", self.ref.name))  # retried afresh
@@ -589,8 +612,13 @@ class _ParentRun:
             return self.o.reader.list(scope.api_version, scope.kind, namespace=scope.namespace,
                                       label_selector=self.selector)
         except ReconcilerError as exc:
-            _log.warning("listing %s %s for %s failed: %s", scope.kind, scope.api_version,
-                         self.ref, exc)
+            unlistable = isinstance(exc, KindUnlistableError)
+            level, more = self.o.warnings.level(
+                unlisted_cause(scope.api_version, scope.kind) if unlistable
+                else ("list", scope.api_version, scope.kind, type(exc).__name__))
+            _log.log(level, "listing %s %s for %s failed: %s%s%s", scope.kind,
+                     scope.api_version, self.ref, bounded(exc), _UNLISTABLE if unlistable
+                     else "", more)
             raise
 
     def _prune_scope(self, api_version: str, kind: str) -> str | None:
@@ -637,6 +665,10 @@ class _ParentRun:
             self._fail(ref, str(exc), exc)
             return
         self.results.append(result)
+        guard = self.o.resources.guard
+        seen = live if isinstance(live, Mapping) else result.live
+        if guard is not None and (refused := guard.refusal(seen)) is not None:
+            self._fail(ref, str(refused), refused)  # written, identity repaired; said on the parent
 
     def _own(self, obj: dict[str, Any]) -> dict[str, Any]:  # kept builds are shared: copy
         return obj if self.o.builds is None else copy_object(obj)
@@ -692,7 +724,7 @@ class _ParentRun:
             return self._health_status(pruned)
         patch = status_patch(
             parent=self.parent, results=[*self.results, *pruned], errors=self.errors,
-            children=len(self.results) + len(self.errors) + len(self.waiting),
+            children=self._children(),
             now=self.o.clock.time(), refresh=self.o.status_refresh, waiting=self.waiting,
         )
         patch = with_interventions(self.parent, patch, self.interventions,
@@ -701,11 +733,17 @@ class _ParentRun:
             return False, ""
         return self._write_status(patch)
 
+    def _children(self) -> int:
+        """How many children were built: applied, failed (a child applied and failed for its
+        annotation counted once) or waiting."""
+        return len({r.ref for r in self.results} | {e.ref for e in self.errors}
+                   | {w.ref for w in self.waiting})
+
     def _health_status(self, pruned: Sequence[ReconcileResult]) -> tuple[bool, str]:
         try:
             patch, wanted = readiness_status_patch(
                 parent=self.parent, results=[*self.results, *pruned], errors=self.errors,
-                children=len(self.results) + len(self.errors) + len(self.waiting),
+                children=self._children(),
                 now=self.o.clock.time(), readiness=self.o.readiness,
                 status=self.o.status_builder, refresh=self.o.status_refresh,
                 waiting=self.waiting, waiting_live=self.waiting_live,

@@ -18,14 +18,17 @@ docs/driver.md.
 from __future__ import annotations
 
 import enum
-from collections.abc import Collection, Iterable, Mapping
+import re
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from builders import ObjectRef
+from builders.names import COMPONENT_LABEL, INSTANCE_LABEL, MANAGED_BY_LABEL, OWNER_UID_LABEL
 from objectmatcher import LAST_APPLIED_ANNOTATION, MatchOption, ignore_field
 from reconciler._base.errors import PolicyAnnotationError, ReconcilerUsageError
+from reconciler._base.text import quoted
 from reconciler._reconcile.planning import ChildPlan, PlanAction
 
 __all__ = [
@@ -38,9 +41,11 @@ __all__ = [
     "PolicyAnnotationError",
     "child_policy",
     "drift_paths",
+    "identity_reached",
     "ignore_options",
     "json_pointer",
     "parse_ignore_fields",
+    "refused_ignore_fields",
     "restrict_plan",
 ]
 
@@ -148,38 +153,134 @@ def child_policy(live: Mapping[str, Any] | None) -> ChildPolicy:
             expected="ignore, create-only, no-prune or observe") from None
 
 
+_IDENTITY: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("apiVersion",), "apiVersion"),
+    (("kind",), "kind"),
+    (("metadata", "name"), "its name"),
+    (("metadata", "namespace"), "its namespace"),
+    (("metadata", "ownerReferences"), "its owner references"),
+    (("metadata", "finalizers"), "its finalizers (items are addressed by position)"),
+    *((("metadata", "labels", label), f"the label {label}")
+      for label in (MANAGED_BY_LABEL, INSTANCE_LABEL, COMPONENT_LABEL, OWNER_UID_LABEL)),
+    (("metadata", "annotations", "optk.dev/"), "the toolkit's optk.dev/ annotations"),
+)
+"""What the toolkit keeps on every child (DESIGN.md section 5) and compares whatever a child's
+annotation says: an ``optk.dev/ignore-fields`` pointer reaching into one of them is refused.
+The last key of the annotations entry is a prefix: every ``optk.dev/`` annotation."""
+
+_LISTS = frozenset({"ownerReferences", "finalizers"})  # kept fields with fields inside them
+_ESCAPE = re.compile(r"~(?![01])")
+
+
 def _unescape(token: str) -> str:
     return token.replace("~1", "/").replace("~0", "~")
 
 
-def parse_ignore_fields(text: str, *, ref: ObjectRef | None = None) -> tuple[tuple[str, ...], ...]:
-    """Comma-separated JSON pointers (RFC 6901: ``/spec/replicas``,
-    ``/metadata/annotations/example.com~1owner``) as key paths; ``*`` is any key or item."""
-    paths = []
+def _token_reaches(token: str, kept: str) -> bool:
+    if token == "*":
+        return True
+    return token.startswith(kept) if kept.endswith("/") else token == kept
+
+
+def identity_reached(path: Sequence[str]) -> str | None:
+    """What of the identity the toolkit keeps the ignored key ``path`` would leave out of the
+    comparison (``"its owner references"``; several joined by commas), or None. A path reaches
+    an identity field when it names it, a field above it (``/metadata``, ``/metadata/labels``),
+    a field inside it (an owner reference's ``uid``), or any of these through ``*``."""
+    reached = [what for kept, what in _IDENTITY
+               if (len(path) <= len(kept) or kept[-1] in _LISTS)
+               and all(_token_reaches(t, k) for t, k in zip(path, kept, strict=False))]
+    return ", ".join(reached) or None
+
+
+def _pointers(text: str, *, ref: ObjectRef | None,
+              annotation: str) -> list[tuple[str, tuple[str, ...]]]:
+    """Each pointer of ``text`` with its key path; a malformed one raises (naming it)."""
+    found = []
     for raw in text.split(","):
         pointer = raw.strip()
         if not pointer:
             continue
-        if not pointer.startswith("/") or pointer == "/" or "//" in pointer:
-            raise PolicyAnnotationError(
-                ref=ref or ObjectRef(api_version="", kind="", name="?"),
-                annotation=IGNORE_FIELDS_ANNOTATION, value=text,
-                expected=f"JSON pointers such as /spec/replicas, not {pointer!r}")
-        paths.append(tuple(_unescape(token) for token in pointer[1:].split("/")))
+        why = ("it must start with /" if not pointer.startswith("/") else
+               "it has an empty key" if "" in pointer[1:].split("/") else
+               "~ must be followed by 0 or 1" if _ESCAPE.search(pointer) else None)
+        if why is not None:
+            raise _refused(ref, annotation, text,
+                           f"{quoted(pointer)} is not a JSON pointer such as /spec/replicas: "
+                           f"{why}")
+        found.append((pointer, tuple(_unescape(token) for token in pointer[1:].split("/"))))
+    return found
+
+
+def _refused(ref: ObjectRef | None, annotation: str, text: str, why: str,
+             **written: str) -> PolicyAnnotationError:
+    return PolicyAnnotationError(
+        ref=ref or ObjectRef(api_version="", kind="Operator", name="ignore_fields"),
+        annotation=annotation, value=text, expected=why, **written)
+
+
+def parse_ignore_fields(text: str, *, ref: ObjectRef | None = None) -> tuple[tuple[str, ...], ...]:
+    """Comma-separated JSON pointers (RFC 6901: ``/spec/replicas``,
+    ``/metadata/annotations/example.com~1owner``) as key paths; ``*`` is any key or item.
+    :class:`PolicyAnnotationError` names a malformed pointer, or one reaching the identity the
+    toolkit keeps (:func:`identity_reached`)."""
+    paths = []
+    for pointer, path in _pointers(text, ref=ref, annotation=IGNORE_FIELDS_ANNOTATION):
+        if (what := identity_reached(path)) is not None:
+            raise _refused(ref, IGNORE_FIELDS_ANNOTATION, text, _identity_why(pointer, what))
+        paths.append(path)
     return tuple(paths)
+
+
+def _identity_why(pointer: str, what: str) -> str:
+    return (f"pointer {quoted(pointer)} reaches {what}, which the toolkit keeps on every child; "
+            "it is compared and repaired whatever the annotation says")
+
+
+def _annotated_paths(live: Mapping[str, Any] | None) -> tuple[
+        list[tuple[str, ...]], list[tuple[str, str]]]:
+    """The live child's ``optk.dev/ignore-fields`` paths it honours, and the pointers it
+    refuses with what they reach; a malformed annotation raises."""
+    value = _annotations(live).get(IGNORE_FIELDS_ANNOTATION)
+    if not value:
+        return [], []
+    assert live is not None
+    honoured, refused = [], []
+    for pointer, path in _pointers(str(value), ref=ObjectRef.of(live),
+                                   annotation=IGNORE_FIELDS_ANNOTATION):
+        if (what := identity_reached(path)) is not None:
+            refused.append((pointer, what))
+        else:
+            honoured.append(path)
+    return honoured, refused
 
 
 def ignore_options(live: Mapping[str, Any] | None,
                    declared: Collection[str] = ()) -> tuple[MatchOption, ...]:
     """``objectmatcher`` options ignoring the operator's ``declared`` pointers and those of the
-    live child's ``optk.dev/ignore-fields`` annotation (raises :class:`PolicyAnnotationError`
-    for a bad one)."""
+    live child's ``optk.dev/ignore-fields`` annotation: :class:`PolicyAnnotationError` for a
+    malformed one; a pointer reaching the identity the toolkit keeps is left out (the
+    identity is compared and repaired; :func:`refused_ignore_fields` reports it)."""
     paths = list(parse_ignore_fields(",".join(declared)))
-    value = _annotations(live).get(IGNORE_FIELDS_ANNOTATION)
-    if value:
-        assert live is not None
-        paths.extend(parse_ignore_fields(str(value), ref=ObjectRef.of(live)))
+    paths.extend(_annotated_paths(live)[0])
     return tuple(ignore_field(path) for path in dict.fromkeys(paths))
+
+
+def refused_ignore_fields(live: Mapping[str, Any] | None) -> PolicyAnnotationError | None:
+    """The error that names the live child's ``optk.dev/ignore-fields`` pointers reaching the
+    identity the toolkit keeps (left out by :func:`ignore_options`), or None (none, or a
+    malformed annotation: :func:`ignore_options` raises for that)."""
+    try:
+        refused = _annotated_paths(live)[1]
+    except PolicyAnnotationError:
+        return None
+    if not refused:
+        return None
+    assert live is not None
+    return _refused(ObjectRef.of(live), IGNORE_FIELDS_ANNOTATION,
+                    str(_annotations(live).get(IGNORE_FIELDS_ANNOTATION)),
+                    "; ".join(_identity_why(p, what) for p, what in refused),
+                    written="the other pointers are honoured, the identity is repaired")
 
 
 def json_pointer(path: Iterable[Any]) -> str:

@@ -26,6 +26,7 @@ from reconciler._base.errors import (
     ReconcilerUsageError,
     ReconcilerUsageTypeError,
 )
+from reconciler._base.text import bounded
 from reconciler._base.times import format_time, parse_time
 from reconciler._reconcile.conditions import (
     ChildError,
@@ -55,7 +56,6 @@ StatusBuilder = Callable[[KubeObject, Sequence[KubeObject]], Mapping[str, Any]]
 """``status(parent, observed_children) -> dict`` merged into the parent's status (pure)."""
 
 _RESERVED = frozenset({"observedGeneration", "lastReconcileTime"})
-_MAX_MESSAGE = 4096
 
 
 DEFAULT_HEALTH_CHECKS: Mapping[str, HealthCheck] = {
@@ -134,8 +134,8 @@ def _health_ready(
     failed = any(v.status is HealthStatus.FAILED for _, v in unhealthy)
     return {**base, "status": "False",
             "reason": "ChildrenUnhealthy" if failed else "ChildrenNotReady",
-            "message": f"{len(unhealthy)} of {len(observed)} children not ready: "
-                       f"{listed}"[:_MAX_MESSAGE]}
+            "message": bounded(f"{len(unhealthy)} of {len(observed)} children not ready: "
+                                       f"{listed}")}
 
 
 def custom_status(
@@ -166,7 +166,7 @@ def custom_status(
 def _stalled_by(wanted: list[dict[str, Any]], error: Exception) -> list[dict[str, Any]]:
     """``Ready`` False for a status function's permanent error (the reason is its own)."""
     reason = error.reason if isinstance(error, PermanentError) else "InvalidStatus"
-    message = f"status function: {error}"[:_MAX_MESSAGE]
+    message = bounded(f"status function: {error}")
     return [{**c, "status": "False", "reason": reason, "message": message}
             if c["type"] == "Ready" else c for c in wanted]
 

@@ -24,6 +24,7 @@ import attrs
 
 from builders import ObjectRef
 from builders.composition import ReadyRule, rule_verdict
+from reconciler._base.text import bounded
 
 __all__ = ["Wait", "WaitRegistry", "Watch", "waiting_message"]
 
@@ -172,4 +173,4 @@ def waiting_message(waits: Iterable[Wait]) -> str:
     """One line for the parent's condition: every waiting child and on what."""
     listed = list(waits)
     text = "; ".join(w.message for w in listed)
-    return f"{len(listed)} waiting: {text}"[:4096]
+    return bounded(f"{len(listed)} waiting: {text}")

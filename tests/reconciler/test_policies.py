@@ -31,8 +31,10 @@ from reconciler._reconcile.policies import (
     PauseSettings,
     child_policy,
     drift_paths,
+    identity_reached,
     ignore_options,
     parse_ignore_fields,
+    refused_ignore_fields,
     restrict_plan,
     undoes_drift,
 )
@@ -181,6 +183,53 @@ def test_ignore_fields_are_json_pointers() -> None:
                                **{"optk.dev/ignore-fields": "spec.replicas"}))
     assert caught.value.ref == REF
     assert caught.value.annotation == "optk.dev/ignore-fields"
+
+
+@pytest.mark.parametrize(("pointer", "reached"), [
+    ("/metadata/ownerReferences", "owner references"),
+    ("/metadata/ownerReferences/0/uid", "owner references"),
+    ("/metadata/labels", "app.kubernetes.io/managed-by"),
+    ("/metadata/labels/*", "optk.dev/owner-uid"),
+    ("/metadata/annotations/optk.dev~1policy", "optk.dev/ annotations"),
+    ("/metadata/finalizers/1", "finalizers"),
+    ("/metadata", "its name"),
+    ("/*", "kind"),
+    ("/*/*", "its namespace"),
+    ("/metadata/labels/example.com~1team", None),
+    ("/metadata/annotations/example.com~1owner", None),
+    ("/metadata/name/x", None),
+    ("/*/replicas", None),
+    ("/spec/*", None),
+])
+def test_pointers_into_the_identity_the_toolkit_keeps(pointer: str, reached: str | None) -> None:
+    (path,) = parse_ignore_fields(pointer) if reached is None else (
+        tuple(t.replace("~1", "/") for t in pointer[1:].split("/")),)
+    found = identity_reached(path)
+    assert (found is None) if reached is None else (reached in (found or "")), found
+    live = live_of(deployment(2), replicas=5,
+                   **{"optk.dev/ignore-fields": f"/spec/replicas,{pointer}"})
+    refused = refused_ignore_fields(live)
+    assert (refused is None) == (reached is None)
+    if refused is not None:  # refused in code at once; in the annotation, reported
+        assert repr(pointer) in str(refused)
+        with pytest.raises(PolicyAnnotationError, match="toolkit keeps"):
+            parse_ignore_fields(pointer)
+    # the other pointer is honoured whatever the refused one says
+    plan = plan_child(live=live, desired=deployment(2), state=DesiredState.PRESENT,
+                      owner_uid=UID, match_options=ignore_options(live))
+    assert plan.action is PlanAction.UNCHANGED
+
+
+def test_malformed_pointers_name_the_pointer_and_a_long_value_is_quoted_bounded() -> None:
+    for bad, why in (("/spec/", "empty key"), ("/spec/~2", "~ must be"),
+                     ("spec", "must start with /")):
+        with pytest.raises(PolicyAnnotationError, match=why) as caught:
+            parse_ignore_fields(f"/spec/replicas,{bad}")
+        assert repr(bad) in str(caught.value)
+    with pytest.raises(PolicyAnnotationError) as caught:
+        child_policy(deployment(**{"optk.dev/policy": "x" * 200_000}))
+    assert len(str(caught.value)) < 1000
+    assert "more characters" in str(caught.value)
 
 
 def test_pauses_from_annotation_code_and_environment() -> None:
