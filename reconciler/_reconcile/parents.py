@@ -807,7 +807,8 @@ def not_ours_waits(results: Iterable[ReconcileResult]) -> list[Wait]:
     owner to let go: deleted, handed over or released (its ownership marks changed: the child
     informer's event wakes this parent, ``reconciler._reconcile.waits``)."""
     return [Wait(ref=r.ref, reason="ChildrenSkipped", message=f"{r.ref}: {r.reason}",
-                 watches=(Watch(ref=r.ref, rule=ownership_marker),))
+                 watches=(Watch(ref=r.ref, rule=ownership_marker,
+                                seen=None if r.live is None else ownership_marker(r.live)),))
             for r in results if r.action is Action.SKIPPED and r.requeue_after is None
             and not r.held and not r.conflicts and not r.dry_run]
 
