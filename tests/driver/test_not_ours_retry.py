@@ -7,6 +7,7 @@ resync did, and both tests waited in vain."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -37,8 +38,20 @@ def _skipped(client: KubernetesClient, ns: str) -> bool:
     return _reconciled(client, ns).get("reason") == "ChildrenSkipped"
 
 
-def test_a_child_skipped_as_not_ours_is_created_once_the_foreign_object_is_deleted(
-    client: KubernetesClient, ns: str
+def _let_go_by_deleting(client: KubernetesClient, ns: str) -> None:
+    client.delete("v1", "ConfigMap", "a-cfg", namespace=ns)
+
+
+def _let_go_by_handing_over(client: KubernetesClient, ns: str) -> None:
+    client.patch("v1", "ConfigMap", "a-cfg",
+                 {"metadata": {"annotations": {LAST_APPLIED_ANNOTATION: "{}"}}},
+                 patch_type="application/merge-patch+json", namespace=ns)
+
+
+@pytest.mark.parametrize("let_go", [_let_go_by_deleting, _let_go_by_handing_over],
+                         ids=["deleted", "handed-over"])
+def test_a_child_skipped_as_not_ours_is_taken_once_the_foreign_object_lets_go(
+    client: KubernetesClient, ns: str, let_go: Callable[[KubernetesClient, str], None]
 ) -> None:
     operator = make_operator(ns)
     _foreign(client, ns, operator.name)
@@ -46,23 +59,7 @@ def test_a_child_skipped_as_not_ours_is_created_once_the_foreign_object_is_delet
         client.create(thing(ns, "a", "1"))
         assert wait_until(lambda: _skipped(client, ns), 20), _reconciled(client, ns)
         assert child_data(client, ns, "a") == {"value": "foreign"}
-        client.delete("v1", "ConfigMap", "a-cfg", namespace=ns)
-        assert wait_until(lambda: child_data(client, ns, "a") == {"value": "1"}, 20)
-        assert wait_until(lambda: _reconciled(client, ns).get("status") == "True", 20), \
-            _reconciled(client, ns)
-
-
-def test_a_child_skipped_as_not_ours_is_taken_once_handed_over(
-    client: KubernetesClient, ns: str
-) -> None:
-    operator = make_operator(ns)
-    _foreign(client, ns, operator.name)
-    with running(operator, client):
-        client.create(thing(ns, "a", "1"))
-        assert wait_until(lambda: _skipped(client, ns), 20), _reconciled(client, ns)
-        client.patch("v1", "ConfigMap", "a-cfg",
-                     {"metadata": {"annotations": {LAST_APPLIED_ANNOTATION: "{}"}}},
-                     patch_type="application/merge-patch+json", namespace=ns)
+        let_go(client, ns)
         assert wait_until(lambda: child_data(client, ns, "a") == {"value": "1"}, 20)
         assert wait_until(lambda: _reconciled(client, ns).get("status") == "True", 20), \
             _reconciled(client, ns)
