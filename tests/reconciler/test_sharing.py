@@ -85,7 +85,8 @@ def test_a_shared_child_has_no_per_parent_marks_and_records_its_creator() -> Non
     child = built(A, is_shared=True)
     labels = child["metadata"]["labels"]
     assert labels[SHARED_LABEL] == "true"
-    assert OWNER_UID_LABEL not in labels and INSTANCE_LABEL not in labels
+    assert OWNER_UID_LABEL not in labels
+    assert INSTANCE_LABEL not in labels
     plan = plan_child(live=None, desired=child, state=PRESENT, owner_uid="uid-a")
     assert plan.action is PlanAction.CREATE
     assert isinstance(plan.body, dict)
