@@ -4,9 +4,10 @@ A :data:`ResourceBuilder` is a zero-argument callable returning ``(object, Desir
 operator is a function of its parent object returning a list of them. This facade holds what an
 operator author calls: the builder model (:class:`DesiredState` and its hooks), the ways to make
 and combine builders (:func:`resource_builder`, :func:`compose`, :func:`present_if`,
-:func:`for_each`, :class:`Component`), the child identity helpers (DESIGN.md section 5),
-:func:`overrides`, the declared :class:`Inputs` a build may read, and the errors. The rest is in
-public submodules: :mod:`builders.objects` (keyword-only object helpers), :mod:`builders.names`
+:func:`for_each`, :class:`Component`, :func:`shared`), the child identity helpers
+(DESIGN.md section 5), :func:`overrides`, the declared :class:`Inputs` a build may read, and
+the errors. The rest is in public submodules: :mod:`builders.objects` (keyword-only object
+helpers), :mod:`builders.names`
 (label keys, names, validators), :mod:`builders.schemas` (validation against the Kubernetes
 schemas), :mod:`builders.specs` (typed parent specs and generated CRDs; :func:`spec_of` and
 :func:`crd_for` are here too), :mod:`builders.convert` (client models as dicts),
@@ -28,6 +29,7 @@ from builders._compose import (
     present_if,
     resource_builder,
     run_builders,
+    shared,
 )
 from builders._crds import crd_for
 from builders._errors import BuilderError, BuilderFailedError, InvalidSpecError
@@ -78,6 +80,7 @@ __all__ = [
     "resource_builder",
     "run_builders",
     "selector_labels",
+    "shared",
     "spec_of",
     "standard_labels",
     "with_overrides",

@@ -29,6 +29,7 @@ from builders._dependencies import (
 )
 from builders._errors import BuilderFailedError
 from builders._identity import identity_of
+from builders._names import SHARED_LABEL
 from builders._state import DesiredState, KubeObject
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "present_if",
     "resource_builder",
     "run_builders",
+    "shared",
 ]
 
 P = ParamSpec("P")
@@ -334,6 +336,36 @@ def present_if(
     if condition:
         return builder
     return _AbsentInstead(builder=builder, identity=identity, state=absent_state)
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class _Shared(WrappingBuilder):
+    """Another builder's object marked shared (what :func:`shared` returns)."""
+
+    wrapper_label: ClassVar[str] = "shared"
+    builder: ResourceBuilder
+
+    def __call__(self) -> tuple[KubeObject, DesiredState]:
+        obj, state = evaluate(self.builder)
+        meta = dict(obj.get("metadata") or {})
+        meta["labels"] = {**(meta.get("labels") or {}), SHARED_LABEL: "true"}
+        return {**obj, "metadata": meta}, state
+
+
+def shared(builder: ResourceBuilder) -> ResourceBuilder:
+    """``builder`` with its child declared shared: several parents may build the same object
+    (a CRD, a ClusterRole), and it is kept while any of them builds it.
+
+    The object gets the label ``optk.dev/shared: "true"`` and, from the reconciler, no
+    ``optk.dev/owner-uid`` or ``app.kubernetes.io/instance`` label and no owner reference: the
+    parents that build it are recorded on it instead (the ``optk.dev/shared-by`` annotation),
+    and it is deleted only with the last of them (docs/builders.md, "Shared children"). Without
+    it a cluster-scoped child belongs to the one parent its owner label names, and another
+    parent that builds it skips it and names that parent.
+    """
+    if not callable(builder):
+        raise TypeError(f"shared: builder must be callable, got {builder!r}")
+    return _Shared(builder=builder)
 
 
 def absent(

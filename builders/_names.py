@@ -24,6 +24,7 @@ __all__ = [
     "NAME_LABEL",
     "OWNER_UID_LABEL",
     "PART_OF_LABEL",
+    "SHARED_LABEL",
     "VERSION_LABEL",
     "child_name",
     "is_dns1035_label",
@@ -48,6 +49,8 @@ MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 PART_OF_LABEL = "app.kubernetes.io/part-of"
 VERSION_LABEL = "app.kubernetes.io/version"
 OWNER_UID_LABEL = "optk.dev/owner-uid"
+SHARED_LABEL = "optk.dev/shared"
+"""``"true"`` on a child that several parents share (``builders.shared``): no owner label."""
 
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")

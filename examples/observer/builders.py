@@ -21,6 +21,7 @@ from builders import (
     compose,
     present_if,
     resource_builder,
+    shared,
 )
 from builders import objects as o
 from examples.observer.crds import DEFAULT_OPERATOR_IMAGE
@@ -138,19 +139,24 @@ def thanos(parent: Mapping[str, Any]) -> dict[str, Any]:
             "spec": copy.deepcopy(dict(block.get("spec") or {}))}
 
 
-def build(parent: Mapping[str, Any]) -> list[ResourceBuilder]:
+def build(parent: Mapping[str, Any], *, shared_crd: bool = False) -> list[ResourceBuilder]:
     """The Observer's children as four components that install in order: the CRD, then (once it
     is Established) the RBAC and ServiceAccount, then the operator's Deployment, then (once the
     Deployment is Available) the ``Thanos`` resource. With the ``thanos`` block off every child
     is ABSENT, so they are deleted in reverse: the ``Thanos`` first, the CRD last, each once the
-    ones that depend on it are gone."""
+    ones that depend on it are gone.
+
+    The CRD is cluster-wide: by default it belongs to the first Observer that creates it, and a
+    second one skips it, naming that Observer; ``shared_crd`` declares it shared
+    (``builders.shared``): kept while any Observer builds it, deleted with the last one."""
     on = thanos_block(parent) is not None
 
     def part(builder: ResourceBuilder) -> ResourceBuilder:
         return present_if(on, builder)
 
     return compose(
-        Component(name="crd", builders=[part(thanos_crd(parent))]),
+        Component(name="crd", builders=[
+            shared(part(thanos_crd(parent))) if shared_crd else part(thanos_crd(parent))]),
         Component(name="rbac", depends_on="crd", builders=[
             part(cluster_role(parent)), part(cluster_role_binding(parent)),
             part(service_account(parent))]),

@@ -8,6 +8,10 @@ cluster-scoped ones (CRD, ClusterRole, ClusterRoleBinding) when the Observer is 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+from builders import ResourceBuilder
 from examples.observer import builders
 from examples.observer.crds import API_VERSION, KIND, OBSERVER_CRD
 from examples.thanos.crds import API_VERSION as THANOS_API_VERSION
@@ -25,11 +29,19 @@ PRUNE = (
 """Every kind an Observer builds: what is no longer built is deleted."""
 
 
+def build_shared_crd(parent: Mapping[str, Any]) -> list[ResourceBuilder]:
+    """``builders.build`` with the Thanos CRD declared shared by every Observer."""
+    return builders.build(parent, shared_crd=True)
+
+
 def make_operator(*, name: str = builders.OPERATOR_NAME, namespace: str | None = None,
-                  events: bool = True) -> Operator:
-    """The Observer ``Operator`` (``name`` and ``namespace`` for tests that run several)."""
-    return Operator(api_version=API_VERSION, kind=KIND, build=builders.build, name=name,
-                    namespace=namespace, install=[OBSERVER_CRD], prune=PRUNE, events=events)
+                  events: bool = True, shared_crd: bool = False, **options: Any) -> Operator:
+    """The Observer ``Operator`` (``name`` and ``namespace`` for tests that run several;
+    ``shared_crd``: the Thanos CRD shared by the Observers, ``builders.shared``; ``options``
+    go to ``Operator``)."""
+    return Operator(api_version=API_VERSION, kind=KIND, name=name, namespace=namespace,
+                    build=build_shared_crd if shared_crd else builders.build,
+                    install=[OBSERVER_CRD], prune=PRUNE, events=events, **options)
 
 
 operator = make_operator()

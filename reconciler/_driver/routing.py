@@ -177,7 +177,7 @@ class EventRouter:
             self._stats.triggers["awaited"] += 1
             if not self._holds(key):
                 self._queue.add(key)
-        if woken:
+        if woken and not self._owner_not_woken(new, woken):
             return
         if own:
             self._stats.triggers["own-echo"] += 1
@@ -190,6 +190,15 @@ class EventRouter:
                 self._stats.triggers["child"] += 1
                 self.queue_for_event(ObjectRef.of(parent).namespaced_name)
                 return
+
+    def _owner_not_woken(self, child: dict[str, Any], woken: list[ParentKey]) -> bool:
+        """Whether the child's own parent is not among the parents its event woke (a parent
+        waiting for another's child to be let go: the owner's drift rules still apply)."""
+        for uid in owner_uids(child):
+            parent = self._parents.cache.get_by_uid(uid)
+            if parent is not None and ObjectRef.of(parent).namespaced_name not in woken:
+                return True
+        return False
 
     def on_config(self, event_type: str, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
         """The resync ConfigMap informer's handler: apply its interval to the schedule."""

@@ -24,7 +24,7 @@ from typing import Any
 import attrs
 
 from builders import ObjectRef
-from builders.names import OWNER_UID_LABEL, label_value
+from builders.names import OWNER_UID_LABEL, SHARED_LABEL, label_value
 from reconciler._base.clocks import Clock, RealClock
 from reconciler._base.errors import ConflictError, DataLossError, NotFoundError, ReconcilerError
 from reconciler._base.text import bounded
@@ -44,8 +44,12 @@ from reconciler._reconcile.finalizing import (
     refuses_data_loss,
 )
 from reconciler._reconcile.planning import is_owned
+from reconciler._reconcile.sharing import is_shared, record_patch, release_patch, shared_record
 
-__all__ = ["CLEANUP_STUCK_AFTER", "CleanupOutcome", "OnDelete", "ParentCleanup", "delete_owned"]
+__all__ = [
+    "CLEANUP_STUCK_AFTER", "CleanupOutcome", "OnDelete", "ParentCleanup", "delete_owned",
+    "release_to_others",
+]
 
 _log = logging.getLogger("optk.cleanup")
 
@@ -53,6 +57,7 @@ OnDelete = Callable[[KubeObject], object]
 """An ``Operator.on_delete`` hook: called with the parent being deleted; raises to be retried."""
 
 _MERGE = "application/merge-patch+json"
+_JSON_PATCH = "application/json-patch+json"
 _MAX_PASSES = 3  # delete, then look again: objects without finalizers are gone at once
 CLEANUP_STUCK_AFTER = 120.0
 """Seconds after its deletion from which a cleanup still waiting is logged as stuck (WARNING):
@@ -124,6 +129,8 @@ def delete_owned(
                 client.delete(item_ref.api_version, item_ref.kind, item_ref.name,
                               namespace=item_ref.namespace, propagation_policy="Background")
         refusal = refuses_data_loss(obj, custom_resources=others)
+        if refusal is not None and release_to_others(client, obj, owner_uid=owner_uid):
+            return False
         if refusal is not None:
             raise DataLossError(refusal, ref=ref, custom_resources=others)
     try:
@@ -131,6 +138,28 @@ def delete_owned(
                       propagation_policy="Background")
     except NotFoundError:
         return False
+    return True
+
+
+def release_to_others(
+    client: ClusterClient, crd: Mapping[str, Any], *, owner_uid: str | None
+) -> bool:
+    """When every custom resource of ``crd`` left (besides ``owner_uid``'s own) is a child of
+    another parent (its ``optk.dev/owner-uid`` label names one), the CRD is theirs to keep:
+    its owner label is removed (``sharing.release_patch``, preconditioned on the
+    ``resourceVersion``) instead of deleting it with their resources, and the parent that
+    builds it next takes it over (woken by the change). Whether it was released; False when a
+    user's resource (no owner label) is among them, or it is shared or not this parent's."""
+    if not owner_uid or is_shared(crd) or not _owned_by(crd, owner_uid):
+        return False
+    foreign = [item for item in _custom_resources(client, crd) if not _owned_by(item, owner_uid)]
+    if not foreign or any(not (_meta(item).get("labels") or {}).get(OWNER_UID_LABEL)
+                          for item in foreign):
+        return False
+    ref = ObjectRef.of(crd)
+    client.patch(ref.api_version, ref.kind, ref.name, release_patch(crd),
+                 patch_type=_JSON_PATCH, namespace=ref.namespace)
+    _log.info("%s released to the parents of its %d custom resources", ref, len(foreign))
     return True
 
 
@@ -158,11 +187,14 @@ class ParentCleanup:
     # -- while the parent lives -------------------------------------------------------------
 
     def ensure(
-        self, parent: Mapping[str, Any], children: Iterable[ObjectRef]
+        self, parent: Mapping[str, Any], children: Iterable[ObjectRef],
+        shared: Iterable[ObjectRef] = (),
     ) -> dict[str, Any] | None:
-        """Add the finalizer when ``parent`` needs it and lacks it: the parent as the server
-        returned it after the patch, or None when no write was needed."""
-        wanted = needs_cleanup(parent, children, on_delete=self.on_delete is not None)
+        """Add the finalizer when ``parent`` needs it and lacks it (``shared``: its shared
+        children, which need it wherever they are): the parent as the server returned it after
+        the patch, or None when no write was needed."""
+        wanted = needs_cleanup(parent, children, on_delete=self.on_delete is not None,
+                               shared=shared)
         ref = ObjectRef.of(parent)
         for attempt in range(2):
             decision = decide_cleanup(parent, wanted_kinds=wanted)
@@ -234,14 +266,42 @@ class ParentCleanup:
                                          label_selector=owner_selector(uid))["items"]
             except NotFoundError:
                 continue  # the kind is not served: nothing of it can remain
-            for item in items:
+            for item in [*items, *self._shared_of(api_version, kind, uid)]:
                 child = ObjectRef.of(item)
-                if not is_uncollectable(parent, child) or not is_owned(item, owner_uid=uid)[0]:
+                if not (is_shared(item) or is_uncollectable(parent, child)) \
+                        or not is_owned(item, owner_uid=uid)[0]:
                     continue
                 found[child] = item
                 if _meta(item).get("deletionTimestamp"):
                     deleting.add(child)
         return found, deleting
+
+    def _shared_of(self, api_version: str, kind: str, uid: str) -> list[dict[str, Any]]:
+        """The shared children of kind that record the parent with ``uid``, this parent
+        removed from each that others still build (a patch preconditioned on its
+        ``resourceVersion``): what is left are those it is the last parent of."""
+        try:
+            items = self.client.list(api_version, kind,
+                                     label_selector=f"{SHARED_LABEL}=true")["items"]
+        except NotFoundError:
+            return []
+        last = []
+        for item in items:
+            record = shared_record(item)
+            if uid not in record:
+                continue
+            others = {k: v for k, v in record.items() if k != uid}
+            if not others:
+                last.append(item)
+                continue
+            ref = ObjectRef.of(item)
+            if not self.dry_run:
+                self.client.patch(ref.api_version, ref.kind, ref.name,
+                                  record_patch(item, others), patch_type=_JSON_PATCH,
+                                  namespace=ref.namespace)
+                _log.info("%s: left shared %s (kept for %d other parents)",
+                          uid, ref, len(others))
+        return last
 
     def _done(self, uid: str) -> bool:
         with self._lock:

@@ -229,7 +229,8 @@ def parent_conditions(
 _SKIPPED_HINT = (
     "The toolkit changes only objects it owns (a controller owner reference to this parent, or "
     "its optk.dev/last-applied annotation): delete the object to have it created as this "
-    "parent's, or annotate it with optk.dev/last-applied (any value) to hand it over."
+    "parent's, or annotate it with optk.dev/last-applied (any value) to hand it over; one held "
+    "by another parent becomes this parent's when that one releases or deletes it."
 )
 
 PROGRESS_CONDITIONS = ("Reconciling", "Stalled")

@@ -38,6 +38,12 @@ from builders.composition import Dependencies, dependencies_of, dependency_graph
 from builders.convert import is_client_model, to_plain_object
 from builders.names import stamp_identity
 from builders.objects import copy_object
+from reconciler._reconcile.sharing import (
+    OWNER_ANNOTATION,
+    describe_parent,
+    is_shared,
+    wants_shared,
+)
 
 __all__ = [
     "BuilderFailure",
@@ -119,7 +125,10 @@ def stamp_child(
     them; an unknown kind's scope is taken from the child's or the parent's namespace.
     ``labels`` are set as if the builder had set them (over the builder's own, under the
     identity's; not on an ABSENT child, which needs only its name): the driver's shard label,
-    ``optk.dev/shard``, when sharded."""
+    ``optk.dev/shard``, when sharded. A child with no owner reference (another namespace,
+    cluster-scoped) names its parent in the ``optk.dev/owner`` annotation; a shared one
+    (``builders.shared``) loses the per-parent owner and instance labels and owner reference
+    (``reconciler._reconcile.sharing``)."""
     child = to_plain_object(obj) if is_client_model(obj) else dict(obj)
     if labels and not state.is_absent:
         meta = dict(child.get("metadata") or {})
@@ -132,8 +141,22 @@ def stamp_child(
         parent_namespace = (parent_meta.get("namespace") if isinstance(parent_meta, Mapping)
                             else None)
         scoped = bool(ref.namespace or parent_namespace)
-    return stamp_identity(parent, child, operator_name=operator_name, namespaced=scoped,
-                          absent=state.is_absent)
+    stamped = stamp_identity(parent, child, operator_name=operator_name, namespaced=scoped,
+                             absent=state.is_absent)
+    if state.is_absent:
+        return stamped
+    parent_meta = parent.get("metadata")
+    parent_namespace = parent_meta.get("namespace") if isinstance(parent_meta, Mapping) else None
+    shared = is_shared(stamped)
+    if shared:
+        stamped = wants_shared(stamped)
+    elif not parent_namespace or stamped["metadata"].get("namespace") == parent_namespace:
+        return stamped  # an owner reference names the parent
+    # no owner reference: the parent is named for people (sharing.OWNER_ANNOTATION)
+    meta = dict(stamped["metadata"])
+    meta["annotations"] = {**(meta.get("annotations") or {}),
+                           OWNER_ANNOTATION: describe_parent(parent)}
+    return {**stamped, "metadata": meta}
 
 
 def declared_children(

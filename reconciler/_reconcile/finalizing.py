@@ -123,11 +123,14 @@ def cleanup_kinds(parent: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
 
 
 def needs_cleanup(
-    parent: Mapping[str, Any], children: Iterable[ObjectRef], *, on_delete: bool
+    parent: Mapping[str, Any], children: Iterable[ObjectRef], *, on_delete: bool,
+    shared: Iterable[ObjectRef] = (),
 ) -> tuple[tuple[str, str], ...] | None:
-    """The kinds of ``parent``'s uncollectable ``children`` when it needs the finalizer (an
-    empty tuple when only ``on_delete`` asks for it), or None when it needs none."""
-    kinds = sorted({ref.type_key for ref in children if is_uncollectable(parent, ref)})
+    """The kinds of ``parent``'s uncollectable ``children`` (and of its ``shared`` ones, which
+    have no owner reference) when it needs the finalizer (an empty tuple when only
+    ``on_delete`` asks for it), or None when it needs none."""
+    kinds = sorted({ref.type_key for ref in children if is_uncollectable(parent, ref)}
+                   | {ref.type_key for ref in shared})
     if not kinds and not on_delete:
         return None
     return tuple(kinds)

@@ -53,7 +53,12 @@ from reconciler._client.counting import (
     uncounted,
 )
 from reconciler._client.protocol import ClusterClient, KubeObject
-from reconciler._reconcile.cleanups import OnDelete, ParentCleanup, count_custom_resources
+from reconciler._reconcile.cleanups import (
+    OnDelete,
+    ParentCleanup,
+    count_custom_resources,
+    release_to_others,
+)
 from reconciler._reconcile.conditions import (
     ChildError,
     ParentResult,
@@ -91,7 +96,8 @@ from reconciler._reconcile.reconciling import (
     ResourceReconciler,
     is_owned,
 )
-from reconciler._reconcile.waits import Wait, WaitRegistry, waiting_message
+from reconciler._reconcile.sharing import is_shared, ownership_marker, shared_record
+from reconciler._reconcile.waits import Wait, WaitRegistry, Watch, waiting_message
 
 __all__ = ["ChildError", "ParentReconciler", "ParentResult", "parent_conditions",
            "unlisted_cause"]
@@ -99,6 +105,7 @@ __all__ = ["ChildError", "ParentReconciler", "ParentResult", "parent_conditions"
 _log = logging.getLogger(__name__)
 
 _READ: Any = object()  # "read this child on its own"
+_RELEASED = "released"  # a CRD left to the parents of its custom resources (sharing)
 _AGAIN = 0.001  # seconds: a reconcile whose awaited child changed meanwhile runs again
 _TERMINATING_KEPT = 4096  # parents whose namespace is being deleted, remembered by uid
 _UNLISTABLE = ("; its children fail, pruning it is blocked (condition PruneBlocked) until it "
@@ -243,7 +250,7 @@ class ParentReconciler:
         self._report(str(uid), result)
         if not self.dry_run and self.waits.replace(
                 parent_ref.namespaced_name, () if result.parent_gone else
-                (*run.waiting, *run.health), since=since):
+                (*run.waiting, *run.health, *not_ours_waits(run.results)), since=since):
             # what it waits on changed during this reconcile: look again at once
             result = attrs.evolve(result, requeue_after=_AGAIN)
         return attrs.evolve(result, api_calls=tuple(calls))
@@ -471,8 +478,9 @@ class _ParentRun:
                 self._fail(ref, f"listing its kind failed: {failure}", failure)
             elif listed:
                 self._child(ref, obj, state, live[ref], digest)
-            elif state.is_absent:
-                # Not labelled as ours: ABSENT must still find it by name.
+            elif state.is_absent or is_shared(obj) or is_uncollectable(self.parent, ref):
+                # Not labelled as ours: ABSENT must still find it by name; so must a shared
+                # child (no owner label) and one another parent may hold (sharing).
                 self._child(ref, obj, state, _READ, digest)
             else:
                 # Missing from our labelled children: create; a taken name becomes an update.
@@ -554,7 +562,8 @@ class _ParentRun:
         """The cleanup finalizer goes on before any child the garbage collector cannot collect
         is created; when adding it fails, those children wait (and nothing is pruned)."""
         try:
-            updated = self.o.cleanup.ensure(self.parent, [b[0] for b in built])
+            updated = self.o.cleanup.ensure(self.parent, [b[0] for b in built], shared=[
+                b[0] for b in built if b[2].is_present and is_shared(b[1])])
         except ReconcilerError as exc:
             if isinstance(exc, NotFoundError) and self._names_parent(exc):
                 self.gone = True  # deleted meanwhile: nothing more to write for it
@@ -575,8 +584,15 @@ class _ParentRun:
                 live = self.o.client.get(ref.api_version, ref.kind, ref.name)
             except NotFoundError:
                 return None
-        return refuses_data_loss(live, custom_resources=count_custom_resources(
+        if not is_owned(live, owner_uid=self.uid)[0] or (
+                is_shared(live) and set(shared_record(live)) - {self.uid}):
+            return None  # not deleted by this parent: skipped, or kept for other parents
+        refusal = refuses_data_loss(live, custom_resources=count_custom_resources(
             self.o.client, live, owner_uid=self.uid))
+        if refusal is not None and not self.o.dry_run and release_to_others(
+                self.o.client, live, owner_uid=self.uid):
+            return _RELEASED  # theirs now: not deleted (sharing)
+        return refusal
 
     def _fail(self, ref: ObjectRef, message: str, exc: BaseException, *,
               trace: bool = False) -> None:
@@ -634,6 +650,9 @@ class _ParentRun:
                digest: bytes | None) -> None:
         try:
             refusal = self._refuse_data_loss(ref, live) if state.is_absent else None
+            if refusal is _RELEASED:
+                _log.info("%s: %s released to the parents of its custom resources", self.ref, ref)
+                return
             if refusal is not None:
                 self._fail(ref, refusal, ValueError(refusal))
                 return
@@ -701,6 +720,8 @@ class _ParentRun:
                 continue
             try:
                 refusal = self._refuse_data_loss(ref, obj)
+                if refusal is _RELEASED:
+                    continue
                 if refusal is not None:
                     self._fail(ref, f"prune refused: {refusal}", ValueError(refusal))
                     continue
@@ -846,6 +867,17 @@ def _left(result: ReconcileResult, before: Mapping[str, Any] | None) -> Mapping[
     if result.action is Action.DELETED:
         return result.live or before or {"metadata": {}}
     return result.live
+
+
+def not_ours_waits(results: Iterable[ReconcileResult]) -> list[Wait]:
+    """The children skipped because another owner holds their name, each waiting for that
+    owner to let go: deleted, handed over or released (its ownership marks changed: the child
+    informer's event wakes this parent, ``reconciler._reconcile.waits``)."""
+    return [Wait(ref=r.ref, reason="ChildrenSkipped", message=f"{r.ref}: {r.reason}",
+                 watches=(Watch(ref=r.ref, rule=ownership_marker,
+                                seen=None if r.live is None else ownership_marker(r.live)),))
+            for r in results if r.action is Action.SKIPPED and r.requeue_after is None
+            and not r.held and not r.conflicts and not r.dry_run]
 
 
 def _namespace_gone(error: NotFoundError, ref: ObjectRef) -> bool:

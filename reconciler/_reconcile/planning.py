@@ -18,12 +18,14 @@ again with what it read.
 from __future__ import annotations
 
 import enum
+import json
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from builders import DesiredState, ObjectRef
+from builders.names import OWNER_UID_LABEL, label_value
 from objectmatcher import (
     LAST_APPLIED_ANNOTATION,
     ORIGINAL_FOREIGN,
@@ -42,6 +44,16 @@ from reconciler._reconcile.applying import (
     decide_apply,
     has_managed_fields,
     original_from_apply,
+)
+from reconciler._reconcile.sharing import (
+    MAX_SHARERS,
+    OWNER_ANNOTATION,
+    SHARED_BY_ANNOTATION,
+    holder_of,
+    is_shared,
+    record_patch,
+    shared_record,
+    wants_shared,
 )
 
 __all__ = [
@@ -139,7 +151,9 @@ def is_owned(live: KubeObject, *, owner_uid: str | None = None) -> tuple[bool, s
     """Whether ``live`` is ours (DESIGN.md section 4), and if not, why.
 
     Ours: it has a controller owner reference to ``owner_uid``, or it carries our last-applied
-    annotation and no controller owner reference to some other owner.
+    annotation and no controller owner reference to some other owner, nor (unless shared:
+    ``sharing``) an ``optk.dev/owner-uid`` label naming another parent: a child without an
+    owner reference follows that label, so two parents never take it from each other.
     """
     meta = _meta(live)
     controllers = [
@@ -153,6 +167,14 @@ def is_owned(live: KubeObject, *, owner_uid: str | None = None) -> tuple[bool, s
         return False, (
             f"controlled by {other.get('kind')} {other.get('name')} (uid {other.get('uid')}), "
             "not by this parent"
+        )
+    label = (meta.get("labels") or {}).get(OWNER_UID_LABEL)
+    if owner_uid and label and label != label_value(owner_uid) and not controllers \
+            and not is_shared(live):
+        return False, (
+            f"held by {holder_of(live)}: a child without an owner reference belongs to the "
+            f"parent its {OWNER_UID_LABEL} label names (declare it shared with builders.shared "
+            "for several parents to keep it)"
         )
     annotations = meta.get("annotations") or {}
     if LAST_APPLIED_ANNOTATION in annotations or APPLIED_DIGEST_ANNOTATION in annotations:
@@ -239,6 +261,18 @@ def plan_child(
         ref = ObjectRef.of(desired)
     if state.is_absent:
         return _plan_absent(ref, live, state, owner_uid=owner_uid, adopt=adopt)
+    sharer = None
+    if is_shared(desired):  # the record, not the three-way merge, says who builds it
+        sharer = str((_meta(desired).get("annotations") or {}).get(OWNER_ANNOTATION) or "")
+        desired, ssa = wants_shared(desired), None
+    if live is None and sharer is not None and not raced and owner_uid:
+        created = create_body(desired, state)
+        created["metadata"]["annotations"][SHARED_BY_ANNOTATION] = json.dumps(
+            {owner_uid: sharer or owner_uid}, separators=(",", ":"))
+        return ChildPlan(action=PlanAction.CREATE, ref=ref, body=created)
+    if live is not None and (sharer is not None or is_shared(live)) and owner_uid and (
+            joining := _join_shared(ref, live, sharer, owner_uid)) is not None:
+        return joining
     if live is None:
         if raced:
             return ChildPlan(action=PlanAction.SKIP, ref=ref, requeue=True,
@@ -305,6 +339,32 @@ def _plan_apply(
                      replan=decision.migrating, diff=decision.diff, reason=decision.reason)
 
 
+def _join_shared(ref: ObjectRef, live: KubeObject, sharer: str | None,
+                 owner_uid: str) -> ChildPlan | None:
+    """Before a shared child is written: this parent recorded on it (a JSON patch, then plan
+    again), or why it is skipped; None when it is recorded already."""
+    if _meta(live).get("deletionTimestamp"):
+        return None  # planned as any child being deleted
+    if sharer is None:
+        return ChildPlan(action=PlanAction.SKIP, ref=ref, live=live, reason=(
+            "shared by other parents (optk.dev/shared); this parent's builder does not "
+            "declare it shared (builders.shared)"))
+    owned, why = is_owned(live, owner_uid=owner_uid)
+    if not owned:
+        return ChildPlan(action=PlanAction.SKIP, ref=ref, live=live, reason=why)
+    record = shared_record(live)
+    if owner_uid in record:
+        return None
+    if len(record) >= MAX_SHARERS:
+        return ChildPlan(action=PlanAction.SKIP, ref=ref, live=live, reason=(
+            f"shared by {len(record)} parents, the most its {SHARED_BY_ANNOTATION} "
+            "annotation records; waits for one of them to leave"))
+    return ChildPlan(action=PlanAction.PATCH, ref=ref, live=live, replan=True,
+                     body=record_patch(live, {**record, owner_uid: sharer or owner_uid}),
+                     patch_type=_JSON_PATCH, reason="recorded as a parent of the shared child")
+
+
+_JSON_PATCH = "application/json-patch+json"
 _BAD_ORIGINALS = frozenset({ORIGINAL_UNREADABLE, ORIGINAL_FOREIGN})
 _MERGE = "application/merge-patch+json"
 
@@ -318,6 +378,16 @@ def _plan_absent(
     if _meta(live).get("deletionTimestamp"):
         return ChildPlan(action=PlanAction.UNCHANGED, ref=ref, live=live,
                          reason="already being deleted")
+    if is_shared(live) and owner_uid:
+        record = shared_record(live)
+        others = {uid: who for uid, who in record.items() if uid != owner_uid}
+        if others:  # only the last parent that builds it deletes it
+            kept = (f"shared: kept for {len(others)} other parent(s): "
+                    f"{', '.join(sorted(others.values())[:3])}")
+            if owner_uid not in record:
+                return ChildPlan(action=PlanAction.UNCHANGED, ref=ref, live=live, reason=kept)
+            return ChildPlan(action=PlanAction.PATCH, ref=ref, live=live, reason=kept,
+                             body=record_patch(live, others), patch_type=_JSON_PATCH)
     owned, why = is_owned(live, owner_uid=owner_uid)
     if not owned and not adopt:
         return ChildPlan(action=PlanAction.SKIP, ref=ref, live=live, reason=why)

@@ -40,6 +40,10 @@ class Watch:
 
     ref: ObjectRef
     rule: ReadyRule | None = attrs.field(default=None, eq=False)
+    seen: str | None = None
+    """The verdict the parent saw (when known): any event whose verdict differs wakes it, even
+    when the cache held the new object already (written through by another parent's write,
+    so the event's old object is the new one)."""
 
     def verdict(self, obj: Mapping[str, Any] | None) -> str | None:
         """What the rule says of ``obj`` ("gone" / "present" without a rule)."""
@@ -162,6 +166,8 @@ class WaitRegistry:
 def _changed(watch: Watch, before: Mapping[str, Any] | None, after: Mapping[str, Any] | None,
              *, assume_changed: bool) -> bool:
     try:
+        if watch.seen is not None:  # compared with what the parent saw, not the cache's old
+            return watch.verdict(after) != watch.seen
         if assume_changed:  # no old object known: the verdict may have changed
             return True
         return watch.verdict(before) != watch.verdict(after)

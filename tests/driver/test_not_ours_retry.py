@@ -1,0 +1,65 @@
+"""A child skipped as "not ours" is retried as soon as the object holding its name lets go
+(issue 36): deleted, or handed over (annotated with ``optk.dev/last-applied``, as the parent's
+``Reconciled`` condition advises). The object is in the operator's informer scope (its
+``managed-by`` label: left by ``kubectl apply`` of a copied manifest, say), so the child
+informer's event is what wakes the parent; before, only a change of the parent or the 10 h
+resync did, and both tests waited in vain."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from builders.names import MANAGED_BY_LABEL
+from objectmatcher import LAST_APPLIED_ANNOTATION
+from reconciler import KubernetesClient
+from tests.driver.conftest import child_data, make_operator, running, thing, wait_until
+from tests.driver.sample_operator import API_VERSION
+
+pytestmark = pytest.mark.both_servers
+
+
+def _foreign(client: KubernetesClient, ns: str, operator_name: str) -> None:
+    client.create({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "a-cfg", "namespace": ns,
+                                "labels": {MANAGED_BY_LABEL: operator_name}},
+                   "data": {"value": "foreign"}})
+
+
+def _reconciled(client: KubernetesClient, ns: str) -> dict[str, Any]:
+    live = client.get(API_VERSION, "Thing", "a", namespace=ns)
+    return next((c for c in (live.get("status") or {}).get("conditions", ())
+                 if c["type"] == "Reconciled"), {})
+
+
+def _skipped(client: KubernetesClient, ns: str) -> bool:
+    return _reconciled(client, ns).get("reason") == "ChildrenSkipped"
+
+
+def _let_go_by_deleting(client: KubernetesClient, ns: str) -> None:
+    client.delete("v1", "ConfigMap", "a-cfg", namespace=ns)
+
+
+def _let_go_by_handing_over(client: KubernetesClient, ns: str) -> None:
+    client.patch("v1", "ConfigMap", "a-cfg",
+                 {"metadata": {"annotations": {LAST_APPLIED_ANNOTATION: "{}"}}},
+                 patch_type="application/merge-patch+json", namespace=ns)
+
+
+@pytest.mark.parametrize("let_go", [_let_go_by_deleting, _let_go_by_handing_over],
+                         ids=["deleted", "handed-over"])
+def test_a_child_skipped_as_not_ours_is_taken_once_the_foreign_object_lets_go(
+    client: KubernetesClient, ns: str, let_go: Callable[[KubernetesClient, str], None]
+) -> None:
+    operator = make_operator(ns)
+    _foreign(client, ns, operator.name)
+    with running(operator, client):
+        client.create(thing(ns, "a", "1"))
+        assert wait_until(lambda: _skipped(client, ns), 20), _reconciled(client, ns)
+        assert child_data(client, ns, "a") == {"value": "foreign"}
+        let_go(client, ns)
+        assert wait_until(lambda: child_data(client, ns, "a") == {"value": "1"}, 20)
+        assert wait_until(lambda: _reconciled(client, ns).get("status") == "True", 20), \
+            _reconciled(client, ns)
