@@ -12,6 +12,12 @@ kube-controller-manager is optional, since setup-envtest's binaries (``KUBEBUILD
 include none: without it the control plane serves the API alone, as controller-runtime's
 envtest does, and says so (``has_controller_manager``, ``controllers``), so a test that needs the
 garbage collector or the namespace controller can skip instead of waiting for what never comes.
+
+The module is over 500 lines because the users' credentials live beside the processes that
+honour them: ``kubeconfig_for`` makes a client certificate signed by the plane's own CA, or for
+a ServiceAccount a token from the TokenRequest API (a certificate's common name cannot hold a
+long ServiceAccount name), and both need the running API server and its PKI; splitting the
+class would hand its private PKI to another module.
 """
 
 from __future__ import annotations
