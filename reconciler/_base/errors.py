@@ -45,8 +45,10 @@ The tree (the embedded server and ``reconciler.envtest`` have their own roots)::
         │                                 (``build`` failed on a sample ``parent``)
         ├── WebhookCertificateError       the webhook's certificates cannot be read or made
         │                                 (``source``: the directory or Secret)
-        └── PolicyAnnotationError         an ``optk.dev/*`` annotation that cannot be read
-                                          (``ref``, ``annotation``, ``value``)
+        ├── PolicyAnnotationError         an ``optk.dev/*`` annotation that cannot be read
+        │                                 (``ref``, ``annotation``, ``value``)
+        └── InputDeclarationError         ``Operator(inputs=fn)`` named nothing; also a
+                                          ``PermanentError`` (reason ``InvalidInputs``)
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ __all__ = [
     "GoneError",
     "ImmutableFieldError",
     "InClusterConfigError",
+    "InputDeclarationError",
     "InvalidError",
     "KindUnlistableError",
     "KubeconfigError",
@@ -163,6 +166,17 @@ class ReconcilerUsageError(ReconcilerError, ValueError):
 
 class ReconcilerUsageTypeError(ReconcilerUsageError, TypeError):
     """An argument of the wrong type (also a ``TypeError``); the message names it."""
+
+
+class InputDeclarationError(ReconcilerUsageError, PermanentError):
+    """``Operator(inputs=fn)`` returned a reference that names nothing (an ``ObjectRef``
+    without a kind or a name, a ``SelectorRef`` without an apiVersion or a kind, or another
+    value). The same parent declares the same again on every retry, so it is permanent (a
+    ``PermanentError``, reason ``InvalidInputs``: the parent is ``Stalled``, said once, not
+    retried until it changes) and a misuse (a ``ReconcilerUsageError``, so a ``ValueError``)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, reason="InvalidInputs")
 
 
 class PolicyAnnotationError(ReconcilerUsageError):

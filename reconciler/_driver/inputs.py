@@ -41,9 +41,9 @@ from builders.inputs import InputDeclaration, InputRef, SelectorRef
 from reconciler._base.clocks import Clock, RealClock
 from reconciler._base.errors import (
     ForbiddenError,
+    InputDeclarationError,
     KindUnlistableError,
     NotFoundError,
-    PermanentError,
     ReconcilerUsageError,
 )
 from reconciler._base.keys import ParentKey
@@ -94,17 +94,6 @@ clusters hold hundreds to thousands, and an operator reads a few (``kind_served`
 
 SYNC_TIMEOUT = 30.0
 """Seconds a first read of a (kind, namespace) waits for its informer's first list."""
-
-
-class InputDeclarationError(ReconcilerUsageError, PermanentError):
-    """``Operator(inputs=fn)`` returned a reference that names nothing (an ``ObjectRef``
-    without a kind or a name, a ``SelectorRef`` without an apiVersion or a kind, or another
-    value). The same parent declares the same again on every retry, so it is permanent (a
-    ``PermanentError``, reason ``InvalidInputs``: the parent is ``Stalled``, said once, not
-    retried until it changes) and a misuse (a ``ReconcilerUsageError``, so a ``ValueError``)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, reason="InvalidInputs")
 
 
 def declared_refs(declare: InputDeclaration, parent: KubeObject) -> tuple[InputRef, ...]:

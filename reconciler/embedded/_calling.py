@@ -65,12 +65,12 @@ class WebhookCallError(EmbeddedServerError, ConnectionError):
         self.invalid = invalid
 
 
-class MustNotBlock(Exception):
+class MustNotBlock(EmbeddedServerError):
     """A webhook call was asked for on the server's event loop, which must not wait on one;
     nothing was sent: run the request again on a worker thread (``_offloading``)."""
 
 
-class StaleWrite(Exception):
+class StaleWrite(EmbeddedServerError):
     """The object a write read changed while the store's lock was released for a webhook
     call; ``conflict`` is the 409 answered when the write is not run again."""
 

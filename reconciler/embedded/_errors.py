@@ -18,9 +18,15 @@
     ├── ClientGoneError (ConnectionResetError)       the client left mid-body: 499, no traceback
     │                                                (_requests.py)
     ├── UnsupportedProtobuf (ValueError)             a body this server cannot decode (_protobuf.py)
-    └── WebhookCallError (ConnectionError)           a conversion or admission webhook could
-                                                     not be called, or answered late, too much
-                                                     or nonsense (_calling.py)
+    ├── WebhookCallError (ConnectionError)           a conversion or admission webhook could
+    │                                                not be called, or answered late, too much
+    │                                                or nonsense (_calling.py)
+    ├── MustNotBlock                                 a webhook call asked for on the event loop:
+    │                                                nothing sent, the request moves to a worker
+    │                                                thread (_calling.py, _offloading.py)
+    └── StaleWrite                                   what a write read changed while the store's
+                                                     lock was released for a webhook call: run
+                                                     again, or .conflict (409) (_calling.py)
 
 Only ``ServerNotRunningError`` and ``KubeconfigError`` reach users; the others are raised and caught
 inside the server and turned into the HTTP answers a kube-apiserver gives. The classes stay beside
