@@ -371,9 +371,11 @@ class OperatorRuntime:
 
     @property
     def idle(self) -> bool:
-        """Whether nothing is queued, being reconciled or waiting to be sent (Events)."""
+        """Whether nothing is queued, being reconciled or waiting to be sent (Events), and the
+        start-up look at every parent's children (``Standby.warm_children``) has finished."""
         return not (self.workers.busy or len(self.queue) or self.queue.processing
-                    or (self.events is not None and self.events.pending))
+                    or (self.events is not None and self.events.pending)
+                    or self.standby.warming)
 
     def request(self, namespace: str | None, name: str) -> None:
         """Queue a reconcile of one parent now."""

@@ -34,6 +34,7 @@ from reconciler._client.protocol import KubeObject
 from reconciler._driver.stats import RuntimeStats
 from reconciler._driver.triggers import ParentKey, parent_needs_reconcile
 from reconciler._leadership.election import LeaderElection
+from reconciler._reconcile.declared import DeclaredChildren
 from reconciler._reconcile.parents import ParentReconciler
 from reconciler._workqueue.queues import WorkQueue
 
@@ -86,6 +87,15 @@ class Standby:
         self._track = track
         self._held: dict[ParentKey, float] = {}
         self._taking_over = False
+        self._warming = True  # the runtime runs warm_children once, on start
+
+    @property
+    def warming(self) -> bool:
+        """Whether the start-up look (``warm_children``) has yet to finish: the runtime is not
+        idle until it has (it builds every parent and plans their children: a benchmark or a
+        test that starts measuring before it ends measures it too)."""
+        with self._lock:
+            return self._warming
 
     @property
     def taking_over(self) -> bool:
@@ -136,9 +146,16 @@ class Standby:
         drift would wait for the periodic resync. The look plans each child against the caches
         (no request, no write); only parents with a child to write are queued: no herd.
         """
+        try:
+            self._warm_children()
+        finally:
+            with self._lock:
+                self._warming = False
+
+    def _warm_children(self) -> None:
         if not self._parents.wait_synced(None):
             return
-        warmed: list[tuple[ParentKey, KubeObject]] = []
+        warmed: list[tuple[ParentKey, KubeObject, DeclaredChildren]] = []
         cache, informers = self._parents.cache, self._informers
         parents = cache.keys()
         for key in parents:
@@ -155,16 +172,16 @@ class Standby:
             if declared.build_error is not None:
                 continue
             informers.use(key, declared.types)
-            warmed.append((key, parent))
+            warmed.append((key, parent, declared))
         deadline = self._clock.monotonic() + _WARM_SYNC_SECONDS
         for informer in [informers.informer(*t) for t in informers.types()]:
             if informer is not None:  # a kind whose list is refused is not waited for
                 informer.wait_synced(max(0.0, deadline - self._clock.monotonic()),
                                      until_refused=True)
-        for key, seen in warmed:
+        for key, seen, declared in warmed:  # as declared above: its builders run once here
             if self._stopping():
                 return
-            if not self._stats.reconciles.get(key) and self.drifted(seen):
+            if not self._stats.reconciles.get(key) and self.drifted(seen, declared):
                 self._stats.triggers["drift-at-start"] += 1
                 self._queue_for_event(key)
 
@@ -193,15 +210,18 @@ class Standby:
                 self._stats.triggers["drift-at-sync"] += 1
                 self._queue_for_event(key)
 
-    def drifted(self, parent: KubeObject) -> bool:
+    def drifted(self, parent: KubeObject, declared: DeclaredChildren | None = None) -> bool:
         """Whether a reconcile of ``parent`` would write a child (planned from the caches, no
         request): at start, when a sharded replica adopts a moved-in parent, and when a kind
         lists again. A kind that cannot be listed counts as drift: the reconcile says why on
-        the parent rather than leave it claiming its children are as desired."""
+        the parent rather than leave it claiming its children are as desired. ``declared`` is
+        what ``parent``'s builders declared, when the caller has it already (the start-up look
+        builds each parent once, not twice)."""
         uid = str((parent.get("metadata") or {}).get("uid") or "")
-        declared = self._reconciler.declared(parent)  # builders get a private copy of parent
-        for error in declared.errors:  # a failing build: its reconcile will say so
-            _log.debug("drift check of %s: %s", ObjectRef.of(parent), error)
+        if declared is None:
+            declared = self._reconciler.declared(parent)  # builders get a private copy
+            for error in declared.errors:  # a failing build: its reconcile will say so
+                _log.debug("drift check of %s: %s", ObjectRef.of(parent), error)
         try:
             for child in declared.children:
                 if self._reconciler.resources.plan(child.obj, child.state, owner_uid=uid).writes:
@@ -221,3 +241,4 @@ class Standby:
         if not self._stopping():
             _log.error("leadership lost; stopping so that a restart campaigns afresh")
             threading.Thread(target=self._stop, name="optk-stop", daemon=True).start()
+
