@@ -217,8 +217,10 @@ def test_a_new_owner_adopts_the_built_and_the_leftover_children_of_a_moved_in_pa
     def shard_label(name: str) -> str | None:
         return shard_of(client.get("v1", "ConfigMap", name, namespace=ns))
     assert wait_until(lambda: shard_label("solo-cfg") == "b" and shard_label("solo-old") == "b")
-    assert replicas["b"].shards is not None
-    assert replicas["b"].shards.adopted == 2
+    shards = replicas["b"].shards
+    assert shards is not None
+    # the count follows each adoption's answer: the label can be seen a moment before it
+    assert wait_until(lambda: shards.adopted == 2, 5), shards.adopted
     assert shard_label("stranger") == "gone"
     # the new owner sees the leftover, so its next reconcile prunes it
     client.patch(API_VERSION, "Item", "solo", {"spec": {"value": "2"}},
