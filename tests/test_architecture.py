@@ -6,12 +6,16 @@
 - Sizes are a signal, not a gate: a module over 500 lines says why in its docstring ("over 500
   lines because"), and a class over 300 lines is listed below with its reason. A split that would
   only scatter one concept is worse than a long module; code is never squeezed to fit.
+- No import loops in ``objectmatcher``, ``builders`` and ``reconciler``, counting imports inside
+  functions and ``if TYPE_CHECKING:`` blocks, but the ``Operator.start``/``Operator.run`` facade
+  (``FACADE_EDGES``).
 """
 
 from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Collection
 from pathlib import Path
 
 import pytest
@@ -188,3 +192,140 @@ def test_only_declared_evaluates_a_parents_builders() -> None:
     # the rule names what the one evaluation really uses, so it cannot pass vacuously
     own = " ".join(_evaluation_uses(ast.parse((ROOT / THE_EVALUATION).read_text())))
     assert all(f"import {name}" in own for name in ("evaluate", "dependencies_of")), own
+
+
+# --- Import cycles -------------------------------------------------------------------------------
+
+FACADE_EDGES = {
+    ("reconciler._driver.operators", "Operator.start", "reconciler._driver.runtime"):
+        "Operator.start builds the runtime from the value: the value stays at the bottom of the "
+        "driver's layers and the runtime above it",
+    ("reconciler._driver.operators", "TYPE_CHECKING", "reconciler._driver.runtime"):
+        "the same facade's types: Operator.start returns the OperatorRuntime (and StartHook is "
+        "called with it); typing only, never imported at run time",
+    ("reconciler._driver.operators", "Operator.run", "reconciler._driver.process"):
+        "Operator.run hands the value to the process runner (logging, connection, signals)",
+}
+"""The only imports that may close a loop, by ``(importer, scope, imported)``: the
+``Operator.start``/``Operator.run`` facade, which lets users call the frozen value while the
+runtime and the process shell that consume it sit above it. Scope: the enclosing function's
+qualified name, ``TYPE_CHECKING`` (an ``if TYPE_CHECKING:`` block) or ``<module>``."""
+
+Edge = tuple[str, str, str]
+
+
+def _module_names() -> dict[str, Path]:
+    """Dotted name of every module of ``PACKAGES`` (a package by its ``__init__``)."""
+    names: dict[str, Path] = {}
+    for path in _modules():
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return names
+
+
+def _import_edges() -> dict[Edge, int]:
+    """Every import between modules of ``PACKAGES``, wherever it is written: at the top, inside
+    a function or method, or in an ``if TYPE_CHECKING:`` block; ``(importer, scope, imported)``
+    to the first line. ``from a import b`` is an edge to ``a.b`` when that is a module, else to
+    ``a``; relative imports are resolved. As import-linter does, importing ``a.b.c`` counts as
+    an edge to ``a.b.c`` alone, not to the packages above it."""
+    names = _module_names()
+    edges: dict[Edge, int] = {}
+
+    def visit(node: ast.AST, module: str, package: str, scope: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                inner = child.name if scope in ("<module>", "TYPE_CHECKING") \
+                    else f"{scope}.{child.name}"
+                visit(child, module, package, inner)
+                continue
+            if isinstance(child, ast.If) and ast.unparse(child.test) in (
+                    "TYPE_CHECKING", "typing.TYPE_CHECKING"):
+                for statement in child.body:
+                    visit(ast.Module(body=[statement], type_ignores=[]), module, package,
+                          "TYPE_CHECKING")
+                for statement in child.orelse:
+                    visit(ast.Module(body=[statement], type_ignores=[]), module, package, scope)
+                continue
+            targets: list[str] = []
+            if isinstance(child, ast.Import):
+                targets = [alias.name for alias in child.names]
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:
+                    parts = package.split(".")[: len(package.split(".")) - child.level + 1]
+                    base = ".".join([*parts, *([child.module] if child.module else [])])
+                targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in names else base
+                           for alias in child.names]
+            for target in targets:
+                if target in names and target != module:
+                    edges.setdefault((module, scope, target), child.lineno)
+            visit(child, module, package, scope)
+
+    for module, path in names.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        visit(ast.parse(path.read_text()), module, package, "<module>")
+    return edges
+
+
+def _cycles(edges: Collection[Edge]) -> list[list[str]]:
+    """The strongly connected components of more than one module (each holds a loop)."""
+    graph: dict[str, set[str]] = {}
+    for importer, _, imported in edges:
+        graph.setdefault(importer, set()).add(imported)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    components: list[list[str]] = []
+
+    def connect(node: str) -> None:  # Tarjan's algorithm
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in sorted(graph.get(node, ())):
+            if other not in index:
+                connect(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = [stack.pop()]
+            while component[-1] != node:
+                component.append(stack.pop())
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            connect(node)
+    return components
+
+
+def _describe(component: list[str], edges: dict[Edge, int]) -> str:
+    inside = sorted((edge, line) for edge, line in edges.items()
+                    if edge[0] in component and edge[2] in component)
+    return "; ".join(f"{a} -> {b} (line {line}, {scope})" for (a, scope, b), line in inside)
+
+
+def test_no_import_cycles_but_the_operator_facade() -> None:
+    """Issue 37: no loop among the modules of ``objectmatcher``, ``builders`` and
+    ``reconciler``, counting imports inside functions and ``if TYPE_CHECKING:`` blocks (a loop
+    hidden in a function is still two modules that cannot be understood apart), but the
+    ``FACADE_EDGES``. A loop is cut by moving what both modules use to the lower one (one owner
+    per concept), not by hiding an import."""
+    edges = _import_edges()
+    kept = {edge: line for edge, line in edges.items() if edge not in FACADE_EDGES}
+    cycles = [_describe(component, kept) for component in _cycles(kept)]
+    assert not cycles, "import cycles (move what both use to the lower module):\n" + \
+        "\n".join(cycles)
+
+
+def test_the_facade_exceptions_are_real() -> None:
+    """Each allowed edge is still written (a stale exception would allow a loop nobody needs),
+    and the walk sees the function-level and TYPE_CHECKING imports: without the exceptions the
+    facade is a loop."""
+    edges = _import_edges()
+    stale = set(FACADE_EDGES) - set(edges)
+    assert not stale, f"FACADE_EDGES names imports that are no longer written: {stale}"
+    without = [c for c in _cycles(edges) if "reconciler._driver.operators" in c]
+    assert without, "the walk no longer sees the facade's imports"
+    assert {"reconciler._driver.runtime", "reconciler._driver.process"} <= {*without[0]}, without
