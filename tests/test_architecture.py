@@ -3,8 +3,9 @@
 - Every module of the reconciler's private packages is in the table of docs/architecture.md
   ("Inside ``reconciler``"), under its package; the package root holds only the facade,
   ``__main__``, the public faces and the pytest plugin.
-- Sizes are a signal, not a gate: a module over 500 lines says why in its docstring ("over 500
-  lines because"), and a class over 300 lines is listed below with its reason. A split that would
+- Sizes are a signal, not a gate: the modules over 500 lines and the classes over 300 are
+  reported as warnings (``SizeWarning``) with their stated reason (a module's docstring says
+  "over 500 lines because", a class is listed below), and nothing fails. A split that would
   only scatter one concept is worse than a long module; code is never squeezed to fit.
 - No import loops in ``objectmatcher``, ``builders`` and ``reconciler``, counting imports inside
   functions and ``if TYPE_CHECKING:`` blocks, but the ``Operator.start``/``Operator.run`` facade
@@ -15,10 +16,9 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from collections.abc import Collection
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("objectmatcher", "builders", "reconciler")
@@ -60,30 +60,53 @@ def _id(path: Path) -> str:
     return str(path.relative_to(ROOT))
 
 
-@pytest.mark.parametrize("path", _modules(), ids=_id)
-def test_module_size_is_bounded_or_justified(path: Path) -> None:
-    source = path.read_text()
-    lines = len(source.splitlines())
-    if lines <= MAX_MODULE_LINES:
-        return
-    docstring = ast.get_docstring(ast.parse(source)) or ""
-    assert REASON in " ".join(docstring.split()), (
-        f"{_id(path)} has {lines} lines (limit {MAX_MODULE_LINES}) and its docstring does not "
-        f"say why ({REASON!r} ...)"
-    )
+class SizeWarning(UserWarning):
+    """A module or class over its bound: reported with its stated reason, never a failure."""
 
 
-@pytest.mark.parametrize("path", _modules(), ids=_id)
-def test_classes_over_300_lines_are_listed_with_a_reason(path: Path) -> None:
-    tree = ast.parse(path.read_text())
-    too_long = {
-        f"{_id(path)}:{node.name}": (node.end_lineno or node.lineno) - node.lineno + 1
-        for node in ast.walk(tree)
-        if isinstance(node, ast.ClassDef)
-        and (node.end_lineno or node.lineno) - node.lineno + 1 > MAX_CLASS_LINES
-    }
-    unexplained = {name: lines for name, lines in too_long.items() if name not in LONG_CLASSES}
-    assert not unexplained, f"classes over {MAX_CLASS_LINES} lines with no reason: {unexplained}"
+def _stated_reason(docstring: str) -> str | None:
+    """The sentence of a module docstring that says why it is long (``REASON`` onwards)."""
+    text = " ".join(docstring.split())
+    start = text.find(REASON)
+    if start < 0:
+        return None
+    end = re.search(r"\.(\s|$)", text[start:])
+    return text[start:start + end.start()] if end else text[start:]
+
+
+def _over_the_bounds() -> list[str]:
+    """One line per module over ``MAX_MODULE_LINES`` and per class over ``MAX_CLASS_LINES``,
+    each with its stated reason or the note that it states none."""
+    report: list[str] = []
+    for path in _modules():
+        source = path.read_text()
+        tree = ast.parse(source)
+        lines = len(source.splitlines())
+        if lines > MAX_MODULE_LINES:
+            reason = _stated_reason(ast.get_docstring(tree) or "")
+            report.append(f"{_id(path)}: {lines} lines (bound {MAX_MODULE_LINES}): " + (
+                reason or f"no reason stated (its docstring could say {REASON!r} ...)"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                name = f"{_id(path)}:{node.name}"
+                if length > MAX_CLASS_LINES:
+                    report.append(f"{name}: {length} lines (bound {MAX_CLASS_LINES}): " + (
+                        LONG_CLASSES.get(name) or "no reason stated (LONG_CLASSES could say)"))
+    return report
+
+
+def test_sizes_over_the_bounds_are_reported_with_their_reasons() -> None:
+    """Sizes are a signal, not a gate (issue 37: commits trimmed classes and split modules to
+    pass a failing bound). Each module or class over its bound is reported as a ``SizeWarning``
+    in pytest's warnings summary, with the reason it states; nothing fails, so nothing is ever
+    shortened to satisfy this test. The report is checked to find the long ones there are."""
+    report = _over_the_bounds()
+    for line in report:
+        warnings.warn(SizeWarning(f"over the size bound: {line}"), stacklevel=1)
+    # the walk sees the long modules (the defaulting table is twice the bound), with their reason
+    assert any(line.startswith("reconciler/embedded/_defaulting.py: ") and REASON in line
+               for line in report), report
 
 
 def test_listed_long_classes_exist_and_are_long() -> None:
