@@ -11,7 +11,8 @@ that did not exist, and the package docstrings omitted half their modules):
 - each private package of ``reconciler`` names every module it holds, and only those, in its
   ``__init__`` docstring (a paragraph ``Modules: ``name`` (what it is), ...``);
 - the layers contracts of ``reconciler._driver``, ``builders`` and ``builders.testing`` give every
-  module of their package a place.
+  module of their package a place, and ``driver-layers`` ignores exactly the imports of the
+  ``Operator.start``/``Operator.run`` facade that the cycle test allows (``FACADE_EDGES``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_architecture import PACKAGES, ROOT
+from tests.test_architecture import FACADE_EDGES, PACKAGES, ROOT
 
 CONTRACT = "importlinter:contract:"
 KEBAB = re.compile(r"``?([a-z][a-z0-9]*(?:-[a-z0-9]+)+)``?")
@@ -192,3 +193,11 @@ def test_the_layers_contract_places_every_module(container: str) -> None:
     assert sorted(placed) == children, (
         f"{container}: modules with no layer {sorted(set(children) - set(placed))}, layers "
         f"naming no module {sorted(set(placed) - set(children))}")
+
+
+def test_the_driver_layers_ignore_only_the_facade() -> None:
+    ignored = {line.strip() for line in
+               _contracts()["driver-layers"].get("ignore_imports", "").splitlines()
+               if line.strip() and not line.strip().startswith("#")}
+    allowed = {f"{importer} -> {imported}" for importer, _, imported in FACADE_EDGES}
+    assert ignored == allowed, f"driver-layers ignores {ignored}; the cycle test allows {allowed}"
