@@ -5,8 +5,9 @@ types, ``required``, ``default`` (only for defaults declared server-side), ``pat
 ``minimum``/``maximum``, lengths, item counts, ``enum`` and descriptions (the field's, else its
 class docstring's first paragraph); ``x-kubernetes-preserve-unknown-fields`` appears only where
 the class says ``Any``. :func:`crd_for` wraps it into an ``apiextensions.k8s.io/v1`` CRD with
-names, printer columns and the status subresource. Pure: the result is a dict to install with any
-client.
+names, printer columns (``builders._versions.PrinterColumn``: a column belongs to a version, so
+that module owns it and this one reads it) and the status subresource. Pure: the result is a
+dict to install with any client.
 """
 
 from __future__ import annotations
@@ -19,36 +20,11 @@ import attrs
 
 from builders._errors import UnsupportedSpecTypeError
 from builders._specs import FieldInfo, constraint_problem, fields_of, json_value, unwrap
-from builders._versions import Versions
+from builders._versions import PrinterColumn, Versions
 
-__all__ = ["PrinterColumn", "crd_for", "schema_for"]
+__all__ = ["crd_for", "schema_for"]
 
 _TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}
-
-
-@attrs.frozen(kw_only=True)
-class PrinterColumn:
-    """One ``kubectl get`` column of a CRD (``additionalPrinterColumns``)."""
-
-    name: str
-    """The column header (``Replicas``)."""
-    json_path: str
-    """Where the value is, from the object's root (``.spec.replicas``)."""
-    type: Literal["string", "integer", "number", "boolean", "date"] = "string"
-    """The column's type."""
-    description: str | None = None
-    """Shown by ``kubectl explain``-like tools."""
-    priority: int = 0
-    """0: always shown; greater: only with ``-o wide``."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """The column as the CRD holds it."""
-        out: dict[str, Any] = {"name": self.name, "type": self.type, "jsonPath": self.json_path}
-        if self.description:
-            out["description"] = self.description
-        if self.priority:
-            out["priority"] = self.priority
-        return out
 
 
 def _doc(cls: type) -> str | None:

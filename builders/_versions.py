@@ -1,14 +1,16 @@
 """Several versions of one custom resource kind: typed specs per version, one hub, pure conversions.
 
 An API outlives its first version. :class:`ApiVersion` pairs a version name with its spec class,
-its ``served``/``deprecated`` flags, printer columns and the two pure functions between its spec
-and the hub's (kubebuilder's hub and spoke); :class:`Versions` holds them, one marked as the hub
-(the storage version), and converts whole objects between any two versions through the hub
-(:meth:`Versions.convert`), as a conversion webhook must. What a spoke cannot hold survives the
-trip in the annotation :data:`CONVERSION_ANNOTATION` (the Kubernetes convention, as Cluster API
-does): a hub object converted to a spoke and back is itself again. The admission functions
-(validation and defaulting, on the hub's spec) are registered here too, beside the specs; the
-webhook server that calls all of these lives in ``reconciler.webhooks``. Pure: no cluster, no I/O.
+its ``served``/``deprecated`` flags, printer columns (:class:`PrinterColumn`, owned here: a CRD
+lists its columns per version, and ``builders._crds`` reads them from here) and the two pure
+functions between its spec and the hub's (kubebuilder's hub and spoke); :class:`Versions` holds
+them, one marked as the hub (the storage version), and converts whole objects between any two
+versions through the hub (:meth:`Versions.convert`), as a conversion webhook must. What a spoke
+cannot hold survives the trip in the annotation :data:`CONVERSION_ANNOTATION` (the Kubernetes
+convention, as Cluster API does): a hub object converted to a spoke and back is itself again. The
+admission functions (validation and defaulting, on the hub's spec) are registered here too, beside
+the specs; the webhook server that calls all of these lives in ``reconciler.webhooks``. Pure: no
+cluster, no I/O.
 """
 
 from __future__ import annotations
@@ -16,17 +18,14 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Literal
 
 import attrs
 
 from builders._errors import SpecFieldError, UnsupportedSpecTypeError
 from builders._specs import from_spec_dict, to_spec_dict
 
-if TYPE_CHECKING:  # the CRD module imports this one
-    from builders._crds import PrinterColumn
-
-__all__ = ["CONVERSION_ANNOTATION", "ApiVersion", "Versions"]
+__all__ = ["CONVERSION_ANNOTATION", "ApiVersion", "PrinterColumn", "Versions"]
 
 CONVERSION_ANNOTATION = "optk.dev/conversion-data"
 """On an object served at a spoke: the hub's spec, when the spoke could not hold all of it."""
@@ -34,6 +33,31 @@ CONVERSION_ANNOTATION = "optk.dev/conversion-data"
 Convert = Callable[[Any], Any]
 Validate = Callable[[Any, Any], Sequence[str]]
 Default = Callable[[Any], Any]
+
+
+@attrs.frozen(kw_only=True)
+class PrinterColumn:
+    """One ``kubectl get`` column of a CRD (``additionalPrinterColumns``)."""
+
+    name: str
+    """The column header (``Replicas``)."""
+    json_path: str
+    """Where the value is, from the object's root (``.spec.replicas``)."""
+    type: Literal["string", "integer", "number", "boolean", "date"] = "string"
+    """The column's type."""
+    description: str | None = None
+    """Shown by ``kubectl explain``-like tools."""
+    priority: int = 0
+    """0: always shown; greater: only with ``-o wide``."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The column as the CRD holds it."""
+        out: dict[str, Any] = {"name": self.name, "type": self.type, "jsonPath": self.json_path}
+        if self.description:
+            out["description"] = self.description
+        if self.priority:
+            out["priority"] = self.priority
+        return out
 
 
 @attrs.frozen(kw_only=True)

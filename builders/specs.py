@@ -11,7 +11,7 @@ Pure, as the rest of ``builders``.
 
 from __future__ import annotations
 
-from builders._crds import PrinterColumn, crd_for, schema_for
+from builders._crds import crd_for, schema_for
 from builders._errors import SpecFieldError, UnsupportedSpecTypeError
 from builders._specs import (
     CelRule,
@@ -21,7 +21,7 @@ from builders._specs import (
     spec_of,
     to_spec_dict,
 )
-from builders._versions import CONVERSION_ANNOTATION, ApiVersion, Versions
+from builders._versions import CONVERSION_ANNOTATION, ApiVersion, PrinterColumn, Versions
 
 __all__ = [
     "CONVERSION_ANNOTATION",

@@ -3,18 +3,22 @@
 - Every module of the reconciler's private packages is in the table of docs/architecture.md
   ("Inside ``reconciler``"), under its package; the package root holds only the facade,
   ``__main__``, the public faces and the pytest plugin.
-- Sizes are a signal, not a gate: a module over 500 lines says why in its docstring ("over 500
-  lines because"), and a class over 300 lines is listed below with its reason. A split that would
+- Sizes are a signal, not a gate: the modules over 500 lines and the classes over 300 are
+  reported as warnings (``SizeWarning``) with their stated reason (a module's docstring says
+  "over 500 lines because", a class is listed below), and nothing fails. A split that would
   only scatter one concept is worse than a long module; code is never squeezed to fit.
+- No import loops in ``objectmatcher``, ``builders`` and ``reconciler``, counting imports inside
+  functions and ``if TYPE_CHECKING:`` blocks, but the ``Operator.start``/``Operator.run`` facade
+  (``FACADE_EDGES``).
 """
 
 from __future__ import annotations
 
 import ast
 import re
+import warnings
+from collections.abc import Collection
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("objectmatcher", "builders", "reconciler")
@@ -56,30 +60,53 @@ def _id(path: Path) -> str:
     return str(path.relative_to(ROOT))
 
 
-@pytest.mark.parametrize("path", _modules(), ids=_id)
-def test_module_size_is_bounded_or_justified(path: Path) -> None:
-    source = path.read_text()
-    lines = len(source.splitlines())
-    if lines <= MAX_MODULE_LINES:
-        return
-    docstring = ast.get_docstring(ast.parse(source)) or ""
-    assert REASON in " ".join(docstring.split()), (
-        f"{_id(path)} has {lines} lines (limit {MAX_MODULE_LINES}) and its docstring does not "
-        f"say why ({REASON!r} ...)"
-    )
+class SizeWarning(UserWarning):
+    """A module or class over its bound: reported with its stated reason, never a failure."""
 
 
-@pytest.mark.parametrize("path", _modules(), ids=_id)
-def test_classes_over_300_lines_are_listed_with_a_reason(path: Path) -> None:
-    tree = ast.parse(path.read_text())
-    too_long = {
-        f"{_id(path)}:{node.name}": (node.end_lineno or node.lineno) - node.lineno + 1
-        for node in ast.walk(tree)
-        if isinstance(node, ast.ClassDef)
-        and (node.end_lineno or node.lineno) - node.lineno + 1 > MAX_CLASS_LINES
-    }
-    unexplained = {name: lines for name, lines in too_long.items() if name not in LONG_CLASSES}
-    assert not unexplained, f"classes over {MAX_CLASS_LINES} lines with no reason: {unexplained}"
+def _stated_reason(docstring: str) -> str | None:
+    """The sentence of a module docstring that says why it is long (``REASON`` onwards)."""
+    text = " ".join(docstring.split())
+    start = text.find(REASON)
+    if start < 0:
+        return None
+    end = re.search(r"\.(\s|$)", text[start:])
+    return text[start:start + end.start()] if end else text[start:]
+
+
+def _over_the_bounds() -> list[str]:
+    """One line per module over ``MAX_MODULE_LINES`` and per class over ``MAX_CLASS_LINES``,
+    each with its stated reason or the note that it states none."""
+    report: list[str] = []
+    for path in _modules():
+        source = path.read_text()
+        tree = ast.parse(source)
+        lines = len(source.splitlines())
+        if lines > MAX_MODULE_LINES:
+            reason = _stated_reason(ast.get_docstring(tree) or "")
+            report.append(f"{_id(path)}: {lines} lines (bound {MAX_MODULE_LINES}): " + (
+                reason or f"no reason stated (its docstring could say {REASON!r} ...)"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                name = f"{_id(path)}:{node.name}"
+                if length > MAX_CLASS_LINES:
+                    report.append(f"{name}: {length} lines (bound {MAX_CLASS_LINES}): " + (
+                        LONG_CLASSES.get(name) or "no reason stated (LONG_CLASSES could say)"))
+    return report
+
+
+def test_sizes_over_the_bounds_are_reported_with_their_reasons() -> None:
+    """Sizes are a signal, not a gate (issue 37: commits trimmed classes and split modules to
+    pass a failing bound). Each module or class over its bound is reported as a ``SizeWarning``
+    in pytest's warnings summary, with the reason it states; nothing fails, so nothing is ever
+    shortened to satisfy this test. The report is checked to find the long ones there are."""
+    report = _over_the_bounds()
+    for line in report:
+        warnings.warn(SizeWarning(f"over the size bound: {line}"), stacklevel=1)
+    # the walk sees the long modules (the defaulting table is twice the bound), with their reason
+    assert any(line.startswith("reconciler/embedded/_defaulting.py: ") and REASON in line
+               for line in report), report
 
 
 def test_listed_long_classes_exist_and_are_long() -> None:
@@ -188,3 +215,140 @@ def test_only_declared_evaluates_a_parents_builders() -> None:
     # the rule names what the one evaluation really uses, so it cannot pass vacuously
     own = " ".join(_evaluation_uses(ast.parse((ROOT / THE_EVALUATION).read_text())))
     assert all(f"import {name}" in own for name in ("evaluate", "dependencies_of")), own
+
+
+# --- Import cycles -------------------------------------------------------------------------------
+
+FACADE_EDGES = {
+    ("reconciler._driver.operators", "Operator.start", "reconciler._driver.runtime"):
+        "Operator.start builds the runtime from the value: the value stays at the bottom of the "
+        "driver's layers and the runtime above it",
+    ("reconciler._driver.operators", "TYPE_CHECKING", "reconciler._driver.runtime"):
+        "the same facade's types: Operator.start returns the OperatorRuntime (and StartHook is "
+        "called with it); typing only, never imported at run time",
+    ("reconciler._driver.operators", "Operator.run", "reconciler._driver.process"):
+        "Operator.run hands the value to the process runner (logging, connection, signals)",
+}
+"""The only imports that may close a loop, by ``(importer, scope, imported)``: the
+``Operator.start``/``Operator.run`` facade, which lets users call the frozen value while the
+runtime and the process shell that consume it sit above it. Scope: the enclosing function's
+qualified name, ``TYPE_CHECKING`` (an ``if TYPE_CHECKING:`` block) or ``<module>``."""
+
+Edge = tuple[str, str, str]
+
+
+def _module_names() -> dict[str, Path]:
+    """Dotted name of every module of ``PACKAGES`` (a package by its ``__init__``)."""
+    names: dict[str, Path] = {}
+    for path in _modules():
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return names
+
+
+def _import_edges() -> dict[Edge, int]:
+    """Every import between modules of ``PACKAGES``, wherever it is written: at the top, inside
+    a function or method, or in an ``if TYPE_CHECKING:`` block; ``(importer, scope, imported)``
+    to the first line. ``from a import b`` is an edge to ``a.b`` when that is a module, else to
+    ``a``; relative imports are resolved. As import-linter does, importing ``a.b.c`` counts as
+    an edge to ``a.b.c`` alone, not to the packages above it."""
+    names = _module_names()
+    edges: dict[Edge, int] = {}
+
+    def visit(node: ast.AST, module: str, package: str, scope: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                inner = child.name if scope in ("<module>", "TYPE_CHECKING") \
+                    else f"{scope}.{child.name}"
+                visit(child, module, package, inner)
+                continue
+            if isinstance(child, ast.If) and ast.unparse(child.test) in (
+                    "TYPE_CHECKING", "typing.TYPE_CHECKING"):
+                for statement in child.body:
+                    visit(ast.Module(body=[statement], type_ignores=[]), module, package,
+                          "TYPE_CHECKING")
+                for statement in child.orelse:
+                    visit(ast.Module(body=[statement], type_ignores=[]), module, package, scope)
+                continue
+            targets: list[str] = []
+            if isinstance(child, ast.Import):
+                targets = [alias.name for alias in child.names]
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:
+                    parts = package.split(".")[: len(package.split(".")) - child.level + 1]
+                    base = ".".join([*parts, *([child.module] if child.module else [])])
+                targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in names else base
+                           for alias in child.names]
+            for target in targets:
+                if target in names and target != module:
+                    edges.setdefault((module, scope, target), child.lineno)
+            visit(child, module, package, scope)
+
+    for module, path in names.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        visit(ast.parse(path.read_text()), module, package, "<module>")
+    return edges
+
+
+def _cycles(edges: Collection[Edge]) -> list[list[str]]:
+    """The strongly connected components of more than one module (each holds a loop)."""
+    graph: dict[str, set[str]] = {}
+    for importer, _, imported in edges:
+        graph.setdefault(importer, set()).add(imported)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    components: list[list[str]] = []
+
+    def connect(node: str) -> None:  # Tarjan's algorithm
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in sorted(graph.get(node, ())):
+            if other not in index:
+                connect(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = [stack.pop()]
+            while component[-1] != node:
+                component.append(stack.pop())
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            connect(node)
+    return components
+
+
+def _describe(component: list[str], edges: dict[Edge, int]) -> str:
+    inside = sorted((edge, line) for edge, line in edges.items()
+                    if edge[0] in component and edge[2] in component)
+    return "; ".join(f"{a} -> {b} (line {line}, {scope})" for (a, scope, b), line in inside)
+
+
+def test_no_import_cycles_but_the_operator_facade() -> None:
+    """Issue 37: no loop among the modules of ``objectmatcher``, ``builders`` and
+    ``reconciler``, counting imports inside functions and ``if TYPE_CHECKING:`` blocks (a loop
+    hidden in a function is still two modules that cannot be understood apart), but the
+    ``FACADE_EDGES``. A loop is cut by moving what both modules use to the lower one (one owner
+    per concept), not by hiding an import."""
+    edges = _import_edges()
+    kept = {edge: line for edge, line in edges.items() if edge not in FACADE_EDGES}
+    cycles = [_describe(component, kept) for component in _cycles(kept)]
+    assert not cycles, "import cycles (move what both use to the lower module):\n" + \
+        "\n".join(cycles)
+
+
+def test_the_facade_exceptions_are_real() -> None:
+    """Each allowed edge is still written (a stale exception would allow a loop nobody needs),
+    and the walk sees the function-level and TYPE_CHECKING imports: without the exceptions the
+    facade is a loop."""
+    edges = _import_edges()
+    stale = set(FACADE_EDGES) - set(edges)
+    assert not stale, f"FACADE_EDGES names imports that are no longer written: {stale}"
+    without = [c for c in _cycles(edges) if "reconciler._driver.operators" in c]
+    assert without, "the walk no longer sees the facade's imports"
+    assert {"reconciler._driver.runtime", "reconciler._driver.process"} <= {*without[0]}, without

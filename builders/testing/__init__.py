@@ -31,10 +31,10 @@ from builders.testing._check import (
     assert_stable_names,
     assert_unique,
     assert_valid_names,
-    check_builders,
     check_parent,
 )
 from builders.testing._inputs import InputStates, with_inputs
+from builders.testing._properties import check_builders
 from builders.testing._specs import spec_instances
 from builders.testing._strategies import (
     dns_labels,

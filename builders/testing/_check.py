@@ -1,9 +1,10 @@
-"""The invariants every operator's builder set must keep, as assertions and as one property test.
+"""The invariants every operator's builder set must keep, as assertions for one parent.
 
-``check_builders(build, parents)`` (DESIGN.md section 2) runs ``build(parent)`` over parents drawn
-from a Hypothesis strategy and checks, for each, the invariants below; Hypothesis shrinks a
-failing parent and the AssertionError names the invariant and that parent. Each invariant is
-also a public ``assert_*`` function for example-based tests. Nothing here talks to a cluster.
+Each invariant is a public ``assert_*`` function for example-based tests, and ``check_parent``
+runs them all for one parent; ``check_builders`` (``_properties``, DESIGN.md section 2) runs
+``check_parent`` over parents drawn from a Hypothesis strategy. A violation raises an
+AssertionError naming the invariant and the parent. Nothing here talks to a cluster, draws
+values or knows declared inputs (``_inputs``).
 
 Invariants: builds (no builder raises, every result has identity), pure (equal output for equal
 input, parent not mutated), stable names (same identities on every call), valid names (per kind),
@@ -20,10 +21,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
-
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import strategies as st
+from typing import Any
 
 from builders import (
     BuilderFailedError,
@@ -47,10 +45,6 @@ from builders.names import (
 from builders.schemas import UnknownKindError, validate_object
 from objectmatcher import field_causes
 
-if TYPE_CHECKING:
-    from builders.inputs import Inputs
-    from builders.testing._inputs import InputStates
-
 __all__ = [
     "INVARIANTS",
     "Built",
@@ -64,7 +58,6 @@ __all__ = [
     "assert_stable_names",
     "assert_unique",
     "assert_valid_names",
-    "check_builders",
     "check_parent",
 ]
 
@@ -411,72 +404,3 @@ def check_parent(
         if name not in skip:
             check()
     return children
-
-
-def check_builders(
-    build: Build | Callable[[KubeObject, Inputs], Iterable[ResourceBuilder]],
-    parents: st.SearchStrategy[KubeObject],
-    *,
-    inputs: InputStates | None = None,
-    managed_by: str | None = None,
-    kubernetes_version: str | None = None,
-    crd_schemas: Mapping[str, Mapping[str, Any]] | None = None,
-    require_schemas: bool = False,
-    skip: Collection[str] = (),
-    max_examples: int | None = None,
-) -> None:
-    """Run ``build`` over parents drawn from ``parents`` and check every invariant.
-
-    ``build(parent)`` returns the parent's list of ResourceBuilders. On a violation Hypothesis
-    shrinks the parent and an AssertionError names the invariant and the shrunk parent. Options:
-    ``managed_by`` (the expected ``app.kubernetes.io/managed-by``), ``kubernetes_version`` of the
-    schemas, ``crd_schemas`` for custom-resource children, ``require_schemas``, ``skip`` (names
-    from :data:`INVARIANTS`) and ``max_examples`` (default: the active Hypothesis profile's).
-    Call it from a plain test function, not from inside another ``@given`` test.
-
-    ``inputs=InputStates(declare=fn)`` is for an operator that declares inputs: ``build`` is
-    then ``build(parent, inputs)``, each declared input is drawn missing, forbidden or present
-    (builders that raise ``InputUnavailableError`` for one that is not there are left out, as
-    the reconcile reports them), and the invariant "input changes" checks that other contents
-    of the same inputs build the same identities.
-    """
-    if inputs is not None:
-        from builders.testing._inputs import check_with_inputs  # it runs check_parent
-
-        check_with_inputs(build, parents, inputs, skip=skip, max_examples=max_examples,
-                           options=dict(managed_by=managed_by,
-                                        kubernetes_version=kubernetes_version,
-                                        crd_schemas=crd_schemas,
-                                        require_schemas=require_schemas))
-        return
-    options = _settings(max_examples)
-
-    @options
-    @given(parent=parents)
-    def run(parent: KubeObject) -> None:
-        check_parent(
-            build,  # type: ignore[arg-type]
-            parent=parent,
-            managed_by=managed_by,
-            kubernetes_version=kubernetes_version,
-            crd_schemas=crd_schemas,
-            require_schemas=require_schemas,
-            skip=skip,
-        )
-
-    run()
-
-
-def _settings(max_examples: int | None) -> settings:
-    """The Hypothesis settings of ``check_builders`` (``max_examples`` default: the profile's)."""
-    overrides: dict[str, Any] = {"max_examples": max_examples} if max_examples else {}
-    return settings(
-        deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-        report_multiple_bugs=False,
-        database=None,
-        # The explain phase costs several times the shrinking itself; the message names the
-        # invariant and the whole shrunk parent anyway.
-        phases=[p for p in Phase if p is not Phase.explain],
-        **overrides,
-    )

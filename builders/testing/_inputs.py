@@ -12,17 +12,16 @@ Secret rolls a workload instead of replacing it).
 ``InputUnavailableError`` for an input that is missing or forbidden in it (what the reconcile
 reports as ``InputMissing``/``InputForbidden``: expected, not a failure of the builders).
 
-Boundary: strategies, the binding and the property run of ``check_builders(inputs=...)``
-(:func:`check_with_inputs`); the invariants themselves are ``_check``'s.
+Boundary: strategies and the binding. The property run of ``check_builders(inputs=...)`` is
+``_properties``' and the invariants are ``_check``'s; this module imports neither.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
-from hypothesis import given
 from hypothesis import strategies as st
 
 from builders._compose import ResourceBuilder
@@ -31,7 +30,7 @@ from builders._identity import ObjectRef
 from builders._inputs import InputDeclaration, InputRef, Inputs, SelectorRef
 from builders._state import KubeObject
 
-__all__ = ["InputStates", "check_with_inputs", "with_inputs"]
+__all__ = ["InputStates", "kept_builders", "with_inputs"]
 
 STATES = ("present", "missing", "forbidden")
 
@@ -131,15 +130,16 @@ def with_inputs(build: Callable[[KubeObject, Inputs], Iterable[ResourceBuilder]]
     built, by the reconcile); any other failure stays for the invariants to find."""
 
     def bound(parent: KubeObject) -> list[ResourceBuilder]:
-        return _kept(build, inputs, parent)[0]
+        return kept_builders(build, inputs, parent)[0]
 
     bound.__name__ = getattr(build, "__name__", "build")
     return bound
 
 
-def _kept(build: Callable[[KubeObject, Inputs], Iterable[ResourceBuilder]], inputs: Inputs,
-          parent: KubeObject) -> tuple[list[ResourceBuilder], int]:
-    """The builders ``with_inputs`` keeps for ``parent``, and how many it left out."""
+def kept_builders(build: Callable[[KubeObject, Inputs], Iterable[ResourceBuilder]],
+                  inputs: Inputs, parent: KubeObject) -> tuple[list[ResourceBuilder], int]:
+    """The builders ``with_inputs`` keeps for ``parent``, and how many it left out (the
+    property run checks a Service's selector only when none was left out)."""
     kept: list[ResourceBuilder] = []
     left_out = 0
     for builder in build(parent, inputs):
@@ -153,42 +153,3 @@ def _kept(build: Callable[[KubeObject, Inputs], Iterable[ResourceBuilder]], inpu
             pass
         kept.append(builder)
     return kept, left_out
-
-
-def check_with_inputs(build: Any, parents: st.SearchStrategy[KubeObject], states: InputStates,
-                      *, skip: Collection[str], max_examples: int | None,
-                      options: Mapping[str, Any]) -> None:
-    """``check_builders(inputs=...)``: the invariants over drawn parents and inputs (imported
-    by ``check_builders`` when called: ``_check`` names this module's types only for typing)."""
-    from builders.testing._check import (
-        _settings,
-        _show,
-        assert_builds,
-        assert_selectors_match,
-        check_parent,
-    )
-
-    @_settings(max_examples)
-    @given(parent=parents, data=st.data())
-    def run(parent: KubeObject, data: st.DataObject) -> None:
-        drawn = data.draw(states.drawn(parent), label="inputs")
-        # A workload left out for a missing input is what a Service of the set may select
-        # (the reconcile reports it waiting): with one left out, only the workloads' own
-        # selectors are checked.
-        partial = _kept(build, drawn, parent)[1] > 0 and "selectors" not in skip
-        children = check_parent(with_inputs(build, drawn), parent=parent,
-                                skip={*skip, "selectors"} if partial else skip, **options)
-        if partial:
-            assert_selectors_match([(obj, state) for obj, state in children
-                                    if obj.get("kind") != "Service"], parent=parent)
-        if "input changes" in skip:
-            return
-        changed = data.draw(states.changed(drawn), label="changed inputs")
-        again = assert_builds(with_inputs(build, changed), parent)
-        before = sorted(str(ObjectRef.of(obj)) for obj, _ in children)
-        after = sorted(str(ObjectRef.of(obj)) for obj, _ in again)
-        assert before == after, (
-            f"input changes: other contents of the same inputs built other children for "
-            f"{_show(parent)}: {sorted(set(before) ^ set(after))}")
-
-    run()

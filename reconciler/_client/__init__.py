@@ -1,5 +1,14 @@
 """The cluster client: the ClusterClient protocol and its forwarding base, the Kubernetes client
 and its transport, configuration (kubeconfig, in-cluster), request counting, read caches.
 
+Modules: ``protocol`` (``ClusterClient``, ``ListOptions``, ``ForwardingClient``), ``kubernetes``
+(``KubernetesClient`` over the official client), ``transport`` (how a request is sent), ``agents``
+(User-Agent), ``counting`` (request accounting), ``caches`` (``ReadCache``, ``PassThroughCache``),
+``connect`` (kubeconfig and the ``/version`` probe), ``incluster`` (the ServiceAccount's
+credentials, rotated tokens), ``reviews`` (``MetricsAuthorizer``: who may scrape ``/metrics``, by
+TokenReview and SubjectAccessReview, cached), ``answers`` (the error of a failed answer: by code
+and ``Status`` body; a 404 without one is a kind not served).
+
 Private: the public names are re-exported by ``reconciler`` and its public
-modules."""
+modules.
+"""

@@ -19,7 +19,7 @@ This is the only composition root (issue 22). No part receives the runtime: each
 keyword arguments, the values and shared objects it uses (the queue, the informers, the
 schedule, the reconciler, the clock, the stats) and callables into the runtime or into another
 part (``stopping()``, ``kick()``, ``holds(key)``, ...), and none imports this module (the
-import-linter contract ``parts-know-no-runtime``). ``__init__`` wires them in this order:
+import-linter contract ``driver-parts-know-no-runtime``). ``__init__`` wires them in this order:
 
 1. plain values: clock, identity, policy, stats, lock; the client (fenced when electing); the
    shard id, which the informers' selectors and the heartbeat's Lease name need before
