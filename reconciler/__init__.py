@@ -43,6 +43,7 @@ from reconciler._driver.process import load_api_client
 from reconciler._driver.resyncs import DEFAULT_RESYNC_INTERVAL, RESYNC_ANNOTATION, ResyncPolicy
 from reconciler._driver.rollout_plan import Rollout
 from reconciler._driver.runtime import OperatorRuntime
+from reconciler._driver.settings import Applying, Policies, Reporting, Serving, Watching
 from reconciler._driver.triggers import REQUESTED_AT_ANNOTATION
 from reconciler._leadership.election import LeaderElection
 from reconciler._reconcile.applying import ServerSideApply, ThreeWayMerge
@@ -62,6 +63,7 @@ __all__ = [
     "Action",
     "AlreadyExistsError",
     "ApiError",
+    "Applying",
     "BadRequestError",
     "ChildError",
     "ClientUsageError",
@@ -85,16 +87,19 @@ __all__ = [
     "ParentReconciler",
     "ParentResult",
     "PermanentError",
+    "Policies",
     "Readiness",
     "ReconcileResult",
     "ReconcilerError",
     "ReconcilerUsageError",
     "ReconcilerUsageTypeError",
+    "Reporting",
     "ResourceReconciler",
     "ResyncPolicy",
     "Rollout",
     "ServerError",
     "ServerSideApply",
+    "Serving",
     "Sharding",
     "StatusCause",
     "ThreeWayMerge",
@@ -102,6 +107,7 @@ __all__ = [
     "UnauthorizedError",
     "UnsupportedMediaTypeError",
     "WatchEvent",
+    "Watching",
     "load_api_client",
     "watch_served_kinds",
     "watches",

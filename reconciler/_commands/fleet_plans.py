@@ -107,14 +107,14 @@ def fleet_planner(
     writer = LocalDryRunClient(writes_to if writes_to is not None else client, live=reader,
                                server_dry_run=server_dry_run)
     resources = ResourceReconciler(
-        writer, reader=reader, recreate=operator.recreate, dry_run=True, apply=operator.apply,
-        apply_kinds=operator.apply_kinds,
-        guard=attrs.evolve(operator, contention=None).plan_guard(RealClock()),
+        writer, reader=reader, recreate=operator.policies.recreate, dry_run=True,
+        apply=operator.applying.strategy, apply_kinds=operator.applying.kinds,
+        guard=_uncontended(operator).plan_guard(RealClock()),
     )
     build = one_argument_build(operator, client_reader(client))
     planner = ParentReconciler(
         writer, build, operator_name=operator.name, reader=reader, resources=resources,
-        prune_kinds=operator.prune, dry_run=True, pause=operator.pauses(),
+        prune_kinds=operator.policies.prune, dry_run=True, pause=operator.pauses(),
         child_labels=child_labels(operator.sharding),
     )
     return planner, reader, build
@@ -155,3 +155,8 @@ def fleet_plan_command(
     else:
         print(format_fleet_plan(plan, show_unchanged=show_unchanged), file=out)
     return fleet_exit_code(summarize(plan), max_changes=max_changes)
+
+
+def _uncontended(operator: Operator) -> Operator:
+    """``operator`` without contention: a preview has no history of other writers."""
+    return attrs.evolve(operator, policies=attrs.evolve(operator.policies, contention=None))

@@ -207,9 +207,10 @@ def plan_command(
         results = plan_parents(
             client, one_argument_build(operator, client_reader(client)), parents,
             operator_name=operator.name,
-            prune_kinds=operator.prune, recreate=operator.recreate, apply=operator.apply,
-            apply_kinds=operator.apply_kinds,
-            guard=attrs.evolve(operator, contention=None).plan_guard(RealClock()),
+            prune_kinds=operator.policies.prune, recreate=operator.policies.recreate,
+            apply=operator.applying.strategy, apply_kinds=operator.applying.kinds,
+            guard=attrs.evolve(operator, policies=attrs.evolve(
+                operator.policies, contention=None)).plan_guard(RealClock()),
             pause=operator.pauses(), child_labels=sharding_child_labels(operator.sharding),
         )
     except ReconcilerError as error:

@@ -481,7 +481,7 @@ def test_operator_settings_are_checked() -> None:
 
     operator = Operator(api_version="v1", kind="ConfigMap", build=lambda p: [], drift="warn",
                         ignore_fields=["/spec/replicas"])
-    assert operator.drift is DriftMode.WARN
+    assert operator.policies.drift is DriftMode.WARN
     with pytest.raises(ValueError, match="warm"):
         Operator(api_version="v1", kind="ConfigMap", build=lambda p: [], drift="warm")
     with pytest.raises(PolicyAnnotationError, match=r"spec\.replicas"):
