@@ -9,7 +9,7 @@ the results into the text people read (one line per child, the field diff under 
 Secret values redacted by ``objectmatcher``) and implements the command behind the CLI. People's
 say shows as the operator would honour it: a paused parent plans nothing (``paused``), a write a
 child's ``optk.dev/policy`` or the drift mode holds back is listed as ``held`` with why, and
-``optk.dev/ignore-fields`` and ``Operator(ignore_fields=...)`` leave their fields out of diffs.
+``optk.dev/ignore-fields`` and ``Policies(ignore_fields=...)`` leave their fields out of diffs.
 """
 
 from __future__ import annotations

@@ -391,7 +391,7 @@ class OperatorRuntime:
 
     def resync_all(self) -> int:
         """Queue every known parent now, as if all were due; returns how many. Reused builds
-        (``Operator.reuse_builds``) are dropped first: every parent's builders run again."""
+        (``Applying.reuse_builds``) are dropped first: every parent's builders run again."""
         self.reconciler.forget_builds()
         keys = self.parents.cache.keys()
         for key in keys:

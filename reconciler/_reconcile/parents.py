@@ -140,7 +140,7 @@ class ParentReconciler:
     so a steady state makes no writes; the driver's restart-proof resync schedule needs no fresher
     time (it rests on its own heartbeat). ``status_refresh`` (seconds, default ``None``: off)
     optionally also rewrites the time once it is that old, at one write per parent per period.
-    ``reuse_builds``: see ``Operator.reuse_builds`` and ``reconciler._reconcile.memo.BuildMemo``.
+    ``reuse_builds``: see ``Applying.reuse_builds`` and ``reconciler._reconcile.memo.BuildMemo``.
     ``child_labels(parent)``: labels each of its children carries besides its identity (a
     sharded operator's: the parent's shard label). ``parent_alive``: see the attribute.
     ``event_sink``: where the Events go (default: an ``EventRecorder`` over ``client``, inline;

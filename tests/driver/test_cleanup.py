@@ -18,7 +18,7 @@ import pytest
 
 from builders import ResourceBuilder, child_name, resource_builder
 from builders.objects import config_map
-from reconciler import AlreadyExistsError, KubernetesClient, NotFoundError
+from reconciler import AlreadyExistsError, KubernetesClient, NotFoundError, Reporting
 from reconciler._base.errors import ReconcilerError
 from reconciler._driver.operators import Operator
 from reconciler._reconcile.cleanups import CLEANUP_STUCK_AFTER, ParentCleanup
@@ -93,7 +93,8 @@ def build(parent: Any) -> Sequence[ResourceBuilder]:
 
 def _operator(ns: str, **options: Any) -> Operator:
     options.setdefault("build", build)
-    return Operator(api_version=API_VERSION, kind=KIND, namespace=ns, events=False,
+    options.setdefault("reporting", Reporting(events=False))
+    return Operator(api_version=API_VERSION, kind=KIND, namespace=ns,
                     name=f"c-{uuid.uuid4().hex[:8]}", **options)
 
 
