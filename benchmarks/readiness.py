@@ -4,9 +4,10 @@ change no rule reads reconciles nothing (issue 24).
 Against the embedded API server run as a subprocess (``optk apiserver``), one operator with
 ``Operator(reporting=Reporting(readiness=Readiness()))`` reconciles one parent of
 ``benchmarks.driver``'s kind (three ConfigMaps, a Service, a Deployment). No kubelet runs: the
-benchmark plays one, patching the Deployment's status (``reconciler.testing.make_available`` for available, a status of 0 available
-replicas for unavailable). It flips the Deployment ``changes`` times, alternately unavailable and
-available, and measures each flip from the status patch's answer to the moment the parent's
+benchmark plays one, patching the Deployment's status (``reconciler.testing.make_available``
+for available, a status of 0 available replicas for unavailable). It flips the Deployment
+``changes`` times, alternately unavailable and available, and measures each flip from the
+status patch's answer to the moment the parent's
 ``Ready`` condition, seen by a watch on the parent, says so. The operator is woken by exactly that
 verdict change (``reconciler._reconcile.waits``: no polling; the parent's ``Readiness.recheck``
 requeue is pushed past the run). Then it patches statuses no rule reads (the Service's load

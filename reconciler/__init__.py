@@ -48,9 +48,11 @@ from reconciler._driver.triggers import REQUESTED_AT_ANNOTATION
 from reconciler._leadership.election import LeaderElection
 from reconciler._reconcile.applying import ServerSideApply, ThreeWayMerge
 from reconciler._reconcile.contention import Contention
+from reconciler._reconcile.parent_settings import ParentSettings
 from reconciler._reconcile.parents import ChildError, ParentReconciler, ParentResult
 from reconciler._reconcile.readiness import Readiness
 from reconciler._reconcile.reconciling import Action, ReconcileResult, ResourceReconciler
+from reconciler._reconcile.resource_settings import ResourceSettings
 from reconciler._sharding.decisions import Sharding
 
 watch_served_kinds = watches(("apiextensions.k8s.io/v1", "CustomResourceDefinition"))(
@@ -86,6 +88,7 @@ __all__ = [
     "OperatorRuntime",
     "ParentReconciler",
     "ParentResult",
+    "ParentSettings",
     "PermanentError",
     "Policies",
     "Readiness",
@@ -95,6 +98,7 @@ __all__ = [
     "ReconcilerUsageTypeError",
     "Reporting",
     "ResourceReconciler",
+    "ResourceSettings",
     "ResyncPolicy",
     "Rollout",
     "ServerError",

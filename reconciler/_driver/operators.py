@@ -39,9 +39,11 @@ from reconciler._driver.settings import (
 from reconciler._leadership.election import LeaderElection
 from reconciler._reconcile.custom_conditions import declared_status
 from reconciler._reconcile.guard import PlanGuard
+from reconciler._reconcile.parent_settings import ParentSettings
 from reconciler._reconcile.policies import PauseSettings
 from reconciler._reconcile.readiness import StatusBuilder
-from reconciler._sharding.decisions import Sharding
+from reconciler._reconcile.resource_settings import ResourceSettings
+from reconciler._sharding.decisions import Sharding, child_labels
 
 if TYPE_CHECKING:
     from reconciler._driver.runtime import OperatorRuntime
@@ -236,6 +238,23 @@ class Operator:
         return PauseSettings.of(paused=self.policies.paused,
                                 namespaces=self.policies.paused_namespaces,
                                 environ=os.environ if environ is None else environ)
+
+    def resource_settings(self) -> ResourceSettings:
+        """How its children are written (``ResourceReconciler``): the apply strategies, the
+        operator's name as field manager, recreation."""
+        return ResourceSettings(apply=self.applying.strategy, apply_kinds=self.applying.kinds,
+                                field_manager=self.name, recreate=self.policies.recreate)
+
+    def parent_settings(self, environ: Mapping[str, str] | None = None, *,
+                        dry_run: bool = False) -> ParentSettings:
+        """What its parents' reconciles do besides the children (``ParentReconciler``), with
+        the pauses from code and ``environ``; ``dry_run`` for a plan."""
+        reporting = self.reporting
+        return ParentSettings(
+            prune_kinds=self.policies.prune, events=reporting.events, dry_run=dry_run,
+            on_delete=self.on_delete, readiness=reporting.readiness,
+            status=self.status_function, reuse_builds=self.applying.reuse_builds,
+            pause=self.pauses(environ), child_labels=child_labels(self.sharding))
 
     def plan_guard(self, clock: Clock) -> PlanGuard:
         """What the executor asks about each plan: drift mode, ignored fields, contention."""

@@ -84,7 +84,6 @@ from reconciler._reconcile.events import EventRecorder
 from reconciler._reconcile.install import install_all
 from reconciler._reconcile.parents import ParentReconciler
 from reconciler._reconcile.reconciling import ResourceReconciler
-from reconciler._sharding.decisions import child_labels
 from reconciler._sharding.shards import Shards, shard_selector
 from reconciler._workqueue.queues import WorkQueue
 
@@ -482,18 +481,12 @@ def _parent_reconciler(
     their children stamped with their parent's shard label when sharded) over ``client``,
     reading through ``reader``."""
     build = operator.build if inputs is None else inputs.bind(operator.build)
+    resources = ResourceReconciler(client, settings=operator.resource_settings(), reader=reader,
+                                   clock=clock, guard=operator.plan_guard(clock))
     return ParentReconciler(
-        client, build, operator_name=operator.name, reader=reader, pause=operator.pauses(environ),
-        child_labels=child_labels(operator.sharding),
-        resources=ResourceReconciler(
-            client, reader=reader, recreate=operator.policies.recreate, clock=clock,
-            guard=operator.plan_guard(clock), apply=operator.applying.strategy,
-            apply_kinds=operator.applying.kinds, field_manager=operator.name),
-        prune_kinds=operator.policies.prune, events=operator.reporting.events,
-        event_sink=events, clock=clock, on_delete=operator.on_delete,
-        readiness=operator.reporting.readiness, status=operator.status_function,
-        reuse_builds=operator.applying.reuse_builds, parent_alive=parent_alive,
-    )
+        client, build, operator_name=operator.name, settings=operator.parent_settings(environ),
+        reader=reader, resources=resources, clock=clock, event_sink=events,
+        parent_alive=parent_alive)
 
 
 def _parent_informer(operator: Operator, client: ClusterClient, *, clock: Clock,

@@ -71,14 +71,16 @@ def test_the_grouped_settings_warn_nothing() -> None:
             serving=Serving(metrics_port=9090, bind_address="127.0.0.1"),
             reporting=Reporting(events=False, condition_types=("Available",)),
         )
-        assert operator.policies.recreate and not operator.applying.reuse_builds
-        assert operator.plan_guard is not None and operator.pauses({}).everything is False
+        assert operator.policies.recreate
+        assert not operator.applying.reuse_builds
+        assert operator.pauses({}).everything is False
 
 
 def test_a_flat_keyword_lands_on_top_of_its_group() -> None:
-    with pytest.warns(DeprecationWarning):
+    with pytest.warns(DeprecationWarning, match=r"Operator\(drift="):
         operator = Operator(**_MINIMAL, policies=Policies(recreate=True), drift="warn")
-    assert operator.policies.recreate and operator.policies.drift.value == "warn"
+    assert operator.policies.recreate
+    assert operator.policies.drift.value == "warn"
 
 
 def test_an_unknown_keyword_is_a_type_error_naming_it() -> None:
@@ -112,7 +114,8 @@ def test_start_takes_serving_and_the_old_metrics_keywords_still_work(
     operator = make_operator(ns)
     runtime = operator.start(client, serving=Serving(metrics_port=0))
     try:
-        assert runtime.health is not None and runtime.health.url.startswith("http://127.0.0.1:")
+        assert runtime.health is not None
+        assert runtime.health.url.startswith("http://127.0.0.1:")
     finally:
         runtime.stop(5)
     with pytest.warns(DeprecationWarning, match=r"Operator\.start\(metrics_port=\.\.\.\) is "
