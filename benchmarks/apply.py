@@ -37,7 +37,13 @@ from contextlib import contextmanager
 from typing import Any
 
 from builders import DesiredState
-from reconciler import KubernetesClient, ResourceReconciler, ServerSideApply, ThreeWayMerge
+from reconciler import (
+    KubernetesClient,
+    ResourceReconciler,
+    ResourceSettings,
+    ServerSideApply,
+    ThreeWayMerge,
+)
 from reconciler._cache.stores import compact
 from reconciler._client.counting import recording
 from reconciler._client.protocol import ForwardingClient
@@ -138,8 +144,10 @@ def run_strategy(api_client: Any, strategy: Any, count: int) -> dict[str, Any]:
     try:
         sink = _BodyBytes(client)
         cache = _Cache(client, ns)
-        reconciler = ResourceReconciler(sink, reader=cache, apply=strategy,
-                                        field_manager="bench-apply")
+        reconciler = ResourceReconciler(
+            sink, reader=cache,
+            settings=ResourceSettings(apply=strategy, field_manager="bench-apply"),
+        )
         result: dict[str, Any] = {}
         desired = children(ns, count, image="nginx:1.25")
         result["converge"] = _phase(reconciler, sink, desired)

@@ -61,6 +61,7 @@ from reconciler import (
     Operator,
     OperatorRuntime,
     ResyncPolicy,
+    Watching,
 )
 from reconciler.informers import Informer
 from reconciler.testing import VirtualClock, wait_idle, wait_synced
@@ -366,7 +367,8 @@ def run(
         small = min(sizes)
         _create_parents(client, periodic_ns, count=small)
         policy = ResyncPolicy(interval=periodic_interval, min_interval=0.1)
-        periodic = _operator(periodic_ns, resync=policy, watch_children=False).start(client)
+        periodic = _operator(periodic_ns, resync=policy,
+                             watching=Watching(children=False)).start(client)
         try:
             _wait_converged(periodic, small)
             periodic_only = drift_repair(client, periodic_ns, parents=small,

@@ -36,7 +36,7 @@ from typing import Any
 
 from benchmarks.driver import API_VERSION, CRD, WRITES, apiserver, children, real_apiserver
 from builders import ResourceBuilder
-from reconciler import KubernetesClient, Operator, ParentReconciler
+from reconciler import KubernetesClient, Operator, ParentReconciler, ParentSettings
 from reconciler._commands.fleet_plans import plan_fleet
 from reconciler._commands.fleet_report import fleet_exit_code, summarize
 from reconciler._commands.plans import plan_parents
@@ -80,7 +80,9 @@ def _setup(client: KubernetesClient, namespace: str, size: int) -> float:
     """``size`` parents in ``namespace``, each reconciled once by version 1 (seconds taken)."""
     started = time.perf_counter()
     client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-    reconciler = ParentReconciler(client, children, operator_name=NAME, events=False)
+    reconciler = ParentReconciler(
+        client, children, operator_name=NAME, settings=ParentSettings(events=False),
+    )
 
     def one(index: int) -> None:
         parent = client.create({"apiVersion": API_VERSION, "kind": KIND,

@@ -37,7 +37,7 @@ import builders as b
 from benchmarks.driver import API_VERSION, CRD, WRITES, apiserver, children
 from builders import objects
 from builders.inputs import inputs_digest, with_inputs_digest
-from reconciler import KubernetesClient, Operator
+from reconciler import Applying, KubernetesClient, Operator, Reporting
 from reconciler.informers import Informer
 from reconciler.testing import wait_idle, wait_synced
 
@@ -97,9 +97,11 @@ def _bytes_per_secret(client: KubernetesClient, count: int) -> float:
 
 
 def _resync_cpu(client: KubernetesClient, parents: int, *, reuse: bool) -> float:
-    operator = Operator(api_version=API_VERSION, kind="Drive", build=build, inputs=declare,
-                        namespace=NAMESPACE, name=f"inputs-{'on' if reuse else 'off'}",
-                        events=False, reuse_builds=reuse)
+    operator = Operator(
+        api_version=API_VERSION, kind="Drive", build=build, inputs=declare, namespace=NAMESPACE,
+        name=f"inputs-{'on' if reuse else 'off'}", reporting=Reporting(events=False),
+        applying=Applying(reuse_builds=reuse),
+    )
     runtime = operator.start(client)
     try:
         assert wait_synced(runtime, 60)
@@ -134,8 +136,10 @@ def run(parents: int, changes: int) -> dict[str, Any]:
             client.create({"apiVersion": API_VERSION, "kind": "Drive",
                            "metadata": {"name": f"p{i}", "namespace": NAMESPACE},
                            "spec": {"size": 1, "secret": f"s{i}"}})
-        operator = Operator(api_version=API_VERSION, kind="Drive", build=build, inputs=declare,
-                            namespace=NAMESPACE, name="inputs-bench", events=False)
+        operator = Operator(
+            api_version=API_VERSION, kind="Drive", build=build, inputs=declare,
+            namespace=NAMESPACE, name="inputs-bench", reporting=Reporting(events=False),
+        )
         runtime = operator.start(client)
         try:
             assert wait_synced(runtime, 60)

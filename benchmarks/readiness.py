@@ -2,11 +2,12 @@
 change no rule reads reconciles nothing (issue 24).
 
 Against the embedded API server run as a subprocess (``optk apiserver``), one operator with
-``Operator(readiness=Readiness())`` reconciles one parent of ``benchmarks.driver``'s kind (three
-ConfigMaps, a Service, a Deployment). No kubelet runs: the benchmark plays one, patching the
-Deployment's status (``reconciler.testing.make_available`` for available, a status of 0 available
-replicas for unavailable). It flips the Deployment ``changes`` times, alternately unavailable and
-available, and measures each flip from the status patch's answer to the moment the parent's
+``Operator(reporting=Reporting(readiness=Readiness()))`` reconciles one parent of
+``benchmarks.driver``'s kind (three ConfigMaps, a Service, a Deployment). No kubelet runs: the
+benchmark plays one, patching the Deployment's status (``reconciler.testing.make_available``
+for available, a status of 0 available replicas for unavailable). It flips the Deployment
+``changes`` times, alternately unavailable and available, and measures each flip from the
+status patch's answer to the moment the parent's
 ``Ready`` condition, seen by a watch on the parent, says so. The operator is woken by exactly that
 verdict change (``reconciler._reconcile.waits``: no polling; the parent's ``Readiness.recheck``
 requeue is pushed past the run). Then it patches statuses no rule reads (the Service's load
@@ -33,7 +34,7 @@ import time
 from typing import Any
 
 from benchmarks.driver import API_VERSION, CRD, _percentiles, apiserver, children
-from reconciler import KubernetesClient, Operator, Readiness
+from reconciler import KubernetesClient, Operator, Readiness, Reporting, Watching
 from reconciler.testing import make_available, wait_idle, wait_synced
 
 MERGE = "application/merge-patch+json"
@@ -100,9 +101,12 @@ def run(changes: int, *, event_coalesce: float = 0.05) -> dict[str, Any]:
                 raise TimeoutError("the parent CRD is not served")
             time.sleep(0.05)
         client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
-        operator = Operator(api_version=API_VERSION, kind="Drive", build=children,
-                            name="readiness-bench", namespace=NAMESPACE, events=False,
-                            readiness=Readiness(recheck=3600.0), event_coalesce=event_coalesce)
+        operator = Operator(
+            api_version=API_VERSION, kind="Drive", build=children, name="readiness-bench",
+            namespace=NAMESPACE,
+            reporting=Reporting(events=False, readiness=Readiness(recheck=3600.0)),
+            watching=Watching(coalesce=event_coalesce),
+        )
         runtime = operator.start(client)
         seen: queue.Queue[tuple[float, str]] = queue.Queue()
         stop = threading.Event()
@@ -167,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object last")
     parser.add_argument("--changes", type=int, default=100, help="status changes measured")
     parser.add_argument("--event-coalesce", type=float, default=0.05,
-                        help="Operator(event_coalesce=...): a parent reconciled less than this "
+                        help="Watching(coalesce=...): a parent reconciled less than this "
                              "many seconds ago waits for the window's end (default: the "
                              "Operator's 0.05)")
     args = parser.parse_args(argv)

@@ -53,7 +53,13 @@ from typing import Any
 from benchmarks.driver import apiserver
 from builders import DesiredState, ResourceBuilder
 from builders.names import MANAGED_BY_LABEL
-from reconciler import KubernetesClient, ParentReconciler, ParentResult, ResourceReconciler
+from reconciler import (
+    KubernetesClient,
+    ParentReconciler,
+    ParentResult,
+    ParentSettings,
+    ResourceReconciler,
+)
 from reconciler.informers import InformerManager, InformerReader, RecordingClient
 
 _WRITES = ("create", "update", "patch", "delete", "deletecollection")
@@ -319,8 +325,9 @@ class Ours(OursFull):
         reader = InformerReader(client, self.manager)
         self.reconciler = ParentReconciler(
             writer, self.builders, operator_name=OPERATOR, reader=reader,
-            resources=ResourceReconciler(writer, reader=reader), events=False,
-            write_status=False, reuse_builds=self.reuse_builds,
+            resources=ResourceReconciler(writer, reader=reader),
+            settings=ParentSettings(events=False, write_status=False,
+                                    reuse_builds=self.reuse_builds),
         )
 
     def start_informers(self) -> None:

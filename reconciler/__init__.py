@@ -43,13 +43,16 @@ from reconciler._driver.process import load_api_client
 from reconciler._driver.resyncs import DEFAULT_RESYNC_INTERVAL, RESYNC_ANNOTATION, ResyncPolicy
 from reconciler._driver.rollout_plan import Rollout
 from reconciler._driver.runtime import OperatorRuntime
+from reconciler._driver.settings import Applying, Policies, Reporting, Serving, Watching
 from reconciler._driver.triggers import REQUESTED_AT_ANNOTATION
 from reconciler._leadership.election import LeaderElection
 from reconciler._reconcile.applying import ServerSideApply, ThreeWayMerge
 from reconciler._reconcile.contention import Contention
+from reconciler._reconcile.parent_settings import ParentSettings
 from reconciler._reconcile.parents import ChildError, ParentReconciler, ParentResult
 from reconciler._reconcile.readiness import Readiness
 from reconciler._reconcile.reconciling import Action, ReconcileResult, ResourceReconciler
+from reconciler._reconcile.resource_settings import ResourceSettings
 from reconciler._sharding.decisions import Sharding
 
 watch_served_kinds = watches(("apiextensions.k8s.io/v1", "CustomResourceDefinition"))(
@@ -62,6 +65,7 @@ __all__ = [
     "Action",
     "AlreadyExistsError",
     "ApiError",
+    "Applying",
     "BadRequestError",
     "ChildError",
     "ClientUsageError",
@@ -84,17 +88,22 @@ __all__ = [
     "OperatorRuntime",
     "ParentReconciler",
     "ParentResult",
+    "ParentSettings",
     "PermanentError",
+    "Policies",
     "Readiness",
     "ReconcileResult",
     "ReconcilerError",
     "ReconcilerUsageError",
     "ReconcilerUsageTypeError",
+    "Reporting",
     "ResourceReconciler",
+    "ResourceSettings",
     "ResyncPolicy",
     "Rollout",
     "ServerError",
     "ServerSideApply",
+    "Serving",
     "Sharding",
     "StatusCause",
     "ThreeWayMerge",
@@ -102,6 +111,7 @@ __all__ = [
     "UnauthorizedError",
     "UnsupportedMediaTypeError",
     "WatchEvent",
+    "Watching",
     "load_api_client",
     "watch_served_kinds",
     "watches",

@@ -1,6 +1,6 @@
 """The operator's Prometheus metrics and its health/metrics HTTP server.
 
-``Operator(metrics_port=...)`` starts them; they are public for tools and tests that read the
+``Serving(metrics_port=...)`` starts them; they are public for tools and tests that read the
 figures directly. This public module only re-exports (the implementation is private); see
 ``docs/driver.md``.
 """

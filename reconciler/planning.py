@@ -10,7 +10,7 @@ records each request as an ``ApiCall`` (what ``ReconcileResult.api_calls`` holds
 "Pause, policies, drift and contention"): the annotations ``PAUSED_ANNOTATION``
 (``optk.dev/paused``), ``POLICY_ANNOTATION`` (``optk.dev/policy``, a ``ChildPolicy``) and
 ``IGNORE_FIELDS_ANNOTATION`` (``optk.dev/ignore-fields``), the ``DriftMode`` of
-``Operator(drift=...)``, ``restrict_plan`` (a plan restricted to what a policy allows) and
+``Policies(drift=...)``, ``restrict_plan`` (a plan restricted to what a policy allows) and
 ``PolicyAnnotationError`` (an annotation that cannot be read). This public module only
 re-exports (the implementation is private); see ``docs/reconciler.md``.
 """

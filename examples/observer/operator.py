@@ -16,7 +16,7 @@ from examples.observer import builders
 from examples.observer.crds import API_VERSION, KIND, OBSERVER_CRD
 from examples.thanos.crds import API_VERSION as THANOS_API_VERSION
 from examples.thanos.crds import KIND as THANOS_KIND
-from reconciler import Operator
+from reconciler import Operator, Policies, Reporting
 
 PRUNE = (
     ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
@@ -39,9 +39,11 @@ def make_operator(*, name: str = builders.OPERATOR_NAME, namespace: str | None =
     """The Observer ``Operator`` (``name`` and ``namespace`` for tests that run several;
     ``shared_crd``: the Thanos CRD shared by the Observers, ``builders.shared``; ``options``
     go to ``Operator``)."""
-    return Operator(api_version=API_VERSION, kind=KIND, name=name, namespace=namespace,
-                    build=build_shared_crd if shared_crd else builders.build,
-                    install=[OBSERVER_CRD], prune=PRUNE, events=events, **options)
+    return Operator(
+        api_version=API_VERSION, kind=KIND, name=name, namespace=namespace,
+        build=build_shared_crd if shared_crd else builders.build, install=[OBSERVER_CRD],
+        **options, policies=Policies(prune=PRUNE), reporting=Reporting(events=events),
+    )
 
 
 operator = make_operator()

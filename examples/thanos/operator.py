@@ -26,7 +26,7 @@ from examples.thanos.crds import (
     THANOS_VERSIONED_CRD,
     THANOS_VERSIONS,
 )
-from reconciler import ClusterClient, Operator, OperatorRuntime
+from reconciler import ClusterClient, Operator, OperatorRuntime, Policies
 from reconciler.webhooks import Webhooks
 
 
@@ -52,7 +52,7 @@ def make_operator() -> Operator:
     return Operator(
         api_version=API_VERSION, kind=KIND, build=thanos.build_with_inputs,
         inputs=thanos.declared_inputs, name=thanos.OPERATOR_NAME, install=[THANOS_CRD],
-        prune=PRUNE,
+        policies=Policies(prune=PRUNE),
     )
 
 

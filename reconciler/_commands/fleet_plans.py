@@ -41,11 +41,11 @@ from reconciler._commands.fleet_report import (
     summarize,
 )
 from reconciler._commands.local_dry_run import LocalDryRunClient
+from reconciler._commands.plans import planned
 from reconciler._driver.inputs import client_reader, one_argument_build
 from reconciler._driver.operators import Operator
 from reconciler._reconcile.parents import ParentReconciler
 from reconciler._reconcile.reconciling import ResourceReconciler
-from reconciler._sharding.decisions import child_labels
 
 __all__ = ["fleet_plan_command", "fleet_planner", "plan_fleet"]
 
@@ -107,15 +107,13 @@ def fleet_planner(
     writer = LocalDryRunClient(writes_to if writes_to is not None else client, live=reader,
                                server_dry_run=server_dry_run)
     resources = ResourceReconciler(
-        writer, reader=reader, recreate=operator.recreate, dry_run=True, apply=operator.apply,
-        apply_kinds=operator.apply_kinds,
-        guard=attrs.evolve(operator, contention=None).plan_guard(RealClock()),
+        writer, settings=operator.resource_settings(), reader=reader, dry_run=True,
+        guard=_uncontended(operator).plan_guard(RealClock()),
     )
     build = one_argument_build(operator, client_reader(client))
     planner = ParentReconciler(
         writer, build, operator_name=operator.name, reader=reader, resources=resources,
-        prune_kinds=operator.prune, dry_run=True, pause=operator.pauses(),
-        child_labels=child_labels(operator.sharding),
+        settings=planned(operator.parent_settings()),
     )
     return planner, reader, build
 
@@ -155,3 +153,8 @@ def fleet_plan_command(
     else:
         print(format_fleet_plan(plan, show_unchanged=show_unchanged), file=out)
     return fleet_exit_code(summarize(plan), max_changes=max_changes)
+
+
+def _uncontended(operator: Operator) -> Operator:
+    """``operator`` without contention: a preview has no history of other writers."""
+    return attrs.evolve(operator, policies=attrs.evolve(operator.policies, contention=None))

@@ -9,13 +9,13 @@ the results into the text people read (one line per child, the field diff under 
 Secret values redacted by ``objectmatcher``) and implements the command behind the CLI. People's
 say shows as the operator would honour it: a paused parent plans nothing (``paused``), a write a
 child's ``optk.dev/policy`` or the drift mode holds back is listed as ``held`` with why, and
-``optk.dev/ignore-fields`` and ``Operator(ignore_fields=...)`` leave their fields out of diffs.
+``optk.dev/ignore-fields`` and ``Policies(ignore_fields=...)`` leave their fields out of diffs.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TextIO
 
 import attrs
@@ -27,13 +27,12 @@ from reconciler._base.clocks import RealClock
 from reconciler._base.errors import NotFoundError, ReconcilerError
 from reconciler._client.protocol import ClusterClient, KubeObject
 from reconciler._driver.inputs import client_reader, one_argument_build
-from reconciler._reconcile.applying import ApplyStrategy
 from reconciler._reconcile.conditions import ChildError, permanent_cause
 from reconciler._reconcile.guard import PlanGuard
+from reconciler._reconcile.parent_settings import ParentSettings
 from reconciler._reconcile.parents import ParentReconciler, ParentResult
-from reconciler._reconcile.policies import PauseSettings
 from reconciler._reconcile.reconciling import Action, ReconcileResult, ResourceReconciler
-from reconciler._sharding.decisions import child_labels as sharding_child_labels
+from reconciler._reconcile.resource_settings import ResourceSettings
 
 __all__ = ["format_plan", "plan_command", "plan_parents", "shown_diff"]
 
@@ -90,25 +89,19 @@ def plan_parents(
     parents: Iterable[KubeObject],
     *,
     operator_name: str,
-    prune_kinds: Collection[tuple[str, str]] = (),
-    recreate: bool = False,
-    apply: ApplyStrategy | None = None,
-    apply_kinds: Mapping[str, ApplyStrategy] | None = None,
+    resource_settings: ResourceSettings | None = None,
+    parent_settings: ParentSettings | None = None,
     guard: PlanGuard | None = None,
-    pause: PauseSettings | None = None,
-    child_labels: Callable[[KubeObject], Mapping[str, str]] | None = None,
 ) -> list[ParentResult]:
     """The dry-run result of reconciling each parent (read from the cluster when it exists);
-    ``apply``/``apply_kinds`` the operator's write strategies (a migration to or from
-    server-side apply shows as an update with its reason); ``guard``, ``pause`` and
-    ``child_labels`` as the operator's (``Operator.plan_guard``, ``Operator.pauses``, its shard
-    label when sharded)."""
-    resources = ResourceReconciler(client, recreate=recreate, dry_run=True, apply=apply,
-                                   apply_kinds=apply_kinds, guard=guard)
-    planner = ParentReconciler(
-        client, build, operator_name=operator_name, resources=resources,
-        prune_kinds=prune_kinds, dry_run=True, pause=pause, child_labels=child_labels,
-    )
+    ``resource_settings`` the operator's write strategies (a migration to or from server-side
+    apply shows as an update with its reason); ``parent_settings`` its pruning, pauses and shard
+    label (:func:`planned`: without what a plan does not run); ``guard`` as the operator's
+    (``Operator.plan_guard``)."""
+    resources = ResourceReconciler(client, settings=resource_settings, dry_run=True, guard=guard)
+    settings = attrs.evolve(parent_settings or ParentSettings(), dry_run=True)
+    planner = ParentReconciler(client, build, operator_name=operator_name, settings=settings,
+                               resources=resources)
     return [planner.reconcile(_live_parent(client, parent)) for parent in parents]
 
 
@@ -206,14 +199,21 @@ def plan_command(
         parents = [_in_namespace(client, parent, namespace) for parent in parents]
         results = plan_parents(
             client, one_argument_build(operator, client_reader(client)), parents,
-            operator_name=operator.name,
-            prune_kinds=operator.prune, recreate=operator.recreate, apply=operator.apply,
-            apply_kinds=operator.apply_kinds,
-            guard=attrs.evolve(operator, contention=None).plan_guard(RealClock()),
-            pause=operator.pauses(), child_labels=sharding_child_labels(operator.sharding),
+            operator_name=operator.name, resource_settings=operator.resource_settings(),
+            parent_settings=planned(operator.parent_settings()),
+            guard=attrs.evolve(operator, policies=attrs.evolve(
+                operator.policies, contention=None)).plan_guard(RealClock()),
         )
     except ReconcilerError as error:
         print(f"optk plan: {error}", file=sys.stderr)
         return 2
     print(format_plan(results, show_unchanged=show_unchanged), file=out)
     return 1 if any(_fails(r) for r in results) else 0
+
+
+def planned(settings: ParentSettings) -> ParentSettings:
+    """An operator's ``ParentSettings`` as a plan uses them: dry run, and without the status
+    function, readiness, the delete hook and reused builds (a plan shows the children's writes,
+    and each plan builds afresh)."""
+    return attrs.evolve(settings, dry_run=True, on_delete=None, readiness=None, status=None,
+                        reuse_builds=False)

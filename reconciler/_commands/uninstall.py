@@ -82,7 +82,7 @@ class UninstallReport:
 
 
 def _kinds(operator: Operator, parents: Iterable[KubeObject]) -> set[tuple[str, str]]:
-    kinds = set(operator.prune)
+    kinds = set(operator.policies.prune)
     for parent in parents:
         kinds.update(cleanup_kinds(parent))
         # Only the kinds count: no discovery request for the children's scope.

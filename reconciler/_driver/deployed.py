@@ -54,10 +54,14 @@ def deployed_operator(
         changes["leader_election"] = election
     if watch_namespace:
         changes["namespace"] = watch_namespace
+    policies = operator.policies
     if paused:  # --paused, --pause-namespace: maintenance (docs/driver.md)
-        changes["paused"] = True
+        policies = attrs.evolve(policies, paused=True)
     if pause_namespaces:
-        changes["paused_namespaces"] = (*operator.paused_namespaces, *pause_namespaces)
+        policies = attrs.evolve(
+            policies, paused_namespaces=[*policies.paused_namespaces, *pause_namespaces])
+    if policies is not operator.policies:
+        changes["policies"] = policies
     return attrs.evolve(operator, **changes) if changes else operator
 
 

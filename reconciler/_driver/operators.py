@@ -14,8 +14,9 @@ called so that the value stays at the bottom of the driver's layers.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -23,18 +24,26 @@ from builders import ResourceBuilder
 from builders.inputs import InputDeclaration
 from reconciler._base.clocks import Clock
 from reconciler._base.errors import ReconcilerUsageError, ReconcilerUsageTypeError
-from reconciler._cache.informers import WATCH_INACTIVITY_TIMEOUT
 from reconciler._client.protocol import ClusterClient, KubeObject
 from reconciler._driver.resyncs import ResyncPolicy
 from reconciler._driver.rollout_plan import Rollout
+from reconciler._driver.settings import (
+    GROUPS,
+    MOVED,
+    Applying,
+    Policies,
+    Reporting,
+    Serving,
+    Watching,
+)
 from reconciler._leadership.election import LeaderElection
-from reconciler._reconcile.applying import ApplyStrategy, ServerSideApply, ThreeWayMerge
-from reconciler._reconcile.contention import Contention
-from reconciler._reconcile.custom_conditions import condition_type_problem, declared_status
+from reconciler._reconcile.custom_conditions import declared_status
 from reconciler._reconcile.guard import PlanGuard
-from reconciler._reconcile.policies import DriftMode, PauseSettings, parse_ignore_fields
-from reconciler._reconcile.readiness import Readiness, StatusBuilder
-from reconciler._sharding.decisions import Sharding
+from reconciler._reconcile.parent_settings import ParentSettings
+from reconciler._reconcile.policies import PauseSettings
+from reconciler._reconcile.readiness import StatusBuilder
+from reconciler._reconcile.resource_settings import ResourceSettings
+from reconciler._sharding.decisions import Sharding, child_labels
 
 if TYPE_CHECKING:
     from reconciler._driver.runtime import OperatorRuntime
@@ -45,7 +54,7 @@ StartHook = Callable[["OperatorRuntime"], "Callable[[], object] | None"]
 """An ``Operator.on_start`` hook: called with the running runtime; may return a cleanup."""
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, init=False)
 class Operator:
     """An operator: parents of one kind, the builders of their children, and driver options.
 
@@ -54,100 +63,96 @@ class Operator:
     ``ObjectRef``s: a Secret, a ConfigMap, any object); then ``build(parent, inputs)`` receives
     them as a read-only ``builders.Inputs`` read from informers, and exactly the parents that
     read an input are reconciled when it changes (``reconciler._driver.inputs``; docs/driver.md,
-    "Declared inputs"). ``resync`` is the one place
-    the periodic resync is set (``ResyncPolicy``: interval, bounds, heartbeat, ConfigMap;
-    ``OPTK_RESYNC_INTERVAL`` and the ConfigMap override the interval). ``leader_election`` turns
-    election on (``LeaderElection``: Lease namespace, name, timing) or leaves it off (``None``).
-    ``prune`` lists ``(apiVersion, kind)`` pairs whose unbuilt children are deleted. ``install``
-    holds objects (e.g. the parent's CRD) created at start when missing. ``event_coalesce``
-    bounds event-driven reconciles of one parent to one per that many seconds: the first event
-    after a quiet period is handled at once, a burst is folded into one reconcile per window.
-    ``watch_children=False`` ignores child events (drift waits for the periodic resync): the
-    periodic-only configuration, kept for comparison and for very large, rarely drifting fleets.
-    ``on_start`` hooks are called with the runtime once its parent informer runs and before any
-    worker starts (e.g. to watch what ``build`` depends on, such as whether a CRD is served);
-    each may return a cleanup callable, run in reverse order when the runtime stops.
-    ``on_delete(parent)`` cleans up what lives outside the cluster when a parent is deleted: the
-    toolkit keeps its ``optk.dev/cleanup`` finalizer on every parent while the hook is declared,
-    runs the hook once the parent is being deleted and its uncollectable children are gone,
-    retries it with backoff while it raises, and only then lets the parent go (docs/driver.md).
-    ``sharding=Sharding(...)`` spreads the parents over all running replicas (docs/sharding.md):
-    each replica reconciles and caches only the parents labelled with its shard, one elected
-    replica assigns them (``leader_election``, when given, sets that election's namespace and
-    timing); ``None`` (the default) keeps one active replica.
-    ``readiness=Readiness(...)`` makes the ``Ready`` condition mean the children are healthy
-    (available replicas, completed Jobs, a check per kind; ``reconciler._reconcile.readiness``),
-    distinct from ``Reconciled`` (they match the spec); ``status=fn`` merges the pure
-    ``fn(parent, observed_children) -> dict`` into the parent's status; its ``conditions`` (types
-    of one's own, such as ``Available``) are merged with the toolkit's. ``condition_types``
-    declares those types: checked here (a clash with the toolkit's ``Ready``, ``Reconciled``,
-    ``Reconciling``, ``Stalled``, ``Cleanup`` or a malformed name is refused at once), and any
-    other type the function returns stalls the parent (``Stalled``, no retry) instead of being
-    written.
-    ``reuse_builds`` (on by default) skips the builders when a parent and its declared
-    ``inputs`` are unchanged since its last reconcile (same uid and ``resourceVersion``s: a
-    periodic resync, a child's drift) and reuses what they built then (docs/driver.md). Builders
-    that read anything else (an ``on_start`` watch) turn it off, or call
-    ``runtime.resync_all()`` on each change of what they read, which drops every reused build.
-    ``apply`` is how children are written: ``ThreeWayMerge()`` (the default: the last-applied
-    annotation) or ``ServerSideApply(force=False)`` (the operator's name as field manager;
-    docs/server-side-apply.md); ``apply_kinds`` overrides it per child kind
-    (``{"ConfigMap": ThreeWayMerge()}``, kinds named as ``Kind.group``).
-    People stay in control (docs/driver.md, "Pause, policies, drift and contention"):
-    ``paused=True`` (``optk run --paused``, ``OPTK_PAUSED=1``) and ``paused_namespaces``
-    (``--pause-namespace``, ``OPTK_PAUSED_NAMESPACES``) stop every write for maintenance, as
-    the ``optk.dev/paused: "true"`` annotation does for one parent; ``drift="warn"`` reports a
-    changed child (condition ``Drifted``, an Event, ``optk_drifted_objects``) instead of
-    repairing it (``"repair"``, the default); ``ignore_fields`` lists JSON pointers
-    (``/spec/replicas``) never compared on any child, as the ``optk.dev/ignore-fields``
-    annotation does on one; ``contention=Contention(...)`` says when a field another writer
-    keeps changing back counts as contested and how the repair backs off (``None``: never).
-    ``rollout=Rollout(...)`` moves parents to a new version of the operator's code in batches
-    (docs/driver.md, "Gradual rollouts"; ``None``: all at once, the default).
-    ``watch_inactivity_timeout`` (130 s) is how long any of the operator's watches may send
-    nothing, not even a bookmark, before it is presumed dead and replaced (docs/driver.md).
+    "Declared inputs"). ``namespace`` limits the operator to one namespace (None: all).
+    ``workers`` reconcile in parallel; ``shutdown_timeout`` bounds a clean stop. ``install``
+    holds objects (e.g. the parent's CRD) created at start when missing; ``on_start`` hooks run
+    once the runtime started (each may return a cleanup); ``on_delete(parent)`` runs before a
+    parent's finalizer is removed.
+
+    Settings that belong together are values of their own:
+    ``resync=ResyncPolicy(...)`` (interval, bounds, heartbeat, ConfigMap; ``OPTK_RESYNC_INTERVAL``
+    and the ConfigMap override the interval); ``leader_election=LeaderElection(...)`` (the Lease
+    and its timing; None: off); ``sharding=Sharding(...)`` (scale-out across replicas);
+    ``rollout=Rollout(...)`` (a new version of the code moves parents in batches, docs/driver.md
+    "Gradual rollouts"; None: all at once); and the groups of ``reconciler._driver.settings``:
+    ``policies=Policies(...)`` (recreate, prune, pauses, drift mode, ignored fields, contention),
+    ``applying=Applying(...)`` (strategy, per-kind strategies, reused builds),
+    ``watching=Watching(...)`` (coalescing, child watches, inactivity timeout),
+    ``serving=Serving(...)`` (metrics port, bind address, auth) and
+    ``reporting=Reporting(...)`` (Events, status function, condition types, readiness).
+
+    The flat keywords of earlier releases (``recreate=``, ``apply=``, ``events=``, ...: the
+    keys of ``settings.MOVED``) still work for this release, with a ``DeprecationWarning``
+    naming the new place; so do reads of them (``operator.events``).
     """
 
     api_version: str
     kind: str
     build: Callable[..., Iterable[ResourceBuilder]]
     name: str = "optk"
-    resync: ResyncPolicy = attrs.field(factory=ResyncPolicy)
-    leader_election: LeaderElection | None = None
-    workers: int = 4
-    recreate: bool = False
-    prune: Collection[tuple[str, str]] = ()
     namespace: str | None = None
-    metrics_port: int | None = None
+    inputs: InputDeclaration | None = None
+    workers: int = 4
     shutdown_timeout: float = 30.0
-    event_coalesce: float = 0.05
-    watch_children: bool = True
-    events: bool = True
     install: Sequence[KubeObject] = ()
     on_start: Sequence[StartHook] = ()
     on_delete: Callable[[KubeObject], object] | None = None
+    resync: ResyncPolicy = attrs.field(factory=ResyncPolicy)
+    leader_election: LeaderElection | None = None
     sharding: Sharding | None = None
-    readiness: Readiness | None = None
-    status: StatusBuilder | None = None
-    condition_types: Sequence[str] = ()
-    reuse_builds: bool = True
-    watch_inactivity_timeout: float = WATCH_INACTIVITY_TIMEOUT
-    apply: ApplyStrategy = attrs.field(factory=ThreeWayMerge)
-    apply_kinds: Mapping[str, ApplyStrategy] = attrs.field(factory=dict)
-    paused: bool = False
-    paused_namespaces: Collection[str] = attrs.field(default=(), converter=tuple)
-    drift: DriftMode = attrs.field(default=DriftMode.REPAIR, converter=DriftMode)
-    ignore_fields: Sequence[str] = attrs.field(default=(), converter=tuple)
-    contention: Contention | None = attrs.field(factory=Contention)
     rollout: Rollout | None = None
-    inputs: InputDeclaration | None = None
+    policies: Policies = attrs.field(factory=Policies)
+    applying: Applying = attrs.field(factory=Applying)
+    watching: Watching = attrs.field(factory=Watching)
+    serving: Serving = attrs.field(factory=Serving)
+    reporting: Reporting = attrs.field(factory=Reporting)
+
+    def __init__(
+        self,
+        *,
+        api_version: str,
+        kind: str,
+        build: Callable[..., Iterable[ResourceBuilder]],
+        name: str = "optk",
+        namespace: str | None = None,
+        inputs: InputDeclaration | None = None,
+        workers: int = 4,
+        shutdown_timeout: float = 30.0,
+        install: Sequence[KubeObject] = (),
+        on_start: Sequence[StartHook] = (),
+        on_delete: Callable[[KubeObject], object] | None = None,
+        resync: ResyncPolicy | None = None,
+        leader_election: LeaderElection | None = None,
+        sharding: Sharding | None = None,
+        rollout: Rollout | None = None,
+        policies: Policies | None = None,
+        applying: Applying | None = None,
+        watching: Watching | None = None,
+        serving: Serving | None = None,
+        reporting: Reporting | None = None,
+        **moved: Any,
+    ) -> None:
+        groups: dict[str, Any] = {
+            "policies": Policies() if policies is None else policies,
+            "applying": Applying() if applying is None else applying,
+            "watching": Watching() if watching is None else watching,
+            "serving": Serving() if serving is None else serving,
+            "reporting": Reporting() if reporting is None else reporting,
+        }
+        for group, value in groups.items():
+            if not isinstance(value, GROUPS[group]):
+                raise ReconcilerUsageTypeError(
+                    f"operator {name!r}: {group} must be a {GROUPS[group].__name__}, "
+                    f"got {type(value).__name__}")
+        groups = _moved_into(groups, moved, operator=name)
+        self.__attrs_init__(
+            api_version=api_version, kind=kind, build=build, name=name, namespace=namespace,
+            inputs=inputs, workers=workers, shutdown_timeout=shutdown_timeout, install=install,
+            on_start=on_start, on_delete=on_delete,
+            resync=ResyncPolicy() if resync is None else resync,
+            leader_election=leader_election, sharding=sharding, rollout=rollout, **groups)
 
     def __attrs_post_init__(self) -> None:
-        for strategy in (self.apply, *self.apply_kinds.values()):
-            if not isinstance(strategy, (ThreeWayMerge, ServerSideApply)):
-                raise ReconcilerUsageTypeError(
-                    f"operator {self.name!r}: apply must be ThreeWayMerge() or "
-                    f"ServerSideApply(), got {strategy!r}")
         if self.workers < 1:
             raise ReconcilerUsageError(
                 f"operator {self.name!r}: workers must be >= 1, got {self.workers}"
@@ -167,15 +172,6 @@ class Operator:
             raise ReconcilerUsageTypeError(
                 f"operator {self.name!r}: on_delete must be callable or None"
             )
-        if self.status is not None and not callable(self.status):
-            raise ReconcilerUsageTypeError(
-                f"operator {self.name!r}: status must be callable or None")
-        if isinstance(self.condition_types, str):
-            raise ReconcilerUsageTypeError(
-                f"operator {self.name!r}: condition_types must be a list of names, not a string")
-        for name in self.condition_types:
-            if (why := condition_type_problem(name)) is not None:
-                raise ReconcilerUsageError(f"operator {self.name!r}: {why}")
         if not isinstance(self.resync, ResyncPolicy):
             raise ReconcilerUsageTypeError(
                 f"operator {self.name!r}: resync must be a ResyncPolicy, "
@@ -186,11 +182,6 @@ class Operator:
             raise ReconcilerUsageTypeError(
                 f"operator {self.name!r}: leader_election must be a LeaderElection "
                             f"or None, got {type(self.leader_election).__name__}")
-        parse_ignore_fields(",".join(self.ignore_fields))  # names the bad pointer
-        if self.contention is not None and not isinstance(self.contention, Contention):
-            raise ReconcilerUsageTypeError(
-                f"operator {self.name!r}: contention must be a Contention or None, "
-                f"got {type(self.contention).__name__}")
         if self.rollout is not None and not isinstance(self.rollout, Rollout):
             raise ReconcilerUsageTypeError(
                 f"operator {self.name!r}: rollout must be a Rollout or None, "
@@ -200,13 +191,25 @@ class Operator:
                 f"operator {self.name!r}: sharding must be a Sharding or None, "
                 f"got {type(self.sharding).__name__}")
 
+    def __getattr__(self, name: str) -> Any:
+        """A flat setting of earlier releases (``operator.events``), read from its group with
+        a ``DeprecationWarning`` naming the new place."""
+        where = MOVED.get(name)
+        if where is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        group, field = where
+        warnings.warn(f"Operator.{name} is deprecated: read Operator.{group}.{field}",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(getattr(self, group), field)
+
     @property
     def status_function(self) -> StatusBuilder | None:
         """``status`` held to ``condition_types`` when some are declared (what the runtime
         calls)."""
-        if self.status is None or not self.condition_types:
-            return self.status
-        return declared_status(self.status, self.condition_types)
+        reporting = self.reporting
+        if reporting.status is None or not reporting.condition_types:
+            return reporting.status
+        return declared_status(reporting.status, reporting.condition_types)
 
     @property
     def election(self) -> LeaderElection | None:
@@ -232,13 +235,32 @@ class Operator:
 
     def pauses(self, environ: Mapping[str, str] | None = None) -> PauseSettings:
         """The operator- and namespace-wide pauses from code and environment."""
-        return PauseSettings.of(paused=self.paused, namespaces=self.paused_namespaces,
+        return PauseSettings.of(paused=self.policies.paused,
+                                namespaces=self.policies.paused_namespaces,
                                 environ=os.environ if environ is None else environ)
+
+    def resource_settings(self) -> ResourceSettings:
+        """How its children are written (``ResourceReconciler``): the apply strategies, the
+        operator's name as field manager, recreation."""
+        return ResourceSettings(apply=self.applying.strategy, apply_kinds=self.applying.kinds,
+                                field_manager=self.name, recreate=self.policies.recreate)
+
+    def parent_settings(self, environ: Mapping[str, str] | None = None, *,
+                        dry_run: bool = False) -> ParentSettings:
+        """What its parents' reconciles do besides the children (``ParentReconciler``), with
+        the pauses from code and ``environ``; ``dry_run`` for a plan."""
+        reporting = self.reporting
+        return ParentSettings(
+            prune_kinds=self.policies.prune, events=reporting.events, dry_run=dry_run,
+            on_delete=self.on_delete, readiness=reporting.readiness,
+            status=self.status_function, reuse_builds=self.applying.reuse_builds,
+            pause=self.pauses(environ), child_labels=child_labels(self.sharding))
 
     def plan_guard(self, clock: Clock) -> PlanGuard:
         """What the executor asks about each plan: drift mode, ignored fields, contention."""
-        return PlanGuard.of(drift=self.drift, ignore_fields=self.ignore_fields,
-                            contention=self.contention, clock=clock, field_manager=self.name)
+        policies = self.policies
+        return PlanGuard.of(drift=policies.drift, ignore_fields=policies.ignore_fields,
+                            contention=policies.contention, clock=clock, field_manager=self.name)
 
     def start(
         self,
@@ -247,23 +269,20 @@ class Operator:
         clock: Clock | None = None,
         identity: str | None = None,
         environ: Mapping[str, str] | None = None,
-        metrics_port: int | None = None,
-        metrics_bind_address: str | None = None,
-        metrics_auth: bool = False,
+        serving: Serving | None = None,
+        **flat_serving: Any,
     ) -> OperatorRuntime:
         """Start the operator against ``client``; returns the running runtime.
 
-        ``metrics_bind_address``: the address ``/metrics``, ``/healthz`` and ``/readyz`` are
-        served on (with a metrics port); None: every interface inside a pod, else loopback.
-        ``metrics_auth``: ``/metrics`` answers only a bearer token the API server authenticates
-        (TokenReview) and allows ``get`` on ``/metrics`` (SubjectAccessReview)."""
+        ``serving`` (default: ``self.serving``) says where ``/metrics``, ``/healthz`` and
+        ``/readyz`` are served (``Serving``: port, bind address, auth). The keywords of earlier
+        releases (``metrics_port``, ``metrics_bind_address``, ``metrics_auth``) still work,
+        with a ``DeprecationWarning``."""
         from reconciler._driver.runtime import OperatorRuntime
 
-        runtime = OperatorRuntime(
-            self, client, clock=clock, identity=identity, environ=environ,
-            metrics_port=self.metrics_port if metrics_port is None else metrics_port,
-            metrics_bind_address=metrics_bind_address, metrics_auth=metrics_auth,
-        )
+        serving = _serving_of(self, serving, flat_serving, call="start")
+        runtime = OperatorRuntime(self, client, clock=clock, identity=identity,
+                                  environ=environ, serving=serving)
         return runtime.start()
 
     def run(
@@ -271,14 +290,61 @@ class Operator:
         *,
         kubeconfig: str | None = None,
         embedded: bool = False,
-        metrics_port: int | None = None,
-        metrics_bind_address: str | None = None,
-        metrics_auth: bool = False,
+        serving: Serving | None = None,
+        **flat_serving: Any,
     ) -> int:
-        """Run until SIGTERM/SIGINT (or lost leadership); returns the process exit code."""
+        """Run until SIGTERM/SIGINT (or lost leadership); returns the process exit code.
+        ``serving`` as for :meth:`start`."""
         from reconciler._driver.process import run_operator
 
-        return run_operator(
-            self, kubeconfig=kubeconfig, embedded=embedded, metrics_port=metrics_port,
-            metrics_bind_address=metrics_bind_address, metrics_auth=metrics_auth,
-        )
+        return run_operator(self, kubeconfig=kubeconfig, embedded=embedded,
+                            serving=_serving_of(self, serving, flat_serving, call="run"))
+
+
+def _moved_into(groups: dict[str, Any], moved: Mapping[str, Any], *, operator: str,
+                ) -> dict[str, Any]:
+    """``groups`` with the flat keywords of earlier releases set in their groups, each with a
+    ``DeprecationWarning`` naming its new place; an unknown keyword is a ``TypeError`` as
+    Python's own."""
+    changes: dict[str, dict[str, Any]] = {}
+    for keyword, value in moved.items():
+        where = MOVED.get(keyword)
+        if where is None:
+            raise ReconcilerUsageTypeError(
+                f"Operator() got an unexpected keyword argument {keyword!r} "
+                f"(operator {operator!r})")
+        group, field = where
+        warnings.warn(
+            f"Operator({keyword}=...) is deprecated: use "
+            f"Operator({group}={GROUPS[group].__name__}({field}=...))",
+            DeprecationWarning, stacklevel=3)
+        changes.setdefault(group, {})[field] = value
+    return {group: attrs.evolve(value, **changes[group]) if group in changes else value
+            for group, value in groups.items()}
+
+
+_FLAT_SERVING = {"metrics_port": "metrics_port", "metrics_bind_address": "bind_address",
+                 "metrics_auth": "auth"}
+
+
+def _serving_of(operator: Operator, serving: Serving | None, flat: Mapping[str, Any], *,
+                call: str) -> Serving:
+    """Where a started operator serves: ``serving`` or the operator's, with the flat keywords
+    of earlier releases on top (deprecated; a None port or address leaves the setting as is,
+    as those keywords did)."""
+    base = operator.serving if serving is None else serving
+    if not isinstance(base, Serving):
+        raise ReconcilerUsageTypeError(
+            f"Operator.{call}(serving=...) must be a Serving, got {type(base).__name__}")
+    changes: dict[str, Any] = {}
+    for keyword, value in flat.items():
+        field = _FLAT_SERVING.get(keyword)
+        if field is None:
+            raise ReconcilerUsageTypeError(
+                f"Operator.{call}() got an unexpected keyword argument {keyword!r}")
+        warnings.warn(f"Operator.{call}({keyword}=...) is deprecated: use "
+                      f"Operator.{call}(serving=Serving({field}=...))",
+                      DeprecationWarning, stacklevel=3)
+        if value is not None and (field != "auth" or value):
+            changes[field] = value
+    return attrs.evolve(base, **changes) if changes else base

@@ -34,12 +34,13 @@ import threading
 import time
 from collections.abc import Sequence
 from types import ModuleType
-from typing import Any, NamedTuple
+from typing import Any
 
 import attrs
 
 from reconciler._base.errors import ReconcilerUsageError
 from reconciler._driver.operators import Operator
+from reconciler._driver.settings import Serving
 
 __all__ = ["JsonLogFormatter", "LoadedOperator", "load_api_client", "load_operator",
            "load_operator_file", "load_target", "run_command", "run_operator"]
@@ -52,12 +53,11 @@ def run_operator(
     *,
     kubeconfig: str | None = None,
     embedded: bool = False,
-    metrics_port: int | None = None,
-    metrics_bind_address: str | None = None,
-    metrics_auth: bool = False,
+    serving: Serving | None = None,
 ) -> int:
-    """Run ``operator`` until SIGTERM/SIGINT (or lost leadership); the process exit code."""
-    serving = _Serving(metrics_port, metrics_bind_address, metrics_auth)
+    """Run ``operator`` until SIGTERM/SIGINT (or lost leadership); the process exit code.
+    ``serving``: where health and metrics are served (default: ``operator.serving``)."""
+    serving = operator.serving if serving is None else serving
     stop = _StopFlag()
     if threading.current_thread() is threading.main_thread():
         for signum in (signal.SIGTERM, signal.SIGINT):
@@ -83,22 +83,14 @@ def load_api_client(kubeconfig: str | None = None) -> Any:
     return load_client(kubeconfig)
 
 
-class _Serving(NamedTuple):
-    """Where and how ``/metrics``, ``/healthz`` and ``/readyz`` are served."""
-
-    metrics_port: int | None
-    metrics_bind_address: str | None
-    metrics_auth: bool
-
-
-def _run_with(operator: Operator, api_client: Any, stop: _StopFlag, serving: _Serving) -> int:
+def _run_with(operator: Operator, api_client: Any, stop: _StopFlag, serving: Serving) -> int:
     from reconciler._client.kubernetes import KubernetesClient
     from reconciler._driver.deployed import local_webhooks
     from reconciler._driver.heap import HeapSettler
 
     operator = local_webhooks(operator, str(api_client.configuration.host))
     client = KubernetesClient(api_client, operator_name=operator.name)
-    runtime = operator.start(client, **serving._asdict())
+    runtime = operator.start(client, serving=serving)
     _log.info("operator %s started (identity %s)", operator.name, runtime.identity)
     heap = HeapSettler()  # this process runs one operator: freeze its long-lived heap
     heap.started()
@@ -337,8 +329,14 @@ def run_command(
         _log.warning("paused for maintenance: %s; nothing is written there until restarted "
                      "without it", "every parent" if pauses.everything
                      else "namespaces " + ", ".join(sorted(pauses.namespaces)))
-    return operator.run(kubeconfig=kubeconfig, embedded=embedded, metrics_port=metrics_port,
-                        metrics_bind_address=metrics_bind_address, metrics_auth=metrics_auth)
+    serving = operator.serving  # a flag not given leaves the operator's setting
+    if metrics_port is not None:
+        serving = attrs.evolve(serving, metrics_port=metrics_port)
+    if metrics_bind_address is not None:
+        serving = attrs.evolve(serving, bind_address=metrics_bind_address)
+    if metrics_auth:
+        serving = attrs.evolve(serving, auth=True)
+    return operator.run(kubeconfig=kubeconfig, embedded=embedded, serving=serving)
 
 
 def _configure_logging(*, log_format: str, log_level: str) -> None:

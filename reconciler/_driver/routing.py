@@ -5,7 +5,7 @@ echo of the toolkit's own write (``reconciler._cache.recording``), scheduled on 
 at once when ``parent_needs_reconcile`` or its grid time passed), and queued on a change that
 ``parent_event_triggers`` passes; a child's event is mapped to its parent by controller owner
 reference or ``optk.dev/owner-uid`` and queued when ``child_event_triggers`` passes. Queueing
-coalesces bursts (``Operator.event_coalesce``); a child's event that changes the verdict a parent
+coalesces bursts (``Operator.watching.coalesce``); a child's event that changes the verdict a parent
 waits on (``reconciler._reconcile.waits``: a dependency's readiness, a dependent being gone)
 queues that parent whatever else the event is and, on a standby, is held instead
 (``reconciler._driver.standby``). With sharding, a parent carrying the drain mark for this shard is

@@ -72,6 +72,7 @@ from reconciler._driver.resyncs import ResyncSchedule
 from reconciler._driver.rollouts import rollout_runner
 from reconciler._driver.routing import EventRouter
 from reconciler._driver.serving import health_server
+from reconciler._driver.settings import Serving
 from reconciler._driver.standby import Standby
 from reconciler._driver.stats import RuntimeStats
 from reconciler._driver.triggers import ParentKey
@@ -83,7 +84,6 @@ from reconciler._reconcile.events import EventRecorder
 from reconciler._reconcile.install import install_all
 from reconciler._reconcile.parents import ParentReconciler
 from reconciler._reconcile.reconciling import ResourceReconciler
-from reconciler._sharding.decisions import child_labels
 from reconciler._sharding.shards import Shards, shard_selector
 from reconciler._workqueue.queues import WorkQueue
 
@@ -103,14 +103,13 @@ class OperatorRuntime:
         clock: Clock | None = None,
         identity: str | None = None,
         environ: Mapping[str, str] | None = None,
-        metrics_port: int | None = None,
-        metrics_bind_address: str | None = None,
-        metrics_auth: bool = False,
+        serving: Serving | None = None,
         watch_timeout: int = DEFAULT_WATCH_TIMEOUT,
         liveness_bound: float | None = None,
     ) -> None:
         # The composition root (the module docstring says the order and why).
         self.operator = operator
+        serving = operator.serving if serving is None else serving
         self.clock: Clock = clock or RealClock()
         self.identity = identity or f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
         self.base_policy = operator.policy(environ)
@@ -151,7 +150,7 @@ class OperatorRuntime:
                            + ("" if shard_scope is None else f",{shard_scope}"),
             on_late_sync=lambda type_key: self.standby.recheck(type_key),
             informer_options={"watch_timeout": watch_timeout,
-                              "inactivity_timeout": operator.watch_inactivity_timeout},
+                              "inactivity_timeout": operator.watching.inactivity_timeout},
         )
         # The client records own writes and writes them through to the informers; the
         # reconciler reads through them (``reader``) and writes through this client.
@@ -162,9 +161,10 @@ class OperatorRuntime:
             client, operator.inputs, on_change=self._input_changed, clock=self.clock,
             alive=lambda key: self.parents.cache.get(*key) is not None,
             informer_options={"watch_timeout": watch_timeout,
-                              "inactivity_timeout": operator.watch_inactivity_timeout})
+                              "inactivity_timeout": operator.watching.inactivity_timeout})
         self.events = EventSender(EventRecorder(  # off the workers' path
-            self.client, component=operator.name, clock=self.clock)) if operator.events else None
+            self.client, component=operator.name, clock=self.clock),
+        ) if operator.reporting.events else None
         self.reconciler = _parent_reconciler(operator, self.client, self.reader,
             inputs=self.inputs, events=self.events,
             clock=self.clock, environ=environ, parent_alive=partial(_parent_alive, self.parents))
@@ -186,14 +186,14 @@ class OperatorRuntime:
         )
         self.fingerprint = operator_fingerprint(operator)  # a gradual rollout's, if one is set:
         self.rollout = rollout_runner(operator.rollout, operator_name=operator.name,
-            events=operator.events, fingerprint=self.fingerprint, client=self.client,
+            events=operator.reporting.events, fingerprint=self.fingerprint, client=self.client,
             heartbeats=self.heartbeats, parents=self.parents, queue=self.queue, clock=self.clock,
             schedule=self.schedule, stats=self.stats, metrics=self.metrics,
             stopping=lambda: self.stopping)
         # Sharding builds (and adopts) through the reconciler and patches through the client.
         self.shards = None if operator.sharding is None or shard is None else Shards(
             operator_name=operator.name, api_version=operator.api_version, kind=operator.kind,
-            namespace=operator.namespace, prune=operator.prune,
+            namespace=operator.namespace, prune=operator.policies.prune,
             leader_election=operator.leader_election, sharding=operator.sharding, shard=shard,
             identity=self.identity, leases=client, client=self.client, parents=self.parents,
             informers=self.informers, declared=self.reconciler.declared, clock=self.clock,
@@ -214,8 +214,8 @@ class OperatorRuntime:
         self.router = EventRouter(
             queue=self.queue, parents=self.parents, informers=self.informers,
             schedule=self.schedule, base_policy=self.base_policy, shards=self.shards,
-            clock=self.clock, stats=self.stats, event_coalesce=operator.event_coalesce,
-            watch_children=operator.watch_children, decide_echo=self.client.decide_echo,
+            clock=self.clock, stats=self.stats, event_coalesce=operator.watching.coalesce,
+            watch_children=operator.watching.children, decide_echo=self.client.decide_echo,
             last_started=self.workers.last_started, holds=lambda key: self.standby.holds(key),
             standing_by=self._standing_by, kick=self.resync.kick, waits=self.reconciler.waits)
         self.standby = Standby(
@@ -237,8 +237,8 @@ class OperatorRuntime:
             bound=liveness_bound_for(watch_timeout, liveness_bound))
         self._serve_health = health_server(
             metrics=self.metrics, ready=lambda: self.ready, degraded=self.degraded,
-            liveness=self.liveness, client=self._inner, port=metrics_port,
-            host=metrics_bind_address, environ=environ, auth=metrics_auth)
+            liveness=self.liveness, client=self._inner, port=serving.metrics_port,
+            host=serving.bind_address, environ=environ, auth=serving.auth)
         self.health: HealthServer | None = None
         self.upgrade = UpgradeCheck(
             self.fingerprint, heartbeats=self.heartbeats, parents=self.parents,
@@ -390,7 +390,7 @@ class OperatorRuntime:
 
     def resync_all(self) -> int:
         """Queue every known parent now, as if all were due; returns how many. Reused builds
-        (``Operator.reuse_builds``) are dropped first: every parent's builders run again."""
+        (``Applying.reuse_builds``) are dropped first: every parent's builders run again."""
         self.reconciler.forget_builds()
         keys = self.parents.cache.keys()
         for key in keys:
@@ -481,16 +481,12 @@ def _parent_reconciler(
     their children stamped with their parent's shard label when sharded) over ``client``,
     reading through ``reader``."""
     build = operator.build if inputs is None else inputs.bind(operator.build)
+    resources = ResourceReconciler(client, settings=operator.resource_settings(), reader=reader,
+                                   clock=clock, guard=operator.plan_guard(clock))
     return ParentReconciler(
-        client, build, operator_name=operator.name, reader=reader, pause=operator.pauses(environ),
-        child_labels=child_labels(operator.sharding),
-        resources=ResourceReconciler(client, reader=reader, recreate=operator.recreate, clock=clock,
-            guard=operator.plan_guard(clock), apply=operator.apply,
-            apply_kinds=operator.apply_kinds, field_manager=operator.name),
-        prune_kinds=operator.prune, events=operator.events, event_sink=events, clock=clock,
-        on_delete=operator.on_delete, readiness=operator.readiness, status=operator.status_function,
-        reuse_builds=operator.reuse_builds, parent_alive=parent_alive,
-    )
+        client, build, operator_name=operator.name, settings=operator.parent_settings(environ),
+        reader=reader, resources=resources, clock=clock, event_sink=events,
+        parent_alive=parent_alive)
 
 
 def _parent_informer(operator: Operator, client: ClusterClient, *, clock: Clock,
@@ -498,7 +494,7 @@ def _parent_informer(operator: Operator, client: ClusterClient, *, clock: Clock,
     """The informer of the parents (of this shard, when ``scope`` selects one)."""
     return Informer(client, operator.api_version, operator.kind, namespace=operator.namespace,
                     clock=clock, label_selector=scope, watch_timeout=watch_timeout,
-                    inactivity_timeout=operator.watch_inactivity_timeout)
+                    inactivity_timeout=operator.watching.inactivity_timeout)
 
 
 def _config_informer(operator: Operator, client: ClusterClient, *, clock: Clock,
@@ -509,7 +505,7 @@ def _config_informer(operator: Operator, client: ClusterClient, *, clock: Clock,
     return Informer(client, "v1", "ConfigMap", namespace=config_map[0],
                     field_selector=f"metadata.name={config_map[1]}", clock=clock,
                     watch_timeout=watch_timeout,
-                    inactivity_timeout=operator.watch_inactivity_timeout)
+                    inactivity_timeout=operator.watching.inactivity_timeout)
 
 
 def _heartbeat_store(operator: Operator, writer: ClusterClient, *, shard: str | None,

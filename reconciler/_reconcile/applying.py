@@ -85,7 +85,7 @@ class ServerSideApply:
 
 
 ApplyStrategy = ThreeWayMerge | ServerSideApply
-"""The strategies ``Operator(apply=...)`` and ``DesiredState``'s ``apply`` accept."""
+"""The strategies ``Applying(strategy=...)`` and ``DesiredState``'s ``apply`` accept."""
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -51,7 +51,7 @@ def _positive(instance: object, attribute: attrs.Attribute[Any], value: float) -
 
 @attrs.frozen(kw_only=True)
 class Contention:
-    """``Operator(contention=...)``: when a child counts as contested and how it backs off.
+    """``Policies(contention=...)``: when a child counts as contested and how it backs off.
 
     Contested: the same field paths undone ``threshold`` times within ``window`` seconds. Held
     repairs are tried again after ``backoff`` seconds, doubling up to ``max_backoff``. A

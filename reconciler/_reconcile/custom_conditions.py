@@ -1,9 +1,9 @@
 """Conditions of one's own: the types a status function may add to the parent, checked.
 
-Why it exists: ``Operator(status=fn)`` may return ``conditions`` (``Available``, ``Degraded``)
+Why it exists: ``Reporting(status=fn)`` may return ``conditions`` (``Available``, ``Degraded``)
 that are merged with the toolkit's own; a type the toolkit writes, or a malformed condition,
 would fight the toolkit's status or be refused by the API server on every reconcile. So the
-types an operator declares (``Operator(condition_types=...)``) are checked when the ``Operator``
+types an operator declares (``Reporting(condition_types=...)``) are checked when the ``Operator``
 is built, and what the function returns is checked at each reconcile; there a bad condition is
 a permanent failure (``Stalled``, no retry until the parent changes), never a hot retry loop.
 
@@ -58,7 +58,7 @@ def _problem(cond: Any, declared: Collection[str]) -> str | None:
         return why
     if declared and name not in declared:
         return (f"condition type {name!r} is not among the declared "
-                f"Operator(condition_types=...): {', '.join(sorted(declared))}")
+                f"Reporting(condition_types=...): {', '.join(sorted(declared))}")
     if cond.get("status") not in _STATUSES:
         return f"condition {name!r}: status must be one of True, False, Unknown"
     reason = cond.get("reason")
@@ -97,7 +97,7 @@ def declared_status(
     function: Callable[[Mapping[str, Any], Sequence[Mapping[str, Any]]], Mapping[str, Any]],
     condition_types: Collection[str],
 ) -> Callable[[Mapping[str, Any], Sequence[Mapping[str, Any]]], Mapping[str, Any]]:
-    """``function`` (an ``Operator(status=...)``) held to the condition types its operator
+    """``function`` (a ``Reporting(status=...)``) held to the condition types its operator
     declared: a condition of another type is refused (``ReconcilerUsageError``) at reconcile time
     as a permanent failure, never written."""
     declared = frozenset(condition_types)

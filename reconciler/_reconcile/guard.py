@@ -47,7 +47,7 @@ class PlanGuard:
     @classmethod
     def of(cls, *, drift: DriftMode, ignore_fields: Collection[str],
            contention: Contention | None, clock: Clock, field_manager: str) -> PlanGuard:
-        """The guard of an operator's settings (``Operator(drift=, ignore_fields=,
+        """The guard of an operator's settings (``Policies(drift=, ignore_fields=,
         contention=)``), its contention detector on ``clock``."""
         return cls(drift=drift, ignore_fields=ignore_fields,
                    contention=None if contention is None else ContentionDetector(

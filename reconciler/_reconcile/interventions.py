@@ -1,7 +1,7 @@
 """What a parent's status and Events say when people or another writer stepped in: pure.
 
 Why it exists: a paused parent, children whose drift is reported instead of repaired (a policy
-``observe``, ``Operator(drift="warn")``) and contested children (``contention``) must show on
+``observe``, ``Policies(drift="warn")``) and contested children (``contention``) must show on
 the parent where ``kubectl`` and kstatus read: conditions, and one aggregated Event when one of
 them appears or changes. The usual ``Reconciled``/``Ready`` conditions stay
 ``reconciler._reconcile.conditions``'; this module adds its own condition types to whatever

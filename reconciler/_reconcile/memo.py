@@ -1,6 +1,6 @@
 """The resync memos: what a reconcile of an unchanged parent or child need not compute again.
 
-``BuildMemo`` (opt-in: ``Operator(reuse_builds=True)``) keeps, per parent, the evaluated output
+``BuildMemo`` (opt-in: ``Applying(reuse_builds=True)``) keeps, per parent, the evaluated output
 of its builders (each child after ``stamp_identity``, its ``DesiredState`` and its digest) with
 the parent's uid and ``resourceVersion``, and the component node of each child; a reconcile of
 the same parent at the same version (a periodic resync, a child's drift, a dependency that became

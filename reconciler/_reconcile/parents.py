@@ -20,7 +20,7 @@ so what is left is the sequence itself.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -54,7 +54,6 @@ from reconciler._client.counting import (
 )
 from reconciler._client.protocol import ClusterClient, KubeObject
 from reconciler._reconcile.cleanups import (
-    OnDelete,
     ParentCleanup,
     count_custom_resources,
     release_to_others,
@@ -82,10 +81,8 @@ from reconciler._reconcile.interventions import (
 )
 from reconciler._reconcile.memo import BuildMemo, ChildMemo, RecentKeys, StatusMemo
 from reconciler._reconcile.ordering import ChildGates
-from reconciler._reconcile.policies import PauseSettings
+from reconciler._reconcile.parent_settings import ParentSettings
 from reconciler._reconcile.readiness import (
-    Readiness,
-    StatusBuilder,
     health_waits,
     not_ready,
     readiness_status_patch,
@@ -96,6 +93,7 @@ from reconciler._reconcile.reconciling import (
     ResourceReconciler,
     is_owned,
 )
+from reconciler._reconcile.resource_settings import moved_into
 from reconciler._reconcile.sharing import is_shared, ownership_marker, shared_record
 from reconciler._reconcile.waits import Wait, WaitRegistry, Watch, waiting_message
 
@@ -132,15 +130,18 @@ class ParentReconciler:
 
     ``build(parent)`` returns the parent's ``ResourceBuilder`` list, in order. ``operator_name``
     fills the ``app.kubernetes.io/managed-by`` label and is the Events' reporting component.
+    ``settings`` (``ParentSettings``) says what the reconcile does besides the children:
     ``prune_kinds`` lists the ``(apiVersion, kind)`` pairs whose unbuilt children (ours, found by
     the ``optk.dev/owner-uid`` label) are deleted; pruning is off when it is empty. Events and
     status writing can be switched off. ``dry_run`` writes nothing (server-side dry runs for
-    creates and patches, no Events, no status): the result is a plan. The status (with
+    creates and patches, no Events, no status): the result is a plan. The flat keywords of
+    earlier releases (``events=False``, ...) still work with a ``DeprecationWarning``. The
+    status (with
     ``lastReconcileTime``) is written only when its conditions or ``observedGeneration`` change,
     so a steady state makes no writes; the driver's restart-proof resync schedule needs no fresher
     time (it rests on its own heartbeat). ``status_refresh`` (seconds, default ``None``: off)
     optionally also rewrites the time once it is that old, at one write per parent per period.
-    ``reuse_builds``: see ``Operator.reuse_builds`` and ``reconciler._reconcile.memo.BuildMemo``.
+    ``reuse_builds``: see ``Applying.reuse_builds`` and ``reconciler._reconcile.memo.BuildMemo``.
     ``child_labels(parent)``: labels each of its children carries besides its identity (a
     sharded operator's: the parent's shard label). ``parent_alive``: see the attribute.
     ``event_sink``: where the Events go (default: an ``EventRecorder`` over ``client``, inline;
@@ -153,23 +154,17 @@ class ParentReconciler:
         build: Callable[[KubeObject], Iterable[ResourceBuilder]],
         *,
         operator_name: str,
+        settings: ParentSettings | None = None,
         reader: ReadCache | None = None,
         resources: ResourceReconciler | None = None,
-        prune_kinds: Collection[tuple[str, str]] = (),
-        events: bool = True,
-        write_status: bool = True,
-        status_refresh: float | None = None,
-        dry_run: bool = False,
         clock: Clock | None = None,
-        on_delete: OnDelete | None = None,
-        readiness: Readiness | None = None,
-        status: StatusBuilder | None = None,
-        reuse_builds: bool = False,
-        parent_alive: Callable[[KubeObject], bool] | None = None,
-        pause: PauseSettings | None = None,
         event_sink: EventSink | None = None,
-        child_labels: Callable[[KubeObject], Mapping[str, str]] | None = None,
+        parent_alive: Callable[[KubeObject], bool] | None = None,
+        **flat: Any,
     ) -> None:
+        settings = moved_into(settings, flat, owner="ParentReconciler", kind=ParentSettings)
+        self.settings = settings
+        dry_run, child_labels = settings.dry_run, settings.child_labels
         self.client = counting(client)
         self.build = build
         self.child_labels = child_labels
@@ -188,19 +183,20 @@ class ParentReconciler:
                 "ParentReconciler(dry_run=...) must match its resources' dry_run"
             )
         self.dry_run = dry_run
-        self.prune_kinds = frozenset(prune_kinds)
-        self.recorder: EventSink | None = None if (not events or dry_run) else (
+        self.prune_kinds = frozenset(settings.prune_kinds)
+        self.recorder: EventSink | None = None if (not settings.events or dry_run) else (
             event_sink or EventRecorder(self.client, component=operator_name, clock=self.clock))
-        self.write_status = write_status and not dry_run
-        self.status_refresh = status_refresh
+        self.write_status = settings.write_status and not dry_run
+        self.status_refresh = settings.status_refresh
         # Ready from the children's health (reconciler._reconcile.readiness)
-        self.readiness = readiness
-        self.status_builder = status
+        self.readiness = settings.readiness
+        self.status_builder = settings.status
         self.memo = ChildMemo()  # a resync of an unchanged child skips the match (_memo)
         self.statuses = StatusMemo()  # nor writes a status the server took (a pruning schema)
-        self.builds = BuildMemo() if reuse_builds else None  # nor builds an unchanged parent
+        # nor builds an unchanged parent
+        self.builds = BuildMemo() if settings.reuse_builds else None
         self._no_status_subresource: set[tuple[str, str]] = set()
-        self.cleanup = ParentCleanup(self.client, on_delete=on_delete, clock=self.clock,
+        self.cleanup = ParentCleanup(self.client, on_delete=settings.on_delete, clock=self.clock,
                                      dry_run=dry_run)
         """The cleanup finalizer of this operator's parents (``reconciler._reconcile.cleanups``)."""
         self._terminating: RecentKeys[str] = RecentKeys(size=_TERMINATING_KEPT)  # parent uids
@@ -213,7 +209,7 @@ class ParentReconciler:
         (the driver passes its parent informer's view; no request): asked before each child
         write and the status, so that no child is created for a parent that went away
         meanwhile (``ParentResult.parent_gone``). None: not asked."""
-        self.pause = pause if pause is not None else PauseSettings()
+        self.pause = settings.pause
         """Operator- and namespace-wide pauses; a parent's own annotation is read too."""
         self.drifted: dict[str, int] = {}
         """Children whose drift is reported instead of repaired, by parent uid."""

@@ -2,7 +2,7 @@
 
 Why it exists: a user steps in on one object (``optk.dev/paused: "true"`` on a parent,
 ``optk.dev/policy`` and ``optk.dev/ignore-fields`` on a child) or on the whole operator
-(``Operator(paused=..., paused_namespaces=..., drift=..., ignore_fields=...)``, ``optk run
+(``Policies(paused=..., paused_namespaces=..., drift=..., ignore_fields=...)``, ``optk run
 --paused``/``--pause-namespace``, ``OPTK_PAUSED``/``OPTK_PAUSED_NAMESPACES``), and the planner
 must honour it without any I/O. This module reads those annotations (a bad value is an error
 naming the object and the annotation), turns ``optk.dev/ignore-fields`` JSON pointers into
@@ -73,7 +73,7 @@ class ChildPolicy(enum.Enum):
 
 
 class DriftMode(enum.Enum):
-    """``Operator(drift=...)``: what a changed child gets when the parent did not change."""
+    """``Policies(drift=...)``: what a changed child gets when the parent did not change."""
 
     REPAIR = "repair"
     """Patch it back (the default)."""

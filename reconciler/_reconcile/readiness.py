@@ -1,11 +1,11 @@
 """Status beyond ``Reconciled``: readiness from the children's health, and a user status builder.
 
 ``Reconciled`` says the children match the spec; users read ``Ready`` as "it works". With
-``Operator(readiness=Readiness())`` the ``Ready`` condition comes from the live children's health
+``Reporting(readiness=Readiness())`` the ``Ready`` condition comes from the live children's health
 (``builders.health.health_of``, kstatus' rules: per built-in kind, and for any other kind its
 ``Ready``/``Reconciling``/``Stalled`` conditions and ``observedGeneration``; a ConfigMap is ready
 when present), with a check per kind given by the operator (a ``builders.health.HealthRule``).
-``Operator(status=fn)`` merges ``fn(parent, observed_children)`` (a pure
+``Reporting(status=fn)`` merges ``fn(parent, observed_children)`` (a pure
 function returning a dict) into the parent's status. ``readiness_status_patch`` decides, as
 ``reconciler._reconcile.conditions.status_patch`` does for the two base conditions, whether the
 status needs writing and what to write. Pure: ``reconciler._reconcile.parents`` sends what it

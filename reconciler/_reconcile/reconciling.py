@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import threading
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -44,7 +44,7 @@ from reconciler._base.errors import (
 from reconciler._client.caches import PassThroughCache, ReadCache
 from reconciler._client.counting import ApiCall, counting, counting_reader, recording, uncounted
 from reconciler._client.protocol import ClusterClient, KubeObject
-from reconciler._reconcile.applying import ApplyStrategy, ThreeWayMerge
+from reconciler._reconcile.applying import ApplyStrategy
 from reconciler._reconcile.guard import PlanGuard
 from reconciler._reconcile.planning import (
     ChildPlan,
@@ -53,6 +53,11 @@ from reconciler._reconcile.planning import (
     kind_key,
     plan_child,
     plan_recreate,
+)
+from reconciler._reconcile.resource_settings import (
+    DEFAULT_RECREATE_KINDS,
+    ResourceSettings,
+    moved_into,
 )
 
 __all__ = [
@@ -67,14 +72,6 @@ __all__ = [
     "kind_key",
 ]
 
-DEFAULT_RECREATE_KINDS: frozenset[str] = frozenset({
-    "Deployment.apps", "StatefulSet.apps", "DaemonSet.apps", "Job.batch",
-    "Service", "ConfigMap", "Secret",
-})
-"""Kinds (``Kind.group``, or ``Kind`` for the core group) that may be recreated when enabled.
-
-PersistentVolumeClaims are deliberately absent: recreating one loses its data.
-"""
 
 
 class Action(enum.Enum):
@@ -209,58 +206,47 @@ _RESULTS = {
 class ResourceReconciler:
     """Reconciles one object at a time against a cluster (DESIGN.md section 4).
 
-    ``recreate`` (default off) lets an update that the server refuses on immutable fields delete
-    the object (foreground propagation), wait until it is gone (``recreate_timeout``) and create it
-    again, for the kinds in ``recreate_kinds`` only. ``adopt`` lets it take over objects that are
-    not ours. ``conflict_retries`` bounds the re-read-and-retry loop on 409 Conflict. Reads go
-    through ``reader`` (default: straight to the cluster); conflicts re-read from the cluster.
-    ``dry_run`` executes plans only as server-side dry runs: nothing is written. ``apply`` is
-    the write strategy (``ThreeWayMerge()``, the default, or ``ServerSideApply()``), and
-    ``field_manager`` the manager server-side apply writes as (default: the client's, the
-    operator's name); ``apply_kinds`` overrides ``apply`` per kind (``Kind.group``). ``guard``
-    restricts plans to what policies, the drift mode and contention allow (``PlanGuard``).
+    ``settings`` (``ResourceSettings``) says how a child is written: the strategy (``apply``,
+    per kind ``apply_kinds``) and field manager, recreation of a child whose update the server
+    refuses on immutable fields (``recreate``, ``recreate_kinds``, ``recreate_timeout``),
+    ``conflict_retries``, ``adopt``, ``match_options``; the flat keywords of earlier releases
+    (``recreate=True``, ...) still work with a ``DeprecationWarning``. Reads go through
+    ``reader`` (default: straight to the cluster); conflicts re-read from the cluster. ``dry_run``
+    executes plans only as server-side dry runs: nothing is written. ``guard`` restricts plans to
+    what policies, the drift mode and contention allow (``PlanGuard``).
     """
 
     def __init__(
         self,
         client: ClusterClient,
         *,
+        settings: ResourceSettings | None = None,
         reader: ReadCache | None = None,
-        match_options: Sequence[Any] = (),
-        adopt: bool = False,
-        recreate: bool = False,
-        recreate_kinds: Collection[str] = DEFAULT_RECREATE_KINDS,
-        recreate_timeout: float = 60.0,
-        poll_interval: float = 0.2,
-        conflict_retries: int = 3,
-        deleting_requeue: float = 2.0,
-        dry_run: bool = False,
         clock: Clock | None = None,
-        apply: ApplyStrategy | None = None,
-        apply_kinds: Mapping[str, ApplyStrategy] | None = None,
-        field_manager: str | None = None,
         guard: PlanGuard | None = None,
+        dry_run: bool = False,
+        **flat: Any,
     ) -> None:
-        if conflict_retries < 0:
-            raise ReconcilerUsageError(f"conflict_retries must be >= 0, got {conflict_retries}")
+        settings = moved_into(settings, flat, owner="ResourceReconciler", kind=ResourceSettings)
+        self.settings = settings
         self.client = counting(client)
         self.reader = counting_reader(
             reader if reader is not None else PassThroughCache(uncounted(client))
         )
-        self.match_options = tuple(match_options)
-        self.adopt = adopt
-        self.recreate = recreate
-        self.recreate_kinds = frozenset(recreate_kinds)
-        self.recreate_timeout = recreate_timeout
-        self.poll_interval = poll_interval
-        self.conflict_retries = conflict_retries
-        self.deleting_requeue = deleting_requeue
+        self.match_options = tuple(settings.match_options)
+        self.adopt = settings.adopt
+        self.recreate = settings.recreate
+        self.recreate_kinds = frozenset(settings.recreate_kinds)
+        self.recreate_timeout = settings.recreate_timeout
+        self.poll_interval = settings.poll_interval
+        self.conflict_retries = settings.conflict_retries
+        self.deleting_requeue = settings.deleting_requeue
         self.dry_run = dry_run
         self.clock: Clock = clock if clock is not None else RealClock()
         self.crd_schemas = CrdSchemas(self.client)
-        self.apply: ApplyStrategy = apply if apply is not None else ThreeWayMerge()
-        self.apply_kinds: Mapping[str, ApplyStrategy] = dict(apply_kinds or {})
-        self.field_manager = field_manager or _field_manager_of(client)
+        self.apply: ApplyStrategy = settings.apply
+        self.apply_kinds: Mapping[str, ApplyStrategy] = dict(settings.apply_kinds)
+        self.field_manager = settings.field_manager or _field_manager_of(client)
         self.guard = guard
         """What people and other writers say about each plan (``PlanGuard``), or None."""
 

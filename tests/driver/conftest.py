@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from reconciler import AlreadyExistsError, KubernetesClient, NotFoundError
+from reconciler import AlreadyExistsError, KubernetesClient, NotFoundError, Reporting
 from reconciler._driver.operators import Operator
 from reconciler._driver.runtime import OperatorRuntime
 from reconciler.testing import wait_synced
@@ -65,8 +65,8 @@ def make_operator(namespace: str, **options: Any) -> Operator:
     """A Thing operator scoped to ``namespace`` with a unique name."""
     options.setdefault("build", build)
     options.setdefault("name", f"t-{uuid.uuid4().hex[:8]}")
-    return Operator(api_version=API_VERSION, kind="Thing", namespace=namespace, events=False,
-                    **options)
+    options.setdefault("reporting", Reporting(events=False))  # a test's own says its events
+    return Operator(api_version=API_VERSION, kind="Thing", namespace=namespace, **options)
 
 
 @contextmanager

@@ -9,7 +9,7 @@ import os
 from typing import Any
 
 from builders import ResourceBuilder, child_name, resource_builder
-from reconciler import Contention, ResyncPolicy
+from reconciler import Contention, Policies, Reporting, ResyncPolicy
 from reconciler._driver.operators import Operator
 from tests.driver.sample_operator import API_VERSION, THING_CRD
 
@@ -33,5 +33,7 @@ def build(parent: Any) -> list[ResourceBuilder]:
 
 operator = Operator(
     api_version=API_VERSION, kind="Thing", build=build, name="rival", install=[THING_CRD],
-    events=False, resync=ResyncPolicy(heartbeat=None),
-    contention=Contention(window=6.0, backoff=0.2, max_backoff=60.0, min_quiet=0.04))
+    resync=ResyncPolicy(heartbeat=None), reporting=Reporting(events=False),
+    policies=Policies(
+        contention=Contention(window=6.0, backoff=0.2, max_backoff=60.0, min_quiet=0.04)),
+)

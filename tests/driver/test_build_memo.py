@@ -1,6 +1,6 @@
-"""``Operator(reuse_builds=True)`` (the default) in the running driver: a reconcile of an
-unchanged parent (a manual or periodic resync, a child's drift) calls no builder and, converged,
-makes no request;
+"""``Operator(applying=Applying(reuse_builds=True))`` (the default) in the running driver: a
+reconcile of an unchanged parent (a manual or periodic resync, a child's drift) calls no builder
+and, converged, makes no request;
 a change to the parent, ``runtime.resync_all()`` and a deleted parent drop the kept build.
 """
 
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from builders import Component, ResourceBuilder
-from reconciler import KubernetesClient
+from reconciler import Applying, KubernetesClient
 from reconciler._driver.runtime import OperatorRuntime
 from reconciler.testing import make_available, wait_idle
 from tests.driver.conftest import child_data, make_operator, running, thing, wait_until
@@ -42,7 +42,7 @@ def test_an_unchanged_parent_is_reconciled_without_builders_or_requests(
     client: KubernetesClient, kube_api: Any, ns: str
 ) -> None:
     build = Counted()
-    operator = make_operator(ns, build=build, reuse_builds=True)
+    operator = make_operator(ns, build=build, applying=Applying(reuse_builds=True))
     with running(operator, client) as runtime:
         client.create(thing(ns, "a", value="1"))
         assert wait_until(lambda: child_data(client, ns, "a") == {"value": "1"})
@@ -88,9 +88,10 @@ def test_an_unchanged_parent_is_reconciled_without_builders_or_requests(
 def test_reuse_is_the_default_and_off_every_reconcile_builds(
     client: KubernetesClient, ns: str
 ) -> None:
-    assert make_operator(ns).reuse_builds  # the default since declared inputs (issue 25)
+    assert make_operator(ns).applying.reuse_builds  # the default since declared inputs (issue 25)
     build = Counted()
-    with running(make_operator(ns, build=build, reuse_builds=False), client) as runtime:
+    operator = make_operator(ns, build=build, applying=Applying(reuse_builds=False))
+    with running(operator, client) as runtime:
         client.create(thing(ns, "a", value="1"))
         assert wait_until(lambda: child_data(client, ns, "a") == {"value": "1"})
         _reconciled(runtime, ns, 1)
@@ -114,7 +115,8 @@ def test_a_build_with_a_dependency_is_reused_while_the_dependency_becomes_ready(
                             Component(name="after", depends_on="web",
                                       builders=[_config(parent)])] for b in c]
 
-    with running(make_operator(ns, build=build, reuse_builds=True), client) as runtime:
+    operator = make_operator(ns, build=build, applying=Applying(reuse_builds=True))
+    with running(operator, client) as runtime:
         client.create(thing(ns, "g"))
         assert wait_until(lambda: _exists(client, "apps/v1", "Deployment", "g-web", ns))
         assert wait_idle(runtime, 10, settle=0.2)

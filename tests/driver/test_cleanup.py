@@ -18,7 +18,13 @@ import pytest
 
 from builders import ResourceBuilder, child_name, resource_builder
 from builders.objects import config_map
-from reconciler import AlreadyExistsError, KubernetesClient, NotFoundError
+from reconciler import (
+    AlreadyExistsError,
+    KubernetesClient,
+    NotFoundError,
+    ParentSettings,
+    Reporting,
+)
 from reconciler._base.errors import ReconcilerError
 from reconciler._driver.operators import Operator
 from reconciler._reconcile.cleanups import CLEANUP_STUCK_AFTER, ParentCleanup
@@ -93,7 +99,8 @@ def build(parent: Any) -> Sequence[ResourceBuilder]:
 
 def _operator(ns: str, **options: Any) -> Operator:
     options.setdefault("build", build)
-    return Operator(api_version=API_VERSION, kind=KIND, namespace=ns, events=False,
+    options.setdefault("reporting", Reporting(events=False))
+    return Operator(api_version=API_VERSION, kind=KIND, namespace=ns,
                     name=f"c-{uuid.uuid4().hex[:8]}", **options)
 
 
@@ -193,8 +200,9 @@ def test_only_namespaced_children_never_get_the_finalizer(
 ) -> None:
     ns = kube_namespace
     parent = kube.create(thing(ns, "plain"))
-    reconciler = ParentReconciler(kube, namespaced_build, operator_name="plain-op",
-                                  events=False)
+    reconciler = ParentReconciler(
+        kube, namespaced_build, operator_name="plain-op", settings=ParentSettings(events=False),
+    )
     first = reconciler.reconcile(parent)
     assert first.ok
     # one create of the ConfigMap and one status write: no metadata patch of the parent
@@ -204,7 +212,9 @@ def test_only_namespaced_children_never_get_the_finalizer(
     live = kube.get(API_VERSION, KIND, "plain", namespace=ns)
     assert not live["metadata"].get("finalizers")
     assert reconciler.reconcile(live).writes == 0
-    with_cluster = ParentReconciler(kube, build, operator_name="plain-op", events=False)
+    with_cluster = ParentReconciler(
+        kube, build, operator_name="plain-op", settings=ParentSettings(events=False),
+    )
     other = kube.create(thing(ns, "other"))
     try:
         result = with_cluster.reconcile(other)

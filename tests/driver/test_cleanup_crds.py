@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from builders import resource_builder
-from reconciler import KubernetesClient, NotFoundError, ServerError
+from reconciler import KubernetesClient, NotFoundError, ParentSettings, ServerError
 from reconciler._reconcile.finalizing import ALLOW_DATA_LOSS_ANNOTATION
 from reconciler._reconcile.parents import ParentReconciler
 from reconciler._reconcile.reconciling import Action
@@ -64,8 +64,10 @@ def test_a_crd_child_is_updated_only_on_a_diff_and_kept_while_it_holds_data(
     def fresh() -> dict[str, Any]:  # the parent as an informer would hand it over
         return kube.get(API_VERSION, KIND, "owner", namespace=ns)
 
-    reconciler = ParentReconciler(kube, lambda p: [crd(p)], operator_name="crd-op",
-                                  events=False, write_status=False)
+    reconciler = ParentReconciler(
+        kube, lambda p: [crd(p)], operator_name="crd-op",
+        settings=ParentSettings(events=False, write_status=False),
+    )
     try:
         first = reconciler.reconcile(fresh())
         assert first.ok
@@ -95,9 +97,11 @@ def test_a_crd_child_is_updated_only_on_a_diff_and_kept_while_it_holds_data(
             return True
 
         assert wait_until(created, 20)
-        pruning = ParentReconciler(kube, lambda p: [], operator_name="crd-op", events=False,
-                                   write_status=False,
-                                   prune_kinds=[(CRD_API, "CustomResourceDefinition")])
+        pruning = ParentReconciler(
+            kube, lambda p: [], operator_name="crd-op",
+            settings=ParentSettings(events=False, write_status=False,
+                                    prune_kinds=[(CRD_API, "CustomResourceDefinition")]),
+        )
         refused = pruning.reconcile(fresh())
         assert not refused.ok
         assert "still has custom resources" in refused.errors[0].message

@@ -26,12 +26,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import attrs
 import pytest
 from kubernetes import client as k8s
 
 from builders import ResourceBuilder, child_name, resource_builder
-from reconciler import Contention, KubernetesClient, NotFoundError, ResyncPolicy
+from reconciler import (
+    Contention,
+    KubernetesClient,
+    NotFoundError,
+    Policies,
+    Reporting,
+    ResyncPolicy,
+)
 from reconciler._client.kubernetes import for_operator
 from reconciler._client.protocol import ForwardingClient
 from reconciler._driver.runtime import OperatorRuntime
@@ -135,8 +141,9 @@ def replicas(client: KubernetesClient, ns: str, name: str) -> int | None:
 def fight(client: KubernetesClient, kube_api: Any, ns: str, caplog: pytest.LogCaptureFixture,
           *, contention: Contention, period: float, duration: float) -> dict[str, float]:
     """Run the fight; assert what the issue asks; return the figures."""
-    operator = attrs.evolve(make_operator(ns, build=build, resync=QUIET, contention=contention),
-                            events=True)
+    operator = make_operator(ns, build=build, resync=QUIET,
+                             policies=Policies(contention=contention),
+                             reporting=Reporting(events=True))
     counter = PatchCounter(for_operator(KubernetesClient(kube_api.api_client()), operator.name))
     caplog.set_level(logging.WARNING, logger="reconciler._reconcile.parents")
     with running(operator, counter) as runtime:

@@ -33,12 +33,11 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import attrs
 import pytest
 from kubernetes import client as k8s
 from kubernetes import watch
 
-from reconciler import Contention, KubernetesClient
+from reconciler import Contention, KubernetesClient, Policies, Reporting
 from reconciler._driver.runtime import OperatorRuntime
 from tests.driver.conftest import make_operator, running, thing, wait_until
 from tests.driver.test_contention import QUIET, build, condition, replicas
@@ -137,8 +136,9 @@ def quiet_window(changes: list[float]) -> float:
 @pytest.mark.both_servers
 def test_five_contested_parents_do_not_spin(
         client: KubernetesClient, kube_api: Any, ns: str) -> None:
-    operator = attrs.evolve(make_operator(ns, build=build, resync=QUIET, contention=SCALED),
-                            events=True)
+    operator = make_operator(ns, build=build, resync=QUIET,
+                             policies=Policies(contention=SCALED),
+                             reporting=Reporting(events=True))
     with running(operator, KubernetesClient(kube_api.api_client())) as runtime:
         for name in PARENTS:
             client.create(thing(ns, name))

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from builders import Component, ResourceBuilder, resource_builder
-from reconciler import KubernetesClient, NotFoundError, watch_served_kinds
+from reconciler import KubernetesClient, NotFoundError, Reporting, watch_served_kinds
 from reconciler.testing import make_available, wait_idle
 from tests.driver.conftest import make_operator, running, thing, wait_until
 from tests.driver.sample_operator import API_VERSION
@@ -122,8 +122,11 @@ def test_the_status_function_observes_the_children_of_a_waiting_component(
     """Issue 36: a component held back by its dependency (its Deployment became unavailable)
     still has its children; the status function sees them, and their informer keeps
     running, so a change of one reaches the status while it waits."""
-    operator = make_operator(ns, build=lambda parent: [
-        b for c in _ordered(parent)[:2] for b in c], status=_counting)
+    operator = make_operator(
+        ns, build=lambda parent: [
+        b for c in _ordered(parent)[:2] for b in c],
+        reporting=Reporting(status=_counting),
+    )
     with running(operator, client) as runtime:
         client.create(thing(ns, "r"))
         assert wait_until(lambda: _exists(client, "apps/v1", "Deployment", "r-web", ns))

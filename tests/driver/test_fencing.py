@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from builders import ResourceBuilder
-from reconciler import KubernetesClient
+from reconciler import KubernetesClient, Reporting
 from reconciler._base.clocks import RealClock
 from reconciler._base.errors import LeadershipLostError, ReconcilerError
 from reconciler._driver.operators import Operator
@@ -68,7 +68,7 @@ def start_leader(client: KubernetesClient, ns: str, gate: Gate,
     """A leading Thing operator with Events on, on ``clock``."""
     operator = Operator(
         api_version=API_VERSION, kind="Thing", namespace=ns, build=gate.build, name="fenced",
-        events=True, leader_election=LeaderElection(namespace=ns),
+        leader_election=LeaderElection(namespace=ns), reporting=Reporting(events=True),
     )
     runtime = operator.start(client, clock=clock, identity="one")
     assert wait_synced(runtime, 10)

@@ -29,7 +29,6 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-import attrs
 import pytest
 import yaml
 
@@ -41,7 +40,7 @@ from builders.inputs import (
     kind_served,
     with_inputs_digest,
 )
-from reconciler import KubernetesClient, NotFoundError
+from reconciler import KubernetesClient, NotFoundError, Reporting
 from reconciler._commands.plans import plan_command
 from reconciler._driver.operators import Operator
 from reconciler._driver.runtime import OperatorRuntime
@@ -211,7 +210,7 @@ def test_the_secret_value_appears_nowhere(
     tmp_path: Path,
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    operator = attrs.evolve(make_operator(ns, build=build, inputs=declare), events=True)
+    operator = make_operator(ns, build=build, inputs=declare, reporting=Reporting(events=True))
     client.create(_secret(ns, "s", SECRET_VALUE))
     with running(operator, client) as runtime:
         client.create(thing(ns, "p") | {"spec": {"value": "1", "secret": "s"}})

@@ -14,7 +14,7 @@ import pytest
 
 from builders import ResourceBuilder, child_name, resource_builder
 from builders.health import HealthStatus, health_of
-from reconciler import KubernetesClient, ParentReconciler, PermanentError, Readiness
+from reconciler import KubernetesClient, ParentReconciler, PermanentError, Readiness, Reporting
 from reconciler._driver.workers import types_of
 from tests.driver.conftest import make_operator, running, thing, wait_until
 from tests.driver.sample_operator import API_VERSION, settings
@@ -65,8 +65,11 @@ def _make_available(client: KubernetesClient, ns: str) -> None:
 
 def test_health_of_our_parent_current_in_progress_failed(
         client: KubernetesClient, ns: str, caplog: pytest.LogCaptureFixture) -> None:
-    operator = make_operator(ns, build=_build, readiness=Readiness(recheck=0.2),
-                             status=_status, condition_types=("Available",))
+    operator = make_operator(
+        ns, build=_build,
+        reporting=Reporting(events=False, readiness=Readiness(recheck=0.2), status=_status,
+                            condition_types=("Available",)),
+    )
     with running(operator, client) as runtime:
         client.create(thing(ns, "r", value="1"))
         # a child rolling out: InProgress, Reconciling True

@@ -32,7 +32,7 @@ import pytest
 
 from builders import ResourceBuilder, child_name, resource_builder
 from builders.objects import config_map
-from reconciler import ForbiddenError, KubernetesClient, NotFoundError, ResyncPolicy
+from reconciler import ForbiddenError, KubernetesClient, NotFoundError, Policies, ResyncPolicy
 from reconciler._commands.rbac import derive_rules, operator_facts
 from reconciler._driver.operators import Operator
 from reconciler._driver.runtime import OperatorRuntime
@@ -158,8 +158,10 @@ def lifted(kube_api: Any) -> Iterator[None]:
 def test_a_parent_that_only_prunes_an_unlistable_kind_converges_and_says_pruning_is_blocked(
         kube_api: Any, client: KubernetesClient, ns: str, lifted: None,
         caplog: pytest.LogCaptureFixture) -> None:
-    operator = make_operator(ns, build=build, prune=[INGRESS],
-                             resync=ResyncPolicy(heartbeat_namespace=ns))
+    operator = make_operator(
+        ns, build=build, resync=ResyncPolicy(heartbeat_namespace=ns),
+        policies=Policies(prune=[INGRESS]),
+    )
     with running(operator, client):  # allowed: "gone" gets its Ingress
         client.create(thing(ns, "gone") | {"spec": {"value": "1", "ingress": True}})
         assert wait_until(lambda: _ingress_exists(client, ns, "gone-web"), 15)

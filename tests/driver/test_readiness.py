@@ -1,13 +1,13 @@
-"""``Operator(readiness=..., status=...)`` on the embedded server: Ready follows the
-children's health (re-checked while not ready), Reconciled the spec; the status builder's
-fields are written."""
+"""``Operator(reporting=Reporting(readiness=..., status=...))`` on the embedded server: Ready
+follows the children's health (re-checked while not ready), Reconciled the spec; the status
+builder's fields are written."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from builders import ResourceBuilder, child_name, resource_builder
-from reconciler import KubernetesClient, Readiness
+from reconciler import KubernetesClient, Readiness, Reporting
 from tests.driver.conftest import make_operator, running, thing, wait_until
 from tests.driver.sample_operator import API_VERSION
 
@@ -34,8 +34,11 @@ def _conditions(client: KubernetesClient, ns: str) -> dict[str, Any]:
 def test_ready_follows_the_deployments_available_replicas(
     client: KubernetesClient, ns: str
 ) -> None:
-    operator = make_operator(ns, build=_build, readiness=Readiness(recheck=0.2),
-                             status=lambda parent, children: {"children": len(children)})
+    operator = make_operator(
+        ns, build=_build,
+        reporting=Reporting(events=False, readiness=Readiness(recheck=0.2),
+                            status=lambda parent, children: {"children": len(children)}),
+    )
     with running(operator, client):
         client.create(thing(ns, "r"))
         assert wait_until(lambda: _conditions(client, ns).get("Ready", {}).get("reason")

@@ -18,7 +18,7 @@ from typing import Any
 import attrs
 import pytest
 
-from reconciler import KubernetesClient, LeaderElection, Readiness, Rollout
+from reconciler import KubernetesClient, LeaderElection, Readiness, Reporting, Rollout
 from reconciler._commands.cli import main
 from reconciler._commands.rollouts import rollout_action, rollout_store
 from reconciler._driver.rollout_plan import Phase, RolloutState
@@ -114,7 +114,7 @@ def test_a_new_version_rolls_out_in_batches_pauses_on_a_failure_and_resumes(
     caplog.set_level(logging.INFO, logger="optk")
     one, two, target = _versions(tmp_path, ns)
     rollout = Rollout(max_in_flight=5, batch_timeout=20, poll=0.1)
-    new = attrs.evolve(two.operator, rollout=rollout, events=True)
+    new = attrs.evolve(two.operator, rollout=rollout, reporting=Reporting(events=True))
     kubeconfig = str(kube_api.kubeconfig_path)
     with running(one.operator, client) as runtime:
         for parent in _PARENTS:
@@ -280,7 +280,9 @@ def test_a_batch_not_ready_by_its_timeout_pauses_the_rollout(
     one, _, _ = _versions(tmp_path, ns)
     # the new version adds a Deployment, which never becomes available here (the embedded
     # server runs no controller): its parents never turn Ready
-    new = attrs.evolve(one.operator, build=with_web, readiness=Readiness(recheck=0.2),
+    new = attrs.evolve(one.operator, build=with_web,
+                       reporting=attrs.evolve(one.operator.reporting,
+                                              readiness=Readiness(recheck=0.2)),
                        rollout=Rollout(max_in_flight=2, batch_timeout=2.0, poll=0.1))
     parents = ["t-0", "t-1", "t-2"]
     with running(one.operator, client) as runtime:

@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import attrs
 import pytest
 
 from builders import (
@@ -28,7 +27,7 @@ from builders import (
     compose,
     resource_builder,
 )
-from reconciler import KubernetesClient
+from reconciler import KubernetesClient, Policies, Reporting
 from reconciler._commands.trace_tree import trace_json
 from reconciler._commands.traces import trace_command, trace_parent
 from reconciler.testing import wait_idle
@@ -65,8 +64,9 @@ def _child(doc: dict[str, Any], kind: str) -> dict[str, Any]:
 def test_trace_shows_waits_contention_policies_and_pauses(
     client: KubernetesClient, kube_api: Any, ns: str
 ) -> None:
-    operator = attrs.evolve(make_operator(ns, build=build, resync=QUIET, contention=SCALED),
-                            events=False)
+    operator = make_operator(ns, build=build, resync=QUIET,
+                             policies=Policies(contention=SCALED),
+                             reporting=Reporting(events=False))
     with running(operator, client) as runtime:
         client.create(thing(ns, "p"))
         assert wait_until(lambda: condition(client, ns, "p", "Ready").get("reason")

@@ -22,7 +22,7 @@ from typing import Any
 
 from builders import ResourceBuilder, child_name, resource_builder
 from builders.objects import config_map
-from reconciler import KubernetesClient, NotFoundError
+from reconciler import KubernetesClient, NotFoundError, Policies
 from reconciler.embedded import EmbeddedApiServer, Faults
 from tests.driver.conftest import child_data, make_operator, running, thing, wait_until
 from tests.driver.sample_operator import API_VERSION
@@ -67,7 +67,7 @@ def _account_uid(client: KubernetesClient, ns: str) -> str | None:
 def test_an_unlistable_kind_blocks_only_its_children_and_is_repaired_when_it_lists(
     kube_api: EmbeddedApiServer, client: KubernetesClient, ns: str
 ) -> None:
-    operator = make_operator(ns, build=build, prune=[("v1", "ServiceAccount")])
+    operator = make_operator(ns, build=build, policies=Policies(prune=[("v1", "ServiceAccount")]))
     with running(operator, client):
         client.create({**thing(ns, "with"), "spec": {"value": "1", "account": True}})
         client.create(thing(ns, "without"))

@@ -24,11 +24,10 @@ import json
 import logging
 from typing import Any
 
-import attrs
 import pytest
 
 import builders as b
-from reconciler import KubernetesClient
+from reconciler import KubernetesClient, Reporting
 from reconciler._driver.runtime import OperatorRuntime
 from reconciler.testing import VirtualClock, wait_idle
 from tests.driver.conftest import child_data, make_operator, running, thing, wait_until
@@ -149,7 +148,7 @@ def test_a_bad_ignore_fields_pointer_stalls_the_parent_said_once_not_retried(
 def test_a_200kb_annotation_is_quoted_bounded_in_status_events_and_logs(
         client: KubernetesClient, ns: str, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
-    operator = attrs.evolve(make_operator(ns), events=True)
+    operator = make_operator(ns, reporting=Reporting(events=True))
     with running(operator, client) as runtime:
         client.create(thing(ns, "paused"))
         client.create(thing(ns, "policy"))

@@ -25,7 +25,7 @@ from examples.thanos.crds import API_VERSION, KIND
 from examples.thanos.demo import kubelet
 from examples.thanos.operator import make_operator
 from objectmatcher import LAST_APPLIED_ANNOTATION, MERGE_PATCH, calculate_patch
-from reconciler import KubernetesClient, ServerSideApply
+from reconciler import Applying, KubernetesClient, ServerSideApply
 from reconciler.envtest import ControlPlane
 from reconciler.testing import wait_idle, wait_synced
 from tests.examples.test_acceptance import BOUND, Thanos, eventually, install_crds
@@ -94,7 +94,7 @@ def ssa_operator(kube_api: Any, kube_namespace: str) -> Iterator[tuple[Thanos, _
     builds = _Builds()
     runtime = attrs.evolve(make_operator(), build=builds.build,
                            namespace=kube_namespace, install=[],
-                           apply=ServerSideApply()).start(client)
+                           applying=Applying(strategy=ServerSideApply())).start(client)
     try:
         assert wait_synced(runtime, BOUND)
         yield Thanos(client, runtime, kube_namespace), builds

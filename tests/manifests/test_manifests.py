@@ -13,7 +13,7 @@ import yaml
 
 from examples.thanos.operator import make_operator
 from objectmatcher import get_last_applied
-from reconciler import Operator, watches
+from reconciler import Operator, Reporting, watches
 from reconciler._commands.cli import main
 from reconciler._commands.manifests import ManifestOptions, manifests, manifests_command
 from reconciler._commands.rbac import (
@@ -150,7 +150,7 @@ def _tiny_operator(**changes: Any) -> Operator:
 
 
 def test_a_namespaced_operator_gets_a_role_and_no_cluster_role() -> None:
-    facts = operator_facts(_tiny_operator(namespace="apps", events=False))
+    facts = operator_facts(_tiny_operator(namespace="apps", reporting=Reporting(events=False)))
     parent = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}
     rules = derive_rules(facts, parents=[parent], lease_namespace="ops", namespaced=True)
     assert {r.namespace for r in rules} == {"apps", "ops"}

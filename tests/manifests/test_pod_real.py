@@ -36,7 +36,7 @@ import pytest
 import yaml
 
 from examples.thanos.operator import make_operator, samples
-from reconciler import AlreadyExistsError, KubernetesClient
+from reconciler import AlreadyExistsError, KubernetesClient, Serving
 from reconciler._commands.manifests import ManifestOptions, manifests
 from reconciler._commands.rbac import operator_facts
 from reconciler._driver.runtime import OperatorRuntime
@@ -433,7 +433,8 @@ def test_healthz_fails_when_the_informers_stall_and_never_while_they_progress(
     bound = 6.0
     runtime = OperatorRuntime(make_operator(),
                               KubernetesClient(kubernetes.client.ApiClient(config)),
-                              environ={}, metrics_port=0, watch_timeout=2, liveness_bound=bound)
+                              environ={}, serving=Serving(metrics_port=0), watch_timeout=2,
+                              liveness_bound=bound)
     try:
         runtime.start()
         assert runtime.health is not None

@@ -11,7 +11,7 @@ from typing import Any
 
 from builders import child_name, resource_builder
 from builders import objects as o
-from reconciler import Operator
+from reconciler import Operator, Reporting
 from reconciler._commands.manifests import ManifestOptions, generated_parents, manifests, render
 from reconciler._commands.rbac import PolicyRule, derive_rules, operator_facts
 from tests.manifests import teams_operator
@@ -38,8 +38,10 @@ def _operator(*builders: Any, namespace: str | None = None) -> Operator:
     def build(parent: Mapping[str, Any]) -> list[Any]:
         return [b(parent) for b in builders]
 
-    return Operator(api_version="v1", kind="ConfigMap", name="maker", build=build,
-                    namespace=namespace, events=False)
+    return Operator(
+        api_version="v1", kind="ConfigMap", name="maker", build=build, namespace=namespace,
+        reporting=Reporting(events=False),
+    )
 
 
 def test_the_observer_role_carries_what_its_child_cluster_role_grants() -> None:

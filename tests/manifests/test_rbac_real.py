@@ -29,7 +29,7 @@ import yaml
 from examples.thanos.crds import API_VERSION, KIND, SERVICE_MONITOR_CRD
 from examples.thanos.demo import kubelet
 from examples.thanos.operator import make_operator, samples
-from reconciler import AlreadyExistsError, ForbiddenError, KubernetesClient, NotFoundError
+from reconciler import AlreadyExistsError, ForbiddenError, KubernetesClient, NotFoundError, Serving
 from reconciler._client.incluster import InClusterConfig, incluster_api_client
 from reconciler._client.reviews import MetricsAuthorizer
 from reconciler._commands.manifests import ManifestOptions, manifests
@@ -189,7 +189,7 @@ def _run_script(cp: ControlPlane, index: int, without: tuple[str, int] | None,
     operator = deployed_operator(make_operator(), leader_elect=True,
                                  lease_namespace=op_ns, watch_namespace=None)
     try:  # as deployed: --metrics-auth
-        runtime = operator.start(counting, metrics_port=0, metrics_auth=True)
+        runtime = operator.start(counting, serving=Serving(metrics_port=0, auth=True))
     except ForbiddenError:
         return Outcome(failed_step="start", forbidden=tuple(counting.forbidden))
     try:
@@ -387,7 +387,7 @@ def test_a_kind_the_role_no_longer_grants_blocks_only_its_children(
     ingress = next(i for i in children("Ingress", "networking.k8s.io/v1")
                    if i["metadata"]["labels"].get("app.kubernetes.io/instance") == "observatory")
     _without_ingresses(admin, op_ns, restore=False)
-    restarted = operator.start(make_client(), metrics_port=0)
+    restarted = operator.start(make_client(), serving=Serving(metrics_port=0))
     try:
         assert restarted.health is not None
         deadline = time.monotonic() + _STEP_TIMEOUT
@@ -471,7 +471,7 @@ def test_metrics_answer_only_a_token_the_api_server_accepts_and_allows(
     counting = make_client()
     operator = deployed_operator(make_operator(), leader_elect=True,
                                  lease_namespace=op_ns, watch_namespace=None)
-    runtime = operator.start(counting, metrics_port=0, metrics_auth=True)
+    runtime = operator.start(counting, serving=Serving(metrics_port=0, auth=True))
     try:
         assert runtime.health is not None
         base = runtime.health.url

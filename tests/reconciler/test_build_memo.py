@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from builders import DesiredState, ResourceBuilder
-from reconciler import Action, KubernetesClient, ParentReconciler
+from reconciler import Action, KubernetesClient, ParentReconciler, ParentSettings
 from reconciler._reconcile.memo import digest_of
 from tests.reconciler.test_parents import cm, fresh, parent, parent_kind
 
@@ -42,8 +42,10 @@ class Counted:
 
 def _reconciler(client: KubernetesClient, build: Counted, **options: Any) -> ParentReconciler:
     options.setdefault("reuse_builds", True)
-    return ParentReconciler(client, build, operator_name="bm-operator", events=False,
-                            write_status=False, **options)
+    return ParentReconciler(
+        client, build, operator_name="bm-operator", **options,
+        settings=ParentSettings(events=False, write_status=False),
+    )
 
 
 def test_an_unchanged_parent_is_not_rebuilt(
@@ -199,8 +201,10 @@ def test_the_status_write_changes_the_parent_and_rebuilds_once(
     client: KubernetesClient, parent: dict[str, Any]
 ) -> None:
     build = Counted()
-    pr = ParentReconciler(client, build, operator_name="bm-operator", events=False,
-                          reuse_builds=True)
+    pr = ParentReconciler(
+        client, build, operator_name="bm-operator",
+        settings=ParentSettings(events=False, reuse_builds=True),
+    )
     assert pr.reconcile(parent).status_written
     for _ in range(2):
         assert pr.reconcile(fresh(client, parent)).writes == 0

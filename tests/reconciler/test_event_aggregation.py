@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from builders import DesiredState, ResourceBuilder
-from reconciler import KubernetesClient, ParentReconciler
+from reconciler import KubernetesClient, ParentReconciler, ParentSettings
 from reconciler._base.times import parse_time
 from reconciler._reconcile.events import EventRecorder
 from reconciler.testing import VirtualClock
@@ -70,8 +70,9 @@ def test_a_failure_reconciled_ten_times_leaves_one_warning_with_count_ten(
                           "metadata": {"name": "Bad_Name"}}, PRESENT)]  # refused: 422
 
     parent = _parent(client, ns)
-    reconciler = ParentReconciler(client, build, operator_name="agg-operator",
-                                  write_status=False)
+    reconciler = ParentReconciler(
+        client, build, operator_name="agg-operator", settings=ParentSettings(write_status=False),
+    )
     for _ in range(10):
         assert not reconciler.reconcile(parent).ok
     warnings = [e for e in _events(client, ns) if e["type"] == "Warning"]

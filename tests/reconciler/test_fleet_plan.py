@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from builders import DesiredState, ObjectRef, ResourceBuilder
-from reconciler import KubernetesClient, ParentReconciler, ReconcilerUsageError
+from reconciler import KubernetesClient, ParentReconciler, Policies, ReconcilerUsageError
 from reconciler._commands.cli import main
 from reconciler._commands.fleet_plans import plan_fleet
 from reconciler._commands.fleet_report import (
@@ -271,8 +271,11 @@ def test_server_dry_run_finds_the_recreate_an_immutable_field_needs(
                             "metadata": {"name": "d", "namespace": ns}, "spec": {}})
     assert ParentReconciler(client, lambda p: _deployment(p, {"app": "d"}),
                             operator_name="plan-operator").reconcile(parent).ok
-    operator = Operator(api_version=API, kind="Stack", name="plan-operator", recreate=True,
-                        build=lambda p: _deployment(p, {"app": "d", "track": "v2"}))
+    operator = Operator(
+        api_version=API, kind="Stack", name="plan-operator",
+        build=lambda p: _deployment(p, {"app": "d", "track": "v2"}),
+        policies=Policies(recreate=True),
+    )
     local = plan_fleet(client, operator, namespace=ns)
     assert [c.action for c in local.results[0].children] == [Action.UPDATED]
     assert "patch" not in local.requests

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from builders import DesiredState, ResourceBuilder
-from reconciler import KubernetesClient, ParentReconciler, ResourceReconciler
+from reconciler import KubernetesClient, ParentReconciler, ResourceReconciler, ResourceSettings
 from tests.reconciler.conftest import install_crd
 
 GROUP = "immutable.optk.dev"
@@ -102,7 +102,9 @@ def test_an_immutable_change_is_reported_once_and_clears_on_revert_or_recreate(
     parent = client.get(API, "Database", "main", namespace=ns)
     recreating = ParentReconciler(
         client, _build, operator_name=name,
-        resources=ResourceReconciler(client, recreate=True, recreate_timeout=30),
+        resources=ResourceReconciler(
+            client, settings=ResourceSettings(recreate=True, recreate_timeout=30),
+        ),
     )
     assert recreating.reconcile(parent).ok
     assert _conditions(client, ns)["Reconciled"]["status"] == "True"

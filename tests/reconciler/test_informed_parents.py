@@ -18,7 +18,13 @@ import pytest
 
 from builders import DesiredState, ResourceBuilder
 from builders.names import MANAGED_BY_LABEL
-from reconciler import Action, KubernetesClient, ParentReconciler, ResourceReconciler
+from reconciler import (
+    Action,
+    KubernetesClient,
+    ParentReconciler,
+    ParentSettings,
+    ResourceReconciler,
+)
 from reconciler.informers import InformerManager, InformerReader, RecordingClient
 from tests.reconciler.conftest import Requests, install_crd
 
@@ -71,7 +77,7 @@ def test_from_synced_informers_only_child_writes_are_requests(
         reconciler = ParentReconciler(
             writer, lambda p: _builders(_children(version["config"])), operator_name=operator,
             reader=reader, resources=ResourceReconciler(writer, reader=reader),
-            events=False, write_status=False,
+            settings=ParentSettings(events=False, write_status=False),
         )
         for api_version, kind in CHILD_TYPES:
             assert manager.ensure(api_version, kind).wait_synced(10)

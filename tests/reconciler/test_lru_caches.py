@@ -11,7 +11,7 @@ import threading
 from typing import Any
 
 from builders import DesiredState, ObjectRef
-from reconciler import Action, KubernetesClient, ParentReconciler
+from reconciler import Action, KubernetesClient, ParentReconciler, ParentSettings
 from reconciler._reconcile.memo import BuildMemo, ChildMemo, KeptBuild, RecentKeys
 from reconciler._reconcile.parents import _TERMINATING_KEPT
 from reconciler._reconcile.reconciling import ReconcileResult
@@ -98,8 +98,10 @@ def test_the_child_memo_drops_the_least_recently_used_child() -> None:
 
 
 def test_a_parent_left_alone_stays_so_while_it_is_reconciled(client: KubernetesClient) -> None:
-    reconciler = ParentReconciler(client, lambda parent: [], operator_name="lru-operator",
-                                  events=False, write_status=False)
+    reconciler = ParentReconciler(
+        client, lambda parent: [], operator_name="lru-operator",
+        settings=ParentSettings(events=False, write_status=False),
+    )
     doomed = _parent("doomed")
     reconciler.namespace_terminating("uid-doomed")
     for i in range(_TERMINATING_KEPT - 1):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from builders import DesiredState
-from reconciler import Action, KubernetesClient, ParentReconciler
+from reconciler import Action, KubernetesClient, ParentReconciler, ParentSettings
 from tests.reconciler.test_parents import builders_of, cm, parent, parent_kind
 
 __all__ = ["parent", "parent_kind"]  # fixtures shared with test_parents
@@ -18,10 +18,12 @@ def test_an_unchanged_child_is_answered_from_the_memo(
     client: KubernetesClient, parent: dict[str, Any], ns: str
 ) -> None:
     data = {"a": "1"}
-    pr = ParentReconciler(client, lambda p: builders_of((cm("memo-config", **data),
+    pr = ParentReconciler(
+        client,
+        lambda p: builders_of((cm("memo-config", **data),
                                                         DesiredState.PRESENT)),
-                          operator_name="memo-operator", events=False,
-                          write_status=False)
+        operator_name="memo-operator", settings=ParentSettings(events=False, write_status=False),
+    )
     assert [r.action for r in pr.reconcile(parent).children] == [Action.CREATED]
     assert [r.action for r in pr.reconcile(parent).children] == [Action.UNCHANGED]
     assert pr.memo.hits == 0  # the first UNCHANGED is matched in full, then remembered
@@ -57,9 +59,10 @@ def test_states_with_hooks_are_never_remembered(
         return desired
 
     state = DesiredState.PRESENT.with_hooks(before_update=before_update)
-    pr = ParentReconciler(client, lambda p: builders_of((cm("memo-hooked", a="1"), state)),
-                          operator_name="memo-operator", events=False,
-                          write_status=False)
+    pr = ParentReconciler(
+        client, lambda p: builders_of((cm("memo-hooked", a="1"), state)),
+        operator_name="memo-operator", settings=ParentSettings(events=False, write_status=False),
+    )
     for _ in range(3):
         assert pr.reconcile(parent).ok
     assert pr.memo.hits == 0

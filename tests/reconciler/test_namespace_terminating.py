@@ -16,7 +16,13 @@ from typing import Any
 import pytest
 
 from builders import DesiredState, ResourceBuilder
-from reconciler import AlreadyExistsError, KubernetesClient, NotFoundError, ParentReconciler
+from reconciler import (
+    AlreadyExistsError,
+    KubernetesClient,
+    NotFoundError,
+    ParentReconciler,
+    Reporting,
+)
 from reconciler._base.errors import ForbiddenError, NamespaceTerminatingError, api_error_from_status
 from reconciler._driver.operators import Operator
 from reconciler.testing import wait_idle, wait_synced
@@ -138,8 +144,10 @@ def test_deleting_a_namespace_under_a_running_operator_costs_few_refusals_and_no
     kube: KubernetesClient, doomed: str, kube_api: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     parents = 5
-    operator = Operator(api_version=API_VERSION, kind="Thing", namespace=doomed, build=build,
-                        name=f"doomed-{uuid.uuid4().hex[:6]}", events=True)
+    operator = Operator(
+        api_version=API_VERSION, kind="Thing", namespace=doomed, build=build,
+        name=f"doomed-{uuid.uuid4().hex[:6]}", reporting=Reporting(events=True),
+    )
     runtime = operator.start(kube)
     try:
         assert wait_synced(runtime, 30)

@@ -22,6 +22,7 @@ from reconciler import (
     KubernetesClient,
     NotFoundError,
     ParentReconciler,
+    ParentSettings,
     ResourceReconciler,
 )
 from reconciler.embedded import Faults
@@ -161,8 +162,10 @@ def test_pruning_deletes_only_ours_of_allowed_kinds(
         return builders_of(*[(o, PRESENT) for o in objs])
 
     wanted.add("demo-s")
-    pr = ParentReconciler(client, build, operator_name="stack-operator",
-                          prune_kinds={("v1", "ConfigMap")})
+    pr = ParentReconciler(
+        client, build, operator_name="stack-operator",
+        settings=ParentSettings(prune_kinds={("v1", "ConfigMap")}),
+    )
     assert pr.reconcile(parent).ok
     # Someone else's object carrying our owner label must survive pruning.
     foreign = cm("demo-foreign")
@@ -209,9 +212,11 @@ def test_status_time_is_refreshed_only_after_the_refresh_interval(
     client: KubernetesClient, parent: dict[str, Any]
 ) -> None:
     clock = VirtualClock()
-    pr = ParentReconciler(client, lambda p: builders_of((cm("demo-t", a="1"), PRESENT)),
-                          operator_name="stack-operator", clock=clock, status_refresh=600.0,
-                          events=False)
+    pr = ParentReconciler(
+        client, lambda p: builders_of((cm("demo-t", a="1"), PRESENT)),
+        operator_name="stack-operator", clock=clock,
+        settings=ParentSettings(status_refresh=600.0, events=False),
+    )
     assert pr.reconcile(parent).status_written
     first = fresh(client, parent)["status"]["lastReconcileTime"]
     clock.advance(60)
@@ -226,8 +231,10 @@ def test_by_default_an_unchanged_status_is_never_rewritten_however_old(
     client: KubernetesClient, parent: dict[str, Any]
 ) -> None:
     clock = VirtualClock()
-    pr = ParentReconciler(client, lambda p: builders_of((cm("demo-d", a="1"), PRESENT)),
-                          operator_name="stack-operator", clock=clock, events=False)
+    pr = ParentReconciler(
+        client, lambda p: builders_of((cm("demo-d", a="1"), PRESENT)),
+        operator_name="stack-operator", clock=clock, settings=ParentSettings(events=False),
+    )
     assert pr.status_refresh is None
     assert pr.reconcile(parent).status_written
     clock.advance(30 * 86400)  # a month: no refresh just to age the recorded time
@@ -238,8 +245,10 @@ def test_by_default_an_unchanged_status_is_never_rewritten_however_old(
 
 @pytest.mark.both_servers
 def test_generation_change_is_observed(client: KubernetesClient, parent: dict[str, Any]) -> None:
-    pr = ParentReconciler(client, lambda p: builders_of((cm("demo-g", a="1"), PRESENT)),
-                          operator_name="stack-operator", events=False)
+    pr = ParentReconciler(
+        client, lambda p: builders_of((cm("demo-g", a="1"), PRESENT)),
+        operator_name="stack-operator", settings=ParentSettings(events=False),
+    )
     pr.reconcile(parent)
     assert not pr.reconcile(fresh(client, parent)).status_written
     meta = parent["metadata"]
@@ -258,8 +267,10 @@ def test_generation_change_is_observed(client: KubernetesClient, parent: dict[st
 def test_a_user_removing_our_label_is_repaired(
     client: KubernetesClient, parent: dict[str, Any], ns: str
 ) -> None:
-    pr = ParentReconciler(client, lambda p: builders_of((cm("demo-l", a="1"), PRESENT)),
-                          operator_name="stack-operator", events=False)
+    pr = ParentReconciler(
+        client, lambda p: builders_of((cm("demo-l", a="1"), PRESENT)),
+        operator_name="stack-operator", settings=ParentSettings(events=False),
+    )
     pr.reconcile(parent)
     client.patch("v1", "ConfigMap", "demo-l",
                  {"metadata": {"labels": {"optk.dev/owner-uid": None}}},
@@ -284,8 +295,10 @@ def test_builders_may_return_official_models(
 ) -> None:
     model = k8s.V1ConfigMap(api_version="v1", kind="ConfigMap", data={"m": "1"},
                             metadata=k8s.V1ObjectMeta(name="demo-model"))
-    pr = ParentReconciler(client, lambda p: [lambda: (model, PRESENT)],
-                          operator_name="stack-operator", events=False)
+    pr = ParentReconciler(
+        client, lambda p: [lambda: (model, PRESENT)], operator_name="stack-operator",
+        settings=ParentSettings(events=False),
+    )
     assert pr.reconcile(parent).children[0].action is Action.CREATED
     live = client.get("v1", "ConfigMap", "demo-model", namespace=ns)
     assert live["metadata"]["labels"]["optk.dev/owner-uid"] == parent["metadata"]["uid"]
@@ -299,8 +312,10 @@ def test_a_builder_without_identity_is_reported_by_name_and_parent(
     def nameless() -> tuple[dict[str, Any], DesiredState]:
         return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}}, PRESENT
 
-    pr = ParentReconciler(client, lambda p: [nameless], operator_name="stack-operator",
-                          events=False)
+    pr = ParentReconciler(
+        client, lambda p: [nameless], operator_name="stack-operator",
+        settings=ParentSettings(events=False),
+    )
     with requests() as r:
         result = pr.reconcile(parent)
     assert not result.ok
@@ -323,8 +338,10 @@ def test_nothing_is_pruned_when_a_builder_fails(
             raise RuntimeError("cannot read the spec today")
         return builders_of((cm("demo-kept", a="1"), PRESENT))
 
-    pr = ParentReconciler(client, build, operator_name="stack-operator",
-                          prune_kinds={("v1", "ConfigMap")}, events=False)
+    pr = ParentReconciler(
+        client, build, operator_name="stack-operator",
+        settings=ParentSettings(prune_kinds={("v1", "ConfigMap")}, events=False),
+    )
     assert pr.reconcile(parent).ok
     broken["now"] = True
     result = pr.reconcile(fresh(client, parent))
@@ -339,8 +356,10 @@ def test_a_child_that_is_not_ours_keeps_the_parent_not_ready(
 ) -> None:
     client.create({**cm("demo-taken", a="theirs"),
                    "metadata": {"name": "demo-taken", "namespace": ns}})
-    pr = ParentReconciler(client, lambda p: builders_of((cm("demo-taken", a="ours"), PRESENT)),
-                          operator_name="stack-operator", events=False)
+    pr = ParentReconciler(
+        client, lambda p: builders_of((cm("demo-taken", a="ours"), PRESENT)),
+        operator_name="stack-operator", settings=ParentSettings(events=False),
+    )
     result = pr.reconcile(parent)
     assert result.ok
     assert result.children[0].action is Action.SKIPPED
@@ -362,8 +381,10 @@ def test_a_dry_run_is_a_plan_that_writes_nothing(
     def build(p: Any) -> list[ResourceBuilder]:
         return builders_of((cm("demo-planned", a=spec["data"]), PRESENT))
 
-    plan = ParentReconciler(client, build, operator_name="stack-operator", dry_run=True,
-                            prune_kinds={("v1", "ConfigMap")})
+    plan = ParentReconciler(
+        client, build, operator_name="stack-operator",
+        settings=ParentSettings(dry_run=True, prune_kinds={("v1", "ConfigMap")}),
+    )
     result = plan.reconcile(parent)
     assert result.dry_run
     assert [(r.ref.name, r.action) for r in result.children] == [("demo-planned", Action.CREATED)]
@@ -409,8 +430,10 @@ def test_a_failed_list_fails_its_children_without_a_read_each(
     requests: Callable[[], Requests],
 ) -> None:
     children = [cm(f"demo-f{i}", a="1") for i in range(3)]
-    pr = ParentReconciler(client, lambda p: builders_of(*[(c, PRESENT) for c in children]),
-                          operator_name="stack-operator", events=False, write_status=False)
+    pr = ParentReconciler(
+        client, lambda p: builders_of(*[(c, PRESENT) for c in children]),
+        operator_name="stack-operator", settings=ParentSettings(events=False, write_status=False),
+    )
     assert pr.reconcile(parent).ok
     with kube_api.faults(Faults(error_rate=1.0, verbs={"list"}, resources={"configmaps"})), \
             requests() as r:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from reconciler import KubernetesClient, NotFoundError, ParentReconciler
+from reconciler import KubernetesClient, NotFoundError, ParentReconciler, ParentSettings
 from reconciler._commands.plans import format_plan, plan_parents
 from reconciler._commands.uninstall import uninstall
 from reconciler._driver.operators import Operator
@@ -89,8 +89,10 @@ def test_uninstall_keeps_what_people_keep(client: KubernetesClient, ns: str) -> 
 
     other = client.create({**stack(ns, size=1), "metadata": {
         "name": "t", "namespace": ns, "annotations": {"optk.dev/paused": "true"}}})
-    ParentReconciler(client, plan_operator.build, operator_name=owner(ns),
-                     pause=PauseSettings(namespaces=frozenset({"elsewhere"}))).reconcile(
+    ParentReconciler(
+        client, plan_operator.build, operator_name=owner(ns),
+        settings=ParentSettings(pause=PauseSettings(namespaces=frozenset({"elsewhere"}))),
+    ).reconcile(
         {**other, "metadata": {**other["metadata"], "annotations": {}}})  # built once, unpaused
     report = uninstall(client, operator)
     kept = {ref.name: why for ref, why in report.kept}

@@ -11,7 +11,7 @@ import yaml
 
 from builders import ObjectRef
 from objectmatcher import DiffItem
-from reconciler import KubernetesClient, NotFoundError, ParentReconciler
+from reconciler import KubernetesClient, NotFoundError, ParentReconciler, ResourceSettings
 from reconciler._commands.cli import main
 from reconciler._commands.plans import format_plan, plan_command, plan_parents
 from reconciler._reconcile.changelog import describe_changes
@@ -157,7 +157,8 @@ def test_plan_shows_the_migration_to_server_side_apply(
     ParentReconciler(client, plan_operator.build, operator_name="plan-operator").reconcile(parent)
     before = client.get("v1", "ConfigMap", "s-config", namespace=ns)
     [result] = plan_parents(client, plan_operator.build, [parent],
-                            operator_name="plan-operator", apply=ServerSideApply())
+                            operator_name="plan-operator",
+                            resource_settings=ResourceSettings(apply=ServerSideApply()))
     text = format_plan([result])
     assert (f"update    ConfigMap.v1 {ns}/s-config  (migrate from optk.dev/last-applied to "
             "server-side apply)") in text

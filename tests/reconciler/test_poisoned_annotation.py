@@ -13,7 +13,7 @@ import pytest
 
 from builders import DesiredState, ResourceBuilder
 from objectmatcher import LAST_APPLIED_ANNOTATION, get_last_applied
-from reconciler import KubernetesClient, ParentReconciler
+from reconciler import KubernetesClient, ParentReconciler, ParentSettings
 
 MERGE = "application/merge-patch+json"
 
@@ -47,8 +47,10 @@ def test_a_poisoned_annotation_is_replaced_and_reported_once_on_the_parent(
 ) -> None:
     parent = client.create({"apiVersion": "v1", "kind": "ConfigMap",
                             "metadata": {"name": "parent", "namespace": ns}})
-    reconciler = ParentReconciler(client, _build, operator_name="poison-operator",
-                                  write_status=False)
+    reconciler = ParentReconciler(
+        client, _build, operator_name="poison-operator",
+        settings=ParentSettings(write_status=False),
+    )
     assert reconciler.reconcile(parent).ok
     text = POISONS[poison]
     assert (get_last_applied({"metadata": {"annotations": {LAST_APPLIED_ANNOTATION: text}}})
@@ -78,8 +80,10 @@ def test_a_poisoned_annotation_is_replaced_and_reported_once_on_the_parent(
 def test_an_unreadable_annotation_alone_is_rewritten(client: KubernetesClient, ns: str) -> None:
     parent = client.create({"apiVersion": "v1", "kind": "ConfigMap",
                             "metadata": {"name": "parent", "namespace": ns}})
-    reconciler = ParentReconciler(client, _build, operator_name="poison-operator",
-                                  write_status=False)
+    reconciler = ParentReconciler(
+        client, _build, operator_name="poison-operator",
+        settings=ParentSettings(write_status=False),
+    )
     assert reconciler.reconcile(parent).ok
     client.patch("v1", "ConfigMap", "child", {
         "metadata": {"annotations": {LAST_APPLIED_ANNOTATION: POISONS["deeply-nested"]}},

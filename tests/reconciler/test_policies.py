@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from builders import DesiredState, ObjectRef
 from objectmatcher import set_last_applied
-from reconciler import Contention
+from reconciler import Contention, Policies
 from reconciler._reconcile.contention import ContentionDetector, other_writer
 from reconciler._reconcile.planning import ChildPlan, PlanAction, plan_child
 from reconciler._reconcile.policies import (
@@ -479,16 +479,24 @@ def test_optk_run_pause_flags_reach_the_operator() -> None:
 def test_operator_settings_are_checked() -> None:
     from reconciler import Operator
 
-    operator = Operator(api_version="v1", kind="ConfigMap", build=lambda p: [], drift="warn",
-                        ignore_fields=["/spec/replicas"])
-    assert operator.drift is DriftMode.WARN
+    operator = Operator(
+        api_version="v1", kind="ConfigMap", build=lambda p: [],
+        policies=Policies(drift="warn", ignore_fields=["/spec/replicas"]),
+    )
+    assert operator.policies.drift is DriftMode.WARN
     with pytest.raises(ValueError, match="warm"):
-        Operator(api_version="v1", kind="ConfigMap", build=lambda p: [], drift="warm")
+        Operator(
+            api_version="v1", kind="ConfigMap", build=lambda p: [], policies=Policies(drift="warm"),
+        )
     with pytest.raises(PolicyAnnotationError, match=r"spec\.replicas"):
-        Operator(api_version="v1", kind="ConfigMap", build=lambda p: [],
-                 ignore_fields=["spec.replicas"])
+        Operator(
+            api_version="v1", kind="ConfigMap", build=lambda p: [],
+            policies=Policies(ignore_fields=["spec.replicas"]),
+        )
     with pytest.raises(TypeError, match="contention"):
-        Operator(api_version="v1", kind="ConfigMap", build=lambda p: [], contention=3)
+        Operator(
+            api_version="v1", kind="ConfigMap", build=lambda p: [], policies=Policies(contention=3),
+        )
 
 
 # -- what the parent says ---------------------------------------------------------------------

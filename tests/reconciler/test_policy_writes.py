@@ -16,7 +16,13 @@ from typing import Any
 import pytest
 
 from builders import DesiredState, ResourceBuilder
-from reconciler import KubernetesClient, ParentReconciler, ParentResult, ResourceReconciler
+from reconciler import (
+    KubernetesClient,
+    ParentReconciler,
+    ParentResult,
+    ParentSettings,
+    ResourceReconciler,
+)
 from reconciler._reconcile.guard import PlanGuard
 from reconciler.planning import DriftMode
 from tests.reconciler.conftest import Requests, install_crd
@@ -56,7 +62,8 @@ class Stack:
         self.reconciler = ParentReconciler(
             self.client, self.build, operator_name="stack-operator",
             resources=ResourceReconciler(self.client, guard=guard),
-            prune_kinds=[("v1", "ConfigMap")])
+            settings=ParentSettings(prune_kinds=[("v1", "ConfigMap")]),
+        )
         return self.reconciler
 
     def build(self, _: Any) -> list[ResourceBuilder]:

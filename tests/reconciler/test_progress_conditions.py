@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from builders import BuilderFailedError, InvalidSpecError, ObjectRef
 from builders.health import HealthStatus, health_of
-from reconciler import Operator, PermanentError, ReconcilerUsageError
+from reconciler import Operator, PermanentError, ReconcilerUsageError, Reporting
 from reconciler._reconcile.conditions import (
     ChildError,
     ParentResult,
@@ -149,17 +149,26 @@ def _build(parent: Any) -> list[Any]:
 
 def test_declared_condition_types_are_checked_when_the_operator_is_built() -> None:
     with pytest.raises(ReconcilerUsageError, match="'Reconciled' is the toolkit's own"):
-        Operator(api_version="x.dev/v1", kind="Stack", build=_build,
-                 condition_types=("Available", "Reconciled"))
+        Operator(
+            api_version="x.dev/v1", kind="Stack", build=_build,
+            reporting=Reporting(condition_types=("Available", "Reconciled")),
+        )
     with pytest.raises(ReconcilerUsageError, match="not a valid type"):
-        Operator(api_version="x.dev/v1", kind="Stack", build=_build, condition_types=("a b",))
+        Operator(
+            api_version="x.dev/v1", kind="Stack", build=_build,
+            reporting=Reporting(condition_types=("a b",)),
+        )
     with pytest.raises(TypeError, match="not a string"):
-        Operator(api_version="x.dev/v1", kind="Stack", build=_build,
-                 condition_types="Available")
-    operator = Operator(api_version="x.dev/v1", kind="Stack", build=_build,
-                        condition_types=("Available",),
-                        status=lambda p, c: {"conditions": [{"type": "Degraded",
-                                                             "status": "True"}]})
+        Operator(
+            api_version="x.dev/v1", kind="Stack", build=_build,
+            reporting=Reporting(condition_types="Available"),
+        )
+    operator = Operator(
+        api_version="x.dev/v1", kind="Stack", build=_build,
+        reporting=Reporting(
+            condition_types=("Available",),
+            status=lambda p, c: {"conditions": [{"type": "Degraded", "status": "True"}]}),
+    )
     assert operator.status_function is not None
     _, wanted = readiness_status_patch(parent=_parent(1), results=[], errors=[], children=0,
                                        now=1e9, readiness=None, status=operator.status_function)

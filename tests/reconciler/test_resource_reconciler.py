@@ -23,6 +23,7 @@ from reconciler import (
     KubernetesClient,
     NotFoundError,
     ResourceReconciler,
+    ResourceSettings,
 )
 from reconciler._client.protocol import ForwardingClient
 from tests.reconciler.conftest import Requests, wait_for
@@ -165,7 +166,7 @@ def test_conflict_retries_are_bounded(
 ) -> None:
     ResourceReconciler(client).reconcile_resource(configmap("busy", a="1"), PRESENT)
     meddler = _Meddler(client)
-    rr = ResourceReconciler(meddler, conflict_retries=2)
+    rr = ResourceReconciler(meddler, settings=ResourceSettings(conflict_retries=2))
     with pytest.raises(ConflictError, match="after 3 attempts") as caught:
         rr.reconcile_resource(configmap("busy", a="2"), PRESENT)
     assert caught.value.ref is not None
@@ -334,7 +335,9 @@ def test_immutable_selector_change_is_an_error_naming_the_field_by_default(
 def test_immutable_selector_change_recreates_when_enabled(
     client: KubernetesClient, ns: str
 ) -> None:
-    rr = ResourceReconciler(client, recreate_timeout=20.0, poll_interval=0.05)
+    rr = ResourceReconciler(
+        client, settings=ResourceSettings(recreate_timeout=20.0, poll_interval=0.05),
+    )
     first = rr.reconcile_resource(deployment(ns, "moving", app="a"), PRESENT)
     old_uid = first.live["metadata"]["uid"] if first.live else None
     result = rr.reconcile_resource(deployment(ns, "moving", app="b"), PRESENT, recreate=True)
@@ -346,7 +349,9 @@ def test_immutable_selector_change_recreates_when_enabled(
     assert live["metadata"]["uid"] != old_uid
     assert live["spec"]["selector"] == {"matchLabels": {"app": "b"}}
 
-    only_services = ResourceReconciler(client, recreate=True, recreate_kinds={"Service"})
+    only_services = ResourceReconciler(
+        client, settings=ResourceSettings(recreate=True, recreate_kinds={"Service"}),
+    )
     with pytest.raises(ImmutableFieldError, match="recreate_kinds"):
         only_services.reconcile_resource(deployment(ns, "moving", app="c"), PRESENT)
 
@@ -420,8 +425,10 @@ def test_recreate_gives_up_waiting_at_the_deadline_and_requeues(
     client: KubernetesClient, ns: str
 ) -> None:
     clock = SteppingClock()
-    rr = ResourceReconciler(client, recreate=True, recreate_timeout=5.0, poll_interval=1.0,
-                            clock=clock)
+    rr = ResourceReconciler(
+        client, clock=clock,
+        settings=ResourceSettings(recreate=True, recreate_timeout=5.0, poll_interval=1.0),
+    )
     held = deployment(ns, "held", app="a")
     held["metadata"]["finalizers"] = ["example.com/hold"]
     rr.reconcile_resource(held, PRESENT)
@@ -490,7 +497,7 @@ def test_dry_run_reports_recreate_and_delete_without_writing(
 ) -> None:
     ResourceReconciler(client).reconcile_resource(deployment(ns, "planned", app="a"), PRESENT)
     before = client.get("apps/v1", "Deployment", "planned", namespace=ns)
-    plan = ResourceReconciler(client, dry_run=True, recreate=True)
+    plan = ResourceReconciler(client, dry_run=True, settings=ResourceSettings(recreate=True))
     recreate = plan.reconcile_resource(deployment(ns, "planned", app="b"), PRESENT)
     assert recreate.action is Action.RECREATED
     assert recreate.dry_run

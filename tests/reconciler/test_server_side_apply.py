@@ -17,6 +17,7 @@ from reconciler import (
     Action,
     KubernetesClient,
     ResourceReconciler,
+    ResourceSettings,
     ServerSideApply,
     ThreeWayMerge,
 )
@@ -40,7 +41,9 @@ class _CacheLike(PassThroughCache):
 
 
 def _reconciler(client: KubernetesClient, strategy: Any) -> ResourceReconciler:
-    reconciler = ResourceReconciler(client, reader=_CacheLike(client), apply=strategy)
+    reconciler = ResourceReconciler(
+        client, reader=_CacheLike(client), settings=ResourceSettings(apply=strategy),
+    )
     assert reconciler.field_manager == MANAGER
     return reconciler
 
@@ -182,8 +185,11 @@ def test_migration_to_server_side_apply_and_back(client: KubernetesClient, ns: s
 
 @pytest.mark.both_servers
 def test_a_kind_can_keep_the_other_strategy(client: KubernetesClient, ns: str) -> None:
-    mixed = ResourceReconciler(client, reader=_CacheLike(client), apply=ServerSideApply(),
-                               apply_kinds={"ConfigMap": ThreeWayMerge()})
+    mixed = ResourceReconciler(
+        client, reader=_CacheLike(client),
+        settings=ResourceSettings(apply=ServerSideApply(),
+                                  apply_kinds={"ConfigMap": ThreeWayMerge()}),
+    )
     mixed.reconcile_resource(_cm(ns, a="1"), DesiredState.PRESENT)
     mixed.reconcile_resource(_deployment(ns, env={"A": "1"}), DesiredState.PRESENT)
     cm = _live(client, _cm(ns))

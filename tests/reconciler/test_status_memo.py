@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from builders import DesiredState
-from reconciler import KubernetesClient, ParentReconciler
+from reconciler import KubernetesClient, ParentReconciler, ParentSettings
 from reconciler._reconcile.memo import StatusMemo
 from tests.reconciler.conftest import Requests, wait_for
 from tests.reconciler.test_parents import builders_of, cm
@@ -53,10 +53,14 @@ def test_a_status_the_server_prunes_is_written_only_when_what_it_keeps_changes(
     parent = client.create({"apiVersion": api_version, "kind": "Prune",
                             "metadata": {"name": "p", "namespace": ns}, "spec": {"n": 1}})
     available = {"replicas": 1}
-    pr = ParentReconciler(client, lambda p: builders_of((cm("pruned-child"),
+    pr = ParentReconciler(
+        client,
+        lambda p: builders_of((cm("pruned-child"),
                                                         DesiredState.PRESENT)),
-                          operator_name="memo-operator", events=False,
-                          status=lambda p, c: {"availableReplicas": available["replicas"]})
+        operator_name="memo-operator",
+        settings=ParentSettings(
+            events=False, status=lambda p, c: {"availableReplicas": available["replicas"]}),
+    )
     pr.reconcile(parent)
     live = client.get(api_version, "Prune", "p", namespace=ns)
     assert live["status"] == {"availableReplicas": 1}  # the toolkit's fields were pruned

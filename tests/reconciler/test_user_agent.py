@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from reconciler import KubernetesClient
+from reconciler import KubernetesClient, Reporting
 from reconciler._client.kubernetes import toolkit_version, user_agent
 from reconciler._driver.operators import Operator
 
@@ -62,8 +62,10 @@ def test_writes_carry_the_operator_as_field_manager_and_user_agent(
 
 
 def test_the_runtime_speaks_as_its_operator(kube_api: Any, kube_namespace: str) -> None:
-    operator = Operator(api_version="v1", kind="ConfigMap", build=lambda parent: [],
-                        name="named-operator", namespace=kube_namespace, events=False)
+    operator = Operator(
+        api_version="v1", kind="ConfigMap", build=lambda parent: [], name="named-operator",
+        namespace=kube_namespace, reporting=Reporting(events=False),
+    )
     runtime = operator.start(KubernetesClient(kube_api.api_client()))
     try:
         inner = runtime.client.inner

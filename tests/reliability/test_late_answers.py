@@ -26,7 +26,7 @@ from pathlib import Path
 import kubernetes
 import pytest
 
-from reconciler import KubernetesClient, NotFoundError
+from reconciler import KubernetesClient, NotFoundError, Reporting
 from reconciler._driver.operators import Operator
 from reconciler.embedded import EmbeddedApiServer
 from reconciler.testing import wait_synced
@@ -99,8 +99,10 @@ def test_a_late_write_answer_does_not_delay_an_unrelated_repair(
     hook, through_proxy = late
     client.create(THING_CRD)
     _wait(lambda: client.is_served(API_VERSION, "Thing"), 30)
-    operator = Operator(api_version=API_VERSION, kind="Thing", namespace=NS, build=build,
-                        name="late", events=False)
+    operator = Operator(
+        api_version=API_VERSION, kind="Thing", namespace=NS, build=build, name="late",
+        reporting=Reporting(events=False),
+    )
     for name in ("a", "b"):
         client.create({"apiVersion": API_VERSION, "kind": "Thing",
                        "metadata": {"name": name, "namespace": NS}, "spec": {"value": "1"}})
@@ -172,8 +174,10 @@ def test_as_many_lost_answers_as_workers_do_not_stop_other_repairs(
         config_file=str(proxy.kubeconfig(tmp_path / "op.kubeconfig")))
     client.create(THING_CRD)
     _wait(lambda: client.is_served(API_VERSION, "Thing"), 30)
-    operator = Operator(api_version=API_VERSION, kind="Thing", namespace=NS, build=build,
-                        name="lost", events=False, workers=workers)
+    operator = Operator(
+        api_version=API_VERSION, kind="Thing", namespace=NS, build=build, name="lost",
+        workers=workers, reporting=Reporting(events=False),
+    )
     for name in [*held, "b"]:
         client.create({"apiVersion": API_VERSION, "kind": "Thing",
                        "metadata": {"name": name, "namespace": NS}, "spec": {"value": "1"}})

@@ -5,7 +5,7 @@
   as a NAT or load balancer that forgot the connection. A child is edited during the stall; the
   operator must notice the silence within its bound (two of the server's bookmark intervals and
   a margin; here 1 s bookmarks and a 4 s bound, set through ``EmbeddedApiServer(
-  bookmark_interval=...)`` and ``Operator.watch_inactivity_timeout``), log one line naming the
+  bookmark_interval=...)`` and ``Operator.watching.inactivity_timeout``), log one line naming the
   kind and the silence, resume its watches and repair the drift.
 - Stopped informers: ``Informer.stop()`` closes the open stream, so each informer's thread and
   socket are gone within 5 s, not at the server's 300 s watch timeout.

@@ -28,7 +28,15 @@ import kubernetes.config
 
 from builders import ResourceBuilder, child_name, resource_builder
 from builders.objects import config_map
-from reconciler import KubernetesClient, LeaderElection, Operator, ResyncPolicy, Sharding
+from reconciler import (
+    KubernetesClient,
+    LeaderElection,
+    Operator,
+    Policies,
+    Reporting,
+    ResyncPolicy,
+    Sharding,
+)
 from reconciler._driver.runtime import OperatorRuntime
 
 GROUP = "shardtest.optk.dev"
@@ -108,7 +116,7 @@ def make_operator(
     period = lease_duration / 8
     return Operator(
         api_version=API_VERSION, kind="Item", build=build_with(children), name=name,
-        namespace=namespace, events=False, workers=workers, install=[ITEM_CRD], prune=tuple(prune),
+        namespace=namespace, workers=workers, install=[ITEM_CRD],
         resync=ResyncPolicy(heartbeat=heartbeat),
         leader_election=LeaderElection(namespace=namespace, lease_duration=lease_duration,
                                        renew_deadline=renew_deadline, retry_period=period),
@@ -116,6 +124,7 @@ def make_operator(
                           renew_deadline=renew_deadline, renew_period=period,
                           drain_timeout=max(10.0, 5 * lease_duration),
                           replicas_hint=replicas_hint),
+        reporting=Reporting(events=False), policies=Policies(prune=tuple(prune)),
     )
 
 

@@ -48,6 +48,7 @@ from reconciler import (
     KubernetesClient,
     NotFoundError,
     Operator,
+    Policies,
 )
 from reconciler._commands.manifests import ManifestOptions, manifests
 from reconciler._commands.rbac import operator_facts
@@ -250,8 +251,10 @@ def test_the_operator_reconciles_parents_of_both_versions_then_writes_nothing(
     _create(client, _thanos(API_VERSION, "op-v1", {"query": {"replicas": 1}}))
     _create(client, _thanos(API_VERSION_2, "op-v2", {
         "query": {"replicas": 1}, "ruler": {"replicas": 1}}))
-    operator = Operator(api_version=API_VERSION, kind=KIND, build=thanos_build,
-                        name=OPERATOR_NAME, prune=PRUNE, namespace=_NS)
+    operator = Operator(
+        api_version=API_VERSION, kind=KIND, build=thanos_build, name=OPERATOR_NAME, namespace=_NS,
+        policies=Policies(prune=PRUNE),
+    )
     runtime = operator.start(KubernetesClient(installed.api_client()))
     try:
         def children_of_both() -> bool:

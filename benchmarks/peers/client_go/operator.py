@@ -17,7 +17,7 @@ from typing import Any
 
 import builders as b
 from builders import objects
-from reconciler import Operator, ResyncPolicy
+from reconciler import Applying, Operator, Reporting, ResyncPolicy
 
 API_VERSION = "samplecontroller.k8s.io/v1alpha1"
 KIND = "Foo"
@@ -54,6 +54,8 @@ def status(parent: Mapping[str, Any], children: Sequence[Mapping[str, Any]]) -> 
     return {"availableReplicas": available}
 
 
-operator = Operator(api_version=API_VERSION, kind=KIND, build=build, name=OPERATOR,
-                    status=status, reuse_builds=True,
-                    resync=ResyncPolicy(interval=RESYNC_SECONDS, min_interval=RESYNC_SECONDS))
+operator = Operator(
+    api_version=API_VERSION, kind=KIND, build=build, name=OPERATOR,
+    resync=ResyncPolicy(interval=RESYNC_SECONDS, min_interval=RESYNC_SECONDS),
+    reporting=Reporting(status=status), applying=Applying(reuse_builds=True),
+)
