@@ -14,7 +14,8 @@ heartbeat, the gate the workers ask), ``rollout_plan`` (the pure rollout rules: 
 consent, judging a batch, resume and abort), ``serving`` (the health server's deferred start),
 ``resync_loop`` (the resync timer and heartbeat), ``stats`` (what the runtime did), ``liveness``
 (``ProgressWatch``: what ``/healthz`` checks, informer progress and loop threads), ``operators``
-(the ``Operator`` value), ``triggers`` (pure trigger rules), ``resyncs`` (the periodic schedule and
+(the ``Operator`` value), ``settings`` (its settings grouped by concept: ``Policies``,
+``Applying``, ``Watching``, ``Serving``, ``Reporting``), ``triggers`` (pure trigger rules), ``resyncs`` (the periodic schedule and
 policy), ``activation`` (``watch_served_kinds``: parents waiting for a kind are reconciled when a
 CRD serves it), ``inputs`` (``InputWatch``: declared inputs, by name or label selector, resolved
 from informers started on use and stopped when unused, the index input -> parents, precise

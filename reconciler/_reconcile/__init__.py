@@ -3,7 +3,8 @@ readiness, memos, finalizers and cleanup, Events, installs.
 
 Modules: ``planning`` (pure ``plan_child``), ``reconciling`` (``ResourceReconciler``, the thin
 executor), ``declared`` (pure ``declared_children``: the one evaluation of a parent's builders),
-``parents`` (``ParentReconciler``), ``conditions`` (pure conditions and Events;
+``parents`` (``ParentReconciler``), ``parent_settings`` (``ParentSettings``), ``resource_settings``
+(``ResourceSettings``), ``conditions`` (pure conditions and Events;
 ``Reconciling``/``Stalled`` for kstatus), ``failures`` (pure: a failing build or builder said once,
 with the user's file and line, or waiting for its input), ``custom_conditions`` (pure: the
 condition types a status function may add, checked), ``readiness`` (``Ready`` from the children's
