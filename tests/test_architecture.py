@@ -352,3 +352,23 @@ def test_the_facade_exceptions_are_real() -> None:
     without = [c for c in _cycles(edges) if "reconciler._driver.operators" in c]
     assert without, "the walk no longer sees the facade's imports"
     assert {"reconciler._driver.runtime", "reconciler._driver.process"} <= {*without[0]}, without
+
+
+def test_one_metadata_reader_and_one_parent_key() -> None:
+    """Issue 37, one implementation each: ``reconciler._base.keys`` holds ``meta_of`` and
+    ``ParentKey``; no module of reconciler proper (outside ``embedded`` and ``envtest``, which
+    stand apart) defines its own metadata reader or parent key type."""
+    root = Path(__file__).resolve().parents[1] / "reconciler"
+    found: list[str] = []
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root)
+        if relative.parts[0] in ("embedded", "envtest") or relative == Path("_base/keys.py"):
+            continue
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.FunctionDef) and node.name in ("_meta", "meta_of"):
+                found.append(f"{relative}: def {node.name}")
+            targets = (node.targets if isinstance(node, ast.Assign)
+                       else [node.target] if isinstance(node, ast.AnnAssign) else [])
+            if any(isinstance(t, ast.Name) and t.id == "ParentKey" for t in targets):
+                found.append(f"{relative}: ParentKey =")
+    assert not found, f"a second metadata reader or parent key: {found}"

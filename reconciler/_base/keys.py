@@ -19,5 +19,5 @@ ParentKey = tuple[str, str]
 
 def meta_of(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
     """``obj``'s ``metadata`` mapping, empty when absent or malformed."""
-    meta = (obj or {}).get("metadata")
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
     return meta if isinstance(meta, Mapping) else {}

@@ -12,11 +12,12 @@ a running operator. The boundary: it only reads; what is decided with the reads 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from builders.names import OWNER_UID_LABEL
 from reconciler._base.errors import ReconcilerError
+from reconciler._base.keys import meta_of
 from reconciler._cache.selectors import LabelSelector
 from reconciler._client.caches import PassThroughCache
 from reconciler._client.protocol import ClusterClient
@@ -124,10 +125,7 @@ class ListedReader:
                 candidates = listed.by_owner.get(next(iter(values)), [])  # the usual read
                 break
         return [item for item in candidates
-                if (namespace is None or _meta(item).get("namespace") == namespace)
-                and selector.matches(_meta(item).get("labels"))]
+                if (namespace is None or meta_of(item).get("namespace") == namespace)
+                and selector.matches(meta_of(item).get("labels"))]
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}

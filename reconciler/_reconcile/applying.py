@@ -42,6 +42,7 @@ from objectmatcher import (
     remove_fields,
     set_last_applied,
 )
+from reconciler._base.keys import meta_of
 
 __all__ = [
     "APPLIED_DIGEST_ANNOTATION",
@@ -88,11 +89,6 @@ ApplyStrategy = ThreeWayMerge | ServerSideApply
 """The strategies ``Applying(strategy=...)`` and ``DesiredState``'s ``apply`` accept."""
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
 def _digest(config: Mapping[str, Any]) -> str:
     text = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()
@@ -102,7 +98,7 @@ def apply_configuration(desired: KubeObject) -> dict[str, Any]:
     """What an apply sends: the object as built, without server metadata or status, with the
     digest of itself in ``optk.dev/applied-digest`` (and no last-applied annotation)."""
     config = {k: v for k, v in desired.items() if k != "status"}
-    meta = {k: v for k, v in _meta(desired).items() if k not in _SERVER_META}
+    meta = {k: v for k, v in meta_of(desired).items() if k not in _SERVER_META}
     annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
                    if k not in (LAST_APPLIED_ANNOTATION, APPLIED_DIGEST_ANNOTATION)}
     if annotations:
@@ -116,7 +112,7 @@ def apply_configuration(desired: KubeObject) -> dict[str, Any]:
 
 
 def _entries(live: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    return [e for e in _meta(live).get("managedFields") or () if isinstance(e, Mapping)]
+    return [e for e in meta_of(live).get("managedFields") or () if isinstance(e, Mapping)]
 
 
 def has_managed_fields(live: Mapping[str, Any]) -> bool:
@@ -173,7 +169,7 @@ def decide_apply(
 
     ``now`` is the time written into a migrated ``Apply`` entry (RFC 3339, to the second).
     """
-    annotations = _meta(live).get("annotations") or {}
+    annotations = meta_of(live).get("annotations") or {}
     if LAST_APPLIED_ANNOTATION in annotations:
         if not has_managed_fields(live):
             return ApplyDecision(reread=True, reason="migration needs managedFields")
@@ -215,7 +211,7 @@ def _drifted(patch: Mapping[str, Any]) -> bool:
 
 
 def _without_records(live: KubeObject) -> dict[str, Any]:
-    meta = dict(_meta(live))
+    meta = dict(meta_of(live))
     annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
                    if k != LAST_APPLIED_ANNOTATION}
     meta["annotations"] = annotations
@@ -272,7 +268,7 @@ def migration_to_apply(
     escaped = LAST_APPLIED_ANNOTATION.replace("~", "~0").replace("/", "~1")
     return [
         {"op": "test", "path": "/metadata/resourceVersion",
-         "value": str(_meta(live).get("resourceVersion"))},
+         "value": str(meta_of(live).get("resourceVersion"))},
         {"op": "replace", "path": "/metadata/managedFields", "value": entries},
         {"op": "remove", "path": f"/metadata/annotations/{escaped}"},
         {"op": "add", "path": f"/metadata/annotations/{_DIGEST_POINTER}", "value": "migrated"},
@@ -285,7 +281,7 @@ def original_from_apply(
     """``live`` with a last-applied annotation recording what ``manager`` applied (its
     ``Apply`` entry's fields), for the three-way merge after a switch back from server-side
     apply; None when ``live`` has no such entry or already has the annotation."""
-    if LAST_APPLIED_ANNOTATION in (_meta(live).get("annotations") or {}):
+    if LAST_APPLIED_ANNOTATION in (meta_of(live).get("annotations") or {}):
         return None
     fields: frozenset[FieldPath] = frozenset()
     for entry in _entries(live):
@@ -297,7 +293,7 @@ def original_from_apply(
     original = remove_fields(original, [("f:metadata", "f:annotations",
                                          f"f:{APPLIED_DIGEST_ANNOTATION}")])
     recorded = set_last_applied(original)["metadata"]["annotations"][LAST_APPLIED_ANNOTATION]
-    meta = dict(_meta(live))
+    meta = dict(meta_of(live))
     meta["annotations"] = {**(meta.get("annotations") or {}),
                            LAST_APPLIED_ANNOTATION: recorded}
     return {**live, "metadata": meta}

@@ -27,6 +27,7 @@ from builders import ObjectRef
 from builders.names import OWNER_UID_LABEL, SHARED_LABEL, label_value
 from reconciler._base.clocks import Clock, RealClock
 from reconciler._base.errors import ConflictError, DataLossError, NotFoundError, ReconcilerError
+from reconciler._base.keys import meta_of
 from reconciler._base.text import bounded
 from reconciler._base.times import format_time, parse_time
 from reconciler._client.protocol import ClusterClient, KubeObject
@@ -78,11 +79,6 @@ class CleanupOutcome:
     :data:`CLEANUP_STUCK_AFTER`: worth a WARNING (an ordinary wait is not)."""
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
 def _custom_resources(client: ClusterClient, crd: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Every custom resource of ``crd``, over its served versions (one LIST each, all
     namespaces; the same object seen in two versions counted once)."""
@@ -99,7 +95,7 @@ def _custom_resources(client: ClusterClient, crd: Mapping[str, Any]) -> list[dic
 
 
 def _owned_by(obj: Mapping[str, Any], owner_uid: str | None) -> bool:
-    labels = _meta(obj).get("labels") or {}
+    labels = meta_of(obj).get("labels") or {}
     return bool(owner_uid) and labels.get(OWNER_UID_LABEL) == label_value(str(owner_uid))
 
 
@@ -153,7 +149,7 @@ def release_to_others(
     if not owner_uid or is_shared(crd) or not _owned_by(crd, owner_uid):
         return False
     foreign = [item for item in _custom_resources(client, crd) if not _owned_by(item, owner_uid)]
-    if not foreign or any(not (_meta(item).get("labels") or {}).get(OWNER_UID_LABEL)
+    if not foreign or any(not (meta_of(item).get("labels") or {}).get(OWNER_UID_LABEL)
                           for item in foreign):
         return False
     ref = ObjectRef.of(crd)
@@ -223,7 +219,7 @@ class ParentCleanup:
         """One cleanup pass over ``parent`` (being deleted). Never raises for the cluster's
         answers: what is left is in the outcome (and the parent's ``Cleanup`` condition)."""
         ref = ObjectRef.of(parent)
-        uid = str(_meta(parent).get("uid") or "")
+        uid = str(meta_of(parent).get("uid") or "")
         deleted: list[ObjectRef] = []
         try:
             if self.teardown is not None and (waiting := self.teardown(parent)) is not None:
@@ -272,7 +268,7 @@ class ParentCleanup:
                         or not is_owned(item, owner_uid=uid)[0]:
                     continue
                 found[child] = item
-                if _meta(item).get("deletionTimestamp"):
+                if meta_of(item).get("deletionTimestamp"):
                     deleting.add(child)
         return found, deleting
 
@@ -321,7 +317,7 @@ class ParentCleanup:
                               finalizer_patch(parent, add=False), patch_type=_MERGE,
                               namespace=ref.namespace)
         with self._lock:
-            self._hook_done.discard(str(_meta(parent).get("uid") or ""))
+            self._hook_done.discard(str(meta_of(parent).get("uid") or ""))
 
     def _waiting(
         self, parent: Mapping[str, Any], reason: str, deleted: list[ObjectRef], *,
@@ -332,7 +328,7 @@ class ParentCleanup:
         else at INFO when the reason changes and DEBUG when it repeats."""
         ref = ObjectRef.of(parent)
         now = self.clock.time()
-        since = parse_time(_meta(parent).get("deletionTimestamp"))
+        since = parse_time(meta_of(parent).get("deletionTimestamp"))
         stuck = since is not None and now - since >= CLEANUP_STUCK_AFTER
         reason = bounded(reason)
         wanted = cleanup_condition(waiting=True, reason="CleanupPending", message=reason)

@@ -26,6 +26,7 @@ import attrs
 
 from builders import ObjectRef
 from builders.names import MANAGED_BY_LABEL, OWNER_UID_LABEL, label_value
+from reconciler._base.keys import meta_of
 from reconciler._base.text import bounded
 
 __all__ = [
@@ -89,20 +90,15 @@ class CleanupDecision:
     reason: str = ""
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
 def has_finalizer(parent: Mapping[str, Any]) -> bool:
     """Whether ``parent`` carries :data:`CLEANUP_FINALIZER`."""
-    return CLEANUP_FINALIZER in (_meta(parent).get("finalizers") or ())
+    return CLEANUP_FINALIZER in (meta_of(parent).get("finalizers") or ())
 
 
 def is_uncollectable(parent: Mapping[str, Any], ref: ObjectRef) -> bool:
     """Whether the garbage collector cannot delete child ``ref`` with ``parent``: the parent is
     namespaced and the child is cluster-scoped or in another namespace (no owner reference)."""
-    parent_ns = _meta(parent).get("namespace") or None
+    parent_ns = meta_of(parent).get("namespace") or None
     return parent_ns is not None and ref.namespace != parent_ns
 
 
@@ -118,7 +114,7 @@ def parse_kinds(value: Any) -> tuple[tuple[str, str], ...]:
 
 def cleanup_kinds(parent: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     """The kinds ``parent``'s annotation lists for its cleanup."""
-    annotations = _meta(parent).get("annotations") or {}
+    annotations = meta_of(parent).get("annotations") or {}
     return parse_kinds(annotations.get(CLEANUP_KINDS_ANNOTATION))
 
 
@@ -156,7 +152,7 @@ def decide_cleanup(
     ones being deleted remain, wait; when none remain, ``on_delete`` runs (unless done), then
     the finalizer is removed. A parent whose children are already gone is never kept.
     """
-    deleted = bool(_meta(parent).get("deletionTimestamp"))
+    deleted = bool(meta_of(parent).get("deletionTimestamp"))
     present = has_finalizer(parent)
     if not deleted:
         if wanted_kinds is None:
@@ -191,7 +187,7 @@ def finalizer_patch(
     It carries the parent's ``resourceVersion``: a concurrent change of the finalizer list
     (another controller's) makes it fail with a conflict instead of being overwritten.
     """
-    meta = _meta(parent)
+    meta = meta_of(parent)
     finalizers = [f for f in meta.get("finalizers") or () if f != CLEANUP_FINALIZER]
     if add:
         finalizers.append(CLEANUP_FINALIZER)
@@ -233,10 +229,10 @@ def refuses_data_loss(crd: Mapping[str, Any], *, custom_resources: int) -> str |
     with :data:`ALLOW_DATA_LOSS_ANNOTATION`), or None when it may go."""
     if str(crd.get("kind")) != CRD_KIND or custom_resources <= 0:
         return None
-    annotations = _meta(crd).get("annotations") or {}
+    annotations = meta_of(crd).get("annotations") or {}
     if str(annotations.get(ALLOW_DATA_LOSS_ANNOTATION, "")).lower() == "true":
         return None
-    name = _meta(crd).get("name")
+    name = meta_of(crd).get("name")
     return (f"CustomResourceDefinition {name} still has custom resources: deleting it deletes "
             f"them; delete them first, or annotate it {ALLOW_DATA_LOSS_ANNOTATION}=\"true\"")
 

@@ -43,6 +43,7 @@ from reconciler._base.errors import (
     ReconcilerError,
     ReconcilerUsageError,
 )
+from reconciler._base.keys import meta_of
 from reconciler._base.ratelimit import CauseLimiter
 from reconciler._base.text import bounded
 from reconciler._client.caches import PassThroughCache, ReadCache
@@ -113,11 +114,6 @@ _UNLISTABLE = ("; its children fail, pruning it is blocked (condition PruneBlock
 def unlisted_cause(api_version: str, kind: str) -> tuple[str, str, str]:
     """The cause key (``CauseLimiter``) of every line about a kind that cannot be listed."""
     return ("unlistable", api_version, kind)
-
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
 
 
 def _order(ref: ObjectRef) -> str:
@@ -231,7 +227,7 @@ class ParentReconciler:
         # cached objects, and a builder that edits its parent in place must not reach them.
         parent = to_plain_object(parent) if is_client_model(parent) else copy_object(parent)
         parent_ref = ObjectRef.of(parent)
-        uid = _meta(parent).get("uid")
+        uid = meta_of(parent).get("uid")
         if not uid or not parent_ref.name:
             raise ReconcilerUsageError(
                 f"parent {parent_ref} must be a live object with metadata.uid"
@@ -258,7 +254,7 @@ class ParentReconciler:
         when nothing of them is left to delete in order; raises ``ReconcilerError`` naming the
         children whose deletion failed."""
         parent = to_plain_object(parent) if is_client_model(parent) else copy_object(parent)
-        uid = str(_meta(parent).get("uid") or "")
+        uid = str(meta_of(parent).get("uid") or "")
         run = _ParentRun(self, parent, uid)
         with recording():
             deleted = run.teardown()

@@ -35,6 +35,7 @@ from objectmatcher import (
     calculate_patch,
     set_last_applied,
 )
+from reconciler._base.keys import meta_of
 from reconciler._reconcile.applying import (
     APPLIED_DIGEST_ANNOTATION,
     APPLY_PATCH,
@@ -135,11 +136,6 @@ class ChildPlan:
         )
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
 def kind_key(obj_or_ref: Mapping[str, Any] | ObjectRef) -> str:
     """``Kind.group`` (``Kind`` for the core group): how kinds are named in allow-lists."""
     ref = obj_or_ref if isinstance(obj_or_ref, ObjectRef) else ObjectRef.of(obj_or_ref)
@@ -155,7 +151,7 @@ def is_owned(live: KubeObject, *, owner_uid: str | None = None) -> tuple[bool, s
     ``sharing``) an ``optk.dev/owner-uid`` label naming another parent: a child without an
     owner reference follows that label, so two parents never take it from each other.
     """
-    meta = _meta(live)
+    meta = meta_of(live)
     controllers = [
         ref for ref in meta.get("ownerReferences") or () if isinstance(ref, Mapping)
         and ref.get("controller")
@@ -195,7 +191,7 @@ def create_body(desired: KubeObject, state: DesiredState) -> dict[str, Any]:
     """What to create: ``before_create(desired)`` with the last-applied annotation of
     ``desired`` and no ``resourceVersion``."""
     body = dict(state.before_create(desired))
-    meta = dict(_meta(body))
+    meta = dict(meta_of(body))
     meta.pop("resourceVersion", None)
     meta["annotations"] = {
         **(meta.get("annotations") or {}), LAST_APPLIED_ANNOTATION: _annotation(desired),
@@ -214,7 +210,7 @@ def _patch_body(
     meta = dict(body.get("metadata") or {})
     annotations = dict(meta.get("annotations") or {})
     annotations[LAST_APPLIED_ANNOTATION] = annotation
-    live_annotations = _meta(live).get("annotations") or {}
+    live_annotations = meta_of(live).get("annotations") or {}
     rest = {k: v for k, v in annotations.items() if k != LAST_APPLIED_ANNOTATION}
     other_meta = {k: v for k, v in meta.items() if k != "annotations"}
     if (
@@ -223,7 +219,7 @@ def _patch_body(
     ):
         return None
     meta["annotations"] = annotations
-    resource_version = _meta(live).get("resourceVersion")
+    resource_version = meta_of(live).get("resourceVersion")
     if resource_version:
         meta["resourceVersion"] = str(resource_version)
     body["metadata"] = meta
@@ -263,7 +259,7 @@ def plan_child(
         return _plan_absent(ref, live, state, owner_uid=owner_uid, adopt=adopt)
     sharer = None
     if is_shared(desired):  # the record, not the three-way merge, says who builds it
-        sharer = str((_meta(desired).get("annotations") or {}).get(OWNER_ANNOTATION) or "")
+        sharer = str((meta_of(desired).get("annotations") or {}).get(OWNER_ANNOTATION) or "")
         desired, ssa = wants_shared(desired), None
     if live is None and sharer is not None and not raced and owner_uid:
         created = create_body(desired, state)
@@ -285,7 +281,7 @@ def plan_child(
     if state.is_created:
         reason = "created by someone else" if raced else "exists; CREATED never updates"
         return ChildPlan(action=PlanAction.UNCHANGED, ref=ref, live=live, reason=reason)
-    if _meta(live).get("deletionTimestamp"):
+    if meta_of(live).get("deletionTimestamp"):
         return ChildPlan(action=PlanAction.SKIP, ref=ref, live=live, requeue=True,
                          reason="being deleted; will create it again once gone")
     owned, why = is_owned(live, owner_uid=owner_uid)
@@ -299,7 +295,7 @@ def plan_child(
         return _plan_apply(ref, live, hooked, ssa, manager=manager, crd_schema=crd_schema,
                            now=now)
     compared = live
-    if APPLIED_DIGEST_ANNOTATION in (_meta(live).get("annotations") or {}):
+    if APPLIED_DIGEST_ANNOTATION in (meta_of(live).get("annotations") or {}):
         # back from server-side apply: the original is what our Apply entry owns
         compared = original_from_apply(live, manager=manager, crd_schema=crd_schema) or live
         if compared is live and not has_managed_fields(live):
@@ -343,7 +339,7 @@ def _join_shared(ref: ObjectRef, live: KubeObject, sharer: str | None,
                  owner_uid: str) -> ChildPlan | None:
     """Before a shared child is written: this parent recorded on it (a JSON patch, then plan
     again), or why it is skipped; None when it is recorded already."""
-    if _meta(live).get("deletionTimestamp"):
+    if meta_of(live).get("deletionTimestamp"):
         return None  # planned as any child being deleted
     if sharer is None:
         return ChildPlan(action=PlanAction.SKIP, ref=ref, live=live, reason=(
@@ -375,7 +371,7 @@ def _plan_absent(
 ) -> ChildPlan:
     if live is None:
         return ChildPlan(action=PlanAction.UNCHANGED, ref=ref, reason="absent")
-    if _meta(live).get("deletionTimestamp"):
+    if meta_of(live).get("deletionTimestamp"):
         return ChildPlan(action=PlanAction.UNCHANGED, ref=ref, live=live,
                          reason="already being deleted")
     if is_shared(live) and owner_uid:
@@ -395,7 +391,7 @@ def _plan_absent(
     if target is None:
         return ChildPlan(action=PlanAction.UNCHANGED, ref=ref, live=live,
                          reason="before_delete kept it")
-    uid = _meta(target).get("uid")
+    uid = meta_of(target).get("uid")
     return ChildPlan(action=PlanAction.DELETE, ref=ref, live=live, propagation="Background",
                      delete_uid=str(uid) if uid else None)
 
@@ -414,7 +410,7 @@ def plan_recreate(
         plan.ref, recreate=recreate, recreate_kinds=recreate_kinds
     ):
         return None
-    uid = _meta(plan.live or {}).get("uid")
+    uid = meta_of(plan.live or {}).get("uid")
     return ChildPlan(
         action=PlanAction.RECREATE, ref=plan.ref, live=plan.live, diff=plan.diff,
         propagation="Foreground", delete_uid=str(uid) if uid else None,

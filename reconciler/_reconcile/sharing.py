@@ -28,6 +28,7 @@ from typing import Any, Final
 
 from builders.names import INSTANCE_LABEL, MANAGED_BY_LABEL, OWNER_UID_LABEL, SHARED_LABEL
 from objectmatcher import LAST_APPLIED_ANNOTATION
+from reconciler._base.keys import meta_of
 from reconciler._reconcile.applying import APPLIED_DIGEST_ANNOTATION
 
 __all__ = [
@@ -53,18 +54,13 @@ MAX_SHARERS: Final = 64
 waits for a place, reported on its ``Reconciled`` condition."""
 
 
-def _meta(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
-    return meta if isinstance(meta, Mapping) else {}
-
-
 def _pointer(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
 def describe_parent(parent: Mapping[str, Any]) -> str:
     """``Kind namespace/name`` (``Kind name`` when cluster-scoped) of a parent."""
-    meta = _meta(parent)
+    meta = meta_of(parent)
     where = f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") \
         else str(meta.get("name"))
     return f"{parent.get('kind')} {where}"
@@ -72,13 +68,13 @@ def describe_parent(parent: Mapping[str, Any]) -> str:
 
 def is_shared(obj: Mapping[str, Any] | None) -> bool:
     """Whether ``obj`` (built or live) is declared shared (``optk.dev/shared: "true"``)."""
-    return str((_meta(obj).get("labels") or {}).get(SHARED_LABEL, "")).lower() == "true"
+    return str((meta_of(obj).get("labels") or {}).get(SHARED_LABEL, "")).lower() == "true"
 
 
 def wants_shared(desired: Mapping[str, Any]) -> dict[str, Any]:
     """A shared built child as every parent builds it alike: without the per-parent marks (the
     owner and instance labels, the owner annotation, owner references)."""
-    meta = dict(_meta(desired))
+    meta = dict(meta_of(desired))
     meta["labels"] = {k: v for k, v in (meta.get("labels") or {}).items()
                       if k not in (OWNER_UID_LABEL, INSTANCE_LABEL)}
     annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
@@ -94,7 +90,7 @@ def wants_shared(desired: Mapping[str, Any]) -> dict[str, Any]:
 def shared_record(obj: Mapping[str, Any] | None) -> dict[str, str]:
     """The parents a shared child records, ``{uid: "Kind namespace/name"}`` (empty when none
     or unreadable)."""
-    raw = (_meta(obj).get("annotations") or {}).get(SHARED_BY_ANNOTATION)
+    raw = (meta_of(obj).get("annotations") or {}).get(SHARED_BY_ANNOTATION)
     try:
         value = json.loads(str(raw)) if raw else {}
     except ValueError:
@@ -107,7 +103,7 @@ def shared_record(obj: Mapping[str, Any] | None) -> dict[str, str]:
 def record_patch(live: Mapping[str, Any], record: Mapping[str, str]) -> list[dict[str, Any]]:
     """The JSON patch that sets ``live``'s record to ``record``, preconditioned on its
     ``resourceVersion`` (a concurrent change of the record fails with a conflict: re-read)."""
-    meta = _meta(live)
+    meta = meta_of(live)
     ops: list[dict[str, Any]] = [{"op": "test", "path": "/metadata/resourceVersion",
                                   "value": str(meta.get("resourceVersion"))}]
     if not isinstance(meta.get("annotations"), Mapping):
@@ -120,7 +116,7 @@ def record_patch(live: Mapping[str, Any], record: Mapping[str, str]) -> list[dic
 def release_patch(live: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The JSON patch by which a parent being deleted lets another one take ``live`` over: its
     owner label and owner annotation removed, preconditioned on the ``resourceVersion``."""
-    meta = _meta(live)
+    meta = meta_of(live)
     ops: list[dict[str, Any]] = [{"op": "test", "path": "/metadata/resourceVersion",
                                   "value": str(meta.get("resourceVersion"))}]
     if OWNER_UID_LABEL in (meta.get("labels") or {}):
@@ -134,7 +130,7 @@ def release_patch(live: Mapping[str, Any]) -> list[dict[str, Any]]:
 def holder_of(live: Mapping[str, Any]) -> str:
     """The parent holding ``live`` for messages: its owner annotation (``Kind ns/name``) and
     uid, or the uid and instance label of an object stamped before the annotation existed."""
-    meta = _meta(live)
+    meta = meta_of(live)
     labels = meta.get("labels") or {}
     uid = labels.get(OWNER_UID_LABEL)
     named = (meta.get("annotations") or {}).get(OWNER_ANNOTATION)
@@ -146,7 +142,7 @@ def holder_of(live: Mapping[str, Any]) -> str:
 def ownership_marker(obj: Mapping[str, Any] | None) -> str:
     """What decides whose ``obj`` is, as one string: a parent that skipped it as not its own
     is woken when this changes (deleted, handed over, released, shared)."""
-    meta = _meta(obj)
+    meta = meta_of(obj)
     labels = meta.get("labels") or {}
     annotations = meta.get("annotations") or {}
     controllers = sorted(str(r.get("uid")) for r in meta.get("ownerReferences") or ()

@@ -24,12 +24,12 @@ import attrs
 
 from builders import ObjectRef
 from builders.composition import ReadyRule, rule_verdict
+from reconciler._base.keys import ParentKey
 from reconciler._base.text import bounded
 
 __all__ = ["Wait", "WaitRegistry", "Watch", "waiting_message"]
 
 _RECENT = 4096  # child events remembered for reconciles in flight
-ParentKey = tuple[str, str]
 TypeKey = tuple[str, str]
 
 
