@@ -119,7 +119,7 @@ def _labels(facts: OperatorFacts) -> dict[str, str]:
     return {_NAME_LABEL: facts.name, _PART_LABEL: "operator-toolkit"}
 
 
-def _new_metadata(name: str, labels: Mapping[str, str], namespace: str | None = None) -> dict[str, Any]:
+def _new_meta(name: str, labels: Mapping[str, str], namespace: str | None = None) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name}
     if namespace is not None:
         meta["namespace"] = namespace
@@ -139,10 +139,10 @@ def _roles(facts: OperatorFacts, rules: Sequence[PolicyRule], namespace: str,
         mine = [r for r in rules if r.namespace == scope]
         kind = "ClusterRole" if scope is None else "Role"
         role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind,
-                "metadata": _new_metadata(facts.name, labels, scope),
+                "metadata": _new_meta(facts.name, labels, scope),
                 "rules": [r.to_dict() for r in mine]}
         binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": f"{kind}Binding",
-                   "metadata": _new_metadata(facts.name, labels, scope),
+                   "metadata": _new_meta(facts.name, labels, scope),
                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": kind,
                                "name": facts.name},
                    "subjects": [subject]}
@@ -180,7 +180,7 @@ def _deployment(facts: OperatorFacts, options: ManifestOptions) -> dict[str, Any
     }
     return {
         "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": _new_metadata(facts.name, labels, options.namespace),
+        "metadata": _new_meta(facts.name, labels, options.namespace),
         "spec": {
             "replicas": options.replicas,
             "selector": {"matchLabels": {_NAME_LABEL: facts.name}},
@@ -216,18 +216,20 @@ def manifests(
     ns = options.namespace
     selector = {_NAME_LABEL: facts.name}
     hooked, hooked_crds = webhook_objects(
-        hooks, selector=selector, metadata=lambda name, namespace: _new_metadata(name, labels, namespace))
+        hooks, selector=selector,
+        metadata=lambda name, namespace: _new_meta(name, labels, namespace))
     objects: list[dict[str, Any]] = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": _new_metadata(ns, labels)},
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": _new_meta(ns, labels)},
         *(set_last_applied(hooked_crds.get(str((o.get("metadata") or {}).get("name")), o))
           for o in facts.install),
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _new_metadata(facts.name, labels, ns)},
+        {"apiVersion": "v1", "kind": "ServiceAccount",
+         "metadata": _new_meta(facts.name, labels, ns)},
     ]
     out: list[tuple[dict[str, Any], list[str]]] = [(o, []) for o in objects]
     out += _roles(facts, rules, ns)
     if options.metrics_auth:
         out.append(({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-                     "metadata": _new_metadata(f"{facts.name}-metrics-reader", labels),
+                     "metadata": _new_meta(f"{facts.name}-metrics-reader", labels),
                      "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]},
                     ["for scrapers, not the operator: bind a Prometheus ServiceAccount to it "
                      "to scrape /metrics (optk run --metrics-auth asks the API server)"]))
@@ -237,12 +239,12 @@ def manifests(
     out += [(o, []) for o in (
         deployment,
         {"apiVersion": "v1", "kind": "Service",
-         "metadata": _new_metadata(f"{facts.name}-metrics", labels, ns),
+         "metadata": _new_meta(f"{facts.name}-metrics", labels, ns),
          "spec": {"selector": selector, "ports": [
              {"name": "metrics", "port": METRICS_PORT, "targetPort": "metrics",
               "protocol": "TCP"}]}},
         {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-         "metadata": _new_metadata(facts.name, labels, ns),
+         "metadata": _new_meta(facts.name, labels, ns),
          "spec": {"minAvailable": 1, "selector": {"matchLabels": selector}}},
         *hooked,
     )]
