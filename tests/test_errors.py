@@ -38,8 +38,8 @@ from reconciler import (
 )
 from reconciler._base.errors import api_error_from_status
 from reconciler._cache.selectors import LabelSelector
+from reconciler._commands.loading import load_operator_file
 from reconciler._commands.manifests import load_samples
-from reconciler._driver.process import load_operator_file
 from reconciler._driver.resyncs import parse_duration
 from reconciler._leadership.fencing import WriteFence
 from reconciler._sharding.decisions import Sharding

@@ -306,7 +306,7 @@ def _run_manifests(args: argparse.Namespace) -> int:
 
 
 def _run_operator(args: argparse.Namespace) -> int:
-    from reconciler._driver.process import run_command
+    from reconciler._commands.running import run_command
 
     try:  # both forms, plain and as deployed (--leader-elect ...), run in one process shell
         return run_command(args.target, kubeconfig=args.kubeconfig, embedded=args.embedded,

@@ -133,14 +133,11 @@ def fleet_plan_command(
     """``optk plan --all MODULE[:ATTR]``: print the fleet's plan (text or JSON); the exit code
     of ``fleet_report.fleet_exit_code``, or ``EXIT_USAGE`` when the parents cannot be listed;
     ``out`` defaults to the standard output at the time of the call."""
-    from reconciler._client.connect import connect
-    from reconciler._client.kubernetes import KubernetesClient
-    from reconciler._driver.process import load_operator
+    from reconciler._commands.loading import connected
 
     if max_changes < 0:
         raise ReconcilerUsageError(f"--max-changes must be 0 or more, got {max_changes}")
-    operator = load_operator(target)
-    client = KubernetesClient(connect(kubeconfig), operator_name=operator.name)
+    operator, client = connected(target, kubeconfig)
     try:
         plan = plan_fleet(client, operator, namespace=namespace, selector=selector,
                           server_dry_run=server_dry_run)

@@ -311,7 +311,7 @@ def manifests_command(
     given; a relative path there is resolved against the module's file, files given here against
     the current directory) and return the YAML stream. ``namespaced`` None: a namespaced role
     exactly when the operator watches one namespace (``Operator.namespace``)."""
-    from reconciler._driver.process import load_target
+    from reconciler._commands.loading import load_target
 
     loaded = load_target(target)
     operator = loaded.operator

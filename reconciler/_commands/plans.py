@@ -183,17 +183,15 @@ def plan_command(
     (``default`` when the context names none), where ``kubectl apply -f`` would create it."""
     import yaml
 
-    from reconciler._client.connect import connect, context_namespace
-    from reconciler._client.kubernetes import KubernetesClient
-    from reconciler._driver.process import load_operator
+    from reconciler._client.connect import context_namespace
+    from reconciler._commands.loading import connected, load_operator
 
-    operator = load_operator(target)
+    load_operator(target)  # a wrong target is said before the files are read
     parents: list[KubeObject] = []
     for path in files:
         with open(path, encoding="utf-8") as stream:
             parents.extend(doc for doc in yaml.safe_load_all(stream) if doc)
-    api_client = connect(kubeconfig)
-    client = KubernetesClient(api_client, operator_name=operator.name)  # its field manager
+    operator, client = connected(target, kubeconfig)  # the operator's name: its field manager
     namespace = context_namespace(kubeconfig)
     try:
         parents = [_in_namespace(client, parent, namespace) for parent in parents]

@@ -99,13 +99,10 @@ def rollout_command(action: str, target: str, *, kubeconfig: str | None = None,
                     output: str = "text", out: TextIO | None = None) -> int:
     """``optk rollout ACTION MODULE[:ATTR]``: print the rollout after ``action``; the exit code
     (module docstring)."""
-    from reconciler._client.connect import connect
-    from reconciler._client.kubernetes import KubernetesClient
-    from reconciler._driver.process import load_operator
+    from reconciler._commands.loading import connected
 
     out = sys.stdout if out is None else out  # read when called: tests replace it
-    operator = load_operator(target)
-    client = KubernetesClient(connect(kubeconfig), operator_name=operator.name)
+    operator, client = connected(target, kubeconfig)
     store = rollout_store(client, operator)
     state, problem = rollout_action(store, action, now=RealClock().time())
     if output == "json":

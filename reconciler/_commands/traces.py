@@ -93,7 +93,7 @@ def trace_command(
     every ``interval`` seconds, ``count`` times (None: until Ctrl-C)."""
     from reconciler._client.connect import connect, context_namespace
     from reconciler._client.kubernetes import KubernetesClient
-    from reconciler._driver.process import load_operator
+    from reconciler._commands.loading import load_operator
 
     out = out if out is not None else sys.stdout
     clock = clock or RealClock()

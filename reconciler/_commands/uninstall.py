@@ -221,13 +221,10 @@ def uninstall_command(target: str, *, kubeconfig: str | None = None, force: bool
     had to be left (each such object named with why), 0 otherwise. Raises
     ``ReconcilerUsageError`` (a ``ValueError``) naming the fresh Lease while the operator runs
     (or when its Leases cannot be listed), unless ``force``; nothing is done then."""
-    from reconciler._client.connect import connect
-    from reconciler._client.kubernetes import KubernetesClient
-    from reconciler._driver.process import load_operator
+    from reconciler._commands.loading import connected
 
     out = sys.stdout if out is None else out
-    operator = load_operator(target)
-    client = KubernetesClient(connect(kubeconfig))
+    operator, client = connected(target, kubeconfig)
     _refuse_while_running(client, operator, force=force)
     report = uninstall(client, operator)
     for ref in report.deleted:

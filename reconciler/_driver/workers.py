@@ -78,7 +78,7 @@ needed."""
 
 class ParentLog(logging.LoggerAdapter):  # type: ignore[type-arg]
     """Puts the parent key on every line (as text and as the ``parent`` record field, which
-    ``reconciler._driver.process.JsonLogFormatter`` writes out)."""
+    ``reconciler._commands.running.JsonLogFormatter`` writes out)."""
 
     def process(self, msg: Any, kwargs: Any) -> tuple[Any, Any]:
         """Prefix the message with the parent key and add it to the record's extra fields."""

@@ -18,7 +18,7 @@ import pytest
 
 from builders import ResourceBuilder
 from reconciler import KubernetesClient
-from reconciler._driver.process import JsonLogFormatter
+from reconciler._commands.running import JsonLogFormatter
 from reconciler.testing import wait_idle
 from tests.driver.conftest import child_data, make_operator, running, thing, wait_until
 from tests.driver.sample_operator import build as base

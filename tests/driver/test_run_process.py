@@ -1,6 +1,6 @@
 """``optk run`` as a process, in both forms: plain and as deployed (``--leader-elect``,
 ``--lease-namespace``, ``--watch-namespace``) run through the same process shell
-(``reconciler._driver.process.run_command``): the log level is honoured, the heap is frozen (the
+(``reconciler._commands.running.run_command``): the log level is honoured, the heap is frozen (the
 ``optk.heap`` DEBUG lines), and a server that cannot be reached is one line naming its URL and
 exit code 2. Real processes against the session's embedded API server; every wait is bounded."""
 

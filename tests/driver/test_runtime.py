@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from reconciler import KubernetesClient
+from reconciler._commands.loading import load_operator
 from reconciler._driver.operators import Operator
-from reconciler._driver.process import load_operator
 from reconciler._driver.resyncs import ResyncPolicy
 from reconciler._leadership.election import LeaderElection, LeaderElector
 from reconciler.testing import VirtualClock, wait_idle, wait_synced

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from reconciler import KubernetesClient
-from reconciler._driver.process import load_operator
+from reconciler._commands.loading import load_operator
 from reconciler._driver.runtime import OperatorRuntime
 from tests.driver.conftest import child_data, make_operator, running, thing, wait_until
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from reconciler._commands.loading import load_operator, load_operator_file
 from reconciler._driver.operators import Operator
-from reconciler._driver.process import load_operator, load_operator_file
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler._driver.process import load_operator
+from reconciler._commands.loading import load_operator
 from reconciler._driver.resyncs import ResyncPolicy
 
 

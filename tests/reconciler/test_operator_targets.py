@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from reconciler import KubernetesClient
-from reconciler._driver.process import load_target
+from reconciler._commands.loading import load_target
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "thanos" / "operator.py"
