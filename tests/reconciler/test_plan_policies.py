@@ -65,7 +65,7 @@ def test_plan_shows_held_writes_and_paused_parents(client: KubernetesClient, ns:
                    {"metadata": {"annotations": {"optk.dev/paused": "true"}}})
     [result] = plan_parents(client, plan_operator.build, [paused],
                             operator_name=owner(ns), guard=PlanGuard(),
-                            pause=PauseSettings())
+                            parent_settings=ParentSettings(pause=PauseSettings()))
     text = format_plan([result])
     assert 'paused    nothing would be written (annotation optk.dev/paused is "true")' in text
     assert "update" not in text

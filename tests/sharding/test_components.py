@@ -27,7 +27,14 @@ import pytest
 from examples.thanos import builders as thanos
 from examples.thanos.crds import API_VERSION, KIND, THANOS_CRD
 from examples.thanos.operator import make_operator
-from reconciler import AlreadyExistsError, KubernetesClient, LeaderElection, NotFoundError, Sharding
+from reconciler import (
+    AlreadyExistsError,
+    KubernetesClient,
+    LeaderElection,
+    NotFoundError,
+    ParentSettings,
+    Sharding,
+)
 from reconciler._commands.plans import plan_parents
 from reconciler._commands.traces import trace_parent
 from reconciler._driver.runtime import OperatorRuntime
@@ -162,7 +169,8 @@ def test_the_trace_and_the_plan_of_a_sharded_parent_keep_its_shard_label(
         assert [(c.ref.name, c.next) for c in trace.children] == [("p-cfg", "none")], trace
         [result] = plan_parents(
             client, operator.build, [client.get(API_VERSION_ITEMS, "Item", "p", namespace=ns)],
-            operator_name=operator.name, child_labels=child_labels(operator.sharding))
+            operator_name=operator.name,
+            parent_settings=ParentSettings(child_labels=child_labels(operator.sharding)))
         assert [(c.ref.name, c.action) for c in result.children] == [
             ("p-cfg", Action.UNCHANGED)], result.children
     finally:
