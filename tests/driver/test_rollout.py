@@ -34,7 +34,7 @@ _SOURCE = '''
 """Version {version} of a Thing operator (its rollout test)."""
 from builders import child_name, resource_builder
 from builders.objects import config_map
-from reconciler import Operator, ResyncPolicy
+from reconciler import Operator, Reporting, ResyncPolicy
 
 
 @resource_builder
@@ -51,7 +51,7 @@ def build(parent):
 
 
 operator = Operator(api_version={api_version!r}, kind="Thing", build=build, name={name!r},
-                    namespace={namespace!r}, events=False,
+                    namespace={namespace!r}, reporting=Reporting(events=False),
                     resync=ResyncPolicy(heartbeat=0.5, heartbeat_namespace={namespace!r}))
 '''
 

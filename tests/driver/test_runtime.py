@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from reconciler import KubernetesClient
+from reconciler import KubernetesClient, Serving
 from reconciler._commands.loading import load_operator
 from reconciler._driver.operators import Operator
 from reconciler._driver.resyncs import ResyncPolicy
@@ -64,7 +64,7 @@ def _get(url: str) -> tuple[int, str]:
 @pytest.mark.both_servers
 def test_metrics_and_health_endpoints_answer(client: KubernetesClient, ns: str) -> None:
     operator = make_operator(ns)
-    with running(operator, client, metrics_port=0) as runtime:
+    with running(operator, client, serving=Serving(metrics_port=0)) as runtime:
         assert runtime.health is not None
         url = runtime.health.url
         client.create(thing(ns, "a"))

@@ -170,12 +170,12 @@ def test_a_cluster_scoped_child_of_a_namespaced_parent_is_traced_as_the_reconcil
 
 
 OPERATOR_MODULE = '''
-from reconciler import Operator
+from reconciler import Operator, Reporting
 from tests.driver.sample_operator import API_VERSION
 from tests.driver.test_trace import build
 
 operator = Operator(api_version=API_VERSION, kind="Thing", name={name!r}, namespace={ns!r},
-                    build=build, events=False)
+                    build=build, reporting=Reporting(events=False))
 '''
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from builders import ResourceBuilder, child_name, resource_builder
 from builders.objects import config_map
-from reconciler import KubernetesClient, NotFoundError, Policies
+from reconciler import KubernetesClient, NotFoundError, Policies, Serving
 from reconciler.embedded import EmbeddedApiServer, Faults
 from tests.driver.conftest import child_data, make_operator, running, thing, wait_until
 from tests.driver.sample_operator import API_VERSION
@@ -78,7 +78,7 @@ def test_an_unlistable_kind_blocks_only_its_children_and_is_repaired_when_it_lis
     before = _account_uid(client, ns)
     kube_api.set_faults(FORBID_ACCOUNTS)
     try:
-        with running(operator, client, metrics_port=0) as runtime:
+        with running(operator, client, serving=Serving(metrics_port=0)) as runtime:
             # 3: the rest is served at once; readiness says "serving, degraded".
             assert runtime.health is not None
             with urllib.request.urlopen(f"{runtime.health.url}/readyz", timeout=5) as answer:

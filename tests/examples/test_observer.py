@@ -26,7 +26,7 @@ from examples.observer.crds import API_VERSION, KIND
 from examples.observer.operator import PRUNE, make_operator
 from examples.thanos.crds import API_VERSION as THANOS_API_VERSION
 from examples.thanos.crds import THANOS_CRD
-from reconciler import KubernetesClient, NotFoundError, OperatorRuntime, Reporting
+from reconciler import KubernetesClient, NotFoundError, OperatorRuntime
 from reconciler.testing import make_available, wait_idle, wait_synced
 from tests.driver.conftest import wait_until
 from tests.examples.test_thanos_builders import PUBLIC_FACADES
@@ -172,7 +172,7 @@ def test_the_observer_installs_in_order_and_tears_down_in_reverse(
     ns = kube_namespace
     trail = _Trail(kube_api, kube_api_name)
     name = f"observer-{uuid.uuid4().hex[:6]}"
-    operator = make_operator(name=name, namespace=ns, reporting=Reporting(events=False))
+    operator = make_operator(name=name, namespace=ns, events=False)
     runtime = operator.start(kube)
     try:
         assert wait_synced(runtime, 20)

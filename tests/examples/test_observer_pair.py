@@ -28,7 +28,7 @@ import pytest
 from examples.observer.crds import API_VERSION, KIND
 from examples.observer.operator import PRUNE, make_operator
 from examples.thanos.crds import API_VERSION as THANOS_API_VERSION
-from reconciler import KubernetesClient, NotFoundError, OperatorRuntime, Reporting
+from reconciler import KubernetesClient, NotFoundError, OperatorRuntime
 from reconciler.testing import make_available, wait_idle, wait_synced
 from tests.driver.conftest import wait_until
 from tests.examples.test_observer import (  # noqa: F401  (the fixture)
@@ -133,8 +133,7 @@ def _delete_within(client: KubernetesClient, ns: str, seconds: float) -> float:
 @contextlib.contextmanager
 def _operator(client: KubernetesClient, *, shared_crd: bool) -> Iterator[OperatorRuntime]:
     name = f"observer-{uuid.uuid4().hex[:6]}"
-    runtime = make_operator(name=name, shared_crd=shared_crd,
-                            reporting=Reporting(events=False)).start(client)
+    runtime = make_operator(name=name, shared_crd=shared_crd, events=False).start(client)
     try:
         assert wait_synced(runtime, 20)
         yield runtime

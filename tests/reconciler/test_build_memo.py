@@ -41,11 +41,10 @@ class Counted:
 
 
 def _reconciler(client: KubernetesClient, build: Counted, **options: Any) -> ParentReconciler:
-    options.setdefault("reuse_builds", True)
-    return ParentReconciler(
-        client, build, operator_name="bm-operator", **options,
-        settings=ParentSettings(events=False, write_status=False),
-    )
+    settings = ParentSettings(events=False, write_status=False,
+                              reuse_builds=options.pop("reuse_builds", True))
+    return ParentReconciler(client, build, operator_name="bm-operator", settings=settings,
+                            **options)
 
 
 def test_an_unchanged_parent_is_not_rebuilt(

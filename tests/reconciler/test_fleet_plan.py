@@ -38,6 +38,7 @@ __all__ = ["stack_kind"]  # the fixture, used by name
 TARGET = "tests.reconciler.plan_operator"
 NEW_VERSION = '''
 from builders import DesiredState
+from reconciler import Policies
 from reconciler._driver.operators import Operator
 from reconciler.embedded import Faults
 from tests.reconciler import plan_operator
@@ -55,7 +56,7 @@ def build(parent):
 
 
 operator = Operator(api_version="plans.optk.dev/v1", kind="Stack", build=build,
-                    name="plan-operator", prune=[("v1", "Secret")])
+                    name="plan-operator", policies=Policies(prune=[("v1", "Secret")]))
 '''
 
 
