@@ -21,6 +21,9 @@ from reconciler._client.protocol import KubeObject
 from reconciler._driver.resyncs import last_reconcile_time
 from reconciler._reconcile.conditions import PRUNE_BLOCKED
 
+CONTESTED = "Contested"
+"""The condition a contested child sets on its parent (``reconciler._reconcile.interventions``)."""
+
 __all__ = [
     "REQUESTED_AT_ANNOTATION",
     "ParentKey",
@@ -45,7 +48,10 @@ def parent_needs_reconcile(parent: KubeObject) -> bool:
 
     True when it was never reconciled, its last reconcile failed (its ``Reconciled`` condition
     is not true: failures are retried by backoff, off the periodic grid), its pruning was
-    blocked (``PruneBlocked`` true: a prune kind could not be listed), its spec changed since
+    blocked (``PruneBlocked`` true: a prune kind could not be listed), a child was contested
+    (``Contested`` true: the held repair and the quiet-window check are timers of the runtime
+    that wrote it, gone with it; without a look now the condition would stay until the periodic
+    resync), its spec changed since
     (``observedGeneration``), it is being deleted, or a manual trigger is newer than its last
     reconcile.
     """
@@ -59,7 +65,8 @@ def parent_needs_reconcile(parent: KubeObject) -> bool:
     for condition in conditions if isinstance(conditions, list) else ():
         if isinstance(condition, Mapping) and (
             (condition.get("type") == "Reconciled" and condition.get("status") != "True")
-            or (condition.get("type") == PRUNE_BLOCKED and condition.get("status") == "True")
+            or (condition.get("type") in (PRUNE_BLOCKED, CONTESTED)
+                and condition.get("status") == "True")
         ):
             return True
     if meta.get("generation") is not None and status.get("observedGeneration") != meta.get(

@@ -75,6 +75,20 @@ def test_at_start_a_parent_is_reconciled_only_when_it_needs_it() -> None:
     assert not parent_needs_reconcile(_thing(annotations={REQUESTED_AT_ANNOTATION: earlier}))
 
 
+def test_at_start_a_parent_left_contested_is_looked_at_again() -> None:
+    """The held repair and the quiet-window check of a contested child are timers of the
+    runtime that set ``Contested``; a restart loses them, so a parent whose status still says
+    ``Contested=True`` is reconciled at first sight, not left claiming contention until the
+    periodic resync (found by tests/reliability/test_state_machine.py: a forced resync wrote
+    ``Contested=False``)."""
+    def contested(status: str) -> dict[str, Any]:
+        return _thing(status_extra={"conditions": [
+            {"type": "Reconciled", "status": "True", "reason": "ReconcileSucceeded"},
+            {"type": "Contested", "status": status, "reason": "FieldContested"}]})
+    assert parent_needs_reconcile(contested("True"))
+    assert not parent_needs_reconcile(contested("False"))
+
+
 def test_a_spec_change_passes_even_for_a_parent_kind_without_generation() -> None:
     old = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "p"}, "data": {"a": "1"}}
     new = {**old, "data": {"a": "2"}}

@@ -21,6 +21,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from examples.thanos.crds import API_VERSION, KIND
 from examples.thanos.operator import start_operator
 from objectmatcher import MERGE_PATCH
 from reconciler import KubernetesClient, NotFoundError, OperatorRuntime
@@ -48,6 +49,18 @@ def _children(client: KubernetesClient) -> dict[str, str]:
             meta = item["metadata"]
             found[f"{kind} {meta.get('namespace')}/{meta['name']}"] = meta["resourceVersion"]
     return found
+
+
+def _statuses(client: KubernetesClient) -> dict[str, dict[str, object]]:
+    """Each Thanos parent's status, by ``namespace/name``."""
+    return {f"{p['metadata'].get('namespace')}/{p['metadata']['name']}": p.get("status") or {}
+            for p in client.list(API_VERSION, KIND).get("items", [])}
+
+
+def _changed(before: dict[str, dict[str, object]], after: dict[str, dict[str, object]]) -> str:
+    """The parents whose status a resync changed, with both versions (what the write was)."""
+    return "; ".join(f"{key}: {before.get(key)} -> {after[key]}" for key in sorted(after)
+                     if after[key] != before.get(key)) or "none"
 
 
 def test_operator_state_machine(server: EmbeddedApiServer, client: KubernetesClient) -> None:
@@ -145,13 +158,15 @@ def test_operator_state_machine(server: EmbeddedApiServer, client: KubernetesCli
                     assert fleet.census() == (0, 0), fleet.namespace
                 assert wait_idle(self.runtime, 30, settle=0.5)
                 before = _children(client)
+                statuses = _statuses(client)
                 server.reset_request_counts()
                 assert self.runtime.resync_all() >= PARENTS  # every parent queued again
                 time.sleep(0.2)
                 assert wait_idle(self.runtime, 30, settle=0.5)
                 assert _writes(server) == {}, (
                     "a forced resync of a quiet fleet wrote; children created or changed: "
-                    + ", ".join(sorted(set(_children(client).items()) - set(before.items()))))
+                    + ", ".join(sorted(set(_children(client).items()) - set(before.items())))
+                    + "; parent statuses changed: " + _changed(statuses, _statuses(client)))
             finally:
                 self.runtime.stop(timeout=10)
 
