@@ -29,6 +29,12 @@ among all parents (deduplicated under concurrency), scopes them by the ``managed
 stops an informer when no parent needs its type any more. The reconcile reads these caches
 through ``reconciler._cache.readers.InformerReader``; the toolkit's own writes reach them through
 ``reconciler._cache.recording.RecordingClient``.
+
+Two small values (issue 37): ``WatchOptions``, how an informer lists and watches (the watch
+timeout, the inactivity timeout, the page size, the backoff, whether the first list is
+reported), which an informer and the managers that start informers take as one argument; and
+``Caches``, the runtime's parent informer and child informers as the parts that read both
+receive them.
 """
 
 from __future__ import annotations
