@@ -38,7 +38,7 @@ from benchmarks.driver import API_VERSION, CRD, WRITES, apiserver, children
 from builders import objects
 from builders.inputs import inputs_digest, with_inputs_digest
 from reconciler import Applying, KubernetesClient, Operator, Reporting
-from reconciler.informers import Informer
+from reconciler.informers import Informer, WatchOptions
 from reconciler.testing import wait_idle, wait_synced
 
 NAMESPACE = "inputs-bench"
@@ -85,7 +85,8 @@ def _bytes_per_secret(client: KubernetesClient, count: int) -> float:
     tracemalloc.start()
     try:
         base = tracemalloc.get_traced_memory()[0]
-        informer = Informer(client, "v1", "Secret", namespace=NAMESPACE, initial_events=False)
+        informer = Informer(client, "v1", "Secret", namespace=NAMESPACE,
+                            options=WatchOptions(initial_events=False))
         informer.start()
         assert informer.wait_synced(60)
         gc.collect()

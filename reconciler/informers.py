@@ -8,7 +8,12 @@ re-exports (the implementation is private); see ``docs/driver.md``.
 
 from __future__ import annotations
 
-from reconciler._cache.informers import WATCH_INACTIVITY_TIMEOUT, Informer, InformerManager
+from reconciler._cache.informers import (
+    WATCH_INACTIVITY_TIMEOUT,
+    Informer,
+    InformerManager,
+    WatchOptions,
+)
 from reconciler._cache.readers import InformerReader
 from reconciler._cache.recording import RecordingClient
 from reconciler._cache.selectors import LabelSelector
@@ -25,4 +30,5 @@ __all__ = [
     "PassThroughCache",
     "ReadCache",
     "RecordingClient",
+    "WatchOptions",
 ]

@@ -29,13 +29,19 @@ among all parents (deduplicated under concurrency), scopes them by the ``managed
 stops an informer when no parent needs its type any more. The reconcile reads these caches
 through ``reconciler._cache.readers.InformerReader``; the toolkit's own writes reach them through
 ``reconciler._cache.recording.RecordingClient``.
+
+Two small values (issue 37): ``WatchOptions``, how an informer lists and watches (the watch
+timeout, the inactivity timeout, the page size, the backoff, whether the first list is
+reported), which an informer and the managers that start informers take as one argument; and
+``Caches``, the runtime's parent informer and child informers as the parts that read both
+receive them.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any
 
 import attrs
@@ -64,12 +70,14 @@ from reconciler._workqueue.queues import ExponentialBackoff
 __all__ = [
     "GONE_PAUSE_CAP",
     "WATCH_INACTIVITY_TIMEOUT",
+    "Caches",
     "EventHandler",
     "Informer",
     "InformerManager",
     "InformerStats",
     "TypeEventHandler",
     "TypeKey",
+    "WatchOptions",
 ]
 
 TypeKey = tuple[str, str]
@@ -88,6 +96,33 @@ WATCH_INACTIVITY_TIMEOUT = 130.0
 """How long (seconds) a watch may send nothing, not even a bookmark, before it is presumed dead
 and replaced: two of the API server's bookmark intervals (about a minute each, when bookmarks
 are asked for) and 10 s of margin."""
+
+
+@attrs.frozen(kw_only=True)
+class WatchOptions:
+    """How an informer lists and watches, whatever it watches (issue 37: one value, so that an
+    informer and the managers that start informers take one argument for all of it)."""
+
+    watch_timeout: int = 300
+    """The server-side ``timeoutSeconds`` of each watch."""
+    inactivity_timeout: float = WATCH_INACTIVITY_TIMEOUT
+    """Seconds a stream may send nothing before it is presumed dead and replaced."""
+    page_size: int = 500
+    """Objects per page of a list."""
+    backoff: ExponentialBackoff | None = None
+    """The reconnect backoff (None: 50 ms doubling to 30 s, jittered)."""
+    initial_events: bool = True
+    """Whether the first list's objects are reported as ADDED events (an informer started on
+    use, whose cache the reconcile reads, reports none)."""
+
+
+@attrs.frozen(kw_only=True)
+class Caches:
+    """The runtime's two kinds of informer, as the parts that read both receive them: the
+    ``parents`` informer and the child ``informers``."""
+
+    parents: Informer
+    informers: InformerManager
 
 
 @attrs.define
@@ -117,14 +152,11 @@ class Informer:
         label_selector: str | None = None,
         field_selector: str | None = None,
         clock: Clock | None = None,
-        watch_timeout: int = 300,
-        inactivity_timeout: float = WATCH_INACTIVITY_TIMEOUT,
-        page_size: int = 500,
-        backoff: ExponentialBackoff | None = None,
-        initial_events: bool = True,
+        options: WatchOptions | None = None,
     ) -> None:
+        options = options or WatchOptions()
         self.client = client
-        self.initial_events = initial_events
+        self.initial_events = options.initial_events
         self.api_version = api_version
         self.kind = kind
         self.namespace = namespace
@@ -134,10 +166,10 @@ class Informer:
         self.cache = IndexedCache()
         self.stats = InformerStats()
         self._clock = clock or RealClock()
-        self._watch_timeout = watch_timeout
-        self._inactivity = inactivity_timeout
-        self._page_size = page_size
-        self._backoff = backoff or ExponentialBackoff(base=0.05, cap=30.0, jitter=0.5)
+        self._watch_timeout = options.watch_timeout
+        self._inactivity = options.inactivity_timeout
+        self._page_size = options.page_size
+        self._backoff = options.backoff or ExponentialBackoff(base=0.05, cap=30.0, jitter=0.5)
         self._warnings = CauseLimiter(self._clock)  # a refused list: once a minute, not a try
         self._gone_backoff = ExponentialBackoff(
             base=min(self._backoff.base, GONE_PAUSE_CAP), cap=GONE_PAUSE_CAP, jitter=0.5
@@ -449,7 +481,7 @@ class InformerManager:
         label_selector: str | None = None,
         namespace: str | None = None,
         clock: Clock | None = None,
-        informer_options: Mapping[str, Any] | None = None,
+        options: WatchOptions | None = None,
         on_late_sync: Callable[[TypeKey], None] | None = None,
     ) -> None:
         self._client = client
@@ -458,7 +490,8 @@ class InformerManager:
         self._label_selector = label_selector
         self._namespace = namespace
         self._clock = clock or RealClock()
-        self._options = dict(informer_options or {})
+        # started on use: the reconcile reads the first list from the cache, not as events
+        self._options = attrs.evolve(options or WatchOptions(), initial_events=False)
         self._lock = threading.Lock()
         self._informers: dict[TypeKey, Informer] = {}
         self._users: dict[TypeKey, set[Hashable]] = {}
@@ -475,7 +508,7 @@ class InformerManager:
                 informer = Informer(
                     self._client, api_version, kind, namespace=self._namespace,
                     label_selector=self._label_selector, clock=self._clock,
-                    initial_events=False, **self._options,
+                    options=self._options,
                 )
                 informer.add_handler(
                     lambda event, old, new: self._handler(key, event, old, new)

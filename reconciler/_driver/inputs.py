@@ -36,6 +36,8 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
+import attrs
+
 from builders import Inputs, KubeObject, ObjectRef, ResourceBuilder
 from builders.inputs import InputDeclaration, InputRef, SelectorRef
 from reconciler._base.clocks import Clock, RealClock
@@ -48,7 +50,7 @@ from reconciler._base.errors import (
 )
 from reconciler._base.keys import ParentKey
 from reconciler._base.text import quoted
-from reconciler._cache.informers import Informer
+from reconciler._cache.informers import Informer, WatchOptions
 from reconciler._client.protocol import ClusterClient, ListOptions
 
 __all__ = [
@@ -237,14 +239,15 @@ class InputWatch:
                  on_change: Callable[[ParentKey], None],
                  alive: Callable[[ParentKey], bool] | None = None,
                  clock: Clock | None = None, sync_timeout: float = SYNC_TIMEOUT,
-                 informer_options: Mapping[str, Any] | None = None) -> None:
+                 options: WatchOptions | None = None) -> None:
         self._client = client
         self.declare = declare
         self._on_change = on_change
         self._alive = alive
         self._clock = clock or RealClock()
         self._sync_timeout = sync_timeout
-        self._options = dict(informer_options or {})
+        # started on use: the first list fills the cache, no events
+        self._options = attrs.evolve(options or WatchOptions(), initial_events=False)
         self._lock = threading.Lock()
         self._informers: dict[_Scope, Informer] = {}
         self._readers: dict[InputRef, set[ParentKey]] = {}
@@ -421,7 +424,7 @@ class InputWatch:
             informer = Informer(self._client, api_version, kind,
                                 namespace=namespace or None, clock=self._clock,
                                 field_selector=f"metadata.name={name}" if name else None,
-                                initial_events=False, **self._options)
+                                options=self._options)
             informer.add_handler(lambda kind, old, new: self._changed(scope, old, new))
             informer.add_late_sync_handler(lambda: self._listed(scope))
             self._informers[scope] = informer

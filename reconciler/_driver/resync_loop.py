@@ -24,8 +24,8 @@ rolling update (the new pod starts while the old one runs) and delay a restart a
 
 What ``ResyncLoop`` receives from the runtime (``reconciler._driver.runtime`` wires it; it never
 sees the runtime): the ``schedule`` it follows, the ``queue`` it feeds, the ``heartbeats`` store
-(None: no heartbeat), the beat ``period``, the ``clock`` and ``stats``, and ``leading()``
-(whether the workers run) and ``stopping()``.
+(None: no heartbeat), the beat ``period``, the ``clock`` and ``stats``, and ``stopping()``; the
+runtime calls ``lead()`` once its workers run (a standby's loops wait until then).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ _log = logging.getLogger("optk.operator")
 class ResyncLoop:
     """The timer and heartbeat threads of one runtime.
 
-    ``leading()`` tells whether the runtime's workers run; ``stopping()`` whether it stops.
+    ``lead()`` says that the runtime's workers run; ``stopping()`` whether it stops.
     """
 
     def __init__(
@@ -67,7 +67,6 @@ class ResyncLoop:
         period: float | None,
         clock: Clock,
         stats: RuntimeStats,
-        leading: Callable[[], bool],
         stopping: Callable[[], bool],
     ) -> None:
         self.schedule = schedule
@@ -76,7 +75,7 @@ class ResyncLoop:
         self.period = period or 60.0
         self.clock = clock
         self.stats = stats
-        self._leading = leading
+        self._leading = False
         self._stopping = stopping
         self._timer_cond = threading.Condition()
         self._beat_cond = threading.Condition()
@@ -85,6 +84,14 @@ class ResyncLoop:
         """Wake the timer: the schedule changed."""
         with self._timer_cond:
             self._timer_cond.notify_all()
+
+    def lead(self) -> None:
+        """The runtime's workers run (it leads, or election is off): from now on the timer
+        queues due parents and the heartbeat beats; both are woken."""
+        with self._timer_cond:
+            self._leading = True
+            self._timer_cond.notify_all()
+        self.beat_now()
 
     def beat_now(self) -> None:
         """Wake the heartbeat: a new leader records its heartbeat at once."""
@@ -102,7 +109,7 @@ class ResyncLoop:
             while True:
                 if self._stopping():
                     return
-                if not self._leading():  # a standby keeps its schedule; the leader's timer fires
+                if not self._leading:  # a standby keeps its schedule; the leader's timer fires
                     self.clock.wait(self._timer_cond, None)
                     continue
                 for key in self.schedule.pop_due(self.clock.time()):
@@ -133,7 +140,7 @@ class ResyncLoop:
         while True:
             if self._stopping():
                 return
-            leading = self._leading()
+            leading = self._leading
             now = self.clock.monotonic()
             if leading and now >= next_beat:
                 self.write_heartbeat()

@@ -18,6 +18,14 @@ metrics ``optk_rollout_paused`` and ``optk_rollout_pauses_total``, and one log l
 
 Boundary: no decision here beyond "which rule applies now"; the parents are read from the
 informer cache, the reconciles counted by ``RuntimeStats`` (as ``UpgradeCheck`` does).
+
+What ``RolloutRunner`` receives (``rollout_runner`` builds it for the runtime, which never
+hands it the runtime): the ``Rollout`` settings, this version's ``fingerprint``, the record's
+``store``, the ``client`` that sets a pause's condition, the ``parents`` informer, the
+``triggering`` (``Triggering``: the ``queue`` and ``schedule`` a batch goes through), the
+``telemetry`` (``clock``, ``stats`` to count a batch's reconciles, ``metrics`` whose registry
+takes the rollout's two), the ``recorder`` of a pause's Event (None: ``Operator(events=False)``)
+and ``stopping()``.
 """
 
 from __future__ import annotations
@@ -31,12 +39,11 @@ from prometheus_client import Counter, Gauge
 
 from reconciler._base.clocks import Clock
 from reconciler._base.errors import ApiError, ConflictError, LeadershipLostError, NotFoundError
-from reconciler._base.metrics import OperatorMetrics
 from reconciler._base.times import format_time
 from reconciler._cache.informers import Informer
 from reconciler._client.protocol import ClusterClient, KubeObject
+from reconciler._driver.parts import Telemetry, Triggering
 from reconciler._driver.resync_loop import HeartbeatStore
-from reconciler._driver.resyncs import ResyncSchedule
 from reconciler._driver.rollout_plan import (
     Phase,
     Rollout,
@@ -51,7 +58,6 @@ from reconciler._driver.rollout_plan import (
     start,
     to_annotations,
 )
-from reconciler._driver.stats import RuntimeStats
 from reconciler._driver.triggers import ParentKey, meta_of
 from reconciler._leadership.leases import LeaseWriter
 from reconciler._reconcile.conditions import merge_conditions
@@ -109,16 +115,12 @@ class RolloutRunner:
         rollout: Rollout,
         *,
         fingerprint: str,
-        operator_name: str,
         store: RolloutStore,
         client: ClusterClient,
         parents: Informer,
-        queue: WorkQueue[ParentKey],
-        schedule: ResyncSchedule,
-        stats: RuntimeStats,
-        metrics: OperatorMetrics,
-        clock: Clock,
-        events: bool,
+        triggering: Triggering,
+        telemetry: Telemetry,
+        recorder: EventRecorder | None,
         stopping: Callable[[], bool],
     ) -> None:
         self.rollout = rollout
@@ -126,13 +128,13 @@ class RolloutRunner:
         self.store = store
         self._client = client
         self._parents = parents
-        self._queue = queue
-        self._schedule = schedule
-        self._stats = stats
-        self._clock = clock
+        self._queue: WorkQueue[ParentKey] = triggering.queue
+        self._schedule = triggering.schedule
+        self._stats = telemetry.stats
+        self._clock: Clock = telemetry.clock
         self._stopping = stopping
-        self._recorder = EventRecorder(client, component=operator_name, clock=clock) if (
-            events) else None
+        self._recorder = recorder
+        metrics = telemetry.metrics
         self._lock = threading.Condition()
         self._decided = False
         self.state: RolloutState | None = None
@@ -319,10 +321,8 @@ class RolloutRunner:
 
 def rollout_runner(
     rollout: Rollout | None, *, operator_name: str, events: bool, fingerprint: str,
-    heartbeats: HeartbeatStore | None,
-    client: ClusterClient, parents: Informer, queue: WorkQueue[ParentKey],
-    schedule: ResyncSchedule, stats: RuntimeStats, metrics: OperatorMetrics, clock: Clock,
-    stopping: Callable[[], bool],
+    heartbeats: HeartbeatStore | None, client: ClusterClient, parents: Informer,
+    triggering: Triggering, telemetry: Telemetry, stopping: Callable[[], bool],
 ) -> RolloutRunner | None:
     """The runner of ``Operator.rollout`` (None without one, or without a heartbeat: nothing
     tells a new version then). Its record sits beside the heartbeat Lease (one per shard) and is
@@ -332,10 +332,11 @@ def rollout_runner(
         return None
     store = RolloutStore(heartbeats.client, namespace=heartbeats.namespace,
                          name=heartbeats.name.replace("-resync", "-rollout", 1))
+    recorder = EventRecorder(client, component=operator_name, clock=telemetry.clock) if (
+        events) else None
     return RolloutRunner(
-        rollout, fingerprint=fingerprint, operator_name=operator_name, store=store,
-        client=client, parents=parents, queue=queue, schedule=schedule, stats=stats,
-        metrics=metrics, clock=clock, events=events, stopping=stopping)
+        rollout, fingerprint=fingerprint, store=store, client=client, parents=parents,
+        triggering=triggering, telemetry=telemetry, recorder=recorder, stopping=stopping)
 
 
 def _key(name: str) -> ParentKey:

@@ -15,17 +15,20 @@ resync ConfigMap's events replace the schedule's policy. The rules
 themselves are pure functions in ``reconciler._driver.triggers``.
 
 What it receives from the runtime (``reconciler._driver.runtime`` wires it; it never sees the
-runtime): the ``queue`` it feeds; the ``parents`` informer (its cache maps a child's owner uid to a
-parent, its ``relisting`` says whether an echo may carry a lost change) and the child
-``informers`` (the same for a child's type); the ``schedule`` (first sights, the ConfigMap's
-policy) and the ``base_policy`` the ConfigMap overrides; ``shards`` (drain marks and moved-in
-parents; None without sharding); the ``clock`` and ``stats``; the operator's
-``event_coalesce`` and ``watch_children``; and callables: ``decide_echo`` (the recording
-client's: it answers at once, or later for an event of an object with an own write in flight,
-so that a late write answer never holds up the informer's other events), ``last_started``
-(the workers', for coalescing), ``holds`` (the standby's: a standby keeps events instead of
-queueing), ``standing_by()`` (whether a first sight waits for the
-takeover) and ``kick()`` (wake the resync timer).
+runtime): the ``triggering`` (``Triggering``: the ``queue`` it feeds, the ``schedule`` of first
+sights and the ConfigMap's policy, ``kick()`` to wake the resync timer); the ``caches``
+(``Caches``: the ``parents`` informer, whose cache maps a child's owner uid to a parent and whose
+``relisting`` says whether an echo may carry a lost change, and the child ``informers``, the same
+for a child's type); the ``telemetry`` (its ``clock`` and ``stats``); the ``settings``
+(``RoutingSettings``: the ``base_policy`` the ConfigMap overrides, the operator's
+``event_coalesce`` and ``watch_children``); ``shards`` (drain marks and moved-in parents; None
+without sharding); the leader ``gate`` (``reconciler._driver.leading``: whether a standby holds
+an event instead of queueing it, whether a first sight waits for the takeover); and callables:
+``decide_echo`` (the recording client's: it answers at once, or later for an event of an object
+with an own write in flight, so that a late write answer never holds up the informer's other
+events) and ``last_started`` (the workers', for coalescing); and the reconciler's ``waits``.
+The standby queues through ``first_sight`` and ``queue_for_event``; the router calls no part
+built after it.
 """
 
 from __future__ import annotations
@@ -34,14 +37,16 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+import attrs
+
 from builders import ObjectRef
 from builders.names import owner_uids
-from reconciler._base.clocks import Clock
-from reconciler._cache.informers import Informer, InformerManager, TypeKey
+from reconciler._cache.informers import Caches, TypeKey
 from reconciler._cache.recording import EchoDecided
 from reconciler._client.protocol import KubeObject
-from reconciler._driver.resyncs import ResyncPolicy, ResyncSchedule
-from reconciler._driver.stats import RuntimeStats
+from reconciler._driver.leading import LeaderGate
+from reconciler._driver.parts import Telemetry, Triggering
+from reconciler._driver.resyncs import ResyncPolicy
 from reconciler._driver.triggers import (
     ParentKey,
     child_event_triggers,
@@ -50,11 +55,22 @@ from reconciler._driver.triggers import (
 )
 from reconciler._reconcile.waits import WaitRegistry
 from reconciler._sharding.shards import Shards
-from reconciler._workqueue.queues import WorkQueue
 
-__all__ = ["EventRouter"]
+__all__ = ["EventRouter", "RoutingSettings"]
 
 _log = logging.getLogger("optk.operator")
+
+
+@attrs.frozen(kw_only=True)
+class RoutingSettings:
+    """What the operator says of routing events."""
+
+    base_policy: ResyncPolicy
+    """The resync policy the ConfigMap overrides (its deletion restores this one)."""
+    event_coalesce: float
+    """Seconds a parent's events are coalesced after its last reconcile started."""
+    watch_children: bool
+    """Whether a child's change queues its parent."""
 
 
 class EventRouter:
@@ -62,39 +78,32 @@ class EventRouter:
 
     def __init__(
         self,
+        triggering: Triggering,
         *,
-        queue: WorkQueue[ParentKey],
-        parents: Informer,
-        informers: InformerManager,
-        schedule: ResyncSchedule,
-        base_policy: ResyncPolicy,
+        caches: Caches,
+        telemetry: Telemetry,
+        settings: RoutingSettings,
         shards: Shards | None,
-        clock: Clock,
-        stats: RuntimeStats,
-        event_coalesce: float,
-        watch_children: bool,
+        gate: LeaderGate,
         decide_echo: Callable[[str, KubeObject, EchoDecided], None],
         last_started: Callable[[ParentKey], float | None],
-        holds: Callable[[ParentKey], bool],
-        standing_by: Callable[[], bool],
-        kick: Callable[[], None],
         waits: WaitRegistry | None = None,
     ) -> None:
-        self._queue = queue
-        self._parents = parents
-        self._informers = informers
-        self._schedule = schedule
-        self._base_policy = base_policy
+        self._queue = triggering.queue
+        self._schedule = triggering.schedule
+        self._kick = triggering.kick
+        self._parents = caches.parents
+        self._informers = caches.informers
+        self._clock = telemetry.clock
+        self._stats = telemetry.stats
+        self._base_policy = settings.base_policy
+        self._event_coalesce = settings.event_coalesce
+        self._watch_children = settings.watch_children
         self._shards = shards
-        self._clock = clock
-        self._stats = stats
-        self._event_coalesce = event_coalesce
-        self._watch_children = watch_children
+        self._holds = gate.holds
+        self._standing_by = gate.standing_by
         self._decide_echo = decide_echo
         self._last_started = last_started
-        self._holds = holds
-        self._standing_by = standing_by
-        self._kick = kick
         self._waits = waits
 
     def queue_for_event(self, key: ParentKey) -> None:

@@ -15,29 +15,32 @@ informers to its shard and runs the assigner when elected; the ``UpgradeCheck``
 lives in its own module; this one only constructs, starts, stops and answers what tests and
 benchmarks ask.
 
-This is the only composition root (issue 22). No part receives the runtime: each receives, as
-keyword arguments, the values and shared objects it uses (the queue, the informers, the
-schedule, the reconciler, the clock, the stats) and callables into the runtime or into another
-part (``stopping()``, ``kick()``, ``holds(key)``, ...), and none imports this module (the
-import-linter contract ``driver-parts-know-no-runtime``). ``__init__`` wires them in this order:
+This is the only composition root (issue 22). No part receives the runtime: each receives the
+values and shared objects it uses (the reconciler, the shards, ...) and callables into the
+runtime or into a part built before it (``step_down()``, ``last_started(key)``, ...), and none
+imports this module (the import-linter contract ``driver-parts-know-no-runtime``). What several
+parts share comes as one small frozen value each (issue 37): ``Triggering`` (queue, schedule,
+``kick()``) and ``Telemetry`` (clock, stats, metrics) from ``reconciler._driver.parts``,
+``Caches`` (the parent and child informers) and ``Lifecycle`` (``stopping()``, ``stop()``,
+``track(thread)``). ``__init__`` wires them in this order, a tree:
 
 1. plain values: clock, identity, policy, stats, lock; the client (fenced when electing); the
    shard id, which the informers' selectors and the heartbeat's Lease name need before
    ``Shards`` itself exists; metrics, queue, schedule;
 2. the informers, since everything reads through them; their handlers belong to the router
-   and the standby, which come last, so they are late-bound lambdas;
+   and the standby, which come last, so they are late-bound lambdas (the only ones);
 3. the recording client (it writes own writes through to the informers), the reader and the
-   parent reconciler (which read through them), the resync ConfigMap's informer, the
-   heartbeat store and the resync loop (it asks at each turn whether the workers run), and the
-   rollout runner (its record sits beside the heartbeat; the workers ask it what it holds);
-4. ``Shards``, which builds through the reconciler and patches through the client;
-5. the three parts that call each other: the workers (they ask the standby about drift and
-   step down through it: late-bound), the router (it asks the workers when a key last
-   started, and the standby, late-bound, whether it holds a key), the standby (it replays
-   into the router and asks whether the workers run);
-6. the elector (it calls back the standby and the runtime) and the upgrade check.
-
-A late-bound lambda reads its target when called, which is only once ``start`` ran.
+   parent reconciler (which read through them), the resync ConfigMap's informer;
+4. the shared values, then the heartbeat store and the resync loop (``_start_workers`` tells it
+   when the workers run: ``lead``), and the rollout runner (its record sits beside the
+   heartbeat; the workers ask it what it holds);
+5. ``Shards``, which builds through the reconciler and patches through the client;
+6. the leader gate (``reconciler._driver.leading``: what a standby holds, stepping down), the
+   workers (they step down through the gate; drift is ``reconciler._driver.drift``'s), the
+   router (it asks the workers when a key last started and the gate whether it holds a key),
+   the standby (it takes the gate's held events over and queues through the router): each is
+   handed callables of the parts before it, none of one after;
+7. the elector (it calls back the gate and the runtime) and the upgrade check.
 
 The module is over 500 lines because it is the one composition root: each part's construction,
 start and stop is a few lines here, and splitting them apart would scatter the one order above.
@@ -54,23 +57,28 @@ import uuid
 from collections.abc import Callable, Mapping
 from functools import partial
 
+import attrs
+
 from builders.names import MANAGED_BY_LABEL
 from reconciler._base.clocks import Clock, RealClock
+from reconciler._base.lifecycle import Lifecycle
 from reconciler._base.metrics import HealthServer, OperatorMetrics
-from reconciler._cache.informers import Informer, InformerManager
+from reconciler._cache.informers import Caches, Informer, InformerManager, WatchOptions
 from reconciler._cache.readers import InformerReader
 from reconciler._cache.recording import RecordingClient
 from reconciler._client.kubernetes import KubernetesClient, for_operator
 from reconciler._client.protocol import ClusterClient, KubeObject
 from reconciler._driver.event_sender import EventSender
 from reconciler._driver.inputs import InputWatch
+from reconciler._driver.leading import LeaderGate
 from reconciler._driver.liveness import DEFAULT_WATCH_TIMEOUT, ProgressWatch
 from reconciler._driver.liveness import liveness_bound as liveness_bound_for
 from reconciler._driver.operators import Operator
+from reconciler._driver.parts import Telemetry, Triggering
 from reconciler._driver.resync_loop import HeartbeatStore, ResyncLoop
 from reconciler._driver.resyncs import ResyncSchedule
 from reconciler._driver.rollouts import rollout_runner
-from reconciler._driver.routing import EventRouter
+from reconciler._driver.routing import EventRouter, RoutingSettings
 from reconciler._driver.serving import health_server
 from reconciler._driver.settings import Serving
 from reconciler._driver.standby import Standby
@@ -84,7 +92,7 @@ from reconciler._reconcile.events import EventRecorder
 from reconciler._reconcile.install import install_all
 from reconciler._reconcile.parents import ParentReconciler
 from reconciler._reconcile.reconciling import ResourceReconciler
-from reconciler._sharding.shards import Shards, shard_selector
+from reconciler._sharding.shards import ReplicaShard, Shards, shard_selector
 from reconciler._workqueue.queues import WorkQueue
 
 __all__ = ["OperatorRuntime", "RuntimeStats"]
@@ -141,16 +149,16 @@ class OperatorRuntime:
         self.schedule = ResyncSchedule(self.base_policy)
         # The informers. Their handlers are the router's and the standby's, which read
         # through the reconciler, which reads through these informers: late-bound.
+        watch = WatchOptions(watch_timeout=watch_timeout,
+                             inactivity_timeout=operator.watching.inactivity_timeout)
         self.parents = _parent_informer(operator, client, clock=self.clock, scope=shard_scope,
-                                        watch_timeout=watch_timeout)
+                                        watch=watch)
         self.informers = InformerManager(
             client, handler=lambda *event: self.router.on_child(*event),
             clock=self.clock, namespace=operator.namespace,
             label_selector=f"{MANAGED_BY_LABEL}={operator.name}"
                            + ("" if shard_scope is None else f",{shard_scope}"),
-            on_late_sync=lambda type_key: self.standby.recheck(type_key),
-            informer_options={"watch_timeout": watch_timeout,
-                              "inactivity_timeout": operator.watching.inactivity_timeout},
+            on_late_sync=lambda type_key: self.standby.recheck(type_key), options=watch,
         )
         # The client records own writes and writes them through to the informers; the
         # reconciler reads through them (``reader``) and writes through this client.
@@ -159,9 +167,7 @@ class OperatorRuntime:
                                      extra={self.parents.type_key: self.parents})
         self.inputs = None if operator.inputs is None else InputWatch(  # declared inputs
             client, operator.inputs, on_change=self._input_changed, clock=self.clock,
-            alive=lambda key: self.parents.cache.get(*key) is not None,
-            informer_options={"watch_timeout": watch_timeout,
-                              "inactivity_timeout": operator.watching.inactivity_timeout})
+            alive=lambda key: self.parents.cache.get(*key) is not None, options=watch)
         self.events = EventSender(EventRecorder(  # off the workers' path
             self.client, component=operator.name, clock=self.clock),
         ) if operator.reporting.events else None
@@ -173,67 +179,70 @@ class OperatorRuntime:
             self.reconciler.builds.inputs_key = self.inputs.versions_of  # reuse keyed on them
         if self.inputs is not None:  # a deleted parent's inputs are released
             self.parents.add_handler(self.inputs.on_parent)
-        self.config_informer = _config_informer(operator, client, clock=self.clock,
-                                                watch_timeout=watch_timeout)
-        # The resync loop needs only the schedule, the queue and the heartbeat; whether the
-        # workers run is asked at each turn (they come later).
+        self.config_informer = _config_informer(operator, client, clock=self.clock, watch=watch)
+        # What several parts share goes down as one value each (``reconciler._driver.parts``).
+        lifecycle = Lifecycle(stopping=lambda: self.stopping, stop=self.stop, track=self.track)
+        telemetry = Telemetry(clock=self.clock, stats=self.stats, metrics=self.metrics)
+        caches = Caches(parents=self.parents, informers=self.informers)
+        # The resync loop needs only the schedule, the queue and the heartbeat; ``_start_workers``
+        # tells it when the workers run (``lead``).
         self.heartbeats = _heartbeat_store(operator, writer, shard=shard, identity=self.identity,
                                            watch_others=election is None)
         self.resync = ResyncLoop(
             schedule=self.schedule, queue=self.queue, heartbeats=self.heartbeats,
             period=operator.resync.heartbeat, clock=self.clock, stats=self.stats,
-            leading=lambda: self.workers.started, stopping=lambda: self.stopping,
+            stopping=lifecycle.stopping,
         )
+        triggering = Triggering(queue=self.queue, schedule=self.schedule, kick=self.resync.kick)
         self.fingerprint = operator_fingerprint(operator)  # a gradual rollout's, if one is set:
         self.rollout = rollout_runner(operator.rollout, operator_name=operator.name,
-            events=operator.reporting.events, fingerprint=self.fingerprint, client=self.client,
-            heartbeats=self.heartbeats, parents=self.parents, queue=self.queue, clock=self.clock,
-            schedule=self.schedule, stats=self.stats, metrics=self.metrics,
-            stopping=lambda: self.stopping)
-        # Sharding builds (and adopts) through the reconciler and patches through the client.
+            events=operator.reporting.events, fingerprint=self.fingerprint,
+            heartbeats=self.heartbeats, client=self.client, parents=self.parents,
+            triggering=triggering, telemetry=telemetry,
+            stopping=lifecycle.stopping)
+        # Sharding builds (and adopts) through the reconciler and patches through the client;
+        # a shard Lease not renewed stops the runtime leaving the Lease to expire.
         self.shards = None if operator.sharding is None or shard is None else Shards(
-            operator_name=operator.name, api_version=operator.api_version, kind=operator.kind,
-            namespace=operator.namespace, prune=operator.policies.prune,
-            leader_election=operator.leader_election, sharding=operator.sharding, shard=shard,
-            identity=self.identity, leases=client, client=self.client, parents=self.parents,
-            informers=self.informers, declared=self.reconciler.declared, clock=self.clock,
-            metrics=self.metrics, stopping=lambda: self.stopping,
-            stop=lambda: self.stop(release_lease=False), track=self.track,
+            ReplicaShard(operator_name=operator.name, api_version=operator.api_version,
+                         kind=operator.kind, namespace=operator.namespace,
+                         prune=operator.policies.prune,
+                         leader_election=operator.leader_election, sharding=operator.sharding,
+                         shard=shard, identity=self.identity),
+            leases=client, client=self.client, caches=caches, declared=self.reconciler.declared,
+            clock=self.clock, metrics=self.metrics,
+            lifecycle=attrs.evolve(lifecycle, stop=partial(self.stop, release_lease=False)),
         )
-        # Workers, router and standby call each other: the router asks the workers when a
-        # key last started and the standby whether it holds a key; the standby replays into
-        # the router; the workers ask the standby about drift and step down through it. So:
-        # workers (the standby late-bound), router (the standby late-bound), standby.
+        # A tree, each part handed what the ones before it offer: the leader gate (what a
+        # standby holds; stepping down), the workers (step down through the gate), the router
+        # (asks the workers when a key last started, the gate whether it holds a key), the
+        # standby (takes the gate's held events over, queues through the router).
+        self.gate = LeaderGate(election, clock=self.clock, metrics=self.metrics,
+                               lifecycle=lifecycle)
         self.workers = WorkerPool(
-            lock=self.lock, queue=self.queue, parents=self.parents, informers=self.informers,
-            reconciler=self.reconciler, schedule=self.schedule, shards=self.shards,
-            clock=self.clock, stats=self.stats, metrics=self.metrics, kick=self.resync.kick,
-            drifted=lambda parent: self.standby.drifted(parent),
-            step_down=lambda: self.standby.lost_leadership(), stopping=lambda: self.stopping,
+            lock=self.lock, triggering=triggering, caches=caches, reconciler=self.reconciler,
+            shards=self.shards, telemetry=telemetry, step_down=self.gate.lost_leadership,
+            stopping=lifecycle.stopping,
             held=None if self.rollout is None else self.rollout.holds)
         self.router = EventRouter(
-            queue=self.queue, parents=self.parents, informers=self.informers,
-            schedule=self.schedule, base_policy=self.base_policy, shards=self.shards,
-            clock=self.clock, stats=self.stats, event_coalesce=operator.watching.coalesce,
-            watch_children=operator.watching.children, decide_echo=self.client.decide_echo,
-            last_started=self.workers.last_started, holds=lambda key: self.standby.holds(key),
-            standing_by=self._standing_by, kick=self.resync.kick, waits=self.reconciler.waits)
+            triggering, caches=caches, telemetry=telemetry, shards=self.shards, gate=self.gate,
+            settings=RoutingSettings(base_policy=self.base_policy,
+                                     event_coalesce=operator.watching.coalesce,
+                                     watch_children=operator.watching.children),
+            decide_echo=self.client.decide_echo, last_started=self.workers.last_started,
+            waits=self.reconciler.waits)
         self.standby = Standby(
-            lock=self.lock, election=election, queue=self.queue, parents=self.parents,
-            informers=self.informers, reconciler=self.reconciler, clock=self.clock,
-            stats=self.stats, metrics=self.metrics, first_sight=self.router.first_sight,
+            self.gate, queue=self.queue, caches=caches, reconciler=self.reconciler,
+            telemetry=telemetry, lifecycle=lifecycle, first_sight=self.router.first_sight,
             queue_for_event=self.router.queue_for_event, resume=self.resync.resume,
-            workers_started=lambda: self.workers.started, stopping=lambda: self.stopping,
-            stop=self.stop, track=self.track,
         )
-        # The elector calls back into the standby (lost) and the runtime (elected).
+        # The elector calls back into the gate (lost) and the runtime (elected).
         self.elector = None if election is None else LeaderElector(
             client, election, identity=self.identity, on_started=self._start_workers,
-            on_stopped=self.standby.lost_leadership, clock=self.clock, fence=self.fence,
+            on_stopped=self.gate.lost_leadership, clock=self.clock, fence=self.fence,
         )
         self.liveness = ProgressWatch(
             informers=self._running_informers, loops=self._living_loops,
-            stopping=lambda: self.stopping, clock=self.clock,
+            stopping=lifecycle.stopping, clock=self.clock,
             bound=liveness_bound_for(watch_timeout, liveness_bound))
         self._serve_health = health_server(
             metrics=self.metrics, ready=lambda: self.ready, degraded=self.degraded,
@@ -243,7 +252,7 @@ class OperatorRuntime:
         self.upgrade = UpgradeCheck(
             self.fingerprint, heartbeats=self.heartbeats, parents=self.parents,
             queue=self.queue, schedule=self.schedule, stats=self.stats,
-            force_beat=self.resync.force_beat, stopping=lambda: self.stopping,
+            force_beat=self.resync.force_beat, stopping=lifecycle.stopping,
             roll=None if self.rollout is None else self.rollout.run)
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -435,10 +444,6 @@ class OperatorRuntime:
         """The threads that must live until ``stop``: the runtime's loops and the workers."""
         return [*self._loops, *self.workers.threads]
 
-    def _standing_by(self) -> bool:
-        """Whether it campaigns, neither leading nor taking over (the takeover queues)."""
-        return self.elector is not None and not self.leading and not self.standby.taking_over
-
     def _start_workers(self) -> None:
         """Start reconciling: at once without election, else when elected (after takeover)."""
         if self.elector is not None:
@@ -446,8 +451,7 @@ class OperatorRuntime:
         if not self.workers.start(self.operator.workers):
             return
         self._spawn(self.upgrade.run, "optk-upgrade")  # a changed operator reconciles all
-        self.resync.kick()
-        self.resync.beat_now()  # a new leader records its heartbeat at once
+        self.resync.lead()  # the timer queues what is due; a new leader beats at once
         if self.elector is not None:
             self.metrics.set_leader(self.elector.config.name, True)
 
@@ -490,22 +494,20 @@ def _parent_reconciler(
 
 
 def _parent_informer(operator: Operator, client: ClusterClient, *, clock: Clock,
-                     scope: str | None, watch_timeout: int) -> Informer:
+                     scope: str | None, watch: WatchOptions) -> Informer:
     """The informer of the parents (of this shard, when ``scope`` selects one)."""
     return Informer(client, operator.api_version, operator.kind, namespace=operator.namespace,
-                    clock=clock, label_selector=scope, watch_timeout=watch_timeout,
-                    inactivity_timeout=operator.watching.inactivity_timeout)
+                    clock=clock, label_selector=scope, options=watch)
 
 
 def _config_informer(operator: Operator, client: ClusterClient, *, clock: Clock,
-                     watch_timeout: int) -> Informer | None:
+                     watch: WatchOptions) -> Informer | None:
     """The informer of the resync ConfigMap (``ResyncPolicy.config_map``), if one is named."""
     if (config_map := operator.resync.config_map_ref) is None:
         return None
     return Informer(client, "v1", "ConfigMap", namespace=config_map[0],
                     field_selector=f"metadata.name={config_map[1]}", clock=clock,
-                    watch_timeout=watch_timeout,
-                    inactivity_timeout=operator.watching.inactivity_timeout)
+                    options=watch)
 
 
 def _heartbeat_store(operator: Operator, writer: ClusterClient, *, shard: str | None,

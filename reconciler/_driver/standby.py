@@ -2,21 +2,21 @@
 
 With leader election on, a standby keeps its informers warm and its schedule current but
 reconciles nothing: it remembers the parents of the events it sees instead of queueing them
-(``holds``) and starts the child informers its parents' builders need (``warm_children``), so a
-takeover reconciles from warm caches. ``take_over`` resumes the schedule from the previous
-leader's heartbeat, queues the parents whose status or grid time calls for it, and replays only
-the held events newer than one lease duration (earlier ones the old leader handled while it
-renewed): no herd. ``lost_leadership`` stops the runtime so that a restart campaigns afresh.
+(the ``LeaderGate``, ``reconciler._driver.leading``, holds them) and starts the child informers its
+parents' builders need (``warm_children``), so a takeover reconciles from warm caches.
+``take_over`` resumes the schedule from the previous leader's heartbeat, queues the parents whose
+status or grid time calls for it, and replays only the held events newer than one lease duration
+(earlier ones the old leader handled while it renewed): no herd. Losing the lead is the gate's
+(``LeaderGate.lost_leadership``). Whether a child drifted is ``reconciler._driver.drift``'s.
 
 What it receives from the runtime (``reconciler._driver.runtime`` wires it; it never sees the
-runtime): the runtime's ``lock`` (shared with the workers), the ``election`` (None without leader
-election: then it holds nothing; its lease duration bounds the replay, its name labels the
-leader metric), the ``queue``, the ``parents`` informer and the child ``informers`` (warmed,
-rechecked), the parent ``reconciler`` (what a parent declares, and the drift plan), the
-``clock``, ``stats`` and ``metrics``; and callables: the router's ``first_sight`` and
-``queue_for_event`` (a takeover and a drift look queue through them), the resync loop's
-``resume``, ``workers_started()``, ``stopping()``, ``stop()`` (a lost lease stops the runtime)
-and ``track(thread)`` (the runtime joins its recheck threads when it stops).
+runtime): the ``gate`` (the held events, the takeover), the ``queue``, the ``caches``
+(``Caches``: the ``parents`` informer and the child ``informers``, warmed, rechecked), the parent
+``reconciler`` (what a parent declares, and the drift plan), the ``telemetry`` (its ``clock``
+and ``stats``), the ``lifecycle`` (``stopping()``, and ``track(thread)``: the runtime joins its
+recheck threads when it stops); and callables: the router's ``first_sight`` and
+``queue_for_event`` (a takeover and a drift look queue through them) and the resync loop's
+``resume``. It is built after the router, and neither the router nor the workers call it.
 """
 
 from __future__ import annotations
@@ -25,15 +25,13 @@ import logging
 import threading
 from collections.abc import Callable
 
-from builders import ObjectRef
-from reconciler._base.clocks import Clock
-from reconciler._base.errors import KindUnlistableError
-from reconciler._base.metrics import OperatorMetrics
-from reconciler._cache.informers import Informer, InformerManager, TypeKey
+from reconciler._base.lifecycle import Lifecycle
+from reconciler._cache.informers import Caches, TypeKey
 from reconciler._client.protocol import KubeObject
-from reconciler._driver.stats import RuntimeStats
+from reconciler._driver.drift import drifted
+from reconciler._driver.leading import LeaderGate
+from reconciler._driver.parts import Telemetry
 from reconciler._driver.triggers import ParentKey, parent_needs_reconcile
-from reconciler._leadership.election import LeaderElection
 from reconciler._reconcile.declared import DeclaredChildren
 from reconciler._reconcile.parents import ParentReconciler
 from reconciler._workqueue.queues import WorkQueue
@@ -47,46 +45,34 @@ _WARM_SYNC_SECONDS = 30.0
 
 
 class Standby:
-    """The standby side of one runtime; shares the runtime's lock."""
+    """The standby side of one runtime: the takeover, the warm start and the drift looks."""
 
     def __init__(
         self,
+        gate: LeaderGate,
         *,
-        lock: threading.Condition,
-        election: LeaderElection | None,
         queue: WorkQueue[ParentKey],
-        parents: Informer,
-        informers: InformerManager,
+        caches: Caches,
         reconciler: ParentReconciler,
-        clock: Clock,
-        stats: RuntimeStats,
-        metrics: OperatorMetrics,
+        telemetry: Telemetry,
+        lifecycle: Lifecycle,
         first_sight: Callable[[ParentKey, KubeObject], None],
         queue_for_event: Callable[[ParentKey], None],
         resume: Callable[[], None],
-        workers_started: Callable[[], bool],
-        stopping: Callable[[], bool],
-        stop: Callable[[], object],
-        track: Callable[[threading.Thread], None],
     ) -> None:
-        self._lock = lock
-        self._election = election
+        self._gate = gate
         self._queue = queue
-        self._parents = parents
-        self._informers = informers
+        self._parents = caches.parents
+        self._informers = caches.informers
         self._reconciler = reconciler
-        self._clock = clock
-        self._stats = stats
-        self._metrics = metrics
+        self._clock = telemetry.clock
+        self._stats = telemetry.stats
         self._first_sight = first_sight
         self._queue_for_event = queue_for_event
         self._resume = resume
-        self._workers_started = workers_started
-        self._stopping = stopping
-        self._stop = stop
-        self._track = track
-        self._held: dict[ParentKey, float] = {}
-        self._taking_over = False
+        self._stopping = lifecycle.stopping
+        self._track = lifecycle.track
+        self._lock = threading.Lock()
         self._warming = True  # the runtime runs warm_children once, on start
 
     @property
@@ -97,28 +83,10 @@ class Standby:
         with self._lock:
             return self._warming
 
-    @property
-    def taking_over(self) -> bool:
-        """Whether a takeover started (from then on events are queued, not held)."""
-        with self._lock:
-            return self._taking_over
-
-    def holds(self, key: ParentKey) -> bool:
-        """On a standby, remember an event's parent instead of queueing it (the leader handles
-        it; ``take_over`` replays the recent ones); whether it was held."""
-        if self._election is None:
-            return False
-        with self._lock:
-            if self._workers_started() or self._taking_over:
-                return False
-            self._held[key] = self._clock.monotonic()
-            return True
-
     def take_over(self) -> None:
-        """Becoming leader: resume from the heartbeat, queue what is due, replay recent events."""
-        with self._lock:
-            self._taking_over = True
-            held, self._held = self._held, {}
+        """Becoming leader: resume from the heartbeat, queue what is due, replay recent events
+        (the gate's held ones)."""
+        held = self._gate.take_over()
         self._resume()
         cache = self._parents.cache
         known = cache.keys()  # a snapshot: the cache is not iterable
@@ -126,8 +94,7 @@ class Standby:
             parent = cache.get(*key)
             if parent is not None:
                 self._first_sight(key, parent)
-        election = self._election
-        horizon = self._clock.monotonic() - (election.lease_duration if election else 0.0)
+        horizon = self._gate.replay_horizon()
         for key, seen in held.items():
             if seen >= horizon:
                 self._stats.triggers["standby-event"] += 1
@@ -181,7 +148,7 @@ class Standby:
         for key, seen, declared in warmed:  # as declared above: its builders run once here
             if self._stopping():
                 return
-            if not self._stats.reconciles.get(key) and self.drifted(seen, declared):
+            if not self._stats.reconciles.get(key) and drifted(self._reconciler, seen, declared):
                 self._stats.triggers["drift-at-start"] += 1
                 self._queue_for_event(key)
 
@@ -206,39 +173,6 @@ class Standby:
             parent = self._parents.cache.get(*key)
             if parent is None:
                 continue
-            if parent_needs_reconcile(parent) or self.drifted(parent):
+            if parent_needs_reconcile(parent) or drifted(self._reconciler, parent):
                 self._stats.triggers["drift-at-sync"] += 1
                 self._queue_for_event(key)
-
-    def drifted(self, parent: KubeObject, declared: DeclaredChildren | None = None) -> bool:
-        """Whether a reconcile of ``parent`` would write a child (planned from the caches, no
-        request): at start, when a sharded replica adopts a moved-in parent, and when a kind
-        lists again. A kind that cannot be listed counts as drift: the reconcile says why on
-        the parent rather than leave it claiming its children are as desired. ``declared`` is
-        what ``parent``'s builders declared, when the caller has it already (the start-up look
-        builds each parent once, not twice)."""
-        uid = str((parent.get("metadata") or {}).get("uid") or "")
-        if declared is None:
-            declared = self._reconciler.declared(parent)  # builders get a private copy
-            for error in declared.errors:  # a failing build: its reconcile will say so
-                _log.debug("drift check of %s: %s", ObjectRef.of(parent), error)
-        try:
-            for child in declared.children:
-                if self._reconciler.resources.plan(child.obj, child.state, owner_uid=uid).writes:
-                    return True
-        except KindUnlistableError as error:
-            _log.debug("drift check of %s: %s", ObjectRef.of(parent), error)
-            return True
-        except Exception as error:  # a failing read: its reconcile will say so
-            _log.debug("drift check of %s: %s", ObjectRef.of(parent), error)
-            return False
-        return False
-
-    def lost_leadership(self) -> None:
-        """The elector's ``on_stopped``: stop the runtime unless it is stopping already."""
-        if self._election is not None:
-            self._metrics.set_leader(self._election.name, False)
-        if not self._stopping():
-            _log.error("leadership lost; stopping so that a restart campaigns afresh")
-            threading.Thread(target=self._stop, name="optk-stop", daemon=True).start()
-

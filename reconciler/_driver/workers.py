@@ -30,14 +30,16 @@ A turn on a key has two steps: ``_reconcile`` does the I/O and describes what ca
 which ``_execute`` carries out. What follows a reconcile is decided there, not here.
 
 What it receives from the runtime (``reconciler._driver.runtime`` wires it; it never sees the
-runtime): the runtime's ``lock`` (shared with the standby, which asks whether the workers started),
-the ``queue`` it drains, the ``parents`` informer (the parent is read from its cache; one that went
-away is forgotten there) and the child ``informers`` (used and released per parent), the parent
-``reconciler``, the resync ``schedule``, ``shards`` (drain and adoption; None without
-sharding), the ``clock``, ``stats`` and ``metrics``; and callables: ``kick()`` (wake the resync
-timer), ``drifted(parent)`` and ``step_down()`` (the standby's drift look and its stop on a lost
-lease) and ``stopping()``; ``held(parent)``: whether a gradual rollout leaves it alone now
-(``reconciler._driver.rollouts``).
+runtime): the runtime's ``lock`` (the runtime asks under it whether the workers started and it
+is not stopping), the ``triggering`` (``Triggering``: the ``queue`` it drains, the resync
+``schedule``, ``kick()`` to wake the resync timer), the ``caches`` (``Caches``: the ``parents``
+informer, from whose cache the parent is read and where one that went away is forgotten, and the
+child ``informers``, used and released per parent), the parent ``reconciler`` (and through it
+the drift look of an adopted parent, ``reconciler._driver.drift``), ``shards`` (drain and
+adoption; None without sharding), the ``telemetry`` (``clock``, ``stats``, ``metrics``); and
+callables: ``step_down()`` (the leader gate's stop on a lost lease), ``stopping()`` and
+``held(parent)``: whether a gradual rollout leaves it alone now (``reconciler._driver.rollouts``).
+It calls neither the router nor the standby: they ask it (``last_started``, ``started``).
 """
 
 from __future__ import annotations
@@ -52,11 +54,11 @@ from reconciler._base.clocks import Clock
 from reconciler._base.errors import ApiError, KindUnlistableError, LeadershipLostError
 from reconciler._base.metrics import OperatorMetrics
 from reconciler._base.text import bounded
-from reconciler._cache.informers import Informer, InformerManager, TypeKey
+from reconciler._cache.informers import Caches, TypeKey
 from reconciler._client.protocol import KubeObject
-from reconciler._driver.resyncs import ResyncSchedule
+from reconciler._driver.drift import drifted
+from reconciler._driver.parts import Telemetry, Triggering
 from reconciler._driver.settling import Outcome, Settlement, settle
-from reconciler._driver.stats import RuntimeStats
 from reconciler._driver.triggers import ParentKey, meta_of, parent_needs_reconcile
 from reconciler._reconcile.changelog import describe_changes
 from reconciler._reconcile.conditions import caused_by, described
@@ -94,34 +96,27 @@ class WorkerPool:
         self,
         *,
         lock: threading.Condition,
-        queue: WorkQueue[ParentKey],
-        parents: Informer,
-        informers: InformerManager,
+        triggering: Triggering,
+        caches: Caches,
         reconciler: ParentReconciler,
-        schedule: ResyncSchedule,
         shards: Shards | None,
-        clock: Clock,
-        stats: RuntimeStats,
-        metrics: OperatorMetrics,
-        kick: Callable[[], None],
-        drifted: Callable[[KubeObject], bool],
+        telemetry: Telemetry,
         step_down: Callable[[], None],
         stopping: Callable[[], bool],
         held: Callable[[KubeObject], bool] | None = None,
     ) -> None:
         self._lock = lock
         self._held = held
-        self._queue = queue
-        self._parents = parents
-        self._informers = informers
+        self._queue: WorkQueue[ParentKey] = triggering.queue
+        self._schedule = triggering.schedule
+        self._kick = triggering.kick
+        self._parents = caches.parents
+        self._informers = caches.informers
         self._reconciler = reconciler
-        self._schedule = schedule
         self._shards = shards
-        self._clock = clock
-        self._stats = stats
-        self._metrics = metrics
-        self._kick = kick
-        self._drifted = drifted
+        self._clock: Clock = telemetry.clock
+        self._stats = telemetry.stats
+        self._metrics: OperatorMetrics = telemetry.metrics
         self._step_down = step_down
         self._stopping = stopping
         self._threads: list[threading.Thread] = []
@@ -277,7 +272,7 @@ class WorkerPool:
                     key, parent, now=now) > now:
                 # Its children may have drifted while no replica watched them (the owner
                 # crashed): planned against the caches, no request.
-                if not self._drifted(parent):
+                if not drifted(self._reconciler, parent):
                     return Outcome(adopted=True), parent
                 self._stats.triggers["drift-at-adoption"] += 1
             self._schedule.take(key)

@@ -11,15 +11,17 @@ the drain handshake (``releasing``/``acknowledge``), the adoption of a moved-in 
 (one conditional JSON patch per child its builders name, no LIST), and the threads.
 
 What ``Shards`` receives from the runtime (``reconciler._driver.runtime`` wires it; it never sees
-the runtime): the operator's name, parent type, namespace, prune kinds and leader election settings
-(the assigner and the sharder election), the ``sharding`` settings and this replica's
-``shard`` id (resolved by the runtime first: the informers' selectors need it), the
-``identity``; two clients, ``leases`` (the plain one: Leases and the assigner) and ``client``
-(the recording one: a drain acknowledgement and an adoption are the operator's writes); the
-``parents`` informer (an acknowledged parent leaves its cache) and the child ``informers``
-(an adopted child already seen is left alone); ``declared(parent)`` (the reconciler's: what a
-parent's builders name); the ``clock`` and ``metrics``; and ``stopping()``, ``stop()`` (a lease
-not renewed stops the runtime, leaving the Lease to expire) and ``track(thread)``.
+the runtime): the ``replica`` (a ``ReplicaShard``: the operator's name, parent type, namespace,
+prune kinds and leader election settings, for the assigner and the sharder election; the
+``sharding`` settings, this replica's ``shard`` id, resolved by the runtime first since the
+informers' selectors need it, and its ``identity``); two clients, ``leases`` (the plain one:
+Leases and the assigner) and ``client`` (the recording one: a drain acknowledgement and an
+adoption are the operator's writes); the ``caches`` (``Caches``: the ``parents`` informer, which
+an acknowledged parent leaves, and the child ``informers``, whose seen children an adoption
+leaves alone); ``declared(parent)`` (the reconciler's: what a parent's builders name); the
+``clock`` and ``metrics``; and the ``lifecycle`` (``Lifecycle``: ``stopping()``, ``stop()``, which
+here stops the runtime leaving the Lease to expire when it is not renewed, and
+``track(thread)``).
 """
 
 from __future__ import annotations
@@ -29,13 +31,16 @@ import threading
 import time
 from collections.abc import Callable, Collection
 
+import attrs
+
 from builders import ObjectRef
 from builders.names import MANAGED_BY_LABEL, OWNER_UID_LABEL
 from reconciler._base.clocks import Clock
 from reconciler._base.errors import ApiError, InvalidError, NotFoundError
 from reconciler._base.keys import ParentKey, meta_of
+from reconciler._base.lifecycle import Lifecycle
 from reconciler._base.metrics import OperatorMetrics
-from reconciler._cache.informers import Informer, InformerManager
+from reconciler._cache.informers import Caches
 from reconciler._client.protocol import ClusterClient, KubeObject
 from reconciler._leadership.election import LeaderElection, LeaderElector
 from reconciler._leadership.leases import LeaseWriter
@@ -52,7 +57,7 @@ from reconciler._sharding.decisions import (
     shard_of,
 )
 
-__all__ = ["ShardLease", "Shards", "shard_selector"]
+__all__ = ["ReplicaShard", "ShardLease", "Shards", "shard_selector"]
 
 _log = logging.getLogger("optk.sharding")
 _MERGE = "application/merge-patch+json"
@@ -134,55 +139,60 @@ def shard_selector(shard: str) -> str:
     return f"{SHARD_LABEL}={shard}"
 
 
+@attrs.frozen(kw_only=True)
+class ReplicaShard:
+    """This replica's place in the ring: the operator it runs (name, parent type, namespace,
+    prune kinds, leader election settings), the sharding settings, its shard id and identity."""
+
+    operator_name: str
+    api_version: str
+    kind: str
+    namespace: str | None
+    prune: Collection[tuple[str, str]]
+    leader_election: LeaderElection | None
+    sharding: Sharding
+    shard: str
+    identity: str
+
+
 class Shards:
     """The runtime's sharding: its shard, Lease, assigner election and drain acknowledgement."""
 
     def __init__(
         self,
+        replica: ReplicaShard,
         *,
-        operator_name: str,
-        api_version: str,
-        kind: str,
-        namespace: str | None,
-        prune: Collection[tuple[str, str]],
-        leader_election: LeaderElection | None,
-        sharding: Sharding,
-        shard: str,
-        identity: str,
         leases: ClusterClient,
         client: ClusterClient,
-        parents: Informer,
-        informers: InformerManager,
+        caches: Caches,
         declared: Callable[[KubeObject], DeclaredChildren],
         clock: Clock,
         metrics: OperatorMetrics,
-        stopping: Callable[[], bool],
-        stop: Callable[[], object],
-        track: Callable[[threading.Thread], None],
+        lifecycle: Lifecycle,
     ) -> None:
+        operator_name, sharding, shard = replica.operator_name, replica.sharding, replica.shard
         self._operator_name = operator_name
-        self._parent_type = (api_version, kind)
-        self._namespace = namespace
-        self._prune = {(str(a), str(k)) for a, k in prune}
-        self._identity = identity
+        self._parent_type = (replica.api_version, replica.kind)
+        self._namespace = replica.namespace
+        self._prune = {(str(a), str(k)) for a, k in replica.prune}
+        self._identity = replica.identity
         self._leases = leases
         self._client = client
-        self._parents = parents
-        self._informers = informers
+        self._parents = caches.parents
+        self._informers = caches.informers
         self._declared = declared
         self._clock = clock
         self._metrics = metrics
-        self._stopping_runtime = stopping
-        self._stop_runtime = stop
-        self._track = track
+        self._lifecycle = lifecycle
+        self._track = lifecycle.track
         self.sharding = sharding
         self.shard = shard
         self.selector = shard_selector(shard)
         self.lease = ShardLease(
-            leases, operator=operator_name, shard=shard, identity=identity, sharding=sharding,
-            clock=clock, on_lost=self._lost,
+            leases, operator=operator_name, shard=shard, identity=replica.identity,
+            sharding=sharding, clock=self._clock, on_lost=self._lost,
         )
-        base = leader_election or LeaderElection(namespace=sharding.namespace)
+        base = replica.leader_election or LeaderElection(namespace=sharding.namespace)
         self.election = base.named(f"{operator_name}-sharder")
         self.assigner: Assigner | None = None
         self.elector: LeaderElector | None = None
@@ -371,5 +381,4 @@ class Shards:
         self._metrics.set_leader(self.election.name, False)
 
     def _lost(self) -> None:
-        if not self._stopping_runtime():  # ``stop`` leaves the Lease to expire
-            threading.Thread(target=self._stop_runtime, name="optk-stop", daemon=True).start()
+        self._lifecycle.stop_soon()  # its ``stop`` leaves the Lease to expire

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from reconciler import KubernetesClient
-from reconciler._cache.informers import GONE_PAUSE_CAP, Informer, InformerManager
+from reconciler._cache.informers import GONE_PAUSE_CAP, Informer, InformerManager, WatchOptions
 from reconciler._cache.recording import RecordingClient
 from reconciler._cache.stores import compact
 from reconciler._client.protocol import ForwardingClient
@@ -98,7 +98,8 @@ def test_the_echo_of_an_own_write_is_recognised_and_a_foreign_edit_is_not(
 def test_a_silent_stream_is_replaced_after_the_inactivity_timeout(
     client: KubernetesClient, ns: str
 ) -> None:
-    informer = Informer(client, "v1", "ConfigMap", namespace=ns, inactivity_timeout=0.3).start()
+    informer = Informer(client, "v1", "ConfigMap", namespace=ns,
+                        options=WatchOptions(inactivity_timeout=0.3)).start()
     try:
         assert informer.wait_synced(10)
         assert wait_until(lambda: informer.stats.reconnects >= 2, 10)  # nothing was said

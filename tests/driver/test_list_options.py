@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from reconciler import KubernetesClient
-from reconciler._cache.informers import Informer
+from reconciler._cache.informers import Informer, WatchOptions
 from reconciler._cache.recording import RecordingClient
 from reconciler._client.protocol import ListOptions
 
@@ -68,7 +68,8 @@ def test_an_informer_lists_page_by_page(
     for index in range(7):
         client.create(_cm(ns, f"cm-{index}", "odd"))
     lists_before = kube_api.request_counts()["list"]
-    informer = Informer(client, "v1", "ConfigMap", namespace=ns, page_size=3).start()
+    informer = Informer(client, "v1", "ConfigMap", namespace=ns,
+                        options=WatchOptions(page_size=3)).start()
     try:
         assert informer.wait_synced(10)
         keys = informer.cache.keys()
