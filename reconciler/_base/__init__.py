@@ -8,10 +8,10 @@ they would otherwise each write again (generating a throw-away PKI). It lives he
 ``objectmatcher`` or ``builders``, so the exceptions the other contracts make for it cannot
 smuggle in anything else.
 
-Modules: ``errors`` (the error tree), ``clocks`` (the injected ``Clock``), ``times``
-(``Time``/``MicroTime``), ``keys`` (``ParentKey``, ``meta_of``), ``decoding`` (JSON), ``metrics``
-(Prometheus and the health server), ``tls`` (the one CA and certificate generator, shared with the
-embedded server and envtest), ``text`` (``bounded``, ``quoted``: the one limit on text copied into
-a condition, an Event or a log line), ``ratelimit`` (``CauseLimiter``: one WARNING per cause per
-interval).
+Modules: ``lifecycle`` (``Lifecycle``: how a part lives and ends with the runtime), ``errors`` (the
+error tree), ``clocks`` (the injected ``Clock``), ``times`` (``Time``/``MicroTime``), ``keys``
+(``ParentKey``, ``meta_of``), ``decoding`` (JSON), ``metrics`` (Prometheus and the health server),
+``tls`` (the one CA and certificate generator, shared with the embedded server and envtest),
+``text`` (``bounded``, ``quoted``: the one limit on text copied into a condition, an Event or a log
+line), ``ratelimit`` (``CauseLimiter``: one WARNING per cause per interval).
 """

@@ -14,13 +14,15 @@ workers ask), ``rollout_plan`` (the pure rollout rules: order, batches, consent,
 resume and abort), ``serving`` (the health server's deferred start), ``resync_loop`` (the resync
 timer and heartbeat), ``stats`` (what the runtime did), ``liveness`` (``ProgressWatch``: what
 ``/healthz`` checks, informer progress and loop threads), ``operators`` (the ``Operator`` value),
-``settings`` (its settings grouped by concept: ``Policies``, ``Applying``, ``Watching``,
-``Serving``, ``Reporting``), ``triggers`` (pure trigger rules), ``resyncs`` (the periodic schedule
-and policy), ``activation`` (``watch_served_kinds``: parents waiting for a kind are reconciled when
-a CRD serves it), ``inputs`` (``InputWatch``: declared inputs, by name or label selector, resolved
-from informers started on use and stopped when unused, the index input -> parents, precise
-triggers), ``event_sender`` (``EventSender``: the reconciles' Events queued and sent from a thread
-of their own, off the workers' path).
+``parts`` (``Triggering``, ``Telemetry``: what several parts share), ``drift`` (the drift look:
+would a reconcile write a child, from the caches), ``leading`` (the leader gate: standing by, taking
+over, losing the lead), ``settings`` (its settings grouped by concept: ``Policies``, ``Applying``,
+``Watching``, ``Serving``, ``Reporting``), ``triggers`` (pure trigger rules), ``resyncs`` (the
+periodic schedule and policy), ``activation`` (``watch_served_kinds``: parents waiting for a kind
+are reconciled when a CRD serves it), ``inputs`` (``InputWatch``: declared inputs, by name or label
+selector, resolved from informers started on use and stopped when unused, the index input ->
+parents, precise triggers), ``event_sender`` (``EventSender``: the reconciles' Events queued and
+sent from a thread of their own, off the workers' path).
 
 Private: the public names are re-exported by ``reconciler`` and its public
 modules.
