@@ -9,8 +9,9 @@ StatefulSet or DaemonSet where none runs: its Pods' status Running and Ready (a 
 plane's controllers then make the workload available), or, with no Pods (the embedded server runs
 no controllers), the workload's own status, so that readiness rules and dependencies on workloads
 can be exercised; ``make_workloads_available(client, namespace)`` does it for every workload of a
-namespace that is not yet Current (poll it from a wait, as a kubelet keeps reporting). Production
-code never needs these.
+namespace that is not yet Current (poll it from a wait, as a kubelet keeps reporting).
+``operator_machine(operator, parents=...)`` is a Hypothesis state machine over a whole operator
+(its rules and checks live in ``reconciler._testing.machine``). Production code never needs these.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ if typing.TYPE_CHECKING:
     from reconciler._client.protocol import ClusterClient
     from reconciler._driver.runtime import OperatorRuntime
 
-__all__ = ["VirtualClock", "make_available", "make_workloads_available", "wait_idle",
-           "wait_synced"]
+__all__ = ["VirtualClock", "make_available", "make_workloads_available", "operator_machine",
+           "wait_idle", "wait_synced"]
 
 _WORKLOADS = (("apps/v1", "Deployment"), ("apps/v1", "StatefulSet"), ("apps/v1", "DaemonSet"))
 
@@ -228,3 +229,40 @@ class VirtualClock:
         finally:
             with self._lock:
                 del self._waiting[token]
+
+
+def operator_machine(
+    operator: _Any, *, parents: _Any, namespace: str = "machine", create_parents: bool = True,
+    change_spec: bool = True, delete_parents: bool = True, delete_children: bool = True,
+    edit_children: bool = True, pause: bool = True, restart: bool = True,
+    make_available: bool = True, check_resync: bool = True, idle_timeout: float = 20.0,
+    max_reconciles_per_step: int = 50,
+) -> _Any:
+    """A Hypothesis ``RuleBasedStateMachine`` class that runs ``operator`` against its own
+    in-process ``EmbeddedApiServer`` (one per run) with random user actions; run it with
+    ``hypothesis.stateful.run_state_machine_as_test(machine, settings=...)`` or its ``.TestCase``.
+
+    ``parents`` is a strategy of parent objects (dicts; their name and namespace are replaced:
+    the machine names them ``p0``, ``p1``, ... in ``namespace``). Rules, each on by default and
+    switched off by its option: ``create_parents`` (create a drawn parent), ``change_spec``
+    (replace a parent's spec by a new draw), ``delete_parents``, ``delete_children`` (delete one
+    of a parent's declared children), ``edit_children`` (drift: set a string field its builder
+    sets to another value), ``pause`` (set or remove ``optk.dev/paused: "true"``), ``restart``
+    (stop the operator cleanly and start it again), ``make_available`` (workloads of
+    ``namespace`` made available as a kubelet would, ``make_workloads_available``).
+
+    After every step the operator must be idle within ``idle_timeout`` seconds, then: every live
+    unpaused parent's PRESENT children exist and match what its builders build
+    (``objectmatcher.calculate_patch`` is empty: server defaults ignored), its ABSENT children are
+    gone and no builder fails; deleted parents and their children are gone; the operator wrote
+    no child of a paused parent since the last step; at most ``max_reconciles_per_step``
+    reconciles ran in the step; and (``check_resync``) a forced ``resync_all()`` makes no write.
+    A failure shows Hypothesis' shrunk steps as a script (``p0 = state.create_parent(...)``).
+    Needs the ``testing`` and ``embedded`` extras."""
+    from reconciler._testing.machine import operator_machine as _machine
+    return _machine(operator, parents=parents, namespace=namespace,
+                    create_parents=create_parents, change_spec=change_spec,
+                    delete_parents=delete_parents, delete_children=delete_children,
+                    edit_children=edit_children, pause=pause, restart=restart,
+                    make_available=make_available, check_resync=check_resync,
+                    idle_timeout=idle_timeout, max_reconciles_per_step=max_reconciles_per_step)
