@@ -41,7 +41,7 @@ def test_machine_passes_on_the_sample_operator() -> None:
 @resource_builder
 def _random_settings(parent: Any) -> dict[str, Any]:
     return config_map(metadata={"name": child_name(parent["metadata"]["name"], "cfg")},
-                      data={"value": str(random.random())})  # noqa: S311 - the seeded defect
+                      data={"value": str(random.random())})
 
 
 def _nondeterministic(parent: Any) -> Sequence[ResourceBuilder]:
