@@ -299,8 +299,6 @@ def operator_machine(
     from reconciler._reconcile.policies import PAUSED_ANNOTATION
     from reconciler.embedded import EmbeddedApiServer
 
-    names = itertools.count()
-
     class OperatorMachine(RuleBasedStateMachine):
         parent_names = Bundle("parents")
 
@@ -316,6 +314,7 @@ def operator_machine(
                                     "metadata": {"name": namespace}})
             self.runtime = operator.start(KubernetesClient(self.server.api_client()))
             assert wait_synced(self.runtime, idle_timeout), "the operator never synced"
+            self.names = itertools.count()
             self.live: dict[str, _Any] = {}       # parents the machine created and not deleted
             self.paused: set[str] = set()
             self.deleted: dict[str, list[_Any]] = {}  # deleted parent -> its children's refs
@@ -352,7 +351,7 @@ def operator_machine(
             @rule(target=parent_names, parent=parents)
             def create_parent(self, parent: _Any) -> str:
                 obj = copy.deepcopy(dict(parent))
-                name = f"p{next(names)}"
+                name = f"p{next(self.names)}"
                 obj["metadata"] = {**(obj.get("metadata") or {}), "name": name,
                                    "namespace": namespace}
                 obj.setdefault("apiVersion", operator.api_version)

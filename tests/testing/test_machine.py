@@ -13,7 +13,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import run_state_machine_as_test
 
-from builders import ResourceBuilder, child_name, resource_builder
+from builders import DesiredState, ResourceBuilder, child_name, resource_builder
 from builders.objects import config_map
 from reconciler import Reporting
 from reconciler._driver.operators import Operator
@@ -50,5 +50,26 @@ def _nondeterministic(parent: Any) -> Sequence[ResourceBuilder]:
 
 def test_machine_catches_a_nondeterministic_builder() -> None:
     machine = operator_machine(thing_operator(_nondeterministic), parents=THINGS)
-    with pytest.raises(AssertionError):
+    with pytest.raises(AssertionError, match="differs from its build"):
+        run_state_machine_as_test(machine, settings=FAST)
+
+
+_FLIPS = iter(range(10**9))
+
+
+@resource_builder
+def _flipping_settings(parent: Any) -> Any:
+    cm = config_map(metadata={"name": child_name(parent["metadata"]["name"], "cfg")},
+                    data={"value": "x"})
+    # the seeded defect: ABSENT on one build, PRESENT on the next
+    return cm, (DesiredState.ABSENT if next(_FLIPS) % 2 else DesiredState.PRESENT)
+
+
+def _flipping(parent: Any) -> Sequence[ResourceBuilder]:
+    return [_flipping_settings(parent)]
+
+
+def test_machine_catches_a_child_flipping_between_absent_and_present() -> None:
+    machine = operator_machine(thing_operator(_flipping), parents=THINGS, idle_timeout=5.0)
+    with pytest.raises(AssertionError, match="ABSENT child .* exists"):
         run_state_machine_as_test(machine, settings=FAST)
