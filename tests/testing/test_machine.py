@@ -71,5 +71,5 @@ def _flipping(parent: Any) -> Sequence[ResourceBuilder]:
 
 def test_machine_catches_a_child_flipping_between_absent_and_present() -> None:
     machine = operator_machine(thing_operator(_flipping), parents=THINGS, idle_timeout=5.0)
-    with pytest.raises(AssertionError, match="ABSENT child .* exists"):
+    with pytest.raises(AssertionError, match=r"ABSENT child .* exists"):
         run_state_machine_as_test(machine, settings=FAST)
