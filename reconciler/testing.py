@@ -29,7 +29,8 @@ from collections import abc as _abc
 from typing import Any as _Any
 
 from reconciler._base import errors as _errors
-from reconciler._base.errors import AlreadyExistsError, NotFoundError
+from reconciler._base.errors import AlreadyExistsError as _AlreadyExistsError
+from reconciler._base.errors import NotFoundError as _NotFoundError
 
 if typing.TYPE_CHECKING:
     from reconciler._client.protocol import ClusterClient
@@ -309,7 +310,7 @@ def operator_machine(
             api.user_agent = _MACHINE_AGENT
             self.client = KubernetesClient(api)
             self.server.enable_request_log()
-            with contextlib.suppress(AlreadyExistsError):
+            with contextlib.suppress(_AlreadyExistsError):
                 self.client.create({"apiVersion": "v1", "kind": "Namespace",
                                     "metadata": {"name": namespace}})
             self.runtime = operator.start(KubernetesClient(self.server.api_client()))
@@ -335,7 +336,7 @@ def operator_machine(
             api_version, kind = self._api_version_kind()
             try:
                 return self.client.get(api_version, kind, name, namespace=namespace)
-            except NotFoundError:
+            except _NotFoundError:
                 return None
 
         def _declared(self, parent: _Any) -> _Any:
@@ -392,7 +393,7 @@ def operator_machine(
                 if not children:
                     return
                 ref = children[which % len(children)].ref
-                with contextlib.suppress(NotFoundError):
+                with contextlib.suppress(_NotFoundError):
                     self.client.delete(ref.api_version, ref.kind, ref.name,
                                        namespace=ref.namespace)
 
@@ -415,7 +416,7 @@ def operator_machine(
                 try:
                     obj = self.client.get(ref.api_version, ref.kind, ref.name,
                                           namespace=ref.namespace)
-                except NotFoundError:
+                except _NotFoundError:
                     return
                 if _set_path(obj, paths[field % len(paths)], "drifted-by-machine"):
                     with contextlib.suppress(Exception):
@@ -495,7 +496,7 @@ def operator_machine(
                     try:
                         obj = self.client.get(ref.api_version, ref.kind, ref.name,
                                               namespace=ref.namespace)
-                    except NotFoundError:
+                    except _NotFoundError:
                         obj = None
                     if str(child.state).upper().endswith("ABSENT"):
                         assert obj is None, f"parent {name}: ABSENT child {ref} exists"
@@ -511,7 +512,7 @@ def operator_machine(
                 assert self._get_parent(name) is None, (
                     f"deleted parent {name} still exists (cleanup stuck?)")
                 for ref in refs:
-                    with contextlib.suppress(NotFoundError):
+                    with contextlib.suppress(_NotFoundError):
                         self.client.get(ref.api_version, ref.kind, ref.name,
                                         namespace=ref.namespace)
                         raise AssertionError(f"deleted parent {name}: its child {ref} remains")
