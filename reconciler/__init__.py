@@ -38,6 +38,7 @@ from reconciler._client.kubernetes import KubernetesClient
 from reconciler._client.protocol import ClusterClient, KubeObject, ListOptions, WatchEvent
 from reconciler._commands.rbac import watches
 from reconciler._driver import activation as _activation
+from reconciler._driver.hooks import StartContext
 from reconciler._driver.operators import Operator
 from reconciler._driver.process import load_api_client
 from reconciler._driver.resyncs import DEFAULT_RESYNC_INTERVAL, RESYNC_ANNOTATION, ResyncPolicy
@@ -105,6 +106,7 @@ __all__ = [
     "ServerSideApply",
     "Serving",
     "Sharding",
+    "StartContext",
     "StatusCause",
     "ThreeWayMerge",
     "TooManyRequestsError",

@@ -13,7 +13,8 @@ new version reaches the parents in batches, its record in a Lease beside the hea
 workers ask), ``rollout_plan`` (the pure rollout rules: order, batches, consent, judging a batch,
 resume and abort), ``serving`` (the health server's deferred start), ``resync_loop`` (the resync
 timer and heartbeat), ``stats`` (what the runtime did), ``liveness`` (``ProgressWatch``: what
-``/healthz`` checks, informer progress and loop threads), ``operators`` (the ``Operator`` value),
+``/healthz`` checks, informer progress and loop threads), ``operators`` (the ``Operator``
+value), ``hooks`` (``StartContext``: what an ``on_start`` hook receives),
 ``parts`` (``Triggering``, ``Telemetry``: what several parts share), ``drift`` (the drift look:
 would a reconcile write a child, from the caches), ``leading`` (the leader gate: standing by, taking
 over, losing the lead), ``settings`` (its settings grouped by concept: ``Policies``, ``Applying``,

@@ -17,32 +17,15 @@ registry's, what a waiting component does is ``reconciler._reconcile.ordering``'
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from reconciler._cache.informers import Informer
-from reconciler._client.protocol import ClusterClient
+from reconciler._driver.hooks import StartContext
 from reconciler._reconcile.ordering import crd_established
-from reconciler._reconcile.waits import WaitRegistry
 
-__all__ = ["ActivationRuntime", "crd_kinds", "watch_served_kinds"]
+__all__ = ["crd_kinds", "watch_served_kinds"]
 
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
-
-
-class _Reconciler(Protocol):
-    waits: WaitRegistry
-
-
-class ActivationRuntime(Protocol):
-    """What the hook uses of a running ``OperatorRuntime``."""
-
-    @property
-    def inner_client(self) -> ClusterClient: ...
-
-    @property
-    def reconciler(self) -> _Reconciler: ...
-
-    def request(self, namespace: str | None, name: str) -> None: ...
 
 
 def crd_kinds(crd: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -57,11 +40,11 @@ def _serving(event_type: str, crd: Mapping[str, Any] | None) -> bool:
     return crd is not None and event_type != "DELETED" and crd_established(crd) is None
 
 
-def watch_served_kinds(runtime: ActivationRuntime) -> Callable[[], None]:
+def watch_served_kinds(context: StartContext) -> Callable[[], None]:
     """``Operator(on_start=[watch_served_kinds])``: reconcile the parents waiting for a kind as
     soon as a CRD serves it; returns the informer's stop (the runtime calls it when it stops)."""
-    waits = runtime.reconciler.waits
-    informer = Informer(runtime.inner_client, CRD_API_VERSION, "CustomResourceDefinition")
+    waits = context.waits
+    informer = Informer(context.client, CRD_API_VERSION, "CustomResourceDefinition")
 
     def on_event(event_type: str, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
         before = _serving("MODIFIED", old) if event_type != "ADDED" else False
@@ -69,7 +52,7 @@ def watch_served_kinds(runtime: ActivationRuntime) -> Callable[[], None]:
             return
         for kind in crd_kinds(new):
             for namespace, name in waits.waiting_on_kind(kind):
-                runtime.request(namespace, name)
+                context.request(namespace, name)
 
     informer.add_handler(on_event)
     return informer.start().stop

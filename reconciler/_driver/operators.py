@@ -25,6 +25,7 @@ from builders.inputs import InputDeclaration
 from reconciler._base.clocks import Clock
 from reconciler._base.errors import ReconcilerUsageError, ReconcilerUsageTypeError
 from reconciler._client.protocol import ClusterClient, KubeObject
+from reconciler._driver.hooks import StartHook
 from reconciler._driver.resyncs import ResyncPolicy
 from reconciler._driver.rollout_plan import Rollout
 from reconciler._driver.settings import (
@@ -49,9 +50,6 @@ if TYPE_CHECKING:
     from reconciler._driver.runtime import OperatorRuntime
 
 __all__ = ["Operator", "StartHook"]
-
-StartHook = Callable[["OperatorRuntime"], "Callable[[], object] | None"]
-"""An ``Operator.on_start`` hook: called with the running runtime; may return a cleanup."""
 
 
 @attrs.frozen(kw_only=True, init=False)

@@ -69,6 +69,7 @@ from reconciler._cache.recording import RecordingClient
 from reconciler._client.kubernetes import KubernetesClient, for_operator
 from reconciler._client.protocol import ClusterClient, KubeObject
 from reconciler._driver.event_sender import EventSender
+from reconciler._driver.hooks import StartContext
 from reconciler._driver.inputs import InputWatch
 from reconciler._driver.leading import LeaderGate
 from reconciler._driver.liveness import DEFAULT_WATCH_TIMEOUT, ProgressWatch
@@ -270,8 +271,11 @@ class OperatorRuntime:
             self.config_informer.add_handler(self.router.on_config)
             self.config_informer.start()
         try:
+            context = StartContext(
+                client=self._inner, clock=self.clock, request=self.request,
+                waits=self.reconciler.waits, stats=self.stats, runtime=self)
             for hook in self.operator.on_start:
-                cleanup = hook(self)
+                cleanup = hook(context)
                 if cleanup is not None:
                     self._cleanups.append(cleanup)
         except Exception:

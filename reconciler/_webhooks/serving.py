@@ -120,10 +120,10 @@ class Webhooks:
         return ensure_secret(client, name=self.secret_name, namespace=self.in_namespace,
                              hosts=self.service_hosts, now=now)
 
-    def __call__(self, runtime: Any) -> Callable[[], None]:
+    def __call__(self, context: Any) -> Callable[[], None]:
         """The ``on_start`` hook: serve, inject, and rotate until the returned stop is called."""
-        # the runtime's unfenced client: every replica serves, leader or not (as install does)
-        return self.start(runtime.inner_client, clock=runtime.clock)
+        # the operator's unfenced client: every replica serves, leader or not (as install does)
+        return self.start(context.client, clock=context.clock)
 
     def start(self, client: ClusterClient, *, clock: Clock) -> Callable[[], None]:
         """Serve and inject with ``client``; returns the stop."""

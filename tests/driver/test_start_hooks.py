@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 
-from reconciler import KubernetesClient
+from reconciler import KubernetesClient, StartContext
 from reconciler._commands.loading import load_operator
-from reconciler._driver.runtime import OperatorRuntime
 from tests.driver.conftest import child_data, make_operator, running, thing, wait_until
 
 
@@ -20,11 +19,11 @@ def test_hooks_run_before_any_reconcile_and_clean_up_at_stop(
 ) -> None:
     seen: list[str] = []
 
-    def hook(runtime: OperatorRuntime) -> Any:
-        seen.append(f"start:{runtime.stats.total}")  # no reconcile has run yet
+    def hook(context: StartContext) -> Any:
+        seen.append(f"start:{context.stats.total}")  # no reconcile has run yet
         return lambda: seen.append("cleanup")
 
-    def second(runtime: OperatorRuntime) -> Any:
+    def second(context: StartContext) -> Any:
         seen.append("second")
         return lambda: seen.append("second-cleanup")
 
@@ -41,16 +40,46 @@ def test_a_failing_hook_aborts_the_start_and_stops_what_started(
 ) -> None:
     cleaned: list[str] = []
 
-    def good(runtime: OperatorRuntime) -> Any:
+    def good(context: StartContext) -> Any:
         return lambda: cleaned.append("good")
 
-    def bad(runtime: OperatorRuntime) -> Any:
+    def bad(context: StartContext) -> Any:
         raise RuntimeError("cannot watch the CRD")
 
     operator = make_operator(ns, on_start=[good, bad])
     with pytest.raises(RuntimeError, match="cannot watch the CRD"):
         operator.start(client)
     assert cleaned == ["good"]
+
+
+@pytest.mark.both_servers
+def test_a_hook_gets_the_client_clock_and_request_and_reads_of_the_runtime_are_deprecated(
+    client: KubernetesClient, ns: str
+) -> None:
+    client.create(thing(ns, "asked"))
+    got: dict[str, Any] = {}
+
+    def hook(context: StartContext) -> None:
+        got["context"] = context
+        got["listed"] = context.client.list("v1", "ConfigMap", namespace=ns)
+        with pytest.warns(DeprecationWarning, match=r"StartContext\.queue .*deprecated"):
+            got["queue"] = context.queue  # the earlier form: the runtime's attribute
+        with pytest.warns(DeprecationWarning, match="use StartContext.client"):
+            got["inner"] = context.inner_client
+
+    with running(make_operator(ns, on_start=[hook]), client) as runtime:
+        context = got["context"]
+        assert isinstance(context, StartContext)
+        assert context.clock is runtime.clock
+        assert got["queue"] is runtime.queue
+        assert got["inner"] is context.client is runtime.inner_client
+        assert got["listed"]["kind"] == "ConfigMapList"
+        assert wait_until(lambda: child_data(client, ns, "asked") is not None)
+        before = runtime.stats.triggers["manual"]
+        context.request(ns, "asked")  # queues the parent as runtime.request does
+        assert runtime.stats.triggers["manual"] == before + 1
+        with pytest.raises(AttributeError, match="StartContext has no attribute 'nothing'"):
+            context.nothing  # noqa: B018
 
 
 def test_optk_run_finds_modules_in_the_working_directory(
