@@ -323,16 +323,19 @@ def _service(obj: KubeObject, now: float | None) -> Health:
 
 
 def _crd(obj: KubeObject, now: float | None) -> Health:
-    for cond in _conditions(obj):
-        reason, message = str(cond.get("reason") or ""), str(cond.get("message") or "")
-        if cond.get("type") == "NamesAccepted" and cond.get("status") == "False":
-            return Health.failed(message or "names not accepted", reason or "NamesNotAccepted")
-        if cond.get("type") == "Established":
-            if cond.get("status") == "False" and reason != "Installing":
-                return Health.failed(message or "not established", reason or "NotEstablished")
-            if cond.get("status") == "True":
-                return Health.ok("CRD is established")
-    return Health.in_progress("install in progress", "Installing")
+    names = _condition(obj, "NamesAccepted")
+    if names is not None and names.get("status") == "False":
+        return Health.failed(str(names.get("message") or "names not accepted"),
+                             str(names.get("reason") or "NamesNotAccepted"))
+    established = _condition(obj, "Established")
+    if established is not None:
+        reason = str(established.get("reason") or "")
+        if established.get("status") == "False" and reason != "Installing":
+            return Health.failed(str(established.get("message") or "not established"),
+                                 reason or "NotEstablished")
+        if established.get("status") == "True":
+            return Health.ok("CRD is established")
+    return Health.in_progress("install in progress: not established", "Installing")
 
 
 def _pdb(obj: KubeObject, now: float | None) -> Health:

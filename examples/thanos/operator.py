@@ -18,6 +18,7 @@ from typing import Any
 
 import attrs
 
+from builders.health import health_of
 from examples.thanos import builders as thanos
 from examples.thanos.crds import (
     API_VERSION,
@@ -31,11 +32,9 @@ from reconciler.webhooks import Webhooks
 
 
 def crd_established(crd: Mapping[str, Any] | None) -> bool:
-    """Whether a CustomResourceDefinition is serving: Established and not being deleted."""
-    if not crd or (crd.get("metadata") or {}).get("deletionTimestamp"):
-        return False
-    conditions = (crd.get("status") or {}).get("conditions") or ()
-    return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+    """Whether a CustomResourceDefinition is serving: ``builders.health``'s CRD rule
+    (Established, names accepted, not being deleted)."""
+    return bool(crd) and health_of(crd).current
 
 
 PRUNE = (

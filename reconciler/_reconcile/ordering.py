@@ -32,6 +32,7 @@ import attrs
 
 from builders import DesiredState, ObjectRef
 from builders.composition import Dependencies, DependencyGraph, ReadyRule, rule_verdict
+from builders.health import health_of
 from reconciler._base.text import bounded
 from reconciler._reconcile.readiness import Readiness, child_health
 from reconciler._reconcile.waits import Wait, Watch
@@ -51,12 +52,11 @@ CRD = ("apiextensions.k8s.io/v1", "CustomResourceDefinition")
 
 
 def crd_established(obj: Mapping[str, Any]) -> str | None:
-    """A CRD is ready when its ``Established`` and ``NamesAccepted`` conditions are true."""
-    conditions = {c.get("type"): c.get("status")
-                  for c in (obj.get("status") or {}).get("conditions") or ()
-                  if isinstance(c, Mapping)}
-    missing = [t for t in ("NamesAccepted", "Established") if conditions.get(t) != "True"]
-    return f"not {' and '.join(m.lower() for m in missing)}" if missing else None
+    """Why a CRD is not ready, by ``builders.health``'s CRD rule (``Established`` true, its
+    names not refused, not being deleted); ``None`` when it is. The one CRD readiness rule:
+    ordering and activation ask it."""
+    health = health_of(obj)
+    return None if health.current else (health.message or "not established")
 
 
 def default_ready(obj: Mapping[str, Any]) -> str | None:

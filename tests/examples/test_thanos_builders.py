@@ -281,13 +281,15 @@ def test_the_operator_builds_with_its_declared_inputs() -> None:
     rotated = kinds(b.Inputs({thanos.SERVICE_MONITORS_SERVED: crd,
                               secret: {"data": {"objstore.yml": "Yg=="}}}))
     assert digest_of(rotated) != digest
-    established = {"metadata": {"name": "x"}, "status": {"conditions": [
+    kind = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition"}
+    established = {**kind, "metadata": {"name": "x"}, "status": {"conditions": [
         {"type": "Established", "status": "True"}]}}
     assert crd_established(established)
     deleting = {**established,
                 "metadata": {"name": "x", "deletionTimestamp": "2026-01-01T00:00:00Z"}}
     assert not crd_established(deleting)
-    assert not crd_established({"metadata": {"name": "x"}})
+    assert not crd_established({**kind, "metadata": {"name": "x"}})
+    assert not crd_established(None)
 
 
 # the public modules tests/test_public_api.py checks, and the real control plane harness

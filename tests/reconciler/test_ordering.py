@@ -24,6 +24,7 @@ from hypothesis.stateful import (
 
 from builders import DesiredState, ObjectRef
 from builders.composition import Dependencies
+from builders.health import health_of
 from reconciler._reconcile.ordering import ChildGates, crd_established, default_ready
 from reconciler._reconcile.waits import WaitRegistry
 
@@ -39,7 +40,7 @@ def _ref(name: str) -> ObjectRef:
 def test_default_rule_waits_for_an_established_crd_and_an_available_deployment() -> None:
     crd: dict[str, Any] = {"apiVersion": "apiextensions.k8s.io/v1",
                            "kind": "CustomResourceDefinition", "metadata": {"name": "x"}}
-    assert default_ready(crd) == "not namesaccepted and established"
+    assert default_ready(crd) == "install in progress: not established"
     crd["status"] = {"conditions": [{"type": "Established", "status": "True"},
                                     {"type": "NamesAccepted", "status": "True"}]}
     assert crd_established(crd) is None
@@ -221,3 +222,22 @@ class DependencyMachine(RuleBasedStateMachine):
 DependencyMachine.TestCase.settings = settings(max_examples=60, stateful_step_count=25,
                                                deadline=None)
 TestDependencyMachine = DependencyMachine.TestCase
+
+
+def test_crd_readiness_is_the_health_librarys_rule_whatever_the_order_of_conditions() -> None:
+    def crd(*conditions: tuple[str, str], deleting: bool = False) -> dict[str, Any]:
+        meta: dict[str, Any] = {"name": "x"}
+        if deleting:
+            meta["deletionTimestamp"] = "2026-12-06T00:00:00Z"
+        return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                "metadata": meta,
+                "status": {"conditions": [{"type": t, "status": s} for t, s in conditions]}}
+
+    refused = crd(("Established", "True"), ("NamesAccepted", "False"))
+    assert crd_established(refused) == "names not accepted"
+    assert crd_established(crd(*reversed([("Established", "True"),
+                                          ("NamesAccepted", "False")]))) == "names not accepted"
+    assert crd_established(crd(("NamesAccepted", "True"), ("Established", "True"))) is None
+    assert crd_established(crd(("Established", "True"), deleting=True)) == "being deleted"
+    for obj in (refused, crd(("Established", "True")), crd()):
+        assert (crd_established(obj) is None) == health_of(obj).current
