@@ -18,10 +18,11 @@ from reconciler._cache.readers import InformerReader
 from reconciler._cache.recording import RecordingClient
 from reconciler._cache.selectors import LabelSelector
 from reconciler._cache.stores import IndexedCache
-from reconciler._client.caches import PassThroughCache, ReadCache
+from reconciler._client.caches import ForwardingReader, PassThroughCache, ReadCache
 
 __all__ = [
     "WATCH_INACTIVITY_TIMEOUT",
+    "ForwardingReader",
     "IndexedCache",
     "Informer",
     "InformerManager",

@@ -1,4 +1,5 @@
-"""Where the reconciler reads live objects from: the ``ReadCache`` interface and a pass-through.
+"""Where the reconciler reads live objects from: the ``ReadCache`` interface, a pass-through and
+the forwarding base of reader wrappers.
 
 Reads dominate a steady-state reconcile, so they go through this small interface instead of the
 cluster client directly. ``PassThroughCache`` asks the API server every time; the driver's informers
@@ -14,7 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 from reconciler._base.errors import NotFoundError
 from reconciler._client.protocol import ClusterClient, ListOptions
 
-__all__ = ["PassThroughCache", "ReadCache"]
+__all__ = ["ForwardingReader", "PassThroughCache", "ReadCache"]
 
 
 @runtime_checkable
@@ -42,6 +43,38 @@ class ReadCache(Protocol):
     ) -> list[dict[str, Any]]:
         """Every object matching the selector (all pages); empty when the kind is not served."""
         ...
+
+
+class ForwardingReader(ReadCache):
+    """A ``ReadCache`` that sends every read to ``inner`` unchanged: subclass it and override
+    what the wrapper changes (the reader's twin of ``ForwardingClient``; ``CountingReader``
+    is one)."""
+
+    def __init__(self, inner: ReadCache) -> None:
+        self.inner = inner
+
+    @property
+    def from_memory(self) -> bool:
+        """As the wrapped reader."""
+        return self.inner.from_memory
+
+    def get(
+        self, api_version: str, kind: str, name: str, *, namespace: str | None = None
+    ) -> dict[str, Any] | None:
+        """The wrapped reader's ``get``."""
+        return self.inner.get(api_version, kind, name, namespace=namespace)
+
+    def list(
+        self,
+        api_version: str,
+        kind: str,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """The wrapped reader's ``list``."""
+        return self.inner.list(api_version, kind, namespace=namespace,
+                               label_selector=label_selector)
 
 
 class PassThroughCache:

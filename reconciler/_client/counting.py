@@ -20,7 +20,7 @@ from typing import Any, Unpack
 import attrs
 
 from builders import ObjectRef
-from reconciler._client.caches import ReadCache
+from reconciler._client.caches import ForwardingReader, ReadCache
 from reconciler._client.protocol import (
     ClusterClient,
     ForwardingClient,
@@ -149,20 +149,12 @@ class CountingClient(ForwardingClient):
                               propagation_policy=propagation_policy, preconditions=preconditions)
 
 
-class CountingReader:
+class CountingReader(ForwardingReader):
     """A ``ReadCache`` that records one ``get``/``list`` per read when its reader asks the server.
 
     It counts what the reconcile asked for (one ``list`` however many pages), and nothing for a
     reader that reads from memory (informers), even when such a reader falls back to the server.
     """
-
-    def __init__(self, reader: ReadCache) -> None:
-        self.inner = reader
-
-    @property
-    def from_memory(self) -> bool:
-        """As the wrapped reader."""
-        return self.inner.from_memory
 
     def get(
         self, api_version: str, kind: str, name: str, *, namespace: str | None = None
@@ -171,7 +163,7 @@ class CountingReader:
         if not self.inner.from_memory:
             _record("get", ObjectRef(api_version=api_version, kind=kind, name=name,
                                      namespace=namespace or None))
-        return self.inner.get(api_version, kind, name, namespace=namespace)
+        return super().get(api_version, kind, name, namespace=namespace)
 
     def list(
         self,
@@ -185,9 +177,8 @@ class CountingReader:
         if not self.inner.from_memory:
             _record("list", ObjectRef(api_version=api_version, kind=kind, name="",
                                       namespace=namespace or None))
-        return self.inner.list(
-            api_version, kind, namespace=namespace, label_selector=label_selector
-        )
+        return super().list(api_version, kind, namespace=namespace,
+                            label_selector=label_selector)
 
 
 def counting(client: ClusterClient) -> CountingClient:

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from reconciler._cache.recording import RecordingClient
-from reconciler._client.counting import CountingClient
+from reconciler._client.caches import ForwardingReader, ReadCache
+from reconciler._client.counting import CountingClient, CountingReader
 from reconciler._client.protocol import ClusterClient, ForwardingClient, ListOptions
 from reconciler._leadership.fencing import FencingClient
 from reconciler._sharding.assigner import MetadataView
@@ -95,3 +96,29 @@ def test_the_decorators_are_forwarding_clients_that_override_only_what_they_chan
 def test_a_forwarded_watch_is_the_inner_stream() -> None:
     events: Iterator[Any] = ForwardingClient(_Inner()).watch("v1", "Pod")
     assert [name for name, *_ in events] == ["watch"]
+
+
+class _Reader:
+    """A ``ReadCache`` answering every read with what it was asked."""
+
+    from_memory = False
+
+    def get(self, api_version: str, kind: str, name: str, *,
+            namespace: str | None = None) -> dict[str, Any] | None:
+        return {"read": ("get", api_version, kind, name, namespace)}
+
+    def list(self, api_version: str, kind: str, *, namespace: str | None = None,
+             label_selector: str | None = None) -> list[dict[str, Any]]:
+        return [{"read": ("list", api_version, kind, namespace, label_selector)}]
+
+
+@pytest.mark.parametrize("wrapper", [ForwardingReader, CountingReader])
+def test_reader_wrappers_forward_every_read_unchanged(wrapper: type[ForwardingReader]) -> None:
+    reader = wrapper(_Reader())
+    assert isinstance(reader, ReadCache)
+    assert reader.from_memory is False
+    assert reader.get("v1", "ConfigMap", "a", namespace="n") == {
+        "read": ("get", "v1", "ConfigMap", "a", "n")}
+    assert reader.list("v1", "ConfigMap", namespace="n", label_selector="x=y") == [
+        {"read": ("list", "v1", "ConfigMap", "n", "x=y")}]
+    assert CountingReader in ForwardingReader.__subclasses__()
