@@ -43,8 +43,17 @@ from typing import TYPE_CHECKING, Any
 import kubernetes.client
 import pytest
 
+from reconciler._client.servers import KubeApiServer
+
 if TYPE_CHECKING:  # the embedded server needs the `embedded` extra: imported when first used
     from reconciler.embedded import EmbeddedApiServer
+    from reconciler.envtest import ControlPlane
+
+    def _both_servers_are_kube_api_servers(
+        embedded: EmbeddedApiServer, real: ControlPlane
+    ) -> tuple[KubeApiServer, KubeApiServer]:
+        """Checked by mypy: the two servers satisfy the one protocol ``kube_api`` returns."""
+        return embedded, real
 
 __all__ = ["kube_api", "kube_api_name", "kube_assets", "kube_namespace", "real_kube_api"]
 
@@ -222,18 +231,19 @@ def _optk_embedded_server() -> Iterator[EmbeddedApiServer]:
         yield server
 
 
-def _real_plane(config: pytest.Config) -> Any:
+def _real_plane(config: pytest.Config) -> ControlPlane:
     """The session's control plane, started on first use (a start failure is remembered)."""
     state = config.stash[_REAL_STATE]
     if "plane" in state:
-        return state["plane"]
+        plane: ControlPlane = state["plane"]
+        return plane
     if "skip" in state:
         pytest.skip(state["skip"])
     if "error" in state:
         raise state["error"]
     from reconciler.envtest import AssetsNotFoundError, ControlPlane
 
-    plane = ControlPlane(config.stash[_ASSETS])
+    plane = ControlPlane(config.stash[_ASSETS])  # the first start of this session
     try:
         plane.start()
     except AssetsNotFoundError as exc:
@@ -256,7 +266,7 @@ def kube_assets(request: pytest.FixtureRequest) -> Path:
 
 
 @pytest.fixture(scope="session")
-def real_kube_api(request: pytest.FixtureRequest) -> Any:
+def real_kube_api(request: pytest.FixtureRequest) -> ControlPlane:
     """The real control plane (``reconciler.envtest.ControlPlane``) of this session."""
     if request.config.stash[_ASSETS] is None:
         pytest.skip(_no_assets(request.config))
@@ -264,16 +274,19 @@ def real_kube_api(request: pytest.FixtureRequest) -> Any:
 
 
 @pytest.fixture(scope="session")
-def kube_api(request: pytest.FixtureRequest) -> Any:
+def kube_api(request: pytest.FixtureRequest) -> KubeApiServer:
     """A running API server for the whole session: the embedded one, or in ``both_servers``
-    tests each server ``--kube-api`` selects."""
+    tests each server ``--kube-api`` selects; either satisfies ``KubeApiServer``."""
+    server: KubeApiServer
     if getattr(request, "param", "embedded") == "real":
-        return request.getfixturevalue("real_kube_api")
-    return request.getfixturevalue("_optk_embedded_server")
+        server = request.getfixturevalue("real_kube_api")
+    else:
+        server = request.getfixturevalue("_optk_embedded_server")
+    return server
 
 
 @pytest.fixture
-def kube_api_name(kube_api: Any) -> str:
+def kube_api_name(kube_api: KubeApiServer) -> str:
     """``"embedded"`` or ``"real"``: which server ``kube_api`` is in this test."""
     return "embedded" if _is_embedded(kube_api) else "real"
 
@@ -292,7 +305,7 @@ def _wait_for_default_service_account(core: kubernetes.client.CoreV1Api, name: s
 
 
 @pytest.fixture
-def kube_namespace(kube_api: Any) -> Iterator[str]:
+def kube_namespace(kube_api: KubeApiServer) -> Iterator[str]:
     """A fresh namespace (``test-<random>``) on ``kube_api``, deleted after the test."""
     name = f"test-{uuid.uuid4().hex[:10]}"
     with kube_api.api_client() as client:
@@ -300,7 +313,7 @@ def kube_namespace(kube_api: Any) -> Iterator[str]:
         core.create_namespace(kubernetes.client.V1Namespace(
             metadata=kubernetes.client.V1ObjectMeta(name=name)
         ))
-        if not _is_embedded(kube_api) and kube_api.has_controller_manager:
+        if kube_api.has_controller_manager:
             _wait_for_default_service_account(core, name)
         yield name
         try:

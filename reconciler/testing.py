@@ -12,7 +12,9 @@ can be exercised; ``make_workloads_available(client, namespace)`` does it for ev
 namespace that is not yet Current (poll it from a wait, as a kubelet keeps reporting).
 ``operator_machine(operator, parents=...)`` is a Hypothesis state machine over a whole operator
 with random user actions, checking at each quiet point what every operator author relies on
-(docs/testing-operators.md). Production code never needs these. The module is over 500 lines because
+(docs/testing-operators.md). ``KubeApiServer`` is the protocol both test servers satisfy (the
+embedded server and ``reconciler.envtest.ControlPlane``; the pytest plugin's ``kube_api`` is
+either). Production code never needs these. The module is over 500 lines because
 the state machine's rules and checks share the waits above and one class built from its options;
 a private module of its own would import this face back (a cycle the architecture tests forbid).
 """
@@ -31,13 +33,14 @@ from typing import Any as _Any
 from reconciler._base import errors as _errors
 from reconciler._base.errors import AlreadyExistsError as _AlreadyExistsError
 from reconciler._base.errors import NotFoundError as _NotFoundError
+from reconciler._client.servers import KubeApiServer
 
 if typing.TYPE_CHECKING:
     from reconciler._client.protocol import ClusterClient
     from reconciler._driver.runtime import OperatorRuntime
 
-__all__ = ["VirtualClock", "make_available", "make_workloads_available", "operator_machine",
-           "wait_idle", "wait_synced"]
+__all__ = ["KubeApiServer", "VirtualClock", "make_available", "make_workloads_available",
+           "operator_machine", "wait_idle", "wait_synced"]
 
 _WORKLOADS = (("apps/v1", "Deployment"), ("apps/v1", "StatefulSet"), ("apps/v1", "DaemonSet"))
 

@@ -4,7 +4,7 @@ and its transport, configuration (kubeconfig, in-cluster), request counting, rea
 Modules: ``protocol`` (``ClusterClient``, ``ListOptions``, ``ForwardingClient``), ``kubernetes``
 (``KubernetesClient`` over the official client), ``transport`` (how a request is sent), ``agents``
 (User-Agent), ``counting`` (request accounting), ``caches`` (``ReadCache``, ``PassThroughCache``,
-``ForwardingReader``),
+``ForwardingReader``), ``servers`` (``KubeApiServer``: the protocol both test servers satisfy),
 ``connect`` (kubeconfig and the ``/version`` probe), ``incluster`` (the ServiceAccount's
 credentials, rotated tokens), ``reviews`` (``MetricsAuthorizer``: who may scrape ``/metrics``, by
 TokenReview and SubjectAccessReview, cached), ``answers`` (the error of a failed answer: by code

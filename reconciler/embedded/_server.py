@@ -305,6 +305,14 @@ class EmbeddedApiServer(ServerInstruments):
         return self._token
 
     @property
+    def has_controller_manager(self) -> bool:
+        """Always ``False``: no controllers run here (no garbage collector, no namespace or
+        ServiceAccount controllers); the server does what they would where a test needs it
+        (a deleted namespace's objects go with it). As ``ControlPlane.has_controller_manager``,
+        so that tests ask either server alike (``reconciler.testing.KubeApiServer``)."""
+        return False
+
+    @property
     def kubeconfig_path(self) -> Path:
         """The kubeconfig (mode 0600) with the server URL, CA and token."""
         self._require_running()
