@@ -17,7 +17,7 @@ that a changed ConfigMap or Secret rolls the workload. The digest is the only tr
 :class:`Inputs` has no ``repr`` of contents, and the errors name references only.
 
 Boundary: pure values and functions. Resolution from informers, the index from an input to the
-parents that read it, and the triggers are the driver's (``reconciler._driver.inputs``).
+parents that read it, and the triggers are the driver's (``reconciler._cache.inputs``).
 """
 
 from __future__ import annotations

@@ -8,12 +8,8 @@ re-exports (the implementation is private); see ``docs/driver.md``.
 
 from __future__ import annotations
 
-from reconciler._cache.informers import (
-    WATCH_INACTIVITY_TIMEOUT,
-    Informer,
-    InformerManager,
-    WatchOptions,
-)
+from reconciler._cache.children import InformerManager
+from reconciler._cache.informers import WATCH_INACTIVITY_TIMEOUT, Informer, WatchOptions
 from reconciler._cache.readers import InformerReader
 from reconciler._cache.recording import RecordingClient
 from reconciler._cache.selectors import LabelSelector

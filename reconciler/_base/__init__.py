@@ -11,6 +11,7 @@ smuggle in anything else.
 Modules: ``lifecycle`` (``Lifecycle``: how a part lives and ends with the runtime), ``errors`` (the
 error tree), ``clocks`` (the injected ``Clock``), ``times`` (``Time``/``MicroTime``), ``keys``
 (``ParentKey``, ``meta_of``), ``decoding`` (JSON), ``metrics`` (Prometheus and the health server),
+``listening`` (``Listener``: the one HTTP listener the health server and the webhook server bind),
 ``tls`` (the one CA and certificate generator, shared with the embedded server and envtest),
 ``text`` (``bounded``, ``quoted``: the one limit on text copied into a condition, an Event or a log
 line), ``ratelimit`` (``CauseLimiter``: one WARNING per cause per interval).

@@ -13,9 +13,10 @@ the operator cannot do (a child kind it may not list) while it serves the rest; 
 answers 200 while the process serves and its ``Liveness`` check (if any) finds nothing wrong,
 else 503 with the reason (the runtime's check: ``reconciler._driver.liveness``).
 
-``HealthServer`` binds the address it is given; the unspecified addresses ``0.0.0.0`` and ``::``
-mean every interface and both IP families (as Kubernetes components read ``--bind-address``):
-a dual-stack socket, or IPv4 alone where the kernel has no IPv6. ``default_bind_address`` is
+``HealthServer`` binds the address it is given through the operator's one listener
+(``reconciler._base.listening``, which the webhook server uses too): the unspecified addresses
+``0.0.0.0`` and ``::`` mean every interface and both IP families, and it never resolves its own
+name. ``default_bind_address`` is
 the default of ``optk run``: every interface inside a pod (``KUBERNETES_SERVICE_HOST`` set), where
 the kubelet probes the pod's address, and loopback elsewhere. With an ``authorize`` callable
 (``reconciler._client.reviews.MetricsAuthorizer``: the API server's TokenReview and
@@ -24,17 +25,16 @@ SubjectAccessReview), ``/metrics`` answers only a scraper it allows; the probes 
 
 from __future__ import annotations
 
-import errno
 import ipaddress
-import socket
-import socketserver
 import threading
 from collections.abc import Callable, Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+
+from reconciler._base.listening import Listener, listen
 
 __all__ = ["ALL_INTERFACES", "LOOPBACK", "HealthServer", "Liveness", "OperatorMetrics",
            "QueueMetrics", "ShardMetrics", "default_bind_address", "parse_bind_address"]
@@ -245,42 +245,6 @@ def default_bind_address(environ: Mapping[str, str]) -> str:
     return ALL_INTERFACES if environ.get("KUBERNETES_SERVICE_HOST") else LOOPBACK
 
 
-class _Server(ThreadingHTTPServer):
-    """A threaded HTTP server that does not resolve its own name (``HTTPServer`` would ask DNS
-    for the bound address's name at bind time: slow, or hanging, where DNS is unreachable)."""
-
-    daemon_threads = True
-    dual_stack = False
-
-    def server_bind(self) -> None:
-        if self.dual_stack:
-            self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-        socketserver.TCPServer.server_bind(self)
-        self.server_name = str(self.server_address[0])
-        self.server_port = int(self.server_address[1])
-
-
-class _Server6(_Server):
-    address_family = socket.AF_INET6
-
-
-class _DualStack(_Server6):
-    dual_stack = True
-
-
-def _bind(host: str, port: int, handler: type[BaseHTTPRequestHandler]) -> _Server:
-    """A server bound to ``host``: ``0.0.0.0`` and ``::`` mean every interface of both
-    families (a dual-stack socket; IPv4 alone where the kernel has no IPv6)."""
-    if host in ("0.0.0.0", "::"):
-        try:
-            return _DualStack(("::", port), handler)
-        except OSError as error:
-            if error.errno not in (errno.EAFNOSUPPORT, errno.EADDRNOTAVAIL):
-                raise
-            return _Server(("0.0.0.0", port), handler)  # no IPv6 here (kernel or sysctl)
-    return (_Server6 if ":" in host else _Server)((host, port), handler)
-
-
 def _bearer(header: str | None) -> str | None:
     """The token of an ``Authorization: Bearer TOKEN`` header, else None."""
     scheme, _, token = (header or "").strip().partition(" ")
@@ -317,7 +281,7 @@ class HealthServer:
         self._degraded = degraded
         self._liveness = liveness
         self._authorize = authorize
-        self._server = _bind(host, port, self._handler_class())
+        self._server: Listener = listen(host, port, self._handler_class())
         self._thread: threading.Thread | None = None
 
     @property

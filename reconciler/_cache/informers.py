@@ -18,30 +18,20 @@ normally. A 410 right after a relist (the server keeps expiring every watch) pau
 backoff capped at ``GONE_PAUSE_CAP`` seconds, so the informer neither spins nor stays away long
 once the server recovers: the relist that sees what changed meanwhile comes within that cap.
 
-The module is over 500 lines because an informer and the manager that shares informers between
-parents are one lifecycle (started on a parent's first use, the late first sync after refused
-lists, stopped when no parent needs the type), and the manager drives the informer's private
-hooks; split, each half would only make sense beside the other.
+Informers started on use (the child informers, the declared inputs) come from one
+reference-counted pool (``reconciler._cache.pool``); the child informers' manager is
+``reconciler._cache.children``.
 
-``InformerManager`` starts informers at run time, the first time a parent's builders produce a
-type (so a CRD installed later is watched as soon as it is used), shares one informer per type
-among all parents (deduplicated under concurrency), scopes them by the ``managed-by`` label, and
-stops an informer when no parent needs its type any more. The reconcile reads these caches
-through ``reconciler._cache.readers.InformerReader``; the toolkit's own writes reach them through
-``reconciler._cache.recording.RecordingClient``.
-
-Two small values (issue 37): ``WatchOptions``, how an informer lists and watches (the watch
-timeout, the inactivity timeout, the page size, the backoff, whether the first list is
-reported), which an informer and the managers that start informers take as one argument; and
-``Caches``, the runtime's parent informer and child informers as the parts that read both
-receive them.
+``WatchOptions`` (issue 37): how an informer lists and watches (the watch timeout, the
+inactivity timeout, the page size, the backoff, whether the first list is reported), one
+argument for an informer and for the pool that starts informers.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import attrs
@@ -70,12 +60,9 @@ from reconciler._workqueue.queues import ExponentialBackoff
 __all__ = [
     "GONE_PAUSE_CAP",
     "WATCH_INACTIVITY_TIMEOUT",
-    "Caches",
     "EventHandler",
     "Informer",
-    "InformerManager",
     "InformerStats",
-    "TypeEventHandler",
     "TypeKey",
     "WatchOptions",
 ]
@@ -114,15 +101,6 @@ class WatchOptions:
     initial_events: bool = True
     """Whether the first list's objects are reported as ADDED events (an informer started on
     use, whose cache the reconcile reads, reports none)."""
-
-
-@attrs.frozen(kw_only=True)
-class Caches:
-    """The runtime's two kinds of informer, as the parts that read both receive them: the
-    ``parents`` informer and the child ``informers``."""
-
-    parents: Informer
-    informers: InformerManager
 
 
 @attrs.define
@@ -454,153 +432,3 @@ def _refusal(error: Exception | None) -> Exception | None:
             408, 409, 410, 429):
         return error
     return None
-
-
-TypeEventHandler = Callable[[TypeKey, str, "dict[str, Any] | None", "dict[str, Any]"], None]
-"""An ``InformerManager`` handler: ``handler(type_key, event_type, old, new)``."""
-
-
-class InformerManager:
-    """One shared informer per child type, started on first use and stopped when unused.
-
-    ``use(user, types)`` declares the types one parent (``user``) needs now; informers for new
-    types start at once, and a type no user needs any more has its informer stopped. ``ensure``
-    starts an informer without attributing it (the reconcile's first read of a type). The
-    first list of a new informer dispatches no events: objects that merely exist are no change
-    (the parent that needed the type is being reconciled already); later relists do.
-    ``on_late_sync(type)`` is called when an informer lists for the first time after failing to
-    (forbidden, say): the parents that use the type read it while it could not be listed, so
-    the driver looks at them again.
-    """
-
-    def __init__(
-        self,
-        client: ClusterClient,
-        *,
-        handler: TypeEventHandler,
-        label_selector: str | None = None,
-        namespace: str | None = None,
-        clock: Clock | None = None,
-        options: WatchOptions | None = None,
-        on_late_sync: Callable[[TypeKey], None] | None = None,
-    ) -> None:
-        self._client = client
-        self._handler = handler
-        self._on_late_sync = on_late_sync
-        self._label_selector = label_selector
-        self._namespace = namespace
-        self._clock = clock or RealClock()
-        # started on use: the reconcile reads the first list from the cache, not as events
-        self._options = attrs.evolve(options or WatchOptions(), initial_events=False)
-        self._lock = threading.Lock()
-        self._informers: dict[TypeKey, Informer] = {}
-        self._users: dict[TypeKey, set[Hashable]] = {}
-        self._types_of: dict[Hashable, frozenset[TypeKey]] = {}
-        self._stopped = False
-        self.started_total = 0
-
-    def ensure(self, api_version: str, kind: str) -> Informer:
-        """The informer of this type, started now if it was not running."""
-        key = (api_version, kind)
-        with self._lock:
-            informer = self._informers.get(key)
-            if informer is None:
-                informer = Informer(
-                    self._client, api_version, kind, namespace=self._namespace,
-                    label_selector=self._label_selector, clock=self._clock,
-                    options=self._options,
-                )
-                informer.add_handler(
-                    lambda event, old, new: self._handler(key, event, old, new)
-                )
-                if (late := self._on_late_sync) is not None:
-                    informer.add_late_sync_handler(lambda: late(key))
-                self._informers[key] = informer
-                self._users.setdefault(key, set())
-                self.started_total += 1
-                if not self._stopped:
-                    informer.start()
-                _log.info("started informer for %s.%s", kind, api_version)
-            return informer
-
-    def use(self, user: Hashable, types: Iterable[TypeKey]) -> None:
-        """``user`` needs exactly ``types`` now: start new informers, stop unneeded ones.
-
-        Types the server does not serve are left out until it does.
-        """
-        # A kind not served yet (its CRD is missing) is not watched; the parent's retry will
-        # declare it again once the CRD exists.
-        wanted = frozenset(t for t in types if self._client.is_served(*t))
-        for api_version, kind in wanted:
-            self.ensure(api_version, kind)
-        unused: list[Informer] = []
-        with self._lock:
-            previous = self._types_of.get(user, frozenset())
-            for key in wanted - previous:
-                self._users.setdefault(key, set()).add(user)
-            for key in previous - wanted:
-                unused.extend(self._drop_user_locked(key, user))
-            if wanted:
-                self._types_of[user] = wanted
-            else:
-                self._types_of.pop(user, None)
-        for informer in unused:
-            informer.stop()
-
-    def release(self, user: Hashable) -> None:
-        """``user`` (a deleted parent) needs nothing any more."""
-        self.use(user, ())
-
-    def informer(self, api_version: str, kind: str) -> Informer | None:
-        """The running informer of this type, if any."""
-        with self._lock:
-            return self._informers.get((api_version, kind))
-
-    def users_of(self, api_version: str, kind: str) -> set[Hashable]:
-        """The users (parents) that declared this type."""
-        with self._lock:
-            return set(self._users.get((api_version, kind), ()))
-
-    def unlistable(self) -> dict[TypeKey, Exception]:
-        """The types whose informer has not synced because its lists are refused (403, say),
-        with the error."""
-        with self._lock:
-            informers = list(self._informers.items())
-        return {key: error for key, informer in informers
-                if not informer.has_synced and (error := informer.list_refused) is not None}
-
-    def types(self) -> set[TypeKey]:
-        """Types with a running informer."""
-        with self._lock:
-            return set(self._informers)
-
-    def synced(self) -> bool:
-        """Whether every running informer has synced."""
-        with self._lock:
-            informers = list(self._informers.values())
-        return all(informer.has_synced for informer in informers)
-
-    def stop(self) -> None:
-        """Stop every informer."""
-        with self._lock:
-            self._stopped = True
-            informers = list(self._informers.values())
-            self._informers.clear()
-            self._users.clear()
-            self._types_of.clear()
-        for informer in informers:
-            informer.stop()
-
-    def _drop_user_locked(self, key: TypeKey, user: Hashable) -> list[Informer]:
-        users = self._users.get(key)
-        if users is None:
-            return []
-        users.discard(user)
-        if users:
-            return []
-        del self._users[key]
-        informer = self._informers.pop(key, None)
-        if informer is None:
-            return []
-        _log.info("stopped informer for %s.%s: no parent needs it", key[1], key[0])
-        return [informer]

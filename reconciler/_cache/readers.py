@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from reconciler._base.errors import KindUnlistableError
-from reconciler._cache.informers import Informer, InformerManager, TypeKey
+from reconciler._cache.children import InformerManager
+from reconciler._cache.informers import Informer, TypeKey
 from reconciler._client.caches import PassThroughCache
 from reconciler._client.protocol import ClusterClient
 

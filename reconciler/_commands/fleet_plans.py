@@ -28,6 +28,7 @@ from builders import ObjectRef, ResourceBuilder
 from builders.names import MANAGED_BY_LABEL
 from reconciler._base.clocks import RealClock
 from reconciler._base.errors import ReconcilerError, ReconcilerUsageError
+from reconciler._cache.inputs import client_reader, one_argument_build
 from reconciler._cache.listed import ListedReader
 from reconciler._client.caches import PassThroughCache
 from reconciler._client.counting import counting, recording, uncounted
@@ -42,7 +43,6 @@ from reconciler._commands.fleet_report import (
 )
 from reconciler._commands.local_dry_run import LocalDryRunClient
 from reconciler._commands.plans import planned
-from reconciler._driver.inputs import client_reader, one_argument_build
 from reconciler._driver.operators import Operator
 from reconciler._reconcile.parents import ParentReconciler
 from reconciler._reconcile.reconciling import ResourceReconciler

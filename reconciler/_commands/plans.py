@@ -25,8 +25,8 @@ from builders.inputs import InputMissingError, InputUnavailableError
 from objectmatcher import LAST_APPLIED_ANNOTATION, format_diff
 from reconciler._base.clocks import RealClock
 from reconciler._base.errors import NotFoundError, ReconcilerError
+from reconciler._cache.inputs import client_reader, one_argument_build
 from reconciler._client.protocol import ClusterClient, KubeObject
-from reconciler._driver.inputs import client_reader, one_argument_build
 from reconciler._reconcile.conditions import ChildError, permanent_cause
 from reconciler._reconcile.guard import PlanGuard
 from reconciler._reconcile.parent_settings import ParentSettings

@@ -27,8 +27,8 @@ import attrs
 
 from objectmatcher import has_builtin_schema
 from reconciler._base.errors import RbacDerivationError
+from reconciler._cache.inputs import one_argument_build, present_reader
 from reconciler._commands.rbac_children import RoleGrant, is_rbac_child, role_grants, variant_of
-from reconciler._driver.inputs import one_argument_build, present_reader
 from reconciler._reconcile.declared import DeclaredChildren, declared_children, unknown_scope
 
 __all__ = [

@@ -43,8 +43,8 @@ from reconciler._base.errors import (
     ReconcilerUsageError,
 )
 from reconciler._base.keys import meta_of
+from reconciler._cache.inputs import one_argument_build, present_reader
 from reconciler._client.protocol import ClusterClient, KubeObject
-from reconciler._driver.inputs import one_argument_build, present_reader
 from reconciler._driver.operators import Operator
 from reconciler._driver.resync_loop import heartbeat_hold
 from reconciler._leadership.leases import LEASE_API_VERSION, LEASE_KIND, LeaseHold, leader_hold

@@ -20,10 +20,9 @@ would a reconcile write a child, from the caches), ``leading`` (the leader gate:
 over, losing the lead), ``settings`` (its settings grouped by concept: ``Policies``, ``Applying``,
 ``Watching``, ``Serving``, ``Reporting``), ``triggers`` (pure trigger rules), ``resyncs`` (the
 periodic schedule and policy), ``activation`` (``watch_served_kinds``: parents waiting for a kind
-are reconciled when a CRD serves it), ``inputs`` (``InputWatch``: declared inputs, by name or label
-selector, resolved from informers started on use and stopped when unused, the index input ->
-parents, precise triggers), ``event_sender`` (``EventSender``: the reconciles' Events queued and
-sent from a thread of their own, off the workers' path).
+are reconciled when a CRD serves it), ``event_sender`` (``EventSender``: the reconciles' Events
+queued and sent from a thread of their own, off the workers' path). Declared inputs are
+``reconciler._cache.inputs``.
 
 Private: the public names are re-exported by ``reconciler`` and its public
 modules.

@@ -60,7 +60,7 @@ class Operator:
     what the builders read besides the parent, as a pure function of it (``fn(parent)`` returns
     ``ObjectRef``s: a Secret, a ConfigMap, any object); then ``build(parent, inputs)`` receives
     them as a read-only ``builders.Inputs`` read from informers, and exactly the parents that
-    read an input are reconciled when it changes (``reconciler._driver.inputs``; docs/driver.md,
+    read an input are reconciled when it changes (``reconciler._cache.inputs``; docs/driver.md,
     "Declared inputs"). ``namespace`` limits the operator to one namespace (None: all).
     ``workers`` reconcile in parallel; ``shutdown_timeout`` bounds a clean stop. ``install``
     holds objects (e.g. the parent's CRD) created at start when missing; ``on_start`` hooks run

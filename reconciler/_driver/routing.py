@@ -41,7 +41,8 @@ import attrs
 
 from builders import ObjectRef
 from builders.names import owner_uids
-from reconciler._cache.informers import Caches, TypeKey
+from reconciler._cache.children import Caches
+from reconciler._cache.informers import TypeKey
 from reconciler._cache.recording import EchoDecided
 from reconciler._client.protocol import KubeObject
 from reconciler._driver.leading import LeaderGate

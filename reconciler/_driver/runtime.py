@@ -63,14 +63,16 @@ from builders.names import MANAGED_BY_LABEL
 from reconciler._base.clocks import Clock, RealClock
 from reconciler._base.lifecycle import Lifecycle
 from reconciler._base.metrics import HealthServer, OperatorMetrics
-from reconciler._cache.informers import Caches, Informer, InformerManager, WatchOptions
+from reconciler._cache.children import Caches, InformerManager
+from reconciler._cache.informers import Informer, WatchOptions
+from reconciler._cache.inputs import InputWatch
+from reconciler._cache.pool import InformerPool
 from reconciler._cache.readers import InformerReader
 from reconciler._cache.recording import RecordingClient
 from reconciler._client.kubernetes import KubernetesClient, for_operator
 from reconciler._client.protocol import ClusterClient, KubeObject
 from reconciler._driver.event_sender import EventSender
 from reconciler._driver.hooks import StartContext
-from reconciler._driver.inputs import InputWatch
 from reconciler._driver.leading import LeaderGate
 from reconciler._driver.liveness import DEFAULT_WATCH_TIMEOUT, ProgressWatch
 from reconciler._driver.liveness import liveness_bound as liveness_bound_for
@@ -154,12 +156,15 @@ class OperatorRuntime:
                              inactivity_timeout=operator.watching.inactivity_timeout)
         self.parents = _parent_informer(operator, client, clock=self.clock, scope=shard_scope,
                                         watch=watch)
+        # One reference-counted pool for what starts on use: the child informers and the
+        # declared inputs' (two scopes alike share one informer).
+        self.pool = InformerPool(client, clock=self.clock, options=watch)
         self.informers = InformerManager(
             client, handler=lambda *event: self.router.on_child(*event),
-            clock=self.clock, namespace=operator.namespace,
+            namespace=operator.namespace,
             label_selector=f"{MANAGED_BY_LABEL}={operator.name}"
                            + ("" if shard_scope is None else f",{shard_scope}"),
-            on_late_sync=lambda type_key: self.standby.recheck(type_key), options=watch,
+            on_late_sync=lambda type_key: self.standby.recheck(type_key), pool=self.pool,
         )
         # The client records own writes and writes them through to the informers; the
         # reconciler reads through them (``reader``) and writes through this client.
@@ -167,8 +172,8 @@ class OperatorRuntime:
         self.reader = InformerReader(client, self.informers,
                                      extra={self.parents.type_key: self.parents})
         self.inputs = None if operator.inputs is None else InputWatch(  # declared inputs
-            client, operator.inputs, on_change=self._input_changed, clock=self.clock,
-            alive=lambda key: self.parents.cache.get(*key) is not None, options=watch)
+            client, operator.inputs, on_change=self._input_changed,
+            alive=lambda key: self.parents.cache.get(*key) is not None, pool=self.pool)
         self.events = EventSender(EventRecorder(  # off the workers' path
             self.client, component=operator.name, clock=self.clock),
         ) if operator.reporting.events else None
@@ -322,6 +327,7 @@ class OperatorRuntime:
         self.informers.stop()
         if self.inputs is not None:
             self.inputs.stop()
+        self.pool.stop()
         if self.config_informer is not None:
             self.config_informer.stop()
         if self.health is not None:

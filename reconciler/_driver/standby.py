@@ -26,7 +26,8 @@ import threading
 from collections.abc import Callable
 
 from reconciler._base.lifecycle import Lifecycle
-from reconciler._cache.informers import Caches, TypeKey
+from reconciler._cache.children import Caches
+from reconciler._cache.informers import TypeKey
 from reconciler._client.protocol import KubeObject
 from reconciler._driver.drift import drifted
 from reconciler._driver.leading import LeaderGate

@@ -54,7 +54,8 @@ from reconciler._base.clocks import Clock
 from reconciler._base.errors import ApiError, KindUnlistableError, LeadershipLostError
 from reconciler._base.metrics import OperatorMetrics
 from reconciler._base.text import bounded
-from reconciler._cache.informers import Caches, TypeKey
+from reconciler._cache.children import Caches
+from reconciler._cache.informers import TypeKey
 from reconciler._client.protocol import KubeObject
 from reconciler._driver.drift import drifted
 from reconciler._driver.parts import Telemetry, Triggering

@@ -40,7 +40,7 @@ from reconciler._base.errors import ApiError, InvalidError, NotFoundError
 from reconciler._base.keys import ParentKey, meta_of
 from reconciler._base.lifecycle import Lifecycle
 from reconciler._base.metrics import OperatorMetrics
-from reconciler._cache.informers import Caches
+from reconciler._cache.children import Caches
 from reconciler._client.protocol import ClusterClient, KubeObject
 from reconciler._leadership.election import LeaderElection, LeaderElector
 from reconciler._leadership.leases import LeaseWriter

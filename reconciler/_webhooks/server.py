@@ -19,12 +19,14 @@ import ssl
 import tempfile
 import threading
 from collections.abc import Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from functools import partial
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from socket import socket
 from typing import Any
 
 from builders.specs import Versions
+from reconciler._base.listening import Listener, listen
 from reconciler._webhooks.certificates import WebhookCertificates
 from reconciler._webhooks.configs import CONVERT_PATH, MUTATE_PATH, VALIDATE_PATH
 from reconciler._webhooks.reviews import VersionsIndex, admission_response, conversion_response
@@ -45,12 +47,14 @@ def _context(certificates: WebhookCertificates) -> ssl.SSLContext:
     return context
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
+class _Server(Listener):
+    """The operator's listener (``reconciler._base.listening``), each connection wrapped in
+    the current TLS context."""
 
-    def __init__(self, address: tuple[str, int], owner: WebhookServer) -> None:
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], *,
+                 owner: WebhookServer, **bind: Any) -> None:
         self.owner = owner
-        super().__init__(address, _Handler)
+        super().__init__(address, handler, **bind)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         log.debug("webhook: connection from %s failed", client_address, exc_info=True)
@@ -129,7 +133,7 @@ class WebhookServer:
         self._context = _context(certificates)
         self._certificates = certificates
         self._counts: collections.Counter[str] = collections.Counter()
-        self._server = _Server((host, port), self)
+        self._server = listen(host, port, _Handler, listener=partial(_Server, owner=self))
         self._thread: threading.Thread | None = None
 
     @property
@@ -140,8 +144,8 @@ class WebhookServer:
     @property
     def url(self) -> str:
         """``https://host:port``, the base of the three paths."""
-        host = self._server.server_address[0]
-        return f"https://{host.decode() if isinstance(host, bytes) else host}:{self.port}"
+        host = str(self._server.server_address[0])
+        return f"https://[{host}]:{self.port}" if ":" in host else f"https://{host}:{self.port}"
 
     @property
     def certificates(self) -> WebhookCertificates:

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from reconciler import KubernetesClient
-from reconciler._cache.informers import GONE_PAUSE_CAP, Informer, InformerManager, WatchOptions
+from reconciler._cache.children import InformerManager
+from reconciler._cache.informers import GONE_PAUSE_CAP, Informer, WatchOptions
 from reconciler._cache.recording import RecordingClient
 from reconciler._cache.stores import compact
 from reconciler._client.protocol import ForwardingClient

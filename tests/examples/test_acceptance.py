@@ -29,7 +29,7 @@ from examples.thanos.demo import CHILD_KINDS, SAMPLES_FILE, WRITE_VERBS, kubelet
 from examples.thanos.operator import make_operator
 from objectmatcher import MERGE_PATCH, calculate_patch
 from reconciler import AlreadyExistsError, KubernetesClient, NotFoundError, OperatorRuntime
-from reconciler._driver.inputs import client_reader, resolve_inputs
+from reconciler._cache.inputs import client_reader, resolve_inputs
 from reconciler.envtest import ControlPlane
 from reconciler.testing import wait_idle, wait_synced
 

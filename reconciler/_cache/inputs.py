@@ -3,8 +3,9 @@ re-reconciled exactly when it changes.
 
 ``Operator(inputs=fn)`` declares, as a pure function of the parent, the objects its builders read
 besides the parent (``builders.inputs``); ``build(parent, inputs)`` then receives them as a
-``builders.Inputs`` value. :class:`InputWatch` is the running side: it starts one informer per
-(kind, namespace) on first use (none for an operator that declares nothing; per name for a
+``builders.Inputs`` value. :class:`InputWatch` is the running side: it holds one informer per
+(kind, namespace) from the runtime's informer pool (``reconciler._cache.pool``, shared with the
+child informers) on first use (none for an operator that declares nothing; per name for a
 CustomResourceDefinition, ``BY_NAME``: full objects, since ``kind_served`` needs the CRD's
 status, see docs/driver.md on why not metadata-only), answers each
 parent's references from those caches (no request per reconcile), and keeps the index from each
@@ -36,8 +37,6 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
-import attrs
-
 from builders import Inputs, KubeObject, ObjectRef, ResourceBuilder
 from builders.inputs import InputDeclaration, InputRef, SelectorRef
 from reconciler._base.clocks import Clock, RealClock
@@ -51,6 +50,7 @@ from reconciler._base.errors import (
 from reconciler._base.keys import ParentKey
 from reconciler._base.text import quoted
 from reconciler._cache.informers import Informer, WatchOptions
+from reconciler._cache.pool import InformerPool, Scope
 from reconciler._client.protocol import ClusterClient, ListOptions
 
 __all__ = [
@@ -239,15 +239,16 @@ class InputWatch:
                  on_change: Callable[[ParentKey], None],
                  alive: Callable[[ParentKey], bool] | None = None,
                  clock: Clock | None = None, sync_timeout: float = SYNC_TIMEOUT,
-                 options: WatchOptions | None = None) -> None:
-        self._client = client
+                 options: WatchOptions | None = None, pool: InformerPool | None = None) -> None:
         self.declare = declare
         self._on_change = on_change
         self._alive = alive
-        self._clock = clock or RealClock()
         self._sync_timeout = sync_timeout
-        # started on use: the first list fills the cache, no events
-        self._options = attrs.evolve(options or WatchOptions(), initial_events=False)
+        # the runtime's pool, shared with the child informers (a pool of its own otherwise)
+        self._own_pool = pool is None
+        self._pool = pool or InformerPool(client, clock=clock or RealClock(), options=options)
+        self._pool.subscribe(self, lambda scope, kind, old, new: self._changed(
+            _input_scope(scope), old, new), on_late_sync=lambda s: self._listed(_input_scope(s)))
         self._lock = threading.Lock()
         self._informers: dict[_Scope, Informer] = {}
         self._readers: dict[InputRef, set[ParentKey]] = {}
@@ -368,12 +369,15 @@ class InputWatch:
             self.forget(ObjectRef.of(new).namespaced_name)
 
     def stop(self) -> None:
-        """Stop every input informer; no trigger after this returns."""
+        """Let go of every input informer (stopping those nothing else holds); no trigger
+        after this returns."""
         with self._lock:
             self._stopped = True
-            informers, self._informers = list(self._informers.values()), {}
-        for informer in informers:
-            informer.stop()
+            self._informers = {}
+        if self._own_pool:
+            self._pool.stop()
+        else:
+            self._pool.release_all(self)
 
     # -- internals --------------------------------------------------------------------------
 
@@ -408,27 +412,22 @@ class InputWatch:
             for scope in unused:
                 self._in_scope.pop(scope, None)
                 self._selectors.pop(scope, None)
-            informers = [i for i in (self._informers.pop(s, None) for s in unused) if i]
-            self.released += len(informers)
-        for informer in informers:
-            informer.stop()
+            held = [s for s in unused if self._informers.pop(s, None) is not None]
+            self.released += len(held)
+        for scope in held:
+            self._pool.release(_pool_scope(scope), self, owner=self)
 
     def _informer(self, scope: _Scope) -> Informer:
-        api_version, kind, namespace, name = scope
         with self._lock:
             if self._stopped:
                 raise ReconcilerUsageError("the operator's inputs are stopped")
             informer = self._informers.get(scope)
             if informer is not None:
                 return informer
-            informer = Informer(self._client, api_version, kind,
-                                namespace=namespace or None, clock=self._clock,
-                                field_selector=f"metadata.name={name}" if name else None,
-                                options=self._options)
-            informer.add_handler(lambda kind, old, new: self._changed(scope, old, new))
-            informer.add_late_sync_handler(lambda: self._listed(scope))
-            self._informers[scope] = informer
-        return informer.start()
+            # this watch is one holder of the scope, however many parents read it
+            informer = self._informers[scope] = self._pool.acquire(
+                _pool_scope(scope), self, owner=self)
+        return informer
 
     def _changed(self, scope: _Scope, old: Mapping[str, Any] | None,
                  new: Mapping[str, Any]) -> None:
@@ -464,6 +463,20 @@ def _scope_of(ref: InputRef) -> _Scope:
     ``BY_NAME`` read by name."""
     name = ref.name if isinstance(ref, ObjectRef) and ref.kind in BY_NAME else ""
     return ref.api_version, ref.kind, ref.namespace or "", name
+
+
+def _pool_scope(scope: _Scope) -> Scope:
+    """The pool's scope of an input scope: a namespace ("" is every namespace), and a
+    ``metadata.name`` field selector for a kind read by name."""
+    api_version, kind, namespace, name = scope
+    return Scope(api_version=api_version, kind=kind, namespace=namespace or None,
+                 field_selector=f"metadata.name={name}" if name else None)
+
+
+def _input_scope(scope: Scope) -> _Scope:
+    """The input scope of a pool scope (the inverse of :func:`_pool_scope`)."""
+    name = (scope.field_selector or "").removeprefix("metadata.name=")
+    return scope.api_version, scope.kind, scope.namespace or "", name
 
 
 def _name_key(obj: Mapping[str, Any]) -> tuple[str, str]:
