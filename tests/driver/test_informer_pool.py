@@ -44,7 +44,8 @@ def test_two_subscribers_of_one_scope_share_one_informer_until_the_last_lets_go(
         assert wait_until(lambda: heard["b"] == ["ADDED:x", "ADDED:y"]), heard
         assert heard["a"] == ["ADDED:x"]  # a let go: it hears nothing more
         pool.release(scope, "parent-2", owner="b")
-        assert first.stopped and pool.informer(scope) is None
+        assert first.stopped
+        assert pool.informer(scope) is None
         with pytest.raises(KeyError, match="without subscribing"):
             pool.acquire(scope, "x", owner="nobody")
     finally:

@@ -168,7 +168,7 @@ def test_a_crd_created_while_running_is_watched_once_a_builder_produces_it(
         assert wait_until(lambda: widget() is not None, 15)
         assert wait_until(lambda: (f"{group}/v1", "Widget") in runtime.informers.types())
         client.delete(f"{group}/v1", "Widget", "a-widget", namespace=ns)
-        assert wait_until(lambda: widget() is not None, 5)
+        assert wait_until(lambda: widget() is not None, 15)  # room for a loaded machine
 
 
 @pytest.mark.both_servers

@@ -15,8 +15,8 @@ import pytest
 
 from examples.thanos.crds import THANOS_VERSIONS
 from reconciler._base.metrics import HealthServer, OperatorMetrics
-from reconciler.webhooks import WebhookCertificates
 from reconciler._webhooks.server import WebhookServer
+from reconciler.webhooks import WebhookCertificates
 
 
 def _ipv6() -> bool:
