@@ -376,6 +376,22 @@ def test_one_metadata_reader_and_one_parent_key() -> None:
     assert not found, f"a second metadata reader or parent key: {found}"
 
 
+def test_one_bootstrap_for_the_commands_that_read_a_cluster() -> None:
+    """Issue 37: the commands (``optk plan``, ``plan --all``, ``rollout``, ``uninstall``,
+    ``trace``) load their operator and connect through ``_commands.loading.connected``; no
+    other module of ``_commands`` calls ``connect`` or makes a ``KubernetesClient`` (``optk
+    run`` hands the operator to the process shell, which connects once)."""
+    found = []
+    for path in sorted((ROOT / "reconciler" / "_commands").glob("*.py")):
+        if path.name == "loading.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and ast.unparse(node.func) in (
+                    "connect", "KubernetesClient"):
+                found.append(f"{path.name}:{node.lineno}: {ast.unparse(node.func)}(...)")
+    assert not found, f"a second command bootstrap: {found}"
+
+
 MAX_INIT_PARAMETERS = 10
 """Issue 37 ("narrow hands"): a part takes what it uses, grouped into small values
 (``reconciler._driver.parts``), not a long list of loose arguments."""

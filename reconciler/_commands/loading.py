@@ -15,6 +15,7 @@ import importlib
 import importlib.util
 import os
 import sys
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -177,14 +178,19 @@ def _operator_attribute(module: ModuleType, attr: str, *, label: str) -> str:
     return name
 
 
-def connected(target: str, kubeconfig: str | None) -> tuple[Operator, Any]:
+def connected(target: str, kubeconfig: str | None, *,
+              check: Callable[[Operator], None] | None = None) -> tuple[Operator, Any]:
     """The bootstrap of the commands that name an operator and read a cluster: the operator
     ``target`` names and a ``KubernetesClient`` of the cluster ``kubeconfig`` names (None: the
     in-cluster config or the default kubeconfig), writing as the operator's field manager.
-    Raises ``ValueError`` (a ``KubeconfigError`` for a cluster that cannot be reached) with one
-    line for the command line to print."""
+    ``check(operator)`` runs before connecting (a command's own argument checks: a wrong
+    argument is said without reaching for a cluster). Raises ``ValueError`` (a
+    ``KubeconfigError`` for a cluster that cannot be reached) with one line for the command
+    line to print."""
     from reconciler._client.connect import connect
     from reconciler._client.kubernetes import KubernetesClient
 
     operator = load_operator(target)
+    if check is not None:
+        check(operator)
     return operator, KubernetesClient(connect(kubeconfig), operator_name=operator.name)

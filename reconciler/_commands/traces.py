@@ -91,20 +91,21 @@ def trace_command(
     """``optk trace MODULE[:ATTR] [KIND/]NAME``: print the trace (text or JSON); 0 when
     printed, 1 when the parent does not exist, 2 when the command failed. ``watch`` redraws
     every ``interval`` seconds, ``count`` times (None: until Ctrl-C)."""
-    from reconciler._client.connect import connect, context_namespace
-    from reconciler._client.kubernetes import KubernetesClient
-    from reconciler._commands.loading import load_operator
+    from reconciler._client.connect import context_namespace
+    from reconciler._commands.loading import connected
 
     out = out if out is not None else sys.stdout
     clock = clock or RealClock()
     if interval <= 0:
         raise ReconcilerUsageError(f"--interval must be positive, got {interval}")
-    operator = load_operator(target)
     kind, _, name = parent.rpartition("/")
-    if kind and kind.lower() not in (operator.kind.lower(), f"{operator.kind.lower()}s"):
-        raise ReconcilerUsageError(
-            f"{parent}: the operator's parents are {operator.kind}, not {kind}")
-    client = KubernetesClient(connect(kubeconfig), operator_name=operator.name)
+
+    def check(operator: Operator) -> None:  # a wrong kind is said before connecting
+        if kind and kind.lower() not in (operator.kind.lower(), f"{operator.kind.lower()}s"):
+            raise ReconcilerUsageError(
+                f"{parent}: the operator's parents are {operator.kind}, not {kind}")
+
+    operator, client = connected(target, kubeconfig, check=check)
     namespace = namespace or operator.namespace or context_namespace(kubeconfig)
 
     def render() -> str:

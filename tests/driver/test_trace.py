@@ -200,6 +200,9 @@ def test_the_command_prints_the_tree_and_json(
         with pytest.raises(ValueError, match="parents are Thing"):
             trace_command(f"{module}:operator", "pod/q", namespace=ns,
                           kubeconfig=str(kube_api.kubeconfig_path), out=text)
+        with pytest.raises(ValueError, match="parents are Thing"):  # said before connecting
+            trace_command(f"{module}:operator", "pod/q", namespace=ns,
+                          kubeconfig="/nonexistent/kubeconfig", out=text)
     tree = text.getvalue()
     assert tree.startswith("Thing/q  "), tree
     assert "├─ Deployment/q-db [db]" in tree, tree
