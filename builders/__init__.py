@@ -4,7 +4,7 @@ A :data:`ResourceBuilder` is a zero-argument callable returning ``(object, Desir
 operator is a function of its parent object returning a list of them. This facade holds what an
 operator author calls: the builder model (:class:`DesiredState` and its hooks), the ways to make
 and combine builders (:func:`resource_builder`, :func:`compose`, :func:`present_if`,
-:func:`for_each`, :class:`Component`, :func:`shared`), the child identity helpers
+:func:`for_each`, :class:`Component`, :func:`shared`, :func:`placed`), the child identity helpers
 (DESIGN.md section 5), :func:`overrides`, the declared :class:`Inputs` a build may read, and
 the errors. The rest is in public submodules: :mod:`builders.objects` (keyword-only object
 helpers), :mod:`builders.names`
@@ -26,6 +26,7 @@ from builders._compose import (
     absent,
     compose,
     for_each,
+    placed,
     present_if,
     resource_builder,
     run_builders,
@@ -76,6 +77,7 @@ __all__ = [
     "keep_cluster_ip",
     "keep_hpa_replicas",
     "overrides",
+    "placed",
     "present_if",
     "resource_builder",
     "run_builders",

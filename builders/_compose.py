@@ -44,6 +44,8 @@ __all__ = [
     "describe_parent",
     "evaluate",
     "for_each",
+    "placed",
+    "placement_of",
     "present_if",
     "resource_builder",
     "run_builders",
@@ -366,6 +368,47 @@ def shared(builder: ResourceBuilder) -> ResourceBuilder:
     if not callable(builder):
         raise TypeError(f"shared: builder must be callable, got {builder!r}")
     return _Shared(builder=builder)
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class _Placed(WrappingBuilder):
+    """Another builder's child, placed in the cluster named ``cluster`` (what :func:`placed`
+    returns). The object is the inner builder's, unchanged: the placement travels on the
+    builder, never on the object, so nothing of it is written to any cluster."""
+
+    wrapper_label: ClassVar[str] = "placed"
+    builder: ResourceBuilder
+    cluster: str
+
+    def __call__(self) -> tuple[KubeObject, DesiredState]:
+        return evaluate(self.builder)
+
+
+def placed(builder: ResourceBuilder, *, cluster: str) -> ResourceBuilder:
+    """``builder`` with its child placed in another cluster, the one named ``cluster`` (a
+    cluster of the operator's ``ClusterSecrets``: the name of its Secret); everything else
+    about the child (its state, its identity, its labels) is as ``builder`` builds it. The
+    reconciler applies it through that cluster's client, with no owner reference (they do not
+    cross clusters): docs/clusters.md. Placing an already placed builder again moves it."""
+    if not callable(builder):
+        raise TypeError(f"placed: builder must be callable, got {builder!r}")
+    if not isinstance(cluster, str) or not cluster:
+        raise ValueError(f"placed: cluster must be a non-empty cluster name, got {cluster!r}")
+    inner = builder.builder if isinstance(builder, _Placed) else builder
+    return _Placed(builder=inner, cluster=cluster)
+
+
+def placement_of(builder: object) -> str | None:
+    """The cluster ``builder``'s child is placed in (:func:`placed`), or None for the
+    operator's own cluster. Looks through the wrappers the composition adds (a component's
+    ``GatedBuilder``, ``shared``, ``present_if``): the outermost placement wins."""
+    seen = 0
+    while builder is not None and seen < 32:  # wrappers nest a few deep; never a cycle
+        if isinstance(builder, _Placed):
+            return builder.cluster
+        builder = getattr(builder, "builder", None)
+        seen += 1
+    return None
 
 
 def absent(

@@ -34,6 +34,7 @@ from reconciler._base.errors import (
     UnauthorizedError,
     UnsupportedMediaTypeError,
 )
+from reconciler._client.cluster_secrets import ClusterSecrets
 from reconciler._client.kubernetes import KubernetesClient
 from reconciler._client.protocol import ClusterClient, KubeObject, ListOptions, WatchEvent
 from reconciler._commands.rbac import watches
@@ -71,6 +72,7 @@ __all__ = [
     "ChildError",
     "ClientUsageError",
     "ClusterClient",
+    "ClusterSecrets",
     "ConflictError",
     "Contention",
     "ForbiddenError",

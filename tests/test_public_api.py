@@ -120,8 +120,9 @@ def test_all_is_exactly_the_public_names(facade: str) -> None:
 
 def test_builders_facade_keeps_what_an_operator_calls() -> None:
     # The object helpers, label keys, validators and conversions live in public submodules.
-    # issue 25 added Inputs (the value build(parent, inputs) receives): 31; issue 36 shared: 32
-    assert len(builders.__all__) <= 32
+    # issue 25 added Inputs (the value build(parent, inputs) receives): 31; issue 36 shared: 32;
+    # issue 41 placed (a child placed in another cluster): 33
+    assert len(builders.__all__) <= 33
     assert "deployment" not in builders.__all__
     assert callable(builders.objects.deployment)
     assert builders.names.MANAGED_BY_LABEL == "app.kubernetes.io/managed-by"
@@ -134,8 +135,9 @@ def test_reconciler_facade_keeps_what_an_operator_calls() -> None:
     # issue 37 added the settings groups an Operator names (Policies, Applying, Watching,
     # Serving, Reporting) and the reconcilers' ParentSettings and ResourceSettings, which
     # replace 18 flat Operator keywords and 27 constructor keywords: 56; and StartContext, what
-    # an on_start hook receives instead of the runtime: 57
-    assert len(reconciler.__all__) <= 57
+    # an on_start hook receives instead of the runtime: 57; issue 41 ClusterSecrets (the
+    # clusters children may be placed in): 58
+    assert len(reconciler.__all__) <= 58
     for machinery in ("TokenBucket", "WorkQueue", "Informer", "IndexedCache", "VirtualClock",
                       "RealClock", "HealthServer", "EventRecorder"):
         assert machinery not in reconciler.__all__

@@ -21,7 +21,7 @@ from reconciler._client.incluster import (
     pod_namespace,
 )
 
-__all__ = ["connect", "context_namespace", "load_client"]
+__all__ = ["connect", "context_namespace", "load_client", "load_client_from_dict"]
 
 _PROBE_TIMEOUT = 5.0
 
@@ -67,6 +67,28 @@ def load_client(
     except OSError as error:
         raise KubeconfigError(f"kubeconfig {path} cannot be read: {error.strerror}",
                               source=path) from error
+
+
+def load_client_from_dict(config: Mapping[str, Any], *, source: str, retries: int = 0) -> Any:
+    """An official ``ApiClient`` from a parsed kubeconfig held in memory (a cluster's Secret,
+    ``reconciler._client.clusters``), its current context, with ``retries`` urllib3 retries
+    (0: an unreachable cluster fails at once, the caller decides when to try again). Raises
+    ``KubeconfigError`` naming ``source`` and the kind of failure only: the kubeconfig is a
+    credential and never appears in a message."""
+    from kubernetes import client as kube_client
+    from kubernetes import config as kube_config
+
+    settings = kube_client.Configuration()
+    try:
+        kube_config.load_kube_config_from_dict(  # type: ignore[no-untyped-call]
+            config_dict=copy.deepcopy(dict(config)), client_configuration=settings,
+            persist_config=False)
+    except (kube_config.ConfigException, ValueError, TypeError, KeyError,
+            AttributeError) as error:
+        raise KubeconfigError(f"the kubeconfig of {source} is not usable "
+                              f"({type(error).__name__})", source=source) from None
+    settings.retries = retries
+    return kube_client.ApiClient(configuration=settings)
 
 
 def context_namespace(

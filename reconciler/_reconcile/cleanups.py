@@ -184,12 +184,13 @@ class ParentCleanup:
 
     def ensure(
         self, parent: Mapping[str, Any], children: Iterable[ObjectRef],
-        shared: Iterable[ObjectRef] = (),
+        shared: Iterable[ObjectRef] = (), *, remote: bool = False,
     ) -> dict[str, Any] | None:
         """Add the finalizer when ``parent`` needs it and lacks it (``shared``: its shared
-        children, which need it wherever they are): the parent as the server returned it after
+        children, which need it wherever they are; ``remote``: it has children placed in other
+        clusters, which its teardown deletes): the parent as the server returned it after
         the patch, or None when no write was needed."""
-        wanted = needs_cleanup(parent, children, on_delete=self.on_delete is not None,
+        wanted = needs_cleanup(parent, children, on_delete=self.on_delete is not None or remote,
                                shared=shared)
         ref = ObjectRef.of(parent)
         for attempt in range(2):

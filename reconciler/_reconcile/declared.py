@@ -34,7 +34,13 @@ from typing import Any
 import attrs
 
 from builders import BuilderFailedError, DesiredState, KubeObject, ObjectRef
-from builders.composition import Dependencies, dependencies_of, dependency_graph, evaluate
+from builders.composition import (
+    Dependencies,
+    dependencies_of,
+    dependency_graph,
+    evaluate,
+    placement_of,
+)
 from builders.convert import is_client_model, to_plain_object
 from builders.names import stamp_identity
 from builders.objects import copy_object
@@ -71,12 +77,14 @@ def unknown_scope(api_version: str, kind: str) -> bool | None:
 @attrs.frozen(kw_only=True)
 class DeclaredChild:
     """One evaluated child: its key, the object with its identity stamped, its desired state,
-    and the component node it belongs to (``builders.Component``; None for none)."""
+    the component node it belongs to (``builders.Component``; None for none) and the cluster
+    it is placed in (``builders.placed``; None: the operator's own cluster)."""
 
     ref: ObjectRef
     obj: dict[str, Any]
     state: DesiredState
     node: Dependencies | None = None
+    cluster: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -118,7 +126,7 @@ class DeclaredChildren:
 
 def stamp_child(
     parent: KubeObject, obj: KubeObject, state: DesiredState, *, operator_name: str,
-    namespaced: Namespaced, labels: Mapping[str, str] | None = None,
+    namespaced: Namespaced, labels: Mapping[str, str] | None = None, placed: bool = False,
 ) -> dict[str, Any]:
     """``obj`` (a dict or an official client model) as a new dict with the namespace, labels and
     controller owner reference of DESIGN.md section 5, as ``builders.stamp_identity`` decides
@@ -128,7 +136,10 @@ def stamp_child(
     ``optk.dev/shard``, when sharded. A child with no owner reference (another namespace,
     cluster-scoped) names its parent in the ``optk.dev/owner`` annotation; a shared one
     (``builders.shared``) loses the per-parent owner and instance labels and owner reference
-    (``reconciler._reconcile.sharing``)."""
+    (``reconciler._reconcile.sharing``). A ``placed`` child (in another cluster,
+    ``builders.placed``) gets no owner reference either: owner references do not cross
+    clusters; its owner-uid label and the annotation name its parent, and the parent's
+    inventory records it (``reconciler._reconcile.placement``)."""
     child = to_plain_object(obj) if is_client_model(obj) else dict(obj)
     if labels and not state.is_absent:
         meta = dict(child.get("metadata") or {})
@@ -148,7 +159,10 @@ def stamp_child(
     parent_meta = parent.get("metadata")
     parent_namespace = parent_meta.get("namespace") if isinstance(parent_meta, Mapping) else None
     shared = is_shared(stamped)
-    if shared:
+    if placed:
+        meta = {k: v for k, v in stamped["metadata"].items() if k != "ownerReferences"}
+        stamped = {**stamped, "metadata": meta}
+    elif shared:
         stamped = wants_shared(stamped)
     elif not parent_namespace or stamped["metadata"].get("namespace") == parent_namespace:
         return stamped  # an owner reference names the parent
@@ -187,12 +201,14 @@ def declared_children(
             # evaluate() converts client models, checks identity, and names the builder and
             # the parent in the BuilderFailedError it raises.
             obj, state = evaluate(builder, parent=private)
+            cluster = placement_of(builder)
             child = stamp_child(plain, obj, state, operator_name=operator_name,
-                                namespaced=namespaced, labels=labels)
+                                namespaced=namespaced, labels=labels,
+                                placed=cluster is not None)
         except Exception as exc:
             name = exc.builder if isinstance(exc, BuilderFailedError) else f"#{index}"
             failures.append(BuilderFailure(name=name, index=index, error=exc))
             continue
         children.append(DeclaredChild(ref=ObjectRef.of(child), obj=child, state=state,
-                                      node=dependencies_of(builder)))
+                                      node=dependencies_of(builder), cluster=cluster))
     return DeclaredChildren(children=tuple(children), failures=tuple(failures))

@@ -141,6 +141,8 @@ class KeptBuild:
 
     children: tuple[Built, ...]
     nodes: Mapping[ObjectRef, Any] = attrs.field(factory=dict)
+    placed: tuple[Any, ...] = ()
+    """The children placed in other clusters (``reconciler._reconcile.placement``)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -197,6 +199,7 @@ class BuildMemo:
     def remember(
         self, parent: Mapping[str, Any], built: list[Built], *, epoch: int, failed: bool = False,
         inputs: str = "", nodes: Mapping[ObjectRef, Any] | None = None,
+        placed: tuple[Any, ...] = (),
     ) -> list[Built]:
         """Keep the children built for ``parent`` by a build begun at ``epoch``, with their
         digests and their component ``nodes``; returns them so. A build that ``failed`` (a
@@ -216,7 +219,8 @@ class BuildMemo:
             if epoch == self._epoch:
                 self._entries[key] = _Build(uid=uid, version=version, epoch=epoch,
                                             kept=KeptBuild(children=children,
-                                                           nodes=dict(nodes or {})))
+                                                           nodes=dict(nodes or {}),
+                                                           placed=placed))
                 self._entries.move_to_end(key)
                 while len(self._entries) > self._size:
                     self._entries.popitem(last=False)

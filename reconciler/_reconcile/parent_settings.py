@@ -18,6 +18,7 @@ import attrs
 
 from builders import KubeObject
 from reconciler._base.errors import ReconcilerUsageTypeError
+from reconciler._client.cluster_secrets import ClusterSecrets
 from reconciler._reconcile.cleanups import OnDelete
 from reconciler._reconcile.policies import PauseSettings
 from reconciler._reconcile.readiness import Readiness, StatusBuilder
@@ -42,7 +43,9 @@ class ParentSettings:
     function of the parent and its children merged into the status. ``reuse_builds``: an
     unchanged parent reuses its last build (``reconciler._reconcile.memo.BuildMemo``).
     ``pause``: operator- and namespace-wide pauses. ``child_labels(parent)``: labels each child
-    carries besides its identity (a sharded operator's shard label)."""
+    carries besides its identity (a sharded operator's shard label). ``clusters``: where the
+    clusters children may be placed in are declared (``ClusterSecrets``; ``builders.placed``,
+    docs/clusters.md); None: every child goes to the operator's own cluster."""
 
     prune_kinds: Collection[tuple[str, str]] = attrs.field(default=(), converter=_pairs)
     events: bool = True
@@ -55,9 +58,14 @@ class ParentSettings:
     reuse_builds: bool = False
     pause: PauseSettings = attrs.field(factory=PauseSettings)
     child_labels: Callable[[KubeObject], Mapping[str, str]] | None = None
+    clusters: ClusterSecrets | None = None
 
     def __attrs_post_init__(self) -> None:
         for name in ("on_delete", "status", "child_labels"):
             if (value := getattr(self, name)) is not None and not callable(value):
                 raise ReconcilerUsageTypeError(
                     f"ParentSettings: {name} must be callable or None, got {value!r}")
+        if self.clusters is not None and not isinstance(self.clusters, ClusterSecrets):
+            raise ReconcilerUsageTypeError(
+                f"ParentSettings: clusters must be ClusterSecrets(...) or None, "
+                f"got {self.clusters!r}")

@@ -47,6 +47,7 @@ from reconciler._base.keys import meta_of
 from reconciler._base.ratelimit import CauseLimiter
 from reconciler._base.text import bounded
 from reconciler._client.caches import PassThroughCache, ReadCache
+from reconciler._client.clusters import ClusterConnections
 from reconciler._client.counting import (
     counting,
     counting_reader,
@@ -83,6 +84,7 @@ from reconciler._reconcile.interventions import (
 from reconciler._reconcile.memo import BuildMemo, ChildMemo, RecentKeys, StatusMemo
 from reconciler._reconcile.ordering import ChildGates
 from reconciler._reconcile.parent_settings import ParentSettings
+from reconciler._reconcile.placement import PlacedChild, Placement, inventory_of
 from reconciler._reconcile.readiness import (
     health_waits,
     not_ready,
@@ -200,6 +202,11 @@ class ParentReconciler:
         """What each parent waits on (its children's dependencies, unhealthy children): the
         driver's event routing wakes it when that changes (``reconciler._reconcile.waits``)."""
         self.cleanup.teardown = self.teardown
+        self.placement = None if settings.clusters is None else Placement(
+            self.client, ClusterConnections(settings.clusters, self.reader), clock=self.clock,
+            dry_run=dry_run)
+        """The children placed in other clusters (``reconciler._reconcile.placement``);
+        None: the operator has no clusters (``ParentSettings(clusters=...)``)."""
         self.parent_alive = parent_alive
         """Whether a parent is still there and not being deleted, as the caller's cache says
         (the driver passes its parent informer's view; no request): asked before each child
@@ -265,6 +272,12 @@ class ParentReconciler:
             return waiting_message(run.waiting)
         if any(r.action is Action.DELETED for r in deleted):
             return "children are still being deleted"
+        if self.placement is not None:  # then those placed in other clusters, last first
+            return self.placement.teardown(parent, uid)
+        if recorded := inventory_of(parent):
+            return (f"{len(recorded)} children placed in other clusters are recorded "
+                    f"(annotation optk.dev/placed) but the operator has no clusters "
+                    f"(ParentSettings(clusters=...)): they cannot be deleted")
         return None
 
     def drifted_count(self) -> int:
@@ -357,6 +370,8 @@ class _ParentRun:
         self.teardown_mode = False  # the parent is being deleted: see teardown()
         self.interventions: list[dict[str, Any]] = []  # Drifted, Contested (interventions)
         self.prune_blocked: list[ChildError] = []  # prune kinds that cannot be listed
+        self.placed: list[PlacedChild] = []  # children placed in other clusters (placement)
+        self.placed_retry: float | None = None  # when to try an unusable cluster again
 
     def paused(self, reason: str, may_write: bool) -> ParentResult:
         """A paused parent: no child is read or written; its status condition says so (the one
@@ -398,6 +413,7 @@ class _ParentRun:
             return ParentResult(parent=self.ref, children=tuple(self.results),
                                 errors=tuple(self.errors), parent_gone=True,
                                 dry_run=self.o.dry_run)
+        self._place()
         pruned = self._prune(live, built_refs)
         guard = self.o.resources.guard
         contests = self._contests(guard.contention) if guard and guard.contention else []
@@ -415,6 +431,8 @@ class _ParentRun:
         requeues = [r.requeue_after for r in (*self.results, *pruned) if r.requeue_after]
         if self.recheck is not None:  # a child is not ready yet: look again
             requeues.append(self.recheck)
+        if self.placed_retry is not None:  # a cluster could not be used: try it again
+            requeues.append(self.placed_retry)
         requeues += [e.retry_after for e in self.errors if e.retry_after]
         return ParentResult(
             parent=self.ref, children=tuple(self.results), pruned=tuple(pruned),
@@ -437,6 +455,28 @@ class _ParentRun:
         live, unlisted = self._prefetch(built)
         self._apply(built, live, unlisted)
         return self.results
+
+    def _place(self) -> None:
+        """The children placed in other clusters, through their clusters' clients
+        (``reconciler._reconcile.placement``): results, errors and waits join the others'."""
+        placement = self.o.placement
+        if placement is None:
+            for child in self.placed:
+                self.errors.append(ChildError(ref=child.ref, message=(
+                    f"{child.ref} is placed in cluster {child.cluster!r} but the operator has "
+                    f"no clusters (ParentSettings(clusters=ClusterSecrets(...)))"),
+                    error=ReconcilerUsageError("no clusters")))
+            return
+        if not self.placed and not inventory_of(self.parent):
+            return
+        outcome = placement.apply(self.parent, self.uid, self.placed,
+                                  prune=not self.build_failed)
+        if outcome.parent is not None:
+            self.parent = dict(outcome.parent)
+        self.results.extend(outcome.results)
+        self.errors.extend(outcome.errors)
+        self.waiting.extend(outcome.waiting)
+        self.placed_retry = outcome.retry_after
 
     def _dependency(self, ref: ObjectRef) -> bool:
         """Whether ``ref``'s component is named in another one's ``depends_on``."""
@@ -528,16 +568,20 @@ class _ParentRun:
         if memo is not None:
             if (kept := memo.lookup(self.parent)) is not None:
                 self.nodes = dict(kept.nodes)  # the gates are evaluated at each write
+                self.placed = list(kept.placed)
                 return list(kept.children)
             epoch, inputs = memo.epoch, memo.inputs_of(self.parent)  # before builders read
         built = self._evaluate()
         return built if memo is None else memo.remember(
             self.parent, built, epoch=epoch, failed=self.build_failed, inputs=inputs,
-            nodes=self.nodes)
+            nodes=self.nodes, placed=tuple(self.placed))
 
     def _evaluate(self) -> list[_Built]:
         declared = self.o.declared(self.parent)
-        self.nodes = {c.ref: c.node for c in declared.children}
+        self.placed = [PlacedChild(cluster=c.cluster, ref=c.ref, obj=c.obj, state=c.state)
+                       for c in declared.children if c.cluster is not None]
+        home = [c for c in declared.children if c.cluster is None]
+        self.nodes = {c.ref: c.node for c in home}
         if declared.build_error is not None:  # named after the build function, not the parent
             error, name = declared.build_error, builder_name(self.o.build)
             where = ObjectRef(api_version="", kind="build", name=name)
@@ -548,14 +592,15 @@ class _ParentRun:
             self._fail(where, builder_failure("builder", failure.name, self.ref, failure.error),
                        failure.error, trace=True)
         self.build_failed = self.build_failed or declared.failed
-        return [(c.ref, c.obj, c.state, None) for c in declared.children]
+        return [(c.ref, c.obj, c.state, None) for c in home]
 
     def _ensure_finalizer(self, built: list[_Built]) -> list[_Built]:
         """The cleanup finalizer goes on before any child the garbage collector cannot collect
         is created; when adding it fails, those children wait (and nothing is pruned)."""
         try:
             updated = self.o.cleanup.ensure(self.parent, [b[0] for b in built], shared=[
-                b[0] for b in built if b[2].is_present and is_shared(b[1])])
+                b[0] for b in built if b[2].is_present and is_shared(b[1])], remote=any(
+                c.state.is_present for c in self.placed) or bool(inventory_of(self.parent)))
         except ReconcilerError as exc:
             if isinstance(exc, NotFoundError) and self._names_parent(exc):
                 self.gone = True  # deleted meanwhile: nothing more to write for it

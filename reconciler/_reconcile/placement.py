@@ -1,0 +1,353 @@
+"""Children placed in other clusters: applied through their cluster's client, recorded on the
+parent, pruned from that record, deleted under the cleanup finalizer.
+
+Why it exists: a child built with ``builders.placed(builder, cluster=NAME)`` (issue 41) lives in
+another cluster, where no owner reference can name its parent, no informer of the operator sees
+it and the garbage collector never deletes it. :class:`Placement` is the part of a parent's
+reconcile that handles such children (``reconciler._reconcile.parents`` hands them over after its
+own): for each cluster it takes that cluster's client from ``ClusterConnections`` and a
+``ResourceReconciler`` over it (create, patch on a diff, delete when ABSENT, ownership by the
+``optk.dev/owner-uid`` label, exactly as for a child at home), and it keeps the **inventory**.
+
+The inventory: the annotation ``optk.dev/placed`` on the parent (:data:`PLACED_ANNOTATION`), a
+JSON list of ``[cluster, apiVersion, kind, namespace, name]`` in build order. It is written
+before anything is created (the union of what it held and what is built: a crash between the
+create and the record cannot leak a child), and after the children were applied and pruned (what
+is still wanted or not yet confirmed gone). Why an inventory on the parent and not only labels on
+the remote children: deciding what to prune or delete from labels alone means listing every kind
+ever placed in every cluster (and a cluster whose Secret went away could not be listed at all: its
+children would be forgotten silently); the inventory says exactly where to look, and survives in
+the parent's metadata where status (rebuilt from observation, dropped by a status-less restore)
+would not. Both are kept: a remote object is updated or deleted only while its owner-uid label
+names this parent (``ResourceReconciler``'s ownership check), so a stale or edited inventory
+never deletes what is not ours.
+
+A cluster that cannot be used (no such Secret, an unusable kubeconfig, no answer) holds back its
+own children only: each waits with reason ``ClusterUnavailable`` and a message naming the cluster,
+and the parent is reconciled again after a bounded backoff (``ClusterSecrets.retry_after``
+doubling up to ``retry_max`` per cluster: never a hot loop). Nothing of its inventory is dropped.
+
+Boundary: the remote writes and the inventory. Which builder is placed where is the builders'
+(``builders.placed``, read by ``reconciler._reconcile.declared``); the connections are
+``reconciler._client.clusters``'.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from builders import DesiredState, ObjectRef
+from builders.objects import copy_object
+from reconciler._base.clocks import Clock, RealClock
+from reconciler._base.errors import ApiError, NotFoundError, ReconcilerError
+from reconciler._base.keys import meta_of
+from reconciler._client.cluster_secrets import ClusterSecrets
+from reconciler._client.clusters import ClusterConnections, ClusterUnavailableError, ClusterView
+from reconciler._client.protocol import ClusterClient
+from reconciler._reconcile.conditions import ChildError
+from reconciler._reconcile.reconciling import Action, ReconcileResult, ResourceReconciler
+from reconciler._reconcile.waits import Wait
+
+__all__ = [
+    "PLACED_ANNOTATION",
+    "UNAVAILABLE_REASON",
+    "Entry",
+    "PlacedChild",
+    "Placement",
+    "PlacementOutcome",
+    "inventory_of",
+    "inventory_patch",
+]
+
+_log = logging.getLogger(__name__)
+
+PLACED_ANNOTATION = "optk.dev/placed"
+"""On the parent: the inventory of its children placed in other clusters (JSON)."""
+
+UNAVAILABLE_REASON = "ClusterUnavailable"
+"""The reason of a placed child waiting for its cluster (condition ``Reconciled``)."""
+
+_MERGE = "application/merge-patch+json"
+
+Entry = tuple[str, str, str, str, str]
+"""One inventory entry: (cluster, apiVersion, kind, namespace or "", name)."""
+
+
+@attrs.frozen(kw_only=True)
+class PlacedChild:
+    """One child of the build placed in ``cluster``: its key, stamped object and state."""
+
+    cluster: str
+    ref: ObjectRef
+    obj: dict[str, Any] = attrs.field(repr=False)
+    state: DesiredState
+
+    @property
+    def entry(self) -> Entry:
+        """Its inventory entry."""
+        return _entry(self.cluster, self.ref)
+
+
+def _entry(cluster: str, ref: ObjectRef) -> Entry:
+    return (cluster, ref.api_version, ref.kind, ref.namespace or "", ref.name)
+
+
+def _ref(entry: Entry) -> ObjectRef:
+    return ObjectRef(api_version=entry[1], kind=entry[2], namespace=entry[3] or None,
+                     name=entry[4])
+
+
+def inventory_of(parent: Mapping[str, Any]) -> list[Entry]:
+    """The entries ``parent``'s annotation records, in order (an unreadable value: none, and
+    the remote children's owner-uid labels still keep anything from being taken over)."""
+    raw = (meta_of(parent).get("annotations") or {}).get(PLACED_ANNOTATION)
+    if not raw:
+        return []
+    try:
+        value = json.loads(str(raw))
+    except ValueError:
+        _log.warning("%s: annotation %s is not JSON: ignored", ObjectRef.of(parent),
+                     PLACED_ANNOTATION)
+        return []
+    entries: list[Entry] = []
+    for item in value if isinstance(value, list) else ():
+        if isinstance(item, list) and len(item) == 5 and all(isinstance(x, str) for x in item):
+            entry: Entry = (item[0], item[1], item[2], item[3], item[4])
+            if entry not in entries:
+                entries.append(entry)
+    return entries
+
+
+def inventory_patch(entries: Sequence[Entry]) -> dict[str, Any]:
+    """The merge patch recording ``entries`` (none: the annotation removed)."""
+    value = json.dumps([list(e) for e in entries], separators=(",", ":")) if entries else None
+    return {"metadata": {"annotations": {PLACED_ANNOTATION: value}}}
+
+
+@attrs.frozen(kw_only=True)
+class PlacementOutcome:
+    """What one pass over a parent's placed children did: ``results`` (written or found
+    unchanged, each child's), ``errors`` (a child that failed, its cluster in the message),
+    ``waiting`` (children whose cluster cannot be used now), ``retry_after`` (seconds: when to
+    try those clusters again) and ``parent`` (the parent as the inventory write returned it)."""
+
+    results: tuple[ReconcileResult, ...] = ()
+    errors: tuple[ChildError, ...] = ()
+    waiting: tuple[Wait, ...] = ()
+    retry_after: float | None = None
+    parent: Mapping[str, Any] | None = None
+
+
+class Placement:
+    """The placed children of one operator's parents, over ``connections``; ``client`` is
+    the operator's own cluster (the parent's inventory is written there). One
+    ``ResourceReconciler`` per cluster client (rebuilt when the client is: a rotated Secret)."""
+
+    def __init__(self, client: ClusterClient, connections: ClusterConnections, *,
+                 clock: Clock | None = None, dry_run: bool = False) -> None:
+        self.client = client
+        self.connections = connections
+        self.clock: Clock = clock if clock is not None else RealClock()
+        self.dry_run = dry_run
+        self._resources: dict[str, tuple[ClusterClient, ResourceReconciler]] = {}
+        self._failures: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def secrets(self) -> ClusterSecrets:
+        """Where the clusters are declared."""
+        return self.connections.secrets
+
+    # -- while the parent lives -------------------------------------------------------------
+
+    def apply(self, parent: Mapping[str, Any], uid: str, placed: Sequence[PlacedChild], *,
+              prune: bool = True) -> PlacementOutcome:
+        """Bring ``placed`` to their states in their clusters and prune what the inventory
+        holds and the build no longer does (not when ``prune`` is False: a builder failed).
+        Never raises for a cluster's answer."""
+        recorded = inventory_of(parent)
+        wanted = [c.entry for c in placed]
+        before = [*recorded, *(e for e in wanted if e not in recorded)]
+        run = _Pass(self, parent, uid)
+        if before != recorded and not run.record(before):
+            return run.outcome()  # nothing placed before it is recorded
+        view = run.view()
+        gone: set[Entry] = set()
+        for child in placed:
+            result = run.place(view, child.cluster, child.obj, child.state)
+            if result is not None and child.state.is_absent and _gone(result):
+                gone.add(child.entry)
+        if prune:
+            for entry in (e for e in recorded if e not in wanted):
+                stub = _stub(_ref(entry))
+                result = run.place(view, entry[0], stub, DesiredState.ABSENT, pruning=True)
+                if result is not None and _gone(result):
+                    gone.add(entry)
+        after = [e for e in before if e not in gone]
+        if after != inventory_of(run.parent):
+            run.record(after)
+        return run.outcome()
+
+    # -- while it is being deleted ----------------------------------------------------------
+
+    def teardown(self, parent: Mapping[str, Any], uid: str) -> str | None:
+        """Delete every recorded child (last built first) from its cluster: why the cleanup
+        must wait (a cluster that cannot be used, children still being deleted), or None when
+        none is left. Raises ``ReconcilerError`` when a delete failed otherwise."""
+        recorded = inventory_of(parent)
+        if not recorded:
+            return None
+        run = _Pass(self, parent, uid)
+        view = run.view()
+        left: list[str] = []
+        for entry in reversed(recorded):
+            result = run.place(view, entry[0], _stub(_ref(entry)), DesiredState.ABSENT,
+                               pruning=True)
+            if result is None:
+                continue  # waits or failed: said below
+            if not _gone(result) or result.action is Action.DELETED:
+                left.append(f"{_ref(entry)} in cluster {entry[0]!r}")
+        if run.errors:
+            raise ReconcilerError("; ".join(e.message for e in run.errors))
+        if run.waiting:
+            return "; ".join(dict.fromkeys(w.message for w in run.waiting))
+        if left:
+            return "being deleted in other clusters: " + ", ".join(left)
+        return None
+
+    # -- per cluster ------------------------------------------------------------------------
+
+    def resources(self, cluster: str, client: ClusterClient) -> ResourceReconciler:
+        """The resource reconciler of ``cluster`` over ``client`` (kept while it is the same)."""
+        with self._lock:
+            kept = self._resources.get(cluster)
+            if kept is not None and kept[0] is client:
+                return kept[1]
+            made = ResourceReconciler(client, clock=self.clock, dry_run=self.dry_run)
+            self._resources[cluster] = (client, made)
+            return made
+
+    def failed(self, cluster: str) -> float:
+        """Count a failure of ``cluster``: the delay before it is tried again (bounded)."""
+        with self._lock:
+            count = self._failures.get(cluster, 0)
+            self._failures[cluster] = count + 1
+        delay: float = self.secrets.retry_after * (2 ** min(count, 20))
+        return min(float(self.secrets.retry_max), delay)
+
+    def answered(self, cluster: str) -> None:
+        """``cluster`` answered: its backoff starts over."""
+        with self._lock:
+            self._failures.pop(cluster, None)
+
+
+class _Pass:
+    """One pass over one parent's placed children."""
+
+    def __init__(self, owner: Placement, parent: Mapping[str, Any], uid: str) -> None:
+        self.o = owner
+        self.parent = parent
+        self.uid = uid
+        self.ref = ObjectRef.of(parent)
+        self.results: list[ReconcileResult] = []
+        self.errors: list[ChildError] = []
+        self.waiting: list[Wait] = []
+        self.retry: list[float] = []
+        self.down: dict[str, str] = {}  # clusters found unusable in this pass: why
+        self.written: Mapping[str, Any] | None = None
+
+    def view(self) -> ClusterView:
+        try:
+            return self.o.connections.view()
+        except ReconcilerError as exc:  # the Secrets cannot be read: every cluster waits
+            why = f"the cluster Secrets in {self.o.secrets.namespace} cannot be read: {exc}"
+            return ClusterView(broken={"": why})
+
+    def record(self, entries: Sequence[Entry]) -> bool:
+        """Write the inventory; False (and an error on the parent) when that failed."""
+        if self.o.dry_run:
+            return True
+        try:
+            self.written = self.o.client.patch(
+                self.ref.api_version, self.ref.kind, self.ref.name, inventory_patch(entries),
+                patch_type=_MERGE, namespace=self.ref.namespace)
+        except ReconcilerError as exc:
+            self.errors.append(ChildError(
+                ref=self.ref, message=f"recording the placed children failed: {exc}",
+                error=exc))
+            return False
+        self.parent = self.written
+        return True
+
+    def place(self, view: ClusterView, cluster: str, obj: dict[str, Any], state: DesiredState,
+              *, pruning: bool = False) -> ReconcileResult | None:
+        """One child in its cluster: its result, or None when it waits or failed."""
+        ref = ObjectRef.of(obj)
+        why = self.down.get(cluster) or view.broken.get("") or view.why_not(
+            cluster, self.o.secrets)
+        if why is None:
+            try:
+                client = self.o.connections.client(view.clusters[cluster])
+            except ClusterUnavailableError as exc:
+                why = str(exc)
+        if why is not None:
+            self._wait(cluster, ref, why)
+            return None
+        try:
+            result = self.o.resources(cluster, client).reconcile_resource(
+                copy_object(obj), state, owner_uid=self.uid)
+        except ApiError as exc:
+            if exc.code == 0:  # no answer: refused, reset, timed out
+                self._wait(cluster, ref, f"cluster {cluster!r} did not answer: {exc}")
+                return None
+            if pruning and isinstance(exc, NotFoundError):  # the kind is not served there
+                return None
+            self.o.answered(cluster)
+            what = "prune" if pruning else "placing"
+            self.errors.append(ChildError(
+                ref=ref, message=f"{what} {ref} in cluster {cluster!r} failed: {exc}",
+                error=exc))
+            return None
+        except ReconcilerError as exc:
+            self.errors.append(ChildError(
+                ref=ref, message=f"{ref} in cluster {cluster!r}: {exc}", error=exc))
+            return None
+        self.o.answered(cluster)
+        if result.action is not Action.UNCHANGED or not pruning:
+            self.results.append(result)
+        return result
+
+    def _wait(self, cluster: str, ref: ObjectRef, why: str) -> None:
+        if cluster not in self.down:
+            self.down[cluster] = why
+            delay = self.o.failed(cluster)
+            self.retry.append(delay)
+            _log.info("%s: cluster %r cannot be used, its children wait (again in %.0fs): %s",
+                      self.ref, cluster, delay, why)
+        self.waiting.append(Wait(ref=ref, reason=UNAVAILABLE_REASON,
+                                 message=f"{ref} waits for cluster {cluster!r}: {why}"))
+
+    def outcome(self) -> PlacementOutcome:
+        return PlacementOutcome(results=tuple(self.results), errors=tuple(self.errors),
+                                waiting=tuple(self.waiting),
+                                retry_after=min(self.retry) if self.retry else None,
+                                parent=self.written)
+
+
+def _gone(result: ReconcileResult) -> bool:
+    """Whether an ABSENT child is off this parent's hands: not there, or not ours (skipped:
+    another owner's, never deleted by us)."""
+    return result.live is None or result.action is Action.SKIPPED
+
+
+def _stub(ref: ObjectRef) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": ref.name}
+    if ref.namespace:
+        meta["namespace"] = ref.namespace
+    return {"apiVersion": ref.api_version, "kind": ref.kind, "metadata": meta}
