@@ -1,0 +1,322 @@
+"""Children placed in other clusters (issue 41), on two embedded API servers in one test.
+
+The session's server is the operator's own cluster (the parent, its cluster Secrets, its home
+children); a second embedded server started here is the workload cluster named by a Secret.
+Promises checked: a Secret with a ``kubeconfig`` key is a cluster named after it, its labels the
+cluster's, and its kubeconfig never appears in a repr, an error or a log line; one client per
+cluster, rebuilt when the Secret changes and dropped when it goes; a placed child is created,
+left alone when unchanged (0 writes), repaired when it drifts, pruned when no longer built and
+deleted under the cleanup finalizer, never with an owner reference and always recorded in the
+parent's inventory; an unusable cluster holds back only its own children, with a condition
+naming it and a bounded backoff, and they converge with no duplicate when it is back.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import yaml
+
+from builders import DesiredState, ResourceBuilder, placed
+from builders.composition import placement_of
+from reconciler import (
+    Action,
+    ClusterSecrets,
+    KubernetesClient,
+    NotFoundError,
+    ParentReconciler,
+    ParentSettings,
+)
+from reconciler._client.caches import PassThroughCache
+from reconciler._client.cluster_secrets import ClusterSecretError, parse_cluster_secret
+from reconciler._client.clusters import ClusterConnections
+from reconciler._reconcile.placement import PLACED_ANNOTATION, UNAVAILABLE_REASON, inventory_of
+from reconciler.embedded import EmbeddedApiServer
+from tests.reconciler.conftest import Requests, install_crd
+
+GROUP = "placements.optk.dev"
+API = f"{GROUP}/v1"
+PRESENT, ABSENT = DesiredState.PRESENT, DesiredState.ABSENT
+
+
+@pytest.fixture(scope="module")
+def remote() -> Iterator[EmbeddedApiServer]:
+    """The second cluster: a workload cluster the operator places children in."""
+    with EmbeddedApiServer() as server:
+        yield server
+
+
+@pytest.fixture
+def remote_client(remote: EmbeddedApiServer) -> KubernetesClient:
+    return KubernetesClient(remote.api_client())
+
+
+@pytest.fixture(scope="module")
+def parent_kind(client: KubernetesClient) -> str:
+    if not client.is_served(API, "Tenant"):
+        install_crd(client, group=GROUP, kind="Tenant", plural="tenants", status=True)
+    return "Tenant"
+
+
+@pytest.fixture
+def parent(client: KubernetesClient, parent_kind: str, ns: str) -> dict[str, Any]:
+    return client.create({"apiVersion": API, "kind": parent_kind,
+                          "metadata": {"name": "acme", "namespace": ns}, "spec": {}})
+
+
+def kubeconfig_text(server: EmbeddedApiServer) -> str:
+    return server.kubeconfig_path.read_text()
+
+
+def cluster_secret(name: str, ns: str, text: str, **labels: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": name, "namespace": ns, "labels": labels},
+            "data": {"kubeconfig": base64.b64encode(text.encode()).decode()}}
+
+
+def fresh(client: KubernetesClient, parent: dict[str, Any]) -> dict[str, Any]:
+    meta = parent["metadata"]
+    return client.get(API, "Tenant", meta["name"], namespace=meta["namespace"])
+
+
+def namespace(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+def quota_cm(ns: str, **data: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "quota", "namespace": ns}, "data": data}
+
+
+def builders_of(*pairs: tuple[dict[str, Any], DesiredState],
+                cluster: str | None = None) -> list[ResourceBuilder]:
+    made: list[ResourceBuilder] = [(lambda p=p: p) for p in pairs]
+    return made if cluster is None else [placed(b, cluster=cluster) for b in made]
+
+
+def remote_writes(server: EmbeddedApiServer) -> Requests:
+    return Requests(server)
+
+
+# -- the pure parts ---------------------------------------------------------------------------
+
+
+def test_a_secret_with_a_kubeconfig_is_a_cluster_and_its_content_is_never_shown(
+        remote: EmbeddedApiServer) -> None:
+    text = kubeconfig_text(remote)
+    secret = cluster_secret("edge-1", "fleet", text, region="eu")
+    secret["metadata"]["resourceVersion"] = "7"
+    record = parse_cluster_secret(secret)
+    assert record is not None
+    assert (record.name, dict(record.labels), record.resource_version) == (
+        "edge-1", {"region": "eu"}, "7")
+    assert record.kubeconfig["clusters"]
+    assert remote.token not in repr(record)
+    assert parse_cluster_secret({"metadata": {"name": "other"}, "data": {"x": "eQ=="}}) is None
+    # unusable: named after the Secret, never quoting it
+    leaky = "clusters: [ {token: " + remote.token  # unterminated YAML
+    for bad in ({"kubeconfig": "%%%"},
+                {"kubeconfig": base64.b64encode(leaky.encode()).decode()},
+                {"kubeconfig": base64.b64encode(b"just-a-string").decode()}):
+        with pytest.raises(ClusterSecretError) as caught:
+            parse_cluster_secret({"metadata": {"name": "bad", "namespace": "fleet"},
+                                  "data": bad})
+        assert "Secret fleet/bad" in str(caught.value)
+        assert remote.token not in str(caught.value)
+        assert caught.value.__cause__ is None and caught.value.__context__ is None or \
+            remote.token not in str(caught.value.__context__)
+
+
+def test_placed_carries_the_cluster_on_the_builder_not_on_the_object() -> None:
+    build = placed(lambda: namespace("team"), cluster="edge-1")
+    assert placement_of(build) == "edge-1"
+    obj, state = build()  # type: ignore[misc]
+    assert obj == namespace("team") and state is PRESENT
+    assert placement_of(placed(build, cluster="edge-2")) == "edge-2"  # placed again: moved
+    assert placement_of(lambda: namespace("team")) is None
+    with pytest.raises(ValueError):
+        placed(lambda: namespace("team"), cluster="")
+
+
+# -- the connection cache -----------------------------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+def test_one_client_per_cluster_rebuilt_when_its_secret_changes(
+        client: KubernetesClient, remote: EmbeddedApiServer, ns: str) -> None:
+    client.create(cluster_secret("edge-1", ns, kubeconfig_text(remote), region="eu"))
+    client.create(cluster_secret("edge-9", ns, kubeconfig_text(remote), region="us"))
+    client.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "plain",
+                   "namespace": ns}, "data": {"password": "eA=="}})
+    connections = ClusterConnections(ClusterSecrets(namespace=ns, selector={"region": "eu"}),
+                                     PassThroughCache(client))
+    view = connections.view()
+    assert sorted(view.clusters) == ["edge-1"]  # the selector, and only kubeconfig Secrets
+    assert view.clusters["edge-1"].labels == {"region": "eu"}
+    first = connections.client(view.clusters["edge-1"])
+    assert first.get("v1", "Namespace", "default")["metadata"]["name"] == "default"
+    assert connections.client(connections.view().clusters["edge-1"]) is first
+    assert connections.connects == 1
+
+    secret = client.get("v1", "Secret", "edge-1", namespace=ns)
+    secret["metadata"]["labels"]["rotated"] = "yes"
+    client.replace(secret)  # new credentials: a new resourceVersion
+    second = connections.client(connections.view().clusters["edge-1"])
+    assert second is not first and connections.connects == 2
+    assert second.get("v1", "Namespace", "default")
+
+    client.delete("v1", "Secret", "edge-1", namespace=ns)
+    view = connections.view()
+    assert view.clusters == {} and connections.connected() == []
+    assert "no Secret" in (view.why_not("edge-1", connections.secrets) or "")
+
+
+# -- the parent reconcile -----------------------------------------------------------------------
+
+
+@pytest.mark.timeout(120)
+def test_placed_children_are_created_left_alone_repaired_pruned_and_torn_down(
+        client: KubernetesClient, remote: EmbeddedApiServer, remote_client: KubernetesClient,
+        parent: dict[str, Any], ns: str, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    client.create(cluster_secret("edge-1", ns, kubeconfig_text(remote)))
+    team = f"team-{ns}"
+    wanted: dict[str, Any] = {"quota": True}
+
+    def build(p: dict[str, Any]) -> list[ResourceBuilder]:
+        home = builders_of(({"apiVersion": "v1", "kind": "ConfigMap",
+                             "metadata": {"name": "acme-summary"}, "data": {}}, PRESENT))
+        away = builders_of((namespace(team), PRESENT),
+                           *([(quota_cm(team, cpu="4"), PRESENT)] if wanted["quota"] else []),
+                           cluster="edge-1")
+        return [*home, *away]
+
+    pr = ParentReconciler(client, build, operator_name="tenant-operator",
+                          settings=ParentSettings(clusters=ClusterSecrets(namespace=ns)))
+    result = pr.reconcile(fresh(client, parent))
+    assert result.ok, result.errors
+    assert [r.action for r in result.children] == [Action.CREATED] * 3
+
+    uid = parent["metadata"]["uid"]
+    live = remote_client.get("v1", "ConfigMap", "quota", namespace=team)
+    assert live["data"] == {"cpu": "4"}
+    assert live["metadata"]["labels"]["optk.dev/owner-uid"] == uid
+    assert "ownerReferences" not in live["metadata"]  # they cannot cross clusters
+    assert remote_client.get("v1", "Namespace", team)["metadata"]["labels"][
+        "optk.dev/owner-uid"] == uid
+    with pytest.raises(NotFoundError):  # placed, not at home
+        client.get("v1", "ConfigMap", "quota", namespace=team)
+    home = fresh(client, parent)
+    assert inventory_of(home) == [("edge-1", "v1", "Namespace", "", team),
+                                  ("edge-1", "v1", "ConfigMap", team, "quota")]
+    assert "optk.dev/cleanup" in home["metadata"]["finalizers"]
+
+    with remote_writes(remote) as steady:  # unchanged: nothing written there
+        again = pr.reconcile(fresh(client, parent))
+    assert again.ok and steady.writes == 0, steady.delta
+    assert {r.action for r in again.children} == {Action.UNCHANGED}
+
+    live["data"] = {"cpu": "64"}  # drift in the remote cluster
+    remote_client.replace(live)
+    repaired = pr.reconcile(fresh(client, parent))
+    assert Action.UPDATED in [r.action for r in repaired.children]
+    assert remote_client.get("v1", "ConfigMap", "quota", namespace=team)["data"] == {"cpu": "4"}
+
+    wanted["quota"] = False  # no longer built: pruned there and from the inventory
+    pruned = pr.reconcile(fresh(client, parent))
+    assert pruned.ok, pruned.errors
+    with pytest.raises(NotFoundError):
+        remote_client.get("v1", "ConfigMap", "quota", namespace=team)
+    assert inventory_of(fresh(client, parent)) == [("edge-1", "v1", "Namespace", "", team)]
+
+    client.delete(API, "Tenant", "acme", namespace=ns)  # the finalizer holds it
+    doomed = fresh(client, parent)
+    assert doomed["metadata"].get("deletionTimestamp")
+    outcome = pr.cleanup.finalize(doomed)
+    for _ in range(5):
+        if outcome.done:
+            break
+        outcome = pr.cleanup.finalize(fresh(client, parent))
+    assert outcome.done, outcome.reason
+    with pytest.raises(NotFoundError):
+        remote_client.get("v1", "Namespace", team)
+    with pytest.raises(NotFoundError):
+        fresh(client, parent)
+
+    token = yaml.safe_load(kubeconfig_text(remote))["users"][0]["user"]["token"]
+    assert all(token not in r.getMessage() for r in caplog.records)
+    assert all(token not in str(r.args) for r in caplog.records)
+
+
+@pytest.mark.timeout(120)
+def test_an_unreachable_cluster_holds_back_only_its_children_and_they_converge_on_return(
+        client: KubernetesClient, parent: dict[str, Any], ns: str) -> None:
+    with EmbeddedApiServer() as edge:
+        edge_client = KubernetesClient(edge.api_client())
+        client.create(cluster_secret("edge-2", ns, kubeconfig_text(edge)))
+        settings = ParentSettings(clusters=ClusterSecrets(
+            namespace=ns, request_timeout=2.0, retry_after=1.0, retry_max=4.0))
+        builds: Callable[[dict[str, Any]], list[ResourceBuilder]] = lambda p: [
+            *builders_of(({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "acme-home"}, "data": {"a": "1"}}, PRESENT)),
+            *builders_of((quota_cm("default", cpu="2"), PRESENT), cluster="edge-2"),
+            *builders_of((quota_cm("default", cpu="9"), PRESENT), cluster="nowhere"),
+        ]
+        pr = ParentReconciler(client, builds, operator_name="tenant-operator",
+                              settings=settings)
+        edge.stop()
+        try:
+            first = pr.reconcile(fresh(client, parent))
+            waits = {w.message.split(" waits for cluster ")[1].split(":")[0]: w
+                     for w in first.waiting}
+            assert set(waits) == {"'edge-2'", "'nowhere'"}
+            assert {w.reason for w in first.waiting} == {UNAVAILABLE_REASON}
+            assert "no Secret" in waits["'nowhere'"].message
+            assert first.requeue_after == 1.0  # bounded backoff, not a hot loop
+            assert [r.ref.name for r in first.children] == ["acme-home"]  # home converged
+            second = pr.reconcile(fresh(client, parent))
+            assert second.requeue_after == 2.0
+            conditions = {c["type"]: c for c in fresh(client, parent)["status"]["conditions"]}
+            assert conditions["Reconciled"]["status"] == "False"
+            assert conditions["Reconciled"]["reason"] == UNAVAILABLE_REASON
+            assert "edge-2" in conditions["Reconciled"]["message"]
+            # recorded before anything was placed: not forgotten while it waits
+            assert ("edge-2", "v1", "ConfigMap", "default", "quota") in inventory_of(
+                fresh(client, parent))
+        finally:
+            edge.start()
+        back = pr.reconcile(fresh(client, parent))
+        assert [w.message for w in back.waiting if "edge-2" in w.message] == []
+        assert edge_client.get("v1", "ConfigMap", "quota", namespace="default")["data"] == {
+            "cpu": "2"}
+        with Requests(edge) as steady:
+            pr.reconcile(fresh(client, parent))
+        assert steady.writes == 0
+        listed = edge_client.list("v1", "ConfigMap", namespace="default")["items"]
+        assert [o["metadata"]["name"] for o in listed].count("quota") == 1  # no duplicate
+
+
+@pytest.mark.timeout(60)
+def test_a_remote_object_that_is_not_ours_is_neither_taken_over_nor_deleted(
+        client: KubernetesClient, remote: EmbeddedApiServer, remote_client: KubernetesClient,
+        parent: dict[str, Any], ns: str) -> None:
+    team = f"theirs-{ns}"
+    remote_client.create(namespace(team))
+    remote_client.create(quota_cm(team, cpu="1"))
+    client.create(cluster_secret("edge-1", ns, kubeconfig_text(remote)))
+    wanted = {"on": True}
+    pr = ParentReconciler(
+        client, lambda p: builders_of(*([(quota_cm(team, cpu="8"), PRESENT)]
+                                        if wanted["on"] else []), cluster="edge-1"),
+        operator_name="tenant-operator",
+        settings=ParentSettings(clusters=ClusterSecrets(namespace=ns)))
+    result = pr.reconcile(fresh(client, parent))
+    assert [r.action for r in result.children] == [Action.SKIPPED]
+    wanted["on"] = False
+    pr.reconcile(fresh(client, parent))
+    assert remote_client.get("v1", "ConfigMap", "quota", namespace=team)["data"] == {"cpu": "1"}
+    assert PLACED_ANNOTATION not in (fresh(client, parent)["metadata"].get("annotations") or {})
