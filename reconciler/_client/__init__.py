@@ -1,5 +1,6 @@
 """The cluster client: the ClusterClient protocol and its forwarding base, the Kubernetes client
-and its transport, configuration (kubeconfig, in-cluster), request counting, read caches.
+and its transport, configuration (kubeconfig, in-cluster), request counting, read caches, the
+connections to the other clusters children are placed in.
 
 Modules: ``protocol`` (``ClusterClient``, ``ListOptions``, ``ForwardingClient``), ``kubernetes``
 (``KubernetesClient`` over the official client), ``transport`` (how a request is sent), ``agents``
@@ -8,7 +9,9 @@ Modules: ``protocol`` (``ClusterClient``, ``ListOptions``, ``ForwardingClient``)
 ``connect`` (kubeconfig and the ``/version`` probe), ``incluster`` (the ServiceAccount's
 credentials, rotated tokens), ``reviews`` (``MetricsAuthorizer``: who may scrape ``/metrics``, by
 TokenReview and SubjectAccessReview, cached), ``answers`` (the error of a failed answer: by code
-and ``Status`` body; a 404 without one is a kind not served).
+and ``Status`` body; a 404 without one is a kind not served), ``cluster_secrets`` (pure:
+``ClusterSecrets``, a Secret read as a cluster, never showing its kubeconfig), ``clusters``
+(``ClusterConnections``: one client per cluster Secret, rebuilt when it changes; issue 41).
 
 Private: the public names are re-exported by ``reconciler`` and its public
 modules.

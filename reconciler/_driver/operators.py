@@ -252,7 +252,8 @@ class Operator:
             prune_kinds=self.policies.prune, events=reporting.events, dry_run=dry_run,
             on_delete=self.on_delete, readiness=reporting.readiness,
             status=self.status_function, reuse_builds=self.applying.reuse_builds,
-            pause=self.pauses(environ), child_labels=child_labels(self.sharding))
+            pause=self.pauses(environ), child_labels=child_labels(self.sharding),
+            clusters=self.applying.clusters)
 
     def plan_guard(self, clock: Clock) -> PlanGuard:
         """What the executor asks about each plan: drift mode, ignored fields, contention."""

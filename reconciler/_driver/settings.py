@@ -30,6 +30,7 @@ import attrs
 
 from reconciler._base.errors import ReconcilerUsageError, ReconcilerUsageTypeError
 from reconciler._cache.informers import WATCH_INACTIVITY_TIMEOUT
+from reconciler._client.cluster_secrets import ClusterSecrets
 from reconciler._reconcile.applying import ApplyStrategy, ServerSideApply, ThreeWayMerge
 from reconciler._reconcile.contention import Contention
 from reconciler._reconcile.custom_conditions import condition_type_problem
@@ -82,12 +83,15 @@ class Policies:
 @attrs.frozen(kw_only=True)
 class Applying:
     """How a child is written: ``strategy`` (``ThreeWayMerge()``, the default, or
-    ``ServerSideApply()``), ``kinds`` per child kind (``{"Deployment.apps": ...}``), and
-    ``reuse_builds``: a parent whose spec and inputs did not change reuses its last build."""
+    ``ServerSideApply()``), ``kinds`` per child kind (``{"Deployment.apps": ...}``),
+    ``reuse_builds``: a parent whose spec and inputs did not change reuses its last build, and
+    ``clusters`` (``ClusterSecrets(...)``; None: none): the other clusters a child may be
+    written to (``builders.placed``, docs/clusters.md)."""
 
     strategy: ApplyStrategy = attrs.field(factory=ThreeWayMerge)
     kinds: Mapping[str, ApplyStrategy] = attrs.field(factory=dict)
     reuse_builds: bool = True
+    clusters: ClusterSecrets | None = None
 
     def __attrs_post_init__(self) -> None:
         for name, strategy in (("strategy", self.strategy),
@@ -96,6 +100,9 @@ class Applying:
                 raise ReconcilerUsageTypeError(
                     f"Applying: {name} must be ThreeWayMerge() or ServerSideApply(), "
                     f"got {strategy!r}")
+        if self.clusters is not None and not isinstance(self.clusters, ClusterSecrets):
+            raise ReconcilerUsageTypeError(
+                f"Applying: clusters must be ClusterSecrets(...) or None, got {self.clusters!r}")
 
 
 @attrs.frozen(kw_only=True)

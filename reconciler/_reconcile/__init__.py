@@ -20,7 +20,9 @@ drift mode), ``contention`` (pure with an injected clock: a field another writer
 back, the backoff), ``guard`` (``PlanGuard``: the executor's one hook applying both to each plan),
 ``sharing`` (pure: children several parents build, ``builders.shared``: the record of the parents
 on the object, joining, leaving, the last one deletes), ``interventions`` (pure: the
-``Paused``/``Drifted``/``Contested`` conditions and Events).
+``Paused``/``Drifted``/``Contested`` conditions and Events), ``placement`` (children placed in
+other clusters, ``builders.placed``: applied through their cluster's client, the parent's
+inventory, pruning, teardown; issue 41).
 
 Private: the public names are re-exported by ``reconciler`` and its public
 modules.

@@ -203,10 +203,13 @@ class ParentReconciler:
         driver's event routing wakes it when that changes (``reconciler._reconcile.waits``)."""
         self.cleanup.teardown = self.teardown
         self.placement = None if settings.clusters is None else Placement(
-            self.client, ClusterConnections(settings.clusters, self.reader), clock=self.clock,
-            dry_run=dry_run)
+            self.client, ClusterConnections(settings.clusters, PassThroughCache(self.client)),
+            clock=self.clock, dry_run=dry_run)
         """The children placed in other clusters (``reconciler._reconcile.placement``);
-        None: the operator has no clusters (``ParentSettings(clusters=...)``)."""
+        None: the operator has no clusters (``ParentSettings(clusters=...)``). The cluster
+        Secrets are read with one LIST per reconcile that places children (not through
+        ``reader``: the driver's child informers see only objects with the operator's
+        managed-by label, which a cluster Secret does not carry)."""
         self.parent_alive = parent_alive
         """Whether a parent is still there and not being deleted, as the caller's cache says
         (the driver passes its parent informer's view; no request): asked before each child
