@@ -2,9 +2,10 @@
 
 ``builders.run_builders`` and the composition helpers of the facade are what an operator calls;
 these are for tools built on top (the reconciler evaluates builders one by one with
-:func:`evaluate`; logs use :func:`builder_name` and :func:`describe_parent`; the reconciler finds a placed child's cluster with :func:`placement_of`; the reconciler
-orders children by :func:`dependency_graph` and :func:`dependencies_of`). This public module only
-re-exports; see ``docs/builders.md``.
+:func:`evaluate`; logs use :func:`builder_name` and :func:`describe_parent`; the reconciler
+finds a placed child's cluster with :func:`placement_of` and orders children by
+:func:`dependency_graph` and :func:`dependencies_of`). This public module only re-exports; see
+``docs/builders.md``.
 """
 
 from __future__ import annotations

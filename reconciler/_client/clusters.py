@@ -61,14 +61,18 @@ def kubernetes_client(record: ClusterRecord, secrets: ClusterSecrets) -> Cluster
 
 @attrs.frozen(kw_only=True)
 class ClusterView:
-    """The clusters as one read of their Secrets found them: ``clusters`` by name, and
-    ``broken`` (a Secret with a ``kubeconfig`` key that cannot be used: the reason)."""
+    """The clusters as one read of their Secrets found them: ``clusters`` by name, ``broken``
+    (a Secret with a ``kubeconfig`` key that cannot be used: the reason) and ``unreadable``
+    (why the Secrets could not be read at all, or None)."""
 
     clusters: Mapping[str, ClusterRecord] = attrs.field(factory=dict)
     broken: Mapping[str, str] = attrs.field(factory=dict)
+    unreadable: str | None = None
 
     def why_not(self, name: str, secrets: ClusterSecrets) -> str | None:
         """Why no child can be placed in cluster ``name`` now, or None when it is known."""
+        if self.unreadable is not None:
+            return self.unreadable
         if name in self.clusters:
             return None
         if name in self.broken:

@@ -267,7 +267,7 @@ class _Pass:
             return self.o.connections.view()
         except ReconcilerError as exc:  # the Secrets cannot be read: every cluster waits
             why = f"the cluster Secrets in {self.o.secrets.namespace} cannot be read: {exc}"
-            return ClusterView(broken={"": why})
+            return ClusterView(unreadable=why)
 
     def record(self, entries: Sequence[Entry]) -> bool:
         """Write the inventory; False (and an error on the parent) when that failed."""
@@ -289,8 +289,7 @@ class _Pass:
               *, pruning: bool = False) -> ReconcileResult | None:
         """One child in its cluster: its result, or None when it waits or failed."""
         ref = ObjectRef.of(obj)
-        why = self.down.get(cluster) or view.broken.get("") or view.why_not(
-            cluster, self.o.secrets)
+        why = self.down.get(cluster) or view.why_not(cluster, self.o.secrets)
         if why is None:
             try:
                 client = self.o.connections.client(view.clusters[cluster])
