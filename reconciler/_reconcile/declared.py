@@ -101,9 +101,15 @@ class BuilderFailure:
 @attrs.frozen(kw_only=True)
 class DeclaredChildren:
     """What :func:`declared_children` found: the children in the builders' order, the builders
-    that failed, and ``build_error`` when ``build(parent)`` itself raised (then nothing else)."""
+    that failed, and ``build_error`` when ``build(parent)`` itself raised (then nothing else).
+    ``children`` are those of the operator's own cluster; ``placed`` those placed in other
+    clusters (``builders.placed``, each with its ``cluster``), apart so that the callers that
+    read or list the home cluster (the warm start, the drift look, trace, roles, uninstall)
+    never mistake them for home children (only the reconcile writes them:
+    ``reconciler._reconcile.placement``)."""
 
     children: tuple[DeclaredChild, ...] = ()
+    placed: tuple[DeclaredChild, ...] = ()
     failures: tuple[BuilderFailure, ...] = ()
     build_error: Exception | None = None
 
@@ -195,6 +201,7 @@ def declared_children(
     except Exception as exc:
         return DeclaredChildren(build_error=exc)
     children: list[DeclaredChild] = []
+    placed: list[DeclaredChild] = []
     failures: list[BuilderFailure] = []
     for index, builder in enumerate(builders):
         try:
@@ -209,6 +216,8 @@ def declared_children(
             name = exc.builder if isinstance(exc, BuilderFailedError) else f"#{index}"
             failures.append(BuilderFailure(name=name, index=index, error=exc))
             continue
-        children.append(DeclaredChild(ref=ObjectRef.of(child), obj=child, state=state,
-                                      node=dependencies_of(builder), cluster=cluster))
-    return DeclaredChildren(children=tuple(children), failures=tuple(failures))
+        (children if cluster is None else placed).append(DeclaredChild(
+            ref=ObjectRef.of(child), obj=child, state=state, node=dependencies_of(builder),
+            cluster=cluster))
+    return DeclaredChildren(children=tuple(children), placed=tuple(placed),
+                            failures=tuple(failures))

@@ -162,7 +162,7 @@ def decide_cleanup(
         if present and union == annotated:
             return CleanupDecision(step=CleanupStep.NONE)
         return CleanupDecision(step=CleanupStep.ADD, kinds=union, reason="uncollectable children"
-                               if wanted_kinds else "on_delete hook")
+                               if wanted_kinds else "on_delete hook or placed children")
     if not present:
         return CleanupDecision(step=CleanupStep.NONE)
     pending = sorted((r for r in remaining if r not in deleting_now), key=str)

@@ -582,9 +582,8 @@ class _ParentRun:
     def _evaluate(self) -> list[_Built]:
         declared = self.o.declared(self.parent)
         self.placed = [PlacedChild(cluster=c.cluster, ref=c.ref, obj=c.obj, state=c.state)
-                       for c in declared.children if c.cluster is not None]
-        home = [c for c in declared.children if c.cluster is None]
-        self.nodes = {c.ref: c.node for c in home}
+                       for c in declared.placed if c.cluster is not None]
+        self.nodes = {c.ref: c.node for c in declared.children}
         if declared.build_error is not None:  # named after the build function, not the parent
             error, name = declared.build_error, builder_name(self.o.build)
             where = ObjectRef(api_version="", kind="build", name=name)
@@ -595,7 +594,7 @@ class _ParentRun:
             self._fail(where, builder_failure("builder", failure.name, self.ref, failure.error),
                        failure.error, trace=True)
         self.build_failed = self.build_failed or declared.failed
-        return [(c.ref, c.obj, c.state, None) for c in home]
+        return [(c.ref, c.obj, c.state, None) for c in declared.children]
 
     def _ensure_finalizer(self, built: list[_Built]) -> list[_Built]:
         """The cleanup finalizer goes on before any child the garbage collector cannot collect

@@ -34,6 +34,7 @@ from reconciler import (
 from reconciler._client.caches import PassThroughCache
 from reconciler._client.cluster_secrets import ClusterSecretError, parse_cluster_secret
 from reconciler._client.clusters import ClusterConnections
+from reconciler._reconcile.declared import declared_children
 from reconciler._reconcile.placement import PLACED_ANNOTATION, UNAVAILABLE_REASON, inventory_of
 from reconciler.embedded import EmbeddedApiServer
 from tests.reconciler.conftest import Requests, install_crd
@@ -139,6 +140,21 @@ def test_placed_carries_the_cluster_on_the_builder_not_on_the_object() -> None:
     assert state is PRESENT
     assert placement_of(placed(build, cluster="edge-2")) == "edge-2"  # placed again: moved
     assert placement_of(lambda: namespace("team")) is None
+    # declared apart from the home children, identity stamped without an owner reference
+    parent = {"apiVersion": API, "kind": "Tenant",
+              "metadata": {"name": "acme", "namespace": "fleet", "uid": "u-1"}}
+    home_cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "home"}}
+    away_cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "away"}}
+    declared = declared_children(
+        lambda p: [lambda: home_cm, placed(lambda: away_cm, cluster="edge-1")], parent,
+        operator_name="op", namespaced=lambda api_version, kind: True)
+    assert [c.ref.name for c in declared.children] == ["home"]
+    assert [(c.ref.name, c.cluster) for c in declared.placed] == [("away", "edge-1")]
+    assert declared.children[0].obj["metadata"]["ownerReferences"]
+    away = declared.placed[0].obj["metadata"]
+    assert "ownerReferences" not in away
+    assert away["labels"]["optk.dev/owner-uid"] == "u-1"
+    assert declared.types == {("v1", "ConfigMap")}
     with pytest.raises(ValueError, match="non-empty cluster name"):
         placed(lambda: namespace("team"), cluster="")
 
