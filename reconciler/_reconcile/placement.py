@@ -173,7 +173,8 @@ class Placement:
         Never raises for a cluster's answer."""
         recorded = inventory_of(parent)
         wanted = [c.entry for c in placed]
-        before = [*recorded, *(e for e in wanted if e not in recorded)]
+        created = [c.entry for c in placed if c.state.is_present]  # ABSENT: nothing to record
+        before = [*recorded, *(e for e in created if e not in recorded)]
         run = _Pass(self, parent, uid)
         if before != recorded and not run.record(before):
             return run.outcome()  # nothing placed before it is recorded

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import base64
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -342,3 +342,25 @@ def test_a_remote_object_that_is_not_ours_is_neither_taken_over_nor_deleted(
     pr.reconcile(fresh(client, parent))
     assert remote_client.get("v1", "ConfigMap", "quota", namespace=team)["data"] == {"cpu": "1"}
     assert PLACED_ANNOTATION not in (fresh(client, parent)["metadata"].get("annotations") or {})
+
+
+@pytest.mark.timeout(60)
+def test_an_absent_placed_child_is_never_recorded_and_a_steady_state_writes_nothing(
+        client: KubernetesClient, remote: EmbeddedApiServer, remote_client: KubernetesClient,
+        parent: dict[str, Any], ns: str, requests: Callable[[], Requests]) -> None:
+    client.create(cluster_secret("edge-1", ns, kubeconfig_text(remote)))
+    team = f"gone-{ns}"
+    pr = ParentReconciler(
+        client, lambda p: builders_of((namespace(team), PRESENT),
+                                      (quota_cm(team, cpu="1"), ABSENT), cluster="edge-1"),
+        operator_name="tenant-operator",
+        settings=ParentSettings(clusters=ClusterSecrets(namespace=ns)))
+    assert pr.reconcile(fresh(client, parent)).ok
+    assert inventory_of(fresh(client, parent)) == [("edge-1", "v1", "Namespace", "", team)]
+    with requests() as home, Requests(remote) as away:
+        again = pr.reconcile(fresh(client, parent))
+    assert again.ok
+    assert home.writes == 0, home.delta
+    assert away.writes == 0, away.delta
+    with pytest.raises(NotFoundError):
+        remote_client.get("v1", "ConfigMap", "quota", namespace=team)
