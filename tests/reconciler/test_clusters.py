@@ -364,3 +364,38 @@ def test_an_absent_placed_child_is_never_recorded_and_a_steady_state_writes_noth
     assert away.writes == 0, away.delta
     with pytest.raises(NotFoundError):
         remote_client.get("v1", "ConfigMap", "quota", namespace=team)
+
+
+@pytest.mark.timeout(120)
+def test_a_cluster_unreachable_at_deletion_keeps_the_finalizer_and_says_so(
+        client: KubernetesClient, parent: dict[str, Any], ns: str) -> None:
+    with EmbeddedApiServer() as edge:
+        edge_client = KubernetesClient(edge.api_client())
+        client.create(cluster_secret("edge-3", ns, kubeconfig_text(edge)))
+        pr = ParentReconciler(
+            client, lambda p: builders_of((quota_cm("default", cpu="3"), PRESENT),
+                                          cluster="edge-3"),
+            operator_name="tenant-operator",
+            settings=ParentSettings(clusters=ClusterSecrets(namespace=ns, request_timeout=2.0)))
+        assert pr.reconcile(fresh(client, parent)).ok
+        client.delete(API, "Tenant", "acme", namespace=ns)
+        edge.stop()
+        try:
+            outcome = pr.cleanup.finalize(fresh(client, parent))
+            assert not outcome.done
+            assert "edge-3" in outcome.reason
+            held = fresh(client, parent)  # still there, its finalizer kept, the reason shown
+            assert "optk.dev/cleanup" in held["metadata"]["finalizers"]
+            cleanup = {c["type"]: c for c in held["status"]["conditions"]}["Cleanup"]
+            assert cleanup["reason"] == "CleanupPending"
+            assert "edge-3" in cleanup["message"]
+        finally:
+            edge.start()
+        outcome = pr.cleanup.finalize(fresh(client, parent))
+        for _ in range(5):
+            if outcome.done:
+                break
+            outcome = pr.cleanup.finalize(fresh(client, parent))
+        assert outcome.done, outcome.reason
+        with pytest.raises(NotFoundError):
+            edge_client.get("v1", "ConfigMap", "quota", namespace="default")
