@@ -240,6 +240,17 @@ def test_placed_children_are_created_left_alone_repaired_pruned_and_torn_down(
     assert steady.writes == 0, steady.delta
     assert {r.action for r in again.children} == {Action.UNCHANGED}
 
+    secret = client.get("v1", "Secret", "edge-1", namespace=ns)
+    secret["metadata"]["labels"] = {"rotated": "yes"}
+    client.replace(secret)  # rotated: the next reconcile reconnects, and still writes nothing
+    assert pr.placement is not None
+    assert pr.placement.connections.connects == 1
+    with remote_writes(remote) as rotated:
+        after_rotation = pr.reconcile(fresh(client, parent))
+    assert pr.placement.connections.connects == 2
+    assert {r.action for r in after_rotation.children} == {Action.UNCHANGED}
+    assert rotated.writes == 0, rotated.delta
+
     live["data"] = {"cpu": "64"}  # drift in the remote cluster
     remote_client.replace(live)
     repaired = pr.reconcile(fresh(client, parent))
