@@ -38,8 +38,9 @@ __all__ = ["ClusterConnections", "ClusterUnavailableError", "ClusterView"]
 
 _log = logging.getLogger(__name__)
 
-Connect = Callable[[ClusterRecord, ClusterSecrets], ClusterClient]
-"""How a cluster's client is made from its record (tests may count them)."""
+Connect = Callable[[ClusterRecord, ClusterSecrets, str | None], ClusterClient]
+"""How a cluster's client is made from its record, the Secrets' settings and the operator's
+name (its field manager and User-Agent there)."""
 
 
 class ClusterUnavailableError(ReconcilerError):
@@ -51,12 +52,15 @@ class ClusterUnavailableError(ReconcilerError):
         self.cluster = cluster
 
 
-def kubernetes_client(record: ClusterRecord, secrets: ClusterSecrets) -> ClusterClient:
+def kubernetes_client(record: ClusterRecord, secrets: ClusterSecrets,
+                      operator_name: str | None = None) -> ClusterClient:
     """A ``KubernetesClient`` for ``record``'s cluster (no retries, ``request_timeout`` bounded:
-    an unreachable cluster fails fast and is tried again later by the reconcile)."""
+    an unreachable cluster fails fast and is tried again later by the reconcile), writing as
+    ``operator_name`` (its ``fieldManager``, as at home)."""
     api_client = load_client_from_dict(record.kubeconfig,
                                        source=f"cluster {record.name!r}")
-    return KubernetesClient(api_client, request_timeout=secrets.request_timeout)
+    return KubernetesClient(api_client, request_timeout=secrets.request_timeout,
+                            operator_name=operator_name)
 
 
 @attrs.frozen(kw_only=True)
@@ -85,12 +89,14 @@ class ClusterView:
 class ClusterConnections:
     """One client per cluster of ``secrets``, read through ``reader`` (a ``ReadCache`` of the
     operator's own cluster). ``connect`` makes a cluster's client (default: a
-    ``KubernetesClient`` from its kubeconfig). Thread-safe: workers share it."""
+    ``KubernetesClient`` from its kubeconfig), writing as ``operator_name`` (the field manager
+    the operator writes its home children with). Thread-safe: workers share it."""
 
     def __init__(self, secrets: ClusterSecrets, reader: ReadCache, *,
-                 connect: Connect | None = None) -> None:
+                 operator_name: str | None = None, connect: Connect | None = None) -> None:
         self.secrets = secrets
         self.reader = reader
+        self.operator_name = operator_name
         self._connect: Connect = connect if connect is not None else kubernetes_client
         self._clients: dict[str, tuple[str, ClusterClient]] = {}
         self._lock = threading.Lock()
@@ -125,7 +131,7 @@ class ClusterConnections:
             if kept is not None and kept[0] == record.resource_version:
                 return kept[1]
         try:
-            made = self._connect(record, self.secrets)
+            made = self._connect(record, self.secrets, self.operator_name)
         except KubeconfigError as exc:
             raise ClusterUnavailableError(str(exc), cluster=record.name) from None
         with self._lock:

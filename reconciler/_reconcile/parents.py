@@ -202,9 +202,14 @@ class ParentReconciler:
         """What each parent waits on (its children's dependencies, unhealthy children): the
         driver's event routing wakes it when that changes (``reconciler._reconcile.waits``)."""
         self.cleanup.teardown = self.teardown
+        # placed children are written as the others, under the same field manager (a
+        # cluster's client has no operator name of its own)
+        written = attrs.evolve(self.resources.settings,
+                               field_manager=self.resources.field_manager)
         self.placement = None if settings.clusters is None else Placement(
-            self.client, ClusterConnections(settings.clusters, PassThroughCache(self.client)),
-            clock=self.clock, dry_run=dry_run)
+            self.client, ClusterConnections(settings.clusters, PassThroughCache(self.client),
+                                            operator_name=self.resources.field_manager),
+            settings=written, clock=self.clock, dry_run=dry_run)
         """The children placed in other clusters (``reconciler._reconcile.placement``);
         None: the operator has no clusters (``ParentSettings(clusters=...)``). The cluster
         Secrets are read with one LIST per reconcile that places children (not through

@@ -52,6 +52,7 @@ from reconciler._client.clusters import ClusterConnections, ClusterUnavailableEr
 from reconciler._client.protocol import ClusterClient
 from reconciler._reconcile.conditions import ChildError
 from reconciler._reconcile.reconciling import Action, ReconcileResult, ResourceReconciler
+from reconciler._reconcile.resource_settings import ResourceSettings
 from reconciler._reconcile.waits import Wait
 
 __all__ = [
@@ -147,12 +148,17 @@ class PlacementOutcome:
 class Placement:
     """The placed children of one operator's parents, over ``connections``; ``client`` is
     the operator's own cluster (the parent's inventory is written there). One
-    ``ResourceReconciler`` per cluster client (rebuilt when the client is: a rotated Secret)."""
+    ``ResourceReconciler`` per cluster client (rebuilt when the client is: a rotated Secret),
+    with ``settings`` (``ResourceSettings``: the home children's)."""
 
     def __init__(self, client: ClusterClient, connections: ClusterConnections, *,
-                 clock: Clock | None = None, dry_run: bool = False) -> None:
+                 settings: ResourceSettings | None = None, clock: Clock | None = None,
+                 dry_run: bool = False) -> None:
         self.client = client
         self.connections = connections
+        self.settings = settings if settings is not None else ResourceSettings()
+        """How a placed child is written: the home children's settings (strategy, per-kind
+        strategies, recreate, field manager), so a placed child is written as any other."""
         self.clock: Clock = clock if clock is not None else RealClock()
         self.dry_run = dry_run
         self._resources: dict[str, tuple[ClusterClient, ResourceReconciler]] = {}
@@ -230,7 +236,8 @@ class Placement:
             kept = self._resources.get(cluster)
             if kept is not None and kept[0] is client:
                 return kept[1]
-            made = ResourceReconciler(client, clock=self.clock, dry_run=self.dry_run)
+            made = ResourceReconciler(client, settings=self.settings, clock=self.clock,
+                                      dry_run=self.dry_run)
             self._resources[cluster] = (client, made)
             return made
 

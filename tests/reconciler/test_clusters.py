@@ -30,6 +30,9 @@ from reconciler import (
     NotFoundError,
     ParentReconciler,
     ParentSettings,
+    ResourceReconciler,
+    ResourceSettings,
+    ServerSideApply,
 )
 from reconciler._client.caches import PassThroughCache
 from reconciler._client.cluster_secrets import ClusterSecretError, parse_cluster_secret
@@ -410,3 +413,21 @@ def test_a_cluster_unreachable_at_deletion_keeps_the_finalizer_and_says_so(
         assert outcome.done, outcome.reason
         with pytest.raises(NotFoundError):
             edge_client.get("v1", "ConfigMap", "quota", namespace="default")
+
+
+@pytest.mark.timeout(60)
+def test_a_placed_child_is_written_as_the_home_children_are_server_side_apply_included(
+        client: KubernetesClient, remote: EmbeddedApiServer, remote_client: KubernetesClient,
+        parent: dict[str, Any], ns: str) -> None:
+    client.create(cluster_secret("edge-1", ns, kubeconfig_text(remote)))
+    team = f"ssa-{ns}"
+    resources = ResourceReconciler(client, settings=ResourceSettings(
+        apply=ServerSideApply(), field_manager="tenant-operator"))
+    pr = ParentReconciler(
+        client, lambda p: builders_of((namespace(team), PRESENT), cluster="edge-1"),
+        operator_name="tenant-operator", resources=resources,
+        settings=ParentSettings(clusters=ClusterSecrets(namespace=ns)))
+    assert pr.reconcile(fresh(client, parent)).ok
+    managers = {(m["manager"], m["operation"]) for m in
+                remote_client.get("v1", "Namespace", team)["metadata"]["managedFields"]}
+    assert ("tenant-operator", "Apply") in managers
