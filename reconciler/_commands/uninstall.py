@@ -10,7 +10,12 @@ parent's cleanup annotation lists. CRDs that still hold custom resources are kep
 unless marked ``optk.dev/allow-data-loss``. People's say is kept (docs/driver.md): the children
 and the finalizer of a parent annotated ``optk.dev/paused: "true"`` stay, and so does a child
 whose ``optk.dev/policy`` forbids deleting it (``ignore``, ``observe``, ``no-prune``); each is
-reported as kept, with why. The command-line shell is ``reconciler._commands.cli``.
+reported as kept, with why. Children placed in other clusters (``builders.placed``, issue 41)
+are deleted from each parent's ``optk.dev/placed`` inventory through their clusters' clients
+(``reconciler._reconcile.placement``), when the operator declares its clusters
+(``Applying(clusters=...)``); a cluster that cannot be used is reported as kept, and the
+finalizer comes off anyway (this command is the way out of a cleanup that waits for a cluster
+that will not come back). The command-line shell is ``reconciler._commands.cli``.
 
 An operator still running would create everything again within a second, so
 ``uninstall_command`` first looks for it (``running_holds``): the Leases named ``<name>-leader``
@@ -44,6 +49,8 @@ from reconciler._base.errors import (
 )
 from reconciler._base.keys import meta_of
 from reconciler._cache.inputs import one_argument_build, present_reader
+from reconciler._client.caches import PassThroughCache
+from reconciler._client.clusters import ClusterConnections
 from reconciler._client.protocol import ClusterClient, KubeObject
 from reconciler._driver.operators import Operator
 from reconciler._driver.resync_loop import heartbeat_hold
@@ -57,6 +64,7 @@ from reconciler._reconcile.finalizing import (
     has_finalizer,
     managed_selector,
 )
+from reconciler._reconcile.placement import Placement, inventory_of
 from reconciler._reconcile.planning import is_owned
 from reconciler._reconcile.policies import ChildPolicy, child_policy
 
@@ -128,6 +136,7 @@ def uninstall(client: ClusterClient, operator: Operator) -> UninstallReport:
                 deleted.append(ref)
         except (DataLossError, ReconcilerError) as exc:
             kept.append((ref, str(exc)))
+    kept += _remove_placed(client, operator, parents, paused)
     released: list[ObjectRef] = []
     for parent in parents:
         if not has_finalizer(parent):
@@ -146,6 +155,31 @@ def uninstall(client: ClusterClient, operator: Operator) -> UninstallReport:
             continue
         released.append(ref)
     return UninstallReport(deleted=tuple(deleted), released=tuple(released), kept=tuple(kept))
+
+
+def _remove_placed(client: ClusterClient, operator: Operator, parents: Iterable[KubeObject],
+                   paused: dict[str, str]) -> list[tuple[ObjectRef, str]]:
+    """Delete the children each parent placed in other clusters (its inventory); what could
+    not be deleted, by parent, with why."""
+    kept: list[tuple[ObjectRef, str]] = []
+    clusters = operator.applying.clusters
+    placement = None if clusters is None else Placement(client, ClusterConnections(
+        clusters, PassThroughCache(client), operator_name=operator.name))
+    for parent in parents:
+        ref, uid = ObjectRef.of(parent), str(meta_of(parent).get("uid") or "")
+        if not (recorded := inventory_of(parent)) or label_value(uid) in paused:
+            continue
+        if placement is None:
+            kept.append((ref, f"{len(recorded)} children placed in other clusters are recorded "
+                              f"but the operator declares no clusters (Applying(clusters=...))"))
+            continue
+        done = placement.remove_all(parent, uid)
+        for what in done.deleted:
+            _log.info("deleted %s (placed by %s)", what, ref)
+        kept += [(ref, f"placed children: {why}") for why in (*done.waiting, *done.failed)]
+    if placement is not None:
+        placement.connections.close()
+    return kept
 
 
 def _paused(operator: Operator, parents: Iterable[KubeObject]) -> dict[str, str]:

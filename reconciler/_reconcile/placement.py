@@ -62,6 +62,7 @@ __all__ = [
     "PlacedChild",
     "Placement",
     "PlacementOutcome",
+    "Removal",
     "inventory_of",
     "inventory_patch",
 ]
@@ -145,6 +146,18 @@ class PlacementOutcome:
     parent: Mapping[str, Any] | None = None
 
 
+@attrs.frozen(kw_only=True)
+class Removal:
+    """One pass of :meth:`Placement.remove_all`: ``deleted`` (a delete sent in this pass),
+    ``left`` (still there: just deleted, or being deleted), ``waiting`` (why a cluster could
+    not be used) and ``failed`` (a delete refused), each a line naming the cluster."""
+
+    deleted: tuple[str, ...] = ()
+    left: tuple[str, ...] = ()
+    waiting: tuple[str, ...] = ()
+    failed: tuple[str, ...] = ()
+
+
 class Placement:
     """The placed children of one operator's parents, over ``connections``; ``client`` is
     the operator's own cluster (the parent's inventory is written there). One
@@ -207,26 +220,39 @@ class Placement:
         """Delete every recorded child (last built first) from its cluster: why the cleanup
         must wait (a cluster that cannot be used, children still being deleted), or None when
         none is left. Raises ``ReconcilerError`` when a delete failed otherwise."""
+        done = self.remove_all(parent, uid)
+        if done.failed:
+            raise ReconcilerError("; ".join(done.failed))
+        if done.waiting:
+            return "; ".join(done.waiting)
+        if done.left:
+            return "being deleted in other clusters: " + ", ".join(done.left)
+        return None
+
+    def remove_all(self, parent: Mapping[str, Any], uid: str) -> Removal:
+        """One pass deleting every child ``parent``'s inventory records, last built first,
+        each in its cluster and only while ours (for the cleanup finalizer and for
+        ``optk uninstall``); never raises for a cluster's answer."""
         recorded = inventory_of(parent)
         if not recorded:
-            return None
+            return Removal()
         run = _Pass(self, parent, uid)
         view = run.view()
+        deleted: list[str] = []
         left: list[str] = []
         for entry in reversed(recorded):
             result = run.place(view, entry[0], _stub(_ref(entry)), DesiredState.ABSENT,
                                pruning=True)
             if result is None:
-                continue  # waits or failed: said below
+                continue  # waits or failed: in the pass
+            where = f"{_ref(entry)} in cluster {entry[0]!r}"
+            if result.action is Action.DELETED:
+                deleted.append(where)
             if not _gone(result) or result.action is Action.DELETED:
-                left.append(f"{_ref(entry)} in cluster {entry[0]!r}")
-        if run.errors:
-            raise ReconcilerError("; ".join(e.message for e in run.errors))
-        if run.waiting:
-            return "; ".join(dict.fromkeys(w.message for w in run.waiting))
-        if left:
-            return "being deleted in other clusters: " + ", ".join(left)
-        return None
+                left.append(where)
+        return Removal(deleted=tuple(deleted), left=tuple(left),
+                       waiting=tuple(dict.fromkeys(w.message for w in run.waiting)),
+                       failed=tuple(e.message for e in run.errors))
 
     # -- per cluster ------------------------------------------------------------------------
 

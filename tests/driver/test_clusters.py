@@ -15,6 +15,7 @@ import pytest
 
 from builders import ResourceBuilder, placed
 from reconciler import Applying, ClusterSecrets, KubernetesClient, NotFoundError
+from reconciler._commands.uninstall import uninstall
 from reconciler.embedded import EmbeddedApiServer
 from tests.driver.conftest import make_operator, running, thing, wait_until
 from tests.driver.sample_operator import API_VERSION
@@ -64,3 +65,39 @@ def test_a_running_operator_places_a_child_in_another_cluster_and_deletes_it_wit
                                                   "default"), timeout=20)
             assert wait_until(lambda: not _exists(client, API_VERSION, "Thing", "a", ns),
                               timeout=20)
+
+
+@pytest.mark.timeout(120)
+def test_uninstall_deletes_placed_children_and_releases_the_parent_even_when_a_cluster_is_down(
+        client: KubernetesClient, kube_namespace: str) -> None:
+    ns = kube_namespace
+    with EmbeddedApiServer() as edge:
+        edge_client = KubernetesClient(edge.api_client())
+        text = edge.kubeconfig_path.read_text()
+        client.create({"apiVersion": "v1", "kind": "Secret",
+                       "metadata": {"name": "edge-1", "namespace": ns},
+                       "data": {"kubeconfig": base64.b64encode(text.encode()).decode()}})
+        name = f"{ns}-u"
+
+        def build(parent: dict[str, Any]) -> list[ResourceBuilder]:
+            cm = {"apiVersion": "v1", "kind": "ConfigMap",
+                  "metadata": {"name": name, "namespace": "default"}, "data": {}}
+            return [placed(lambda: cm, cluster="edge-1")]
+
+        operator = make_operator(ns, build=build, applying=Applying(
+            clusters=ClusterSecrets(namespace=ns, request_timeout=2.0)))
+        with running(operator, client):
+            client.create(thing(ns, "u"))
+            assert wait_until(lambda: _exists(edge_client, "v1", "ConfigMap", name, "default"))
+        edge.stop()
+        try:
+            report = uninstall(client, operator)
+        finally:
+            edge.start()
+        assert [ref.name for ref, why in report.kept if "edge-1" in why] == ["u"]
+        parent = client.get(API_VERSION, "Thing", "u", namespace=ns)
+        assert "optk.dev/cleanup" not in (parent["metadata"].get("finalizers") or [])  # way out
+        assert _exists(edge_client, "v1", "ConfigMap", name, "default")
+        report = uninstall(client, operator)  # the cluster is back: its child goes
+        assert report.ok, report.kept
+        assert not _exists(edge_client, "v1", "ConfigMap", name, "default")
