@@ -73,6 +73,10 @@ class ClusterView:
     broken: Mapping[str, str] = attrs.field(factory=dict)
     unreadable: str | None = None
 
+    def removed(self, name: str) -> bool:
+        """Whether no Secret declares cluster ``name`` (the Secrets were read)."""
+        return self.unreadable is None and name not in self.clusters and name not in self.broken
+
     def why_not(self, name: str, secrets: ClusterSecrets) -> str | None:
         """Why no child can be placed in cluster ``name`` now, or None when it is known."""
         if self.unreadable is not None:

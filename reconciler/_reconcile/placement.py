@@ -25,7 +25,9 @@ never deletes what is not ours.
 A cluster that cannot be used (no such Secret, an unusable kubeconfig, no answer) holds back its
 own children only: each waits with reason ``ClusterUnavailable`` and a message naming the cluster,
 and the parent is reconciled again after a bounded backoff (``ClusterSecrets.retry_after``
-doubling up to ``retry_max`` per cluster: never a hot loop). Nothing of its inventory is dropped.
+doubling up to ``retry_max`` per cluster: never a hot loop). Nothing of its inventory is dropped:
+a child placed before in a cluster whose Secret is gone is reported orphaned (reason
+``ClusterRemoved``), never silently forgotten.
 
 Boundary: the remote writes and the inventory. Which builder is placed where is the builders'
 (``builders.placed``, read by ``reconciler._reconcile.declared``); the connections are
@@ -56,6 +58,7 @@ from reconciler._reconcile.resource_settings import ResourceSettings
 from reconciler._reconcile.waits import Wait
 
 __all__ = [
+    "ORPHANED_REASON",
     "PLACED_ANNOTATION",
     "UNAVAILABLE_REASON",
     "Entry",
@@ -74,6 +77,10 @@ PLACED_ANNOTATION = "optk.dev/placed"
 
 UNAVAILABLE_REASON = "ClusterUnavailable"
 """The reason of a placed child waiting for its cluster (condition ``Reconciled``)."""
+
+ORPHANED_REASON = "ClusterRemoved"
+"""The reason of a child placed before in a cluster whose Secret is gone: orphaned there,
+reported (never silently forgotten) and kept in the inventory."""
 
 _MERGE = "application/merge-patch+json"
 
@@ -192,12 +199,14 @@ class Placement:
         Never raises for a cluster's answer."""
         recorded = inventory_of(parent)
         wanted = [c.entry for c in placed]
-        created = [c.entry for c in placed if c.state.is_present]  # ABSENT: nothing to record
-        before = [*recorded, *(e for e in created if e not in recorded)]
         run = _Pass(self, parent, uid)
+        view = run.view()
+        # what may be created: recorded first (ABSENT needs no record, nor a cluster no
+        # Secret declares: nothing can be created there)
+        created = [c.entry for c in placed if c.state.is_present and c.cluster in view.clusters]
+        before = [*recorded, *(e for e in created if e not in recorded)]
         if before != recorded and not run.record(before):
             return run.outcome()  # nothing placed before it is recorded
-        view = run.view()
         gone: set[Entry] = set()
         for child in placed:
             result = run.place(view, child.cluster, child.obj, child.state)
@@ -295,6 +304,7 @@ class _Pass:
         self.retry: list[float] = []
         self.down: dict[str, str] = {}  # clusters found unusable in this pass: why
         self.written: Mapping[str, Any] | None = None
+        self.recorded = set(inventory_of(parent))  # placed before: orphaned if its cluster goes
 
     def view(self) -> ClusterView:
         try:
@@ -330,7 +340,12 @@ class _Pass:
             except ClusterUnavailableError as exc:
                 why = str(exc)
         if why is not None:
-            self._wait(cluster, ref, why)
+            if view.removed(cluster) and _entry(cluster, ref) in self.recorded:
+                self._wait(cluster, ref, why, reason=ORPHANED_REASON, message=(
+                    f"{ref} in cluster {cluster!r} is orphaned: {why}; it stays recorded "
+                    f"until that Secret returns (or optk uninstall)"))
+            else:
+                self._wait(cluster, ref, why)
             return None
         try:
             result = self.o.resources(cluster, client).reconcile_resource(
@@ -356,15 +371,16 @@ class _Pass:
             self.results.append(result)
         return result
 
-    def _wait(self, cluster: str, ref: ObjectRef, why: str) -> None:
+    def _wait(self, cluster: str, ref: ObjectRef, why: str, *,
+              reason: str = UNAVAILABLE_REASON, message: str = "") -> None:
         if cluster not in self.down:
             self.down[cluster] = why
             delay = self.o.failed(cluster)
             self.retry.append(delay)
             _log.info("%s: cluster %r cannot be used, its children wait (again in %.0fs): %s",
                       self.ref, cluster, delay, why)
-        self.waiting.append(Wait(ref=ref, reason=UNAVAILABLE_REASON,
-                                 message=f"{ref} waits for cluster {cluster!r}: {why}"))
+        self.waiting.append(Wait(ref=ref, reason=reason, message=message
+                                 or f"{ref} waits for cluster {cluster!r}: {why}"))
 
     def outcome(self) -> PlacementOutcome:
         return PlacementOutcome(results=tuple(self.results), errors=tuple(self.errors),

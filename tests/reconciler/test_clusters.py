@@ -38,7 +38,12 @@ from reconciler._client.caches import PassThroughCache
 from reconciler._client.cluster_secrets import ClusterSecretError, parse_cluster_secret
 from reconciler._client.clusters import ClusterConnections
 from reconciler._reconcile.declared import declared_children
-from reconciler._reconcile.placement import PLACED_ANNOTATION, UNAVAILABLE_REASON, inventory_of
+from reconciler._reconcile.placement import (
+    ORPHANED_REASON,
+    PLACED_ANNOTATION,
+    UNAVAILABLE_REASON,
+    inventory_of,
+)
 from reconciler.embedded import EmbeddedApiServer
 from tests.reconciler.conftest import Requests, install_crd
 
@@ -316,6 +321,9 @@ def test_an_unreachable_cluster_holds_back_only_its_children_and_they_converge_o
             assert [r.ref.name for r in first.children] == ["acme-home"]  # home converged
             second = pr.reconcile(fresh(client, parent))
             assert second.requeue_after == 2.0
+            # never placed in 'nowhere' (no Secret): waiting, not orphaned, and not recorded
+            assert {w.reason for w in second.waiting} == {UNAVAILABLE_REASON}
+            assert all(e[0] != "nowhere" for e in inventory_of(fresh(client, parent)))
             conditions = {c["type"]: c for c in fresh(client, parent)["status"]["conditions"]}
             assert conditions["Reconciled"]["status"] == "False"
             assert conditions["Reconciled"]["reason"] == UNAVAILABLE_REASON
@@ -431,3 +439,26 @@ def test_a_placed_child_is_written_as_the_home_children_are_server_side_apply_in
     managers = {(m["manager"], m["operation"]) for m in
                 remote_client.get("v1", "Namespace", team)["metadata"]["managedFields"]}
     assert ("tenant-operator", "Apply") in managers
+
+
+@pytest.mark.timeout(60)
+def test_a_removed_cluster_reports_its_children_orphaned_and_keeps_them_recorded(
+        client: KubernetesClient, remote: EmbeddedApiServer, remote_client: KubernetesClient,
+        parent: dict[str, Any], ns: str) -> None:
+    client.create(cluster_secret("edge-4", ns, kubeconfig_text(remote)))
+    team = f"orphan-{ns}"
+    pr = ParentReconciler(
+        client, lambda p: builders_of((namespace(team), PRESENT), cluster="edge-4"),
+        operator_name="tenant-operator",
+        settings=ParentSettings(clusters=ClusterSecrets(namespace=ns, retry_after=2.0)))
+    assert pr.reconcile(fresh(client, parent)).ok
+    client.delete("v1", "Secret", "edge-4", namespace=ns)
+    result = pr.reconcile(fresh(client, parent))
+    assert [w.reason for w in result.waiting] == [ORPHANED_REASON]
+    assert "orphaned" in result.waiting[0].message
+    assert "edge-4" in result.waiting[0].message
+    assert result.requeue_after == 2.0
+    assert inventory_of(fresh(client, parent)) == [("edge-4", "v1", "Namespace", "", team)]
+    assert remote_client.get("v1", "Namespace", team)  # left alone there, not forgotten
+    conditions = {c["type"]: c for c in fresh(client, parent)["status"]["conditions"]}
+    assert conditions["Reconciled"]["reason"] == ORPHANED_REASON
