@@ -328,6 +328,8 @@ class OperatorRuntime:
         if self.inputs is not None:
             self.inputs.stop()
         self.pool.stop()
+        if self.reconciler.placement is not None:  # the other clusters' clients (issue 41)
+            self.reconciler.placement.connections.close()
         if self.config_informer is not None:
             self.config_informer.stop()
         if self.health is not None:

@@ -50,7 +50,7 @@ def test_a_running_operator_places_a_child_in_another_cluster_and_deletes_it_wit
 
         operator = make_operator(ns, build=build,
                                  applying=Applying(clusters=ClusterSecrets(namespace=ns)))
-        with running(operator, client):
+        with running(operator, client) as runtime:
             client.create(thing(ns, "a", value="7"))
             assert wait_until(lambda: _exists(edge_client, "v1", "ConfigMap", f"{ns}-a",
                                               "default"))
@@ -65,6 +65,10 @@ def test_a_running_operator_places_a_child_in_another_cluster_and_deletes_it_wit
                                                   "default"), timeout=20)
             assert wait_until(lambda: not _exists(client, API_VERSION, "Thing", "a", ns),
                               timeout=20)
+            placement = runtime.reconciler.placement
+            assert placement is not None
+            assert placement.connections.connected() == ["edge-1"]
+        assert placement.connections.connected() == []  # closed when the operator stopped
 
 
 @pytest.mark.timeout(120)
