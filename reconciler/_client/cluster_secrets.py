@@ -20,7 +20,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
-import yaml
 
 from reconciler._base.errors import ReconcilerError, ReconcilerUsageError
 
@@ -114,6 +113,8 @@ def parse_cluster_secret(secret: Mapping[str, Any]) -> ClusterRecord | None:
         text = str(strings[KUBECONFIG_KEY])
     else:
         return None
+    import yaml  # a parser only an operator with clusters needs: loaded on first use
+
     try:
         config = yaml.safe_load(text)
     except yaml.YAMLError:  # its message quotes the text: never passed on

@@ -31,7 +31,6 @@ from reconciler._client.cluster_secrets import (
     parse_cluster_secret,
 )
 from reconciler._client.connect import load_client_from_dict
-from reconciler._client.kubernetes import KubernetesClient
 from reconciler._client.protocol import ClusterClient
 
 __all__ = ["ClusterConnections", "ClusterUnavailableError", "ClusterView"]
@@ -57,6 +56,8 @@ def kubernetes_client(record: ClusterRecord, secrets: ClusterSecrets,
     """A ``KubernetesClient`` for ``record``'s cluster (no retries, ``request_timeout`` bounded:
     an unreachable cluster fails fast and is tried again later by the reconcile), writing as
     ``operator_name`` (its ``fieldManager``, as at home)."""
+    from reconciler._client.kubernetes import KubernetesClient  # the HTTP client: on first use
+
     api_client = load_client_from_dict(record.kubeconfig,
                                        source=f"cluster {record.name!r}")
     return KubernetesClient(api_client, request_timeout=secrets.request_timeout,
