@@ -1,0 +1,539 @@
+"""Helm charts as builders: a chart rendered by Helm's own engine, one builder per object.
+
+:func:`chart` renders a chart (a directory or a ``.tgz``) with values computed from the parent,
+through Helm's Go code (``helm-python-sdk``: Helm v4's chart loader and template engine behind a
+C ABI, loaded with ``ctypes``; the ``helm`` extra), splits the output into objects and returns
+a :class:`Chart`: the builders of ``crds/`` (a component of their own, created first and never
+updated, as Helm does), of the ``pre-install``/``pre-upgrade`` hooks (a component the rest
+depends on) and of the other objects (the chart's own component), each PRESENT, each a plain
+:data:`~builders.ResourceBuilder` that returns a fresh copy. Iterating a :class:`Chart` gives
+those three components, so a chart goes anywhere builders go; :meth:`Chart.components` names
+the last one and adds ``depends_on``/``ready_when``; :meth:`Chart.with_overrides` puts
+strategic-merge overrides on top of chosen objects.
+
+The rendering is cached by (chart digest, values digest, release, namespace, capabilities): a
+resync of an unchanged parent renders nothing (:func:`cache_info` counts). A failing render is
+cached too, so it is not retried hot; its :class:`~builders.ChartRenderError` names the chart,
+the template and the line.
+
+Boundary: pure as builders are (the chart's files are read, nothing else; ``lookup`` finds
+nothing, as in ``helm template``). Applying, ordering, readiness and pruning are the
+reconciler's, as for any builder. No Helm release is stored: the parent is the release.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import yaml
+
+from builders._compose import Component, ResourceBuilder, compose
+from builders._dependencies import Precondition, ReadyRule
+from builders._errors import (
+    ChartError,
+    ChartHookError,
+    ChartLoadError,
+    ChartRenderError,
+    HelmEngineMissingError,
+)
+from builders._overrides import with_overrides
+from builders._state import DesiredState, KubeObject
+
+__all__ = [
+    "CHART_ANNOTATION",
+    "CLUSTER_SCOPED_KINDS",
+    "HOOK_ANNOTATION",
+    "INSTALL_ORDER",
+    "TEMPLATE_ANNOTATION",
+    "CacheInfo",
+    "Chart",
+    "ChartObject",
+    "cache_info",
+    "chart",
+    "clear_cache",
+    "engine_version",
+]
+
+CHART_ANNOTATION = "optk.dev/helm-chart"
+"""Set on every object a chart renders: the chart's ``name-version``."""
+TEMPLATE_ANNOTATION = "optk.dev/helm-template"
+"""Set on every object a chart renders: the template it came from (``mychart/templates/x.yaml``,
+or ``mychart/crds/x.yaml``)."""
+HOOK_ANNOTATION = "helm.sh/hook"
+"""Helm's hook annotation (``pre-install,pre-upgrade``, ``test``, ...)."""
+_HOOK_WEIGHT = "helm.sh/hook-weight"
+_RUN_HOOKS = frozenset({"pre-install", "pre-upgrade"})
+_LEFT_OUT_HOOKS = frozenset({"test", "test-success"})
+
+INSTALL_ORDER = (
+    "PriorityClass", "Namespace", "NetworkPolicy", "ResourceQuota", "LimitRange",
+    "PodSecurityPolicy", "PodDisruptionBudget", "ServiceAccount", "Secret", "SecretList",
+    "ConfigMap", "StorageClass", "PersistentVolume", "PersistentVolumeClaim",
+    "CustomResourceDefinition", "ClusterRole", "ClusterRoleList", "ClusterRoleBinding",
+    "ClusterRoleBindingList", "Role", "RoleList", "RoleBinding", "RoleBindingList", "Service",
+    "DaemonSet", "Pod", "ReplicationController", "ReplicaSet", "Deployment",
+    "HorizontalPodAutoscaler", "StatefulSet", "Job", "CronJob", "IngressClass", "Ingress",
+    "APIService", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+)
+"""Helm's install order by kind (``releaseutil.InstallOrder``); other kinds follow, by kind."""
+
+CLUSTER_SCOPED_KINDS = frozenset({
+    "APIService", "CSIDriver", "CSINode", "CertificateSigningRequest", "ClusterRole",
+    "ClusterRoleBinding", "ComponentStatus", "CustomResourceDefinition", "FlowSchema",
+    "IngressClass", "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding",
+    "MutatingWebhookConfiguration", "Namespace", "Node", "PersistentVolume",
+    "PodSecurityPolicy", "PriorityClass", "PriorityLevelConfiguration", "RuntimeClass",
+    "StorageClass", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+    "ValidatingWebhookConfiguration", "VolumeAttachment",
+})
+"""Built-in kinds that are cluster-scoped; with the kinds the chart's own CRDs declare
+``scope: Cluster`` and those given as ``cluster_scoped``, every other object is namespaced and
+put in the release namespace."""
+
+_WHERE = re.compile(r"\(([^():\s]+):(\d+)(?::\d+)?\)")
+"""Where Helm's template errors point: ``(mychart/templates/x.yaml:7:8)``."""
+_MAX_CACHED = 256
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class ChartObject:
+    """The builder of one rendered object: returns a fresh copy of it and its state.
+
+    ``chart`` is the chart's ``name-version``, ``template`` the template it came from."""
+
+    chart: str
+    """The chart's ``name-version``."""
+    template: str
+    """The template the object was rendered from (``mychart/templates/x.yaml``)."""
+    obj: Mapping[str, Any]
+    """The object as rendered (with namespace and annotations set); never handed out."""
+    state: DesiredState = DesiredState.PRESENT
+    """PRESENT; CREATED for ``crds/`` and hooks (Helm never upgrades either)."""
+
+    @property
+    def kind(self) -> str:
+        """The object's kind."""
+        return str(self.obj.get("kind", ""))
+
+    @property
+    def object_name(self) -> str:
+        """The object's ``metadata.name``."""
+        return str((self.obj.get("metadata") or {}).get("name", ""))
+
+    @property
+    def name(self) -> str:
+        """Readable: ``helm <chart> <template> <Kind>/<name>`` (errors, plans, traces)."""
+        return f"helm {self.chart} {self.template} {self.kind}/{self.object_name}"
+
+    def __call__(self) -> tuple[KubeObject, DesiredState]:
+        """The object, a fresh deep copy, and its state."""
+        return copy.deepcopy(dict(self.obj)), self.state
+
+    def __repr__(self) -> str:
+        return f"<builder {self.name}>"
+
+
+def _component_names(value: str | Iterable[str]) -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class Chart:
+    """A rendered chart: its builders in three groups, and the components they form.
+
+    Iterating gives :meth:`components` with their defaults: ``<release>-crds`` (the ``crds/``
+    objects), ``<release>-hooks`` (the ``pre-install``/``pre-upgrade`` hooks, after the CRDs)
+    and ``<release>`` (everything else, after both); a group that is empty is left out, and so
+    is the dependency on it.
+    """
+
+    chart: str
+    """The chart's ``name-version``."""
+    release: str
+    """The release name the chart was rendered with (``.Release.Name``)."""
+    namespace: str
+    """The release namespace (``.Release.Namespace``); namespaced objects are put there."""
+    crds: tuple[ResourceBuilder, ...]
+    """The builders of the ``crds/`` objects (CREATED: created once, never updated)."""
+    hooks: tuple[ResourceBuilder, ...]
+    """The builders of the ``pre-install``/``pre-upgrade`` hooks, by weight (CREATED)."""
+    objects: tuple[ResourceBuilder, ...]
+    """The builders of the other objects, in Helm's install order (PRESENT)."""
+
+    @property
+    def crds_component(self) -> str:
+        """The name of the CRDs' component: ``<release>-crds``."""
+        return f"{self.release}-crds"
+
+    @property
+    def hooks_component(self) -> str:
+        """The name of the hooks' component: ``<release>-hooks``."""
+        return f"{self.release}-hooks"
+
+    def components(
+        self,
+        name: str | None = None,
+        *,
+        depends_on: str | Iterable[str] = (),
+        ready_when: ReadyRule | None = None,
+        precondition: Precondition | None = None,
+    ) -> list[Component]:
+        """The chart's components: the CRDs', the hooks' (after the CRDs and ``depends_on``)
+        and the objects' (``name``, default the release; after the CRDs, the hooks and
+        ``depends_on``; ready by ``ready_when``, else each kind's health rule; built while
+        ``precondition`` holds). Empty groups are left out."""
+        outside = _component_names(depends_on)
+        found: list[Component] = []
+        before: list[str] = []
+        if self.crds:
+            found.append(Component(name=self.crds_component, builders=self.crds))
+            before.append(self.crds_component)
+        if self.hooks:
+            found.append(Component(name=self.hooks_component, builders=self.hooks,
+                                   depends_on=(*before, *outside), precondition=precondition))
+            before.append(self.hooks_component)
+        if self.objects:
+            found.append(Component(name=name or self.release, builders=self.objects,
+                                   depends_on=(*before, *outside), ready_when=ready_when,
+                                   precondition=precondition))
+        return found
+
+    def with_overrides(self, patches: Mapping[str, Mapping[str, Any] | None]) -> Chart:
+        """This chart with ``patches`` merged onto chosen objects (``builders.overrides``: a
+        strategic merge for built-in kinds), keyed by ``Kind/name`` (``Deployment/op``); a key
+        that names no rendered object raises :class:`~builders.ChartError`."""
+        wanted = dict(patches)
+        groups = []
+        for group in (self.crds, self.hooks, self.objects):
+            replaced = []
+            for builder in group:
+                key = f"{getattr(builder, 'kind', '')}/{getattr(builder, 'object_name', '')}"
+                patch = wanted.pop(key, None)
+                replaced.append(builder if patch is None else with_overrides(builder, patch))
+            groups.append(tuple(replaced))
+        if wanted:
+            raise ChartError(f"overrides name objects the chart does not render: "
+                             f"{sorted(wanted)}", chart=self.chart)
+        return attrs.evolve(self, crds=groups[0], hooks=groups[1], objects=groups[2])
+
+    def __iter__(self) -> Iterator[ResourceBuilder]:
+        """The builders of :meth:`components`, in order."""
+        return iter(compose(self.components()))
+
+    def __len__(self) -> int:
+        """How many objects the chart renders (CRDs and hooks included)."""
+        return len(self.crds) + len(self.hooks) + len(self.objects)
+
+
+@attrs.frozen
+class CacheInfo:
+    """What the render cache did since the process started (or :func:`clear_cache`)."""
+
+    hits: int
+    """Calls answered from the cache (nothing rendered)."""
+    renders: int
+    """Calls that ran Helm's engine."""
+    size: int
+    """Renderings held now (at most 256, least recently used dropped)."""
+
+
+@attrs.frozen(kw_only=True)
+class _Rendering:
+    chart: str
+    crds: tuple[ChartObject, ...] = ()
+    hooks: tuple[ChartObject, ...] = ()
+    objects: tuple[ChartObject, ...] = ()
+    error: ChartError | None = None
+
+
+_lock = threading.Lock()
+_cache: OrderedDict[tuple[Any, ...], _Rendering] = OrderedDict()
+_digests: dict[tuple[Any, ...], str] = {}
+_counts = {"hits": 0, "renders": 0}
+
+
+def cache_info() -> CacheInfo:
+    """The render cache's hits, renders and size."""
+    with _lock:
+        return CacheInfo(hits=_counts["hits"], renders=_counts["renders"], size=len(_cache))
+
+
+def clear_cache() -> None:
+    """Forget every rendering and reset the counts (tests and benchmarks)."""
+    with _lock:
+        _cache.clear()
+        _digests.clear()
+        _counts.update(hits=0, renders=0)
+
+
+def engine_version() -> str:
+    """Helm's version inside the engine (``v4.2.3``); HelmEngineMissingError without it."""
+    return str(_engine("helm").helm_sdk_version())
+
+
+def _engine(chart_name: str) -> Any:
+    try:
+        import helm_python
+    except ImportError as exc:
+        raise HelmEngineMissingError(
+            f"Helm's engine is not installed ({exc}): pip install 'operator-toolkit[helm]' "
+            f"(helm-python-sdk)", chart=chart_name) from exc
+    return helm_python
+
+
+def _source_digest(path: Path) -> str:
+    """sha256 of the chart's files (names and contents), remembered by their stat."""
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file())
+        signature: tuple[Any, ...] = tuple(
+            (str(p.relative_to(path)), p.stat().st_mtime_ns, p.stat().st_size) for p in files)
+    elif path.is_file():
+        files = [path]
+        signature = ((path.name, path.stat().st_mtime_ns, path.stat().st_size),)
+    else:
+        raise ChartLoadError("no such chart directory or archive", chart=str(path))
+    key = (str(path), signature)
+    with _lock:
+        known = _digests.get(key)
+    if known is not None:
+        return known
+    digest = hashlib.sha256()
+    for file in files:
+        digest.update(str(file.relative_to(path) if file != path else file.name).encode())
+        digest.update(b"\0")
+        digest.update(file.read_bytes())
+        digest.update(b"\0")
+    found = digest.hexdigest()
+    with _lock:
+        if len(_digests) > 4 * _MAX_CACHED:
+            _digests.clear()
+        _digests[key] = found
+    return found
+
+
+def _values_digest(values: Mapping[str, Any] | None) -> str:
+    text = json.dumps(values or {}, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def chart(
+    source: str | os.PathLike[str],
+    *,
+    values: Mapping[str, Any] | None = None,
+    release: str,
+    namespace: str,
+    api_versions: Collection[str] = (),
+    kube_version: str | None = None,
+    cluster_scoped: Collection[str] = (),
+    skip_hooks: Collection[str] = (),
+) -> Chart:
+    """The builders of the chart at ``source`` (a directory or a ``.tgz``) rendered by Helm's
+    engine with ``values`` (over the chart's ``values.yaml``), as release ``release`` in
+    ``namespace``.
+
+    ``api_versions`` (``group/version`` or ``group/version/Kind``) are added to Helm's defaults
+    in ``.Capabilities.APIVersions``, ``kube_version`` (``v1.31.0``) is
+    ``.Capabilities.KubeVersion``. Namespaced objects are put in ``namespace`` (whatever the
+    template said); cluster-scoped ones (:data:`CLUSTER_SCOPED_KINDS`, kinds the chart's CRDs
+    declare cluster-scoped, ``cluster_scoped`` kinds) lose any namespace. ``NOTES.txt`` is
+    ignored; ``test`` hooks are left out, so are the hooks named in ``skip_hooks``; any other
+    hook but ``pre-install``/``pre-upgrade`` raises :class:`~builders.ChartHookError`. A
+    template that fails raises :class:`~builders.ChartRenderError` (chart, template, line).
+    Cached: the same inputs render once per process.
+    """
+    path = Path(source)
+    capabilities = (tuple(sorted(api_versions)), kube_version, tuple(sorted(cluster_scoped)),
+                    tuple(sorted(skip_hooks)))
+    key = (str(path), _source_digest(path), _values_digest(values), release, namespace,
+           capabilities)
+    with _lock:
+        rendering = _cache.get(key)
+        if rendering is not None:
+            _cache.move_to_end(key)
+            _counts["hits"] += 1
+    if rendering is None:
+        rendering = _render(path, values, release=release, namespace=namespace,
+                            api_versions=api_versions, kube_version=kube_version,
+                            cluster_scoped=cluster_scoped, skip_hooks=skip_hooks)
+        with _lock:
+            _counts["renders"] += 1
+            _cache[key] = rendering
+            while len(_cache) > _MAX_CACHED:
+                _cache.popitem(last=False)
+    if rendering.error is not None:
+        raise rendering.error.with_traceback(None)
+    return Chart(chart=rendering.chart, release=release, namespace=namespace,
+                 crds=rendering.crds, hooks=rendering.hooks, objects=rendering.objects)
+
+
+def _render(
+    path: Path, values: Mapping[str, Any] | None, *, release: str, namespace: str,
+    api_versions: Collection[str], kube_version: str | None, cluster_scoped: Collection[str],
+    skip_hooks: Collection[str],
+) -> _Rendering:
+    helm = _engine(str(path))
+    try:
+        loaded = helm.Chart.load(str(path))
+    except helm.HelmError as exc:
+        return _Rendering(chart=str(path), error=ChartLoadError(str(exc), chart=str(path)))
+    with loaded:
+        metadata = loaded.metadata
+        name = f"{metadata.get('name', path.name)}-{metadata.get('version', '0')}"
+        try:
+            texts = _render_texts(helm, loaded, dict(values or {}), release=release,
+                                  namespace=namespace, api_versions=api_versions,
+                                  kube_version=kube_version)
+            crd_texts = [(str(crd["filename"]), str(crd["data"])) for crd in loaded.crds]
+        except helm.HelmError as exc:
+            return _Rendering(chart=name, error=_render_error(name, str(exc)))
+    try:
+        return _split(name, crd_texts, texts, namespace=namespace,
+                      cluster_scoped=frozenset(cluster_scoped), skip_hooks=frozenset(skip_hooks))
+    except ChartError as exc:
+        return _Rendering(chart=name, error=exc)
+
+
+def _render_texts(
+    helm: Any, loaded: Any, values: dict[str, Any], *, release: str, namespace: str,
+    api_versions: Collection[str], kube_version: str | None,
+) -> dict[str, str]:
+    if not api_versions and kube_version is None:
+        rendered: dict[str, str] = loaded.render(values, name=release, namespace=namespace)
+        return rendered
+    # Chart.render of helm-python-sdk 0.2.2 passes no capabilities; its C ABI takes them
+    # (helm_render's options: api_versions, kube_version), so the call is made as render does.
+    options: dict[str, Any] = {"name": release, "namespace": namespace}
+    if api_versions:
+        options["api_versions"] = sorted(api_versions)
+    if kube_version is not None:
+        options["kube_version"] = kube_version
+    from helm_python import _native
+
+    text = _native.call_string("helm_render", loaded._raw(), json.dumps(values),
+                               json.dumps(options))
+    found: dict[str, str] = json.loads(text)
+    return found
+
+
+def _render_error(chart: str, message: str) -> ChartRenderError:
+    where = _WHERE.search(message)
+    if where is None:
+        return ChartRenderError(chart=chart, template=None, line=None, reason=message)
+    return ChartRenderError(chart=chart, template=where.group(1), line=int(where.group(2)),
+                            reason=message)
+
+
+def _documents(chart: str, template: str, text: str) -> list[dict[str, Any]]:
+    try:
+        documents = list(yaml.safe_load_all(text))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        raise ChartRenderError(chart=chart, template=template, line=line,
+                               reason=f"the rendered text is not YAML: "
+                                      f"{getattr(exc, 'problem', None) or exc}") from exc
+    found = []
+    for document in documents:
+        if document is None:
+            continue
+        meta = document.get("metadata") if isinstance(document, dict) else None
+        if (not isinstance(document, dict) or not document.get("apiVersion")
+                or not document.get("kind") or not isinstance(meta, dict)
+                or not meta.get("name")):
+            raise ChartRenderError(
+                chart=chart, template=template, line=None,
+                reason="renders something that is not an object with apiVersion, kind and "
+                       "metadata.name")
+        found.append(document)
+    return found
+
+
+def _cluster_kinds(crds: Iterable[Mapping[str, Any]]) -> set[str]:
+    kinds = set()
+    for crd in crds:
+        spec = crd.get("spec") or {}
+        if crd.get("kind") == "CustomResourceDefinition" and spec.get("scope") == "Cluster":
+            kinds.add(str((spec.get("names") or {}).get("kind", "")))
+    return kinds
+
+
+def _placed(obj: dict[str, Any], *, chart: str, template: str, namespace: str,
+            cluster: Collection[str]) -> dict[str, Any]:
+    meta = dict(obj["metadata"])
+    if obj["kind"] in cluster:
+        meta.pop("namespace", None)
+    else:
+        meta["namespace"] = namespace
+    meta["annotations"] = {**(meta.get("annotations") or {}), CHART_ANNOTATION: chart,
+                           TEMPLATE_ANNOTATION: template}
+    return {**obj, "metadata": meta}
+
+
+def _install_rank(builder: ChartObject) -> tuple[int, str]:
+    kind = builder.kind
+    if kind in INSTALL_ORDER:
+        return INSTALL_ORDER.index(kind), ""
+    return len(INSTALL_ORDER), kind
+
+
+def _hook_weight(builder: ChartObject) -> int:
+    annotations = builder.obj["metadata"].get("annotations") or {}
+    try:
+        return int(str(annotations.get(_HOOK_WEIGHT, "0")))
+    except ValueError:
+        return 0
+
+
+def _split(
+    chart: str, crd_texts: Sequence[tuple[str, str]], texts: Mapping[str, str], *,
+    namespace: str, cluster_scoped: frozenset[str], skip_hooks: frozenset[str],
+) -> _Rendering:
+    crd_documents = [(template, document) for template, text in crd_texts
+                     for document in _documents(chart, template, text)]
+    rendered = [(template, document) for template in sorted(texts)
+                if not template.endswith("NOTES.txt")
+                for document in _documents(chart, template, texts[template])]
+    cluster = (CLUSTER_SCOPED_KINDS | cluster_scoped
+               | _cluster_kinds(d for _, d in (*crd_documents, *rendered)))
+    crds = [ChartObject(chart=chart, template=template, state=DesiredState.CREATED,
+                        obj=_placed(document, chart=chart, template=template,
+                                    namespace=namespace, cluster=cluster))
+            for template, document in crd_documents]
+    hooks: list[ChartObject] = []
+    objects: list[ChartObject] = []
+    for template, document in rendered:
+        obj = _placed(document, chart=chart, template=template, namespace=namespace,
+                      cluster=cluster)
+        hook = str((obj["metadata"].get("annotations") or {}).get(HOOK_ANNOTATION, ""))
+        events = {event.strip() for event in hook.split(",") if event.strip()}
+        if not events:
+            objects.append(ChartObject(chart=chart, template=template, obj=obj))
+        elif events & _RUN_HOOKS:
+            hooks.append(ChartObject(chart=chart, template=template, obj=obj,
+                                     state=DesiredState.CREATED))
+        elif not events <= _LEFT_OUT_HOOKS | skip_hooks:
+            raise ChartHookError(chart=chart, template=template, hook=hook)
+    seen: dict[tuple[str, str, str, str | None], str] = {}
+    for builder in (*crds, *hooks, *objects):
+        group = str(builder.obj["apiVersion"]).rpartition("/")[0]
+        identity = (group, builder.kind, builder.object_name,
+                    builder.obj["metadata"].get("namespace"))
+        if identity in seen:
+            raise ChartRenderError(
+                chart=chart, template=builder.template, line=None,
+                reason=f"renders {builder.kind} {builder.object_name} again (first in "
+                       f"{seen[identity]})")
+        seen[identity] = builder.template
+    hooks.sort(key=lambda b: (_hook_weight(b), _install_rank(b), b.object_name))
+    objects.sort(key=_install_rank)
+    return _Rendering(chart=chart, crds=tuple(crds), hooks=tuple(hooks), objects=tuple(objects))
