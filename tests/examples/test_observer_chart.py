@@ -1,0 +1,164 @@
+"""The Observer's ``spec.prometheusOperatorChart`` (issue 40): the Prometheus-operator-like chart
+kept in ``examples/observer/charts`` installed through ``builders.helm`` beside the Thanos
+operator the Observer builds in code, on both servers. Its CRDs are created (and Established)
+before its operator's Deployment; the ``Thanos`` waits until both operators' Deployments are
+Available; a forced resync makes no write and renders nothing; a changed value patches only
+the chart's Deployment; removing the block prunes the chart's objects; deleting the Observer
+leaves nothing of either."""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from typing import Any
+
+import pytest
+
+from builders import helm
+from examples.observer.builders import PROMETHEUS_OPERATOR_CHART
+from examples.observer.crds import API_VERSION, KIND
+from examples.observer.operator import make_operator
+from reconciler import KubernetesClient, NotFoundError
+from reconciler.testing import make_available, wait_idle, wait_synced
+from tests.driver.conftest import wait_until
+from tests.examples.test_observer import (
+    THANOS_SPEC,
+    _condition,
+    _converged,
+    _exists,
+    _Trail,
+    kube,  # noqa: F401 (the fixture: no Thanos CRD left over)
+)
+
+pytest.importorskip("helm_python", reason="Helm's engine (helm-python-sdk, the helm extra) "
+                    "is not installed")
+
+CHART_CRDS = ("servicemonitors.monitoring.observe.optk.dev",
+              "prometheuses.monitoring.observe.optk.dev")
+CRD = ("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+PROMETHEUS = "obs-prometheus-operator"
+
+
+def _observer(ns: str, chart: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": "obs", "namespace": ns},
+            "spec": {"thanos": {"spec": dict(THANOS_SPEC)}, "prometheusOperatorChart": chart}}
+
+
+def _available(client: KubernetesClient, name: str, ns: str) -> None:
+    make_available(client, {"apiVersion": "apps/v1", "kind": "Deployment",
+                            "metadata": {"name": name, "namespace": ns}})
+
+
+def _chart_objects(client: KubernetesClient, ns: str) -> list[str]:
+    found = [f"CRD {name}" for name in CHART_CRDS if _exists(client, *CRD, name)]
+    for api_version, kind, name, where in (
+            ("apps/v1", "Deployment", PROMETHEUS, ns), ("v1", "Service", PROMETHEUS, ns),
+            ("v1", "ServiceAccount", PROMETHEUS, ns),
+            ("rbac.authorization.k8s.io/v1", "ClusterRole", f"{ns}-{PROMETHEUS}", None),
+            ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", f"{ns}-{PROMETHEUS}", None)):
+        if _exists(client, api_version, kind, name, where):
+            found.append(f"{kind} {name}")
+    return found
+
+
+@pytest.mark.needs_controller_manager
+@pytest.mark.both_servers
+def test_the_observer_installs_its_chart_in_order_beside_the_thanos_operator(
+    kube: KubernetesClient, kube_namespace: str, kube_api: Any, kube_api_name: str,  # noqa: F811
+) -> None:
+    ns = kube_namespace
+    trail = _Trail(kube_api, kube_api_name)
+    name = f"observer-{uuid.uuid4().hex[:6]}"
+    runtime = make_operator(name=name, namespace=ns, events=False).start(kube)
+    helm.clear_cache()
+    try:
+        assert wait_synced(runtime, 20)
+        start = trail.mark()
+        kube.create(_observer(ns, {"logLevel": "debug"}))
+        assert wait_until(lambda: _exists(kube, "apps/v1", "Deployment", PROMETHEUS, ns), 60)
+        assert wait_until(lambda: _exists(kube, "apps/v1", "Deployment", "obs-thanos-operator",
+                                          ns), 60)
+        for crd in CHART_CRDS:
+            conditions = kube.get(*CRD, crd)["status"]["conditions"]
+            assert {c["type"]: c["status"] for c in conditions}["Established"] == "True"
+        creates = [(resource, name_) for verb, resource, name_, code, _ in trail.since(start)
+                   if verb == "create" and code < 300]
+        crds = [i for i, (resource, _) in enumerate(creates)
+                if resource == "customresourcedefinitions"]
+        deployments = [i for i, (resource, _) in enumerate(creates) if resource == "deployments"]
+        assert len(crds) == 3, creates  # two of the chart's and the Thanos CRD
+        assert max(crds) < min(deployments), creates
+        deployment = kube.get("apps/v1", "Deployment", PROMETHEUS, namespace=ns)
+        assert deployment["spec"]["template"]["spec"]["containers"][0]["args"][0] == (
+            "--log-level=debug")
+        assert deployment["metadata"]["labels"]["app.kubernetes.io/managed-by"] == name
+        assert deployment["metadata"]["annotations"]["optk.dev/helm-chart"] == (
+            "prometheus-operator-0.2.0")
+
+        # the Thanos waits for both operators: the Thanos operator's alone is not enough
+        _available(kube, "obs-thanos-operator", ns)
+        waiting = f"waits for component 'prometheus-operator': Deployment {ns}/{PROMETHEUS}"
+        assert wait_until(lambda: waiting in str(_condition(kube, ns, "Ready").get("message")),
+                          30), _condition(kube, ns, "Ready")
+        assert wait_idle(runtime, 30)
+        assert not _exists(kube, "monitoring.optk.dev/v1alpha1", "Thanos", "obs", ns)
+        _available(kube, PROMETHEUS, ns)
+        assert wait_until(lambda: _converged(kube, runtime, ns), 60)
+        assert _exists(kube, "monitoring.optk.dev/v1alpha1", "Thanos", "obs", ns)
+
+        # a forced resync: no write, no render
+        writes, reconciles = runtime.stats.writes, runtime.stats.total
+        renders = helm.cache_info().renders
+        assert runtime.resync_all() == 1
+        assert wait_until(lambda: runtime.stats.total > reconciles, 10)
+        assert wait_idle(runtime, 30)
+        assert (runtime.stats.writes, helm.cache_info().renders) == (writes, renders)
+
+        # a changed value: one patch, to the chart's Deployment
+        mark = trail.mark()
+        kube.patch(API_VERSION, KIND, "obs", {"spec": {"prometheusOperatorChart": {
+            "logLevel": "warn"}}}, patch_type="application/merge-patch+json", namespace=ns)
+        assert wait_until(lambda: kube.get("apps/v1", "Deployment", PROMETHEUS, namespace=ns)[
+            "spec"]["template"]["spec"]["containers"][0]["args"][0] == "--log-level=warn", 30)
+        assert wait_idle(runtime, 30)
+        patches = [(verb, resource, name_) for verb, resource, name_, code, _ in
+                   trail.since(mark) if verb in ("patch", "update", "create", "delete")
+                   and resource not in ("observers", "leases", "events")]
+        assert patches == [("patch", "deployments", PROMETHEUS)], patches
+
+        # the block removed: the chart's objects are pruned, the Thanos operator's stay
+        kube.patch(API_VERSION, KIND, "obs", {"spec": {"prometheusOperatorChart": None}},
+                   patch_type="application/merge-patch+json", namespace=ns)
+        assert wait_until(lambda: _chart_objects(kube, ns) == [], 60), _chart_objects(kube, ns)
+        assert _exists(kube, "apps/v1", "Deployment", "obs-thanos-operator", ns)
+
+        # back, then the Observer deleted: nothing of either is left
+        kube.patch(API_VERSION, KIND, "obs", {"spec": {"prometheusOperatorChart": {}}},
+                   patch_type="application/merge-patch+json", namespace=ns)
+        assert wait_until(lambda: _exists(kube, "apps/v1", "Deployment", PROMETHEUS, ns), 60)
+        _available(kube, PROMETHEUS, ns)
+        assert wait_until(lambda: _converged(kube, runtime, ns), 60)
+        kube.delete(API_VERSION, KIND, "obs", namespace=ns)
+        assert wait_until(lambda: not _exists(kube, API_VERSION, KIND, "obs", ns), 60)
+        assert wait_until(lambda: _chart_objects(kube, ns) == [], 60), _chart_objects(kube, ns)
+        assert not _exists(kube, "apps/v1", "Deployment", "obs-thanos-operator", ns)
+    finally:
+        runtime.stop(5)
+        with contextlib.suppress(NotFoundError):
+            kube.patch(API_VERSION, KIND, "obs", {"metadata": {"finalizers": None}},
+                       patch_type="application/merge-patch+json", namespace=ns)
+        for crd in CHART_CRDS:
+            with contextlib.suppress(NotFoundError):
+                kube.delete(*CRD, crd)
+        for kind in ("ClusterRole", "ClusterRoleBinding"):
+            with contextlib.suppress(NotFoundError):
+                kube.delete("rbac.authorization.k8s.io/v1", kind, f"{ns}-{PROMETHEUS}")
+
+
+def test_the_chart_kept_in_the_example_renders_its_crds_rbac_service_and_deployment() -> None:
+    chart = helm.chart(PROMETHEUS_OPERATOR_CHART, values={}, release="obs", namespace="demo")
+    assert [b.name.split(" ", 3)[3] for b in chart] == [  # type: ignore[attr-defined]
+        f"CustomResourceDefinition/{CHART_CRDS[0]}", f"CustomResourceDefinition/{CHART_CRDS[1]}",
+        f"ServiceAccount/{PROMETHEUS}", f"ClusterRole/demo-{PROMETHEUS}",
+        f"ClusterRoleBinding/demo-{PROMETHEUS}", f"Service/{PROMETHEUS}",
+        f"Deployment/{PROMETHEUS}"]
