@@ -19,6 +19,10 @@ the template and the line.
 Boundary: pure as builders are (the chart's files are read, nothing else; ``lookup`` finds
 nothing, as in ``helm template``). Applying, ordering, readiness and pruning are the
 reconciler's, as for any builder. No Helm release is stored: the parent is the release.
+
+The module is over 500 lines because the chart semantics (splitting, namespaces, hooks, install
+order), the engine call and the cache are one rendering: each step reads the chart's name and
+template to name in its errors, and the cache holds what the split produced.
 """
 
 from __future__ import annotations
@@ -103,6 +107,8 @@ put in the release namespace."""
 _WHERE = re.compile(r"\(([^():\s]+):(\d+)(?::\d+)?\)")
 """Where Helm's template errors point: ``(mychart/templates/x.yaml:7:8)``."""
 _MAX_CACHED = 256
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's safe loader where PyYAML has it: parsing is most of a render's cost otherwise."""
 
 
 @attrs.frozen(kw_only=True, eq=False)
@@ -435,7 +441,7 @@ def _render_error(chart: str, message: str) -> ChartRenderError:
 
 def _documents(chart: str, template: str, text: str) -> list[dict[str, Any]]:
     try:
-        documents = list(yaml.safe_load_all(text))
+        documents = list(yaml.load_all(text, Loader=_LOADER))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
