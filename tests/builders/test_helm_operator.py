@@ -9,6 +9,7 @@ chart, template and line; deleting the parent leaves nothing of the chart."""
 from __future__ import annotations
 
 import contextlib
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -116,14 +117,20 @@ def test_a_chart_converges_in_order_resyncs_quietly_patches_prunes_and_tears_dow
         assert deployment["spec"]["selector"] == {"matchLabels": {"app": release}}
         assert deployment["spec"]["template"]["metadata"]["labels"] == {"app": release}
         assert not _exists(kube, "v1", "Pod", f"{release}-test", ns)  # the test hook: left out
+        # cluster-scoped as the chart's CRD declares, though discovery did not know the kind
+        # when it was created (no owner reference to the namespaced parent)
+        widget_class = kube.get("example.com/v1", "WidgetClass", "standard")["metadata"]
+        assert "ownerReferences" not in widget_class
+        assert widget_class["annotations"]["optk.dev/owner"] == f"{KIND} {ns}/{release}"
         assert helm.cache_info().renders == 1
 
         # a forced resync: no write, no render
         writes, reconciles = runtime.stats.writes, runtime.stats.total
+        mark = len(kube_api.request_log())
         assert runtime.resync_all() == 1
         assert wait_until(lambda: runtime.stats.total > reconciles, 10)
         assert wait_idle(runtime, 30)
-        assert runtime.stats.writes == writes
+        assert runtime.stats.writes == writes, _writes(kube_api.request_log()[mark:])
         assert helm.cache_info().renders == 1
 
         # a changed value patches only the object whose rendering changed
@@ -150,9 +157,15 @@ def test_a_chart_converges_in_order_resyncs_quietly_patches_prunes_and_tears_dow
         assert wait_until(lambda: expected in str(
             _condition(kube, ns, release, "Reconciled").get("message")), 30), \
             _condition(kube, ns, release, "Reconciled")
-        assert "image is required" in _condition(kube, ns, release, "Reconciled")["message"]
+        failed = _condition(kube, ns, release, "Reconciled")
+        assert "image is required" in failed["message"]
+        assert failed["reason"] == "ChartRenderFailed"
+        assert _condition(kube, ns, release, "Stalled").get("status") == "True"
         assert wait_idle(runtime, 30)
-        renders = helm.cache_info().renders
+        # not retried hot: permanent until the parent changes; a resync renders nothing
+        reconciles, renders = runtime.stats.total, helm.cache_info().renders
+        time.sleep(1.5)
+        assert runtime.stats.total == reconciles
         assert runtime.resync_all() == 1
         assert wait_idle(runtime, 30)
         assert helm.cache_info().renders == renders  # the failure is not rendered again
