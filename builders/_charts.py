@@ -58,6 +58,7 @@ __all__ = [
     "CLUSTER_SCOPED_KINDS",
     "HOOK_ANNOTATION",
     "INSTALL_ORDER",
+    "KEEP_ANNOTATION",
     "TEMPLATE_ANNOTATION",
     "CacheInfo",
     "Chart",
@@ -75,6 +76,9 @@ TEMPLATE_ANNOTATION = "optk.dev/helm-template"
 or ``mychart/crds/x.yaml``)."""
 HOOK_ANNOTATION = "helm.sh/hook"
 """Helm's hook annotation (``pre-install,pre-upgrade``, ``test``, ...)."""
+KEEP_ANNOTATION = "helm.sh/resource-policy"
+"""Helm's resource policy: ``keep`` (which :func:`chart` sets on the ``crds/`` objects unless
+``keep_crds=False``) makes the reconciler release the object instead of deleting it."""
 _HOOK_WEIGHT = "helm.sh/hook-weight"
 _RUN_HOOKS = frozenset({"pre-install", "pre-upgrade"})
 _LEFT_OUT_HOOKS = frozenset({"test", "test-success"})
@@ -342,6 +346,7 @@ def chart(
     kube_version: str | None = None,
     cluster_scoped: Collection[str] = (),
     skip_hooks: Collection[str] = (),
+    keep_crds: bool = True,
 ) -> Chart:
     """The builders of the chart at ``source`` (a directory or a ``.tgz``) rendered by Helm's
     engine with ``values`` (over the chart's ``values.yaml``), as release ``release`` in
@@ -355,11 +360,13 @@ def chart(
     ignored; ``test`` hooks are left out, so are the hooks named in ``skip_hooks``; any other
     hook but ``pre-install``/``pre-upgrade`` raises :class:`~builders.ChartHookError`. A
     template that fails raises :class:`~builders.ChartRenderError` (chart, template, line).
-    Cached: the same inputs render once per process.
+    The ``crds/`` objects are marked ``helm.sh/resource-policy: keep`` (:data:`KEEP_ANNOTATION`)
+    unless ``keep_crds`` is False: like Helm, no uninstall deletes them (the reconciler releases
+    them). Cached: the same inputs render once per process.
     """
     path = Path(source)
     capabilities = (tuple(sorted(api_versions)), kube_version, tuple(sorted(cluster_scoped)),
-                    tuple(sorted(skip_hooks)))
+                    tuple(sorted(skip_hooks)), keep_crds)
     key = (str(path), _source_digest(path), _values_digest(values), release, namespace,
            capabilities)
     with _lock:
@@ -370,7 +377,8 @@ def chart(
     if rendering is None:
         rendering = _render(path, values, release=release, namespace=namespace,
                             api_versions=api_versions, kube_version=kube_version,
-                            cluster_scoped=cluster_scoped, skip_hooks=skip_hooks)
+                            cluster_scoped=cluster_scoped, skip_hooks=skip_hooks,
+                            keep_crds=keep_crds)
         with _lock:
             _counts["renders"] += 1
             _cache[key] = rendering
@@ -385,7 +393,7 @@ def chart(
 def _render(
     path: Path, values: Mapping[str, Any] | None, *, release: str, namespace: str,
     api_versions: Collection[str], kube_version: str | None, cluster_scoped: Collection[str],
-    skip_hooks: Collection[str],
+    skip_hooks: Collection[str], keep_crds: bool,
 ) -> _Rendering:
     helm = _engine(str(path))
     try:
@@ -404,7 +412,8 @@ def _render(
             return _Rendering(chart=name, error=_render_error(name, str(exc)))
     try:
         return _split(name, crd_texts, texts, namespace=namespace,
-                      cluster_scoped=frozenset(cluster_scoped), skip_hooks=frozenset(skip_hooks))
+                      cluster_scoped=frozenset(cluster_scoped), skip_hooks=frozenset(skip_hooks),
+                      keep_crds=keep_crds)
     except ChartError as exc:
         return _Rendering(chart=name, error=exc)
 
@@ -474,7 +483,7 @@ def _cluster_kinds(crds: Iterable[Mapping[str, Any]]) -> set[str]:
 
 
 def _placed(obj: dict[str, Any], *, chart: str, template: str, namespace: str,
-            cluster: Collection[str]) -> dict[str, Any]:
+            cluster: Collection[str], keep: bool = False) -> dict[str, Any]:
     meta = dict(obj["metadata"])
     if obj["kind"] in cluster:
         meta.pop("namespace", None)
@@ -482,6 +491,8 @@ def _placed(obj: dict[str, Any], *, chart: str, template: str, namespace: str,
         meta["namespace"] = namespace
     meta["annotations"] = {**(meta.get("annotations") or {}), CHART_ANNOTATION: chart,
                            TEMPLATE_ANNOTATION: template}
+    if keep:
+        meta["annotations"][KEEP_ANNOTATION] = "keep"
     return {**obj, "metadata": meta}
 
 
@@ -502,7 +513,7 @@ def _hook_weight(builder: ChartObject) -> int:
 
 def _split(
     chart: str, crd_texts: Sequence[tuple[str, str]], texts: Mapping[str, str], *,
-    namespace: str, cluster_scoped: frozenset[str], skip_hooks: frozenset[str],
+    namespace: str, cluster_scoped: frozenset[str], skip_hooks: frozenset[str], keep_crds: bool,
 ) -> _Rendering:
     crd_documents = [(template, document) for template, text in crd_texts
                      for document in _documents(chart, template, text)]
@@ -513,7 +524,7 @@ def _split(
                | _cluster_kinds(d for _, d in (*crd_documents, *rendered)))
     crds = [ChartObject(chart=chart, template=template, state=DesiredState.CREATED,
                         obj=_placed(document, chart=chart, template=template,
-                                    namespace=namespace, cluster=cluster))
+                                    namespace=namespace, cluster=cluster, keep=keep_crds))
             for template, document in crd_documents]
     hooks: list[ChartObject] = []
     objects: list[ChartObject] = []

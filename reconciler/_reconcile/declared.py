@@ -73,7 +73,9 @@ def declared_scopes(objects: Iterable[KubeObject]) -> dict[tuple[str, str], bool
         if obj.get("kind") != "CustomResourceDefinition":
             continue
         spec = obj.get("spec")
-        names = spec.get("names") if isinstance(spec, Mapping) else None
+        if not isinstance(spec, Mapping):
+            continue
+        names = spec.get("names")
         if isinstance(names, Mapping) and spec.get("group") and names.get("kind"):
             scopes[(str(spec["group"]), str(names["kind"]))] = spec.get("scope") != "Cluster"
     return scopes
@@ -213,7 +215,7 @@ def declared_children(
         return DeclaredChildren(build_error=exc)
     children: list[DeclaredChild] = []
     failures: list[BuilderFailure] = []
-    built: list[tuple[int, Any, KubeObject, DesiredState]] = []
+    built: list[tuple[int, Any, dict[str, Any], DesiredState]] = []
     for index, builder in enumerate(builders):
         try:
             # evaluate() converts client models, checks identity, and names the builder and

@@ -148,7 +148,8 @@ def _operator_meta(name: str, template: str, namespace: str | None = "ops",
 def _crd(plural: str, kind: str, scope: str) -> dict[str, Any]:
     return {
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": _operator_meta(f"{plural}.example.com", "crds/widgets.yaml", None),
+        "metadata": _operator_meta(f"{plural}.example.com", "crds/widgets.yaml", None,
+                                   **{helm.KEEP_ANNOTATION: "keep"}),
         "spec": {"group": "example.com", "scope": scope, "names": {
             "plural": plural, "singular": kind.lower(), "kind": kind, "listKind": f"{kind}List"},
             "versions": [{"name": "v1", "served": True, "storage": True, "schema": {
@@ -168,6 +169,9 @@ def test_widget_operator_splits_crds_hooks_and_the_rest_into_ordered_components(
     crds = run_builders(chart.crds)
     assert crds == [(_crd("widgets", "Widget", "Namespaced"), DesiredState.CREATED),
                     (_crd("widgetclasses", "WidgetClass", "Cluster"), DesiredState.CREATED)]
+    deleted = helm.chart(CHARTS / "operator", release="widgets", namespace="ops", keep_crds=False)
+    assert all(helm.KEEP_ANNOTATION not in obj["metadata"]["annotations"]
+               for obj, _ in run_builders(deleted.crds))
     image = "example.com/widget-operator:0.3.0"
     assert run_builders(chart.hooks) == [  # by weight: -1, then 5
         ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": _operator_meta(

@@ -4,7 +4,8 @@ parent (values from its spec). The CRDs of ``crds/`` are created and Established
 hook and the rest are written, the hook before the rest; a forced resync makes 0 writes and
 renders nothing; a changed value patches only the object whose rendering changed; a template
 whose output goes away is pruned; a failing render gives the parent a condition naming the
-chart, template and line; deleting the parent leaves nothing of the chart."""
+chart, template and line, permanent (no retry, no render); deleting the parent leaves nothing
+of the chart but its CRDs, kept as Helm keeps them (released: no longer the parent's)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import pytest
 
 from builders import ResourceBuilder, helm
 from reconciler import KubernetesClient, NotFoundError, Operator, Policies, Reporting
+from reconciler._reconcile.sharing import is_kept, keep_patch
 from reconciler.testing import wait_idle, wait_synced
 from tests.driver.conftest import wait_until
 
@@ -48,10 +50,17 @@ WIDGET_CRDS = ("widgets.example.com", "widgetclasses.example.com")
 
 
 def build(parent: dict[str, Any]) -> list[ResourceBuilder]:
-    """The chart rendered with the parent's ``spec.values``, released as the parent."""
-    meta = parent["metadata"]
-    return list(helm.chart(CHART, values=(parent.get("spec") or {}).get("values") or {},
-                           release=meta["name"], namespace=meta["namespace"]))
+    """The chart rendered with the parent's ``spec.values``, released as the parent; its CRDs
+    kept on uninstall unless ``spec.keepCrds`` is false."""
+    meta, spec = parent["metadata"], parent.get("spec") or {}
+    return list(helm.chart(CHART, values=spec.get("values") or {}, release=meta["name"],
+                           namespace=meta["namespace"], keep_crds=spec.get("keepCrds", True)))
+
+
+def _operator(ns: str, release: str) -> Operator:
+    return Operator(api_version=API_VERSION, kind=KIND, name=f"charts-{release}", namespace=ns,
+                    build=build, install=[CRD], policies=Policies(prune=PRUNE),
+                    reporting=Reporting(events=False))
 
 
 def _exists(client: KubernetesClient, api_version: str, kind: str, name: str,
@@ -87,9 +96,7 @@ def test_a_chart_converges_in_order_resyncs_quietly_patches_prunes_and_tears_dow
     kube: KubernetesClient, kube_namespace: str, kube_api: Any,
 ) -> None:
     ns, release = kube_namespace, f"w{uuid.uuid4().hex[:6]}"
-    operator = Operator(api_version=API_VERSION, kind=KIND, name=f"charts-{release}",
-                        namespace=ns, build=build, install=[CRD],
-                        policies=Policies(prune=PRUNE), reporting=Reporting(events=False))
+    operator = _operator(ns, release)
     helm.clear_cache()
     kube_api.enable_request_log()
     runtime = operator.start(kube)
@@ -170,16 +177,21 @@ def test_a_chart_converges_in_order_resyncs_quietly_patches_prunes_and_tears_dow
         assert wait_idle(runtime, 30)
         assert helm.cache_info().renders == renders  # the failure is not rendered again
 
-        # deleting the parent leaves nothing of the chart
+        # deleting the parent leaves nothing of the chart but its CRDs, kept as Helm keeps
+        # them (helm.sh/resource-policy: keep): released, no longer the parent's
         kube.delete(API_VERSION, KIND, release, namespace=ns)
         assert wait_until(lambda: not _exists(kube, API_VERSION, KIND, release, ns), 60)
         for api_version, kind, name, where in (
                 ("apps/v1", "Deployment", release, ns), ("v1", "ServiceAccount", release, ns),
                 ("rbac.authorization.k8s.io/v1", "ClusterRole", release, None),
-                ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", release, None),
-                (*CRD_API, WIDGET_CRDS[0], None), (*CRD_API, WIDGET_CRDS[1], None)):
+                ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", release, None)):
             assert wait_until(lambda a=api_version, k=kind, n=name, w=where: not _exists(
                 kube, a, k, n, w), 30), (kind, name)
+        for name in WIDGET_CRDS:
+            meta = kube.get(*CRD_API, name)["metadata"]
+            assert "optk.dev/owner-uid" not in (meta.get("labels") or {}), meta
+            assert "optk.dev/owner" not in meta["annotations"], meta
+            assert meta["annotations"][helm.KEEP_ANNOTATION] == "keep"
     finally:
         runtime.stop(5)
         with contextlib.suppress(NotFoundError):
@@ -188,3 +200,41 @@ def test_a_chart_converges_in_order_resyncs_quietly_patches_prunes_and_tears_dow
         for kind in ("ClusterRole", "ClusterRoleBinding"):
             with contextlib.suppress(NotFoundError):
                 kube.delete("rbac.authorization.k8s.io/v1", kind, release)
+
+
+def test_crds_not_kept_when_asked_go_with_the_parent(
+    kube: KubernetesClient, kube_namespace: str,
+) -> None:
+    ns, release = kube_namespace, f"w{uuid.uuid4().hex[:6]}"
+    runtime = _operator(ns, release).start(kube)
+    try:
+        assert wait_synced(runtime, 20)
+        kube.create({"apiVersion": API_VERSION, "kind": KIND,
+                     "metadata": {"name": release, "namespace": ns},
+                     "spec": {"values": {"migrate": False}, "keepCrds": False}})
+        assert wait_until(lambda: _exists(kube, "example.com/v1", "WidgetClass", "standard"), 60)
+        assert wait_idle(runtime, 30)
+        kube.delete(API_VERSION, KIND, release, namespace=ns)
+        assert wait_until(lambda: not _exists(kube, API_VERSION, KIND, release, ns), 60)
+        for name in WIDGET_CRDS:  # the custom resource first, then its CRD
+            assert wait_until(lambda n=name: not _exists(kube, *CRD_API, n), 30), name
+    finally:
+        runtime.stop(5)
+        with contextlib.suppress(NotFoundError):
+            kube.patch(API_VERSION, KIND, release, {"metadata": {"finalizers": None}},
+                       patch_type="application/merge-patch+json", namespace=ns)
+
+
+def test_the_keep_patch_releases_a_child_from_its_parent_only() -> None:
+    live = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {
+        "name": "data", "namespace": "a", "resourceVersion": "7",
+        "labels": {"optk.dev/owner-uid": "u1", "app": "x"},
+        "annotations": {"optk.dev/owner": "Thing a/t", helm.KEEP_ANNOTATION: "keep"},
+        "ownerReferences": [{"uid": "other"}, {"uid": "u1", "controller": True}]}}
+    assert is_kept(live)
+    assert keep_patch(live, "u1") == [
+        {"op": "test", "path": "/metadata/resourceVersion", "value": "7"},
+        {"op": "remove", "path": "/metadata/labels/optk.dev~1owner-uid"},
+        {"op": "remove", "path": "/metadata/annotations/optk.dev~1owner"},
+        {"op": "remove", "path": "/metadata/ownerReferences/1"}]
+    assert not is_kept({"metadata": {"annotations": {helm.KEEP_ANNOTATION: "delete"}}})

@@ -4,7 +4,8 @@ operator the Observer builds in code, on both servers. Its CRDs are created (and
 before its operator's Deployment; the ``Thanos`` waits until both operators' Deployments are
 Available; a forced resync makes no write and renders nothing; a changed value patches only
 the chart's Deployment; removing the block prunes the chart's objects; deleting the Observer
-leaves nothing of either."""
+leaves nothing of either but the chart's CRDs, kept as Helm keeps them (released: no Observer's
+owner label)."""
 
 from __future__ import annotations
 
@@ -50,7 +51,8 @@ def _available(client: KubernetesClient, name: str, ns: str) -> None:
 
 
 def _chart_objects(client: KubernetesClient, ns: str) -> list[str]:
-    found = [f"CRD {name}" for name in CHART_CRDS if _exists(client, *CRD, name)]
+    """The chart's objects that exist, its CRDs aside (kept: ``_released``)."""
+    found = []
     for api_version, kind, name, where in (
             ("apps/v1", "Deployment", PROMETHEUS, ns), ("v1", "Service", PROMETHEUS, ns),
             ("v1", "ServiceAccount", PROMETHEUS, ns),
@@ -59,6 +61,18 @@ def _chart_objects(client: KubernetesClient, ns: str) -> list[str]:
         if _exists(client, api_version, kind, name, where):
             found.append(f"{kind} {name}")
     return found
+
+
+def _released(client: KubernetesClient) -> bool:
+    """Whether the chart's CRDs exist, kept as Helm keeps them and no Observer's any more."""
+    for name in CHART_CRDS:
+        try:
+            meta = client.get(*CRD, name)["metadata"]
+        except NotFoundError:
+            return False
+        if "optk.dev/owner-uid" in (meta.get("labels") or {}):
+            return False
+    return True
 
 
 @pytest.mark.needs_controller_manager
@@ -126,10 +140,12 @@ def test_the_observer_installs_its_chart_in_order_beside_the_thanos_operator(
                    and resource not in ("observers", "leases", "events")]
         assert patches == [("patch", "deployments", PROMETHEUS)], patches
 
-        # the block removed: the chart's objects are pruned, the Thanos operator's stay
+        # the block removed: the chart's objects are pruned (its CRDs kept, released), the
+        # Thanos operator's stay
         kube.patch(API_VERSION, KIND, "obs", {"spec": {"prometheusOperatorChart": None}},
                    patch_type="application/merge-patch+json", namespace=ns)
         assert wait_until(lambda: _chart_objects(kube, ns) == [], 60), _chart_objects(kube, ns)
+        assert wait_until(lambda: _released(kube), 30)
         assert _exists(kube, "apps/v1", "Deployment", "obs-thanos-operator", ns)
 
         # back, then the Observer deleted: nothing of either is left
@@ -141,6 +157,7 @@ def test_the_observer_installs_its_chart_in_order_beside_the_thanos_operator(
         kube.delete(API_VERSION, KIND, "obs", namespace=ns)
         assert wait_until(lambda: not _exists(kube, API_VERSION, KIND, "obs", ns), 60)
         assert wait_until(lambda: _chart_objects(kube, ns) == [], 60), _chart_objects(kube, ns)
+        assert _released(kube)
         assert not _exists(kube, "apps/v1", "Deployment", "obs-thanos-operator", ns)
     finally:
         runtime.stop(5)
