@@ -49,7 +49,9 @@ from builders._errors import (
     ChartLoadError,
     ChartRenderError,
     HelmEngineMissingError,
+    InvalidSpecError,
 )
+from builders._identity import stamp_identity
 from builders._overrides import with_overrides
 from builders._state import DesiredState, KubeObject
 
@@ -263,6 +265,7 @@ class _Rendering:
     crds: tuple[ChartObject, ...] = ()
     hooks: tuple[ChartObject, ...] = ()
     objects: tuple[ChartObject, ...] = ()
+    cluster: frozenset[str] = frozenset()
     error: ChartError | None = None
 
 
@@ -347,6 +350,8 @@ def chart(
     cluster_scoped: Collection[str] = (),
     skip_hooks: Collection[str] = (),
     keep_crds: bool = True,
+    parent: KubeObject | None = None,
+    managed_by: str | None = None,
 ) -> Chart:
     """The builders of the chart at ``source`` (a directory or a ``.tgz``) rendered by Helm's
     engine with ``values`` (over the chart's ``values.yaml``), as release ``release`` in
@@ -362,8 +367,16 @@ def chart(
     template that fails raises :class:`~builders.ChartRenderError` (chart, template, line).
     The ``crds/`` objects are marked ``helm.sh/resource-policy: keep`` (:data:`KEEP_ANNOTATION`)
     unless ``keep_crds`` is False: like Helm, no uninstall deletes them (the reconciler releases
-    them). Cached: the same inputs render once per process.
+    them). With ``parent`` (and ``managed_by``, the operator's name) each object carries the
+    identity the reconciler would stamp (``builders.names.stamp_identity``: the ``managed-by``,
+    ``instance``, ``component`` and owner labels on its own metadata, never on a selector or a
+    pod template, and the owner reference where Kubernetes allows one), so the builders pass the
+    property kit's invariants as code builders do. Cached: the same inputs render once per
+    process (the identity is stamped per call).
     """
+    if parent is not None and not managed_by:
+        raise InvalidSpecError(field="managed_by", value=managed_by,
+                               reason="chart(parent=...) stamps the identity: name the operator")
     path = Path(source)
     capabilities = (tuple(sorted(api_versions)), kube_version, tuple(sorted(cluster_scoped)),
                     tuple(sorted(skip_hooks)), keep_crds)
@@ -386,8 +399,19 @@ def chart(
                 _cache.popitem(last=False)
     if rendering.error is not None:
         raise rendering.error.with_traceback(None)
+    groups = [rendering.crds, rendering.hooks, rendering.objects]
+    if parent is not None:
+        groups = [tuple(_stamped(b, parent, str(managed_by), rendering.cluster) for b in group)
+                  for group in groups]
     return Chart(chart=rendering.chart, release=release, namespace=namespace,
-                 crds=rendering.crds, hooks=rendering.hooks, objects=rendering.objects)
+                 crds=groups[0], hooks=groups[1], objects=groups[2])
+
+
+def _stamped(builder: ChartObject, parent: KubeObject, managed_by: str,
+             cluster: Collection[str]) -> ChartObject:
+    obj = stamp_identity(parent, builder.obj, operator_name=managed_by,
+                         namespaced=builder.kind not in cluster)
+    return attrs.evolve(builder, obj=obj)
 
 
 def _render(
@@ -553,4 +577,5 @@ def _split(
         seen[identity] = builder.template
     hooks.sort(key=lambda b: (_hook_weight(b), _install_rank(b), b.object_name))
     objects.sort(key=_install_rank)
-    return _Rendering(chart=chart, crds=tuple(crds), hooks=tuple(hooks), objects=tuple(objects))
+    return _Rendering(chart=chart, crds=tuple(crds), hooks=tuple(hooks), objects=tuple(objects),
+                      cluster=frozenset(cluster))

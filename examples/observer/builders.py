@@ -72,7 +72,7 @@ def prometheus_operator(parent: Mapping[str, Any], *, shared_crd: bool = False) 
         return []
     meta = parent["metadata"]
     chart = helm.chart(PROMETHEUS_OPERATOR_CHART, values=values, release=meta["name"],
-                       namespace=meta["namespace"])
+                       namespace=meta["namespace"], parent=parent, managed_by=OPERATOR_NAME)
     components = chart.components(PROMETHEUS_OPERATOR)
     if shared_crd and chart.crds:
         components[0] = Component(name=chart.crds_component,

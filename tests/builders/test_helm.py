@@ -304,3 +304,26 @@ except helm.HelmEngineMissingError as exc:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           check=True)
     assert "pip install 'operator-toolkit[helm]'" in done.stdout, done.stderr
+
+
+def test_with_the_parent_each_object_carries_the_identity_and_no_selector_changes() -> None:
+    parent = {"apiVersion": "example.com/v1", "kind": "Shop",
+              "metadata": {"name": "shop", "namespace": "prod", "uid": "u-1"}}
+    chart = helm.chart(CHARTS / "operator", release="shop", namespace="prod", parent=parent,
+                       managed_by="shops", values={"migrate": False})
+    built = {f"{obj['kind']}/{obj['metadata']['name']}": obj for obj, _ in run_builders(chart)}
+    deployment = built["Deployment/shop"]
+    assert deployment["metadata"]["labels"] == {
+        "app.kubernetes.io/managed-by": "shops", "app.kubernetes.io/instance": "shop",
+        "app.kubernetes.io/component": "shop", "optk.dev/owner-uid": "u-1"}
+    assert deployment["metadata"]["ownerReferences"] == [{
+        "apiVersion": "example.com/v1", "kind": "Shop", "name": "shop", "uid": "u-1",
+        "controller": True, "blockOwnerDeletion": True}]
+    assert deployment["spec"]["selector"] == {"matchLabels": {"app": "shop"}}
+    assert deployment["spec"]["template"]["metadata"] == {"labels": {"app": "shop"}}
+    for cluster_scoped in ("ClusterRole/shop", "WidgetClass/standard",
+                           "CustomResourceDefinition/widgets.example.com"):
+        assert "ownerReferences" not in built[cluster_scoped]["metadata"], cluster_scoped
+        assert built[cluster_scoped]["metadata"]["labels"]["optk.dev/owner-uid"] == "u-1"
+    with pytest.raises(builders.InvalidSpecError, match="managed_by"):
+        helm.chart(CHARTS / "operator", release="shop", namespace="prod", parent=parent)

@@ -14,12 +14,16 @@ import uuid
 from typing import Any
 
 import pytest
+from hypothesis import strategies as st
 
 from builders import helm
-from examples.observer.builders import PROMETHEUS_OPERATOR_CHART
+from builders.testing import check_builders
+from examples.observer.builders import OPERATOR_NAME, PROMETHEUS_OPERATOR_CHART, build
 from examples.observer.crds import API_VERSION, KIND
 from examples.observer.operator import make_operator
+from examples.observer.operator import operator as observer_operator
 from reconciler import KubernetesClient, NotFoundError
+from reconciler._commands.rbac import derive_rules, operator_facts
 from reconciler.testing import make_available, wait_idle, wait_synced
 from tests.driver.conftest import wait_until
 from tests.examples.test_observer import (
@@ -179,3 +183,49 @@ def test_the_chart_kept_in_the_example_renders_its_crds_rbac_service_and_deploym
         f"ServiceAccount/{PROMETHEUS}", f"ClusterRole/demo-{PROMETHEUS}",
         f"ClusterRoleBinding/demo-{PROMETHEUS}", f"Service/{PROMETHEUS}",
         f"Deployment/{PROMETHEUS}"]
+
+
+_NAMES = st.from_regex(r"[a-z][a-z0-9]{0,10}", fullmatch=True)
+_VALUES = st.fixed_dictionaries({}, optional={
+    "logLevel": st.sampled_from(["debug", "info", "WARN"]),
+    "replicas": st.integers(0, 5),
+    "watchNamespaces": st.lists(_NAMES, max_size=3),
+    "extraArgs": st.dictionaries(st.from_regex(r"[a-z]{1,8}", fullmatch=True),
+                                 st.from_regex(r"[a-z0-9]{0,8}", fullmatch=True), max_size=2),
+    "service": st.fixed_dictionaries({"port": st.integers(1024, 65535)}),
+})
+OBSERVERS = st.builds(
+    lambda name, ns, uid, values, thanos: {
+        "apiVersion": API_VERSION, "kind": KIND,
+        "metadata": {"name": name, "namespace": ns, "uid": uid},
+        "spec": {"prometheusOperatorChart": values, **({"thanos": {}} if thanos else {})}},
+    _NAMES, _NAMES, st.uuids().map(str), _VALUES, st.booleans())
+
+
+def test_the_property_kit_checks_the_chart_builders_for_drawn_values() -> None:
+    """The chart rendered for drawn values keeps every invariant of code builders: pure, stable
+    names, valid and unique, owned (the identity stamped by ``chart(parent=...)``), selectors
+    matching their pod templates, ABSENT stubs."""
+    check_builders(build, OBSERVERS, managed_by=OPERATOR_NAME, max_examples=30)
+
+
+def test_the_derived_role_carries_what_the_charts_cluster_role_grants() -> None:
+    """``optk manifests`` derives the Observer's role from its builders over sample parents: the
+    chart's children (its CRDs, Service, Deployment) and what its ClusterRole grants are in it,
+    as for the Thanos operator the Observer builds in code."""
+    sample = {"apiVersion": API_VERSION, "kind": KIND,
+              "metadata": {"name": "obs", "namespace": "demo", "uid": "u1"},
+              "spec": {"prometheusOperatorChart": {}}}
+    rules = derive_rules(operator_facts(observer_operator), parents=[sample],
+                         lease_namespace="observer-system")
+    grants: dict[tuple[str, str], set[str]] = {}
+    for rule in rules:
+        for group in rule.api_groups:
+            for resource in rule.resources:
+                grants.setdefault((group, resource), set()).update(rule.verbs)
+    assert "*" in grants[("monitoring.observe.optk.dev", "servicemonitors")]
+    assert "*" in grants[("apps", "statefulsets")]
+    for group, resource in (("", "services"), ("apps", "deployments"),
+                            ("apiextensions.k8s.io", "customresourcedefinitions"),
+                            ("rbac.authorization.k8s.io", "clusterroles")):
+        assert {"create", "patch", "delete"} <= grants[(group, resource)], (group, resource)
