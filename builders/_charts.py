@@ -308,11 +308,14 @@ def _source_digest(path: Path) -> str:
     """sha256 of the chart's files (names and contents), remembered by their stat."""
     if path.is_dir():
         files = sorted(p for p in path.rglob("*") if p.is_file())
+        stats = [p.stat() for p in files]
         signature: tuple[Any, ...] = tuple(
-            (str(p.relative_to(path)), p.stat().st_mtime_ns, p.stat().st_size) for p in files)
+            (str(p.relative_to(path)), st.st_mtime_ns, st.st_size)
+            for p, st in zip(files, stats, strict=True))
     elif path.is_file():
         files = [path]
-        signature = ((path.name, path.stat().st_mtime_ns, path.stat().st_size),)
+        stat = path.stat()
+        signature = ((path.name, stat.st_mtime_ns, stat.st_size),)
     else:
         raise ChartLoadError("no such chart directory or archive", chart=str(path))
     key = (str(path), signature)
@@ -398,13 +401,22 @@ def chart(
             while len(_cache) > _MAX_CACHED:
                 _cache.popitem(last=False)
     if rendering.error is not None:
-        raise rendering.error.with_traceback(None)
+        raise _fresh(rendering.error)
     groups = [rendering.crds, rendering.hooks, rendering.objects]
     if parent is not None:
         groups = [tuple(_stamped(b, parent, str(managed_by), rendering.cluster) for b in group)
                   for group in groups]
     return Chart(chart=rendering.chart, release=release, namespace=namespace,
                  crds=groups[0], hooks=groups[1], objects=groups[2])
+
+
+def _fresh(error: ChartError) -> ChartError:
+    """A new exception equal to the cached ``error`` (its class, message and attributes), so
+    that raising it again never changes the cached one (traceback, context)."""
+    fresh = type(error).__new__(type(error))
+    fresh.__dict__.update(error.__dict__)
+    fresh.args = error.args
+    return fresh
 
 
 def _stamped(builder: ChartObject, parent: KubeObject, managed_by: str,

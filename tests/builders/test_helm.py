@@ -327,3 +327,17 @@ def test_with_the_parent_each_object_carries_the_identity_and_no_selector_change
         assert built[cluster_scoped]["metadata"]["labels"]["optk.dev/owner-uid"] == "u-1"
     with pytest.raises(builders.InvalidSpecError, match="managed_by"):
         helm.chart(CHARTS / "operator", release="shop", namespace="prod", parent=parent)
+
+
+def test_a_cached_failure_is_raised_afresh_each_time() -> None:
+    errors = []
+    for _ in range(2):
+        try:
+            helm.chart(CHARTS / "webapp", release="shop", namespace="prod")
+        except helm.ChartRenderError as exc:
+            errors.append(exc)
+    first, second = errors
+    assert first is not second
+    assert (str(first), first.template, first.line) == (str(second), second.template,
+                                                        second.line)
+    assert helm.cache_info().renders == 1
