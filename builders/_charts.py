@@ -199,11 +199,13 @@ class Chart:
         depends_on: str | Iterable[str] = (),
         ready_when: ReadyRule | None = None,
         precondition: Precondition | None = None,
+        when_served: bool = False,
     ) -> list[Component]:
         """The chart's components: the CRDs', the hooks' (after the CRDs and ``depends_on``)
         and the objects' (``name``, default the release; after the CRDs, the hooks and
         ``depends_on``; ready by ``ready_when``, else each kind's health rule; built while
-        ``precondition`` holds). Empty groups are left out."""
+        ``precondition`` holds and, with ``when_served``, only while the kinds it builds are
+        served). Empty groups are left out."""
         outside = _component_names(depends_on)
         found: list[Component] = []
         before: list[str] = []
@@ -217,7 +219,7 @@ class Chart:
         if self.objects:
             found.append(Component(name=name or self.release, builders=self.objects,
                                    depends_on=(*before, *outside), ready_when=ready_when,
-                                   precondition=precondition))
+                                   precondition=precondition, when_served=when_served))
         return found
 
     def with_overrides(self, patches: Mapping[str, Mapping[str, Any] | None]) -> Chart:

@@ -83,7 +83,9 @@ def test_webapp_renders_the_objects_written_out_here_in_install_order() -> None:
     ]
     # one component named after the release, nothing to wait for
     [component] = chart.components()
-    assert (component.name, component.depends_on) == ("shop", ())
+    assert (component.name, component.depends_on, component.when_served) == ("shop", (), False)
+    [served] = chart.components("web", depends_on=["db"], when_served=True)
+    assert (served.name, served.depends_on, served.when_served) == ("web", ("db",), True)
 
 
 def test_webapp_conditionals_and_the_default_image_tag() -> None:

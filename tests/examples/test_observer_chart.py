@@ -158,9 +158,15 @@ def test_the_observer_installs_its_chart_in_order_beside_the_thanos_operator(
         assert wait_until(lambda: _exists(kube, "apps/v1", "Deployment", PROMETHEUS, ns), 60)
         _available(kube, PROMETHEUS, ns)
         assert wait_until(lambda: _converged(kube, runtime, ns), 60)
+        gone = trail.mark()
         kube.delete(API_VERSION, KIND, "obs", namespace=ns)
         assert wait_until(lambda: not _exists(kube, API_VERSION, KIND, "obs", ns), 60)
         assert wait_until(lambda: _chart_objects(kube, ns) == [], 60), _chart_objects(kube, ns)
+        # in reverse: the Thanos (which waits for the chart's operator) before that operator
+        deletes = [(resource, name_) for verb, resource, name_, _, _ in trail.since(gone)
+                   if verb == "delete"]
+        assert deletes.index(("thanoses", "obs")) < deletes.index(("deployments", PROMETHEUS)), \
+            deletes
         assert _released(kube)
         assert not _exists(kube, "apps/v1", "Deployment", "obs-thanos-operator", ns)
     finally:
