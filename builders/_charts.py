@@ -69,6 +69,7 @@ __all__ = [
     "chart",
     "clear_cache",
     "engine_version",
+    "hook_done",
 ]
 
 CHART_ANNOTATION = "optk.dev/helm-chart"
@@ -155,6 +156,24 @@ class ChartObject:
         return f"<builder {self.name}>"
 
 
+def hook_done(obj: KubeObject) -> str | None:
+    """The hooks' readiness rule, as Helm waits for a hook: a Job when it has completed, a Pod
+    when it has succeeded (a failed one names its failure); any other kind when present. None
+    when done, else why not."""
+    status = obj.get("status") or {}
+    if obj.get("kind") == "Job":
+        for condition in status.get("conditions") or ():
+            if condition.get("status") == "True" and condition.get("type") == "Complete":
+                return None
+            if condition.get("status") == "True" and condition.get("type") == "Failed":
+                return f"hook Job failed: {condition.get('reason') or condition.get('message')}"
+        return "hook Job not complete"
+    if obj.get("kind") == "Pod":
+        phase = status.get("phase")
+        return None if phase == "Succeeded" else f"hook Pod {phase or 'Pending'}"
+    return None
+
+
 def _component_names(value: str | Iterable[str]) -> tuple[str, ...]:
     return (value,) if isinstance(value, str) else tuple(value)
 
@@ -201,11 +220,12 @@ class Chart:
         precondition: Precondition | None = None,
         when_served: bool = False,
     ) -> list[Component]:
-        """The chart's components: the CRDs', the hooks' (after the CRDs and ``depends_on``)
-        and the objects' (``name``, default the release; after the CRDs, the hooks and
-        ``depends_on``; ready by ``ready_when``, else each kind's health rule; built while
-        ``precondition`` holds and, with ``when_served``, only while the kinds it builds are
-        served). Empty groups are left out."""
+        """The chart's components: the CRDs', the hooks' (after the CRDs and ``depends_on``;
+        ready by :func:`hook_done`: a Job once complete, as Helm waits) and the objects'
+        (``name``, default the release; after the CRDs, the hooks and ``depends_on``; ready by
+        ``ready_when``, else each kind's health rule; built while ``precondition`` holds and,
+        with ``when_served``, only while the kinds it builds are served). Empty groups are
+        left out."""
         outside = _component_names(depends_on)
         found: list[Component] = []
         before: list[str] = []
@@ -214,7 +234,8 @@ class Chart:
             before.append(self.crds_component)
         if self.hooks:
             found.append(Component(name=self.hooks_component, builders=self.hooks,
-                                   depends_on=(*before, *outside), precondition=precondition))
+                                   depends_on=(*before, *outside), ready_when=hook_done,
+                                   precondition=precondition))
             before.append(self.hooks_component)
         if self.objects:
             found.append(Component(name=name or self.release, builders=self.objects,

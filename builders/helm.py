@@ -23,6 +23,7 @@ from builders._charts import (
     chart,
     clear_cache,
     engine_version,
+    hook_done,
 )
 from builders._errors import (
     ChartError,
@@ -51,4 +52,5 @@ __all__ = [
     "chart",
     "clear_cache",
     "engine_version",
+    "hook_done",
 ]

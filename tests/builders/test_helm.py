@@ -343,3 +343,21 @@ def test_a_cached_failure_is_raised_afresh_each_time() -> None:
     assert (str(first), first.template, first.line) == (str(second), second.template,
                                                         second.line)
     assert helm.cache_info().renders == 1
+
+
+def test_hooks_are_done_as_helm_waits_for_them() -> None:
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}}
+    assert helm.hook_done(job) == "hook Job not complete"
+    running = {**job, "status": {"startTime": "2026-12-06T00:00:00Z", "active": 1}}
+    assert helm.hook_done(running) == "hook Job not complete"  # kstatus would call it Current
+    assert helm.hook_done({**job, "status": {"conditions": [
+        {"type": "Complete", "status": "True"}]}}) is None
+    assert helm.hook_done({**job, "status": {"conditions": [
+        {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}]}}) == (
+        "hook Job failed: BackoffLimitExceeded")
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}
+    assert helm.hook_done(pod) == "hook Pod Pending"
+    assert helm.hook_done({**pod, "status": {"phase": "Succeeded"}}) is None
+    assert helm.hook_done({"apiVersion": "v1", "kind": "ConfigMap"}) is None
+    hooks = helm.chart(CHARTS / "operator", release="w", namespace="n").components()[1]
+    assert hooks.ready_when is helm.hook_done

@@ -238,3 +238,39 @@ def test_the_keep_patch_releases_a_child_from_its_parent_only() -> None:
         {"op": "remove", "path": "/metadata/annotations/optk.dev~1owner"},
         {"op": "remove", "path": "/metadata/ownerReferences/1"}]
     assert not is_kept({"metadata": {"annotations": {helm.KEEP_ANNOTATION: "delete"}}})
+
+
+def test_the_rest_waits_for_a_pre_install_job_to_complete(
+    kube: KubernetesClient, kube_namespace: str,
+) -> None:
+    """As Helm waits for a hook: the chart's objects are not written while its pre-install Job
+    runs (the embedded server runs no Job controller: its status is patched as one would)."""
+    ns, release = kube_namespace, f"w{uuid.uuid4().hex[:6]}"
+    runtime = _operator(ns, release).start(kube)
+    try:
+        assert wait_synced(runtime, 20)
+        kube.create({"apiVersion": API_VERSION, "kind": KIND,
+                     "metadata": {"name": release, "namespace": ns},
+                     "spec": {"values": {"migrate": True}, "keepCrds": False}})
+        assert wait_until(lambda: _exists(kube, "batch/v1", "Job", f"{release}-migrate", ns), 60)
+        assert wait_idle(runtime, 30)
+        waiting = f"waits for component '{release}-hooks': Job {ns}/{release}-migrate: hook Job"
+        assert waiting in str(_condition(kube, ns, release, "Reconciled").get("message"))
+        assert not _exists(kube, "apps/v1", "Deployment", release, ns)
+        kube.patch("batch/v1", "Job", f"{release}-migrate", {"status": {
+            "startTime": "2026-12-06T00:00:00Z", "completionTime": "2026-12-06T00:00:01Z",
+            "succeeded": 1, "conditions": [
+                {"type": "SuccessCriteriaMet", "status": "True"},
+                {"type": "Complete", "status": "True"}]}},
+            patch_type="application/merge-patch+json", namespace=ns, subresource="status")
+        assert wait_until(lambda: _exists(kube, "apps/v1", "Deployment", release, ns), 30)
+    finally:
+        runtime.stop(5)
+        with contextlib.suppress(NotFoundError):
+            kube.delete(API_VERSION, KIND, release, namespace=ns)
+        with contextlib.suppress(NotFoundError):
+            kube.patch(API_VERSION, KIND, release, {"metadata": {"finalizers": None}},
+                       patch_type="application/merge-patch+json", namespace=ns)
+        for kind in ("ClusterRole", "ClusterRoleBinding"):
+            with contextlib.suppress(NotFoundError):
+                kube.delete("rbac.authorization.k8s.io/v1", kind, release)
