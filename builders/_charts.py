@@ -20,32 +20,40 @@ Boundary: pure as builders are (the chart's files are read, nothing else; ``look
 nothing, as in ``helm template``). Applying, ordering, readiness and pruning are the
 reconciler's, as for any builder. No Helm release is stored: the parent is the release.
 
-The module is over 500 lines because the chart semantics (splitting, namespaces, hooks, install
-order), the engine call and the cache are one rendering: each step reads the chart's name and
-template to name in its errors, and the cache holds what the split produced.
+What the rendered text becomes (which object goes in which group, namespaces, hooks, the
+install order) is ``builders._chart_objects``'.
 """
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import os
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import attrs
-import yaml
 
+from builders._chart_objects import (
+    CHART_ANNOTATION,
+    CLUSTER_SCOPED_KINDS,
+    HOOK_ANNOTATION,
+    INSTALL_ORDER,
+    KEEP_ANNOTATION,
+    TEMPLATE_ANNOTATION,
+    ChartObject,
+    Rendering,
+    hook_done,
+    split_rendering,
+)
 from builders._compose import Component, ResourceBuilder, compose
 from builders._dependencies import Precondition, ReadyRule
 from builders._errors import (
     ChartError,
-    ChartHookError,
     ChartLoadError,
     ChartRenderError,
     HelmEngineMissingError,
@@ -53,7 +61,7 @@ from builders._errors import (
 )
 from builders._identity import stamp_identity
 from builders._overrides import with_overrides
-from builders._state import DesiredState, KubeObject
+from builders._state import KubeObject
 
 __all__ = [
     "CHART_ANNOTATION",
@@ -72,106 +80,9 @@ __all__ = [
     "hook_done",
 ]
 
-CHART_ANNOTATION = "optk.dev/helm-chart"
-"""Set on every object a chart renders: the chart's ``name-version``."""
-TEMPLATE_ANNOTATION = "optk.dev/helm-template"
-"""Set on every object a chart renders: the template it came from (``mychart/templates/x.yaml``,
-or ``mychart/crds/x.yaml``)."""
-HOOK_ANNOTATION = "helm.sh/hook"
-"""Helm's hook annotation (``pre-install,pre-upgrade``, ``test``, ...)."""
-KEEP_ANNOTATION = "helm.sh/resource-policy"
-"""Helm's resource policy: ``keep`` (which :func:`chart` sets on the ``crds/`` objects unless
-``keep_crds=False``) makes the reconciler release the object instead of deleting it."""
-_HOOK_WEIGHT = "helm.sh/hook-weight"
-_RUN_HOOKS = frozenset({"pre-install", "pre-upgrade"})
-_LEFT_OUT_HOOKS = frozenset({"test", "test-success"})
-
-INSTALL_ORDER = (
-    "PriorityClass", "Namespace", "NetworkPolicy", "ResourceQuota", "LimitRange",
-    "PodSecurityPolicy", "PodDisruptionBudget", "ServiceAccount", "Secret", "SecretList",
-    "ConfigMap", "StorageClass", "PersistentVolume", "PersistentVolumeClaim",
-    "CustomResourceDefinition", "ClusterRole", "ClusterRoleList", "ClusterRoleBinding",
-    "ClusterRoleBindingList", "Role", "RoleList", "RoleBinding", "RoleBindingList", "Service",
-    "DaemonSet", "Pod", "ReplicationController", "ReplicaSet", "Deployment",
-    "HorizontalPodAutoscaler", "StatefulSet", "Job", "CronJob", "IngressClass", "Ingress",
-    "APIService", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
-)
-"""Helm's install order by kind (``releaseutil.InstallOrder``); other kinds follow, by kind."""
-
-CLUSTER_SCOPED_KINDS = frozenset({
-    "APIService", "CSIDriver", "CSINode", "CertificateSigningRequest", "ClusterRole",
-    "ClusterRoleBinding", "ComponentStatus", "CustomResourceDefinition", "FlowSchema",
-    "IngressClass", "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding",
-    "MutatingWebhookConfiguration", "Namespace", "Node", "PersistentVolume",
-    "PodSecurityPolicy", "PriorityClass", "PriorityLevelConfiguration", "RuntimeClass",
-    "StorageClass", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
-    "ValidatingWebhookConfiguration", "VolumeAttachment",
-})
-"""Built-in kinds that are cluster-scoped; with the kinds the chart's own CRDs declare
-``scope: Cluster`` and those given as ``cluster_scoped``, every other object is namespaced and
-put in the release namespace."""
-
 _WHERE = re.compile(r"\(([^():\s]+):(\d+)(?::\d+)?\)")
 """Where Helm's template errors point: ``(mychart/templates/x.yaml:7:8)``."""
 _MAX_CACHED = 256
-_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-"""libyaml's safe loader where PyYAML has it: parsing is most of a render's cost otherwise."""
-
-
-@attrs.frozen(kw_only=True, eq=False)
-class ChartObject:
-    """The builder of one rendered object: returns a fresh copy of it and its state.
-
-    ``chart`` is the chart's ``name-version``, ``template`` the template it came from."""
-
-    chart: str
-    """The chart's ``name-version``."""
-    template: str
-    """The template the object was rendered from (``mychart/templates/x.yaml``)."""
-    obj: Mapping[str, Any]
-    """The object as rendered (with namespace and annotations set); never handed out."""
-    state: DesiredState = DesiredState.PRESENT
-    """PRESENT; CREATED for ``crds/`` and hooks (Helm never upgrades either)."""
-
-    @property
-    def kind(self) -> str:
-        """The object's kind."""
-        return str(self.obj.get("kind", ""))
-
-    @property
-    def object_name(self) -> str:
-        """The object's ``metadata.name``."""
-        return str((self.obj.get("metadata") or {}).get("name", ""))
-
-    @property
-    def name(self) -> str:
-        """Readable: ``helm <chart> <template> <Kind>/<name>`` (errors, plans, traces)."""
-        return f"helm {self.chart} {self.template} {self.kind}/{self.object_name}"
-
-    def __call__(self) -> tuple[KubeObject, DesiredState]:
-        """The object, a fresh deep copy, and its state."""
-        return copy.deepcopy(dict(self.obj)), self.state
-
-    def __repr__(self) -> str:
-        return f"<builder {self.name}>"
-
-
-def hook_done(obj: KubeObject) -> str | None:
-    """The hooks' readiness rule, as Helm waits for a hook: a Job when it has completed, a Pod
-    when it has succeeded (a failed one names its failure); any other kind when present. None
-    when done, else why not."""
-    status = obj.get("status") or {}
-    if obj.get("kind") == "Job":
-        for condition in status.get("conditions") or ():
-            if condition.get("status") == "True" and condition.get("type") == "Complete":
-                return None
-            if condition.get("status") == "True" and condition.get("type") == "Failed":
-                return f"hook Job failed: {condition.get('reason') or condition.get('message')}"
-        return "hook Job not complete"
-    if obj.get("kind") == "Pod":
-        phase = status.get("phase")
-        return None if phase == "Succeeded" else f"hook Pod {phase or 'Pending'}"
-    return None
 
 
 def _component_names(value: str | Iterable[str]) -> tuple[str, ...]:
@@ -282,18 +193,8 @@ class CacheInfo:
     """Renderings held now (at most 256, least recently used dropped)."""
 
 
-@attrs.frozen(kw_only=True)
-class _Rendering:
-    chart: str
-    crds: tuple[ChartObject, ...] = ()
-    hooks: tuple[ChartObject, ...] = ()
-    objects: tuple[ChartObject, ...] = ()
-    cluster: frozenset[str] = frozenset()
-    error: ChartError | None = None
-
-
 _lock = threading.Lock()
-_cache: OrderedDict[tuple[Any, ...], _Rendering] = OrderedDict()
+_cache: OrderedDict[tuple[Any, ...], Rendering] = OrderedDict()
 _digests: dict[tuple[Any, ...], str] = {}
 _counts = {"hits": 0, "renders": 0}
 
@@ -453,12 +354,12 @@ def _render(
     path: Path, values: Mapping[str, Any] | None, *, release: str, namespace: str,
     api_versions: Collection[str], kube_version: str | None, cluster_scoped: Collection[str],
     skip_hooks: Collection[str], keep_crds: bool,
-) -> _Rendering:
+) -> Rendering:
     helm = _engine(str(path))
     try:
         loaded = helm.Chart.load(str(path))
     except helm.HelmError as exc:
-        return _Rendering(chart=str(path), error=ChartLoadError(str(exc), chart=str(path)))
+        return Rendering(chart=str(path), error=ChartLoadError(str(exc), chart=str(path)))
     with loaded:
         metadata = loaded.metadata
         name = f"{metadata.get('name', path.name)}-{metadata.get('version', '0')}"
@@ -468,13 +369,13 @@ def _render(
                                   kube_version=kube_version)
             crd_texts = [(str(crd["filename"]), str(crd["data"])) for crd in loaded.crds]
         except helm.HelmError as exc:
-            return _Rendering(chart=name, error=_render_error(name, str(exc)))
+            return Rendering(chart=name, error=_render_error(name, str(exc)))
     try:
-        return _split(name, crd_texts, texts, namespace=namespace,
-                      cluster_scoped=frozenset(cluster_scoped), skip_hooks=frozenset(skip_hooks),
-                      keep_crds=keep_crds)
+        return split_rendering(name, crd_texts, texts, namespace=namespace,
+                               cluster_scoped=frozenset(cluster_scoped),
+                               skip_hooks=frozenset(skip_hooks), keep_crds=keep_crds)
     except ChartError as exc:
-        return _Rendering(chart=name, error=exc)
+        return Rendering(chart=name, error=exc)
 
 
 def _render_texts(
@@ -505,112 +406,3 @@ def _render_error(chart: str, message: str) -> ChartRenderError:
         return ChartRenderError(chart=chart, template=None, line=None, reason=message)
     return ChartRenderError(chart=chart, template=where.group(1), line=int(where.group(2)),
                             reason=message)
-
-
-def _documents(chart: str, template: str, text: str) -> list[dict[str, Any]]:
-    try:
-        documents = list(yaml.load_all(text, Loader=_LOADER))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        raise ChartRenderError(chart=chart, template=template, line=line,
-                               reason=f"the rendered text is not YAML: "
-                                      f"{getattr(exc, 'problem', None) or exc}") from exc
-    found = []
-    for document in documents:
-        if document is None:
-            continue
-        meta = document.get("metadata") if isinstance(document, dict) else None
-        if (not isinstance(document, dict) or not document.get("apiVersion")
-                or not document.get("kind") or not isinstance(meta, dict)
-                or not meta.get("name")):
-            raise ChartRenderError(
-                chart=chart, template=template, line=None,
-                reason="renders something that is not an object with apiVersion, kind and "
-                       "metadata.name")
-        found.append(document)
-    return found
-
-
-def _cluster_kinds(crds: Iterable[Mapping[str, Any]]) -> set[str]:
-    kinds = set()
-    for crd in crds:
-        spec = crd.get("spec") or {}
-        if crd.get("kind") == "CustomResourceDefinition" and spec.get("scope") == "Cluster":
-            kinds.add(str((spec.get("names") or {}).get("kind", "")))
-    return kinds
-
-
-def _placed(obj: dict[str, Any], *, chart: str, template: str, namespace: str,
-            cluster: Collection[str], keep: bool = False) -> dict[str, Any]:
-    meta = dict(obj["metadata"])
-    if obj["kind"] in cluster:
-        meta.pop("namespace", None)
-    else:
-        meta["namespace"] = namespace
-    meta["annotations"] = {**(meta.get("annotations") or {}), CHART_ANNOTATION: chart,
-                           TEMPLATE_ANNOTATION: template}
-    if keep:
-        meta["annotations"][KEEP_ANNOTATION] = "keep"
-    return {**obj, "metadata": meta}
-
-
-def _install_rank(builder: ChartObject) -> tuple[int, str]:
-    kind = builder.kind
-    if kind in INSTALL_ORDER:
-        return INSTALL_ORDER.index(kind), ""
-    return len(INSTALL_ORDER), kind
-
-
-def _hook_weight(builder: ChartObject) -> int:
-    annotations = builder.obj["metadata"].get("annotations") or {}
-    try:
-        return int(str(annotations.get(_HOOK_WEIGHT, "0")))
-    except ValueError:
-        return 0
-
-
-def _split(
-    chart: str, crd_texts: Sequence[tuple[str, str]], texts: Mapping[str, str], *,
-    namespace: str, cluster_scoped: frozenset[str], skip_hooks: frozenset[str], keep_crds: bool,
-) -> _Rendering:
-    crd_documents = [(template, document) for template, text in crd_texts
-                     for document in _documents(chart, template, text)]
-    rendered = [(template, document) for template in sorted(texts)
-                if not template.endswith("NOTES.txt")
-                for document in _documents(chart, template, texts[template])]
-    cluster = (CLUSTER_SCOPED_KINDS | cluster_scoped
-               | _cluster_kinds(d for _, d in (*crd_documents, *rendered)))
-    crds = [ChartObject(chart=chart, template=template, state=DesiredState.CREATED,
-                        obj=_placed(document, chart=chart, template=template,
-                                    namespace=namespace, cluster=cluster, keep=keep_crds))
-            for template, document in crd_documents]
-    hooks: list[ChartObject] = []
-    objects: list[ChartObject] = []
-    for template, document in rendered:
-        obj = _placed(document, chart=chart, template=template, namespace=namespace,
-                      cluster=cluster)
-        hook = str((obj["metadata"].get("annotations") or {}).get(HOOK_ANNOTATION, ""))
-        events = {event.strip() for event in hook.split(",") if event.strip()}
-        if not events:
-            objects.append(ChartObject(chart=chart, template=template, obj=obj))
-        elif events & _RUN_HOOKS:
-            hooks.append(ChartObject(chart=chart, template=template, obj=obj,
-                                     state=DesiredState.CREATED))
-        elif not events <= _LEFT_OUT_HOOKS | skip_hooks:
-            raise ChartHookError(chart=chart, template=template, hook=hook)
-    seen: dict[tuple[str, str, str, str | None], str] = {}
-    for builder in (*crds, *hooks, *objects):
-        group = str(builder.obj["apiVersion"]).rpartition("/")[0]
-        identity = (group, builder.kind, builder.object_name,
-                    builder.obj["metadata"].get("namespace"))
-        if identity in seen:
-            raise ChartRenderError(
-                chart=chart, template=builder.template, line=None,
-                reason=f"renders {builder.kind} {builder.object_name} again (first in "
-                       f"{seen[identity]})")
-        seen[identity] = builder.template
-    hooks.sort(key=lambda b: (_hook_weight(b), _install_rank(b), b.object_name))
-    objects.sort(key=_install_rank)
-    return _Rendering(chart=chart, crds=tuple(crds), hooks=tuple(hooks), objects=tuple(objects),
-                      cluster=frozenset(cluster))
