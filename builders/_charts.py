@@ -5,11 +5,11 @@ through Helm's Go code (``helm-python-sdk``: Helm v4's chart loader and template
 C ABI, loaded with ``ctypes``; the ``helm`` extra), splits the output into objects and returns
 a :class:`Chart`: the builders of ``crds/`` (a component of their own, created first and never
 updated, as Helm does), of the ``pre-install``/``pre-upgrade`` hooks (a component the rest
-depends on) and of the other objects (the chart's own component), each PRESENT, each a plain
-:data:`~builders.ResourceBuilder` that returns a fresh copy. Iterating a :class:`Chart` gives
-those three components, so a chart goes anywhere builders go; :meth:`Chart.components` names
-the last one and adds ``depends_on``/``ready_when``; :meth:`Chart.with_overrides` puts
-strategic-merge overrides on top of chosen objects.
+depends on, created once) and of the other objects (the chart's own component, PRESENT), each
+a plain :data:`~builders.ResourceBuilder` that returns a fresh copy. Iterating a
+:class:`Chart` gives those three components, so a chart goes anywhere builders go;
+:meth:`Chart.components` names the last one and adds ``depends_on``/``ready_when``;
+:meth:`Chart.with_overrides` puts strategic-merge overrides on top of chosen objects.
 
 The rendering is cached by (chart digest, values digest, release, namespace, capabilities): a
 resync of an unchanged parent renders nothing (:func:`cache_info` counts). A failing render is
