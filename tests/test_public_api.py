@@ -30,6 +30,7 @@ FACADES = (
     "builders.composition",
     "builders.convert",
     "builders.health",
+    "builders.helm",
     "builders.inputs",
     "builders.names",
     "builders.objects",
