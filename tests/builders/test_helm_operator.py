@@ -274,3 +274,38 @@ def test_the_rest_waits_for_a_pre_install_job_to_complete(
         for kind in ("ClusterRole", "ClusterRoleBinding"):
             with contextlib.suppress(NotFoundError):
                 kube.delete("rbac.authorization.k8s.io/v1", kind, release)
+
+
+def test_plan_and_trace_name_the_chart_and_template_of_each_child(
+    kube: KubernetesClient, kube_namespace: str, kube_api: Any,
+) -> None:
+    from reconciler._commands.plans import format_plan, plan_parents
+    from reconciler._commands.traces import trace_parent
+    from reconciler._commands.trace_tree import format_trace, trace_json
+
+    ns, release = kube_namespace, f"w{uuid.uuid4().hex[:6]}"
+    operator = _operator(ns, release)
+    parent = {"apiVersion": API_VERSION, "kind": KIND,
+              "metadata": {"name": release, "namespace": ns},
+              "spec": {"values": {"migrate": False}}}
+    runtime = operator.start(kube)
+    try:
+        assert wait_synced(runtime, 20)
+        planned = format_plan(plan_parents(kube, operator.build, [parent],
+                                           operator_name=operator.name))
+        source = "chart widget-operator-0.3.0, template widget-operator/templates/deployment.yaml"
+        line = next(line for line in planned.splitlines() if "Deployment" in line)
+        assert line.strip().startswith("create") and line.endswith(f"[{source}]"), planned
+        kube.create(parent)
+        assert wait_until(lambda: _exists(kube, "apps/v1", "Deployment", release, ns), 60)
+        assert wait_idle(runtime, 30)
+        trace = trace_parent(kube, operator, name=release, namespace=ns)
+        deployment = next(c for c in trace.children if c.ref.kind == "Deployment")
+        assert deployment.source == source
+        assert f"from: {source}" in format_trace(trace)
+        assert {c["kind"]: c["source"] for c in trace_json(trace)["children"]}[
+            "Deployment"] == source
+    finally:
+        runtime.stop(5)
+        with contextlib.suppress(NotFoundError):
+            kube.delete(API_VERSION, KIND, release, namespace=ns)
