@@ -1,0 +1,243 @@
+"""Benchmark: what a process pays before its operator does anything (issue 39, "Start-up").
+
+Run as ``python -m benchmarks.startup [--runs 9] [--against REV] [--parents 0] [--json]``.
+Three figures, each the user + system CPU of a fresh interpreter (``os.wait4``'s resource
+usage, so other work on the machine does not inflate it, as it does the wall time), its median
+over ``--runs`` processes (with the smallest and the largest):
+
+- ``imports``: ``python -c 'import reconciler, builders, objectmatcher'`` (goal: at most
+  0.25 s);
+- ``operator_module``: ``python -c 'import examples.thanos.operator'``, what an operator's own
+  module loads when it is defined (the ``Operator`` value, its builders, its webhooks);
+- ``to_watching``: ``optk run examples.thanos.operator:operator --kubeconfig ...`` from exec to
+  its first watch request (goal: at most 0.35 s). The embedded API server runs in this process
+  (the operator in its own), its Thanos CRD, namespace, Secret and ``--parents`` parents
+  created first; this process polls the server's request counts every millisecond and, once
+  it has started the operator's first watch stream, kills the operator (SIGKILL) and reads its
+  resource usage: the CPU it spent from exec to watching, plus at most the poll interval.
+  ``wall_s`` is the time from spawn to the watch seen (load-sensitive); ``peak_rss_mib`` the
+  process's peak resident set (``VmHWM``) at that moment, or at the program's end.
+
+With ``--against REV``, REV is checked out into a temporary git worktree
+(``benchmarks.regress.worktree``) and every sample runs there and here alternately (REV
+first), each process with ``PYTHONPATH`` and the working directory set to its tree, so that a
+drift of the machine's speed falls on both sides; ``ratio`` is here / REV of the medians. One
+unmeasured warm-up run per tree and figure first writes the bytecode caches.
+
+The boundary: this module starts processes and reads their resource usage; it imports no part
+of the toolkit before the server starts, and the profile of where the time goes is
+``python -X importtime`` (docs/benchmarks.md, "Issue 39: start-up").
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+IMPORTS = "import reconciler, builders, objectmatcher"
+OPERATOR_MODULE = "import examples.thanos.operator"
+OPERATOR = "examples.thanos.operator:operator"
+GOALS = {"imports": 0.25, "to_watching": 0.35}
+"""Issue 39's bounds on the median CPU seconds."""
+
+POLL = 0.001
+"""How often the harness reads the server's watch count (s): the bound of the overshoot."""
+
+
+_PEAK = """
+for _line in open("/proc/self/status"):
+    if _line.startswith("VmHWM:"):
+        print(_line.split()[1])
+"""
+"""Appended to a program: its peak resident set (KiB) on stdout. ``ru_maxrss`` cannot say: a
+child's counts the harness's resident set it was forked from."""
+
+
+def _cpu(rusage: Any) -> float:
+    return float(rusage.ru_utime + rusage.ru_stime)
+
+
+def _peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmHWM in /proc/{pid}/status")
+
+
+def _environment(tree: Path) -> dict[str, str]:
+    return dict(os.environ, PYTHONPATH=str(tree), OPTK_RESYNC_INTERVAL="600s")
+
+
+def run_program(tree: Path, program: str) -> dict[str, float]:
+    """``python -c PROGRAM`` in TREE: its CPU seconds and peak RSS (MiB)."""
+    started = time.monotonic()
+    process = subprocess.Popen([sys.executable, "-c", program + _PEAK], cwd=tree,
+                               env=_environment(tree), stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE)
+    _, status, rusage = os.wait4(process.pid, 0)
+    wall = time.monotonic() - started
+    assert process.stdout is not None
+    output = process.stdout.read().split()
+    process.stdout.close()
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0 or not output:
+        raise RuntimeError(f"python -c {program!r} in {tree} exited {process.returncode}")
+    return {"cpu_s": _cpu(rusage), "peak_rss_mib": int(output[-1]) / 1024, "wall_s": wall}
+
+
+def run_to_watching(tree: Path, server: Any, kubeconfig: Path, log: Path) -> dict[str, float]:
+    """``optk run`` of the Thanos example in TREE until ``server`` starts its first watch
+    stream; then SIGKILL. Its CPU seconds, peak RSS (MiB) and wall seconds to watching."""
+    before = server.request_counts()["watch"]
+    argv = [sys.executable, "-m", "reconciler", "run", OPERATOR, "--kubeconfig", str(kubeconfig)]
+    with open(log, "ab") as output:
+        started = time.monotonic()
+        process = subprocess.Popen(argv, cwd=tree, env=_environment(tree), stdout=output,
+                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        deadline = started + 60
+        while server.request_counts()["watch"] == before:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"optk run in {tree} did not watch (see {log})")
+            time.sleep(POLL)
+        wall = time.monotonic() - started
+        peak = _peak_rss_mib(process.pid)
+        process.send_signal(signal.SIGKILL)
+        _, _, rusage = os.wait4(process.pid, 0)
+        process.returncode = -signal.SIGKILL
+    finally:
+        if process.returncode is None:
+            process.kill()
+            process.wait()
+    return {"cpu_s": _cpu(rusage), "peak_rss_mib": peak, "wall_s": wall}
+
+
+def _summary(samples: Sequence[dict[str, float]]) -> dict[str, Any]:
+    summary: dict[str, Any] = {}
+    for key in samples[0]:
+        values = [sample[key] for sample in samples]
+        summary[key] = round(statistics.median(values), 4)
+        if key == "cpu_s":
+            summary["cpu_s_min"] = round(min(values), 4)
+            summary["cpu_s_max"] = round(max(values), 4)
+    summary["runs"] = len(samples)
+    return summary
+
+
+def _install(kubeconfig: Path, parents: int) -> None:
+    from benchmarks._kube import Cluster
+    from benchmarks._scenario import install_parents
+
+    async def install() -> None:
+        async with Cluster(kubeconfig) as cluster:
+            await install_parents(cluster, parents)
+
+    asyncio.run(install())
+
+
+def run(*, runs: int, against: str | None = None, parents: int = 0,
+        only: Sequence[str] = ("imports", "operator_module", "to_watching"),
+        progress: bool = True) -> dict[str, Any]:
+    """Every figure (see the module docstring); JSON-ready."""
+    load_before = [round(x, 2) for x in os.getloadavg()]
+    with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="optk-startup-") as tmp:
+        trees: dict[str, Path] = {"work": ROOT}
+        if against is not None:
+            from benchmarks.regress import worktree
+
+            trees = {"base": stack.enter_context(worktree(ROOT, against)), "work": ROOT}
+        measures: dict[str, Callable[[Path], dict[str, float]]] = {
+            "imports": lambda tree: run_program(tree, IMPORTS),
+            "operator_module": lambda tree: run_program(tree, OPERATOR_MODULE),
+        }
+        if "to_watching" in only:
+            from reconciler.embedded import EmbeddedApiServer
+
+            kubeconfig = Path(tmp) / "kubeconfig"
+            server = stack.enter_context(EmbeddedApiServer(kubeconfig_path=kubeconfig))
+            _install(kubeconfig, parents)
+            log = Path(tmp) / "operator.log"
+            measures["to_watching"] = lambda tree: run_to_watching(tree, server, kubeconfig, log)
+        samples: dict[str, dict[str, list[dict[str, float]]]] = {
+            side: {name: [] for name in only} for side in trees}
+        for name in only:
+            for tree in trees.values():
+                measures[name](tree)  # warm-up: bytecode caches written, not measured
+            for index in range(runs):
+                for side, tree in trees.items():
+                    samples[side][name].append(measures[name](tree))
+                if progress:
+                    print(f"[{name}] {index + 1}/{runs}", file=sys.stderr, flush=True)
+    figures: dict[str, Any] = {
+        side: {name: _summary(values) for name, values in by_name.items()}
+        for side, by_name in samples.items()}
+    if "base" in figures:
+        figures["ratio"] = {
+            name: round(figures["work"][name]["cpu_s"] / figures["base"][name]["cpu_s"], 3)
+            for name in only}
+    figures["goals"] = {
+        name: {"bound_cpu_s": bound, "cpu_s": figures["work"][name]["cpu_s"],
+               "met": figures["work"][name]["cpu_s"] <= bound}
+        for name, bound in GOALS.items() if name in only}
+    figures.update(against=against, parents=parents, python=platform.python_version(),
+                   cpus=os.cpu_count(), loadavg=load_before,
+                   loadavg_after=[round(x, 2) for x in os.getloadavg()])
+    return figures
+
+
+def report(figures: dict[str, Any]) -> str:
+    """The figures as text: one line per figure and side."""
+    lines = [f"start-up, load {figures['loadavg'][0]}-{figures['loadavg_after'][0]}, "
+             f"{figures['cpus']} CPUs, Python {figures['python']}"]
+    for side in ("base", "work"):
+        for name, summary in figures.get(side, {}).items():
+            label = figures["against"] if side == "base" else "working tree"
+            lines.append(
+                f"  {name:<16} {label:<14} CPU {summary['cpu_s']:.3f} s "
+                f"[{summary['cpu_s_min']:.3f}-{summary['cpu_s_max']:.3f}], "
+                f"wall {summary['wall_s']:.3f} s, peak RSS {summary['peak_rss_mib']:.1f} MiB "
+                f"({summary['runs']} runs)")
+    for name, ratio in figures.get("ratio", {}).items():
+        lines.append(f"  {name:<16} ratio {ratio:.2f}x")
+    for name, goal in figures["goals"].items():
+        verdict = "met" if goal["met"] else f"missed by {goal['cpu_s'] - goal['bound_cpu_s']:.3f} s"
+        lines.append(f"  goal {name}: <= {goal['bound_cpu_s']} s CPU: {verdict}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse arguments, run, print (the JSON line last with ``--json``)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--runs", type=int, default=9, help="processes per figure (at least 7)")
+    parser.add_argument("--against", default=None, help="a commit to compare, alternating")
+    parser.add_argument("--parents", type=int, default=0, help="Thanos parents before the run")
+    parser.add_argument("--only", nargs="+", default=["imports", "operator_module", "to_watching"],
+                        choices=["imports", "operator_module", "to_watching"])
+    parser.add_argument("--json", action="store_true", help="print one JSON object last")
+    args = parser.parse_args(argv)
+    if args.runs < 7:
+        parser.error("--runs must be at least 7 (a median of fewer moves with the machine's load)")
+    figures = run(runs=args.runs, against=args.against, parents=args.parents, only=args.only)
+    print(report(figures))
+    if args.json:
+        print(json.dumps(figures))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
