@@ -18,11 +18,19 @@ over ``--runs`` processes (with the smallest and the largest):
   ``wall_s`` is the time from spawn to the watch seen (load-sensitive); ``peak_rss_mib`` the
   process's peak resident set (``VmHWM``) at that moment, or at the program's end.
 
+Each figure is measured twice (``--bytecode``): ``cached``, the bytecode caches written by an
+unmeasured warm-up run and read (as an installed operator starts: pip compiles at install, an
+image holds the caches), kept under a temporary ``PYTHONPYCACHEPREFIX`` so no tree is written;
+and ``source``, ``PYTHONDONTWRITEBYTECODE=1`` with no prefix, as this machine's environment
+runs: the installed packages' caches are read, but the toolkit's own modules (a checkout holding
+no ``__pycache__``) are compiled from source at every start (about 0.2 s of CPU for an
+operator's modules, ``builtins.compile`` in a profile).
+
 With ``--against REV``, REV is checked out into a temporary git worktree
 (``benchmarks.regress.worktree``) and every sample runs there and here alternately (REV
 first), each process with ``PYTHONPATH`` and the working directory set to its tree, so that a
 drift of the machine's speed falls on both sides; ``ratio`` is here / REV of the medians. One
-unmeasured warm-up run per tree and figure first writes the bytecode caches.
+unmeasured warm-up run per tree, mode and figure comes first.
 
 The boundary: this module starts processes and reads their resource usage; it imports no part
 of the toolkit before the server starts, and the profile of where the time goes is
@@ -52,6 +60,7 @@ ROOT = Path(__file__).resolve().parent.parent
 IMPORTS = "import reconciler, builders, objectmatcher"
 OPERATOR_MODULE = "import examples.thanos.operator"
 OPERATOR = "examples.thanos.operator:operator"
+FIGURES = ("imports", "operator_module", "to_watching")
 GOALS = {"imports": 0.25, "to_watching": 0.35}
 """Issue 39's bounds on the median CPU seconds."""
 
@@ -79,15 +88,29 @@ def _peak_rss_mib(pid: int) -> float:
     raise RuntimeError(f"no VmHWM in /proc/{pid}/status")
 
 
-def _environment(tree: Path) -> dict[str, str]:
-    return dict(os.environ, PYTHONPATH=str(tree), OPTK_RESYNC_INTERVAL="600s")
+MODES = ("cached", "source")
+"""The bytecode modes (see the module docstring)."""
 
 
-def run_program(tree: Path, program: str) -> dict[str, float]:
-    """``python -c PROGRAM`` in TREE: its CPU seconds and peak RSS (MiB)."""
+def _environment(tree: Path, cache: Path | None) -> dict[str, str]:
+    """The child's environment: TREE first on the path; with CACHE, bytecode read and written
+    under it; without, none written and the tree's sources compiled (no prefix)."""
+    environment = dict(os.environ, PYTHONPATH=str(tree), OPTK_RESYNC_INTERVAL="600s")
+    environment.pop("PYTHONPYCACHEPREFIX", None)
+    environment.pop("PYTHONDONTWRITEBYTECODE", None)
+    if cache is None:
+        environment["PYTHONDONTWRITEBYTECODE"] = "1"
+    else:
+        environment["PYTHONPYCACHEPREFIX"] = str(cache)
+    return environment
+
+
+def run_program(tree: Path, cache: Path | None, program: str) -> dict[str, float]:
+    """``python -c PROGRAM`` in TREE (bytecode under CACHE, or none): its CPU seconds, peak
+    RSS (MiB) and wall seconds."""
     started = time.monotonic()
     process = subprocess.Popen([sys.executable, "-c", program + _PEAK], cwd=tree,
-                               env=_environment(tree), stdin=subprocess.DEVNULL,
+                               env=_environment(tree, cache), stdin=subprocess.DEVNULL,
                                stdout=subprocess.PIPE)
     _, status, rusage = os.wait4(process.pid, 0)
     wall = time.monotonic() - started
@@ -100,14 +123,16 @@ def run_program(tree: Path, program: str) -> dict[str, float]:
     return {"cpu_s": _cpu(rusage), "peak_rss_mib": int(output[-1]) / 1024, "wall_s": wall}
 
 
-def run_to_watching(tree: Path, server: Any, kubeconfig: Path, log: Path) -> dict[str, float]:
-    """``optk run`` of the Thanos example in TREE until ``server`` starts its first watch
-    stream; then SIGKILL. Its CPU seconds, peak RSS (MiB) and wall seconds to watching."""
+def run_to_watching(tree: Path, cache: Path | None, server: Any, kubeconfig: Path,
+                    log: Path) -> dict[str, float]:
+    """``optk run`` of the Thanos example in TREE (bytecode under CACHE, or none) until
+    ``server`` starts its first watch stream; then SIGKILL. Its CPU seconds, peak RSS (MiB) and
+    wall seconds to watching."""
     before = server.request_counts()["watch"]
     argv = [sys.executable, "-m", "reconciler", "run", OPERATOR, "--kubeconfig", str(kubeconfig)]
     with open(log, "ab") as output:
         started = time.monotonic()
-        process = subprocess.Popen(argv, cwd=tree, env=_environment(tree), stdout=output,
+        process = subprocess.Popen(argv, cwd=tree, env=_environment(tree, cache), stdout=output,
                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
         deadline = started + 60
@@ -151,9 +176,11 @@ def _install(kubeconfig: Path, parents: int) -> None:
 
 
 def run(*, runs: int, against: str | None = None, parents: int = 0,
-        only: Sequence[str] = ("imports", "operator_module", "to_watching"),
+        only: Sequence[str] = FIGURES, modes: Sequence[str] = MODES,
         progress: bool = True) -> dict[str, Any]:
-    """Every figure (see the module docstring); JSON-ready."""
+    """Every figure (see the module docstring); JSON-ready: ``work`` (and ``base`` with
+    AGAINST), each by mode then figure; ``ratio`` (work / base of the CPU medians) and
+    ``goals`` likewise by mode."""
     load_before = [round(x, 2) for x in os.getloadavg()]
     with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="optk-startup-") as tmp:
         trees: dict[str, Path] = {"work": ROOT}
@@ -161,9 +188,11 @@ def run(*, runs: int, against: str | None = None, parents: int = 0,
             from benchmarks.regress import worktree
 
             trees = {"base": stack.enter_context(worktree(ROOT, against)), "work": ROOT}
-        measures: dict[str, Callable[[Path], dict[str, float]]] = {
-            "imports": lambda tree: run_program(tree, IMPORTS),
-            "operator_module": lambda tree: run_program(tree, OPERATOR_MODULE),
+        caches = {(side, mode): (Path(tmp) / f"pyc-{side}" if mode == "cached" else None)
+                  for side in trees for mode in modes}
+        measures: dict[str, Callable[[Path, Path | None], dict[str, float]]] = {
+            "imports": lambda tree, cache: run_program(tree, cache, IMPORTS),
+            "operator_module": lambda tree, cache: run_program(tree, cache, OPERATOR_MODULE),
         }
         if "to_watching" in only:
             from reconciler.embedded import EmbeddedApiServer
@@ -172,28 +201,33 @@ def run(*, runs: int, against: str | None = None, parents: int = 0,
             server = stack.enter_context(EmbeddedApiServer(kubeconfig_path=kubeconfig))
             _install(kubeconfig, parents)
             log = Path(tmp) / "operator.log"
-            measures["to_watching"] = lambda tree: run_to_watching(tree, server, kubeconfig, log)
-        samples: dict[str, dict[str, list[dict[str, float]]]] = {
-            side: {name: [] for name in only} for side in trees}
-        for name in only:
-            for tree in trees.values():
-                measures[name](tree)  # warm-up: bytecode caches written, not measured
-            for index in range(runs):
-                for side, tree in trees.items():
-                    samples[side][name].append(measures[name](tree))
-                if progress:
-                    print(f"[{name}] {index + 1}/{runs}", file=sys.stderr, flush=True)
+            measures["to_watching"] = lambda tree, cache: run_to_watching(
+                tree, cache, server, kubeconfig, log)
+        samples: dict[str, dict[str, dict[str, list[dict[str, float]]]]] = {
+            side: {mode: {name: [] for name in only} for mode in modes} for side in trees}
+        for mode in modes:
+            for name in only:
+                for side, tree in trees.items():  # warm-up: not measured
+                    measures[name](tree, caches[side, mode])
+                for index in range(runs):
+                    for side, tree in trees.items():
+                        samples[side][mode][name].append(measures[name](tree, caches[side, mode]))
+                    if progress:
+                        print(f"[{mode} {name}] {index + 1}/{runs}", file=sys.stderr, flush=True)
     figures: dict[str, Any] = {
-        side: {name: _summary(values) for name, values in by_name.items()}
-        for side, by_name in samples.items()}
+        side: {mode: {name: _summary(values) for name, values in by_name.items()}
+               for mode, by_name in by_mode.items()}
+        for side, by_mode in samples.items()}
     if "base" in figures:
         figures["ratio"] = {
-            name: round(figures["work"][name]["cpu_s"] / figures["base"][name]["cpu_s"], 3)
-            for name in only}
+            mode: {name: round(figures["work"][mode][name]["cpu_s"]
+                               / figures["base"][mode][name]["cpu_s"], 3) for name in only}
+            for mode in modes}
     figures["goals"] = {
-        name: {"bound_cpu_s": bound, "cpu_s": figures["work"][name]["cpu_s"],
-               "met": figures["work"][name]["cpu_s"] <= bound}
-        for name, bound in GOALS.items() if name in only}
+        mode: {name: {"bound_cpu_s": bound, "cpu_s": figures["work"][mode][name]["cpu_s"],
+                      "met": figures["work"][mode][name]["cpu_s"] <= bound}
+               for name, bound in GOALS.items() if name in only}
+        for mode in modes}
     figures.update(against=against, parents=parents, python=platform.python_version(),
                    cpus=os.cpu_count(), loadavg=load_before,
                    loadavg_after=[round(x, 2) for x in os.getloadavg()])
@@ -201,22 +235,28 @@ def run(*, runs: int, against: str | None = None, parents: int = 0,
 
 
 def report(figures: dict[str, Any]) -> str:
-    """The figures as text: one line per figure and side."""
+    """The figures as text: one line per figure, mode and side."""
     lines = [f"start-up, load {figures['loadavg'][0]}-{figures['loadavg_after'][0]}, "
              f"{figures['cpus']} CPUs, Python {figures['python']}"]
-    for side in ("base", "work"):
-        for name, summary in figures.get(side, {}).items():
-            label = figures["against"] if side == "base" else "working tree"
-            lines.append(
-                f"  {name:<16} {label:<14} CPU {summary['cpu_s']:.3f} s "
-                f"[{summary['cpu_s_min']:.3f}-{summary['cpu_s_max']:.3f}], "
-                f"wall {summary['wall_s']:.3f} s, peak RSS {summary['peak_rss_mib']:.1f} MiB "
-                f"({summary['runs']} runs)")
-    for name, ratio in figures.get("ratio", {}).items():
-        lines.append(f"  {name:<16} ratio {ratio:.2f}x")
-    for name, goal in figures["goals"].items():
-        verdict = "met" if goal["met"] else f"missed by {goal['cpu_s'] - goal['bound_cpu_s']:.3f} s"
-        lines.append(f"  goal {name}: <= {goal['bound_cpu_s']} s CPU: {verdict}")
+    for mode, goals in figures["goals"].items():
+        lines.append(f"bytecode {mode}:")
+        for name in figures["work"][mode]:
+            for side in ("base", "work"):
+                if side not in figures:
+                    continue
+                summary = figures[side][mode][name]
+                label = figures["against"] if side == "base" else "working tree"
+                lines.append(
+                    f"  {name:<16} {label:<14} CPU {summary['cpu_s']:.3f} s "
+                    f"[{summary['cpu_s_min']:.3f}-{summary['cpu_s_max']:.3f}], "
+                    f"wall {summary['wall_s']:.3f} s, peak RSS "
+                    f"{summary['peak_rss_mib']:.1f} MiB ({summary['runs']} runs)")
+            if "ratio" in figures:
+                lines.append(f"  {name:<16} ratio {figures['ratio'][mode][name]:.2f}x")
+        for name, goal in goals.items():
+            verdict = ("met" if goal["met"] else
+                       f"missed by {goal['cpu_s'] - goal['bound_cpu_s']:.3f} s")
+            lines.append(f"  goal {name}: <= {goal['bound_cpu_s']} s CPU: {verdict}")
     return "\n".join(lines)
 
 
@@ -226,13 +266,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=9, help="processes per figure (at least 7)")
     parser.add_argument("--against", default=None, help="a commit to compare, alternating")
     parser.add_argument("--parents", type=int, default=0, help="Thanos parents before the run")
-    parser.add_argument("--only", nargs="+", default=["imports", "operator_module", "to_watching"],
-                        choices=["imports", "operator_module", "to_watching"])
+    parser.add_argument("--only", nargs="+", default=list(FIGURES), choices=FIGURES)
+    parser.add_argument("--bytecode", nargs="+", default=list(MODES), choices=MODES,
+                        help="cached: bytecode caches read; source: the toolkit compiled")
     parser.add_argument("--json", action="store_true", help="print one JSON object last")
     args = parser.parse_args(argv)
     if args.runs < 7:
         parser.error("--runs must be at least 7 (a median of fewer moves with the machine's load)")
-    figures = run(runs=args.runs, against=args.against, parents=args.parents, only=args.only)
+    figures = run(runs=args.runs, against=args.against, parents=args.parents, only=args.only,
+                  modes=args.bytecode)
     print(report(figures))
     if args.json:
         print(json.dumps(figures))
