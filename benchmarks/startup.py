@@ -2,8 +2,8 @@
 
 Run as ``python -m benchmarks.startup [--runs 9] [--against REV] [--parents 0] [--json]``.
 Three figures, each the user + system CPU of a fresh interpreter (``os.wait4``'s resource
-usage, so other work on the machine does not inflate it, as it does the wall time), its median
-over ``--runs`` processes (with the smallest and the largest):
+usage: other work on the machine inflates it far less than the wall time), its median over
+``--runs`` processes (with the smallest and the largest):
 
 - ``imports``: ``python -c 'import reconciler, builders, objectmatcher'`` (goal: at most
   0.25 s);
@@ -24,7 +24,11 @@ image holds the caches), kept under a temporary ``PYTHONPYCACHEPREFIX`` so no tr
 and ``source``, ``PYTHONDONTWRITEBYTECODE=1`` with no prefix, as this machine's environment
 runs: the installed packages' caches are read, but the toolkit's own modules (a checkout holding
 no ``__pycache__``) are compiled from source at every start (about 0.2 s of CPU for an
-operator's modules, ``builtins.compile`` in a profile).
+operator's modules, ``builtins.compile`` in a profile). A tree holding ``__pycache__`` has its
+caches read in this mode too.
+
+``python -m benchmarks.regress --against REV --only startup`` runs it on REV and here as well
+(both sides' working-tree figures, ``work.<mode>.<figure>.cpu_s``).
 
 With ``--against REV``, REV is checked out into a temporary git worktree
 (``benchmarks.regress.worktree``) and every sample runs there and here alternately (REV
