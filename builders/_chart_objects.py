@@ -19,7 +19,6 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
-import yaml
 
 from builders._errors import ChartError, ChartHookError, ChartRenderError
 from builders._state import DesiredState, KubeObject
@@ -76,8 +75,13 @@ CLUSTER_SCOPED_KINDS = frozenset({
 ``scope: Cluster`` and those given as ``cluster_scoped``, every other object is namespaced and
 put in the release namespace."""
 
-_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-"""libyaml's safe loader where PyYAML has it: parsing is most of a render's cost otherwise."""
+def _loader() -> Any:
+    """libyaml's safe loader where PyYAML has it: parsing is most of a render's cost otherwise.
+    PyYAML is imported here, on the first render, not when the reconciler imports the chart
+    errors (tests/test_lazy_imports.py)."""
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @attrs.frozen(kw_only=True, eq=False)
@@ -150,8 +154,10 @@ class Rendering:
 
 
 def _documents(chart: str, template: str, text: str) -> list[dict[str, Any]]:
+    import yaml
+
     try:
-        documents = list(yaml.load_all(text, Loader=_LOADER))
+        documents = list(yaml.load_all(text, Loader=_loader()))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None

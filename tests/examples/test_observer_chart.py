@@ -191,6 +191,16 @@ def test_the_chart_kept_in_the_example_renders_its_crds_rbac_service_and_deploym
         f"Deployment/{PROMETHEUS}"]
 
 
+def test_a_namespace_yaml_reads_as_a_number_stays_a_string_in_the_binding() -> None:
+    """Found by the examples' property kit (namespace "0"): the chart's ClusterRoleBinding
+    subject took the release namespace unquoted, which YAML reads as the number 0 and the
+    schema refuses; the template quotes it now."""
+    chart = helm.chart(PROMETHEUS_OPERATOR_CHART, values={}, release="obs", namespace="0")
+    binding = next(o for builder in chart for o, _ in [builder()]
+                   if o["kind"] == "ClusterRoleBinding")
+    assert binding["subjects"][0]["namespace"] == "0"
+
+
 _NAMES = st.from_regex(r"[a-z][a-z0-9]{0,10}", fullmatch=True)
 _VALUES = st.fixed_dictionaries({}, optional={
     "logLevel": st.sampled_from(["debug", "info", "WARN"]),
