@@ -280,8 +280,8 @@ def test_plan_and_trace_name_the_chart_and_template_of_each_child(
     kube: KubernetesClient, kube_namespace: str, kube_api: Any,
 ) -> None:
     from reconciler._commands.plans import format_plan, plan_parents
-    from reconciler._commands.traces import trace_parent
     from reconciler._commands.trace_tree import format_trace, trace_json
+    from reconciler._commands.traces import trace_parent
 
     ns, release = kube_namespace, f"w{uuid.uuid4().hex[:6]}"
     operator = _operator(ns, release)
