@@ -295,7 +295,8 @@ def test_plan_and_trace_name_the_chart_and_template_of_each_child(
                                            operator_name=operator.name))
         source = "chart widget-operator-0.3.0, template widget-operator/templates/deployment.yaml"
         line = next(line for line in planned.splitlines() if "Deployment" in line)
-        assert line.strip().startswith("create") and line.endswith(f"[{source}]"), planned
+        assert line.strip().startswith("create"), planned
+        assert line.endswith(f"[{source}]"), planned
         kube.create(parent)
         assert wait_until(lambda: _exists(kube, "apps/v1", "Deployment", release, ns), 60)
         assert wait_idle(runtime, 30)
