@@ -50,6 +50,7 @@ BENCHMARKS: dict[str, tuple[str, ...]] = {
     "readiness": ("--changes", "100"),
     "inputs": ("--parents", "100", "--changes", "20"),
     "apiserver": ("--seconds", "2"),
+    "startup": ("--runs", "7"),
 }
 """The arguments a benchmark runs with by default: sizes that show a regression (1,000 parents
 for the driver) in a few minutes a run. ``--args NAME=...`` replaces them; a module not named

@@ -12,7 +12,9 @@ helpers), :mod:`builders.names`
 schemas), :mod:`builders.specs` (typed parent specs and generated CRDs; :func:`spec_of` and
 :func:`crd_for` are here too), :mod:`builders.convert` (client models as dicts),
 :mod:`builders.inputs` (declared inputs' errors and digests), :mod:`builders.composition`
-(running one builder, readable names) and the Hypothesis testing kit :mod:`builders.testing`.
+(running one builder, readable names), :mod:`builders.helm` (existing Helm charts rendered by
+Helm's own engine as builders, the ``helm`` extra) and the Hypothesis testing kit
+:mod:`builders.testing`.
 It never talks to a cluster (that is ``reconciler``'s job) and imports neither ``kubernetes``
 nor ``reconciler``. See ``docs/builders.md``.
 """

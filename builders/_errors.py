@@ -5,6 +5,12 @@
     BuilderError (Exception)                root: ``except BuilderError`` catches all
     ├── BuilderFailedError                  a builder raised or returned no usable object
     │                                       (.builder, .parent, .reason; the cause is chained)
+    ├── ChartError                          a Helm chart cannot be made into builders (.chart)
+    │   ├── ChartLoadError (OSError)            the chart cannot be read (no such path, not a chart)
+    │   ├── ChartRenderError (ValueError)       a template fails to render or renders no object
+    │   │                                       (.template, .line, .reason)
+    │   ├── ChartHookError (ValueError)         a hook the toolkit does not run (.template, .hook)
+    │   └── HelmEngineMissingError (ImportError)  the engine (the ``helm`` extra) is not installed
     ├── InputUnavailableError               a declared input cannot be read (.ref, .reason)
     │   ├── InputMissingError (LookupError)      it does not exist
     │   └── InputForbiddenError (PermissionError)  the operator may not read it
@@ -30,8 +36,13 @@ from typing import Any
 __all__ = [
     "BuilderError",
     "BuilderFailedError",
+    "ChartError",
+    "ChartHookError",
+    "ChartLoadError",
+    "ChartRenderError",
     "DependencyCycleError",
     "DependencyError",
+    "HelmEngineMissingError",
     "InputForbiddenError",
     "InputMissingError",
     "InputUnavailableError",
@@ -61,6 +72,56 @@ class BuilderFailedError(BuilderError):
         self.reason = reason
         where = f" for parent {parent}" if parent else ""
         super().__init__(f"builder {builder}{where} failed: {reason}")
+
+
+class ChartError(BuilderError):
+    """A Helm chart cannot be made into builders (``builders.helm``); ``chart`` names it (its
+    ``name-version`` once loaded, else the path it was read from)."""
+
+    def __init__(self, message: str, *, chart: str) -> None:
+        self.chart = chart
+        super().__init__(f"chart {chart}: {message}")
+
+
+class ChartLoadError(ChartError, OSError):
+    """The chart cannot be read: no such directory or archive, or not a chart (no
+    ``Chart.yaml``, a broken archive)."""
+
+
+class ChartRenderError(ChartError, ValueError):
+    """A template of the chart fails to render (a ``required`` value missing, a template
+    error, an invalid ``values.schema.json``), or renders something that is not an object.
+
+    ``template`` is the template's path inside the chart (``mychart/templates/x.yaml``; None
+    when Helm names none), ``line`` its line (None when unknown) and ``reason`` Helm's message.
+    """
+
+    def __init__(self, *, chart: str, template: str | None, line: int | None,
+                 reason: str) -> None:
+        self.template = template
+        self.line = line
+        self.reason = reason
+        where = "" if template is None else (
+            f"{template}:{line}: " if line is not None else f"{template}: ")
+        super().__init__(f"{where}{reason}", chart=chart)
+
+
+class ChartHookError(ChartError, ValueError):
+    """A template is a Helm hook the toolkit does not run (only ``pre-install`` and
+    ``pre-upgrade`` hooks run, as a component the rest depends on; ``test`` hooks are left
+    out). ``template`` is the template's path, ``hook`` the annotation's value."""
+
+    def __init__(self, *, chart: str, template: str, hook: str) -> None:
+        self.template = template
+        self.hook = hook
+        super().__init__(
+            f"{template}: hook {hook!r} is not run by the toolkit (pre-install and pre-upgrade "
+            f"hooks are; name the others in skip_hooks to leave them out)", chart=chart)
+
+
+class HelmEngineMissingError(ChartError, ImportError):
+    """Helm's engine is not installed: ``builders.helm`` renders with Helm's own Go code through
+    ``helm-python-sdk``, in the ``helm`` extra (``pip install 'operator-toolkit[helm]'``)."""
 
 
 class InputUnavailableError(BuilderError):

@@ -150,6 +150,26 @@ def test_the_architecture_doc_counts_the_packages_of_the_tree() -> None:
         f"{len(_private_packages())}: {[path.name for path in _private_packages()]}")
 
 
+def test_the_picture_draws_the_tree() -> None:
+    """The picture at the top of docs/architecture.md names every package, every example,
+    the two test servers and every private package of ``reconciler`` in the order of
+    ``reconciler-layers``; the prose counts the examples."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    picture = text.split("```\n", 2)[1]
+    examples = sorted(p.name for p in (ROOT / "examples").iterdir()
+                      if p.is_dir() and (p / "__init__.py").exists())
+    for name in [*PACKAGES, *(f"examples/{e}" for e in examples),
+                 "reconciler.embedded", "reconciler.envtest"]:
+        assert name in picture, f"the picture of docs/architecture.md does not draw {name}"
+    drawn = re.findall(r"^\s*│?\s+(_[a-z]+(?: \| _[a-z]+)?) ", picture, re.MULTILINE)
+    layers = [" | ".join(n for n in layer if n != "__main__")
+              for layer in _layers(_contracts()["reconciler-layers"])]
+    assert drawn == [layer for layer in layers if layer], (
+        f"the picture's private packages {drawn}; reconciler-layers: {layers}")
+    flat = " ".join(text.split())
+    assert _count(r"three packages and (\w+) examples", flat) == len(examples)
+
+
 def test_the_package_table_follows_the_reconciler_layers() -> None:
     text = (ROOT / "docs" / "architecture.md").read_text()
     section = text.split("### Inside `reconciler`", 1)[1].split("\n## ", 1)[0]

@@ -3,7 +3,8 @@
 ``install_requires`` in ``setup.cfg`` holds what an operator needs to run against a cluster;
 Hypothesis is in the ``testing`` extra (for ``builders.testing``), aiohttp and cryptography in the
 ``embedded`` extra (for ``reconciler.embedded``), cryptography also in the ``webhooks`` extra
-(certificates ``reconciler.webhooks`` makes itself; it imports without it). These tests check
+(certificates ``reconciler.webhooks`` makes itself; it imports without it), Helm's engine
+(helm-python-sdk) in the ``helm`` extra (``builders.helm`` imports without it). These tests check
 both halves: the metadata, and that the facades import and work in a fresh interpreter in
 which those packages cannot be imported (a meta-path finder refuses them, so a lazy import at
 first use would fail too).
@@ -20,13 +21,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 OPTIONAL = {"testing": {"hypothesis", "cel-python"},
             "embedded": {"aiohttp", "cryptography", "cel-python"},
-            "webhooks": {"cryptography"}}
+            "webhooks": {"cryptography"},
+            "helm": {"helm-python-sdk"}}
 
 _BLOCKED_IMPORTS = """
 import importlib.abc
 import sys
 
-BLOCKED = {"hypothesis", "aiohttp", "cryptography", "celpy"}
+BLOCKED = {"hypothesis", "aiohttp", "cryptography", "celpy", "helm_python"}
 
 
 class Refuse(importlib.abc.MetaPathFinder):
@@ -41,6 +43,7 @@ sys.meta_path.insert(0, Refuse())
 import builders
 import builders.composition
 import builders.convert
+import builders.helm
 import builders.names
 import builders.objects
 import builders.schemas

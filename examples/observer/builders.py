@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from builders import (
@@ -19,6 +20,7 @@ from builders import (
     child_meta,
     child_name,
     compose,
+    helm,
     present_if,
     resource_builder,
     shared,
@@ -37,6 +39,13 @@ OPERATOR_NAME = "observer"
 THANOS_OPERATOR_TARGET = "examples.thanos.operator:operator"
 """What the Deployment runs with ``optk run``."""
 
+PROMETHEUS_OPERATOR_CHART = Path(__file__).resolve().parent / "charts" / "prometheus-operator"
+"""The Prometheus-operator-like chart kept beside the example (its CRDs in ``crds/``, helpers,
+RBAC, Deployment and Service), installed from ``spec.prometheusOperatorChart``."""
+
+PROMETHEUS_OPERATOR = "prometheus-operator"
+"""The component of the chart's objects (its CRDs are ``<observer>-crds``)."""
+
 
 def thanos_block(parent: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The Observer's ``spec.thanos`` when it is switched on, else None."""
@@ -44,6 +53,31 @@ def thanos_block(parent: Mapping[str, Any]) -> Mapping[str, Any] | None:
     if not isinstance(block, Mapping) or block.get("enabled") is False:
         return None
     return block
+
+
+def chart_values(parent: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The Observer's ``spec.prometheusOperatorChart`` (the chart's values; ``{}``: its
+    defaults), or None when the block is absent (the chart is not installed)."""
+    block = (parent.get("spec") or {}).get("prometheusOperatorChart")
+    return block if isinstance(block, Mapping) else None
+
+
+def prometheus_operator(parent: Mapping[str, Any], *, shared_crd: bool = False) -> list[Component]:
+    """The chart's components (``builders.helm``), released as the Observer in its namespace
+    with its ``spec.prometheusOperatorChart`` as values: the CRDs of ``crds/`` first, then the
+    ServiceAccount, RBAC, Service and Deployment (:data:`PROMETHEUS_OPERATOR`). None without
+    the block. ``shared_crd`` shares the chart's CRDs between Observers as the Thanos CRD is."""
+    values = chart_values(parent)
+    if values is None:
+        return []
+    meta = parent["metadata"]
+    chart = helm.chart(PROMETHEUS_OPERATOR_CHART, values=values, release=meta["name"],
+                       namespace=meta["namespace"], parent=parent, managed_by=OPERATOR_NAME)
+    components = chart.components(PROMETHEUS_OPERATOR)
+    if shared_crd and chart.crds:
+        components[0] = Component(name=chart.crds_component,
+                                  builders=[shared(crd) for crd in chart.crds])
+    return components
 
 
 def _names(parent: Mapping[str, Any]) -> tuple[str, str]:
@@ -148,13 +182,20 @@ def build(parent: Mapping[str, Any], *, shared_crd: bool = False) -> list[Resour
 
     The CRD is cluster-wide: by default it belongs to the first Observer that creates it, and a
     second one skips it, naming that Observer; ``shared_crd`` declares it shared
-    (``builders.shared``): kept while any Observer builds it, deleted with the last one."""
+    (``builders.shared``): kept while any Observer builds it, deleted with the last one.
+
+    With ``spec.prometheusOperatorChart`` the chart's components come first
+    (:func:`prometheus_operator`) and the ``Thanos`` waits for its Deployment too, as for the
+    Thanos operator's."""
     on = thanos_block(parent) is not None
+    chart = prometheus_operator(parent, shared_crd=shared_crd)
+    waits_for = ("crd", "operator", PROMETHEUS_OPERATOR) if chart else ("crd", "operator")
 
     def part(builder: ResourceBuilder) -> ResourceBuilder:
         return present_if(on, builder)
 
     return compose(
+        chart,
         Component(name="crd", builders=[
             shared(part(thanos_crd(parent))) if shared_crd else part(thanos_crd(parent))]),
         Component(name="rbac", depends_on="crd", builders=[
@@ -162,6 +203,6 @@ def build(parent: Mapping[str, Any], *, shared_crd: bool = False) -> list[Resour
             part(service_account(parent))]),
         Component(name="operator", depends_on="rbac",
                   builders=[part(operator_deployment(parent))]),
-        Component(name="thanos", depends_on=("crd", "operator"),
+        Component(name="thanos", depends_on=waits_for,
                   builders=[part(thanos(parent))]),
     )

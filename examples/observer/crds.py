@@ -25,6 +25,13 @@ OBSERVER_CRD: dict[str, Any] = {
             "name": VERSION, "served": True, "storage": True, "subresources": {"status": {}},
             "schema": {"openAPIV3Schema": {"type": "object", "properties": {
                 "spec": {"type": "object", "properties": {
+                    "prometheusOperatorChart": {
+                        "type": "object",
+                        "description": "Install the Prometheus-operator-like chart kept "
+                                       "beside the example: these are its values ({}: its "
+                                       "defaults); absent: not installed, removed.",
+                        "x-kubernetes-preserve-unknown-fields": True,
+                    },
                     "thanos": {
                         "type": "object",
                         "description": "Install the Thanos operator and one Thanos resource.",

@@ -24,6 +24,7 @@ PRUNE = (
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
     ("v1", "ServiceAccount"),
     ("apps/v1", "Deployment"),
+    ("v1", "Service"),
     (THANOS_API_VERSION, THANOS_KIND),
 )
 """Every kind an Observer builds: what is no longer built is deleted."""

@@ -27,6 +27,7 @@ from reconciler._base.clocks import RealClock
 from reconciler._base.errors import NotFoundError, ReconcilerError
 from reconciler._cache.inputs import client_reader, one_argument_build
 from reconciler._client.protocol import ClusterClient, KubeObject
+from reconciler._commands.trace_tree import chart_source
 from reconciler._reconcile.conditions import ChildError, permanent_cause
 from reconciler._reconcile.guard import PlanGuard
 from reconciler._reconcile.parent_settings import ParentSettings
@@ -127,6 +128,8 @@ def format_plan(results: Sequence[ParentResult], *, show_unchanged: bool = False
             line = f"  {_VERBS[child.action]:<9} {child.ref}"
             if child.reason and child.action is not Action.UNCHANGED:
                 line += f"  ({child.reason})"
+            if source := chart_source(child.live):
+                line += f"  [{source}]"
             lines.append(line)
             shown = shown_diff(child)
             if child.action in (Action.UPDATED, Action.RECREATED) and shown:

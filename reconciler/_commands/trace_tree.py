@@ -23,6 +23,7 @@ import attrs
 
 from builders import ObjectRef
 from builders.health import health_of
+from builders.helm import CHART_ANNOTATION, TEMPLATE_ANNOTATION
 from reconciler._reconcile.conditions import ParentResult, described
 from reconciler._reconcile.policies import PAUSED_ANNOTATION, POLICY_ANNOTATION
 from reconciler._reconcile.reconciling import Action
@@ -76,6 +77,9 @@ class TraceChild:
     waits_for: tuple[ObjectRef, ...] = ()
     contested: str = ""
     drift: tuple[str, ...] = ()
+    source: str = ""
+    """Where the child comes from when not from a builder of code: ``chart NAME-VERSION,
+    template PATH`` for an object a Helm chart rendered (``builders.helm``)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -132,14 +136,17 @@ def trace_of(
     live: Callable[[ObjectRef], Mapping[str, Any] | None],
     states: Mapping[ObjectRef, str],
     components: Mapping[ObjectRef, str] | None = None,
+    sources: Mapping[ObjectRef, str] | None = None,
     field_manager: str,
 ) -> Trace:
     """The trace of ``parent`` from its dry-run reconcile ``result``: ``live`` reads a child as
     listed (None when it does not exist), ``states`` the builders' declared state of each child
     (``present``/``absent``/``created``), ``components`` the component each belongs to (else
-    the child's ``app.kubernetes.io/component`` label), ``field_manager`` the operator's (its
-    name)."""
+    the child's ``app.kubernetes.io/component`` label), ``sources`` where a declared child comes
+    from (:func:`chart_source`; else read from the live child), ``field_manager`` the
+    operator's (its name)."""
     components = components or {}
+    sources = sources or {}
     conditions = tuple(c for c in ((parent.get("status") or {}).get("conditions") or ())
                        if isinstance(c, Mapping))
     contested = _contests(conditions)
@@ -148,9 +155,12 @@ def trace_of(
     children = []
 
     def add(ref: ObjectRef, planned: Any, pruned: bool) -> None:
-        children.append(_child(ref, planned, live(ref), states.get(ref), pruned,
-                               component=components.get(ref), waits=waits, errors=errors,
-                               contested=contested, manager=field_manager))
+        obj = live(ref)
+        child = _child(ref, planned, obj, states.get(ref), pruned,
+                       component=components.get(ref), waits=waits, errors=errors,
+                       contested=contested, manager=field_manager)
+        source = sources.get(ref) or chart_source(obj)
+        children.append(attrs.evolve(child, source=source) if source else child)
 
     for child in result.children:
         add(child.ref, child, False)
@@ -220,6 +230,18 @@ def _child(
     )
 
 
+def chart_source(obj: Mapping[str, Any] | None) -> str:
+    """``chart NAME-VERSION, template PATH`` for an object a Helm chart rendered (the
+    annotations ``builders.helm`` sets), else ""."""
+    meta = (obj or {}).get("metadata")
+    annotations = (meta.get("annotations") if isinstance(meta, Mapping) else None) or {}
+    chart = annotations.get(CHART_ANNOTATION)
+    if not chart:
+        return ""
+    template = annotations.get(TEMPLATE_ANNOTATION)
+    return f"chart {chart}" + (f", template {template}" if template else "")
+
+
 def _ref_json(ref: ObjectRef) -> dict[str, Any]:
     return {"apiVersion": ref.api_version, "kind": ref.kind, "namespace": ref.namespace,
             "name": ref.name}
@@ -238,7 +260,7 @@ def trace_json(trace: Trace) -> dict[str, Any]:
             "lastWrite": attrs.asdict(c.last_write) if c.last_write is not None else None,
             "next": c.next, "why": c.why, "policy": c.policy, "waitReason": c.wait_reason,
             "waitsFor": [_ref_json(r) for r in c.waits_for], "contested": c.contested,
-            "drift": list(c.drift),
+            "drift": list(c.drift), "source": c.source,
         } for c in trace.children],
         "waiting": len(trace.waiting),
         "errors": list(trace.errors),
@@ -275,6 +297,8 @@ def format_trace(trace: Trace) -> str:
             head += f"  ({child.state})"
         lines.append(head)
         details = []
+        if child.source:
+            details.append(f"from: {child.source}")
         if child.health_message and child.health != "Current":
             details.append(f"health: {child.health_message}")
         if child.last_write is not None:

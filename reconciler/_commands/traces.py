@@ -22,7 +22,13 @@ from reconciler._base.clocks import Clock, RealClock
 from reconciler._base.errors import NotFoundError, ReconcilerError, ReconcilerUsageError
 from reconciler._client.protocol import ClusterClient
 from reconciler._commands.fleet_plans import fleet_planner
-from reconciler._commands.trace_tree import Trace, format_trace, trace_json, trace_of
+from reconciler._commands.trace_tree import (
+    Trace,
+    chart_source,
+    format_trace,
+    trace_json,
+    trace_of,
+)
 from reconciler._driver.operators import Operator
 from reconciler._reconcile.parents import ParentReconciler
 
@@ -34,8 +40,9 @@ EXIT_USAGE = 2
 
 def _declared(
     planner: ParentReconciler, parent: KubeObject
-) -> tuple[dict[ObjectRef, str], dict[ObjectRef, str]]:
-    """The builders' declared state of each child and its component, from the one evaluation
+) -> tuple[dict[ObjectRef, str], dict[ObjectRef, str], dict[ObjectRef, str]]:
+    """The builders' declared state of each child, its component and where it comes from (a
+    Helm chart's template, ``chart_source``), from the one evaluation
     the dry-run reconcile uses (``ParentReconciler.declared``, ``reconciler._reconcile.declared``):
     the same keys as the reconcile's results, so a cluster-scoped child has no namespace. A
     failing build or builder declares nothing here; the dry-run reconcile reports it."""
@@ -44,7 +51,9 @@ def _declared(
         "created" if child.state.is_created else "present") for child in declared.children}
     components = {child.ref: child.node.name for child in declared.children
                   if child.node is not None}
-    return states, components
+    sources = {child.ref: source for child in declared.children
+               if (source := chart_source(child.obj))}
+    return states, components, sources
 
 
 def trace_parent(
@@ -70,9 +79,9 @@ def trace_parent(
         except ReconcilerError:
             return None
 
-    states, components = _declared(planner, parent)
+    states, components, sources = _declared(planner, parent)
     return trace_of(parent, result, live=live, states=states, components=components,
-                    field_manager=operator.name)
+                    sources=sources, field_manager=operator.name)
 
 
 def trace_command(

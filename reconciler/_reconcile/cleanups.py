@@ -45,11 +45,18 @@ from reconciler._reconcile.finalizing import (
     refuses_data_loss,
 )
 from reconciler._reconcile.planning import is_owned
-from reconciler._reconcile.sharing import is_shared, record_patch, release_patch, shared_record
+from reconciler._reconcile.sharing import (
+    is_kept,
+    is_shared,
+    keep_patch,
+    record_patch,
+    release_patch,
+    shared_record,
+)
 
 __all__ = [
     "CLEANUP_STUCK_AFTER", "CleanupOutcome", "OnDelete", "ParentCleanup", "delete_owned",
-    "release_to_others",
+    "release_kept", "release_to_others",
 ]
 
 _log = logging.getLogger("optk.cleanup")
@@ -112,8 +119,13 @@ def delete_owned(
 ) -> bool:
     """Delete ``obj`` (background propagation). For a CRD, the custom resources that are
     children of the parent with ``owner_uid`` are deleted first; any other one left makes it
-    raise ``DataLossError`` unless the CRD is marked. Whether a delete was sent (False: gone)."""
+    raise ``DataLossError`` unless the CRD is marked. A child marked ``helm.sh/resource-policy:
+    keep`` is released instead (:func:`release_kept`). Whether a delete was sent (False: gone
+    or kept)."""
     ref = ObjectRef.of(obj)
+    if is_kept(obj):
+        release_kept(client, obj, owner_uid=owner_uid)
+        return False
     if ref.kind == "CustomResourceDefinition":
         others = 0
         for item in _custom_resources(client, obj):
@@ -134,6 +146,26 @@ def delete_owned(
                       propagation_policy="Background")
     except NotFoundError:
         return False
+    return True
+
+
+def release_kept(
+    client: ClusterClient, live: Mapping[str, Any], *, owner_uid: str | None
+) -> bool:
+    """Let ``live``, marked ``helm.sh/resource-policy: keep``, go instead of deleting it: its
+    owner label, owner annotation and owner reference to ``owner_uid`` removed
+    (``sharing.keep_patch``, preconditioned on the ``resourceVersion``), so neither the
+    toolkit nor the garbage collector deletes it. Whether it was released (False: not this
+    parent's, or gone)."""
+    if not owner_uid or not _owned_by(live, owner_uid):
+        return False
+    ref = ObjectRef.of(live)
+    try:
+        client.patch(ref.api_version, ref.kind, ref.name, keep_patch(live, owner_uid),
+                     patch_type=_JSON_PATCH, namespace=ref.namespace)
+    except NotFoundError:
+        return False
+    _log.info("%s kept (helm.sh/resource-policy: keep): released, not deleted", ref)
     return True
 
 

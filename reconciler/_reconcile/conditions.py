@@ -23,6 +23,7 @@ from typing import Any
 import attrs
 
 from builders import InvalidSpecError, ObjectRef
+from builders.helm import ChartHookError, ChartRenderError
 from builders.inputs import InputUnavailableError
 from reconciler._base.errors import ApiError, PermanentError, PolicyAnnotationError
 from reconciler._base.text import bounded
@@ -76,14 +77,19 @@ class ChildError:
         return permanent_cause(self.error) is not None
 
 
-_Permanent = PermanentError | InvalidSpecError | InputUnavailableError | PolicyAnnotationError
+_Permanent = (PermanentError | InvalidSpecError | InputUnavailableError | PolicyAnnotationError
+              | ChartRenderError | ChartHookError)
+_CHART_FAILED = "ChartRenderFailed"
+"""The reason of a parent whose Helm chart does not render (``builders.helm``): the same chart
+and values fail the same way, so the parent's own change, not a retry, reconciles it again."""
 
 
 def permanent_cause(error: BaseException | None) -> _Permanent | None:
     """The ``PermanentError``, ``InvalidSpecError``, ``InputUnavailableError`` (a declared
     input missing or forbidden: the input's own change, not a retry, reconciles the parent
-    again) or ``PolicyAnnotationError`` (a child's annotation: its own change reconciles the
-    parent) that ``error`` is or was caused by (a builder's exception arrives wrapped in
+    again), ``PolicyAnnotationError`` (a child's annotation: its own change reconciles the
+    parent) or ``ChartRenderError``/``ChartHookError`` (a chart that does not render with the
+    parent's values) that ``error`` is or was caused by (a builder's exception arrives wrapped in
     ``BuilderFailedError``), or None."""
     found = caused_by(error, _Permanent)
     return found if isinstance(found, _Permanent) else None
@@ -105,6 +111,8 @@ def _permanent_reason(errors: Sequence[ChildError]) -> str:
     cause = permanent_cause(errors[0].error)
     if isinstance(cause, PermanentError | InputUnavailableError | PolicyAnnotationError):
         return cause.reason  # InputMissing, InvalidAnnotation, ... name their reason themselves
+    if isinstance(cause, ChartRenderError | ChartHookError):
+        return _CHART_FAILED
     return "InvalidSpec"
 
 

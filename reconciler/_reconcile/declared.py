@@ -21,9 +21,11 @@ builder that failed without stopping the others.
 
 Boundary: a pure decision, like ``reconciler._reconcile.planning``. No client and no I/O: whether a
 kind is namespaced comes from the caller as a callable (the reconcile asks its client's discovery; a
-caller with no cluster to ask passes :func:`unknown_scope`). What to do with a failure is the
-caller's: the reconcile reports each one on the parent, the warm start and the drift look skip
-them, the role derivation refuses or skips the parent, uninstall logs it.
+caller with no cluster to ask passes :func:`unknown_scope`); for a kind it does not know, a CRD
+among the same parent's children says (:func:`declared_scopes`: a chart's CRDs and custom
+resources, created in one reconcile before discovery serves the kind). What to do with a
+failure is the caller's: the reconcile reports each one on the parent, the warm start and the
+drift look skip them, the role derivation refuses or skips the parent, uninstall logs it.
 """
 
 from __future__ import annotations
@@ -57,14 +59,45 @@ __all__ = [
     "DeclaredChildren",
     "Namespaced",
     "declared_children",
+    "declared_scopes",
     "stamp_child",
     "unknown_scope",
 ]
 
 Namespaced = Callable[[str, str], bool | None]
 """``namespaced(api_version, kind)``: whether the kind is namespaced; None when it is not known
-(not served, or no cluster to ask): then a child is namespaced when it or its parent names a
-namespace."""
+(not served, or no cluster to ask): then the scope a CRD among the parent's own children
+declares for it, else a child is namespaced when it or its parent names a namespace."""
+
+
+def declared_scopes(objects: Iterable[KubeObject]) -> dict[tuple[str, str], bool]:
+    """``(group, kind) -> namespaced`` for each CustomResourceDefinition among ``objects``:
+    the scope of a kind whose CRD the same parent creates, before discovery serves it (a chart's
+    ``crds/`` and its custom resources, built in one reconcile)."""
+    scopes: dict[tuple[str, str], bool] = {}
+    for obj in objects:
+        if obj.get("kind") != "CustomResourceDefinition":
+            continue
+        spec = obj.get("spec")
+        if not isinstance(spec, Mapping):
+            continue
+        names = spec.get("names")
+        if isinstance(names, Mapping) and spec.get("group") and names.get("kind"):
+            scopes[(str(spec["group"]), str(names["kind"]))] = spec.get("scope") != "Cluster"
+    return scopes
+
+
+def _with_declared(namespaced: Namespaced, scopes: Mapping[tuple[str, str], bool]) -> Namespaced:
+    if not scopes:
+        return namespaced
+
+    def scoped(api_version: str, kind: str) -> bool | None:
+        known = namespaced(api_version, kind)
+        if known is not None:
+            return known
+        return scopes.get((api_version.rpartition("/")[0], kind))
+
+    return scoped
 
 
 def unknown_scope(api_version: str, kind: str) -> bool | None:
@@ -203,15 +236,24 @@ def declared_children(
     children: list[DeclaredChild] = []
     placed: list[DeclaredChild] = []
     failures: list[BuilderFailure] = []
+    built: list[tuple[int, Any, dict[str, Any], DesiredState]] = []
     for index, builder in enumerate(builders):
         try:
             # evaluate() converts client models, checks identity, and names the builder and
             # the parent in the BuilderFailedError it raises.
             obj, state = evaluate(builder, parent=private)
+        except Exception as exc:
+            name = exc.builder if isinstance(exc, BuilderFailedError) else f"#{index}"
+            failures.append(BuilderFailure(name=name, index=index, error=exc))
+            continue
+        built.append((index, builder, obj, state))
+    scoped = _with_declared(namespaced, declared_scopes(
+        obj for _, _, obj, state in built if not state.is_absent))
+    for index, builder, obj, state in built:
+        try:
             cluster = placement_of(builder)
             child = stamp_child(plain, obj, state, operator_name=operator_name,
-                                namespaced=namespaced, labels=labels,
-                                placed=cluster is not None)
+                                namespaced=scoped, labels=labels, placed=cluster is not None)
         except Exception as exc:
             name = exc.builder if isinstance(exc, BuilderFailedError) else f"#{index}"
             failures.append(BuilderFailure(name=name, index=index, error=exc))
@@ -219,5 +261,6 @@ def declared_children(
         (children if cluster is None else placed).append(DeclaredChild(
             ref=ObjectRef.of(child), obj=child, state=state, node=dependencies_of(builder),
             cluster=cluster))
+    failures.sort(key=lambda failure: failure.index)
     return DeclaredChildren(children=tuple(children), placed=tuple(placed),
                             failures=tuple(failures))

@@ -58,6 +58,7 @@ from reconciler._client.protocol import ClusterClient, KubeObject
 from reconciler._reconcile.cleanups import (
     ParentCleanup,
     count_custom_resources,
+    release_kept,
     release_to_others,
 )
 from reconciler._reconcile.conditions import (
@@ -97,7 +98,7 @@ from reconciler._reconcile.reconciling import (
     is_owned,
 )
 from reconciler._reconcile.resource_settings import moved_into
-from reconciler._reconcile.sharing import is_shared, ownership_marker, shared_record
+from reconciler._reconcile.sharing import is_kept, is_shared, ownership_marker, shared_record
 from reconciler._reconcile.waits import Wait, WaitRegistry, Watch, waiting_message
 
 __all__ = ["ChildError", "ParentReconciler", "ParentResult", "parent_conditions",
@@ -638,6 +639,19 @@ class _ParentRun:
             return _RELEASED  # theirs now: not deleted (sharing)
         return refusal
 
+    def _release_kept(self, ref: ObjectRef, live: Any) -> None:
+        """A child marked ``helm.sh/resource-policy: keep`` that would be deleted: released
+        instead (``cleanups.release_kept``), so it is no longer this parent's."""
+        if self.o.dry_run:
+            return
+        if not isinstance(live, Mapping):
+            try:
+                live = self.o.client.get(ref.api_version, ref.kind, ref.name,
+                                         namespace=ref.namespace)
+            except NotFoundError:
+                return
+        release_kept(self.o.client, live, owner_uid=self.uid)
+
     def _fail(self, ref: ObjectRef, message: str, exc: BaseException, *,
               trace: bool = False) -> None:
         # the caller reports it; a user's code that raised shows its traceback here (DEBUG)
@@ -693,6 +707,10 @@ class _ParentRun:
     def _child(self, ref: ObjectRef, obj: dict[str, Any], state: DesiredState, live: Any,
                digest: bytes | None) -> None:
         try:
+            if state.is_absent and (is_kept(obj) or (isinstance(live, Mapping)
+                                                     and is_kept(live))):
+                self._release_kept(ref, live)
+                return
             refusal = self._refuse_data_loss(ref, live) if state.is_absent else None
             if refusal is _RELEASED:
                 _log.info("%s: %s released to the parents of its custom resources", self.ref, ref)
@@ -763,6 +781,9 @@ class _ParentRun:
             if not is_owned(obj, owner_uid=self.uid)[0]:
                 continue
             try:
+                if is_kept(obj):
+                    self._release_kept(ref, obj)
+                    continue
                 refusal = self._refuse_data_loss(ref, obj)
                 if refusal is _RELEASED:
                     continue

@@ -16,6 +16,11 @@ other. Two rules now (docs/builders.md, "Shared children"):
   preconditioned on the ``resourceVersion``). A parent adds itself before writing it, removes
   itself when it no longer wants it, and only the last one deletes it.
 
+And one rule for a child the toolkit must never delete: marked :data:`KEEP_ANNOTATION` ``keep``
+(Helm's resource policy; ``builders.helm`` puts it on a chart's ``crds/``), it is released
+instead (:func:`keep_patch`: its owner label, owner annotation and owner reference to the parent
+removed) wherever it would be deleted: no longer built, torn down, cleaned up.
+
 Boundary: decisions and patch bodies only; ``planning`` plans with them, ``cleanups`` and
 ``parents`` send them.
 """
@@ -26,18 +31,22 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
+from builders.helm import KEEP_ANNOTATION
 from builders.names import INSTANCE_LABEL, MANAGED_BY_LABEL, OWNER_UID_LABEL, SHARED_LABEL
 from objectmatcher import LAST_APPLIED_ANNOTATION
 from reconciler._base.keys import meta_of
 from reconciler._reconcile.applying import APPLIED_DIGEST_ANNOTATION
 
 __all__ = [
+    "KEEP_ANNOTATION",
     "MAX_SHARERS",
     "OWNER_ANNOTATION",
     "SHARED_BY_ANNOTATION",
     "describe_parent",
     "holder_of",
+    "is_kept",
     "is_shared",
+    "keep_patch",
     "ownership_marker",
     "record_patch",
     "release_patch",
@@ -124,6 +133,23 @@ def release_patch(live: Mapping[str, Any]) -> list[dict[str, Any]]:
     if OWNER_ANNOTATION in (meta.get("annotations") or {}):
         ops.append({"op": "remove",
                     "path": f"/metadata/annotations/{_pointer(OWNER_ANNOTATION)}"})
+    return ops
+
+
+def is_kept(obj: Mapping[str, Any]) -> bool:
+    """Whether ``obj`` is marked never to be deleted (:data:`KEEP_ANNOTATION` ``keep``)."""
+    return (meta_of(obj).get("annotations") or {}).get(KEEP_ANNOTATION) == "keep"
+
+
+def keep_patch(live: Mapping[str, Any], owner_uid: str) -> list[dict[str, Any]]:
+    """The JSON patch that lets a kept child go instead of deleting it: :func:`release_patch`
+    and the owner references to the parent ``owner_uid`` removed (so the garbage collector
+    leaves it too)."""
+    ops = release_patch(live)
+    references = meta_of(live).get("ownerReferences") or []
+    for index in reversed(range(len(references))):
+        if isinstance(references[index], Mapping) and references[index].get("uid") == owner_uid:
+            ops.append({"op": "remove", "path": f"/metadata/ownerReferences/{index}"})
     return ops
 
 

@@ -205,7 +205,7 @@ def test_the_observer_installs_in_order_and_tears_down_in_reverse(
         assert writes == [("create", "thanoses")]
         assert _owned_objects(kube, name) == {
             "CustomResourceDefinition": 1, "ClusterRole": 1, "ClusterRoleBinding": 1,
-            "ServiceAccount": 1, "Deployment": 1, "Thanos": 1,
+            "ServiceAccount": 1, "Deployment": 1, "Service": 0, "Thanos": 1,
         }
         deployment = kube.get("apps/v1", "Deployment", "obs-thanos-operator", namespace=ns)
         pod = deployment["spec"]["template"]["spec"]

@@ -297,3 +297,36 @@ def test_order_identity_and_parent_hold_for_any_parent(
         assert meta["labels"][OWNER_UID_LABEL] == "uid-1"
         assert meta["labels"][MANAGED_BY_LABEL] == OPERATOR
         assert meta.get("namespace") == (namespace if child.ref.kind != "ClusterRole" else None)
+
+
+def test_a_kind_discovery_does_not_know_takes_the_scope_its_crd_among_the_children_declares(
+) -> None:
+    """A chart's ``crds/`` and a custom resource of a cluster-scoped kind are built in one
+    reconcile, before discovery serves the kind: the custom resource is stamped cluster-scoped
+    (no namespace, no owner reference to the namespaced parent) as its CRD says, not guessed
+    namespaced from its parent (issue 40: the next reconcile had to patch it)."""
+
+    def crd(kind: str, scope: str) -> dict[str, Any]:
+        return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                "metadata": {"name": f"{kind.lower()}s.example.com"},
+                "spec": {"group": "example.com", "scope": scope,
+                         "names": {"kind": kind, "plural": f"{kind.lower()}s"}}}
+
+    def custom(kind: str) -> dict[str, Any]:
+        return {"apiVersion": "example.com/v1", "kind": kind, "metadata": {"name": "x"}}
+
+    def build(parent: Any) -> list[Callable[[], Any]]:
+        return [lambda: crd("Gadget", "Cluster"), lambda: crd("Gizmo", "Namespaced"),
+                lambda: custom("Gadget"), lambda: custom("Gizmo"), lambda: custom("Widget")]
+
+    found = declared_children(build, thing(), operator_name=OPERATOR, namespaced=unknown_scope)
+    gadget, gizmo, widget = (child.obj for child in found.children[2:])
+    assert "namespace" not in gadget["metadata"]
+    assert "ownerReferences" not in gadget["metadata"]
+    assert gizmo["metadata"]["namespace"] == "apps"
+    assert gizmo["metadata"]["ownerReferences"][0]["uid"] == "uid-1"
+    assert widget["metadata"]["namespace"] == "apps"  # no CRD says: the parent's namespace
+    # discovery wins when it knows the kind
+    found = declared_children(build, thing(), operator_name=OPERATOR,
+                              namespaced=lambda api_version, kind: True)
+    assert found.children[2].obj["metadata"]["namespace"] == "apps"
