@@ -141,8 +141,15 @@ class ClusterConnections:
             raise ClusterUnavailableError(str(exc), cluster=record.name) from None
         with self._lock:
             old = self._clients.get(record.name)
-            self._clients[record.name] = (record.resource_version, made)
-            self.connects += 1
+            if old is not None and old[0] == record.resource_version:
+                raced = old[1]  # another worker connected meanwhile: keep its client
+            else:
+                raced = None
+                self._clients[record.name] = (record.resource_version, made)
+                self.connects += 1
+        if raced is not None:
+            _close(made)
+            return raced
         if old is not None:
             _log.info("cluster %r: its Secret changed (resourceVersion %s -> %s): reconnected",
                       record.name, old[0], record.resource_version)

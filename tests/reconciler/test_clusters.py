@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import base64
 import logging
+import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -462,3 +464,23 @@ def test_a_removed_cluster_reports_its_children_orphaned_and_keeps_them_recorded
     assert remote_client.get("v1", "Namespace", team)  # left alone there, not forgotten
     conditions = {c["type"]: c for c in fresh(client, parent)["status"]["conditions"]}
     assert conditions["Reconciled"]["reason"] == ORPHANED_REASON
+
+
+@pytest.mark.timeout(60)
+def test_workers_connecting_at_once_share_one_client(
+        client: KubernetesClient, remote: EmbeddedApiServer, ns: str) -> None:
+    client.create(cluster_secret("edge-1", ns, kubeconfig_text(remote)))
+    connections = ClusterConnections(ClusterSecrets(namespace=ns), PassThroughCache(client))
+    record = connections.view().clusters["edge-1"]
+    start = threading.Barrier(4)
+
+    def connect() -> object:
+        start.wait()
+        return connections.client(record)
+
+    with ThreadPoolExecutor(4) as pool:
+        clients = list(pool.map(lambda _: connect(), range(4)))
+    assert connections.connects == 1
+    kept = connections.client(record)
+    assert all(c is kept for c in clients)  # none of them closed under another worker
+    assert kept.get("v1", "Namespace", "default")
