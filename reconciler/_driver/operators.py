@@ -24,6 +24,7 @@ from builders import ResourceBuilder
 from builders.inputs import InputDeclaration
 from reconciler._base.clocks import Clock
 from reconciler._base.errors import ReconcilerUsageError, ReconcilerUsageTypeError
+from reconciler._client.cluster_secrets import ClusterSecrets
 from reconciler._client.protocol import ClusterClient, KubeObject
 from reconciler._driver.hooks import StartHook
 from reconciler._driver.resyncs import ResyncPolicy
@@ -128,6 +129,7 @@ class Operator:
         watching: Watching | None = None,
         serving: Serving | None = None,
         reporting: Reporting | None = None,
+        clusters: ClusterSecrets | None = None,
         **moved: Any,
     ) -> None:
         groups: dict[str, Any] = {
@@ -143,6 +145,12 @@ class Operator:
                     f"operator {name!r}: {group} must be a {GROUPS[group].__name__}, "
                     f"got {type(value).__name__}")
         groups = _moved_into(groups, moved, operator=name)
+        if clusters is not None:  # issue 41's spelling: where a child is written is applying's
+            if groups["applying"].clusters not in (None, clusters):
+                raise ReconcilerUsageError(
+                    f"operator {name!r}: clusters given twice, as Operator(clusters=...) and "
+                    "Applying(clusters=...): give one")
+            groups["applying"] = attrs.evolve(groups["applying"], clusters=clusters)
         self.__attrs_init__(
             api_version=api_version, kind=kind, build=build, name=name, namespace=namespace,
             inputs=inputs, workers=workers, shutdown_timeout=shutdown_timeout, install=install,
@@ -188,6 +196,12 @@ class Operator:
             raise ReconcilerUsageTypeError(
                 f"operator {self.name!r}: sharding must be a Sharding or None, "
                 f"got {type(self.sharding).__name__}")
+
+    @property
+    def clusters(self) -> ClusterSecrets | None:
+        """The other clusters a child may be written to: ``Operator(clusters=...)``, kept as
+        ``applying.clusters`` (docs/clusters.md)."""
+        return self.applying.clusters
 
     def __getattr__(self, name: str) -> Any:
         """A flat setting of earlier releases (``operator.events``), read from its group with

@@ -125,3 +125,21 @@ def test_start_takes_serving_and_the_old_metrics_keywords_still_work(
         assert runtime.health is not None
     finally:
         runtime.stop(5)
+
+
+def test_operator_clusters_is_kept_in_applying_without_a_field_or_a_warning() -> None:
+    """Issue 41 names ``Operator(clusters=ClusterSecrets(...))``; where a child is written is
+    the apply group's, so it is ``applying.clusters`` and ``Operator`` keeps 20 fields."""
+    from reconciler import ClusterSecrets
+
+    fleet = ClusterSecrets(namespace="fleet")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        operator = make_operator("ns", clusters=fleet)
+    assert operator.clusters is fleet
+    assert operator.applying.clusters is fleet
+    assert len(attrs.fields(type(operator))) <= 20
+    assert make_operator("ns", applying=Applying(clusters=fleet), clusters=fleet).clusters is fleet
+    with pytest.raises(ValueError, match="clusters given twice"):
+        make_operator("ns", applying=Applying(clusters=ClusterSecrets(namespace="other")),
+                      clusters=fleet)
