@@ -33,6 +33,10 @@ The tree (the embedded server and ``reconciler.envtest`` have their own roots)::
     ├── KindUnlistableError               a kind's informer cannot list it (``cause``): reads of
     │                                     it fail at once, without a request
     ├── InClusterConfigError (LookupError)    not in a cluster: ``missing`` files/variables
+    ├── ClusterSecretError (ValueError)   a cluster's Secret is not usable (its ``kubeconfig``
+    │                                     not base64, YAML or a mapping): names the Secret only
+    ├── ClusterUnavailableError           a placed child's cluster cannot be used now
+    │                                     (``cluster``; never its credentials)
     ├── LeadershipLostError (RuntimeError)    a write fenced: the lease may have expired
     ├── PermanentError                    raised by a builder or status function: retrying will
     │                                     not help until the parent changes (``reason``)
@@ -460,3 +464,18 @@ class WebhookCertificateError(ReconcilerUsageError):
     def __init__(self, message: str, *, source: str) -> None:
         super().__init__(message)
         self.source = source
+
+
+class ClusterSecretError(ReconcilerError, ValueError):
+    """A cluster's Secret is not usable (its ``kubeconfig`` is not base64, YAML or a mapping):
+    the message names the Secret, never its content (``reconciler._client.cluster_secrets``)."""
+
+
+class ClusterUnavailableError(ReconcilerError):
+    """A placed child's cluster cannot be used now: no such cluster Secret, an unusable one,
+    or the cluster did not answer. ``cluster`` names it; the message never holds credentials
+    (``reconciler._client.clusters``)."""
+
+    def __init__(self, message: str, *, cluster: str) -> None:
+        super().__init__(message)
+        self.cluster = cluster

@@ -21,7 +21,7 @@ from typing import Any
 
 import attrs
 
-from reconciler._base.errors import ReconcilerError, ReconcilerUsageError
+from reconciler._base.errors import ClusterSecretError, ReconcilerUsageError
 
 __all__ = [
     "KUBECONFIG_KEY",
@@ -33,11 +33,6 @@ __all__ = [
 
 KUBECONFIG_KEY = "kubeconfig"
 """The Secret key that makes a Secret a cluster (its value: a kubeconfig, YAML or JSON)."""
-
-
-class ClusterSecretError(ReconcilerError, ValueError):
-    """A cluster's Secret is not usable (its ``kubeconfig`` is not base64, YAML or a mapping):
-    the message names the Secret, never its content."""
 
 
 def _selector(value: str | Mapping[str, str] | None) -> str | None:

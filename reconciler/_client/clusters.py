@@ -22,7 +22,7 @@ from typing import Any
 
 import attrs
 
-from reconciler._base.errors import KubeconfigError, ReconcilerError
+from reconciler._base.errors import ClusterUnavailableError, KubeconfigError
 from reconciler._client.caches import ReadCache
 from reconciler._client.cluster_secrets import (
     ClusterRecord,
@@ -40,15 +40,6 @@ _log = logging.getLogger(__name__)
 Connect = Callable[[ClusterRecord, ClusterSecrets, str | None], ClusterClient]
 """How a cluster's client is made from its record, the Secrets' settings and the operator's
 name (its field manager and User-Agent there)."""
-
-
-class ClusterUnavailableError(ReconcilerError):
-    """A placed child's cluster cannot be used now: no such cluster Secret, an unusable one,
-    or the cluster did not answer. ``cluster`` names it; the message never holds credentials."""
-
-    def __init__(self, message: str, *, cluster: str) -> None:
-        super().__init__(message)
-        self.cluster = cluster
 
 
 def kubernetes_client(record: ClusterRecord, secrets: ClusterSecrets,
