@@ -246,6 +246,7 @@ _FOREIGN_LABEL = "machine.optk.dev/foreign"
 _LABEL = "machine.optk.dev/label"
 _NOTE = "machine.optk.dev/note"
 _FAULTS = ("error-500", "watch-cut")
+_BOOKKEEPING = ("leases.", "events")  # the resync heartbeat, Events: not children's writes
 _SECRET_MIN = 6  # shorter Secret values are too likely to appear by chance
 
 
@@ -333,7 +334,7 @@ def operator_machine(
     restart: bool = True, crash: bool = True, make_available: bool = True,
     faults: bool = True, check_resync: bool = True, check_conditions: bool = True,
     check_secrets: bool = True, idle_timeout: float = 20.0, max_reconciles_per_step: int = 50,
-    fault_seconds: float = 0.3, request_log_lines: int = 40,
+    retry_window: float = 2.0, fault_seconds: float = 0.3, request_log_lines: int = 40,
 ) -> _Any:
     """A Hypothesis ``RuleBasedStateMachine`` class that runs ``operator`` against its own
     in-process ``EmbeddedApiServer`` (one per run) with random user actions; run it with
@@ -356,14 +357,17 @@ def operator_machine(
     ``faults`` (change a parent's spec while the server answers 500 to half the requests, or
     cuts every watch after one event, for ``fault_seconds`` real seconds).
 
-    After every step the operator must be idle within ``idle_timeout`` seconds, then: every live
+    After every step the operator must be quiet within ``idle_timeout`` seconds (its informers
+    have seen the step's writes, it is idle, and a retry or held repair due within
+    ``retry_window`` seconds is waited for, ``retry_window`` at most in all), then: every live
     unpaused parent's PRESENT children exist and match what its builders build
     (``objectmatcher.calculate_patch`` is empty: server defaults ignored), except where a
     foreign object sits; its ABSENT children are gone and no builder fails; deleted parents are
     gone (no finalizer left: no cleanup stuck) and so are their children, foreign objects kept;
     the operator wrote no child of a paused parent and no foreign object since the last step;
     at most ``max_reconciles_per_step`` reconciles ran in the step; (``check_resync``) a forced
-    ``resync_all()`` makes no write; (``check_conditions``) each parent's conditions say what
+    ``resync_all()`` makes no accepted write (the resync heartbeat's Lease and Events aside; a
+    create refused 409 where a foreign object sits changes nothing); (``check_conditions``) each parent's conditions say what
     is true: ``Reconciled`` True for its generation only when converged, False with reason
     ``ChildrenSkipped`` (and ``Ready`` not True) while a foreign object holds a child's place,
     ``ReconcilePaused`` while paused; (``check_secrets``) no value of a Secret child appears in
@@ -372,7 +376,7 @@ def operator_machine(
     and the failed check's message ends with the server's request log of the step (its last
     ``request_log_lines`` requests). Needs the ``testing`` and ``embedded`` extras."""
     from hypothesis import strategies as st
-    from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, invariant, rule
+    from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
 
     from builders.names import OWNER_UID_LABEL
     from objectmatcher import LAST_APPLIED_ANNOTATION
@@ -387,8 +391,9 @@ def operator_machine(
             super().__init__()
             self.logs = _LogCapture() if check_secrets else None
             self.server = EmbeddedApiServer().start()
-            self.client = KubernetesClient(self.server.api_client())
-            self.client.user_agent = _MACHINE_AGENT  # its requests are not the operator's
+            client = KubernetesClient(self.server.api_client())
+            client.user_agent = _MACHINE_AGENT  # its requests are not the operator's
+            self.client: _Any = _Tracked(client)
             self.server.enable_request_log()
             with contextlib.suppress(_AlreadyExistsError):
                 self.client.create({"apiVersion": "v1", "kind": "Namespace",
@@ -481,7 +486,9 @@ def operator_machine(
             @rule(target=parent_names, parent=parents, which=st.integers(0, 20))
             def create_parent_over_foreign(self, parent: _Any, which: int) -> str:
                 name, obj = self._create(parent)
-                present = [c for c in self._declared(obj).children
+                planned = copy.deepcopy(obj)  # declared before it exists: a stand-in uid
+                planned["metadata"]["uid"] = "00000000-0000-0000-0000-000000000000"
+                present = [c for c in self._declared(planned).children
                            if str(c.state).upper().endswith("PRESENT")]
                 if present:
                     child = present[which % len(present)]
@@ -493,6 +500,10 @@ def operator_machine(
                         "name": meta.get("name"), "labels": {**labels, _FOREIGN_LABEL: "true"},
                         **({"namespace": meta["namespace"]} if meta.get("namespace") else {})}
                     foreign.pop("status", None)
+                    leaves = [p for p in _walk_leaves(foreign)
+                              if p[0] not in ("apiVersion", "kind", "metadata")]
+                    if leaves:  # someone else's object: not what the builder would build
+                        _set_path(foreign, leaves[which % len(leaves)], "made-by-someone-else")
                     try:
                         self.client.create(foreign)
                         self.foreign[_key(child.ref)] = name
@@ -537,18 +548,17 @@ def operator_machine(
                                   namespace=namespace)
 
         if delete_parents:
-            @rule(name=consumes(parent_names))
+            @rule(name=parent_names)
             def delete_parent(self, name: str) -> None:
                 live = self._get_parent(name)
-                if live is None:
+                if live is None or name in self.deleted:
                     return
                 refs = [c.ref for c in self._declared(live).children
                         if _key(c.ref) not in self.foreign]
                 api_version, kind = self._api_version_kind()
                 self.client.delete(api_version, kind, name, namespace=namespace)
                 self.live.pop(name, None)
-                self.paused.discard(name)
-                self.deleted[name] = refs
+                self.deleted[name] = refs  # a paused one waits for its unpause (it stays)
 
         if delete_children:
             @rule(name=parent_names, which=st.integers(0, 20))
@@ -661,9 +671,46 @@ def operator_machine(
                       f"[{r.user_agent}]" for r in shown]
             return "\n".join(lines)
 
-        def _converged(self) -> None:
+        def _caught_up(self) -> None:
+            """Wait (at most 2 s) until the operator's informers hold what the server holds of
+            each object the machine wrote in the step: an idle operator that has not yet seen
+            the step's change is not at a quiet point."""
+            deadline = time.monotonic() + 2.0
+            for api_version, kind, ns, name in self.client.take_written():
+                if (api_version, kind) == self._api_version_kind():
+                    informer = self.runtime.parents
+                else:
+                    informer = self.runtime.informers.informer(api_version, kind)
+                if informer is None:
+                    continue
+                live = self._get(_Ref(api_version, kind, name, ns))
+                if live is not None and not informer.accepts(live):
+                    continue  # outside the operator's watch (e.g. no managed-by label)
+                want = None if live is None else live["metadata"].get("resourceVersion")
+                while time.monotonic() < deadline:
+                    cached = informer.cache.get(ns, name)
+                    seen = None if cached is None else cached["metadata"].get("resourceVersion")
+                    if seen == want or (want is not None and seen is not None
+                                        and _newer_or_same(seen, want)):
+                        break
+                    time.sleep(0.005)
+
+        def _quiet(self) -> None:
+            """Caught up and idle; a retry or held repair due within ``retry_window`` seconds is
+            waited for (at most ``retry_window`` in all: an operator retrying for ever is
+            judged as it stands)."""
+            self._caught_up()
             assert wait_idle(self.runtime, idle_timeout), (
                 f"the operator was not idle within {idle_timeout}s (a reconcile loop?)")
+            deadline = time.monotonic() + retry_window
+            while (due := self.runtime.queue.next_due) is not None and due <= retry_window \
+                    and time.monotonic() + due < deadline:
+                time.sleep(due + 0.01)
+                assert wait_idle(self.runtime, idle_timeout), (
+                    f"the operator was not idle within {idle_timeout}s (a reconcile loop?)")
+
+        def _converged(self) -> None:
+            self._quiet()
             reconciles = sum(self.runtime.stats.reconciles.values())
             assert reconciles - self.reconciles_mark <= max_reconciles_per_step, (
                 f"{reconciles - self.reconciles_mark} reconciles in one step")
@@ -726,6 +773,8 @@ def operator_machine(
 
         def _check_deleted(self) -> None:
             for name, refs in self.deleted.items():
+                if name in self.paused:
+                    continue  # a paused parent's cleanup is not run: it waits, documented
                 left = self._get_parent(name)
                 if left is not None:
                     finalizers = (left.get("metadata") or {}).get("finalizers") or []
@@ -771,8 +820,10 @@ def operator_machine(
                 assert reconciled.get("observedGeneration") == generation, (
                     f"parent {name}: Reconciled observed generation "
                     f"{reconciled.get('observedGeneration')}, the parent is at {generation}")
-                assert ready.get("status") == "True" or ready.get("reason") in (
-                    "ChildrenNotReady", "ChildrenUnhealthy"), (
+                waiting = ("ChildrenNotReady", "ChildrenUnhealthy") + (
+                    ("ChildrenPending",) if (conditions.get("Contested") or {}).get(
+                        "status") == "True" else ())
+                assert ready.get("status") == "True" or ready.get("reason") in waiting, (
                     f"parent {name}: converged but Ready is {_said(ready)}")
 
         def _check_secrets(self) -> None:
@@ -805,8 +856,9 @@ def operator_machine(
         def _check_resync(self) -> None:
             self.mark = len(self.server.request_log())
             self.runtime.resync_all()
-            assert wait_idle(self.runtime, idle_timeout), "not idle after a resync"
-            writes = self._operator_writes()
+            self._quiet()
+            writes = [r for r in self._operator_writes()
+                      if not r.resource.startswith(_BOOKKEEPING) and r.code < 400]
             assert not writes, (
                 "a forced resync wrote: " + ", ".join(
                     f"{r.verb} {r.resource} {r.namespace}/{r.name}" for r in writes))
@@ -815,6 +867,50 @@ def operator_machine(
     OperatorMachine.__name__ = OperatorMachine.__qualname__ = (
         f"{operator.kind}OperatorMachine")
     return OperatorMachine
+
+
+def _newer_or_same(seen: str, want: str) -> bool:
+    try:
+        return int(seen) >= int(want)
+    except ValueError:
+        return False
+
+
+class _Tracked:
+    """The machine's client: forwards every call, and remembers the objects it wrote (the quiet
+    point waits until the operator's informers have seen them)."""
+
+    def __init__(self, client: _Any) -> None:
+        self._client = client
+        self._written: list[tuple[_Any, ...]] = []
+
+    def __getattr__(self, name: str) -> _Any:
+        return getattr(self._client, name)
+
+    def take_written(self) -> list[tuple[_Any, ...]]:
+        written, self._written = list(dict.fromkeys(self._written)), []
+        return written
+
+    def _note(self, api_version: str, kind: str, name: str, namespace: str | None) -> None:
+        self._written.append((api_version, kind, namespace, name))
+
+    def create(self, obj: _Any, **kwargs: _Any) -> _Any:
+        meta = obj.get("metadata") or {}
+        self._note(obj["apiVersion"], obj["kind"], meta.get("name"), meta.get("namespace"))
+        return self._client.create(obj, **kwargs)
+
+    def replace(self, obj: _Any, **kwargs: _Any) -> _Any:
+        meta = obj.get("metadata") or {}
+        self._note(obj["apiVersion"], obj["kind"], meta.get("name"), meta.get("namespace"))
+        return self._client.replace(obj, **kwargs)
+
+    def patch(self, api_version: str, kind: str, name: str, patch: _Any, **kwargs: _Any) -> _Any:
+        self._note(api_version, kind, name, kwargs.get("namespace"))
+        return self._client.patch(api_version, kind, name, patch, **kwargs)
+
+    def delete(self, api_version: str, kind: str, name: str, **kwargs: _Any) -> _Any:
+        self._note(api_version, kind, name, kwargs.get("namespace"))
+        return self._client.delete(api_version, kind, name, **kwargs)
 
 
 class _Ref(typing.NamedTuple):
