@@ -404,7 +404,7 @@ def operator_machine(
             self.paused: set[str] = set()
             self.deleted: dict[str, list[_Any]] = {}  # deleted parent -> its children's refs
             self.foreign: dict[tuple[_Any, ...], str] = {}  # a foreign object -> whose place
-            self.mark = 0
+            self.mark = self.next_mark = 0  # the request log's start of the step (and the next)
             self.reconciles_mark = 0
 
         def teardown(self) -> None:
@@ -659,7 +659,7 @@ def operator_machine(
                 failure = caught
             if failure is not None:  # raised here, one origin: Hypothesis sees one bug
                 raise AssertionError(f"{failure}\n{self._request_log()}")
-            self.mark = len(self.server.request_log())
+            self.mark = self.next_mark  # a write after the checks began counts in the next step
 
         def _request_log(self) -> str:
             log = self.server.request_log()[self.mark:]
@@ -711,6 +711,7 @@ def operator_machine(
 
         def _converged(self) -> None:
             self._quiet()
+            self.next_mark = len(self.server.request_log())
             reconciles = sum(self.runtime.stats.reconciles.values())
             assert reconciles - self.reconciles_mark <= max_reconciles_per_step, (
                 f"{reconciles - self.reconciles_mark} reconciles in one step")
@@ -863,6 +864,7 @@ def operator_machine(
                 "a forced resync wrote: " + ", ".join(
                     f"{r.verb} {r.resource} {r.namespace}/{r.name}" for r in writes))
             self.reconciles_mark = sum(self.runtime.stats.reconciles.values())
+            self.next_mark = len(self.server.request_log())
 
     OperatorMachine.__name__ = OperatorMachine.__qualname__ = (
         f"{operator.kind}OperatorMachine")
