@@ -19,6 +19,7 @@ a private module of its own would import this face back (a cycle the architectur
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import copy
 import itertools
@@ -330,7 +331,8 @@ def operator_machine(
     operator: _Any, *, parents: _Any, namespace: str = "machine",
     create_parents: bool = True, change_spec: bool = True, relabel_parents: bool = True,
     delete_parents: bool = True, delete_children: bool = True, edit_children: bool = True,
-    scale_children: bool = True, foreign_objects: bool = True, pause: bool = True,
+    scale_children: bool = True, foreign_objects: bool = True, inputs: bool = True,
+    pause: bool = True,
     restart: bool = True, crash: bool = True, make_available: bool = True,
     faults: bool = True, check_resync: bool = True, check_conditions: bool = True,
     check_secrets: bool = True, idle_timeout: float = 20.0, max_reconciles_per_step: int = 50,
@@ -349,7 +351,9 @@ def operator_machine(
     another value), ``scale_children`` (another actor sets a workload child's
     ``spec.replicas``), ``foreign_objects`` (create an object of someone else where a new
     parent's child will go, then create that parent; later delete the object or hand it over
-    with the ``optk.dev/last-applied`` annotation), ``pause`` (set or remove
+    with the ``optk.dev/last-applied`` annotation), ``inputs`` (where the operator declares
+    inputs: create, change or delete one of a parent's declared Secret or ConfigMap inputs,
+    ``data: {value: ...}``), ``pause`` (set or remove
     ``optk.dev/paused: "true"``), ``restart`` (stop the operator cleanly and start it again),
     ``crash`` (change a parent's spec and stop the operator at once, mid-work: no wait for its
     reconciles, the Lease left to expire, then start it again), ``make_available`` (workloads
@@ -362,7 +366,8 @@ def operator_machine(
     ``retry_window`` seconds is waited for, ``retry_window`` at most in all), then: every live
     unpaused parent's PRESENT children exist and match what its builders build
     (``objectmatcher.calculate_patch`` is empty: server defaults ignored), except where a
-    foreign object sits; its ABSENT children are gone and no builder fails; deleted parents are
+    foreign object sits; its ABSENT children are gone and no builder fails (but for a missing
+    declared input: then ``Reconciled`` is False with reason ``InputMissing``); deleted parents are
     gone (no finalizer left: no cleanup stuck) and so are their children, foreign objects kept;
     the operator wrote no child of a paused parent and no foreign object since the last step;
     at most ``max_reconciles_per_step`` reconciles ran in the step; (``check_resync``) a forced
@@ -404,6 +409,7 @@ def operator_machine(
             self.paused: set[str] = set()
             self.deleted: dict[str, list[_Any]] = {}  # deleted parent -> its children's refs
             self.foreign: dict[tuple[_Any, ...], str] = {}  # a foreign object -> whose place
+            self.input_secrets: set[str] = set()  # values the machine put in input Secrets
             self.mark = self.next_mark = 0  # the request log's start of the step (and the next)
             self.reconciles_mark = 0
 
@@ -533,6 +539,36 @@ def operator_machine(
             @rule(name=parent_names, parent=parents)
             def change_parent_spec(self, name: str, parent: _Any) -> None:
                 self._change_spec(name, parent)
+
+        if inputs and operator.inputs is not None:
+            @rule(name=parent_names, which=st.integers(0, 20),
+                  value=st.sampled_from(["input-value-one", "input-value-two", None]))
+            def set_input(self, name: str, which: int, value: str | None) -> None:
+                live = self._get_parent(name)
+                if live is None:
+                    return
+                refs = [r for r in operator.inputs(live) if getattr(r, "name", None)
+                        and (r.api_version, r.kind) in (("v1", "Secret"), ("v1", "ConfigMap"))]
+                if not refs:
+                    return
+                ref = refs[which % len(refs)]
+                if value is None:
+                    with contextlib.suppress(_NotFoundError):
+                        self.client.delete(ref.api_version, ref.kind, ref.name,
+                                           namespace=ref.namespace)
+                    return
+                data = ({"value": base64.b64encode(value.encode()).decode()}
+                        if ref.kind == "Secret" else {"value": value})
+                obj = {"apiVersion": ref.api_version, "kind": ref.kind, "data": data,
+                       "metadata": {"name": ref.name, "namespace": ref.namespace}}
+                try:
+                    self.client.create(obj)
+                except _AlreadyExistsError:
+                    self.client.patch(ref.api_version, ref.kind, ref.name, {"data": data},
+                                      patch_type="application/merge-patch+json",
+                                      namespace=ref.namespace)
+                if ref.kind == "Secret":
+                    self.input_secrets.add(value)
 
         if relabel_parents:
             @rule(name=parent_names, label=st.sampled_from(["a", "b", None]),
@@ -750,14 +786,17 @@ def operator_machine(
                             f"paused parent {name}: the operator wrote ({r.verb}) its child {ref}")
 
         def _check_children(self) -> None:
-            from objectmatcher import calculate_patch
+            from objectmatcher import calculate_patch, set_last_applied
+            from reconciler._reconcile.sharing import is_shared, wants_shared
             for name in self.live:
                 if name in self.paused:
                     continue
                 live = self._get_parent(name)
                 assert live is not None, f"parent {name} vanished"
                 declared = self._declared(live)
-                assert not declared.failures, f"parent {name}: builders failed {declared}"
+                failed = [f for f in declared.failures if not _waits_on_input(f.error)]
+                assert declared.build_error is None and not failed, (
+                    f"parent {name}: builders failed {declared}")
                 for child in declared.children:
                     ref = child.ref
                     if _key(ref) in self.foreign:
@@ -767,7 +806,15 @@ def operator_machine(
                         assert obj is None, f"parent {name}: ABSENT child {ref} exists"
                         continue
                     assert obj is not None, f"parent {name}: PRESENT child {ref} is missing"
-                    result = calculate_patch(obj, child.obj)
+                    desired = wants_shared(child.obj) if is_shared(child.obj) else child.obj
+                    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+                    if LAST_APPLIED_ANNOTATION not in annotations:
+                        # written by server-side apply: the built fields compared three-way
+                        obj = copy.deepcopy(obj)
+                        obj["metadata"]["annotations"] = {**annotations, LAST_APPLIED_ANNOTATION:
+                            set_last_applied(desired)["metadata"]["annotations"][
+                                LAST_APPLIED_ANNOTATION]}
+                    result = calculate_patch(obj, desired)
                     assert result.is_empty, (
                         f"parent {name}: child {ref} differs from its build:\n"
                         f"{result.explain()}")
@@ -814,7 +861,14 @@ def operator_machine(
                         f"parent {name}: Ready is True while a foreign object holds a "
                         "child's place")
                     continue
-                if self._declared(live).failed:
+                declared = self._declared(live)
+                if any(_waits_on_input(f.error) for f in declared.failures):
+                    assert reconciled.get("status") == "False" and reconciled.get("reason") in (
+                        "InputMissing", "InputForbidden"), (
+                        f"parent {name}: a builder waits on an input but Reconciled is "
+                        f"{_said(reconciled)}, not False/InputMissing")
+                    continue
+                if declared.failed:
                     continue
                 assert reconciled.get("status") == "True", (
                     f"parent {name}: converged but Reconciled is {_said(reconciled)}")
@@ -840,6 +894,7 @@ def operator_machine(
                         values |= _secret_values(child.obj)
                     if (obj := self._get(child.ref)) is not None and child.ref.kind != "Secret":
                         objects.append(obj)
+            values |= {v for v in self.input_secrets if len(v) >= _SECRET_MIN}
             if not values:
                 return
             events = self.client.list("v1", "Event", namespace=namespace)["items"]
@@ -924,6 +979,19 @@ class _Ref(typing.NamedTuple):
 
 def _key(ref: _Any) -> tuple[_Any, ...]:
     return (ref.api_version, ref.kind, ref.namespace, ref.name)
+
+
+def _waits_on_input(error: BaseException) -> bool:
+    """Whether a builder failed because a declared input is missing or forbidden (the parent
+    waits for it: ``InputMissing``), not because it is wrong."""
+    from builders.inputs import InputForbiddenError, InputMissingError
+
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, (InputMissingError, InputForbiddenError)):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _said(condition: _abc.Mapping[str, _Any]) -> str:

@@ -1,0 +1,73 @@
+"""The operator state machine on the examples: the Thanos operator as shipped (three-way merge,
+declared inputs, component gates, pruning), the same operator writing with server-side apply,
+and the Observer operator (an operator that installs an operator, its Thanos CRD shared by every
+Observer). Fixed seeds (``derandomize``) keep CI stable; the soak (``make soak``) runs them
+longer with fresh seeds (tests/testing/soak.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+from hypothesis import Phase, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import run_state_machine_as_test
+
+from builders.specs import to_spec_dict
+from builders.testing import spec_instances
+from examples.observer.crds import API_VERSION as OBSERVER_API_VERSION
+from examples.observer.crds import KIND as OBSERVER_KIND
+from examples.observer.operator import make_operator as make_observer_operator
+from examples.thanos.crds import API_VERSION, KIND, ThanosSpec
+from examples.thanos.operator import make_operator
+from reconciler import Applying, ServerSideApply
+from reconciler.testing import operator_machine
+
+#: Hypothesis' explain phase traces every line run: minutes with an operator's threads
+NO_EXPLAIN = tuple(p for p in Phase if p is not Phase.explain)
+CI = settings(max_examples=4, stateful_step_count=8, deadline=None, derandomize=True,
+              phases=NO_EXPLAIN, report_multiple_bugs=False)
+
+THANOS = spec_instances(ThanosSpec).map(
+    lambda spec: {"apiVersion": API_VERSION, "kind": KIND, "spec": to_spec_dict(spec)})
+
+OBSERVERS = st.one_of(
+    st.just({}),
+    st.just({"thanos": {"enabled": False}}),
+    st.builds(lambda replicas, secret: {"thanos": {
+        "query": {"replicas": replicas}, **({"objectStorageSecret": secret} if secret else {})}},
+        st.integers(1, 3), st.sampled_from([None, "objstore"])),
+).map(lambda spec: {"apiVersion": OBSERVER_API_VERSION, "kind": OBSERVER_KIND, "spec": spec})
+
+
+def thanos_machine(**options: Any) -> Any:
+    """The Thanos example's machine (``options`` go to ``operator_machine``)."""
+    return operator_machine(make_operator(), parents=THANOS, **options)
+
+
+def thanos_ssa_machine(**options: Any) -> Any:
+    """The Thanos example writing with server-side apply."""
+    operator = attrs.evolve(make_operator(), applying=Applying(strategy=ServerSideApply()))
+    return operator_machine(operator, parents=THANOS, **options)
+
+
+def observer_machine(**options: Any) -> Any:
+    """The Observer example's machine (the Thanos CRD it installs shared by the Observers)."""
+    return operator_machine(make_observer_operator(shared_crd=True, events=True),
+                            parents=OBSERVERS, **options)
+
+
+MACHINES = {"thanos": thanos_machine, "thanos-ssa": thanos_ssa_machine,
+            "observer": observer_machine}
+
+
+def test_thanos_machine() -> None:
+    run_state_machine_as_test(thanos_machine(), settings=CI)
+
+
+def test_thanos_machine_with_server_side_apply() -> None:
+    run_state_machine_as_test(thanos_ssa_machine(), settings=CI)
+
+
+def test_observer_machine() -> None:
+    run_state_machine_as_test(observer_machine(), settings=CI)
