@@ -20,6 +20,7 @@ a private module of its own would import this face back (a cycle the architectur
 from __future__ import annotations
 
 import base64
+import collections
 import contextlib
 import copy
 import itertools
@@ -248,7 +249,8 @@ _LABEL = "machine.optk.dev/label"
 _NOTE = "machine.optk.dev/note"
 _FAULTS = ("error-500", "watch-cut")
 _BOOKKEEPING = ("leases.", "events")  # the resync heartbeat, Events: not children's writes
-_SECRET_MIN = 6  # shorter Secret values are too likely to appear by chance
+_SECRET_MIN = 6
+_GATED = ("DependencyNotReady", "DependencyNotBuilt")  # children wait for their dependencies  # shorter Secret values are too likely to appear by chance
 
 
 def _walk_leaves(value: _Any, path: tuple[_Any, ...] = ()) -> list[tuple[_Any, ...]]:
@@ -366,7 +368,8 @@ def operator_machine(
     ``retry_window`` seconds is waited for, ``retry_window`` at most in all), then: every live
     unpaused parent's PRESENT children exist and match what its builders build
     (``objectmatcher.calculate_patch`` is empty: server defaults ignored), except where a
-    foreign object sits; its ABSENT children are gone and no builder fails (but for a missing
+    foreign object sits or that waits for its component's dependencies (``DependencyNotReady``
+    or ``DependencyNotBuilt`` names it); its ABSENT children are gone and no builder fails (but for a missing
     declared input: then ``Reconciled`` is False with reason ``InputMissing``); deleted parents are
     gone (no finalizer left: no cleanup stuck) and so are their children, foreign objects kept;
     the operator wrote no child of a paused parent and no foreign object since the last step;
@@ -379,7 +382,8 @@ def operator_machine(
     a log line, an Event or an annotation of a parent or child.
     A failure shows Hypothesis' shrunk steps as a script (``p0 = state.create_parent(...)``)
     and the failed check's message ends with the server's request log of the step (its last
-    ``request_log_lines`` requests). Needs the ``testing`` and ``embedded`` extras."""
+    ``request_log_lines`` requests). The class's ``stats`` (a ``Counter``) counts each rule run
+    and each quiet point checked (``checks``) over all its runs. Needs the ``testing`` and ``embedded`` extras."""
     from hypothesis import strategies as st
     from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
 
@@ -391,6 +395,8 @@ def operator_machine(
 
     class OperatorMachine(RuleBasedStateMachine):
         parent_names = Bundle("parents")
+        #: over every run of this class: each rule's count, ``checks`` (quiet points checked)
+        stats: typing.ClassVar[collections.Counter[str]] = collections.Counter()
 
         def __init__(self) -> None:
             super().__init__()
@@ -483,6 +489,7 @@ def operator_machine(
         if create_parents:
             @rule(target=parent_names, parent=parents)
             def create_parent(self, parent: _Any) -> str:
+                self.stats["create_parent"] += 1
                 name, obj = self._create(parent)
                 self.client.create(obj)
                 self.live[name] = obj
@@ -491,6 +498,7 @@ def operator_machine(
         if foreign_objects:
             @rule(target=parent_names, parent=parents, which=st.integers(0, 20))
             def create_parent_over_foreign(self, parent: _Any, which: int) -> str:
+                self.stats["create_parent_over_foreign"] += 1
                 name, obj = self._create(parent)
                 planned = copy.deepcopy(obj)  # declared before it exists: a stand-in uid
                 planned["metadata"]["uid"] = "00000000-0000-0000-0000-000000000000"
@@ -521,6 +529,7 @@ def operator_machine(
 
             @rule(which=st.integers(0, 20), hand_over=st.booleans())
             def release_foreign(self, which: int, hand_over: bool) -> None:
+                self.stats["release_foreign"] += 1
                 if not self.foreign:
                     return
                 key = sorted(self.foreign, key=repr)[which % len(self.foreign)]
@@ -538,12 +547,14 @@ def operator_machine(
         if change_spec:
             @rule(name=parent_names, parent=parents)
             def change_parent_spec(self, name: str, parent: _Any) -> None:
+                self.stats["change_parent_spec"] += 1
                 self._change_spec(name, parent)
 
         if inputs and operator.inputs is not None:
             @rule(name=parent_names, which=st.integers(0, 20),
                   value=st.sampled_from(["input-value-one", "input-value-two", None]))
             def set_input(self, name: str, which: int, value: str | None) -> None:
+                self.stats["set_input"] += 1
                 live = self._get_parent(name)
                 if live is None:
                     return
@@ -574,6 +585,7 @@ def operator_machine(
             @rule(name=parent_names, label=st.sampled_from(["a", "b", None]),
                   note=st.sampled_from(["x", "y", None]))
             def relabel_parent(self, name: str, label: str | None, note: str | None) -> None:
+                self.stats["relabel_parent"] += 1
                 if self._get_parent(name) is None:
                     return
                 api_version, kind = self._api_version_kind()
@@ -586,6 +598,7 @@ def operator_machine(
         if delete_parents:
             @rule(name=parent_names)
             def delete_parent(self, name: str) -> None:
+                self.stats["delete_parent"] += 1
                 live = self._get_parent(name)
                 if live is None or name in self.deleted:
                     return
@@ -599,6 +612,7 @@ def operator_machine(
         if delete_children:
             @rule(name=parent_names, which=st.integers(0, 20))
             def delete_child(self, name: str, which: int) -> None:
+                self.stats["delete_child"] += 1
                 children = self._children(name)
                 if not children:
                     return
@@ -610,6 +624,7 @@ def operator_machine(
         if edit_children:
             @rule(name=parent_names, which=st.integers(0, 20), field=st.integers(0, 50))
             def drift_child(self, name: str, which: int, field: int) -> None:
+                self.stats["drift_child"] += 1
                 present = self._children(name, present=True)
                 if not present:
                     return
@@ -626,6 +641,7 @@ def operator_machine(
         if scale_children:
             @rule(name=parent_names, which=st.integers(0, 20), replicas=st.integers(0, 5))
             def scale_child(self, name: str, which: int, replicas: int) -> None:
+                self.stats["scale_child"] += 1
                 workloads = [c for c in self._children(name, present=True)
                              if (c.ref.api_version, c.ref.kind) in _WORKLOADS]
                 if not workloads:
@@ -640,6 +656,7 @@ def operator_machine(
         if pause:
             @rule(name=parent_names, paused=st.booleans())
             def set_paused(self, name: str, paused: bool) -> None:
+                self.stats["set_paused"] += 1
                 if self._get_parent(name) is None:
                     return
                 value = "true" if paused else None
@@ -656,6 +673,7 @@ def operator_machine(
         if restart:
             @rule()
             def restart_operator(self) -> None:
+                self.stats["restart_operator"] += 1
                 assert self.runtime.stop(10), "the operator did not stop cleanly"
                 self.runtime = self._start()
                 self.reconciles_mark = 0
@@ -663,6 +681,7 @@ def operator_machine(
         if crash:
             @rule(name=parent_names, parent=parents)
             def crash_operator(self, name: str, parent: _Any) -> None:
+                self.stats["crash_operator"] += 1
                 self._change_spec(name, parent)
                 # no clean stop: in-flight reconciles are not waited for, the Lease not released
                 self.runtime.stop(0, release_lease=False)
@@ -672,11 +691,13 @@ def operator_machine(
         if make_available:
             @rule()
             def make_workloads_available(self) -> None:
+                self.stats["make_workloads_available"] += 1
                 _make_workloads_available(self.client, namespace)
 
         if faults:
             @rule(name=parent_names, parent=parents, fault=st.sampled_from(_FAULTS))
             def server_fault(self, name: str, parent: _Any, fault: str) -> None:
+                self.stats["server_fault"] += 1
                 if not self._change_spec(name, parent):
                     return
                 injected = (Faults(error_rate=0.5, seed=next(self.names))
@@ -696,6 +717,7 @@ def operator_machine(
             if failure is not None:  # raised here, one origin: Hypothesis sees one bug
                 raise AssertionError(f"{failure}\n{self._request_log()}")
             self.mark = self.next_mark  # a write after the checks began counts in the next step
+            self.stats["checks"] += 1
 
         def _request_log(self) -> str:
             log = self.server.request_log()[self.mark:]
@@ -705,6 +727,11 @@ def operator_machine(
             lines += [f"  {r.code} {r.verb} {r.resource} "
                       f"{(r.namespace + '/') if r.namespace else ''}{r.name or ''} "
                       f"[{r.user_agent}]" for r in shown]
+            for name in sorted(self.live):
+                with contextlib.suppress(_errors.ApiError):
+                    said = [f"{t}={_said(c)}" for t, c in _conditions(self._get_parent(name))
+                            .items()]
+                    lines.append(f"parent {name}'s conditions: " + "; ".join(said))
             return "\n".join(lines)
 
         def _caught_up(self) -> None:
@@ -797,9 +824,12 @@ def operator_machine(
                 failed = [f for f in declared.failures if not _waits_on_input(f.error)]
                 assert declared.build_error is None and not failed, (
                     f"parent {name}: builders failed {declared}")
+                reconciled = _conditions(live).get("Reconciled") or {}
+                gated = str(reconciled.get("message") or "") if reconciled.get(
+                    "reason") in _GATED else ""
                 for child in declared.children:
                     ref = child.ref
-                    if _key(ref) in self.foreign:
+                    if _key(ref) in self.foreign or _waits_for_gate(ref, gated):
                         continue
                     obj = self._get(ref)
                     if str(child.state).upper().endswith("ABSENT"):
@@ -870,6 +900,10 @@ def operator_machine(
                     continue
                 if declared.failed:
                     continue
+                if reconciled.get("reason") in _GATED:
+                    assert ready.get("status") != "True", (
+                        f"parent {name}: Ready while children wait for their dependencies")
+                    continue  # children wait in dependency order (checked as children)
                 assert reconciled.get("status") == "True", (
                     f"parent {name}: converged but Reconciled is {_said(reconciled)}")
                 assert reconciled.get("observedGeneration") == generation, (
@@ -979,6 +1013,13 @@ class _Ref(typing.NamedTuple):
 
 def _key(ref: _Any) -> tuple[_Any, ...]:
     return (ref.api_version, ref.kind, ref.namespace, ref.name)
+
+
+def _waits_for_gate(ref: _Any, message: str) -> bool:
+    """Whether a ``DependencyNotReady`` message names ``ref`` as waiting for its component's
+    dependencies (created or updated in dependency order)."""
+    where = f"{ref.namespace}/{ref.name}" if ref.namespace else ref.name
+    return bool(message) and f"{ref.kind} {where} (component" in message
 
 
 def _waits_on_input(error: BaseException) -> bool:
