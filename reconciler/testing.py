@@ -249,8 +249,8 @@ _LABEL = "machine.optk.dev/label"
 _NOTE = "machine.optk.dev/note"
 _FAULTS = ("error-500", "watch-cut")
 _BOOKKEEPING = ("leases.", "events")  # the resync heartbeat, Events: not children's writes
-_SECRET_MIN = 6
-_GATED = ("DependencyNotReady", "DependencyNotBuilt")  # children wait for their dependencies  # shorter Secret values are too likely to appear by chance
+_SECRET_MIN = 6  # shorter Secret values are too likely to appear by chance
+_GATED = ("DependencyNotReady", "DependencyNotBuilt")  # children wait for their dependencies
 
 
 def _walk_leaves(value: _Any, path: tuple[_Any, ...] = ()) -> list[tuple[_Any, ...]]:
@@ -296,7 +296,7 @@ def _secret_values(obj: _abc.Mapping[str, _Any]) -> set[str]:
 
 def _conditions(obj: _abc.Mapping[str, _Any] | None) -> dict[str, dict[str, _Any]]:
     found = ((obj or {}).get("status") or {}).get("conditions") or ()
-    return {str(c.get("type")): c for c in found if isinstance(c, _abc.Mapping)}
+    return {str(c.get("type")): dict(c) for c in found if isinstance(c, _abc.Mapping)}
 
 
 class _LogCapture:
@@ -308,7 +308,7 @@ class _LogCapture:
         import logging
 
         class _Handler(logging.Handler):
-            def emit(handler, record: logging.LogRecord) -> None:  # noqa: N805
+            def emit(handler, record: logging.LogRecord) -> None:
                 with contextlib.suppress(Exception):
                     text = record.getMessage()
                     if record.exc_info:
@@ -369,21 +369,23 @@ def operator_machine(
     unpaused parent's PRESENT children exist and match what its builders build
     (``objectmatcher.calculate_patch`` is empty: server defaults ignored), except where a
     foreign object sits or that waits for its component's dependencies (``DependencyNotReady``
-    or ``DependencyNotBuilt`` names it); its ABSENT children are gone and no builder fails (but for a missing
-    declared input: then ``Reconciled`` is False with reason ``InputMissing``); deleted parents are
-    gone (no finalizer left: no cleanup stuck) and so are their children, foreign objects kept;
-    the operator wrote no child of a paused parent and no foreign object since the last step;
-    at most ``max_reconciles_per_step`` reconciles ran in the step; (``check_resync``) a forced
-    ``resync_all()`` makes no accepted write (the resync heartbeat's Lease and Events aside; a
-    create refused 409 where a foreign object sits changes nothing); (``check_conditions``) each parent's conditions say what
-    is true: ``Reconciled`` True for its generation only when converged, False with reason
-    ``ChildrenSkipped`` (and ``Ready`` not True) while a foreign object holds a child's place,
-    ``ReconcilePaused`` while paused; (``check_secrets``) no value of a Secret child appears in
-    a log line, an Event or an annotation of a parent or child.
+    or ``DependencyNotBuilt`` names it); its ABSENT children are gone and no builder fails (but
+    for a missing declared input: then ``Reconciled`` is False with reason ``InputMissing``);
+    deleted parents are gone (no finalizer left: no cleanup stuck) and so are their children,
+    foreign objects kept; the operator wrote no child of a paused parent and no foreign object
+    since the last step; at most ``max_reconciles_per_step`` reconciles ran in the step;
+    (``check_resync``) a forced ``resync_all()`` makes no accepted write (the resync
+    heartbeat's Lease and Events aside; a create refused 409 where a foreign object sits changes
+    nothing); (``check_conditions``) each parent's conditions say what is true: ``Reconciled``
+    True for its generation only when converged, False with reason ``ChildrenSkipped`` (and
+    ``Ready`` not True) while a foreign object holds a child's place, ``ReconcilePaused`` while
+    paused; (``check_secrets``) no value of a Secret child or of a Secret input the machine
+    wrote appears in a log line, an Event or an annotation of a parent or child.
     A failure shows Hypothesis' shrunk steps as a script (``p0 = state.create_parent(...)``)
     and the failed check's message ends with the server's request log of the step (its last
-    ``request_log_lines`` requests). The class's ``stats`` (a ``Counter``) counts each rule run
-    and each quiet point checked (``checks``) over all its runs. Needs the ``testing`` and ``embedded`` extras."""
+    ``request_log_lines`` requests) and the parents' conditions. The class's ``stats`` (a
+    ``Counter``) counts each rule run and each quiet point checked (``checks``) over all its
+    runs. Needs the ``testing`` and ``embedded`` extras."""
     from hypothesis import strategies as st
     from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
 
@@ -439,14 +441,14 @@ def operator_machine(
         def _get_parent(self, name: str) -> dict[str, _Any] | None:
             api_version, kind = self._api_version_kind()
             try:
-                return self.client.get(api_version, kind, name, namespace=namespace)
+                return dict(self.client.get(api_version, kind, name, namespace=namespace))
             except _NotFoundError:
                 return None
 
         def _get(self, ref: _Any) -> dict[str, _Any] | None:
             try:
-                return self.client.get(ref.api_version, ref.kind, ref.name,
-                                       namespace=ref.namespace)
+                return dict(self.client.get(ref.api_version, ref.kind, ref.name,
+                                            namespace=ref.namespace))
             except _NotFoundError:
                 return None
 
@@ -822,8 +824,8 @@ def operator_machine(
                 assert live is not None, f"parent {name} vanished"
                 declared = self._declared(live)
                 failed = [f for f in declared.failures if not _waits_on_input(f.error)]
-                assert declared.build_error is None and not failed, (
-                    f"parent {name}: builders failed {declared}")
+                assert declared.build_error is None, f"parent {name}: build failed {declared}"
+                assert not failed, f"parent {name}: builders failed {declared}"
                 reconciled = _conditions(live).get("Reconciled") or {}
                 gated = str(reconciled.get("message") or "") if reconciled.get(
                     "reason") in _GATED else ""
@@ -883,8 +885,8 @@ def operator_machine(
                         "False/ReconcilePaused")
                     continue
                 if name in held:
-                    assert reconciled.get("status") == "False" and \
-                        reconciled.get("reason") == "ChildrenSkipped", (
+                    assert (reconciled.get("status"), reconciled.get("reason")) == (
+                        "False", "ChildrenSkipped"), (
                             f"parent {name}: a foreign object holds a child's place but "
                             f"Reconciled is {_said(reconciled)}, not False/ChildrenSkipped")
                     assert ready.get("status") != "True", (
@@ -893,8 +895,8 @@ def operator_machine(
                     continue
                 declared = self._declared(live)
                 if any(_waits_on_input(f.error) for f in declared.failures):
-                    assert reconciled.get("status") == "False" and reconciled.get("reason") in (
-                        "InputMissing", "InputForbidden"), (
+                    assert (reconciled.get("status"), reconciled.get("reason")) in (
+                        ("False", "InputMissing"), ("False", "InputForbidden")), (
                         f"parent {name}: a builder waits on an input but Reconciled is "
                         f"{_said(reconciled)}, not False/InputMissing")
                     continue
@@ -982,7 +984,8 @@ class _Tracked:
         written, self._written = list(dict.fromkeys(self._written)), []
         return written
 
-    def _note(self, api_version: str, kind: str, name: str, namespace: str | None) -> None:
+    def _note(self, api_version: str, kind: str, name: str | None,
+              namespace: str | None) -> None:
         self._written.append((api_version, kind, namespace, name))
 
     def create(self, obj: _Any, **kwargs: _Any) -> _Any:

@@ -23,8 +23,8 @@ from tests.driver.sample_operator import API_VERSION, THING_CRD, build
 #: Hypothesis' explain phase traces every line run: minutes with an operator's threads
 NO_EXPLAIN = tuple(p for p in Phase if p is not Phase.explain)
 
-FAST = settings(max_examples=3, stateful_step_count=6, deadline=None, derandomize=True, phases=NO_EXPLAIN,
-                report_multiple_bugs=False)
+FAST = settings(max_examples=3, stateful_step_count=6, deadline=None, derandomize=True,
+                phases=NO_EXPLAIN, report_multiple_bugs=False)
 
 THINGS = st.builds(lambda value: {"apiVersion": API_VERSION, "kind": "Thing",
                                   "spec": {"value": value}},

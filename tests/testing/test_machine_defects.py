@@ -45,8 +45,8 @@ NO_EXPLAIN = tuple(p for p in Phase if p is not Phase.explain)
 THINGS = st.builds(lambda value: {"apiVersion": API_VERSION, "kind": "Thing",
                                   "spec": {"value": value}},
                    st.sampled_from(["a", "b", "c"]))
-SEARCH = settings(max_examples=30, stateful_step_count=8, deadline=None, derandomize=True, phases=NO_EXPLAIN,
-                  report_multiple_bugs=False)
+SEARCH = settings(max_examples=30, stateful_step_count=8, deadline=None, derandomize=True,
+                  phases=NO_EXPLAIN, report_multiple_bugs=False)
 BUDGET = 60.0
 #: the rules a seeded defect does not need, off (each test turns on what its defect needs)
 QUIET = {"relabel_parents": False, "scale_children": False, "restart": False, "crash": False,
@@ -134,7 +134,7 @@ def _impatient_operator() -> Operator:
                             patch_type="application/merge-patch+json",
                             namespace=meta["namespace"])
                         seen[meta["uid"]] = mark
-                except Exception:  # noqa: BLE001,S112 - a child not there yet: next round
+                except Exception:
                     continue
 
         thread = threading.Thread(target=loop, daemon=True, name="impatient")
