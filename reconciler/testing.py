@@ -374,7 +374,8 @@ def operator_machine(
     for a missing declared input: then ``Reconciled`` is False with reason ``InputMissing``);
     deleted parents are gone (no finalizer left: no cleanup stuck) and so are their children,
     foreign objects kept; the operator wrote no child of a paused parent and no foreign object
-    since the last step; at most ``max_reconciles_per_step`` reconciles ran in the step;
+    (a write the server refused, e.g. a 409 create or apply, changes nothing) since the last
+    step; at most ``max_reconciles_per_step`` reconciles ran in the step;
     (``check_resync``) a forced ``resync_all()`` makes no accepted write (the resync
     heartbeat's Lease and Events aside; a create refused 409 where a foreign object sits changes
     nothing); (``check_conditions``) each parent's conditions say what is true: ``Reconciled``
@@ -519,8 +520,9 @@ def operator_machine(
                     foreign.pop("status", None)
                     leaves = [p for p in _walk_leaves(foreign)
                               if p[0] not in ("apiVersion", "kind", "metadata")]
-                    if leaves:  # someone else's object: not what the builder would build
-                        _set_path(foreign, leaves[which % len(leaves)], "made-by-someone-else")
+                    if leaves and which % 2 == 0:  # someone else's, not what the builder builds
+                        _set_path(foreign, leaves[which // 2 % len(leaves)],
+                                  "made-by-someone-else")  # odd: the same values, still not ours
                     try:
                         self.client.create(foreign)
                         self.foreign[_key(child.ref)] = name
@@ -796,7 +798,7 @@ def operator_machine(
             writes = self._operator_writes()
             for key, owner in self.foreign.items():
                 _, kind, ns, name = key
-                for r in writes:
+                for r in (r for r in writes if r.code < 400):  # refused: nothing changed
                     assert not (r.namespace == ns and r.name == name
                                 and _resource_of(r.resource, kind)), (
                         f"the operator wrote ({r.verb}) the foreign {kind} {ns}/{name} where "

