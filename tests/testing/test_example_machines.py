@@ -10,6 +10,7 @@ from typing import Any
 
 import attrs
 import pytest
+import yaml
 from hypothesis import Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import run_state_machine_as_test
@@ -20,7 +21,7 @@ from examples.observer.crds import API_VERSION as OBSERVER_API_VERSION
 from examples.observer.crds import KIND as OBSERVER_KIND
 from examples.observer.operator import make_operator as make_observer_operator
 from examples.thanos.crds import API_VERSION, KIND, ThanosSpec
-from examples.thanos.operator import make_operator
+from examples.thanos.operator import make_operator, samples
 from reconciler import Applying, ServerSideApply
 from reconciler.testing import operator_machine
 
@@ -32,8 +33,18 @@ CI = settings(max_examples=4, stateful_step_count=8, deadline=None, derandomize=
 SSA_PARENT = {"apiVersion": API_VERSION, "kind": KIND,
               "spec": {"image": "quay.io/thanos/thanos:v0.34.1", "query": {"replicas": 1}}}
 
+#: every valid spec: the soak's parents (many draws are rejected, so a run is long)
 THANOS = spec_instances(ThanosSpec).map(
     lambda spec: {"apiVersion": API_VERSION, "kind": KIND, "spec": to_spec_dict(spec)})
+#: the demo's sample parents (samples.yaml) and small variations: CI's parents, never rejected
+THANOS_SAMPLES = st.builds(
+    lambda sample, replicas, secret: {**sample, "spec": {
+        **sample["spec"], "query": {**(sample["spec"].get("query") or {}), "replicas": replicas},
+        **({} if secret else {"objectStorageSecret": None})}},
+    st.sampled_from([dict(doc) for doc in yaml.safe_load_all(samples.read_text()) if doc]),
+    st.integers(1, 3), st.booleans(),
+).map(lambda parent: {**parent, "spec": {k: v for k, v in parent["spec"].items()
+                                         if v is not None}})
 
 OBSERVERS = st.one_of(
     st.just({}),
@@ -44,15 +55,15 @@ OBSERVERS = st.one_of(
 ).map(lambda spec: {"apiVersion": OBSERVER_API_VERSION, "kind": OBSERVER_KIND, "spec": spec})
 
 
-def thanos_machine(**options: Any) -> Any:
+def thanos_machine(parents: Any = THANOS_SAMPLES, **options: Any) -> Any:
     """The Thanos example's machine (``options`` go to ``operator_machine``)."""
-    return operator_machine(make_operator(), parents=THANOS, **options)
+    return operator_machine(make_operator(), parents=parents, **options)
 
 
-def thanos_ssa_machine(**options: Any) -> Any:
+def thanos_ssa_machine(parents: Any = THANOS_SAMPLES, **options: Any) -> Any:
     """The Thanos example writing with server-side apply."""
     operator = attrs.evolve(make_operator(), applying=Applying(strategy=ServerSideApply()))
-    return operator_machine(operator, parents=THANOS, **options)
+    return operator_machine(operator, parents=parents, **options)
 
 
 def observer_machine(**options: Any) -> Any:
@@ -61,7 +72,9 @@ def observer_machine(**options: Any) -> Any:
                             parents=OBSERVERS, **options)
 
 
-MACHINES = {"thanos": thanos_machine, "thanos-ssa": thanos_ssa_machine,
+#: the soak's machines (every valid Thanos spec)
+MACHINES = {"thanos": lambda: thanos_machine(THANOS),
+            "thanos-ssa": lambda: thanos_ssa_machine(THANOS, foreign_objects=False),
             "observer": observer_machine}
 
 
