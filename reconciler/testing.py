@@ -251,7 +251,8 @@ _NOTE = "machine.optk.dev/note"
 _FAULTS = ("error-500", "watch-cut")
 _BOOKKEEPING = ("leases.", "events")  # the resync heartbeat, Events: not children's writes
 _SECRET_MIN = 6  # shorter Secret values are too likely to appear by chance
-_GATED = ("DependencyNotReady", "DependencyNotBuilt")  # children wait for their dependencies
+#: children wait for their dependencies (or, to go, for their dependents to be gone)
+_GATED = ("DependencyNotReady", "DependencyNotBuilt", "DependentsNotGone")
 
 
 def _walk_leaves(value: _Any, path: tuple[_Any, ...] = ()) -> list[tuple[_Any, ...]]:
@@ -369,9 +370,10 @@ def operator_machine(
     ``retry_window`` seconds is waited for, ``retry_window`` at most in all), then: every live
     unpaused parent's PRESENT children exist and match what its builders build
     (``objectmatcher.calculate_patch`` is empty: server defaults ignored), except where a
-    foreign object sits or that waits for its component's dependencies (``DependencyNotReady``
-    or ``DependencyNotBuilt`` names it); its ABSENT children are gone and no builder fails (but
-    for a missing declared input: then ``Reconciled`` is False with reason ``InputMissing``);
+    foreign object sits or that waits for its component's dependencies (``DependencyNotReady``,
+    ``DependencyNotBuilt`` or ``DependentsNotGone`` names it); its ABSENT children are gone (a
+    shared one another parent builds is kept) and no builder fails (but for a missing declared
+    input: then ``Reconciled`` is False with reason ``InputMissing``);
     deleted parents are gone (no finalizer left: no cleanup stuck) and so are their children,
     foreign objects kept; the operator wrote no child of a paused parent and no foreign object
     (a write the server refused, e.g. a 409 create or apply, changes nothing) since the last
@@ -819,7 +821,7 @@ def operator_machine(
 
         def _check_children(self) -> None:
             from objectmatcher import calculate_patch, set_last_applied
-            from reconciler._reconcile.sharing import is_shared, wants_shared
+            from reconciler._reconcile.sharing import is_shared, shared_record, wants_shared
             for name in self.live:
                 if name in self.paused:
                     continue
@@ -838,8 +840,10 @@ def operator_machine(
                         continue
                     obj = self._get(ref)
                     if str(child.state).upper().endswith("ABSENT"):
-                        assert obj is None, f"parent {name}: ABSENT child {ref} exists"
-                        continue
+                        kept = obj is not None and is_shared(obj) and any(
+                            uid != live["metadata"].get("uid") for uid in shared_record(obj))
+                        assert obj is None or kept, f"parent {name}: ABSENT child {ref} exists"
+                        continue  # a shared child another parent builds is kept for it
                     if obj is None and len(failed) < len(declared.failures):
                         continue  # waits on an input: its message names no dependency's waits
                     assert obj is not None, f"parent {name}: PRESENT child {ref} is missing"
@@ -857,6 +861,7 @@ def operator_machine(
                         f"{result.explain()}")
 
         def _check_deleted(self) -> None:
+            from reconciler._reconcile.sharing import is_shared, shared_record
             for name, refs in self.deleted.items():
                 if name in self.paused:
                     continue  # a paused parent's cleanup is not run: it waits, documented
@@ -867,8 +872,9 @@ def operator_machine(
                         " are still there)" if finalizers else ""
                     raise AssertionError(f"deleted parent {name} still exists{stuck}")
                 for ref in refs:
-                    assert self._get(ref) is None, (
-                        f"deleted parent {name}: its child {ref} remains")
+                    obj = self._get(ref)
+                    assert obj is None or (is_shared(obj) and shared_record(obj)), (
+                        f"deleted parent {name}: its child {ref} remains")  # shared: kept
             for key, owner in self.foreign.items():
                 api_version, kind, ns, name = key
                 assert self._get(_Ref(api_version, kind, name, ns)) is not None, (
@@ -889,7 +895,8 @@ def operator_machine(
                         f"paused parent {name}: Reconciled is {_said(reconciled)}, not "
                         "False/ReconcilePaused")
                     continue
-                if name in held:
+                if name in held or any(_key(c.ref) in self.foreign
+                                       for c in self._declared(live).children):
                     assert reconciled.get("status") == "False" and reconciled.get(  # noqa: PT018
                         "reason") in ("ChildrenSkipped", *_GATED), (
                             f"parent {name}: a foreign object holds a child's place but "
