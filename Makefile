@@ -67,8 +67,11 @@ clean:
 
 # The reliability soak (docs/reliability.md), not in CI: the tests/reliability suite with soak
 # sizes (50 parents, 20 crashes, 2,000 children, 500 watchers), then ten minutes of steady drift
-# with memory and repair latency sampled, then the counts (last line: one JSON object).
+# with memory and repair latency sampled, then the counts (last line: one JSON object); then the
+# examples' operator state machines with fresh seeds for OPTK_MACHINE_SOAK_SECONDS (default 1800)
+# and their report (.soak/machines.json: actions run, quiet points checked, failures).
 soak: $(STAMP)
 	OPTK_SOAK=1 $(BIN)/pytest tests/reliability -q
 	$(BIN)/python -m tests.reliability.soak --seconds 600
 	$(BIN)/python -m tests.reliability.report --json
+	$(BIN)/python -m tests.testing.soak --seconds $${OPTK_MACHINE_SOAK_SECONDS:-1800}

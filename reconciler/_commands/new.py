@@ -45,6 +45,7 @@ FILES: tuple[tuple[str, str], ...] = (
     ("{package}/operator.py", "operator.py.tmpl"),
     ("tests/test_builders.py", "test_builders.py.tmpl"),
     ("tests/test_operator.py", "test_operator.py.tmpl"),
+    ("tests/test_machine.py", "test_machine.py.tmpl"),
 )
 """Each file written (its path, ``{package}`` filled in) and its template in ``skeleton/``."""
 

@@ -310,6 +310,15 @@ class WorkQueue(Generic[K]):
             return len(self._waiting_at)
 
     @property
+    def next_due(self) -> float | None:
+        """Seconds (on the queue's clock) until the earliest delayed key is due, 0 when one is
+        overdue; None when no key waits (a test's quiet point waits out a retry due soon)."""
+        with self._cond:
+            if not self._waiting_at:
+                return None
+            return max(0.0, min(self._waiting_at.values()) - self._clock.monotonic())
+
+    @property
     def processing(self) -> int:
         """Keys currently held by workers."""
         with self._cond:

@@ -4,13 +4,15 @@ operator: it runs green on a correct operator and fails on seeded defects."""
 from __future__ import annotations
 
 import random
+import re
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from hypothesis import settings
+from hypothesis import Phase, settings
 from hypothesis import strategies as st
+from hypothesis.errors import Flaky
 from hypothesis.stateful import run_state_machine_as_test
 
 from builders import DesiredState, ResourceBuilder, child_name, resource_builder
@@ -20,7 +22,11 @@ from reconciler._driver.operators import Operator
 from reconciler.testing import operator_machine
 from tests.driver.sample_operator import API_VERSION, THING_CRD, build
 
-FAST = settings(max_examples=3, stateful_step_count=6, deadline=None, derandomize=True)
+#: Hypothesis' explain phase traces every line run: minutes with an operator's threads
+NO_EXPLAIN = tuple(p for p in Phase if p is not Phase.explain)
+
+FAST = settings(max_examples=3, stateful_step_count=6, deadline=None, derandomize=True,
+                phases=NO_EXPLAIN, report_multiple_bugs=False)
 
 THINGS = st.builds(lambda value: {"apiVersion": API_VERSION, "kind": "Thing",
                                   "spec": {"value": value}},
@@ -71,5 +77,9 @@ def _flipping(parent: Any) -> Sequence[ResourceBuilder]:
 
 def test_machine_catches_a_child_flipping_between_absent_and_present() -> None:
     machine = operator_machine(thing_operator(_flipping), parents=THINGS, idle_timeout=5.0)
-    with pytest.raises(AssertionError, match=r"ABSENT child .* exists"):
+    # the defect flips on every build, so a replay may fail a step earlier or later: Hypothesis
+    # then says its run was flaky, with the machine's failure as the cause
+    with pytest.raises((AssertionError, Flaky)) as failure:
         run_state_machine_as_test(machine, settings=FAST)
+    said = f"{failure.value}\n{failure.value.__cause__}\n{failure.value.__context__}"
+    assert re.search(r"ABSENT child .* exists|PRESENT child .* is missing", said), said
