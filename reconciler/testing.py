@@ -14,7 +14,7 @@ namespace that is not yet Current (poll it from a wait, as a kubelet keeps repor
 with random user actions and server faults, checking at each quiet point what every operator
 author relies on (docs/testing-operators.md). ``KubeApiServer`` is the protocol both test servers
 satisfy (the embedded server and ``reconciler.envtest.ControlPlane``; the pytest plugin's
-``kube_api`` is either). Production code never needs these. The module is about 1,000 lines
+``kube_api`` is either). Production code never needs these. The module is over 500 lines
 because the state machine's rules and checks share the waits above and one class built from its
 options; a private module of its own would import this face back (a cycle the architecture tests
 forbid).

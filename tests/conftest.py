@@ -30,6 +30,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 LONGEST_FIRST = (
     "tests/driver/test_contention.py",
+    "tests/testing/test_machine_defects.py",
+    "tests/testing/test_machine.py",
     "tests/driver/test_contention_held.py",
     "tests/reconciler/test_new_project.py",
     "tests/examples/test_acceptance_ssa.py",
