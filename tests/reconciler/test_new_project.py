@@ -86,10 +86,12 @@ def test_a_new_project_passes_its_own_tests_in_a_fresh_venv(
     result = _run(test, cwd=folder, env=env, timeout=300)
     print(f"set up {installed - started:.0f} s, tests {time.monotonic() - installed:.0f} s")
     # with kube binaries named, the operator test (both_servers) runs on the real control plane
-    # too, with etcd from the project's own test extras (issue 36: it skipped)
+    # too, with etcd from the project's own test extras (issue 36: it skipped); and the
+    # project's operator machine (tests/test_machine.py, issue 38) passes
     real = any(env.get(name, "").strip() for name in ("OPTK_KUBE_ASSETS", "KUBEBUILDER_ASSETS"))
-    assert re.search(r"\b5 passed\b" if real else r"\b4 passed, 1 skipped\b",
+    assert re.search(r"\b6 passed\b" if real else r"\b5 passed, 1 skipped\b",
                      result.stdout), result.stdout
+    assert re.search(r"tests/test_machine\.py \.", result.stdout), result.stdout
     listed = _run([str(folder / ".venv" / "bin" / "python"), "-m", "pip", "list",
                    "--format=freeze"], cwd=folder, env=env, timeout=60).stdout
     assert re.search(r"^operator-toolkit==", listed, flags=re.M), listed
