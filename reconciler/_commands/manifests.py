@@ -205,6 +205,16 @@ def _deployment(facts: OperatorFacts, options: ManifestOptions) -> dict[str, Any
     }
 
 
+def _fleet_namespace(facts: OperatorFacts, namespace: str) -> list[dict[str, Any]]:
+    """The namespace of the cluster Secrets (``reconciler.ClusterSecrets``) when it is not the
+    operator's: its Role lives there, so it must exist before the Role is applied."""
+    clusters = facts.clusters
+    if clusters is None or clusters.namespace == namespace:
+        return []
+    return [{"apiVersion": "v1", "kind": "Namespace",
+             "metadata": {"name": clusters.namespace}}]
+
+
 def cluster_manifests(
     facts: OperatorFacts, options: ManifestOptions, *, parents: Sequence[Mapping[str, Any]],
     generated: Sequence[Mapping[str, Any]] = (),
@@ -248,6 +258,7 @@ def manifests(
         metadata=lambda name, namespace: _new_meta(name, labels, namespace))
     objects: list[dict[str, Any]] = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": _new_meta(ns, labels)},
+        *_fleet_namespace(facts, ns),
         *(set_last_applied(hooked_crds.get(str((o.get("metadata") or {}).get("name")), o))
           for o in facts.install),
         {"apiVersion": "v1", "kind": "ServiceAccount",

@@ -179,6 +179,8 @@ def test_manifests_derive_the_home_role_with_the_cluster_secrets_and_the_invento
     fleet_role = rules_of(docs[("Role", placed_operator.FLEET_NAMESPACE, "site-operator")])
     assert fleet_role[("", "secrets")] == {"list", "watch"}
     assert ("RoleBinding", placed_operator.FLEET_NAMESPACE, "site-operator") in docs
+    # the Secrets' namespace is in the stream: its Role cannot be applied before it exists
+    assert ("Namespace", None, placed_operator.FLEET_NAMESPACE) in docs
 
 
 def test_manifests_for_a_cluster_hold_what_is_placed_there_and_nothing_of_home(
