@@ -244,6 +244,9 @@ class ResourceReconciler:
         self.conflict_retries = settings.conflict_retries
         self.deleting_requeue = settings.deleting_requeue
         self.dry_run = dry_run
+        self.planned_namespaces: set[str] = set()
+        """A dry run: the Namespaces its creates would make, so that a child in one is planned
+        as a create, not refused (the server answers its dry run with the namespace's 404)."""
         self.clock: Clock = clock if clock is not None else RealClock()
         self.crd_schemas = CrdSchemas(self.client)
         self.apply: ApplyStrategy = settings.apply
@@ -313,7 +316,7 @@ class ResourceReconciler:
 
 def _namespace_missing(exc: NotFoundError, ref: ObjectRef) -> bool:
     """Whether a create's 404 says its namespace does not exist (``details.kind`` is
-    ``namespaces``): in a dry run, a namespace the same plan creates first."""
+    ``namespaces``): in a dry run, fine when the same plan creates that namespace first."""
     details = exc.details
     return bool(ref.namespace) and details.get("kind") == "namespaces" and (
         details.get("name") == ref.namespace)
@@ -413,12 +416,15 @@ class _Execution:
                     plan = self.plan(self.r._read_live(self.ref), raced=True)
                     continue
                 except NotFoundError as exc:
-                    if not (self.r.dry_run and _namespace_missing(exc, self.ref)):
+                    if not (self.r.dry_run and _namespace_missing(exc, self.ref)
+                            and self.ref.namespace in self.r.planned_namespaces):
                         raise
                     assert isinstance(plan.body, Mapping)
                     return self.result(plan, live=dict(plan.body), reason=(
-                        f"namespace {self.ref.namespace} is not there yet: "
+                        f"in namespace {self.ref.namespace}, which this plan creates: "
                         f"not validated by the server"))
+                if self.r.dry_run and (self.ref.api_version, self.ref.kind) == ("v1", "Namespace"):
+                    self.r.planned_namespaces.add(self.ref.name)
                 return self.result(plan, live=created)
             if plan.action is PlanAction.PATCH:
                 try:

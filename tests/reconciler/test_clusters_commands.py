@@ -86,8 +86,8 @@ def test_plan_names_the_cluster_of_each_placed_child_and_writes_nothing_there(
     assert f"  create    ConfigMap.v1 {ns}/s-home" in lines  # at home: no cluster named
     assert "  create    Namespace.v1 site-s  [cluster edge-1]" in lines
     # its namespace is one this plan creates first: planned, said, not an error
-    assert ("  create    ConfigMap.v1 site-s/settings  (namespace site-s is not there yet: not "
-            "validated by the server)  [cluster edge-1]") in lines
+    assert ("  create    ConfigMap.v1 site-s/settings  (in namespace site-s, which this plan "
+            "creates: not validated by the server)  [cluster edge-1]") in lines
     with pytest.raises(NotFoundError):
         remote.get("v1", "Namespace", "site-s")
     with pytest.raises(NotFoundError):
