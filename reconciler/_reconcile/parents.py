@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import attrs
@@ -212,10 +213,16 @@ class ParentReconciler:
                                             operator_name=self.resources.field_manager),
             settings=written, clock=self.clock, dry_run=dry_run)
         """The children placed in other clusters (``reconciler._reconcile.placement``);
-        None: the operator has no clusters (``ParentSettings(clusters=...)``). The cluster
-        Secrets are read with one LIST per reconcile that places children (not through
-        ``reader``: the driver's child informers see only objects with the operator's
-        managed-by label, which a cluster Secret does not carry)."""
+        None: the operator has no clusters (``ParentSettings(clusters=...)``). On its own, the
+        cluster Secrets are read with one LIST per reconcile that places children and each
+        placed child with one GET (not through ``reader``: the child informers see only objects
+        with the operator's managed-by label, which a cluster Secret does not carry); the driver
+        hands it informers for both (``Placement.use_informers``). Each cluster's children are
+        written under a guard like the home one's (per-object policies, the drift mode,
+        contention), one per cluster."""
+        home_guard = self.resources.guard
+        if self.placement is not None and home_guard is not None:
+            self.placement.guards = partial(_guard_like, home_guard, self.clock)
         self.parent_alive = parent_alive
         """Whether a parent is still there and not being deleted, as the caller's cache says
         (the driver passes its parent informer's view; no request): asked before each child
@@ -352,6 +359,15 @@ class ParentReconciler:
             return self.client.is_namespaced(api_version, kind)
         except NotFoundError:
             return None  # not served: the child's or the parent's namespace decides
+
+
+def _guard_like(guard: PlanGuard, clock: Clock) -> PlanGuard:
+    """A guard with ``guard``'s settings and a contention state of its own (another
+    cluster's: one object name may live in several)."""
+    detector = guard.contention
+    return PlanGuard(drift=guard.drift, ignore_fields=guard.ignore_fields,
+                     contention=None if detector is None else ContentionDetector(
+                         detector.settings, clock=clock, field_manager=detector.field_manager))
 
 
 _Built = tuple[ObjectRef, dict[str, Any], DesiredState, bytes | None]  # the digest when kept

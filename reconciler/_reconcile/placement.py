@@ -8,6 +8,9 @@ reconcile that handles such children (``reconciler._reconcile.parents`` hands th
 own): for each cluster it takes that cluster's client from ``ClusterConnections`` and a
 ``ResourceReconciler`` over it (create, patch on a diff, delete when ABSENT, ownership by the
 ``optk.dev/owner-uid`` label, exactly as for a child at home), and it keeps the **inventory**.
+Under a running operator (``use_informers``) that reconciler reads from the cluster's informers
+(``reconciler._cache.remote``) and each pass tells them which kinds the parent places where
+(``RemoteCaches.hold``): started on use, stopped unused.
 
 The inventory: the annotation ``optk.dev/placed`` on the parent (:data:`PLACED_ANNOTATION`), a
 JSON list of ``[cluster, apiVersion, kind, namespace, name]`` in build order. It is written
@@ -39,7 +42,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -48,11 +51,14 @@ from builders import DesiredState, ObjectRef
 from builders.objects import copy_object
 from reconciler._base.clocks import Clock, RealClock
 from reconciler._base.errors import ApiError, NotFoundError, ReconcilerError
-from reconciler._base.keys import meta_of
+from reconciler._base.keys import ParentKey, meta_of
+from reconciler._cache.remote import RemoteCaches
+from reconciler._client.caches import ReadCache
 from reconciler._client.cluster_secrets import ClusterSecrets
 from reconciler._client.clusters import ClusterConnections, ClusterUnavailableError, ClusterView
 from reconciler._client.protocol import ClusterClient
 from reconciler._reconcile.conditions import ChildError
+from reconciler._reconcile.guard import PlanGuard
 from reconciler._reconcile.reconciling import Action, ReconcileResult, ResourceReconciler
 from reconciler._reconcile.resource_settings import ResourceSettings
 from reconciler._reconcile.waits import Wait
@@ -184,6 +190,28 @@ class Placement:
         self._resources: dict[str, tuple[ClusterClient, ResourceReconciler]] = {}
         self._failures: dict[str, int] = {}
         self._lock = threading.Lock()
+        self.caches: RemoteCaches | None = None
+        """The placed children's informers per (cluster, kind) (:meth:`use_informers`);
+        None: each placed child is read with one GET per reconcile."""
+        self.guards: Callable[[], PlanGuard | None] | None = None
+        """Makes each cluster's ``PlanGuard`` (per-object policies, the drift mode,
+        contention: the operator's, one per cluster since one name may live in several)."""
+
+    def use_informers(self, caches: RemoteCaches, secrets: ReadCache) -> None:
+        """Under a running operator: read the placed children from ``caches`` (informers per
+        (cluster, kind), started and stopped as parents place kinds) and the clusters'
+        Secrets from ``secrets`` (the driver's informer on their namespace): a steady state
+        makes no request to any cluster."""
+        self.caches = caches
+        self.connections.reader = secrets
+        self.connections.on_drop = caches.drop
+        with self._lock:
+            self._resources.clear()
+
+    def forget(self, parent: ParentKey) -> None:
+        """``parent`` is gone: the informers it held are let go."""
+        if self.caches is not None:
+            self.caches.forget(parent)
 
     @property
     def secrets(self) -> ClusterSecrets:
@@ -201,6 +229,7 @@ class Placement:
         wanted = [c.entry for c in placed]
         run = _Pass(self, parent, uid)
         view = run.view()
+        self._hold(run, view, placed, recorded)
         # what may be created: recorded first (ABSENT needs no record, nor a cluster no
         # Secret declares: nothing can be created there)
         created = [c.entry for c in placed if c.state.is_present and c.cluster in view.clusters]
@@ -221,7 +250,28 @@ class Placement:
         after = [e for e in before if e not in gone]
         if after != inventory_of(run.parent):
             run.record(after)
+        if gone:  # what is no longer placed nor recorded is watched no more
+            self._hold(run, view, [c for c in placed if c.state.is_present], after)
         return run.outcome()
+
+    def _hold(self, run: _Pass, view: ClusterView, placed: Sequence[PlacedChild],
+              recorded: Sequence[Entry]) -> None:
+        """The informers of the kinds this parent places (or recorded) in each usable cluster
+        run; those it placed before and places no more are let go."""
+        if self.caches is None or self.dry_run:
+            return
+        kinds: dict[str, set[tuple[str, str]]] = {}
+        for child in placed:
+            kinds.setdefault(child.cluster, set()).add((child.ref.api_version, child.ref.kind))
+        for entry in recorded:
+            kinds.setdefault(entry[0], set()).add((entry[1], entry[2]))
+        key = run.ref.namespaced_name
+        for cluster, record in view.clusters.items():
+            try:
+                client = self.connections.client(record)
+            except ClusterUnavailableError:
+                continue
+            self.caches.hold(key, run.uid, cluster, client, kinds.get(cluster, ()))
 
     # -- while it is being deleted ----------------------------------------------------------
 
@@ -271,8 +321,15 @@ class Placement:
             kept = self._resources.get(cluster)
             if kept is not None and kept[0] is client:
                 return kept[1]
-            made = ResourceReconciler(client, settings=self.settings, clock=self.clock,
-                                      dry_run=self.dry_run)
+            caches = self.caches
+            guard = self.guards() if self.guards is not None else None
+            if caches is None:
+                made = ResourceReconciler(client, settings=self.settings, clock=self.clock,
+                                          dry_run=self.dry_run, guard=guard)
+            else:  # writes recorded into the cluster's informers, reads from them
+                made = ResourceReconciler(caches.client(cluster, client), settings=self.settings,
+                                          reader=caches.reader(cluster, client),
+                                          clock=self.clock, dry_run=self.dry_run, guard=guard)
             self._resources[cluster] = (client, made)
             return made
 

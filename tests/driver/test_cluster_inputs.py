@@ -1,0 +1,174 @@
+"""The clusters as declared inputs, and the placed children's informers per (cluster, kind)
+(issue 41), on two embedded servers with a running ``Operator``.
+
+A builder selects clusters by label (``ClusterSelector``, ``inputs.clusters``: names and labels,
+never a kubeconfig); adding, labelling, unlabelling or removing a cluster Secret reconciles the
+parents that read the clusters and no other; the Secrets are served from an informer (a steady
+state makes no request for them) and the placed children from an informer per (cluster, kind)
+in their cluster: a remote drift is repaired within the watch's latency, a forced resync reads
+and writes nothing in either cluster, and the informers stop when nothing places their kind
+there or the cluster goes.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from builders import ResourceBuilder, placed
+from builders.inputs import Cluster, ClusterSelector, Inputs
+from reconciler import ClusterSecrets, KubernetesClient, NotFoundError
+from reconciler.embedded import EmbeddedApiServer
+from tests.driver.conftest import make_operator, running, thing, wait_until
+from tests.driver.sample_operator import API_VERSION
+
+MERGE = "application/merge-patch+json"
+SELECTOR = ClusterSelector({"env": "prod"})
+SECRET_LIST_VERBS = ("list", "get", "watch")
+
+
+@pytest.fixture(scope="module")
+def edge() -> Iterator[EmbeddedApiServer]:
+    """The workload cluster."""
+    with EmbeddedApiServer() as server:
+        yield server
+
+
+def secret(ns: str, name: str, server: EmbeddedApiServer, **labels: str) -> dict[str, Any]:
+    text = server.kubeconfig_path.read_text()
+    return {"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": name, "namespace": ns, "labels": labels},
+            "data": {"kubeconfig": base64.b64encode(text.encode()).decode()}}
+
+
+def _get(client: KubernetesClient, name: str) -> dict[str, Any] | None:
+    try:
+        return client.get("v1", "ConfigMap", name, namespace="default")
+    except NotFoundError:
+        return None
+
+
+def _declare(parent: Any) -> list[ClusterSelector]:
+    """Only the parents whose value is "fleet" read the clusters."""
+    return [SELECTOR] if parent["spec"]["value"] == "fleet" else []
+
+
+def _builder(ns: str, parent: Any, seen: list[list[Cluster]],
+             inputs: Inputs) -> list[ResourceBuilder]:
+    name = parent["metadata"]["name"]
+    home = {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": f"{name}-home", "namespace": ns}, "data": {}}
+    out: list[ResourceBuilder] = [lambda: home]
+    if SELECTOR in inputs.refs:
+        clusters = inputs.clusters(SELECTOR)
+        seen.append(clusters)
+        for cluster in clusters:
+            cm = {"apiVersion": "v1", "kind": "ConfigMap",
+                  "metadata": {"name": f"{ns}-{name}", "namespace": "default"},
+                  "data": {"cluster": cluster.name, "tier": cluster.labels.get("tier", "")}}
+            out.append(placed(lambda cm=cm: cm, cluster=cluster.name))
+    return out
+
+
+@pytest.mark.timeout(120)
+def test_clusters_are_inputs_selected_by_label_and_placed_children_are_watched_there(
+        client: KubernetesClient, kube_namespace: str, kube_api: Any,
+        edge: EmbeddedApiServer) -> None:
+    ns = kube_namespace
+    edge_client = KubernetesClient(edge.api_client())
+    seen: list[list[Cluster]] = []
+    operator = make_operator(
+        ns, inputs=_declare, build=lambda p, inputs: _builder(ns, p, seen, inputs),
+        clusters=ClusterSecrets(namespace=ns))
+    remote_name = f"{ns}-a"
+    with running(operator, client) as runtime:
+        client.create(thing(ns, "a", value="fleet"))
+        client.create(thing(ns, "b", value="home"))
+        assert wait_until(lambda: runtime.stats.reconciles[(ns, "b")] >= 1
+                          and runtime.stats.reconciles[(ns, "a")] >= 1)
+        assert wait_until(lambda: seen and seen[-1] == [])  # no cluster yet
+        time.sleep(0.3)
+        b_before = runtime.stats.reconciles[(ns, "b")]
+
+        # a cluster added by its Secret: the reader gets its child there, b is not reconciled
+        client.create(secret(ns, "edge-1", edge, env="prod", tier="gold"))
+        assert wait_until(lambda: _get(edge_client, remote_name) is not None, 20)
+        assert seen[-1] == [Cluster(name="edge-1", labels={"env": "prod", "tier": "gold"})]
+        assert all(not hasattr(c, "kubeconfig") for c in seen[-1])  # names and labels only
+        assert (_get(edge_client, remote_name) or {})["data"] == {
+            "cluster": "edge-1", "tier": "gold"}
+        remote = runtime.remote
+        assert remote is not None
+        assert wait_until(lambda: remote.kinds("edge-1") == [("v1", "ConfigMap")])
+
+        # relabelled: the child follows the labels
+        client.patch("v1", "Secret", "edge-1",
+                     {"metadata": {"labels": {"tier": "silver"}}}, namespace=ns, patch_type=MERGE)
+        assert wait_until(lambda: ((_get(edge_client, remote_name) or {}).get("data") or {})
+                          .get("tier") == "silver", 20)
+
+        # a drift in the remote cluster: repaired from its watch (measured)
+        time.sleep(0.5)
+        edge_client.patch("v1", "ConfigMap", remote_name, {"data": {"tier": "hacked"}},
+                          namespace="default", patch_type=MERGE)
+        started = time.monotonic()
+        assert wait_until(lambda: ((_get(edge_client, remote_name) or {}).get("data") or {})
+                          .get("tier") == "silver", 5)
+        repaired = time.monotonic() - started
+        print(f"remote drift repaired in {repaired * 1000:.0f} ms")
+        assert repaired < 5
+
+        # a forced resync: no request for the clusters at home, none at all in the edge
+        time.sleep(0.5)
+        kube_api.enable_request_log()
+        since = time.time()
+        edge_before = edge.request_counts()
+        a_before = runtime.stats.reconciles[(ns, "a")]
+        assert runtime.resync_all() >= 2
+        assert wait_until(lambda: runtime.stats.reconciles[(ns, "a")] > a_before)
+        time.sleep(0.5)
+        secrets = [r for r in kube_api.request_log() if r.at >= since
+                   and r.resource == "secrets" and r.namespace == ns]
+        assert secrets == []
+        edge_after = edge.request_counts()
+        assert {k: edge_after.get(k, 0) - edge_before.get(k, 0) for k in edge_after
+                if edge_after.get(k, 0) != edge_before.get(k, 0)} == {}
+        assert runtime.stats.reconciles[(ns, "b")] > b_before  # it was resynced too
+        b_before = runtime.stats.reconciles[(ns, "b")]
+
+        # unlabelled: the child is pruned there, the kind's informer stops
+        client.patch("v1", "Secret", "edge-1", {"metadata": {"labels": {"env": None}}},
+                     namespace=ns, patch_type=MERGE)
+        assert wait_until(lambda: _get(edge_client, remote_name) is None, 20)
+        assert wait_until(lambda: remote.kinds("edge-1") == [])
+
+        # labelled again, then the Secret removed: the cluster's informers stop
+        client.patch("v1", "Secret", "edge-1", {"metadata": {"labels": {"env": "prod"}}},
+                     namespace=ns, patch_type=MERGE)
+        assert wait_until(lambda: _get(edge_client, remote_name) is not None, 20)
+        client.delete("v1", "Secret", "edge-1", namespace=ns)
+        assert wait_until(lambda: remote.clusters() == [], 20)
+        assert wait_until(lambda: seen[-1] == [])
+        time.sleep(0.3)
+        # b reads no cluster: none of the five Secret changes reconciled it
+        assert runtime.stats.reconciles[(ns, "b")] == b_before
+
+        # the child left in the removed cluster is kept recorded; the Secret back, deleting
+        # the parent removes it there
+        client.create(secret(ns, "edge-1", edge, env="prod"))
+        assert wait_until(lambda: remote.clusters() == ["edge-1"], 20)
+        client.delete(API_VERSION, "Thing", "a", namespace=ns)
+        assert wait_until(lambda: _get(edge_client, remote_name) is None, 20)
+        assert wait_until(lambda: not _exists(client, ns, "a"), 20)
+
+
+def _exists(client: KubernetesClient, ns: str, name: str) -> bool:
+    try:
+        client.get(API_VERSION, "Thing", name, namespace=ns)
+    except NotFoundError:
+        return False
+    return True
