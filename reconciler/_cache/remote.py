@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -226,6 +227,10 @@ class RemoteReader:
         informer = self._entry.informer(api_version, kind)
         if informer is None:
             return None
-        if not informer.has_synced:
-            informer.wait_synced(self._owner.sync_timeout, until_refused=True)
+        deadline = time.monotonic() + self._owner.sync_timeout
+        # a first list still under way: waited for; one that failed (the cluster refused or
+        # did not answer): not, the request it falls back to says why at once
+        while not informer.has_synced and informer.list_error is None \
+                and time.monotonic() < deadline:
+            informer.wait_synced(0.05, until_refused=True)
         return informer if informer.has_synced else None

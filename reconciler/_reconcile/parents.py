@@ -84,7 +84,7 @@ from reconciler._reconcile.interventions import (
     with_interventions,
 )
 from reconciler._reconcile.memo import BuildMemo, ChildMemo, RecentKeys, StatusMemo
-from reconciler._reconcile.ordering import ChildGates
+from reconciler._reconcile.ordering import ChildGates, PlacedKey
 from reconciler._reconcile.parent_settings import ParentSettings
 from reconciler._reconcile.placement import PlacedChild, Placement, inventory_of
 from reconciler._reconcile.readiness import (
@@ -110,6 +110,7 @@ _log = logging.getLogger(__name__)
 _READ: Any = object()  # "read this child on its own"
 _RELEASED = "released"  # a CRD left to the parents of its custom resources (sharing)
 _AGAIN = 0.001  # seconds: a reconcile whose awaited child changed meanwhile runs again
+_PLACED_AGAIN = 0.05  # seconds: a home child waits on a placed one this pass wrote
 _TERMINATING_KEPT = 4096  # parents whose namespace is being deleted, remembered by uid
 _UNLISTABLE = ("; its children fail, pruning it is blocked (condition PruneBlocked) until it "
                "lists")
@@ -397,6 +398,7 @@ class _ParentRun:
         self.prune_blocked: list[ChildError] = []  # prune kinds that cannot be listed
         self.placed: list[PlacedChild] = []  # children placed in other clusters (placement)
         self.placed_retry: float | None = None  # when to try an unusable cluster again
+        self.gates: ChildGates | None = None  # this pass's, the placed children's too
 
     def paused(self, reason: str, may_write: bool) -> ParentResult:
         """A paused parent: no child is read or written; its status condition says so (the one
@@ -494,14 +496,34 @@ class _ParentRun:
             return
         if not self.placed and not inventory_of(self.parent):
             return
-        outcome = placement.apply(self.parent, self.uid, self.placed,
-                                  prune=not self.build_failed)
+        gates = self.gates
+        placed = self.placed
+        gate = observe = None
+        if gates is not None and gates.active:  # in the gates' order, each gated
+            order = {key: n for n, key in enumerate(gates.ordered())}
+            placed = sorted(placed, key=lambda c: order.get(
+                gates.index_of(PlacedKey(c.cluster, c.ref)) or 0, 0))
+
+            def gate(child: PlacedChild) -> Wait | None:
+                index = gates.index_of(PlacedKey(child.cluster, child.ref))
+                return None if index is None else gates.gate(index)
+
+            def observe(child: PlacedChild, live: Mapping[str, Any] | None) -> None:
+                gates.observe(PlacedKey(child.cluster, child.ref), live)
+
+        home_waits_on_placed = gates is not None and gates.waited_on_placed
+        outcome = placement.apply(self.parent, self.uid, placed, prune=not self.build_failed,
+                                  gate=gate, observe=observe)
         if outcome.parent is not None:
             self.parent = dict(outcome.parent)
         self.results.extend(outcome.results)
         self.errors.extend(outcome.errors)
         self.waiting.extend(outcome.waiting)
         self.placed_retry = outcome.retry_after
+        if home_waits_on_placed and any(r.action in (Action.CREATED, Action.UPDATED)
+                                        for r in outcome.results):
+            # a home child waits on a placed one just written: its own write wakes no one
+            self.placed_retry = min(self.placed_retry or _PLACED_AGAIN, _PLACED_AGAIN)
 
     def _dependency(self, ref: ObjectRef) -> bool:
         """Whether ``ref``'s component is named in another one's ``depends_on``."""
@@ -514,9 +536,20 @@ class _ParentRun:
         """Every child that its dependencies let through, in their order; what waits goes to
         ``waiting``. Returns the refs built (waiting ones included: not to be pruned)."""
         built_refs = set()
-        gates = ChildGates([(b[0], b[2], self.nodes.get(b[0])) for b in built],
-                           parent=self.parent, live=live, served=self.o.served)
+        # the placed children take part in the gates (after the home ones: indices past
+        # ``built``), applied by the placement after these
+        placed = [] if self.teardown_mode else self.placed
+        placement = self.o.placement
+        gates = ChildGates(
+            [*((b[0], b[2], self.nodes.get(b[0])) for b in built),
+             *((PlacedKey(c.cluster, c.ref), c.state, c.node) for c in placed)],
+            parent=self.parent, live=live, served=self.o.served,
+            placed_live=None if placement is None else (
+                lambda key: placement.read(key.cluster, key.ref)))
+        self.gates = gates
         for index in gates.ordered():
+            if index >= len(built):
+                continue  # placed: the placement's, after these
             ref, obj, state, digest = built[index]
             if self.terminating or (not self.teardown_mode and self._went_away()):
                 break  # every further create in the namespace would be refused as well
@@ -603,7 +636,8 @@ class _ParentRun:
 
     def _evaluate(self) -> list[_Built]:
         declared = self.o.declared(self.parent)
-        self.placed = [PlacedChild(cluster=c.cluster, ref=c.ref, obj=c.obj, state=c.state)
+        self.placed = [PlacedChild(cluster=c.cluster, ref=c.ref, obj=c.obj, state=c.state,
+                                   node=c.node)
                        for c in declared.placed if c.cluster is not None]
         self.nodes = {c.ref: c.node for c in declared.children}
         if declared.build_error is not None:  # named after the build function, not the parent

@@ -48,6 +48,7 @@ from typing import Any
 import attrs
 
 from builders import DesiredState, ObjectRef
+from builders.composition import Dependencies
 from builders.objects import copy_object
 from reconciler._base.clocks import Clock, RealClock
 from reconciler._base.errors import ApiError, NotFoundError, ReconcilerError
@@ -102,6 +103,8 @@ class PlacedChild:
     ref: ObjectRef
     obj: dict[str, Any] = attrs.field(repr=False)
     state: DesiredState
+    node: Dependencies | None = None
+    """Its component (``builders.Component``), for the gates across clusters."""
 
     @property
     def entry(self) -> Entry:
@@ -221,10 +224,14 @@ class Placement:
     # -- while the parent lives -------------------------------------------------------------
 
     def apply(self, parent: Mapping[str, Any], uid: str, placed: Sequence[PlacedChild], *,
-              prune: bool = True) -> PlacementOutcome:
-        """Bring ``placed`` to their states in their clusters and prune what the inventory
-        holds and the build no longer does (not when ``prune`` is False: a builder failed).
-        Never raises for a cluster's answer."""
+              prune: bool = True, gate: Callable[[PlacedChild], Wait | None] | None = None,
+              observe: Callable[[PlacedChild, Mapping[str, Any] | None], None] | None = None,
+              ) -> PlacementOutcome:
+        """Bring ``placed`` to their states in their clusters, in that order, and prune what
+        the inventory holds and the build no longer does (not when ``prune`` is False: a
+        builder failed). ``gate(child)`` says why a child waits for its dependencies (then it
+        is not written; ``reconciler._reconcile.ordering``), ``observe(child, live)`` hears
+        what each write left. Never raises for a cluster's answer."""
         recorded = inventory_of(parent)
         wanted = [c.entry for c in placed]
         run = _Pass(self, parent, uid)
@@ -238,7 +245,12 @@ class Placement:
             return run.outcome()  # nothing placed before it is recorded
         gone: set[Entry] = set()
         for child in placed:
+            if gate is not None and (wait := gate(child)) is not None:
+                run.waiting.append(wait)
+                continue
             result = run.place(view, child.cluster, child.obj, child.state)
+            if observe is not None and result is not None:
+                observe(child, result.live)
             if result is not None and child.state.is_absent and _gone(result):
                 gone.add(child.entry)
         if prune:
@@ -272,6 +284,19 @@ class Placement:
             except ClusterUnavailableError:
                 continue
             self.caches.hold(key, run.uid, cluster, client, kinds.get(cluster, ()))
+
+    def read(self, cluster: str, ref: ObjectRef) -> Mapping[str, Any] | None:
+        """``ref`` as ``cluster`` has it now (from its informer under a running operator),
+        or None: not there, or the cluster cannot be used (a dependency there is not ready)."""
+        try:
+            record = self.connections.view().clusters.get(cluster)
+            if record is None:
+                return None
+            client = self.connections.client(record)
+            return self.resources(cluster, client).reader.get(
+                ref.api_version, ref.kind, ref.name, namespace=ref.namespace)
+        except ReconcilerError:
+            return None
 
     # -- while it is being deleted ----------------------------------------------------------
 

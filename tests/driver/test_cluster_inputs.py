@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from builders import ResourceBuilder, placed
+from builders import Component, ResourceBuilder, compose, placed
 from builders.inputs import Cluster, ClusterSelector, Inputs
 from reconciler import ClusterSecrets, KubernetesClient, NotFoundError
 from reconciler.embedded import EmbeddedApiServer
@@ -169,6 +169,90 @@ def test_clusters_are_inputs_selected_by_label_and_placed_children_are_watched_t
 def _exists(client: KubernetesClient, ns: str, name: str) -> bool:
     try:
         client.get(API_VERSION, "Thing", name, namespace=ns)
+    except NotFoundError:
+        return False
+    return True
+
+
+def _data(client: KubernetesClient, name: str) -> dict[str, str]:
+    return dict((_get(client, name) or {}).get("data") or {})
+
+
+def _conditions(client: KubernetesClient, ns: str, name: str) -> dict[str, dict[str, Any]]:
+    parent = client.get(API_VERSION, "Thing", name, namespace=ns)
+    return {c["type"]: c for c in (parent.get("status") or {}).get("conditions") or ()}
+
+
+@pytest.mark.timeout(120)
+def test_gates_pause_and_policies_apply_to_placed_children_across_clusters(
+        client: KubernetesClient, kube_namespace: str, edge: EmbeddedApiServer) -> None:
+    """A home child depends on a placed one (ready_when read from the remote cache); the
+    parent's pause holds the placed child, and its ``optk.dev/policy: ignore`` leaves it."""
+    ns = kube_namespace
+    edge_client = KubernetesClient(edge.api_client())
+    remote_name = f"{ns}-dep"
+
+    def ready(obj: Any) -> str | None:
+        return None if (obj.get("data") or {}).get("ready") == "yes" else "not marked ready"
+
+    def build(parent: Any) -> list[Any]:
+        remote = {"apiVersion": "v1", "kind": "ConfigMap",
+                  "metadata": {"name": remote_name, "namespace": "default"},
+                  "data": {"value": parent["spec"]["value"]}}
+        home = {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "after-remote", "namespace": ns}, "data": {}}
+        return compose(Component(name="home", depends_on="remote", builders=[lambda: home]),
+                       Component(name="remote", ready_when=ready,
+                                 builders=[placed(lambda: remote, cluster="edge-1")]))
+
+    client.create(secret(ns, "edge-1", edge))
+    operator = make_operator(ns, build=build, clusters=ClusterSecrets(namespace=ns))
+    with running(operator, client):
+        client.create(thing(ns, "g", value="1"))
+        assert wait_until(lambda: _get(edge_client, remote_name) is not None, 20)
+        # the home child waits for the placed one, named with its cluster
+        assert wait_until(lambda: "in cluster 'edge-1'" in _conditions(client, ns, "g").get(
+            "Reconciled", {}).get("message", ""), 20)
+        assert not _exists_cm(client, ns, "after-remote")
+        # marked ready in its cluster: the remote watch wakes the parent, the home child comes
+        edge_client.patch("v1", "ConfigMap", remote_name, {"data": {"ready": "yes"}},
+                          namespace="default", patch_type=MERGE)
+        assert wait_until(lambda: _exists_cm(client, ns, "after-remote"), 20)
+        assert _data(edge_client, remote_name) == {"value": "1", "ready": "yes"}
+
+        # the parent paused: a remote drift stays
+        client.patch(API_VERSION, "Thing", "g",
+                     {"metadata": {"annotations": {"optk.dev/paused": "true"}}},
+                     namespace=ns, patch_type=MERGE)
+        assert wait_until(lambda: _conditions(client, ns, "g").get("Reconciled", {}).get(
+            "reason") == "ReconcilePaused", 20)
+        edge_client.patch("v1", "ConfigMap", remote_name, {"data": {"value": "paused"}},
+                          namespace="default", patch_type=MERGE)
+        time.sleep(1.0)
+        assert _data(edge_client, remote_name)["value"] == "paused"
+        client.patch(API_VERSION, "Thing", "g",
+                     {"metadata": {"annotations": {"optk.dev/paused": None}}},
+                     namespace=ns, patch_type=MERGE)
+        assert wait_until(lambda: _data(edge_client, remote_name)["value"] == "1", 20)
+
+        # optk.dev/policy: ignore on the placed child: its drift is left alone
+        edge_client.patch("v1", "ConfigMap", remote_name, {"metadata": {"annotations": {
+            "optk.dev/policy": "ignore"}}, "data": {"value": "mine"}}, namespace="default",
+            patch_type=MERGE)
+        client.patch(API_VERSION, "Thing", "g", {"spec": {"value": "2"}}, namespace=ns,
+                     patch_type=MERGE)
+        time.sleep(1.0)
+        assert _data(edge_client, remote_name)["value"] == "mine"
+        edge_client.patch("v1", "ConfigMap", remote_name, {"metadata": {"annotations": {
+            "optk.dev/policy": None}}}, namespace="default", patch_type=MERGE)
+        assert wait_until(lambda: _data(edge_client, remote_name)["value"] == "2", 20)
+        client.delete(API_VERSION, "Thing", "g", namespace=ns)
+        assert wait_until(lambda: _get(edge_client, remote_name) is None, 20)
+
+
+def _exists_cm(client: KubernetesClient, ns: str, name: str) -> bool:
+    try:
+        client.get("v1", "ConfigMap", name, namespace=ns)
     except NotFoundError:
         return False
     return True
