@@ -86,7 +86,12 @@ from reconciler._reconcile.interventions import (
 from reconciler._reconcile.memo import BuildMemo, ChildMemo, RecentKeys, StatusMemo
 from reconciler._reconcile.ordering import ChildGates, PlacedKey
 from reconciler._reconcile.parent_settings import ParentSettings
-from reconciler._reconcile.placement import PlacedChild, Placement, inventory_of
+from reconciler._reconcile.placement import (
+    CLUSTERS_STATUS,
+    PlacedChild,
+    Placement,
+    inventory_of,
+)
 from reconciler._reconcile.readiness import (
     health_waits,
     not_ready,
@@ -399,6 +404,7 @@ class _ParentRun:
         self.placed: list[PlacedChild] = []  # children placed in other clusters (placement)
         self.placed_retry: float | None = None  # when to try an unusable cluster again
         self.gates: ChildGates | None = None  # this pass's, the placed children's too
+        self.placed_summary: tuple[dict[str, Any], ...] | None = None  # per cluster
 
     def paused(self, reason: str, may_write: bool) -> ParentResult:
         """A paused parent: no child is read or written; its status condition says so (the one
@@ -520,6 +526,7 @@ class _ParentRun:
         self.errors.extend(outcome.errors)
         self.waiting.extend(outcome.waiting)
         self.placed_retry = outcome.retry_after
+        self.placed_summary = outcome.clusters
         if home_waits_on_placed and any(r.action in (Action.CREATED, Action.UPDATED)
                                         for r in outcome.results):
             # a home child waits on a placed one just written: its own write wakes no one
@@ -865,9 +872,24 @@ class _ParentRun:
         )
         patch = with_interventions(self.parent, patch, self.interventions,
                                    now=self.o.clock.time())
+        patch = self._with_clusters(patch)
         if patch is None:
             return False, ""
         return self._write_status(patch)
+
+    def _with_clusters(self, patch: dict[str, Any] | None) -> dict[str, Any] | None:
+        """``patch`` with the summary of the placed children per cluster
+        (``status.clusters``, ``reconciler._reconcile.placement``) when it changed."""
+        summary = self.placed_summary
+        if summary is None:
+            return patch
+        status = self.parent.get("status")
+        current = status.get(CLUSTERS_STATUS) if isinstance(status, Mapping) else None
+        if current == list(summary):
+            return patch
+        out = dict(patch or {})
+        out["status"] = {**(out.get("status") or {}), CLUSTERS_STATUS: list(summary)}
+        return out
 
     def _children(self) -> int:
         """How many children were built: applied, failed (a child applied and failed for its
@@ -892,6 +914,7 @@ class _ParentRun:
             self.recheck = self.o.readiness.recheck
         patch = with_interventions(self.parent, patch, self.interventions,
                                    now=self.o.clock.time())
+        patch = self._with_clusters(patch)
         return (False, "") if patch is None else self._write_status(patch)
 
     def _warn_skipped(self) -> None:

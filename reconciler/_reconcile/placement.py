@@ -53,6 +53,7 @@ from builders.objects import copy_object
 from reconciler._base.clocks import Clock, RealClock
 from reconciler._base.errors import ApiError, NotFoundError, ReconcilerError
 from reconciler._base.keys import ParentKey, meta_of
+from reconciler._base.text import bounded
 from reconciler._cache.remote import RemoteCaches
 from reconciler._client.caches import ReadCache
 from reconciler._client.cluster_secrets import ClusterSecrets
@@ -65,6 +66,7 @@ from reconciler._reconcile.resource_settings import ResourceSettings
 from reconciler._reconcile.waits import Wait
 
 __all__ = [
+    "CLUSTERS_STATUS",
     "ORPHANED_REASON",
     "PLACED_ANNOTATION",
     "UNAVAILABLE_REASON",
@@ -90,6 +92,12 @@ ORPHANED_REASON = "ClusterRemoved"
 reported (never silently forgotten) and kept in the inventory."""
 
 _MERGE = "application/merge-patch+json"
+
+CLUSTERS_STATUS = "clusters"
+"""The parent's status field summarising its placed children per cluster: a list of
+``{"name", "state": "Converged" | "Waiting", "reason", "message", "children"}`` sorted by name."""
+
+CONVERGED, WAITING = "Converged", "Waiting"
 
 Entry = tuple[str, str, str, str, str]
 """One inventory entry: (cluster, apiVersion, kind, namespace or "", name)."""
@@ -153,13 +161,17 @@ class PlacementOutcome:
     """What one pass over a parent's placed children did: ``results`` (written or found
     unchanged, each child's), ``errors`` (a child that failed, its cluster in the message),
     ``waiting`` (children whose cluster cannot be used now), ``retry_after`` (seconds: when to
-    try those clusters again) and ``parent`` (the parent as the inventory write returned it)."""
+    try those clusters again), ``parent`` (the parent as the inventory write returned it) and
+    ``clusters`` (one line per cluster the parent places in or recorded: converged, or waiting
+    with the first reason)."""
 
     results: tuple[ReconcileResult, ...] = ()
     errors: tuple[ChildError, ...] = ()
     waiting: tuple[Wait, ...] = ()
     retry_after: float | None = None
     parent: Mapping[str, Any] | None = None
+    clusters: tuple[dict[str, Any], ...] = ()
+    """The summary per cluster (:data:`CLUSTERS_STATUS` of the parent's status), by name."""
 
 
 @attrs.frozen(kw_only=True)
@@ -245,8 +257,12 @@ class Placement:
             return run.outcome()  # nothing placed before it is recorded
         gone: set[Entry] = set()
         for child in placed:
+            run.touched.setdefault(child.cluster, 0)
+            if child.state.is_present:
+                run.touched[child.cluster] += 1
             if gate is not None and (wait := gate(child)) is not None:
                 run.waiting.append(wait)
+                run.troubles.setdefault(child.cluster, []).append((wait.reason, wait.message))
                 continue
             result = run.place(view, child.cluster, child.obj, child.state)
             if observe is not None and result is not None:
@@ -387,6 +403,8 @@ class _Pass:
         self.down: dict[str, str] = {}  # clusters found unusable in this pass: why
         self.written: Mapping[str, Any] | None = None
         self.recorded = set(inventory_of(parent))  # placed before: orphaned if its cluster goes
+        self.touched: dict[str, int] = {}  # the clusters of this pass: children present there
+        self.troubles: dict[str, list[tuple[str, str]]] = {}  # by cluster: (reason, message)
 
     def view(self) -> ClusterView:
         try:
@@ -440,18 +458,22 @@ class _Pass:
                 return None
             self.o.answered(cluster)
             what = "prune" if pruning else "placing"
-            self.errors.append(ChildError(
+            self._error(cluster, ChildError(
                 ref=ref, message=f"{what} {ref} in cluster {cluster!r} failed: {exc}",
                 error=exc))
             return None
         except ReconcilerError as exc:
-            self.errors.append(ChildError(
+            self._error(cluster, ChildError(
                 ref=ref, message=f"{ref} in cluster {cluster!r}: {exc}", error=exc))
             return None
         self.o.answered(cluster)
         if result.action is not Action.UNCHANGED or not pruning:
             self.results.append(result)
         return result
+
+    def _error(self, cluster: str, error: ChildError) -> None:
+        self.errors.append(error)
+        self.troubles.setdefault(cluster, []).append(("Failed", error.message))
 
     def _wait(self, cluster: str, ref: ObjectRef, why: str, *,
               reason: str = UNAVAILABLE_REASON, message: str = "") -> None:
@@ -461,14 +483,32 @@ class _Pass:
             self.retry.append(delay)
             _log.info("%s: cluster %r cannot be used, its children wait (again in %.0fs): %s",
                       self.ref, cluster, delay, why)
-        self.waiting.append(Wait(ref=ref, reason=reason, message=message
-                                 or f"{ref} waits for cluster {cluster!r}: {why}"))
+        wait = Wait(ref=ref, reason=reason, message=message
+                    or f"{ref} waits for cluster {cluster!r}: {why}")
+        self.waiting.append(wait)
+        self.troubles.setdefault(cluster, []).append((wait.reason, wait.message))
 
     def outcome(self) -> PlacementOutcome:
         return PlacementOutcome(results=tuple(self.results), errors=tuple(self.errors),
                                 waiting=tuple(self.waiting),
                                 retry_after=min(self.retry) if self.retry else None,
-                                parent=self.written)
+                                parent=self.written, clusters=self.summary())
+
+    def summary(self) -> tuple[dict[str, Any], ...]:
+        """One line per cluster of this pass: converged, or waiting with its first trouble."""
+        lines = []
+        for cluster in sorted({*self.touched, *(e[0] for e in self.recorded), *self.troubles}):
+            troubles = self.troubles.get(cluster)
+            count = self.touched.get(cluster, 0)
+            if troubles:
+                reason, message = troubles[0]
+                more = f" (and {len(troubles) - 1} more)" if len(troubles) > 1 else ""
+                lines.append({"name": cluster, "state": WAITING, "reason": reason,
+                              "message": bounded(message + more), "children": count})
+            else:
+                lines.append({"name": cluster, "state": CONVERGED, "reason": CONVERGED,
+                              "message": f"{count} children converged", "children": count})
+        return tuple(lines)
 
 
 def _gone(result: ReconcileResult) -> bool:
