@@ -11,7 +11,8 @@ an input's contents never changes which children are built, only what they hold 
 stable, so a rotated Secret rolls a workload instead of replacing it).
 :func:`with_inputs` binds a build to one drawn value, leaving out the builders that raise
 ``InputUnavailableError`` for an input that is missing or forbidden in it (what the reconcile
-reports as ``InputMissing``/``InputForbidden``: expected, not a failure of the builders).
+reports as ``InputMissing``/``InputForbidden``: expected, not a failure of the builders), or
+every builder when ``build`` itself raises it (the clusters a build places children in).
 
 Boundary: strategies and the binding. The property run of ``check_builders(inputs=...)`` is
 ``_properties``' and the invariants are ``_check``'s; this module imports neither.
@@ -158,7 +159,13 @@ def kept_builders(build: Callable[[KubeObject, Inputs], Iterable[ResourceBuilder
     property run checks a Service's selector only when none was left out)."""
     kept: list[ResourceBuilder] = []
     left_out = 0
-    for builder in build(parent, inputs):
+    try:
+        declared = list(build(parent, inputs))
+    except InputUnavailableError as exc:  # the build itself needs it (the clusters to place
+        if _unavailable(exc, inputs):     # in): nothing is built, the reconcile reports it
+            return [], 1
+        raise
+    for builder in declared:
         try:
             builder()
         except (InputUnavailableError, BuilderFailedError) as exc:
