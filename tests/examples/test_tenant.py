@@ -223,6 +223,13 @@ def test_a_stopped_cluster_waits_named_while_the_other_converges_then_all_conver
             assert conditions["Reconciled"]["status"] == "False"
             assert "'edge-2'" in conditions["Reconciled"]["message"]
             assert summary(client, ns, "gamma")["edge-1"] == ("Converged", "Converged")
+            # the stopped cluster stalls nothing of the other: a drift there is repaired
+            one.patch("v1", "ResourceQuota", "tenant-quota", {"spec": {"hard": {"pods": "1"}}},
+                      namespace=target, patch_type=MERGE)
+            started = time.monotonic()
+            assert wait_until(lambda: converged(one, target, pods=30), DRIFT_BOUND)
+            print(f"drift repaired with the other cluster down in "
+                  f"{(time.monotonic() - started) * 1000:.0f} ms")
         finally:
             edges[1].start()
         assert wait_until(lambda: converged(two, target, pods=30), 30)
