@@ -7,7 +7,8 @@ parents that read the clusters and no other; the Secrets are served from an info
 state makes no request for them) and the placed children from an informer per (cluster, kind)
 in their cluster: a remote drift is repaired within the watch's latency, a forced resync reads
 and writes nothing in either cluster, and the informers stop when nothing places their kind
-there or the cluster goes.
+there or the cluster goes. Gates, health, pause and per-object policies apply to placed
+children across clusters.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import pytest
 
 from builders import Component, ResourceBuilder, compose, placed
 from builders.inputs import Cluster, ClusterSelector, Inputs
-from reconciler import ClusterSecrets, KubernetesClient, NotFoundError
+from reconciler import ClusterSecrets, KubernetesClient, NotFoundError, Readiness, Reporting
 from reconciler.embedded import EmbeddedApiServer
 from tests.driver.conftest import make_operator, running, thing, wait_until
 from tests.driver.sample_operator import API_VERSION
@@ -256,3 +257,48 @@ def _exists_cm(client: KubernetesClient, ns: str, name: str) -> bool:
     except NotFoundError:
         return False
     return True
+
+
+@pytest.mark.timeout(120)
+def test_ready_follows_a_placed_deployments_health_woken_by_its_cluster(
+        client: KubernetesClient, kube_namespace: str, edge: EmbeddedApiServer) -> None:
+    """Health across clusters: Ready reads the placed Deployment as its cluster has it, and the
+    remote status change wakes the parent (the re-check is a minute: not what wakes it)."""
+    ns = kube_namespace
+    edge_client = KubernetesClient(edge.api_client())
+    name = f"{ns}-web"
+    labels = {"app": name}
+    web = {"apiVersion": "apps/v1", "kind": "Deployment",
+           "metadata": {"name": name, "namespace": "default"},
+           "spec": {"replicas": 2, "selector": {"matchLabels": labels},
+                    "template": {"metadata": {"labels": labels},
+                                 "spec": {"containers": [{"name": "web", "image": "nginx"}]}}}}
+    client.create(secret(ns, "edge-1", edge))
+    operator = make_operator(
+        ns, build=lambda parent: [placed(lambda: web, cluster="edge-1")],
+        clusters=ClusterSecrets(namespace=ns),
+        reporting=Reporting(events=False, readiness=Readiness(recheck=60.0)))
+    with running(operator, client):
+        client.create(thing(ns, "h"))
+        assert wait_until(lambda: _conditions(client, ns, "h").get("Ready", {}).get(
+            "reason") == "ChildrenNotReady", 20)
+        assert "replicas: 0/2" in _conditions(client, ns, "h")["Ready"]["message"]
+        live = edge_client.get("apps/v1", "Deployment", name, namespace="default")
+        edge_client.patch("apps/v1", "Deployment", name, {"status": {
+            "observedGeneration": live["metadata"].get("generation", 1),
+            "replicas": 2, "updatedReplicas": 2, "availableReplicas": 2, "readyReplicas": 2,
+            "conditions": [{"type": "Available", "status": "True"},
+                           {"type": "Progressing", "status": "True",
+                            "reason": "NewReplicaSetAvailable"}]}},
+            patch_type=MERGE, namespace="default", subresource="status")
+        assert wait_until(lambda: _conditions(client, ns, "h").get("Ready", {}).get(
+            "status") == "True", 10)
+        client.delete(API_VERSION, "Thing", "h", namespace=ns)
+        assert wait_until(lambda: _get_deployment(edge_client, name) is None, 20)
+
+
+def _get_deployment(client: KubernetesClient, name: str) -> dict[str, Any] | None:
+    try:
+        return client.get("apps/v1", "Deployment", name, namespace="default")
+    except NotFoundError:
+        return None
