@@ -31,7 +31,7 @@ def test_a_selector_matches_clusters_carrying_all_its_labels() -> None:
     assert ClusterSelector({"b": "2", "a": "1"}) == ClusterSelector({"a": "1", "b": "2"})
     assert PROD.label_selector == "env=prod"
     assert str(PROD) == "clusters -l env=prod"
-    with pytest.raises(b.InvalidSpecError, match="ClusterSelector.match_labels"):
+    with pytest.raises(b.InvalidSpecError, match=r"ClusterSelector\.match_labels"):
         ClusterSelector({"bad key!": "x"})
 
 

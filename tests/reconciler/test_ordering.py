@@ -261,14 +261,17 @@ def test_a_home_child_waits_for_a_placed_dependency_read_from_its_cluster() -> N
         placed_live=seen.get)
     assert gates.ordered() == [1, 2, 0]  # the dependency first
     wait = gates.gate(0)
-    assert wait is not None and wait.reason == "DependencyNotReady"
+    assert wait is not None
+    assert wait.reason == "DependencyNotReady"
     assert "ConfigMap ns/db in cluster 'edge-1': not created yet" in wait.message
     assert wait.watches == ()  # its cluster's informer wakes the parent, not a home watch
     assert gates.waited_on_placed
     assert gates.gate(2) is None  # nothing gates the placed one itself
     seen[remote] = {"status": {"ready": False}}
     wait = gates.gate(0)
-    assert wait is not None and "not ready yet" in wait.message
+    assert wait is not None
+    assert "not ready yet" in wait.message
     gates.observe(remote, {"status": {"ready": True}})  # what this pass's write left
     assert gates.gate(0) is None
-    assert gates.index_of(remote) == 2 and gates.index_of(PlacedKey("edge-2", _ref("db"))) is None
+    assert gates.index_of(remote) == 2
+    assert gates.index_of(PlacedKey("edge-2", _ref("db"))) is None
