@@ -19,6 +19,13 @@ readers are queued again. An informer lives only while some parent reads its (ki
 when the last reader's references change or the last reader is deleted (``on_parent``: the
 parent informer's DELETED), it is stopped (its watch closed) and dropped, its cache with it.
 
+The clusters children may be placed in are an input too (``ClusterSelector``, issue 41): with
+``clusters=ClusterSecrets(...)`` one informer on the Secrets of the clusters' namespace (its
+label selector the ``ClusterSecrets``' own) answers every ``ClusterSelector`` (names and labels
+only: :func:`clusters_of`) with the same index and triggers as a selector, and the connections
+read the clusters from it too (:class:`ClusterSecretsReader`): it runs for as long as the
+operator does, and no request is made to resolve a cluster.
+
 :func:`bind_inputs` turns ``build(parent, inputs)`` into the one-argument build the rest of the
 toolkit calls, over any ``InputSource``: the runtime's informers, or :func:`client_reader` (one
 GET per reference, one LIST per selector) for ``optk plan``, and :data:`present_reader` for
