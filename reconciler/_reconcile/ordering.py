@@ -132,6 +132,7 @@ class ChildGates:
         self._children = [_Child(index=i, key=key, state=state, node=node)
                           for i, (key, state, node) in enumerate(children)]
         self._placed_live = placed_live
+        self._indices = {c.key: c.index for c in self._children}
         self.waited_on_placed = False
         """Whether a home child waited for a placed one in this pass (its write wakes no
         one: the caller looks again soon)."""
@@ -174,10 +175,7 @@ class ChildGates:
 
     def index_of(self, key: Key) -> int | None:
         """The index of the child ``key``, if declared."""
-        for child in self._children:
-            if child.key == key:
-                return child.index
-        return None
+        return self._indices.get(key)
 
     def _live(self, key: Key) -> Mapping[str, Any] | None:
         if key in self._written:

@@ -506,9 +506,9 @@ class _ParentRun:
         placed = self.placed
         gate = observe = None
         if gates is not None and gates.active:  # in the gates' order, each gated
-            order = {key: n for n, key in enumerate(gates.ordered())}
+            order: dict[int | None, int] = {i: n for n, i in enumerate(gates.ordered())}
             placed = sorted(placed, key=lambda c: order.get(
-                gates.index_of(PlacedKey(c.cluster, c.ref)) or 0, 0))
+                gates.index_of(PlacedKey(c.cluster, c.ref)), len(order)))
 
             def gate(child: PlacedChild) -> Wait | None:
                 index = gates.index_of(PlacedKey(child.cluster, child.ref))
