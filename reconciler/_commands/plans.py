@@ -120,7 +120,8 @@ def format_plan(results: Sequence[ParentResult], *, show_unchanged: bool = False
             lines.append(f"  {'paused':<9} nothing would be written ({result.paused})")
         for child in (*result.children, *result.pruned):
             if child.held:
-                lines.append(f"  {'held':<9} {child.ref}  ({child.held})")
+                held_in = f"  [cluster {child.cluster}]" if child.cluster else ""
+                lines.append(f"  {'held':<9} {child.ref}  ({child.held}){held_in}")
                 lines.extend(f"      drifted {path or '(missing)'}" for path in child.drift)
                 continue
             if child.action is Action.UNCHANGED and not show_unchanged:
@@ -128,8 +129,11 @@ def format_plan(results: Sequence[ParentResult], *, show_unchanged: bool = False
             line = f"  {_VERBS[child.action]:<9} {child.ref}"
             if child.reason and child.action is not Action.UNCHANGED:
                 line += f"  ({child.reason})"
+            where = [f"cluster {child.cluster}"] if child.cluster else []
             if source := chart_source(child.live):
-                line += f"  [{source}]"
+                where.append(source)
+            if where:
+                line += f"  [{'; '.join(where)}]"
             lines.append(line)
             shown = shown_diff(child)
             if child.action in (Action.UPDATED, Action.RECREATED) and shown:

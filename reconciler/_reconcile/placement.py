@@ -467,6 +467,7 @@ class _Pass:
                 ref=ref, message=f"{ref} in cluster {cluster!r}: {exc}", error=exc))
             return None
         self.o.answered(cluster)
+        result = attrs.evolve(result, cluster=cluster)
         if result.action is not Action.UNCHANGED or not pruning:
             self.results.append(result)
         return result

@@ -112,6 +112,8 @@ class ReconcileResult:
     """Why a write was held back (``ChildPlan.held``: a policy, the drift mode, contention)."""
     drift: tuple[str, ...] = ()
     """The drifted field paths reported instead of repaired (``ChildPlan.drift``)."""
+    cluster: str | None = None
+    """The cluster a placed child is in (``builders.placed``), None for the operator's own."""
 
     @property
     def requeue(self) -> bool:
@@ -309,6 +311,14 @@ class ResourceReconciler:
             return None
 
 
+def _namespace_missing(exc: NotFoundError, ref: ObjectRef) -> bool:
+    """Whether a create's 404 says its namespace does not exist (``details.kind`` is
+    ``namespaces``): in a dry run, a namespace the same plan creates first."""
+    details = exc.details
+    return bool(ref.namespace) and details.get("kind") == "namespaces" and (
+        details.get("name") == ref.namespace)
+
+
 def _checked(obj: KubeObject | object, state: DesiredState) -> tuple[KubeObject, ObjectRef]:
     if is_client_model(obj):  # an official model at the public edge
         obj = to_plain_object(obj)
@@ -402,6 +412,13 @@ class _Execution:
                 except AlreadyExistsError:
                     plan = self.plan(self.r._read_live(self.ref), raced=True)
                     continue
+                except NotFoundError as exc:
+                    if not (self.r.dry_run and _namespace_missing(exc, self.ref)):
+                        raise
+                    assert isinstance(plan.body, Mapping)
+                    return self.result(plan, live=dict(plan.body), reason=(
+                        f"namespace {self.ref.namespace} is not there yet: "
+                        f"not validated by the server"))
                 return self.result(plan, live=created)
             if plan.action is PlanAction.PATCH:
                 try:
