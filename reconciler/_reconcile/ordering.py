@@ -21,8 +21,10 @@ declare nothing, are never held back and keep their order.
 A child placed in another cluster (``builders.placed``) takes part like any other under its
 :class:`PlacedKey` (its cluster and its ref): a home child may depend on a placed one, a placed
 one on a home one or on one in a third cluster; a placed child's live object comes from the
-caller's ``placed_live`` (its cluster's cache). No watch is kept for it: any change of a placed
-child queues its parent already (``reconciler._cache.remote``).
+caller's ``placed_live`` (its cluster's cache) and whether its kind is served from
+``placed_served`` (its cluster's discovery). No watch is kept for it: any change of a placed
+child queues its parent already (``reconciler._cache.remote``); a kind not yet served there is
+looked at again by the caller (``placed_kind_waits``).
 
 Boundary: pure. It reads what it is given (the declared children, the live ones, a ``served``
 lookup); ``reconciler._reconcile.parents`` executes its answers and
@@ -128,10 +130,15 @@ class ChildGates:
         parent: Mapping[str, Any], live: Mapping[ObjectRef, Mapping[str, Any]], served: Served,
         default_rule: ReadyRule = default_ready,
         placed_live: Callable[[PlacedKey], Mapping[str, Any] | None] | None = None,
+        placed_served: Callable[[PlacedKey], bool] | None = None,
     ) -> None:
         self._children = [_Child(index=i, key=key, state=state, node=node)
                           for i, (key, state, node) in enumerate(children)]
         self._placed_live = placed_live
+        self._placed_served = placed_served
+        self.placed_kind_waits = False
+        """Whether a placed child waited for its kind to be served in its cluster (no watch
+        says when it is: the caller looks again later)."""
         self._indices = {c.key: c.index for c in self._children}
         self.waited_on_placed = False
         """Whether a home child waited for a placed one in this pass (its write wakes no
@@ -200,11 +207,15 @@ class ChildGates:
 
     def _build_gate(self, child: _Child, node: Dependencies) -> Wait | None:
         what = f"{_describe(child.key)} (component {node.name!r})"
-        if node.when_served and not self._served(child.ref.api_version, child.ref.kind):
+        if node.when_served and not self._kind_served(child):
+            placed = isinstance(child.key, PlacedKey)
+            self.placed_kind_waits = self.placed_kind_waits or placed
+            where = f" in cluster {child.key.cluster!r}" if isinstance(child.key, PlacedKey) \
+                else ""
             return Wait(ref=child.ref, reason="KindNotServed",
                         message=f"{what} waits until {child.ref.kind} "
-                                f"{child.ref.api_version} is served",
-                        kinds=(child.ref.type_key,))
+                                f"{child.ref.api_version} is served{where}",
+                        kinds=() if placed else (child.ref.type_key,))
         observed: dict[str, tuple[Mapping[str, Any], ...]] = {}
         for dep in node.depends_on:
             members = [m for m in self._members.get(dep, ()) if not m.state.is_absent]
@@ -235,6 +246,13 @@ class ChildGates:
                             message=bounded(f"{what}: precondition not met: {why}"),
                             watches=tuple(w for k in keys for w in _watches(k, rule=_any_change)))
         return None
+
+    def _kind_served(self, child: _Child) -> bool:
+        """Whether ``child``'s kind is served where it goes: its own cluster's discovery for
+        a placed child (when the caller can ask it), the home cluster's otherwise."""
+        if isinstance(child.key, PlacedKey) and self._placed_served is not None:
+            return self._placed_served(child.key)
+        return self._served(child.ref.api_version, child.ref.kind)
 
     def _teardown_gate(self, child: _Child) -> Wait | None:
         assert child.node is not None

@@ -531,6 +531,10 @@ class _ParentRun:
                                         for r in outcome.results):
             # a home child waits on a placed one just written: its own write wakes no one
             self.placed_retry = min(self.placed_retry or _PLACED_AGAIN, _PLACED_AGAIN)
+        if gates is not None and gates.placed_kind_waits:
+            # a kind not served yet in its cluster: no watch there says when
+            again = placement.secrets.retry_after
+            self.placed_retry = min(self.placed_retry or again, again)
 
     def _dependency(self, ref: ObjectRef) -> bool:
         """Whether ``ref``'s component is named in another one's ``depends_on``."""
@@ -552,7 +556,9 @@ class _ParentRun:
              *((PlacedKey(c.cluster, c.ref), c.state, c.node) for c in placed)],
             parent=self.parent, live=live, served=self.o.served,
             placed_live=None if placement is None else (
-                lambda key: placement.read(key.cluster, key.ref)))
+                lambda key: placement.read(key.cluster, key.ref)),
+            placed_served=None if placement is None else (
+                lambda key: placement.served(key.cluster, key.ref.api_version, key.ref.kind)))
         self.gates = gates
         for index in gates.ordered():
             if index >= len(built):

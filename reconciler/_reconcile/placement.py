@@ -301,6 +301,16 @@ class Placement:
                 continue
             self.caches.hold(key, run.uid, cluster, client, kinds.get(cluster, ()))
 
+    def served(self, cluster: str, api_version: str, kind: str) -> bool:
+        """Whether ``cluster`` serves the kind now (its discovery; False when it cannot be
+        used: the child waits either way)."""
+        try:
+            record = self.connections.view().clusters.get(cluster)
+            return record is not None and self.connections.client(record).is_served(
+                api_version, kind)
+        except ReconcilerError:
+            return False
+
     def read(self, cluster: str, ref: ObjectRef) -> Mapping[str, Any] | None:
         """``ref`` as ``cluster`` has it now (from its informer under a running operator),
         or None: not there, or the cluster cannot be used (a dependency there is not ready)."""

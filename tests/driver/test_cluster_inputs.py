@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,6 +27,7 @@ from reconciler import ClusterSecrets, KubernetesClient, NotFoundError, Readines
 from reconciler.embedded import EmbeddedApiServer
 from tests.driver.conftest import make_operator, running, thing, wait_until
 from tests.driver.sample_operator import API_VERSION
+from tests.reconciler.conftest import install_crd
 
 MERGE = "application/merge-patch+json"
 SELECTOR = ClusterSelector({"env": "prod"})
@@ -300,5 +302,42 @@ def test_ready_follows_a_placed_deployments_health_woken_by_its_cluster(
 def _get_deployment(client: KubernetesClient, name: str) -> dict[str, Any] | None:
     try:
         return client.get("apps/v1", "Deployment", name, namespace="default")
+    except NotFoundError:
+        return None
+
+
+@pytest.mark.timeout(120)
+def test_when_served_asks_the_placed_childs_own_cluster(
+        client: KubernetesClient, kube_namespace: str, edge: EmbeddedApiServer) -> None:
+    """A kind served only in the workload cluster: a ``when_served`` component placed there
+    waits (its condition naming the cluster) until that cluster serves it, and the
+    management cluster's discovery (which never does) is not what decides."""
+    ns = kube_namespace
+    edge_client = KubernetesClient(edge.api_client())
+    group = f"w{uuid.uuid4().hex[:8]}.optk.dev"
+    widget = {"apiVersion": f"{group}/v1", "kind": "Widget",
+              "metadata": {"name": "w", "namespace": "default"}, "spec": {"size": 1}}
+
+    def build(parent: Any) -> list[Any]:
+        return compose(Component(name="widgets", when_served=True,
+                                 builders=[placed(lambda: widget, cluster="edge-1")]))
+
+    client.create(secret(ns, "edge-1", edge))
+    operator = make_operator(ns, build=build, clusters=ClusterSecrets(
+        namespace=ns, retry_after=0.2, retry_max=1.0))
+    with running(operator, client):
+        client.create(thing(ns, "k"))
+        assert wait_until(lambda: "is served in cluster 'edge-1'" in _conditions(
+            client, ns, "k").get("Reconciled", {}).get("message", ""), 20)
+        install_crd(edge_client, group=group, kind="Widget", plural="widgets")
+        assert wait_until(lambda: _widget(edge_client, group) is not None, 20)
+        assert not client.is_served(f"{group}/v1", "Widget")  # never at home
+        client.delete(API_VERSION, "Thing", "k", namespace=ns)
+        assert wait_until(lambda: _widget(edge_client, group) is None, 20)
+
+
+def _widget(client: KubernetesClient, group: str) -> dict[str, Any] | None:
+    try:
+        return client.get(f"{group}/v1", "Widget", "w", namespace="default")
     except NotFoundError:
         return None
