@@ -104,8 +104,11 @@ class RemoteCaches:
         """``parent`` (uid ``uid``) places ``kinds`` in ``cluster`` now: their informers run
         (started now if none does); kinds it placed there before and no longer does are let
         go (an informer stops when no parent holds it)."""
-        entry = self._cluster(cluster, client)
         wanted = frozenset(kinds)
+        with self._lock:
+            if not wanted and cluster not in self._held.get(parent, {}):
+                return  # nothing placed there, before or now: no pool made for it
+        entry = self._cluster(cluster, client)
         with self._lock:
             self._uids[uid] = parent
             before = self._held.setdefault(parent, {}).get(cluster, frozenset())
