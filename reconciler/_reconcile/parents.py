@@ -278,7 +278,8 @@ class ParentReconciler:
 
     def teardown(self, parent: KubeObject) -> str | None:
         """For the cleanup finalizer of a parent being deleted: delete its children that
-        belong to components in reverse dependency order (``reconciler._reconcile.ordering``);
+        belong to components in reverse dependency order (``reconciler._reconcile.ordering``),
+        and those placed in other clusters (the same order across clusters);
         why the cleanup must wait (children waiting for their dependents to be gone), or None
         when nothing of them is left to delete in order; raises ``ReconcilerError`` naming the
         children whose deletion failed."""
@@ -290,12 +291,15 @@ class ParentReconciler:
         self.waits.replace(run.ref.namespaced_name, run.waiting)
         if run.errors:  # a failure, not a wait: the cleanup reports it as one
             raise ReconcilerError("; ".join(described(e) for e in run.errors))
-        if run.waiting:
-            return waiting_message(run.waiting)
-        if any(r.action is Action.DELETED for r in deleted):
-            return "children are still being deleted"
-        if self.placement is not None:  # then those placed in other clusters, last first
-            return self.placement.teardown(parent, uid)
+        home = waiting_message(run.waiting) if run.waiting else (
+            "children are still being deleted" if any(
+                r.action is Action.DELETED for r in deleted) else None)
+        if self.placement is not None:  # and those placed in other clusters, last first,
+            # each once what depends on it is gone (at home or in another cluster)
+            placed = self.placement.teardown(parent, uid, gate=run.placed_teardown_gate)
+            return "; ".join(why for why in (home, placed) if why) or None
+        if home is not None:
+            return home
         if recorded := inventory_of(parent):
             return (f"{len(recorded)} children placed in other clusters are recorded "
                     f"(annotation optk.dev/placed) but the operator has no clusters "
@@ -404,6 +408,7 @@ class _ParentRun:
         self.placed: list[PlacedChild] = []  # children placed in other clusters (placement)
         self.placed_retry: float | None = None  # when to try an unusable cluster again
         self.gates: ChildGates | None = None  # this pass's, the placed children's too
+        self.torn_placed: list[PlacedChild] = []  # teardown: placed children of components
         self.placed_summary: tuple[dict[str, Any], ...] | None = None  # per cluster
 
     def paused(self, reason: str, may_write: bool) -> ParentResult:
@@ -481,8 +486,12 @@ class _ParentRun:
         built = [(ref, obj, DesiredState.ABSENT, digest) for ref, obj, _, digest in self._build()
                  if ((node := self.nodes.get(ref)) is not None and node.gated)
                  or self._dependency(ref)]
-        if not built or self.build_failed:  # nothing ordered, or not known: the cleanup goes on
-            self.errors.clear()
+        # the placed children of components take part (deleted by the placement, gated here)
+        self.torn_placed = [attrs.evolve(c, state=DesiredState.ABSENT) for c in self.placed
+                            if c.node is not None]
+        if (not built and not self.torn_placed) or self.build_failed:
+            self.errors.clear()  # nothing ordered, or not known: the cleanup goes on
+            self.torn_placed = []
             return []
         self.teardown_mode = True
         live, unlisted = self._prefetch(built)
@@ -537,10 +546,23 @@ class _ParentRun:
             self.placed_retry = min(self.placed_retry or again, again)
 
     def _dependency(self, ref: ObjectRef) -> bool:
-        """Whether ``ref``'s component is named in another one's ``depends_on``."""
+        """Whether ``ref``'s component is named in another one's ``depends_on`` (a placed
+        child's too)."""
         node = self.nodes.get(ref)
+        others = [*self.nodes.values(), *(c.node for c in self.placed)]
         return node is not None and any(
-            other is not None and node.name in other.depends_on for other in self.nodes.values())
+            other is not None and node.name in other.depends_on for other in others)
+
+    def placed_teardown_gate(self, entry: tuple[str, str, str, str, str]) -> Wait | None:
+        """Why the placed child of inventory ``entry`` may not be deleted yet (a child
+        depending on it, at home or elsewhere, still exists), or None."""
+        gates = self.gates
+        if gates is None or not self.teardown_mode:
+            return None
+        ref = ObjectRef(api_version=entry[1], kind=entry[2], namespace=entry[3] or None,
+                        name=entry[4])
+        index = gates.index_of(PlacedKey(entry[0], ref))
+        return None if index is None else gates.gate(index)
 
     def _apply(self, built: Sequence[_Built], live: Mapping[ObjectRef, dict[str, Any]],
                unlisted: Mapping[ObjectRef, ReconcilerError]) -> set[ObjectRef]:
@@ -549,7 +571,7 @@ class _ParentRun:
         built_refs = set()
         # the placed children take part in the gates (after the home ones: indices past
         # ``built``), applied by the placement after these
-        placed = [] if self.teardown_mode else self.placed
+        placed = self.torn_placed if self.teardown_mode else self.placed
         placement = self.o.placement
         gates = ChildGates(
             [*((b[0], b[2], self.nodes.get(b[0])) for b in built),

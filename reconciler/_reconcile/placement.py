@@ -326,11 +326,13 @@ class Placement:
 
     # -- while it is being deleted ----------------------------------------------------------
 
-    def teardown(self, parent: Mapping[str, Any], uid: str) -> str | None:
-        """Delete every recorded child (last built first) from its cluster: why the cleanup
-        must wait (a cluster that cannot be used, children still being deleted), or None when
-        none is left. Raises ``ReconcilerError`` when a delete failed otherwise."""
-        done = self.remove_all(parent, uid)
+    def teardown(self, parent: Mapping[str, Any], uid: str, *,
+                 gate: Callable[[Entry], Wait | None] | None = None) -> str | None:
+        """Delete every recorded child (last built first, each once ``gate`` lets it: what
+        depends on it is gone) from its cluster: why the cleanup must wait (a cluster that
+        cannot be used, children still being deleted or waiting for their dependents), or
+        None when none is left. Raises ``ReconcilerError`` when a delete failed otherwise."""
+        done = self.remove_all(parent, uid, gate=gate)
         if done.failed:
             raise ReconcilerError("; ".join(done.failed))
         if done.waiting:
@@ -339,10 +341,11 @@ class Placement:
             return "being deleted in other clusters: " + ", ".join(done.left)
         return None
 
-    def remove_all(self, parent: Mapping[str, Any], uid: str) -> Removal:
+    def remove_all(self, parent: Mapping[str, Any], uid: str, *,
+                   gate: Callable[[Entry], Wait | None] | None = None) -> Removal:
         """One pass deleting every child ``parent``'s inventory records, last built first,
-        each in its cluster and only while ours (for the cleanup finalizer and for
-        ``optk uninstall``); never raises for a cluster's answer."""
+        each in its cluster and only while ours and ``gate`` lets it (for the cleanup
+        finalizer; ``optk uninstall`` passes none); never raises for a cluster's answer."""
         recorded = inventory_of(parent)
         if not recorded:
             return Removal()
@@ -350,7 +353,11 @@ class Placement:
         view = run.view()
         deleted: list[str] = []
         left: list[str] = []
+        held: list[str] = []
         for entry in reversed(recorded):
+            if gate is not None and (wait := gate(entry)) is not None:
+                held.append(wait.message)
+                continue
             result = run.place(view, entry[0], _stub(_ref(entry)), DesiredState.ABSENT,
                                pruning=True)
             if result is None:
@@ -361,7 +368,7 @@ class Placement:
             if not _gone(result) or result.action is Action.DELETED:
                 left.append(where)
         return Removal(deleted=tuple(deleted), left=tuple(left),
-                       waiting=tuple(dict.fromkeys(w.message for w in run.waiting)),
+                       waiting=tuple(dict.fromkeys([*(w.message for w in run.waiting), *held])),
                        failed=tuple(e.message for e in run.errors))
 
     # -- per cluster ------------------------------------------------------------------------

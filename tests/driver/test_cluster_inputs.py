@@ -341,3 +341,50 @@ def _widget(client: KubernetesClient, group: str) -> dict[str, Any] | None:
         return client.get(f"{group}/v1", "Widget", "w", namespace="default")
     except NotFoundError:
         return None
+
+
+@pytest.mark.timeout(120)
+def test_teardown_keeps_the_dependency_order_across_clusters(
+        client: KubernetesClient, kube_namespace: str, edge: EmbeddedApiServer) -> None:
+    """A placed child depending on a home one: when the parent goes, the home dependency is
+    deleted only once the placed dependent is gone from its cluster (held there by a
+    finalizer for a while)."""
+    ns = kube_namespace
+    edge_client = KubernetesClient(edge.api_client())
+    remote_name = f"{ns}-dependent"
+    home = {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "dependency", "namespace": ns}, "data": {}}
+    remote = {"apiVersion": "v1", "kind": "ConfigMap",
+              "metadata": {"name": remote_name, "namespace": "default"}, "data": {}}
+
+    base = {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "base", "namespace": ns}, "data": {}}
+
+    def build(parent: Any) -> list[Any]:  # base <- home <- remote (in edge-1)
+        return compose(Component(name="base", builders=[lambda: base]),
+                       Component(name="home", depends_on="base", builders=[lambda: home]),
+                       Component(name="remote", depends_on="home",
+                                 builders=[placed(lambda: remote, cluster="edge-1")]))
+
+    client.create(secret(ns, "edge-1", edge))
+    operator = make_operator(ns, build=build, clusters=ClusterSecrets(namespace=ns))
+    with running(operator, client):
+        client.create(thing(ns, "t"))
+        assert wait_until(lambda: _get(edge_client, remote_name) is not None, 20)
+        assert _exists_cm(client, ns, "dependency")
+        edge_client.patch("v1", "ConfigMap", remote_name,
+                          {"metadata": {"finalizers": ["test.optk.dev/hold"]}},
+                          namespace="default", patch_type=MERGE)
+        client.delete(API_VERSION, "Thing", "t", namespace=ns)
+        assert wait_until(lambda: ((_get(edge_client, remote_name) or {}).get("metadata")
+                                   or {}).get("deletionTimestamp"), 20)
+        time.sleep(1.0)
+        assert _exists_cm(client, ns, "dependency")  # its dependent is still there
+        assert _exists_cm(client, ns, "base")
+        assert "waits until ConfigMap default/" in _conditions(client, ns, "t").get(
+            "Cleanup", {}).get("message", "")
+        edge_client.patch("v1", "ConfigMap", remote_name, {"metadata": {"finalizers": None}},
+                          namespace="default", patch_type=MERGE)
+        assert wait_until(lambda: not _exists_cm(client, ns, "dependency"), 20)
+        assert wait_until(lambda: not _exists(client, ns, "t"), 20)
+        assert _get(edge_client, remote_name) is None
