@@ -7,8 +7,8 @@ parents that read the clusters and no other; the Secrets are served from an info
 state makes no request for them) and the placed children from an informer per (cluster, kind)
 in their cluster: a remote drift is repaired within the watch's latency, a forced resync reads
 and writes nothing in either cluster, and the informers stop when nothing places their kind
-there or the cluster goes. Gates, health, pause and per-object policies apply to placed
-children across clusters.
+there or the cluster goes. Gates (``when_served`` asking the child's own cluster, the teardown
+order), health, pause and per-object policies apply to placed children across clusters.
 """
 
 from __future__ import annotations
