@@ -263,7 +263,12 @@ class _PresentSource:
         return [{**obj, "metadata": {**obj["metadata"], "labels": labels}}], False
 
     def clusters(self, selector: ClusterSelector) -> Clusters:
-        return [Cluster(name="cluster-0", labels=dict(selector.match_labels))], False
+        return [Cluster(name=PRESENT_CLUSTER, labels=dict(selector.match_labels))], False
+
+
+PRESENT_CLUSTER = "cluster-0"
+"""The one cluster ``present_reader`` answers a ``ClusterSelector`` with (its labels the
+selector's): a stand-in for the clusters chosen at run time."""
 
 
 present_reader: InputSource = _PresentSource()

@@ -34,6 +34,7 @@ from reconciler._commands.rbac import (
     derive_rules,
     operator_facts,
 )
+from reconciler._cache.inputs import PRESENT_CLUSTER
 from reconciler._commands.rbac_clusters import derive_cluster_rules, placed_clusters
 from reconciler._commands.webhook_manifests import (
     webhook_container_port,
@@ -338,9 +339,10 @@ def manifests_text(operator: Any, options: ManifestOptions, *,
         header += (f" Apply it in cluster {options.cluster!r}; the kubeconfig of its Secret "
                    f"authenticates as ServiceAccount {options.namespace}/{facts.name} there.")
     elif clusters := placed_clusters(facts, parents=samples, generated=generated):
-        header += (" Children are placed in other clusters (" + ", ".join(clusters) + "):"
-                   f" print each one's role with `optk manifests {options.target} --cluster "
-                   "NAME` and apply it there.")
+        named = [name for name in clusters if name != PRESENT_CLUSTER]
+        where = ", ".join(named) if named else "chosen at run time, by label"
+        header += (f" Children are placed in other clusters ({where}): print each one's role"
+                   f" with `optk manifests {options.target} --cluster NAME` and apply it there.")
     return render(manifests(facts, options, parents=samples, generated=generated),
                   header=header)
 

@@ -203,7 +203,9 @@ def plan_command(
     try:
         parents = [_in_namespace(client, parent, namespace) for parent in parents]
         results = plan_parents(
-            client, one_argument_build(operator, client_reader(client)), parents,
+            client,
+            one_argument_build(operator, client_reader(client, operator.applying.clusters)),
+            parents,
             operator_name=operator.name, resource_settings=operator.resource_settings(),
             parent_settings=planned(operator.parent_settings()),
             guard=attrs.evolve(operator, policies=attrs.evolve(

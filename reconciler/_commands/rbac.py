@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 import attrs
 
+from builders.inputs import ClusterSelector
 from objectmatcher import has_builtin_schema
 from reconciler._base.errors import RbacDerivationError
 from reconciler._cache.inputs import one_argument_build, present_reader
@@ -315,7 +316,9 @@ def input_kinds(declare: Callable[[Mapping[str, Any]], Iterable[Any]] | None,
             refs = list(declare({**sample, "metadata": meta}))
         except Exception:  # a generated parent the declaration refuses: no kinds from it
             continue
-        kinds |= {(str(ref.api_version), str(ref.kind)) for ref in refs}
+        # a ClusterSelector reads the cluster Secrets: granted with the clusters, not here
+        kinds |= {(str(ref.api_version), str(ref.kind)) for ref in refs
+                  if not isinstance(ref, ClusterSelector)}
     return kinds
 
 

@@ -477,6 +477,7 @@ class _ParentRun:
             errors=tuple(self.errors), status_written=status_written, status_error=status_error,
             requeue_after=min(requeues) if requeues else None, dry_run=self.o.dry_run,
             waiting=tuple(self.waiting), prune_blocked=tuple(self.prune_blocked),
+            placed=frozenset(c.ref for c in self.placed),
         )
 
     def teardown(self) -> list[ReconcileResult]:

@@ -223,3 +223,21 @@ def test_manifests_for_a_cluster_of_an_operator_without_clusters_is_refused(
     err = capsys.readouterr().err
     assert "--cluster edge-1" in err
     assert "places no children in other clusters" in err
+
+
+def test_the_driver_watches_no_placed_kind_at_home(
+        client: KubernetesClient, fleet: None, ns: str) -> None:
+    """The kinds of placed children are watched in their clusters, never at home (where the
+    derived role grants none of them): not for a child placed, nor for one waiting for its
+    cluster (``edge-9``: no Secret declares it)."""
+    from reconciler._driver.workers import types_of
+
+    settings = placed_operator.operator.parent_settings()
+    reconciler = ParentReconciler(client, placed_operator.build, operator_name="site-operator",
+                                  settings=settings)
+    placed = reconciler.reconcile(client.create(site(ns, "h", size=1)))
+    assert {r.cluster for r in placed.children} == {None, "edge-1"}
+    assert types_of(placed) == {("v1", "ConfigMap")}  # the home ConfigMap only
+    waiting = reconciler.reconcile(client.create(site(ns, "g", cluster="edge-9")))
+    assert len(waiting.waiting) == 3
+    assert types_of(waiting) == {("v1", "ConfigMap")}
