@@ -27,6 +27,7 @@ import yaml
 from objectmatcher import set_last_applied
 from reconciler._base.errors import ReconcilerUsageError, ReconcilerUsageTypeError
 from reconciler._base.metrics import ALL_INTERFACES
+from reconciler._cache.inputs import PRESENT_CLUSTER
 from reconciler._commands.rbac import (
     OperatorFacts,
     PolicyRule,
@@ -34,7 +35,6 @@ from reconciler._commands.rbac import (
     derive_rules,
     operator_facts,
 )
-from reconciler._cache.inputs import PRESENT_CLUSTER
 from reconciler._commands.rbac_clusters import derive_cluster_rules, placed_clusters
 from reconciler._commands.webhook_manifests import (
     webhook_container_port,
