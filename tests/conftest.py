@@ -48,6 +48,7 @@ LONGEST_FIRST = (
     "tests/manifests/test_pod_real.py",
     "tests/examples/test_demo.py",
     "tests/driver/test_inputs.py",
+    "tests/examples/test_tenant_real.py",
 )
 """Files (or folders) of 20 s or more in ``make test`` (``--durations``), longest first.
 
