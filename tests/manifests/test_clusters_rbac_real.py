@@ -1,12 +1,13 @@
 """The per-cluster roles of ``optk manifests`` at work on two real control planes (issue 41).
 
-The session's control plane is the management cluster, a second one started here is the
-workload cluster ``edge-1``. At home the generated stream's RBAC is applied and the operator
-(``tests.reconciler.placed_operator``, as deployed: leader election in its namespace) runs with
-its ServiceAccount's token; in ``edge-1`` the ``--cluster edge-1`` stream is applied and the
-cluster's Secret holds a kubeconfig of that cluster's ServiceAccount. A parent converges in both
-clusters and its deletion removes the remote children, and neither API server answered that
-ServiceAccount with a 403 (read from both audit logs): the derived roles are enough.
+The session's control plane is the management cluster, the session's second one
+(``second_real_kube_api``, tests/conftest.py) is the workload cluster ``edge-1``. At home the
+generated stream's RBAC is applied and the operator (``tests.reconciler.placed_operator``, as
+deployed: leader election in its namespace) runs with its ServiceAccount's token; in ``edge-1``
+the ``--cluster edge-1`` stream is applied and the cluster's Secret holds a kubeconfig of that
+cluster's ServiceAccount. A parent converges in both clusters and its deletion removes the
+remote children, and neither API server answered that ServiceAccount with a 403 (read from both
+audit logs): the derived roles are enough.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import base64
 import contextlib
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import kubernetes
@@ -42,9 +43,10 @@ SAMPLE = {"apiVersion": API, "kind": "Site", "metadata": {"name": "s", "namespac
 
 
 @pytest.fixture(scope="module")
-def edge(kube_assets: Path) -> Iterator[ControlPlane]:
-    with ControlPlane(kube_assets) as plane:
-        yield plane
+def edge(second_real_kube_api: ControlPlane) -> ControlPlane:
+    """The workload cluster: the session's second control plane (shared with the other
+    multi-cluster real tests, so the session starts at most one extra plane)."""
+    return second_real_kube_api
 
 
 def _apply_rbac(client: KubernetesClient, text: str) -> None:
