@@ -99,9 +99,9 @@ def in_cluster(tenant: Mapping[str, Any], typed: TenantSpec,
     made = [quota(tenant, typed), role(tenant), role_binding(tenant, typed)]
     return [
         b.Component(name=f"namespace-{where}",
-                    builders=[b.placed(lambda: made_namespace, cluster=where)]),
+                    builders=[b.placed(_present(made_namespace), cluster=where)]),
         b.Component(name=f"access-{where}", depends_on=f"namespace-{where}",
-                    builders=[b.placed(lambda obj=obj: obj, cluster=where) for obj in made]),
+                    builders=[b.placed(_present(obj), cluster=where) for obj in made]),
     ]
 
 
@@ -109,3 +109,8 @@ def build(tenant: Mapping[str, Any], inputs: Inputs) -> list[b.ResourceBuilder]:
     """Every child of ``tenant``: its four children in each matching cluster."""
     typed = spec(tenant)
     return b.compose(*(in_cluster(tenant, typed, c) for c in inputs.clusters(clusters(tenant))))
+
+
+def _present(obj: dict[str, Any]) -> b.ResourceBuilder:
+    """A builder of ``obj``, PRESENT."""
+    return lambda: (obj, b.DesiredState.PRESENT)
