@@ -16,6 +16,6 @@ def test_two_sizes_converge_and_sit_still() -> None:
         assert run["remote_children"] == 3 * k * 2
         assert run["converge_cpu_s"] > 0
         assert run["steady_requests"] == {"home": 0, "remote": 0}
-        assert run["remote_drifts_repaired"] in ("0/1", "1/1")
+        assert run["remote_drifts_repaired"] == "1/1"  # from the remote watch
     assert "cpu_s_per_cluster" in figures
     assert "rss_mib_per_cluster" in figures
