@@ -27,6 +27,7 @@ import collections
 import contextlib
 import copy
 import itertools
+import math
 import threading
 import time
 import typing
@@ -252,10 +253,37 @@ _FOREIGN_LABEL = "machine.optk.dev/foreign"
 _LABEL = "machine.optk.dev/label"
 _NOTE = "machine.optk.dev/note"
 _FAULTS = ("error-500", "watch-cut")
+_CONTENDER = "machine-contender"  # the second writer's field manager
+_CONTESTED = "contested-by-machine"
+_POLICIES = ("ignore", "create-only", "no-prune", "observe")
+#: per policy, the operator's write verbs it forbids (``policies.restrict_plan``)
+_FORBIDDEN = {"ignore": _WRITES, "observe": _WRITES,
+              "create-only": frozenset({"update", "patch"}),
+              "no-prune": frozenset({"delete", "deletecollection"})}
+#: policies under which a present child keeps what others wrote (it is not compared)
+_UNCOMPARED = frozenset({"ignore", "observe", "create-only"})
 _BOOKKEEPING = ("leases.", "events")  # the resync heartbeat, Events: not children's writes
 _SECRET_MIN = 6  # shorter Secret values are too likely to appear by chance
 #: children wait for their dependencies (or, to go, for their dependents to be gone)
 _GATED = ("DependencyNotReady", "DependencyNotBuilt", "DependentsNotGone")
+
+
+def _pointer(path: tuple[_Any, ...]) -> str:
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
+
+
+#: keys that name a list item (merge keys of Kubernetes' list-maps): changed, they make
+#: another item, not a changed field, so the machine never drifts or contests them
+_ITEM_KEYS = frozenset({"name", "protocol", "port", "containerPort", "mountPath", "devicePath",
+                        "ip", "type", "key", "topologyKey", "scope", "containerName"})
+
+
+def _changeable(path: tuple[_Any, ...]) -> bool:
+    """Whether the machine may set a built string field at ``path`` to its own value: not the
+    identity or status, and not a key of a list item."""
+    if path[0] in ("apiVersion", "kind", "metadata", "status"):
+        return False
+    return not (len(path) > 1 and isinstance(path[-2], int) and path[-1] in _ITEM_KEYS)
 
 
 def _walk_leaves(value: _Any, path: tuple[_Any, ...] = ()) -> list[tuple[_Any, ...]]:
@@ -264,6 +292,15 @@ def _walk_leaves(value: _Any, path: tuple[_Any, ...] = ()) -> list[tuple[_Any, .
     if isinstance(value, list):
         return [p for i, v in enumerate(value) for p in _walk_leaves(v, (*path, i))]
     return [path] if isinstance(value, str) else []
+
+
+def _get_path(obj: _Any, path: tuple[_Any, ...]) -> _Any:
+    for step in path:
+        try:
+            obj = obj[step]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return obj
 
 
 def _set_path(obj: _Any, path: tuple[_Any, ...], value: _Any) -> bool:
@@ -341,9 +378,11 @@ def operator_machine(
     scale_children: bool = True, foreign_objects: bool = True, inputs: bool = True,
     pause: bool = True,
     restart: bool = True, crash: bool = True, make_available: bool = True,
-    faults: bool = True, check_resync: bool = True, check_conditions: bool = True,
+    faults: bool = True, contend: bool = True, policies: bool = True,
+    check_resync: bool = True, check_conditions: bool = True,
     check_secrets: bool = True, idle_timeout: float = 20.0, max_reconciles_per_step: int = 50,
     retry_window: float = 2.0, fault_seconds: float = 0.3, request_log_lines: int = 40,
+    contend_seconds: float = 1.0, repair_timeout: float = 30.0,
 ) -> _Any:
     """A Hypothesis ``RuleBasedStateMachine`` class that runs ``operator`` against its own
     in-process ``EmbeddedApiServer`` (one per run) with random user actions; run it with
@@ -366,7 +405,18 @@ def operator_machine(
     reconciles, the Lease left to expire, then start it again), ``make_available`` (workloads
     of ``namespace`` made available as a kubelet would, ``make_workloads_available``),
     ``faults`` (change a parent's spec while the server answers 500 to half the requests, or
-    cuts every watch after one event, for ``fault_seconds`` real seconds).
+    cuts every watch after one event, for ``fault_seconds`` real seconds), ``contend`` (a
+    second writer, another field manager, sets a string field of a child back to its own value
+    whenever it sees another, by a patch or a whole update, for ``contend_seconds``: the
+    operator's writes to it are bounded by its ``Contention`` settings, its parent says
+    ``Contested=True``, and once the writer stops the child is repaired within
+    ``repair_timeout`` seconds), ``policies`` (set or remove ``optk.dev/policy`` on a child:
+    ``ignore``, ``create-only``, ``no-prune`` or ``observe``; from the step on, the operator
+    sends no write the policy forbids, an observed child that differs from its build is
+    reported by ``Drifted=True``, and a child whose policy holds writes back is not compared).
+
+    ``contend_seconds`` is how long the second writer writes; ``repair_timeout`` bounds the
+    repair after it stops.
 
     After every step the operator must be quiet within ``idle_timeout`` seconds (its informers
     have seen the step's writes, it is idle, and a retry or held repair due within
@@ -392,14 +442,15 @@ def operator_machine(
     and the failed check's message ends with the server's request log of the step (its last
     ``request_log_lines`` requests) and the parents' conditions. The class's ``stats`` (a
     ``Counter``) counts each rule run and each quiet point checked (``checks``) over all its
-    runs. Needs the ``testing`` and ``embedded`` extras."""
+    runs (and ``fights``: contests in which the second writer changed the child; ``policy
+    ignore``, ...: policies set). Needs the ``testing`` and ``embedded`` extras."""
     from hypothesis import strategies as st
     from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
 
     from builders.names import OWNER_UID_LABEL
     from objectmatcher import LAST_APPLIED_ANNOTATION
     from reconciler._client.kubernetes import KubernetesClient
-    from reconciler._reconcile.policies import PAUSED_ANNOTATION
+    from reconciler._reconcile.policies import PAUSED_ANNOTATION, POLICY_ANNOTATION
     from reconciler.embedded import EmbeddedApiServer, Faults
 
     class OperatorMachine(RuleBasedStateMachine):
@@ -425,6 +476,9 @@ def operator_machine(
             self.deleted: dict[str, list[_Any]] = {}  # deleted parent -> its children's refs
             self.foreign: dict[tuple[_Any, ...], str] = {}  # a foreign object -> whose place
             self.input_secrets: set[str] = set()  # values the machine put in input Secrets
+            #: a child's key -> (its optk.dev/policy, its parent, the request log's index from
+            #: which the operator has seen it)
+            self.policies: dict[tuple[_Any, ...], tuple[str, str, int]] = {}
             self.mark = self.next_mark = 0  # the request log's start of the step (and the next)
             self.reconciles_mark = 0
 
@@ -492,6 +546,84 @@ def operator_machine(
             live["spec"] = copy.deepcopy(dict(parent).get("spec"))
             self.client.replace(live)
             return True
+
+
+        def _contend(self, name: str, ref: _Any, path: tuple[_Any, ...], built: _Any,
+                     writer: str) -> None:
+            """A second writer sets ``path`` of the child to its own value whenever it sees
+            another, for ``contend_seconds``; then the operator's contention handling is
+            judged (see ``contend`` in the docstring)."""
+            other = KubernetesClient(self.server.api_client(), operator_name=_CONTENDER)
+            other.user_agent = _MACHINE_AGENT  # not the operator's requests
+            start = len(self.server.request_log())
+            reconciles = sum(self.runtime.stats.reconciles.values())
+            changes, contested = 0, False
+            deadline = time.monotonic() + contend_seconds
+            while time.monotonic() < deadline:
+                live = self._get(ref)
+                if live is None:
+                    return  # gone (its parent went): nothing to fight over
+                if _get_path(live, path) != _CONTESTED:
+                    try:
+                        if writer == "update":
+                            _set_path(live, path, _CONTESTED)
+                            other.replace(live)
+                        else:
+                            other.patch(ref.api_version, ref.kind, ref.name,
+                                        [{"op": "replace", "path": _pointer(path),
+                                          "value": _CONTESTED}],
+                                        patch_type="application/json-patch+json",
+                                        namespace=ref.namespace)
+                        changes += 1
+                    except _errors.ConflictError:
+                        pass  # the operator wrote in between: the next look writes again
+                    except _errors.ApiError:
+                        if changes == 0:
+                            return  # the server refuses this value here: no fight
+                contested = contested or (_conditions(self._get_parent(name)).get(
+                    "Contested") or {}).get("status") == "True"
+                time.sleep(0.02)
+            self.stats["fights"] += changes > 0
+            stopped = len(self.server.request_log())
+            undone = [r for r in self.server.request_log()[start:stopped]
+                      if r.user_agent != _MACHINE_AGENT and r.verb in ("update", "patch")
+                      and r.code < 400 and r.namespace == ref.namespace and r.name == ref.name
+                      and _resource_of(r.resource, ref.kind)]
+            settings = operator.policies.contention
+            if settings is not None:
+                tries = math.ceil(math.log2(1 + contend_seconds / settings.backoff))
+                bound = settings.threshold + tries + 1
+                assert len(undone) <= bound, (
+                    f"contended child {ref} ({_pointer(path)}, {changes} changes by "
+                    f"{_CONTENDER}): the operator wrote it {len(undone)} times in "
+                    f"{contend_seconds}s, more than its Contention allows ({bound}: threshold "
+                    f"{settings.threshold}, backoff {settings.backoff}s)")
+                if changes >= settings.threshold and len(undone) >= settings.threshold - 1:
+                    wait = time.monotonic() + 2.0
+                    while not contested and time.monotonic() < wait:
+                        contested = (_conditions(self._get_parent(name)).get(
+                            "Contested") or {}).get("status") == "True"
+                        time.sleep(0.02)
+                    assert contested, (
+                        f"contended child {ref} ({_pointer(path)}): changed back "
+                        f"{changes} times by {_CONTENDER} and undone {len(undone)} times, but "
+                        f"parent {name} never said Contested=True")
+            spent = sum(self.runtime.stats.reconciles.values()) - reconciles
+            assert spent <= 4 * changes + 10, (
+                f"contended child {ref}: {spent} reconciles for {changes} changes by "
+                f"{_CONTENDER} (a hot loop?)")
+            deadline = time.monotonic() + repair_timeout
+            while _get_path(self._get(ref) or {}, path) != built:
+                assert time.monotonic() < deadline, (
+                    f"contended child {ref} ({_pointer(path)}) not repaired within "
+                    f"{repair_timeout}s after {_CONTENDER} stopped")
+                time.sleep(0.05)
+            while (_conditions(self._get_parent(name)).get("Contested") or {}).get(
+                    "status") == "True":  # ends once the repair held for the quiet window
+                assert time.monotonic() < deadline, (
+                    f"parent {name} still says Contested=True {repair_timeout}s after "
+                    f"{_CONTENDER} stopped, its child {ref} repaired")
+                time.sleep(0.05)
 
         # -- rules -------------------------------------------------------------------------
 
@@ -613,7 +745,8 @@ def operator_machine(
                 if live is None or name in self.deleted:
                     return
                 refs = [c.ref for c in self._declared(live).children
-                        if _key(c.ref) not in self.foreign]
+                        if _key(c.ref) not in self.foreign
+                        and self.policies.pop(_key(c.ref), None) is None]  # may be kept
                 api_version, kind = self._api_version_kind()
                 self.client.delete(api_version, kind, name, namespace=namespace)
                 self.live.pop(name, None)
@@ -627,6 +760,7 @@ def operator_machine(
                 if not children:
                     return
                 ref = children[which % len(children)].ref
+                self.policies.pop(_key(ref), None)  # its policy goes with it
                 with contextlib.suppress(_NotFoundError):
                     self.client.delete(ref.api_version, ref.kind, ref.name,
                                        namespace=ref.namespace)
@@ -639,8 +773,7 @@ def operator_machine(
                 if not present:
                     return
                 child = present[which % len(present)]
-                paths = [p for p in _walk_leaves(child.obj)
-                         if p[0] not in ("apiVersion", "kind", "metadata", "status")]
+                paths = [p for p in _walk_leaves(child.obj) if _changeable(p)]
                 obj = self._get(child.ref)
                 if not paths or obj is None:
                     return
@@ -703,6 +836,53 @@ def operator_machine(
             def make_workloads_available(self) -> None:
                 self.stats["make_workloads_available"] += 1
                 _make_workloads_available(self.client, namespace)
+
+
+        if contend:
+            @rule(name=parent_names, which=st.integers(0, 20), field=st.integers(0, 50),
+                  writer=st.sampled_from(("patch", "update")))
+            def contend_child(self, name: str, which: int, field: int, writer: str) -> None:
+                self.stats["contend_child"] += 1
+                present = [c for c in self._children(name, present=True)
+                           if _key(c.ref) not in self.policies]
+                if not present or name in self.paused:
+                    return
+                child = present[which % len(present)]
+                paths = [p for p in _walk_leaves(child.obj) if _changeable(p)]
+                obj = self._get(child.ref)
+                if not paths or obj is None:
+                    return
+                path = paths[field % len(paths)]
+                built = _get_path(child.obj, path)
+                if _get_path(obj, path) != built:
+                    return  # not as built yet (it waits on something): no field to fight over
+                self.mark = len(self.server.request_log())  # a failure shows the fight
+                try:
+                    self._contend(name, child.ref, path, built, writer)
+                except AssertionError as failure:
+                    raise AssertionError(f"{failure}\n{self._request_log()}") from None
+
+        if policies:
+            @rule(name=parent_names, which=st.integers(0, 20),
+                  policy=st.sampled_from((*_POLICIES, None)))
+            def set_policy(self, name: str, which: int, policy: str | None) -> None:
+                self.stats["set_policy"] += 1
+                children = self._children(name)
+                if not children or name in self.paused:
+                    return
+                ref = children[which % len(children)].ref
+                try:
+                    self.client.patch(
+                        ref.api_version, ref.kind, ref.name,
+                        {"metadata": {"annotations": {POLICY_ANNOTATION: policy}}},
+                        patch_type="application/merge-patch+json", namespace=ref.namespace)
+                except _NotFoundError:
+                    return  # a missing child carries no policy: it is created as usual
+                self.policies.pop(_key(ref), None)
+                self._caught_up()  # judged from when the operator's cache holds it
+                if policy is not None:
+                    self.policies[_key(ref)] = (policy, name, len(self.server.request_log()))
+                    self.stats[f"policy {policy}"] += 1
 
         if faults:
             @rule(name=parent_names, parent=parents, fault=st.sampled_from(_FAULTS))
@@ -809,6 +989,15 @@ def operator_machine(
                         f"the operator wrote ({r.verb}) the foreign {kind} {ns}/{name} where "
                         f"{owner}'s child goes: it is not the operator's (no "
                         f"{LAST_APPLIED_ANNOTATION}, no owner reference)")
+            log = self.server.request_log()
+            for key, (policy, owner, seen) in self.policies.items():
+                _, kind, ns, name = key
+                for r in log[max(self.mark, seen):]:
+                    assert not (r.user_agent != _MACHINE_AGENT and r.code < 400
+                                and r.verb in _FORBIDDEN[policy] and r.namespace == ns
+                                and r.name == name and _resource_of(r.resource, kind)), (
+                        f"the operator wrote ({r.verb}) {kind} {ns}/{name}, a child of {owner} "
+                        f"annotated {POLICY_ANNOTATION}: {policy}")
             if not self.paused:
                 return
             for name in self.paused:
@@ -823,8 +1012,7 @@ def operator_machine(
                             f"paused parent {name}: the operator wrote ({r.verb}) its child {ref}")
 
         def _check_children(self) -> None:
-            from objectmatcher import calculate_patch, set_last_applied
-            from reconciler._reconcile.sharing import is_shared, shared_record, wants_shared
+            from reconciler._reconcile.sharing import is_shared, shared_record
             for name in self.live:
                 if name in self.paused:
                     continue
@@ -842,6 +1030,10 @@ def operator_machine(
                     if _key(ref) in self.foreign or _waits_for_gate(ref, gated):
                         continue
                     obj = self._get(ref)
+                    policy = self._policy(ref, obj)
+                    if policy in _UNCOMPARED or (policy == "no-prune" and str(
+                            child.state).upper().endswith("ABSENT")):
+                        continue  # kept as it is: what the policy forbids was checked
                     if str(child.state).upper().endswith("ABSENT"):
                         kept = obj is not None and is_shared(obj) and any(
                             uid != live["metadata"].get("uid") for uid in shared_record(obj))
@@ -850,18 +1042,40 @@ def operator_machine(
                     if obj is None and len(failed) < len(declared.failures):
                         continue  # waits on an input: its message names no dependency's waits
                     assert obj is not None, f"parent {name}: PRESENT child {ref} is missing"
-                    desired = wants_shared(child.obj) if is_shared(child.obj) else child.obj
-                    annotations = (obj.get("metadata") or {}).get("annotations") or {}
-                    if LAST_APPLIED_ANNOTATION not in annotations:
-                        # written by server-side apply: the built fields compared three-way
-                        obj = copy.deepcopy(obj)
-                        obj["metadata"]["annotations"] = {**annotations, LAST_APPLIED_ANNOTATION:
-                            set_last_applied(desired)["metadata"]["annotations"][
-                                LAST_APPLIED_ANNOTATION]}
-                    result = calculate_patch(obj, desired)
+                    result = self._build_diff(child, obj)
                     assert result.is_empty, (
                         f"parent {name}: child {ref} differs from its build:\n"
                         f"{result.explain()}")
+
+        @staticmethod
+        def _build_diff(child: _Any, obj: dict[str, _Any]) -> _Any:
+            """``calculate_patch`` of a live child against its build (server defaults aside)."""
+            from objectmatcher import calculate_patch, set_last_applied
+            from reconciler._reconcile.sharing import is_shared, wants_shared
+            desired = wants_shared(child.obj) if is_shared(child.obj) else child.obj
+            annotations = (obj.get("metadata") or {}).get("annotations") or {}
+            if LAST_APPLIED_ANNOTATION not in annotations:
+                # written by server-side apply: the built fields compared three-way
+                obj = copy.deepcopy(obj)
+                obj["metadata"]["annotations"] = {**annotations, LAST_APPLIED_ANNOTATION:
+                    set_last_applied(desired)["metadata"]["annotations"][
+                        LAST_APPLIED_ANNOTATION]}
+            return calculate_patch(obj, desired)
+
+        def _differs(self, child: _Any) -> bool:
+            obj = self._get(child.ref)
+            return obj is not None and not self._build_diff(child, obj).is_empty
+
+        def _policy(self, ref: _Any, obj: _abc.Mapping[str, _Any] | None) -> str | None:
+            """The policy the machine set on a child, or None; forgotten once the child is
+            gone (a missing child carries none: it is created as usual)."""
+            if _key(ref) not in self.policies:
+                return None
+            if obj is None or ((obj.get("metadata") or {}).get("annotations") or {}).get(
+                    POLICY_ANNOTATION) is None:
+                del self.policies[_key(ref)]
+                return None
+            return self.policies[_key(ref)][0]
 
         def _check_deleted(self) -> None:
             from reconciler._reconcile.sharing import is_shared, shared_record
@@ -898,18 +1112,28 @@ def operator_machine(
                         f"paused parent {name}: Reconciled is {_said(reconciled)}, not "
                         "False/ReconcilePaused")
                     continue
-                if name in held or any(_key(c.ref) in self.foreign
-                                       for c in self._declared(live).children):
+                declared = self._declared(live)
+                waits = ("InputMissing", "InputForbidden") if any(
+                    _waits_on_input(f.error) for f in declared.failures) else ()
+                if name in held or any(_key(c.ref) in self.foreign for c in declared.children):
                     assert reconciled.get("status") == "False" and reconciled.get(  # noqa: PT018
-                        "reason") in ("ChildrenSkipped", *_GATED), (
+                        "reason") in ("ChildrenSkipped", *_GATED, *waits), (
                             f"parent {name}: a foreign object holds a child's place but "
                             f"Reconciled is {_said(reconciled)}, not False/ChildrenSkipped "
-                            "(or a dependency's wait, said first)")
+                            "(or a dependency's or an input's wait, said first)")
                     assert ready.get("status") != "True", (
                         f"parent {name}: Ready is True while a foreign object holds a "
                         "child's place")
                     continue
-                declared = self._declared(live)
+                observed = [c.ref for c in declared.children
+                            if self.policies.get(_key(c.ref), ("",))[0] == "observe"
+                            and str(c.state).upper().endswith("PRESENT")
+                            and self._differs(c)]
+                if observed:
+                    drifted = conditions.get("Drifted") or {}
+                    assert drifted.get("status") == "True", (
+                        f"parent {name}: its observed child {observed[0]} differs from its "
+                        f"build but Drifted is {_said(drifted)}, not True")
                 if any(_waits_on_input(f.error) for f in declared.failures):
                     assert (reconciled.get("status"), reconciled.get("reason")) in (
                         ("False", "InputMissing"), ("False", "InputForbidden")), (

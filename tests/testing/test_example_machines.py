@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
+import pytest
 import yaml
 from hypothesis import Phase, settings
 from hypothesis import strategies as st
@@ -95,6 +96,52 @@ def test_server_side_apply_leaves_a_foreign_object_with_the_built_values_alone()
         machine.converged()
     finally:
         machine.teardown()
+
+
+#: every rule off but those a policy and a second writer meet: parents, their changes, a child
+#: edited or deleted (another copy of the same field, a policy lost with its child)
+PEOPLE = {"relabel_parents": False, "delete_parents": False, "scale_children": False,
+          "delete_children": False,
+          "foreign_objects": False, "inputs": False, "pause": False, "restart": False,
+          "crash": False, "make_available": False, "faults": False}
+
+
+@pytest.mark.parametrize("machine", [thanos_machine, thanos_ssa_machine],
+                         ids=["three-way", "server-side-apply"])
+def test_thanos_machine_with_policies_and_a_second_writer(machine: Any) -> None:
+    run_state_machine_as_test(machine(**PEOPLE), settings=settings(
+        CI, max_examples=3, stateful_step_count=6))
+
+
+@pytest.mark.parametrize(("machine", "writer"), [(thanos_machine, "update"),
+                                                 (thanos_ssa_machine, "patch")],
+                         ids=["three-way", "server-side-apply"])
+def test_each_policy_and_a_second_writer_in_steps(machine: Any, writer: str) -> None:
+    # the random runs above draw few of these rules: every policy and one fight, as steps
+    state = machine(**PEOPLE)()
+    fights = state.stats["fights"]
+    try:
+        p0 = state.create_parent(parent=SSA_PARENT)
+        state.converged()
+        kinds = [c.ref.kind for c in state._children(p0)]
+        deployment, image = kinds.index("Deployment"), 6  # its 7th string field: the image
+        state.contend_child(name=p0, which=0, field=image, writer=writer)
+        state.converged()
+        assert state.stats["fights"] == fights + 1  # the writer changed it: a fight was judged
+        for policy in ("ignore", "create-only", "no-prune", "observe"):
+            state.set_policy(name=p0, which=deployment, policy=policy)
+            state.converged()
+            state.drift_child(name=p0, which=0, field=image)
+            state.converged()
+            state.change_parent_spec(name=p0, parent={**SSA_PARENT, "spec": {
+                **SSA_PARENT["spec"], "query": {"replicas": 2}}})
+            state.converged()
+            state.set_policy(name=p0, which=deployment, policy=None)
+            state.converged()  # repaired: as built again
+            state.change_parent_spec(name=p0, parent=SSA_PARENT)
+            state.converged()
+    finally:
+        state.teardown()
 
 
 def test_observer_machine() -> None:
