@@ -254,6 +254,7 @@ _LABEL = "machine.optk.dev/label"
 _NOTE = "machine.optk.dev/note"
 _FAULTS = ("error-500", "watch-cut")
 _CONTENDER = "machine-contender"  # the second writer's field manager
+_REPLICA = "machine-replica/"  # a sharded replica's user agent ends with its shard id
 _CONTESTED = "contested-by-machine"
 _POLICIES = ("ignore", "create-only", "no-prune", "observe")
 #: per policy, the operator's write verbs it forbids (``policies.restrict_plan``)
@@ -382,7 +383,7 @@ def operator_machine(
     check_resync: bool = True, check_conditions: bool = True,
     check_secrets: bool = True, idle_timeout: float = 20.0, max_reconciles_per_step: int = 50,
     retry_window: float = 2.0, fault_seconds: float = 0.3, request_log_lines: int = 40,
-    contend_seconds: float = 1.0, repair_timeout: float = 30.0,
+    contend_seconds: float = 1.0, repair_timeout: float = 30.0, replicas: int = 1,
 ) -> _Any:
     """A Hypothesis ``RuleBasedStateMachine`` class that runs ``operator`` against its own
     in-process ``EmbeddedApiServer`` (one per run) with random user actions; run it with
@@ -416,7 +417,11 @@ def operator_machine(
     reported by ``Drifted=True``, and a child whose policy holds writes back is not compared).
 
     ``contend_seconds`` is how long the second writer writes; ``repair_timeout`` bounds the
-    repair after it stops.
+    repair after it stops. ``replicas`` (an operator with ``sharding``) runs that many replicas
+    in the process (shard ids ``r0``, ``r1``, ...; ``restart`` restarts them all, ``crash``
+    the first), and checks at each quiet point that every parent is assigned to one replica
+    and cached by it alone, that a step's writes to a parent's children came from one replica
+    (but in a step that restarted them), and the checks above across them.
 
     After every step the operator must be quiet within ``idle_timeout`` seconds (its informers
     have seen the step's writes, it is idle, and a retry or held repair due within
@@ -430,7 +435,9 @@ def operator_machine(
     deleted parents are gone (no finalizer left: no cleanup stuck) and so are their children,
     foreign objects kept; the operator wrote no child of a paused parent and no foreign object
     (a write the server refused, e.g. a 409 create or apply, changes nothing) since the last
-    step; at most ``max_reconciles_per_step`` reconciles ran in the step;
+    step; no child was created or updated in the step while its component waits for its
+    dependencies (the reconcile's ``ChildGates`` over the builders as written and the live
+    objects); at most ``max_reconciles_per_step`` reconciles ran in the step;
     (``check_resync``) a forced ``resync_all()`` makes no accepted write (the resync
     heartbeat's Lease and Events aside; a create refused 409 where a foreign object sits changes
     nothing); (``check_conditions``) each parent's conditions say what is true: ``Reconciled``
@@ -450,8 +457,16 @@ def operator_machine(
     from builders.names import OWNER_UID_LABEL
     from objectmatcher import LAST_APPLIED_ANNOTATION
     from reconciler._client.kubernetes import KubernetesClient
+    from reconciler._reconcile.ordering import ChildGates
     from reconciler._reconcile.policies import PAUSED_ANNOTATION, POLICY_ANNOTATION
+    from reconciler._sharding.decisions import DRAIN_LABEL, SHARD_LABEL
     from reconciler.embedded import EmbeddedApiServer, Faults
+
+    sharded = getattr(operator, "sharding", None) is not None
+    if replicas < 1 or (replicas > 1 and not sharded):
+        raise _errors.ReconcilerUsageError(
+            f"operator_machine: replicas={replicas} needs an operator with sharding "
+            "(Operator(sharding=Sharding(...))) and at least 1")
 
     class OperatorMachine(RuleBasedStateMachine):
         parent_names = Bundle("parents")
@@ -469,7 +484,8 @@ def operator_machine(
             with contextlib.suppress(_AlreadyExistsError):
                 self.client.create({"apiVersion": "v1", "kind": "Namespace",
                                     "metadata": {"name": namespace}})
-            self.runtime = self._start()
+            self.runtimes = [self._start(i) for i in range(replicas)]
+            self.moved = False  # the step restarted replicas: parents may change hands
             self.names = itertools.count()
             self.live: dict[str, _Any] = {}       # parents the machine created and not deleted
             self.paused: set[str] = set()
@@ -483,18 +499,42 @@ def operator_machine(
             self.reconciles_mark = 0
 
         def teardown(self) -> None:
-            with contextlib.suppress(Exception):
-                self.runtime.stop(5)
+            for runtime in self.runtimes:
+                with contextlib.suppress(Exception):
+                    runtime.stop(5)
             self.server.stop()
             if self.logs is not None:
                 self.logs.close()
 
         # -- helpers -----------------------------------------------------------------------
 
-        def _start(self) -> _Any:
-            runtime = operator.start(KubernetesClient(self.server.api_client()))
+        @property
+        def runtime(self) -> _Any:
+            """The first replica (the only one unless ``replicas``)."""
+            return self.runtimes[0]
+
+        def _start(self, index: int) -> _Any:
+            client = KubernetesClient(self.server.api_client(), operator_name=operator.name)
+            if not sharded:
+                runtime = operator.start(client)
+            else:  # a user agent per replica: the request log tells them apart
+                client.user_agent = f"{client.user_agent} {_REPLICA}r{index}"
+                runtime = operator.start(client, identity=f"r{index}",
+                                         environ={"OPTK_SHARD_ID": f"r{index}"})
             assert wait_synced(runtime, idle_timeout), "the operator never synced"
             return runtime
+
+        def _reconciles(self) -> int:
+            return sum(sum(r.stats.reconciles.values()) for r in self.runtimes)
+
+        def _owner(self, parent: _abc.Mapping[str, _Any] | None) -> _Any:
+            """The replica a parent is assigned to (by its shard label), else the first."""
+            if sharded and parent is not None:
+                shard = ((parent.get("metadata") or {}).get("labels") or {}).get(SHARD_LABEL)
+                for index, runtime in enumerate(self.runtimes):
+                    if shard == f"r{index}":
+                        return runtime
+            return self.runtime
 
         def _api_version_kind(self) -> tuple[str, str]:
             return operator.api_version, operator.kind
@@ -514,7 +554,7 @@ def operator_machine(
                 return None
 
         def _declared(self, parent: _Any) -> _Any:
-            return self.runtime.reconciler.declared(parent)
+            return self._owner(parent).reconciler.declared(parent)
 
         def _children(self, name: str, *, present: bool = False) -> list[_Any]:
             """A live parent's declared children (PRESENT ones only with ``present``), not
@@ -556,7 +596,7 @@ def operator_machine(
             other = KubernetesClient(self.server.api_client(), operator_name=_CONTENDER)
             other.user_agent = _MACHINE_AGENT  # not the operator's requests
             start = len(self.server.request_log())
-            reconciles = sum(self.runtime.stats.reconciles.values())
+            reconciles = self._reconciles()
             changes, contested = 0, False
             deadline = time.monotonic() + contend_seconds
             while time.monotonic() < deadline:
@@ -608,7 +648,7 @@ def operator_machine(
                         f"contended child {ref} ({_pointer(path)}): changed back "
                         f"{changes} times by {_CONTENDER} and undone {len(undone)} times, but "
                         f"parent {name} never said Contested=True")
-            spent = sum(self.runtime.stats.reconciles.values()) - reconciles
+            spent = self._reconciles() - reconciles
             assert spent <= 4 * changes + 10, (
                 f"contended child {ref}: {spent} reconciles for {changes} changes by "
                 f"{_CONTENDER} (a hot loop?)")
@@ -650,7 +690,7 @@ def operator_machine(
                     foreign = copy.deepcopy(child.obj)
                     meta = foreign.get("metadata") or {}
                     labels = {k: v for k, v in (meta.get("labels") or {}).items()
-                              if k != OWNER_UID_LABEL}
+                              if k not in (OWNER_UID_LABEL, SHARD_LABEL)}
                     foreign["metadata"] = {
                         "name": meta.get("name"), "labels": {**labels, _FOREIGN_LABEL: "true"},
                         **({"namespace": meta["namespace"]} if meta.get("namespace") else {})}
@@ -817,9 +857,11 @@ def operator_machine(
             @rule()
             def restart_operator(self) -> None:
                 self.stats["restart_operator"] += 1
-                assert self.runtime.stop(10), "the operator did not stop cleanly"
-                self.runtime = self._start()
+                for index, runtime in enumerate(self.runtimes):
+                    assert runtime.stop(10), "the operator did not stop cleanly"
+                    self.runtimes[index] = self._start(index)
                 self.reconciles_mark = 0
+                self.moved = True
 
         if crash:
             @rule(name=parent_names, parent=parents)
@@ -828,8 +870,9 @@ def operator_machine(
                 self._change_spec(name, parent)
                 # no clean stop: in-flight reconciles are not waited for, the Lease not released
                 self.runtime.stop(0, release_lease=False)
-                self.runtime = self._start()
-                self.reconciles_mark = 0
+                self.runtimes[0] = self._start(0)
+                self.reconciles_mark = self._reconciles()
+                self.moved = True
 
         if make_available:
             @rule()
@@ -930,46 +973,80 @@ def operator_machine(
             the step's change is not at a quiet point."""
             deadline = time.monotonic() + 2.0
             for api_version, kind, ns, name in self.client.take_written():
-                if (api_version, kind) == self._api_version_kind():
-                    informer = self.runtime.parents
-                else:
-                    informer = self.runtime.informers.informer(api_version, kind)
-                if informer is None:
-                    continue
                 live = self._get(_Ref(api_version, kind, name, ns))
-                if live is not None and not informer.accepts(live):
-                    continue  # outside the operator's watch (e.g. no managed-by label)
-                want = None if live is None else live["metadata"].get("resourceVersion")
-                while time.monotonic() < deadline:
-                    cached = informer.cache.get(ns, name)
-                    seen = None if cached is None else cached["metadata"].get("resourceVersion")
-                    if seen == want or (want is not None and seen is not None
-                                        and _newer_or_same(seen, want)):
-                        break
-                    time.sleep(0.005)
+                for runtime in self.runtimes:
+                    if (api_version, kind) == self._api_version_kind():
+                        informer = runtime.parents
+                    else:
+                        informer = runtime.informers.informer(api_version, kind)
+                    if informer is None or (live is not None and not informer.accepts(live)):
+                        continue  # outside its watch (no managed-by label, another shard)
+                    want = None if live is None else live["metadata"].get("resourceVersion")
+                    while time.monotonic() < deadline:
+                        cached = informer.cache.get(ns, name)
+                        seen = None if cached is None else cached["metadata"].get(
+                            "resourceVersion")
+                        if seen == want or (want is not None and seen is not None
+                                            and _newer_or_same(seen, want)):
+                            break
+                        time.sleep(0.005)
+
+        def _assigned(self) -> None:
+            """Sharded: wait (at most ``idle_timeout``) until every parent is assigned to a
+            replica, not draining, and in that replica's parent cache."""
+            if not sharded:
+                return
+            api_version, kind = self._api_version_kind()
+            deadline = time.monotonic() + idle_timeout
+            while True:
+                pending = []
+                shards = {f"r{i}": runtime for i, runtime in enumerate(self.runtimes)}
+                for parent in self.client.list(api_version, kind, namespace=namespace)["items"]:
+                    meta = parent["metadata"]
+                    labels = meta.get("labels") or {}
+                    owner = shards.get(labels.get(SHARD_LABEL, ""))
+                    if owner is None or DRAIN_LABEL in labels or owner.parents.cache.get(
+                            namespace, meta["name"]) is None:
+                        pending.append(f"{meta['name']} (shard {labels.get(SHARD_LABEL)})")
+                if not pending:
+                    return
+                assert time.monotonic() < deadline, (
+                    f"parents not assigned to a replica within {idle_timeout}s: "
+                    + ", ".join(pending))
+                time.sleep(0.02)
+
+        def _idle(self) -> None:
+            for runtime in self.runtimes:
+                assert wait_idle(runtime, idle_timeout), (
+                    f"the operator was not idle within {idle_timeout}s (a reconcile loop?)")
 
         def _quiet(self) -> None:
             """Caught up and idle; a retry or held repair due within ``retry_window`` seconds is
             waited for (at most ``retry_window`` in all: an operator retrying for ever is
             judged as it stands)."""
             self._caught_up()
-            assert wait_idle(self.runtime, idle_timeout), (
-                f"the operator was not idle within {idle_timeout}s (a reconcile loop?)")
+            self._assigned()
+            self._idle()
             deadline = time.monotonic() + retry_window
-            while (due := self.runtime.queue.next_due) is not None and due <= retry_window \
+            while (due := min((d for r in self.runtimes if (d := r.queue.next_due) is not None),
+                              default=None)) is not None and due <= retry_window \
                     and time.monotonic() + due < deadline:
                 time.sleep(due + 0.01)
-                assert wait_idle(self.runtime, idle_timeout), (
-                    f"the operator was not idle within {idle_timeout}s (a reconcile loop?)")
+                self._idle()
+            if sharded:
+                self._assigned()
+                self._idle()
 
         def _converged(self) -> None:
             self._quiet()
             self.next_mark = len(self.server.request_log())
-            reconciles = sum(self.runtime.stats.reconciles.values())
+            reconciles = self._reconciles()
             assert reconciles - self.reconciles_mark <= max_reconciles_per_step, (
                 f"{reconciles - self.reconciles_mark} reconciles in one step")
             self.reconciles_mark = reconciles
             self._check_untouched()
+            self._check_shards()
+            self._check_gates()
             self._check_children()
             self._check_deleted()
             if check_conditions:
@@ -978,6 +1055,66 @@ def operator_machine(
                 self._check_secrets()
             if check_resync:
                 self._check_resync()
+
+        def _check_shards(self) -> None:
+            """Sharded: each parent cached by its replica alone, and its children written in
+            the step by one replica (but in a step that restarted replicas)."""
+            moved, self.moved = self.moved, False
+            if not sharded:
+                return
+            writes = [r for r in self._operator_writes() if r.code < 400]
+            for name in self.live:
+                live = self._get_parent(name)
+                if live is None:
+                    continue
+                holders = [f"r{i}" for i, runtime in enumerate(self.runtimes)
+                           if runtime.parents.cache.get(namespace, name) is not None]
+                shard = (live["metadata"].get("labels") or {}).get(SHARD_LABEL)
+                assert holders == [shard], (
+                    f"parent {name} (shard {shard}) is cached by {holders or 'no replica'}")
+                if moved:
+                    continue
+                refs = {_key(c.ref) for c in self._declared(live).children}
+                writers = {str(r.user_agent).rpartition(_REPLICA)[2] for r in writes
+                           if any(r.namespace == ns and r.name == n and _resource_of(
+                               r.resource, k) for _, k, ns, n in refs)}
+                assert writers <= {shard}, (
+                    f"parent {name} (shard {shard}): its children were written by replicas "
+                    f"{sorted(writers)} in one step")
+
+        def _check_gates(self) -> None:
+            """No child was created or updated in the step while its component waits for its
+            dependencies (``builders.Component``: ``depends_on``, ``precondition``,
+            ``when_served``), judged from the builders' own evaluation and the live objects."""
+            from reconciler._reconcile.declared import declared_children
+            writes = [r for r in self._operator_writes()
+                      if r.code < 400 and r.verb in ("create", "update", "patch")]
+            if not writes:
+                return
+            for name in self.live:
+                live = self._get_parent(name)
+                if live is None or name in self.paused:
+                    continue
+                runtime = self._owner(live)
+                declared = declared_children(  # no replica's labels: the builders as written
+                    operator.build, live, operator_name=operator.name,
+                    namespaced=runtime.reconciler._namespaced)
+                children = [(c.ref, c.state, c.node) for c in declared.children]
+                if not any(node is not None for _, _, node in children):
+                    continue
+                objects = {ref: obj for ref, _, _ in children if (obj := self._get(ref))}
+                gates = ChildGates(children, parent=live, live=objects,
+                                   served=runtime.reconciler.served)
+                for index in gates.ordered():
+                    ref, state, _ = children[index]
+                    wait = None if str(state).upper().endswith("ABSENT") else gates.gate(index)
+                    if wait is None or _key(ref) in self.foreign:
+                        continue
+                    for r in writes:
+                        assert not (r.namespace == ref.namespace and r.name == ref.name
+                                    and _resource_of(r.resource, ref.kind)), (
+                            f"parent {name}: the operator wrote ({r.verb}) {ref} while it "
+                            f"waits: {wait.message}")
 
         def _check_untouched(self) -> None:
             writes = self._operator_writes()
@@ -1187,14 +1324,15 @@ def operator_machine(
 
         def _check_resync(self) -> None:
             self.mark = len(self.server.request_log())
-            self.runtime.resync_all()
+            for runtime in self.runtimes:
+                runtime.resync_all()
             self._quiet()
             writes = [r for r in self._operator_writes()
                       if not r.resource.startswith(_BOOKKEEPING) and r.code < 400]
             assert not writes, (
                 "a forced resync wrote: " + ", ".join(
                     f"{r.verb} {r.resource} {r.namespace}/{r.name}" for r in writes))
-            self.reconciles_mark = sum(self.runtime.stats.reconciles.values())
+            self.reconciles_mark = self._reconciles()
             self.next_mark = len(self.server.request_log())
 
     OperatorMachine.__name__ = OperatorMachine.__qualname__ = (

@@ -22,7 +22,7 @@ from examples.observer.crds import KIND as OBSERVER_KIND
 from examples.observer.operator import make_operator as make_observer_operator
 from examples.thanos.crds import API_VERSION, KIND, ThanosSpec
 from examples.thanos.operator import make_operator, samples
-from reconciler import Applying, ServerSideApply
+from reconciler import Applying, LeaderElection, ServerSideApply, Sharding
 from reconciler.testing import operator_machine
 
 #: Hypothesis' explain phase traces every line run: minutes with an operator's threads
@@ -66,6 +66,16 @@ def thanos_ssa_machine(parents: Any = THANOS_SAMPLES, **options: Any) -> Any:
     return operator_machine(operator, parents=parents, **options)
 
 
+def thanos_sharded_machine(parents: Any = THANOS_SAMPLES, **options: Any) -> Any:
+    """The Thanos example sharded over two replicas in the process (short leases)."""
+    sharding = Sharding(namespace="machine", lease_duration=2.0, renew_deadline=1.4,
+                        renew_period=0.25, drain_timeout=10.0, replicas_hint=2)
+    election = LeaderElection(namespace="machine", lease_duration=2.0, renew_deadline=1.4,
+                              retry_period=0.25)
+    operator = attrs.evolve(make_operator(), sharding=sharding, leader_election=election)
+    return operator_machine(operator, parents=parents, replicas=2, **options)
+
+
 def observer_machine(**options: Any) -> Any:
     """The Observer example's machine (the Thanos CRD it installs shared by the Observers)."""
     return operator_machine(make_observer_operator(shared_crd=True, events=True),
@@ -75,6 +85,7 @@ def observer_machine(**options: Any) -> Any:
 #: the soak's machines (every valid Thanos spec)
 MACHINES = {"thanos": lambda: thanos_machine(THANOS),
             "thanos-ssa": lambda: thanos_ssa_machine(THANOS),
+            "thanos-sharded": lambda: thanos_sharded_machine(THANOS),
             "observer": observer_machine}
 
 
@@ -84,6 +95,11 @@ def test_thanos_machine() -> None:
 
 def test_thanos_machine_with_server_side_apply() -> None:
     run_state_machine_as_test(thanos_ssa_machine(), settings=CI)
+
+
+def test_thanos_machine_sharded_on_two_replicas() -> None:
+    # each parent reconciled by one replica, gates kept, no write on a forced resync
+    run_state_machine_as_test(thanos_sharded_machine(), settings=settings(CI, max_examples=3))
 
 
 def test_server_side_apply_leaves_a_foreign_object_with_the_built_values_alone() -> None:
@@ -99,18 +115,11 @@ def test_server_side_apply_leaves_a_foreign_object_with_the_built_values_alone()
 
 
 #: every rule off but those a policy and a second writer meet: parents, their changes, a child
-#: edited or deleted (another copy of the same field, a policy lost with its child)
+#: edited
 PEOPLE = {"relabel_parents": False, "delete_parents": False, "scale_children": False,
           "delete_children": False,
           "foreign_objects": False, "inputs": False, "pause": False, "restart": False,
           "crash": False, "make_available": False, "faults": False}
-
-
-@pytest.mark.parametrize("machine", [thanos_machine, thanos_ssa_machine],
-                         ids=["three-way", "server-side-apply"])
-def test_thanos_machine_with_policies_and_a_second_writer(machine: Any) -> None:
-    run_state_machine_as_test(machine(**PEOPLE), settings=settings(
-        CI, max_examples=3, stateful_step_count=6))
 
 
 @pytest.mark.parametrize(("machine", "writer"), [(thanos_machine, "update"),
