@@ -252,7 +252,7 @@ _MACHINE_AGENT = "optk-operator-machine"
 _FOREIGN_LABEL = "machine.optk.dev/foreign"
 _LABEL = "machine.optk.dev/label"
 _NOTE = "machine.optk.dev/note"
-_FAULTS = ("error-500", "watch-cut")
+_FAULTS = ("error-500", "watch-cut", "lost-answer")
 _CONTENDER = "machine-contender"  # the second writer's field manager
 _REPLICA = "machine-replica/"  # a sharded replica's user agent ends with its shard id
 _CONTESTED = "contested-by-machine"
@@ -405,8 +405,9 @@ def operator_machine(
     ``crash`` (change a parent's spec and stop the operator at once, mid-work: no wait for its
     reconciles, the Lease left to expire, then start it again), ``make_available`` (workloads
     of ``namespace`` made available as a kubelet would, ``make_workloads_available``),
-    ``faults`` (change a parent's spec while the server answers 500 to half the requests, or
-    cuts every watch after one event, for ``fault_seconds`` real seconds), ``contend`` (a
+    ``faults`` (change a parent's spec while the server answers 500 to half the requests,
+    carries out half the writes and loses their answers, or cuts every watch after one event,
+    for ``fault_seconds`` real seconds), ``contend`` (a
     second writer, another field manager, sets a string field of a child back to its own value
     whenever it sees another, by a patch or a whole update, for ``contend_seconds``: the
     operator's writes to it are bounded by its ``Contention`` settings, its parent says
@@ -933,8 +934,9 @@ def operator_machine(
                 self.stats["server_fault"] += 1
                 if not self._change_spec(name, parent):
                     return
-                injected = (Faults(error_rate=0.5, seed=next(self.names))
-                            if fault == "error-500" else Faults(watch_max_events=1))
+                injected = {"error-500": Faults(error_rate=0.5, seed=next(self.names)),
+                            "lost-answer": Faults(lose_rate=0.5, seed=next(self.names)),
+                            }.get(fault, Faults(watch_max_events=1))
                 with self.server.faults(injected):
                     time.sleep(fault_seconds)
 
