@@ -496,6 +496,7 @@ def operator_machine(
             #: a child's key -> (its optk.dev/policy, its parent, the request log's index from
             #: which the operator has seen it)
             self.policies: dict[tuple[_Any, ...], tuple[str, str, int]] = {}
+            self.existed: set[tuple[_Any, ...]] = set()  # children at the last quiet point
             self.mark = self.next_mark = 0  # the request log's start of the step (and the next)
             self.reconciles_mark = 0
 
@@ -581,12 +582,17 @@ def operator_machine(
             return name, obj
 
         def _change_spec(self, name: str, parent: _Any) -> bool:
-            live = self._get_parent(name)
-            if live is None:
-                return False
-            live["spec"] = copy.deepcopy(dict(parent).get("spec"))
-            self.client.replace(live)
-            return True
+            for _ in range(10):  # the operator writes the parent too (status, shard labels)
+                live = self._get_parent(name)
+                if live is None:
+                    return False
+                live["spec"] = copy.deepcopy(dict(parent).get("spec"))
+                try:
+                    self.client.replace(live)
+                except _errors.ConflictError:
+                    continue
+                return True
+            raise AssertionError(f"parent {name}: its spec could not be replaced (conflicts)")
 
 
         def _contend(self, name: str, ref: _Any, path: tuple[_Any, ...], built: _Any,
@@ -1089,22 +1095,24 @@ def operator_machine(
             dependencies (``builders.Component``: ``depends_on``, ``precondition``,
             ``when_served``), judged from the builders' own evaluation and the live objects."""
             from reconciler._reconcile.declared import declared_children
+            # a create's request names no object (it is in the body): a child that exists now
+            # and did not at the last quiet point was created in the step
             writes = [r for r in self._operator_writes()
-                      if r.code < 400 and r.verb in ("create", "update", "patch")]
-            if not writes:
-                return
+                      if r.code < 400 and r.verb in ("update", "patch")]
+            existed, self.existed = self.existed, set()
             for name in self.live:
                 live = self._get_parent(name)
                 if live is None or name in self.paused:
                     continue
                 runtime = self._owner(live)
                 declared = declared_children(  # no replica's labels: the builders as written
-                    operator.build, live, operator_name=operator.name,
+                    runtime.reconciler.build, live, operator_name=operator.name,
                     namespaced=runtime.reconciler._namespaced)
                 children = [(c.ref, c.state, c.node) for c in declared.children]
                 if not any(node is not None for _, _, node in children):
                     continue
                 objects = {ref: obj for ref, _, _ in children if (obj := self._get(ref))}
+                self.existed |= {_key(ref) for ref in objects}
                 gates = ChildGates(children, parent=live, live=objects,
                                    served=runtime.reconciler.served)
                 for index in gates.ordered():
@@ -1112,6 +1120,9 @@ def operator_machine(
                     wait = None if str(state).upper().endswith("ABSENT") else gates.gate(index)
                     if wait is None or _key(ref) in self.foreign:
                         continue
+                    assert ref not in objects or _key(ref) in existed, (
+                        f"parent {name}: the operator created {ref} while it waits: "
+                        f"{wait.message}")
                     for r in writes:
                         assert not (r.namespace == ref.namespace and r.name == ref.name
                                     and _resource_of(r.resource, ref.kind)), (

@@ -102,6 +102,22 @@ def test_thanos_machine_sharded_on_two_replicas() -> None:
     run_state_machine_as_test(thanos_sharded_machine(), settings=settings(CI, max_examples=3))
 
 
+def test_thanos_machine_sharded_keeps_the_gates_in_steps() -> None:
+    # the query frontend waits for the query Deployment on its replica as unsharded (the
+    # derandomized run above may not draw it before the query is available)
+    state = thanos_sharded_machine()()
+    try:
+        p0 = state.create_parent(parent={**SSA_PARENT, "spec": {
+            **SSA_PARENT["spec"], "queryFrontend": {"ingress": {"host": "q.example"}}}})
+        state.converged()
+        state.make_workloads_available()
+        state.converged()
+        assert state._get(next(c.ref for c in state._children(p0, present=True)
+                               if c.ref.name.endswith("frontend")))  # then it is created
+    finally:
+        state.teardown()
+
+
 def test_server_side_apply_leaves_a_foreign_object_with_the_built_values_alone() -> None:
     # the machine found it: a child missing from the cache was applied blind, and a foreign
     # object with the built values taken over (controller owner reference, applied digest);
