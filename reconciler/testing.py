@@ -1180,6 +1180,8 @@ def operator_machine(
                     if _key(ref) in self.foreign or _waits_for_gate(ref, gated):
                         continue
                     obj = self._get(ref)
+                    if obj is not None and _held_by_other(obj, live):
+                        continue  # another parent's (its owner label): skipped, not ours
                     policy = self._policy(ref, obj)
                     if policy in _UNCOMPARED or (policy == "no-prune" and str(
                             child.state).upper().endswith("ABSENT")):
@@ -1407,6 +1409,21 @@ class _Ref(typing.NamedTuple):
 
 def _key(ref: _Any) -> tuple[_Any, ...]:
     return (ref.api_version, ref.kind, ref.namespace, ref.name)
+
+
+def _held_by_other(obj: _abc.Mapping[str, _Any], parent: _abc.Mapping[str, _Any]) -> bool:
+    """Whether ``obj``, a child without a controller owner reference, belongs to another
+    parent by its ``optk.dev/owner-uid`` label (the toolkit skips it: ``planning.is_owned``);
+    a shared child is judged by its record instead."""
+    from builders.names import OWNER_UID_LABEL, label_value
+    from reconciler._reconcile.sharing import is_shared
+
+    meta = obj.get("metadata") or {}
+    if is_shared(obj) or any(r.get("controller") for r in meta.get("ownerReferences") or ()):
+        return False
+    label = (meta.get("labels") or {}).get(OWNER_UID_LABEL)
+    uid = str((parent.get("metadata") or {}).get("uid") or "")
+    return bool(label) and bool(uid) and label != label_value(uid)
 
 
 def _waits_for_gate(ref: _Any, message: str) -> bool:
