@@ -35,11 +35,10 @@ from typing import Any
 import attrs
 
 from builders import ObjectRef
-from objectmatcher import LAST_APPLIED_ANNOTATION
 from reconciler._base.clocks import Clock
 from reconciler._base.errors import ReconcilerUsageError
 from reconciler._reconcile.planning import ChildPlan, PlanAction
-from reconciler._reconcile.policies import drift_paths, undoes_drift
+from reconciler._reconcile.policies import applied_record, drift_paths, undoes_drift
 
 __all__ = ["Contention", "ContentionDetector", "Contest", "other_writer"]
 
@@ -306,11 +305,7 @@ def _mapping(body: Any) -> Mapping[str, Any] | None:
     return body if isinstance(body, Mapping) else None
 
 
-def _record(obj: Mapping[str, Any] | None) -> str | None:
-    meta = (obj or {}).get("metadata")
-    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
-    value = annotations.get(LAST_APPLIED_ANNOTATION) if isinstance(annotations, Mapping) else None
-    return None if value is None else str(value)
+_record = applied_record  # the last-applied annotation, or the server-side apply digest
 
 
 def _owns(fields: Any, path: Sequence[str]) -> bool:

@@ -29,6 +29,7 @@ from builders.names import COMPONENT_LABEL, INSTANCE_LABEL, MANAGED_BY_LABEL, OW
 from objectmatcher import LAST_APPLIED_ANNOTATION, MatchOption, ignore_field
 from reconciler._base.errors import PolicyAnnotationError, ReconcilerUsageError
 from reconciler._base.text import quoted
+from reconciler._reconcile.applying import APPLIED_DIGEST_ANNOTATION
 from reconciler._reconcile.planning import ChildPlan, PlanAction
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "DriftMode",
     "PauseSettings",
     "PolicyAnnotationError",
+    "applied_record",
     "child_policy",
     "drift_paths",
     "identity_reached",
@@ -298,14 +300,24 @@ def drift_paths(plan: ChildPlan) -> tuple[str, ...]:
     ))
 
 
+def applied_record(obj: Mapping[str, Any] | None) -> str | None:
+    """What records the build the toolkit wrote last on ``obj`` (a live child or a patch
+    body): its last-applied annotation, or, written by server-side apply, the digest of the
+    apply configuration (``optk.dev/applied-digest``); None when it has neither."""
+    annotations = _annotations(obj)
+    found = annotations.get(LAST_APPLIED_ANNOTATION, annotations.get(APPLIED_DIGEST_ANNOTATION))
+    return None if found is None else str(found)
+
+
 def undoes_drift(plan: ChildPlan) -> bool:
     """Whether a patch plan only undoes someone else's change: the object as built is what the
-    toolkit last applied (the live record equals the new one), so the parent did not change."""
+    toolkit last applied (the live record, the last-applied annotation or the digest of the
+    server-side apply configuration, equals the new one), so the parent did not change."""
     if plan.action is not PlanAction.PATCH or plan.live is None or not isinstance(
             plan.body, Mapping):  # a JSON patch body (a strategy migration) undoes nothing
         return False
-    ours = _annotations(plan.body).get(LAST_APPLIED_ANNOTATION)
-    return ours is not None and _annotations(plan.live).get(LAST_APPLIED_ANNOTATION) == ours
+    ours = applied_record(plan.body)
+    return ours is not None and applied_record(plan.live) == ours
 
 
 def _held(plan: ChildPlan, why: str, *, drift: tuple[str, ...] = ()) -> ChildPlan:

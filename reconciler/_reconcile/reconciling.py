@@ -5,7 +5,8 @@ should be and in which ``DesiredState``; ``reconciler._reconcile.planning.plan_c
 pure code, what to do about the live object (ownership, deletion in progress, hooks, the three-way
 match, the request body); this module reads the live object (through a ``ReadCache``), asks for the
 plan and sends the one request it names. It owns the recovery paths that depend on the server's
-answer: the bounded re-read-and-replan on 409 Conflict, create races (AlreadyExists), and
+answer: the bounded re-read-and-replan on 409 Conflict, create races (AlreadyExists), the read
+before a server-side apply would create a child a cache does not hold (it may exist, not ours), and
 recreation when the server refuses an update on immutable fields (``plan_recreate`` decides whether
 that is allowed). Requests are counted by ``reconciler._client.counting``, never here. A dry run
 executes the plan only as server-side dry runs (``dryRun=All`` creates and patches; no delete is
@@ -281,12 +282,15 @@ class ResourceReconciler:
             if live is _UNKNOWN:
                 live = self.reader.get(ref.api_version, ref.kind, ref.name,
                                        namespace=ref.namespace)
+                read = not self.reader.from_memory  # a missing object is known missing
+            else:
+                read = False
             run = _Execution(
                 self, desired, ref, state, calls, owner_uid=owner_uid,
                 adopt=self.adopt if adopt is None else adopt,
                 recreate=self.recreate if recreate is None else recreate,
             )
-            return run.execute(run.plan(live))
+            return run.execute(run.plan(live), read=read)
 
     def plan(
         self,
@@ -400,10 +404,21 @@ class _Execution:
             drift=plan.drift,
         )
 
-    def execute(self, plan: ChildPlan) -> ReconcileResult:
+    def execute(self, plan: ChildPlan, *, read: bool = False) -> ReconcileResult:
+        """Send what ``plan`` names and plan again on the server's answer. ``read``: the plan's
+        live object (or its absence) was read from the server, not from a cache or a list."""
         conflicts = 0
         rereads = 0
         while True:
+            if plan.action is PlanAction.PATCH and plan.live is None and not read:
+                # An apply creates what is missing and merges into what exists: a child missing
+                # from a cache (or from a list by the owner label) may exist, someone else's.
+                # Read it first so the ownership rules decide, as a create's 409 makes the
+                # three-way merge read it (one GET per created child; none in steady state).
+                read = True
+                if (live := self.r._read_live(self.ref)) is not None:
+                    plan = self.plan(live)
+                    continue
             if plan.reread and rereads < 2:  # managedFields: the cache does not keep them
                 rereads += 1
                 plan = self.plan(self.r._read_live(self.ref))

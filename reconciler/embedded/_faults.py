@@ -1,5 +1,5 @@
-"""Fault injection for reliability tests: latency, 5xx, 403, 429 with Retry-After, cut watches,
-410.
+"""Fault injection for reliability tests: latency, 5xx, 403, 429 with Retry-After, lost answers,
+cut watches, 410.
 
 A ``Faults`` value describes what to inject; ``EmbeddedApiServer.set_faults()`` swaps it at run
 time (from any thread) and ``EmbeddedApiServer.faults(...)`` does so for a ``with`` block. The HTTP
@@ -38,6 +38,9 @@ class Faults:
       role without the rule answers: with ``error_rate=1`` and ``verbs``/``resources``, a
       permission revoked).
     - ``throttle_rate``: share of requests answered 429 with ``Retry-After: retry_after``.
+    - ``lose_rate``: share of writes (create, update, patch, delete) carried out and then not
+      answered: the connection is closed with no response, as a network cut or a restarting
+      load balancer loses an answer (the client cannot tell whether the write happened).
     - ``watch_max_events`` / ``watch_max_seconds``: watch streams end after that many events or
       seconds (as a load balancer or a restarting apiserver would cut them).
     - ``watch_gone``: every new watch gets one ERROR event with a 410 Expired Status.
@@ -51,6 +54,7 @@ class Faults:
     error_code: int = attrs.field(default=500, validator=attrs.validators.in_((403, 500, 503)))
     throttle_rate: float = attrs.field(default=0.0, validator=_rate)
     retry_after: int = attrs.field(default=1, validator=_non_negative)
+    lose_rate: float = attrs.field(default=0.0, validator=_rate)
     watch_max_events: int | None = None
     watch_max_seconds: float | None = None
     watch_gone: bool = False
@@ -66,8 +70,11 @@ class FaultDecision:
     delay: float = 0.0
     error_code: int | None = None
     retry_after: int | None = None
+    lose: bool = False
+    """Carry the request out, then close the connection without answering."""
 
 
+_WRITES = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 _NO_FAULTS = Faults()
 _NO_DECISION = FaultDecision()
 
@@ -113,4 +120,6 @@ class FaultInjector:
             return FaultDecision(
                 delay=faults.latency, error_code=429, retry_after=faults.retry_after
             )
+        if verb in _WRITES and draw < faults.error_rate + faults.throttle_rate + faults.lose_rate:
+            return FaultDecision(delay=faults.latency, lose=True)
         return FaultDecision(delay=faults.latency)

@@ -336,7 +336,11 @@ class ApiApplication:
                 details["retryAfterSeconds"] = decision.retry_after
             raise ApiStatusError(code, status_body(code, reason, message=message, details=details),
                                  headers=headers)
-        return await self._resource(request, path, verb=verb)
+        response = await self._resource(request, path, verb=verb)
+        if decision.lose and request.transport is not None:
+            # done, then lost: the connection closes before any byte of the answer
+            request.transport.abort()
+        return response
 
     # -- resources ------------------------------------------------------------------------
 

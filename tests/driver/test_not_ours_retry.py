@@ -63,3 +63,31 @@ def test_a_child_skipped_as_not_ours_is_taken_once_the_foreign_object_lets_go(
         assert wait_until(lambda: child_data(client, ns, "a") == {"value": "1"}, 20)
         assert wait_until(lambda: _reconciled(client, ns).get("status") == "True", 20), \
             _reconciled(client, ns)
+
+
+def test_a_parent_declaring_a_cluster_scoped_child_absent_hears_of_another_holding_it(
+    client: KubernetesClient, ns: str
+) -> None:
+    """Two parents, one cluster-scoped child of one name: ``a`` declares it ABSENT, ``b``
+    PRESENT (an exclusive CRD in the Observer example). When ``b`` creates it, ``a`` is woken
+    by its appearance and says at once that another parent holds it; before, ``a`` said
+    Reconciled=True until its next reconcile (found by the operator machine, issue 38)."""
+    from builders import DesiredState
+
+    role = f"optk-exclusive-{ns}"
+
+    def build(parent: Any) -> list[Any]:
+        obj = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+               "metadata": {"name": role}, "rules": []}
+        state = DesiredState.ABSENT if parent["metadata"]["name"] == "a" else (
+            DesiredState.PRESENT)
+        return [lambda: (obj, state)]
+
+    operator = make_operator(ns, build=build)
+    with running(operator, client):
+        client.create(thing(ns, "a", "1"))
+        assert wait_until(lambda: _reconciled(client, ns).get("status") == "True", 20)
+        client.create(thing(ns, "b", "1"))
+        assert wait_until(lambda: _skipped(client, ns), 20), _reconciled(client, ns)
+        assert "ClusterRole" in _reconciled(client, ns)["message"]
+    client.delete("rbac.authorization.k8s.io/v1", "ClusterRole", role)

@@ -7,6 +7,7 @@ import time
 
 import kubernetes.client
 import pytest
+import urllib3
 from kubernetes.client import ApiException
 
 from reconciler.embedded import EmbeddedApiServer, Faults, RequestKey
@@ -156,3 +157,18 @@ def test_accounting_by_verb_resource_and_code(server: EmbeddedApiServer) -> None
     assert {"verb": "create", "resource": "configmaps", "code": 409, "count": 1} in (
         body["breakdown"]
     )
+
+
+def test_a_lost_answer_is_a_write_carried_out_and_not_answered(server: EmbeddedApiServer) -> None:
+    raw = RawClient(server)
+    with server.faults(Faults(lose_rate=1.0)):
+        assert raw.request("GET", "/api/v1/namespaces/default").status == 200  # reads answered
+        with pytest.raises(urllib3.exceptions.ProtocolError):  # closed with no answer
+            raw.pool.request("POST", server.url + "/api/v1/namespaces/default/configmaps",
+                             body=json.dumps(configmap("lost", a="1")).encode(),
+                             headers={"Authorization": f"Bearer {server.token}",
+                                      "Content-Type": "application/json"}, retries=False)
+    status, live = raw.json("GET", "/api/v1/namespaces/default/configmaps/lost")
+    assert status == 200  # the create happened
+    assert live["data"] == {"a": "1"}
+    raw.request("DELETE", "/api/v1/namespaces/default/configmaps/lost")

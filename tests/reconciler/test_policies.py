@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 from builders import DesiredState, ObjectRef
 from objectmatcher import set_last_applied
-from reconciler import Contention, Policies
+from reconciler import Contention, Policies, ServerSideApply
+from reconciler._reconcile.applying import apply_configuration
 from reconciler._reconcile.contention import ContentionDetector, other_writer
 from reconciler._reconcile.planning import ChildPlan, PlanAction, plan_child
 from reconciler._reconcile.policies import (
@@ -455,6 +456,48 @@ def test_another_copy_of_the_operator_rewriting_the_record_is_contention_too() -
                                        state=DesiredState.PRESENT), parent_uid=UID)
         assert plan.action is PlanAction.PATCH
     assert fresh.contests(UID) == []
+
+
+def _applied(desired: dict[str, Any], *, replicas: int, version: int) -> dict[str, Any]:
+    """What the server holds after the toolkit applied ``desired`` (server-side apply) and
+    another writer (an ``Update`` manager) set replicas."""
+    live = apply_configuration(desired)
+    live["metadata"] = {**live["metadata"], "uid": "child-uid", "resourceVersion": str(version),
+                        "managedFields": [{"manager": "optk", "operation": "Apply"}]}
+    live["spec"] = {**live["spec"], "replicas": replicas}
+    return live
+
+
+def test_a_server_side_apply_that_undoes_a_change_is_drift_and_contention_too() -> None:
+    # Found by the operator machine (issue 38): server-side apply bodies carry the digest of the
+    # configuration, not the last-applied record, so no apply ever counted as undoing drift:
+    # a second writer was fought once per revert, observe and drift="warn" never held it.
+    ssa = ServerSideApply()
+    repair = plan_child(live=_applied(deployment(2), replicas=5, version=1),
+                        desired=deployment(2), state=DesiredState.PRESENT, owner_uid=UID,
+                        apply=ssa)
+    assert repair.action is PlanAction.PATCH
+    assert undoes_drift(repair)
+    assert drift_paths(repair) == ("/spec/replicas",)
+    warned = restrict_plan(repair, policy=ChildPolicy.REPAIR, drift=DriftMode.WARN)
+    assert (warned.action, warned.drift) == (PlanAction.UNCHANGED, ("/spec/replicas",))
+    changed = plan_child(live=_applied(deployment(2), replicas=5, version=1),
+                         desired=deployment(3), state=DesiredState.PRESENT, owner_uid=UID,
+                         apply=ssa)
+    assert changed.action is PlanAction.PATCH
+    assert not undoes_drift(changed)  # the parent changed: applied at once
+    clock = VirtualClock(start=0.0)
+    detector = ContentionDetector(Contention(), clock=clock, field_manager="optk")
+    writes = 0
+    for version in range(1, 51):  # the other writer sets 5 again at once, every 50 ms
+        plan = detector.review(plan_child(
+            live=_applied(deployment(2), replicas=5, version=version), desired=deployment(2),
+            state=DesiredState.PRESENT, owner_uid=UID, apply=ssa), parent_uid=UID)
+        writes += plan.action is PlanAction.PATCH
+        clock.advance(0.05)
+    [contest] = detector.contests(UID)
+    assert contest.paths == ("/spec/replicas",)
+    assert writes <= 4, writes  # 50 without detection
 
 
 def test_optk_run_pause_flags_reach_the_operator() -> None:

@@ -136,6 +136,40 @@ def test_a_field_another_apply_manager_owns_is_reported_not_written(
     assert _live(client, desired)["data"] == {"a": "1", "b": "2"}
 
 
+@pytest.mark.both_servers
+def test_a_child_missing_from_the_cache_is_read_before_it_is_applied(
+    client: KubernetesClient, ns: str, requests: Callable[[], Requests]
+) -> None:
+    # an apply creates what is missing and merges into what exists: a foreign object at the
+    # child's place, with the very values the builder builds, is not in the operator's child
+    # list (no owner label), so the reconcile is told live=None; it must read before applying
+    ssa = _reconciler(client, ServerSideApply())
+    foreign = _cm(ns, a="1")
+    client.create(foreign)  # someone else's: no annotation of ours, no owner reference
+    with requests() as r:
+        result = ssa.reconcile_resource(foreign, DesiredState.PRESENT, owner_uid="uid-1",
+                                        live=None)
+    assert result.action is Action.SKIPPED
+    assert "not managed by the toolkit" in result.reason
+    assert (r.count("get"), r.writes) == (1, 0)
+    live = _live(client, foreign)
+    assert (MANAGER, "Apply") not in _managers(live)
+    assert APPLIED_DIGEST_ANNOTATION not in (live["metadata"].get("annotations") or {})
+    # a child that is missing indeed: one read, one apply (the cost of a created child)
+    client.delete("v1", "ConfigMap", "ssa", namespace=ns)
+    with requests() as r:
+        created = ssa.reconcile_resource(foreign, DesiredState.PRESENT, owner_uid="uid-1",
+                                         live=None)
+    assert created.action is Action.CREATED
+    assert (r.count("get"), r.count("patch"), r.writes) == (1, 1, 1)
+    assert (MANAGER, "Apply") in _managers(_live(client, foreign))
+    # read by name from the server already (a reader that asks the server): no second read
+    client.delete("v1", "ConfigMap", "ssa", namespace=ns)
+    with requests() as r:
+        assert ssa.reconcile_resource(foreign, DesiredState.PRESENT).action is Action.CREATED
+    assert (r.count("get"), r.count("patch")) == (1, 1)
+
+
 def _without_volatile(obj: dict[str, Any]) -> dict[str, Any]:
     meta = {k: v for k, v in obj["metadata"].items()
             if k not in ("managedFields", "resourceVersion", "annotations", "generation")}

@@ -22,7 +22,7 @@ from examples.observer.crds import KIND as OBSERVER_KIND
 from examples.observer.operator import make_operator as make_observer_operator
 from examples.thanos.crds import API_VERSION, KIND, ThanosSpec
 from examples.thanos.operator import make_operator, samples
-from reconciler import Applying, ServerSideApply
+from reconciler import Applying, LeaderElection, ServerSideApply, Sharding
 from reconciler.testing import operator_machine
 
 #: Hypothesis' explain phase traces every line run: minutes with an operator's threads
@@ -66,6 +66,20 @@ def thanos_ssa_machine(parents: Any = THANOS_SAMPLES, **options: Any) -> Any:
     return operator_machine(operator, parents=parents, **options)
 
 
+def thanos_sharded_machine(parents: Any = THANOS_SAMPLES, **options: Any) -> Any:
+    """The Thanos example sharded over two replicas in the process (short leases)."""
+    sharding = Sharding(namespace="machine", lease_duration=2.0, renew_deadline=1.4,
+                        renew_period=0.25, drain_timeout=10.0, replicas_hint=2)
+    election = LeaderElection(namespace="machine", lease_duration=2.0, renew_deadline=1.4,
+                              retry_period=0.25)
+    operator = attrs.evolve(make_operator(), sharding=sharding, leader_election=election)
+    # foreign objects off: a replica's child informers select its shard label, which someone
+    # else's object lacks, so a parent skipping it is not woken when it goes (found, not fixed:
+    # docs/testing-operators.md)
+    options.setdefault("foreign_objects", False)
+    return operator_machine(operator, parents=parents, replicas=2, **options)
+
+
 def observer_machine(**options: Any) -> Any:
     """The Observer example's machine (the Thanos CRD it installs shared by the Observers)."""
     return operator_machine(make_observer_operator(shared_crd=True, events=True),
@@ -74,7 +88,8 @@ def observer_machine(**options: Any) -> Any:
 
 #: the soak's machines (every valid Thanos spec)
 MACHINES = {"thanos": lambda: thanos_machine(THANOS),
-            "thanos-ssa": lambda: thanos_ssa_machine(THANOS, foreign_objects=False),
+            "thanos-ssa": lambda: thanos_ssa_machine(THANOS),
+            "thanos-sharded": lambda: thanos_sharded_machine(THANOS),
             "observer": observer_machine}
 
 
@@ -83,21 +98,79 @@ def test_thanos_machine() -> None:
 
 
 def test_thanos_machine_with_server_side_apply() -> None:
-    # foreign objects off: server-side apply takes over a foreign object whose values equal the
-    # build (the known defect below)
-    run_state_machine_as_test(thanos_ssa_machine(foreign_objects=False), settings=CI)
+    run_state_machine_as_test(thanos_ssa_machine(), settings=CI)
 
 
-@pytest.mark.xfail(strict=True, reason="known defect: with ServerSideApply a child missing from "
-                   "the cache is applied blind; a foreign object with the built values is taken "
-                   "over (controller owner reference, applied digest) instead of skipped")
+def test_thanos_machine_sharded_on_two_replicas() -> None:
+    # each parent reconciled by one replica, gates kept, no write on a forced resync
+    run_state_machine_as_test(thanos_sharded_machine(), settings=settings(CI, max_examples=3))
+
+
+def test_thanos_machine_sharded_keeps_the_gates_in_steps() -> None:
+    # the query frontend waits for the query Deployment on its replica as unsharded (the
+    # derandomized run above may not draw it before the query is available)
+    state = thanos_sharded_machine()()
+    try:
+        p0 = state.create_parent(parent={**SSA_PARENT, "spec": {
+            **SSA_PARENT["spec"], "queryFrontend": {"ingress": {"host": "q.example"}}}})
+        state.converged()
+        state.make_workloads_available()
+        state.converged()
+        assert state._get(next(c.ref for c in state._children(p0, present=True)
+                               if c.ref.name.endswith("frontend")))  # then it is created
+    finally:
+        state.teardown()
+
+
 def test_server_side_apply_leaves_a_foreign_object_with_the_built_values_alone() -> None:
+    # the machine found it: a child missing from the cache was applied blind, and a foreign
+    # object with the built values taken over (controller owner reference, applied digest);
+    # now it is read first and skipped as not ours (tests/reconciler/test_server_side_apply.py)
     machine = thanos_ssa_machine()()
     try:
         machine.create_parent_over_foreign(parent=SSA_PARENT, which=1)
         machine.converged()
     finally:
         machine.teardown()
+
+
+#: every rule off but those a policy and a second writer meet: parents, their changes, a child
+#: edited
+PEOPLE = {"relabel_parents": False, "delete_parents": False, "scale_children": False,
+          "delete_children": False,
+          "foreign_objects": False, "inputs": False, "pause": False, "restart": False,
+          "crash": False, "make_available": False, "faults": False}
+
+
+@pytest.mark.parametrize(("machine", "writer"), [(thanos_machine, "update"),
+                                                 (thanos_ssa_machine, "patch")],
+                         ids=["three-way", "server-side-apply"])
+def test_each_policy_and_a_second_writer_in_steps(machine: Any, writer: str) -> None:
+    # the random runs above draw few of these rules: every policy and one fight, as steps
+    state = machine(**PEOPLE)()
+    fights = state.stats["fights"]
+    try:
+        p0 = state.create_parent(parent=SSA_PARENT)
+        state.converged()
+        kinds = [c.ref.kind for c in state._children(p0)]
+        deployment, image = kinds.index("Deployment"), 6  # its 7th string field: the image
+        state.contend_child(name=p0, which=0, field=image, writer=writer)
+        state.converged()
+        assert state.stats["fights"] == fights + 1  # the writer changed it: a fight was judged
+        for policy in ("ignore", "create-only", "no-prune", "observe"):
+            state.set_policy(name=p0, which=deployment, policy=policy)
+            state.converged()
+            state.drift_child(name=p0, which=0, field=image)
+            state.converged()
+            state.change_parent_spec(name=p0, parent={**SSA_PARENT, "spec": {
+                **SSA_PARENT["spec"], "query": {"replicas": 2}}})
+            state.converged()
+            state.set_policy(name=p0, which=deployment, policy=None)
+            state.converged()  # repaired: as built again
+            state.change_parent_spec(name=p0, parent=SSA_PARENT)
+            state.converged()
+    finally:
+        state.teardown()
 
 
 def test_observer_machine() -> None:

@@ -51,7 +51,8 @@ BUDGET = 60.0
 #: the rules a seeded defect does not need, off (each test turns on what its defect needs)
 QUIET = {"relabel_parents": False, "scale_children": False, "restart": False, "crash": False,
          "faults": False, "make_available": False, "delete_children": False,
-         "edit_children": False, "foreign_objects": False}
+         "edit_children": False, "foreign_objects": False, "contend": False,
+         "policies": False}
 
 
 def _caught(machine: Any, match: str) -> str:
