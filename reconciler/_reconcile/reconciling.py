@@ -470,6 +470,13 @@ class _Execution:
                 patch_type=plan.patch_type, namespace=self.ref.namespace,
                 dry_run=self.r.dry_run, **_forced(plan.force),
             )
+        except NotFoundError as exc:  # a dry-run apply that would create, in a new namespace
+            if not (plan.live is None and self.r.dry_run and _namespace_missing(exc, self.ref)
+                    and self.ref.namespace in self.r.planned_namespaces):
+                raise
+            return self.result(plan, action=Action.CREATED, live=None, reason=(
+                f"in namespace {self.ref.namespace}, which this plan creates: "
+                f"not validated by the server"))
         except InvalidError as exc:
             fields = exc.immutable_fields
             if not fields:
@@ -480,6 +487,9 @@ class _Execution:
                 raise ImmutableFieldError(exc, fields=fields, kind_key=kind_key(self.ref)) from exc
             return self._recreate(recreate)
         created = Action.CREATED if plan.live is None else None  # a server-side apply
+        if created and self.r.dry_run and (self.ref.api_version, self.ref.kind) == (
+                "v1", "Namespace"):
+            self.r.planned_namespaces.add(self.ref.name)
         return self.result(plan, action=created, live=patched,
                            reason=plan.reason if plan.replan else "")
 

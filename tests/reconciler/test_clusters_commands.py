@@ -241,3 +241,21 @@ def test_the_driver_watches_no_placed_kind_at_home(
     waiting = reconciler.reconcile(client.create(site(ns, "g", cluster="edge-9")))
     assert len(waiting.waiting) == 3
     assert types_of(waiting) == {("v1", "ConfigMap")}
+
+
+def test_a_server_side_apply_plan_of_a_new_namespace_and_its_children(
+        client: KubernetesClient, fleet: None, ns: str) -> None:
+    """With server-side apply, a child of a namespace the same plan creates is a create too
+    (the dry-run apply is refused with the namespace's 404), in either cluster."""
+    from reconciler import ResourceSettings, ServerSideApply
+    from reconciler._commands.plans import format_plan, plan_parents
+
+    settings = placed_operator.operator.parent_settings()
+    results = plan_parents(
+        client, placed_operator.build, [site(ns, "ssa")], operator_name="site-operator",
+        resource_settings=ResourceSettings(apply=ServerSideApply()),
+        parent_settings=settings)
+    text = format_plan(results)
+    assert not results[0].errors, text
+    assert ("  create    ConfigMap.v1 site-ssa/settings  (in namespace site-ssa, which this "
+            "plan creates: not validated by the server)  [cluster edge-1]") in text.splitlines()
