@@ -52,6 +52,7 @@ from typing import Any, Generic, TypeVar
 import attrs
 
 from builders import DesiredState, ObjectRef
+from reconciler._cache.stores import compact
 from reconciler._reconcile.reconciling import Action, ReconcileResult
 
 __all__ = ["BuildMemo", "ChildMemo", "KeptBuild", "RecentKeys", "StatusMemo", "digest_of"]
@@ -161,8 +162,9 @@ class BuildMemo:
     """The last evaluated build of each parent, keyed by the parent's namespace and name, at
     most ``size`` of them (least recently used dropped first). Thread-safe.
 
-    The children it hands out are shared between reconciles: callers must not change them in
-    place (``ParentReconciler`` hands the resource reconcile a copy)."""
+    The children it hands out are shared between reconciles (and their leaves with the caches'
+    objects: ``reconciler._cache.stores.compact``): callers must not change them in place
+    (``ParentReconciler`` hands the resource reconcile a copy)."""
 
     def __init__(self, *, size: int = 100_000) -> None:
         self._size = size
@@ -218,7 +220,11 @@ class BuildMemo:
             if failed or hooks or not uid or not version or epoch != self._epoch:
                 self._entries.pop(key, None)
                 return built
-        children = tuple((ref, obj, state, digest_of(obj)) for ref, obj, state, _ in built)
+        # Kept compact, as the caches keep objects: keys and short strings interned, leaves
+        # shared with equal ones of other builds and of the cached children (labels, ports,
+        # probes, selectors), so a thousand parents' builds cost what differs between them.
+        children = tuple((ref, compact(obj), state, digest_of(obj))
+                         for ref, obj, state, _ in built)
         with self._lock:
             if epoch == self._epoch:
                 self._entries[key] = _Build(uid=uid, version=version, epoch=epoch,
