@@ -120,6 +120,14 @@ def _present(obj: dict[str, Any]) -> ResourceBuilder:
 @contextmanager
 def apiserver() -> Iterator[tuple[KubernetesClient, Callable[[], dict[str, int]]]]:
     """An ``optk apiserver`` subprocess; a client and a function reading its request counts."""
+    with apiserver_and_kubeconfig() as (client, counts, _):
+        yield client, counts
+
+
+@contextmanager
+def apiserver_and_kubeconfig(
+) -> Iterator[tuple[KubernetesClient, Callable[[], dict[str, int]], str]]:
+    """:func:`apiserver`, and the text of its kubeconfig (to declare it as a cluster)."""
     with tempfile.TemporaryDirectory() as tmp:
         kubeconfig = Path(tmp) / "kubeconfig"
         process = subprocess.Popen(
@@ -144,7 +152,7 @@ def apiserver() -> Iterator[tuple[KubernetesClient, Callable[[], dict[str, int]]
                 body = json.loads(api_client.call_api(method, url, header_params=headers).read())
                 return dict(body["byVerb"])
 
-            yield client, counts
+            yield client, counts, kubeconfig.read_text()
         finally:
             process.terminate()
             process.wait(timeout=30)

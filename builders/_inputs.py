@@ -11,6 +11,12 @@ of the objects read (or to nothing: missing, forbidden), with ``require`` raisin
 on the parent as conditions naming the reference; ``selected(selector)`` is the list a
 :class:`SelectorRef` matches, sorted by namespace and name.
 
+The clusters children may be placed in (``builders.placed``, docs/clusters.md) are an input too:
+a :class:`ClusterSelector` declares "the clusters whose labels include these", and
+``inputs.clusters(selector)`` is the list of :class:`Cluster` values it matches (a name and the
+labels, sorted by name). A builder selects clusters by label and places children by name; it
+never sees a cluster's credentials (the Secret that declares a cluster stays the runtime's).
+
 :func:`inputs_digest` and :func:`with_inputs_digest` are the ``checksum/config`` idiom: a digest of
 the chosen inputs' contents stamped into a pod template annotation (``optk.dev/inputs-digest``) so
 that a changed ConfigMap or Secret rolls the workload. The digest is the only trace of a value:
@@ -38,6 +44,8 @@ from objectmatcher import KubeObject
 __all__ = [
     "CRD_API_VERSION",
     "INPUTS_DIGEST_ANNOTATION",
+    "Cluster",
+    "ClusterSelector",
     "InputDeclaration",
     "InputRef",
     "Inputs",
@@ -98,8 +106,53 @@ class SelectorRef:
         return f"{self.kind}.{self.api_version} {where}-l {self.label_selector or '(every)'}"
 
 
-InputRef = ObjectRef | SelectorRef
-"""A declared input: one object by name, or the objects a label selector matches."""
+def _valid_cluster_labels(instance: ClusterSelector, attribute: Any,
+                          value: tuple[tuple[str, str], ...]) -> None:
+    validate_labels(dict(value), field="ClusterSelector.match_labels")
+
+
+def _label_map(value: Mapping[str, str]) -> dict[str, str]:
+    return {str(k): str(v) for k, v in value.items()}
+
+
+@attrs.frozen(kw_only=True)
+class Cluster:
+    """One cluster children may be placed in, as builders see it: its ``name`` (what
+    ``builders.placed(builder, cluster=name)`` takes) and its ``labels``; nothing else (its
+    credentials stay with the runtime)."""
+
+    name: str
+    labels: Mapping[str, str] = attrs.field(factory=dict, converter=_label_map, hash=False)
+
+
+@attrs.frozen(cache_hash=True)
+class ClusterSelector:
+    """A declared input: the clusters (docs/clusters.md) whose labels include all of
+    ``match_labels`` (a mapping, kept as sorted pairs; empty: every cluster).
+    ``inputs.clusters(selector)`` gives them as :class:`Cluster` values sorted by name; the
+    parents that declare it are reconciled when a cluster starts or stops matching (its Secret
+    added, labelled, unlabelled, removed) or a matching one changes. Bad label keys or values
+    are an ``InvalidSpecError`` naming the field."""
+
+    match_labels: tuple[tuple[str, str], ...] = attrs.field(
+        default=(), converter=_labels, validator=_valid_cluster_labels)
+
+    @property
+    def label_selector(self) -> str:
+        """The selector as label selector text (``a=b,c=d``; empty: every cluster)."""
+        return ",".join(f"{key}={value}" for key, value in self.match_labels)
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """Whether a cluster with ``labels`` is selected."""
+        return all(labels.get(key) == value for key, value in self.match_labels)
+
+    def __str__(self) -> str:
+        return f"clusters -l {self.label_selector or '(every)'}"
+
+
+InputRef = ObjectRef | SelectorRef | ClusterSelector
+"""A declared input: one object by name, the objects a label selector matches, or the clusters
+a :class:`ClusterSelector` matches."""
 
 InputDeclaration = Callable[[KubeObject], Iterable[InputRef]]
 """``Operator(inputs=fn)``: the references a parent's builders read, a pure function of it."""
@@ -130,11 +183,12 @@ class Inputs(Mapping[ObjectRef, dict[str, Any]]):
     reference of both kinds; ``versions`` is what a reused build is keyed on.
     """
 
-    __slots__ = ("_found", "_selected", "forbidden", "missing", "refs")
+    __slots__ = ("_clusters", "_found", "_selected", "forbidden", "missing", "refs")
 
     def __init__(self, found: Mapping[ObjectRef, Mapping[str, Any]] | None = None, *,
                  missing: Iterable[ObjectRef] = (), forbidden: Iterable[InputRef] = (),
                  selected: Mapping[SelectorRef, Iterable[Mapping[str, Any]]] | None = None,
+                 clusters: Mapping[ClusterSelector, Iterable[Cluster]] | None = None,
                  ) -> None:
         self._found = {ref: copy.deepcopy(dict(obj)) for ref, obj in (found or {}).items()}
         self.missing = frozenset(missing)
@@ -142,8 +196,12 @@ class Inputs(Mapping[ObjectRef, dict[str, Any]]):
         self._selected = {
             sel: tuple(sorted((copy.deepcopy(dict(obj)) for obj in objs), key=_name_key))
             for sel, objs in (selected or {}).items() if sel not in self.forbidden}
+        self._clusters = {sel: tuple(sorted(found, key=lambda c: c.name))
+                          for sel, found in (clusters or {}).items()
+                          if sel not in self.forbidden}
         self.refs: frozenset[InputRef] = (frozenset(self._found) | self.missing | self.forbidden
-                                          | frozenset(self._selected))
+                                          | frozenset(self._selected)
+                                          | frozenset(self._clusters))
 
     def __getitem__(self, ref: ObjectRef) -> dict[str, Any]:
         return copy.deepcopy(self._found[ref])
@@ -157,9 +215,22 @@ class Inputs(Mapping[ObjectRef, dict[str, Any]]):
     def __repr__(self) -> str:  # references only: a Secret's value never reaches a log
         selected = {str(sel): len(objs) for sel, objs in sorted(
             self._selected.items(), key=lambda item: str(item[0]))}
+        clusters = {str(sel): [c.name for c in found] for sel, found in sorted(
+            self._clusters.items(), key=lambda item: str(item[0]))}
         return (f"Inputs(found={sorted(map(str, self._found))}, "
                 f"missing={sorted(map(str, self.missing))}, "
-                f"forbidden={sorted(map(str, self.forbidden))}, selected={selected})")
+                f"forbidden={sorted(map(str, self.forbidden))}, selected={selected}"
+                + (f", clusters={clusters})" if clusters else ")"))
+
+    def clusters(self, selector: ClusterSelector) -> list[Cluster]:
+        """The clusters ``selector`` matched, sorted by name (empty when none does);
+        ``InputForbiddenError`` when the clusters may not be read, ``InputMissingError`` when
+        ``selector`` was not declared."""
+        if selector in self.forbidden:
+            raise InputForbiddenError(ref=selector)
+        if selector not in self._clusters:
+            raise InputMissingError(ref=selector)
+        return list(self._clusters[selector])
 
     def selected(self, selector: SelectorRef) -> list[dict[str, Any]]:
         """Copies of the objects ``selector`` matched, sorted by namespace and name (empty when
@@ -195,6 +266,9 @@ class Inputs(Mapping[ObjectRef, dict[str, Any]]):
         a build is reused only while these and the parent's version are unchanged."""
         out = []
         for ref in self.refs:
+            if isinstance(ref, ClusterSelector):
+                out.append((str(ref), _clusters_key(self._clusters.get(ref, ()))))
+                continue
             if isinstance(ref, SelectorRef):
                 out.append((str(ref), ",".join(
                     f"{'/'.join(_name_key(obj))}={_version_of(obj)}"
@@ -202,6 +276,12 @@ class Inputs(Mapping[ObjectRef, dict[str, Any]]):
                 continue
             out.append((str(ref), _version_of(self._found.get(ref, {}))))
         return tuple(sorted(out))
+
+
+def _clusters_key(clusters: Iterable[Cluster]) -> str:
+    """The names and labels of ``clusters``, as one string (what a change of them changes)."""
+    return ";".join(f"{c.name}:{','.join(f'{k}={v}' for k, v in sorted(c.labels.items()))}"
+                    for c in clusters)
 
 
 def _name_key(obj: Mapping[str, Any]) -> tuple[str, str]:
@@ -224,6 +304,10 @@ def kind_served(api_version: str, *, plural: str) -> ObjectRef:
 
 
 def _digested(inputs: Inputs, ref: InputRef) -> Any:
+    if isinstance(ref, ClusterSelector):
+        if ref not in inputs.refs or ref in inputs.forbidden:
+            return None
+        return [[c.name, dict(sorted(c.labels.items()))] for c in inputs.clusters(ref)]
     if isinstance(ref, SelectorRef):
         if ref not in inputs.refs or ref in inputs.forbidden:
             return None

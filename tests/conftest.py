@@ -1,5 +1,7 @@
-"""Suite-wide settings: Hypothesis profiles, the path of the real-apiserver recordings, and the
-order in which test files are handed to the two processes (the longest first).
+"""Suite-wide settings: Hypothesis profiles, the path of the real-apiserver recordings, the
+order in which test files are handed to the two processes (the longest first), and the session's
+second real control plane (``second_real_kube_api``, for the tests of children placed in another
+cluster).
 
 The recordings live in the repository (``tests/fixtures/real-apiserver/``, listed by its
 ``index.json``): they are data captured from a real kube-apiserver, so a fresh clone runs every
@@ -10,11 +12,15 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+if TYPE_CHECKING:
+    from reconciler.envtest import ControlPlane
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "real-apiserver"
 
@@ -42,6 +48,7 @@ LONGEST_FIRST = (
     "tests/manifests/test_pod_real.py",
     "tests/examples/test_demo.py",
     "tests/driver/test_inputs.py",
+    "tests/examples/test_tenant_real.py",
 )
 """Files (or folders) of 20 s or more in ``make test`` (``--durations``), longest first.
 
@@ -84,3 +91,23 @@ def fixtures_dir() -> Path:
     """The folder of the real-apiserver recordings (``tests/fixtures/real-apiserver``)."""
     assert FIXTURES.is_dir(), f"recordings not found at {FIXTURES}"
     return FIXTURES
+
+
+@pytest.fixture(scope="session")
+def second_real_kube_api(kube_assets: Path) -> Iterator[ControlPlane]:
+    """A second real control plane (``reconciler.envtest.ControlPlane`` over ``kube_assets``)
+    beside the session's ``real_kube_api``: the other cluster of the multi-cluster tests
+    (issue 41). One per session (each costs about 10 s to start and its memory), started on
+    first use, stopped at session end; skips as ``real_kube_api`` does without assets. A test
+    that stops its API server (``stop_apiserver``) starts it again before it ends."""
+    from reconciler.envtest import AssetsNotFoundError, ControlPlane
+
+    plane = ControlPlane(kube_assets)
+    try:
+        plane.start()
+    except AssetsNotFoundError as exc:
+        pytest.skip(f"the second real control plane: {exc}")
+    try:
+        yield plane
+    finally:
+        plane.stop()

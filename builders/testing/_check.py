@@ -32,6 +32,7 @@ from builders import (
     compose,
     run_builders,
 )
+from builders.composition import placement_of
 from builders.names import (
     COMPONENT_LABEL,
     INSTANCE_LABEL,
@@ -104,12 +105,21 @@ def _where(obj: Mapping[str, Any]) -> str:
     return f"{obj.get('kind')} {ns + '/' if ns else ''}{meta.get('name')}"
 
 
+class _Placed(list[tuple[dict[str, Any], DesiredState]]):
+    """Built children that also know each one's cluster (``builders.placed``; None: home)."""
+
+    clusters: list[str | None]
+
+
 def assert_builds(build: Build, parent: KubeObject) -> Built:
     """Build the children of ``parent``; AssertionError ('builds') if any builder fails."""
     try:
-        return run_builders(compose(list(build(parent))), parent=parent)
+        flat = compose(list(build(parent)))
+        built = _Placed(run_builders(flat, parent=parent))
     except (BuilderFailedError, InvalidSpecError, TypeError) as exc:
         raise _fail("builds", str(exc), parent=parent) from exc
+    built.clusters = [placement_of(b) for b in flat]
+    return built
 
 
 def assert_pure(build: Build, parent: KubeObject) -> Built:
@@ -130,9 +140,13 @@ def assert_pure(build: Build, parent: KubeObject) -> Built:
 
 
 def _identities(children: Built) -> list[tuple[Any, ...]]:
+    """Each child's kind, namespace and name, and its cluster when placed in another one (the
+    same name in two clusters is two children)."""
+    clusters = getattr(children, "clusters", None) or [None] * len(children)
     return [
-        (o.get("kind"), (o.get("metadata") or {}).get("namespace"), o["metadata"].get("name"))
-        for o, _ in children
+        (o.get("kind"), (o.get("metadata") or {}).get("namespace"), o["metadata"].get("name"),
+         *(() if cluster is None else (cluster,)))
+        for (o, _), cluster in zip(children, clusters, strict=True)
     ]
 
 
@@ -174,14 +188,14 @@ def assert_valid_names(children: Built, *, parent: KubeObject | None = None) -> 
 
 
 def assert_unique(children: Built, *, parent: KubeObject | None = None) -> None:
-    """No two children share kind, namespace and name."""
+    """No two children share kind, namespace and name (and cluster, when placed)."""
     seen: set[tuple[Any, ...]] = set()
     for identity in _identities(children):
         if identity in seen:
-            kind, ns, name = identity
-            raise _fail(
-                "unique", f"two children are {kind} {ns + '/' if ns else ''}{name}", parent=parent
-            )
+            kind, ns, name, *cluster = identity
+            there = f" in cluster {cluster[0]!r}" if cluster else ""
+            raise _fail("unique", f"two children are {kind} {ns + '/' if ns else ''}{name}"
+                        f"{there}", parent=parent)
         seen.add(identity)
 
 

@@ -4,13 +4,15 @@ An operator that declares inputs (``Operator(inputs=fn)``, ``builders.inputs``) 
 ``(parent, inputs)``; :class:`InputStates` draws, for each reference ``fn(parent)`` declares, one
 of three states: missing, forbidden, or present with generated contents (a ``SelectorRef``:
 missing is no object matched, present one to three, named ``<kind>-<i>`` and carrying the
-selector's labels), and draws a *changed* value (same references in the same states, the same
-objects with other contents) for the invariant "input changes": a change of an input's contents
-never changes which children are built, only what they hold (names stay stable, so a rotated
-Secret rolls a workload instead of replacing it).
+selector's labels; a ``ClusterSelector`` likewise: no cluster, or one to three named
+``cluster-<i>`` with its labels), and draws a *changed* value (same references in the same
+states, the same objects with other contents) for the invariant "input changes": a change of
+an input's contents never changes which children are built, only what they hold (names stay
+stable, so a rotated Secret rolls a workload instead of replacing it).
 :func:`with_inputs` binds a build to one drawn value, leaving out the builders that raise
 ``InputUnavailableError`` for an input that is missing or forbidden in it (what the reconcile
-reports as ``InputMissing``/``InputForbidden``: expected, not a failure of the builders).
+reports as ``InputMissing``/``InputForbidden``: expected, not a failure of the builders), or
+every builder when ``build`` itself raises it (the clusters a build places children in).
 
 Boundary: strategies and the binding. The property run of ``check_builders(inputs=...)`` is
 ``_properties``' and the invariants are ``_check``'s; this module imports neither.
@@ -27,7 +29,14 @@ from hypothesis import strategies as st
 from builders._compose import ResourceBuilder
 from builders._errors import BuilderFailedError, InputUnavailableError
 from builders._identity import ObjectRef
-from builders._inputs import InputDeclaration, InputRef, Inputs, SelectorRef
+from builders._inputs import (
+    Cluster,
+    ClusterSelector,
+    InputDeclaration,
+    InputRef,
+    Inputs,
+    SelectorRef,
+)
 from builders._state import KubeObject
 
 __all__ = ["InputStates", "kept_builders", "with_inputs"]
@@ -90,8 +99,11 @@ class InputStates:
         chosen = tuple("forbidden" if r in inputs.forbidden else "missing"
                        if r in inputs.missing else "present" for r in refs)
         counts = tuple(len(inputs.selected(r)) if isinstance(r, SelectorRef)
-                       and r not in inputs.forbidden else 1 for r in refs)
-        chosen = tuple("missing" if isinstance(r, SelectorRef) and state == "present"
+                       and r not in inputs.forbidden else len(inputs.clusters(r))
+                       if isinstance(r, ClusterSelector) and r not in inputs.forbidden
+                       else 1 for r in refs)
+        chosen = tuple("missing" if isinstance(r, SelectorRef | ClusterSelector)
+                       and state == "present"
                        and not n else state for r, state, n in zip(refs, chosen, counts,
                                                                    strict=True))
         return self._of(refs, chosen, counts, version=2)
@@ -102,6 +114,10 @@ class InputStates:
         names = [r for r, s, _ in triples if s == "present" and isinstance(r, ObjectRef)]
         sels = [(r, 0 if s == "missing" else n) for r, s, n in triples
                 if isinstance(r, SelectorRef) and s != "forbidden"]
+        clusters = {r: [Cluster(name=f"cluster-{i}", labels=dict(r.match_labels))
+                        for i in range(0 if s == "missing" else n)]
+                    for r, s, n in triples
+                    if isinstance(r, ClusterSelector) and s != "forbidden"}
         return st.tuples(
             st.tuples(*(self._present(ref, version) for ref in names)),
             st.tuples(*(self._matched(sel, n, version) for sel, n in sels)),
@@ -109,7 +125,8 @@ class InputStates:
             dict(zip(names, drawn[0], strict=True)),
             missing=[r for r, s, _ in triples if s == "missing" and isinstance(r, ObjectRef)],
             forbidden=[r for r, s, _ in triples if s == "forbidden"],
-            selected={sel: objs for (sel, _), objs in zip(sels, drawn[1], strict=True)}))
+            selected={sel: objs for (sel, _), objs in zip(sels, drawn[1], strict=True)},
+            clusters=clusters))
 
 
 def _unavailable(error: BaseException, inputs: Inputs) -> bool:
@@ -142,7 +159,13 @@ def kept_builders(build: Callable[[KubeObject, Inputs], Iterable[ResourceBuilder
     property run checks a Service's selector only when none was left out)."""
     kept: list[ResourceBuilder] = []
     left_out = 0
-    for builder in build(parent, inputs):
+    try:
+        declared = list(build(parent, inputs))
+    except InputUnavailableError as exc:  # the build itself needs it (the clusters to place
+        if _unavailable(exc, inputs):     # in): nothing is built, the reconcile reports it
+            return [], 1
+        raise
+    for builder in declared:
         try:
             builder()
         except (InputUnavailableError, BuilderFailedError) as exc:

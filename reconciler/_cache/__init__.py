@@ -10,7 +10,8 @@ inputs from), ``stores`` (``IndexedCache``:
 tombstones and the stream's high-water mark, so nothing deleted comes back), ``selectors``
 (``LabelSelector``), ``readers`` (``InformerReader``, the reconcile's ``ReadCache``), ``listed``
 (``ListedReader``: a ``ReadCache`` over one LIST per kind, the fleet plan's snapshot),
-``recording`` (``RecordingClient``: own writes and their echoes).
+``recording`` (``RecordingClient``: own writes and their echoes), ``remote``
+(``RemoteCaches``: the placed children's informers per (cluster, kind), issue 41).
 
 Private: the public names are re-exported by ``reconciler`` and its public
 modules.

@@ -19,6 +19,13 @@ readers are queued again. An informer lives only while some parent reads its (ki
 when the last reader's references change or the last reader is deleted (``on_parent``: the
 parent informer's DELETED), it is stopped (its watch closed) and dropped, its cache with it.
 
+The clusters children may be placed in are an input too (``ClusterSelector``, issue 41): with
+``clusters=ClusterSecrets(...)`` one informer on the Secrets of the clusters' namespace (its
+label selector the ``ClusterSecrets``' own) answers every ``ClusterSelector`` (names and labels
+only: :func:`clusters_of`) with the same index and triggers as a selector, and the connections
+read the clusters from it too (:class:`ClusterSecretsReader`): it runs for as long as the
+operator does, and no request is made to resolve a cluster.
+
 :func:`bind_inputs` turns ``build(parent, inputs)`` into the one-argument build the rest of the
 toolkit calls, over any ``InputSource``: the runtime's informers, or :func:`client_reader` (one
 GET per reference, one LIST per selector) for ``optk plan``, and :data:`present_reader` for
@@ -38,7 +45,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from builders import Inputs, KubeObject, ObjectRef, ResourceBuilder
-from builders.inputs import InputDeclaration, InputRef, SelectorRef
+from builders.inputs import Cluster, ClusterSelector, InputDeclaration, InputRef, SelectorRef
 from reconciler._base.clocks import Clock, RealClock
 from reconciler._base.errors import (
     ForbiddenError,
@@ -51,9 +58,11 @@ from reconciler._base.keys import ParentKey
 from reconciler._base.text import quoted
 from reconciler._cache.informers import Informer, WatchOptions
 from reconciler._cache.pool import InformerPool, Scope
+from reconciler._client.cluster_secrets import KUBECONFIG_KEY, ClusterSecrets
 from reconciler._client.protocol import ClusterClient, ListOptions
 
 __all__ = [
+    "ClusterSecretsReader",
     "InputDeclarationError",
     "InputSource",
     "InputWatch",
@@ -72,6 +81,9 @@ Read = tuple["Mapping[str, Any] | None", bool]
 Selected = tuple["list[Mapping[str, Any]] | None", bool]
 """``(objects matched or None, forbidden)``: one selector as a source knows it."""
 
+Clusters = tuple["list[Cluster] | None", bool]
+"""``(clusters matched or None, forbidden)``: one ``ClusterSelector`` as a source knows it."""
+
 
 class InputSource(Protocol):
     """Where declared inputs are read from: the running operator's informers (``InputWatch``),
@@ -83,6 +95,10 @@ class InputSource(Protocol):
 
     def select(self, selector: SelectorRef) -> Selected:
         """The objects ``selector`` matches, sorted by namespace and name, or forbidden."""
+        ...
+
+    def clusters(self, selector: ClusterSelector) -> Clusters:
+        """The clusters ``selector`` matches, sorted by name, or forbidden."""
         ...
 
 BuildWithInputs = Callable[[KubeObject, Inputs], Iterable[ResourceBuilder]]
@@ -105,11 +121,12 @@ def declared_refs(declare: InputDeclaration, parent: KubeObject) -> tuple[InputR
     refs = tuple(declare(parent))
     for ref in refs:
         named = isinstance(ref, ObjectRef) and ref.kind and ref.name
-        if not named and not (isinstance(ref, SelectorRef) and ref.kind and ref.api_version):
+        if not named and not (isinstance(ref, SelectorRef) and ref.kind and ref.api_version) \
+                and not isinstance(ref, ClusterSelector):
             raise InputDeclarationError(
                 f"inputs of {ObjectRef.of(parent)}: each input must be an ObjectRef with a "
-                f"kind and a name, or a SelectorRef with an apiVersion and a kind, got "
-                f"{quoted(ref)}")
+                f"kind and a name, a SelectorRef with an apiVersion and a kind, or a "
+                f"ClusterSelector, got {quoted(ref)}")
     return refs
 
 
@@ -119,7 +136,15 @@ def resolve_inputs(refs: Iterable[InputRef], source: InputSource) -> Inputs:
     selected: dict[SelectorRef, list[Mapping[str, Any]]] = {}
     missing: list[ObjectRef] = []
     forbidden: list[InputRef] = []
+    clusters: dict[ClusterSelector, list[Cluster]] = {}
     for ref in refs:
+        if isinstance(ref, ClusterSelector):
+            found_clusters, refused = source.clusters(ref)
+            if refused or found_clusters is None:
+                forbidden.append(ref)
+            else:
+                clusters[ref] = found_clusters
+            continue
         if isinstance(ref, SelectorRef):
             objs, refused = source.select(ref)
             if refused or objs is None:
@@ -134,7 +159,8 @@ def resolve_inputs(refs: Iterable[InputRef], source: InputSource) -> Inputs:
             missing.append(ref)
         else:
             found[ref] = obj
-    return Inputs(found, missing=missing, forbidden=forbidden, selected=selected)
+    return Inputs(found, missing=missing, forbidden=forbidden, selected=selected,
+                  clusters=clusters)
 
 
 def bind_inputs(build: BuildWithInputs, declare: InputDeclaration,
@@ -150,12 +176,43 @@ def bind_inputs(build: BuildWithInputs, declare: InputDeclaration,
     return bound
 
 
+def is_cluster_secret(obj: Mapping[str, Any]) -> bool:
+    """Whether ``obj`` (a Secret of the clusters' namespace) declares a cluster: it has a
+    ``kubeconfig`` key (whether that kubeconfig can be used is the connection's to say)."""
+    return any(KUBECONFIG_KEY in (obj.get(field) or {}) for field in ("data", "stringData"))
+
+
+def clusters_of(secrets: Iterable[Mapping[str, Any]], selector: ClusterSelector) -> list[Cluster]:
+    """The clusters ``secrets`` declare that ``selector`` matches, as builders see them (a name
+    and labels: no credential), sorted by name."""
+    out = []
+    for secret in secrets:
+        if not is_cluster_secret(secret):
+            continue
+        meta = secret.get("metadata") or {}
+        labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+        if selector.matches(labels):
+            out.append(Cluster(name=str(meta.get("name") or ""), labels=labels))
+    return sorted(out, key=lambda c: c.name)
+
+
 class _ClientSource:
     """Each reference read with one GET, each selector with one LIST (for commands that run
-    once: plans)."""
+    once: plans), the clusters with one LIST of their Secrets (none without ``clusters``)."""
 
-    def __init__(self, client: ClusterClient) -> None:
+    def __init__(self, client: ClusterClient, clusters: ClusterSecrets | None = None) -> None:
         self._client = client
+        self._clusters = clusters
+
+    def clusters(self, selector: ClusterSelector) -> Clusters:
+        if self._clusters is None:
+            return [], False
+        try:
+            body = self._client.list("v1", "Secret", ListOptions(
+                label_selector=self._clusters.selector), namespace=self._clusters.namespace)
+        except ForbiddenError:
+            return None, True
+        return clusters_of(body.get("items") or (), selector), False
 
     def read(self, ref: ObjectRef) -> Read:
         try:
@@ -178,9 +235,10 @@ class _ClientSource:
         return sorted(body.get("items") or (), key=_name_key), False
 
 
-def client_reader(client: ClusterClient) -> InputSource:
-    """Inputs read from the cluster: one GET per reference, one LIST per selector."""
-    return _ClientSource(client)
+def client_reader(client: ClusterClient, clusters: ClusterSecrets | None = None) -> InputSource:
+    """Inputs read from the cluster: one GET per reference, one LIST per selector, one LIST of
+    the Secrets ``clusters`` declares per ``ClusterSelector`` (none: no cluster matches)."""
+    return _ClientSource(client, clusters)
 
 
 class _PresentSource:
@@ -203,6 +261,14 @@ class _PresentSource:
         assert obj is not None
         labels = dict(selector.match_labels)
         return [{**obj, "metadata": {**obj["metadata"], "labels": labels}}], False
+
+    def clusters(self, selector: ClusterSelector) -> Clusters:
+        return [Cluster(name=PRESENT_CLUSTER, labels=dict(selector.match_labels))], False
+
+
+PRESENT_CLUSTER = "cluster-0"
+"""The one cluster ``present_reader`` answers a ``ClusterSelector`` with (its labels the
+selector's): a stand-in for the clusters chosen at run time."""
 
 
 present_reader: InputSource = _PresentSource()
@@ -239,8 +305,11 @@ class InputWatch:
                  on_change: Callable[[ParentKey], None],
                  alive: Callable[[ParentKey], bool] | None = None,
                  clock: Clock | None = None, sync_timeout: float = SYNC_TIMEOUT,
-                 options: WatchOptions | None = None, pool: InformerPool | None = None) -> None:
+                 options: WatchOptions | None = None, pool: InformerPool | None = None,
+                 clusters: ClusterSecrets | None = None) -> None:
         self.declare = declare
+        self.clusters_from = clusters
+        """Where the clusters a ``ClusterSelector`` selects are declared (None: no clusters)."""
         self._on_change = on_change
         self._alive = alive
         self._sync_timeout = sync_timeout
@@ -249,13 +318,18 @@ class InputWatch:
         self._pool = pool or InformerPool(client, clock=clock or RealClock(), options=options)
         self._pool.subscribe(self, lambda scope, kind, old, new: self._changed(
             _input_scope(scope), old, new), on_late_sync=lambda s: self._listed(_input_scope(s)))
+        self._cluster_scope: _Scope | None = None if clusters is None else (
+            "v1", "Secret", clusters.namespace,
+            f"{_LABELLED}{clusters.selector}" if clusters.selector else "")
         self._lock = threading.Lock()
         self._informers: dict[_Scope, Informer] = {}
         self._readers: dict[InputRef, set[ParentKey]] = {}
         self._reads: dict[ParentKey, frozenset[InputRef]] = {}
-        self._selectors: dict[_Scope, set[SelectorRef]] = {}  # the selectors read, by scope
+        # the selectors read, by scope (a ClusterSelector's: the clusters' Secrets)
+        self._selectors: dict[_Scope, set[SelectorRef | ClusterSelector]] = {}
         self._in_scope: dict[_Scope, int] = {}  # how many references read, by scope
         self._stopped = False
+        self._held_clusters = False  # the connections read the clusters' Secrets: kept
         self.triggered = 0
         """Parents queued because an input they read changed."""
         self.released = 0
@@ -285,7 +359,7 @@ class InputWatch:
             if self._alive is not None and not self._alive(key):
                 self.forget(key)  # deleted while it was being reconciled
             else:  # a read may have started an informer a concurrent forget gave up
-                self._release({_scope_of(ref) for ref in refs})
+                self._release({self._scope(ref) for ref in refs})
 
     def versions_of(self, parent: KubeObject) -> str:
         """The ``resourceVersion``s of ``parent``'s inputs as the caches hold them now (the
@@ -298,6 +372,15 @@ class InputWatch:
             return "!"
         parts = []
         for ref in refs:
+            if isinstance(ref, ClusterSelector):
+                try:
+                    secrets, _ = self._cluster_secrets()
+                except KindUnlistableError:
+                    return "!"
+                matched = ";".join(f"{_name(obj)}@{_version(obj)}" for obj in secrets or ()
+                                   if is_cluster_secret(obj) and ref.matches(_labels(obj)))
+                parts.append(f"{ref}={matched if secrets is not None else '-'}")
+                continue
             if isinstance(ref, SelectorRef):
                 try:
                     objs, _ = self.select(ref)
@@ -311,9 +394,58 @@ class InputWatch:
             parts.append(f"{ref}={meta.get('resourceVersion') or '-'}")
         return "|" + ",".join(parts)
 
+    def clusters(self, selector: ClusterSelector) -> Clusters:
+        """The clusters ``selector`` matches, from the informer on the clusters' Secrets (names
+        and labels only), sorted by name; ``(None, True)`` when the Secrets may not be listed.
+        An operator without clusters declaring one is an ``InputDeclarationError``."""
+        secrets, refused = self._cluster_secrets()
+        if secrets is None:
+            return None, refused
+        return clusters_of(secrets, selector), False
+
+    def cluster_secrets(self) -> list[Mapping[str, Any]]:
+        """The Secrets of the clusters' namespace (as selected), from the same informer: what
+        the connections read the clusters from (``reconciler._client.clusters``), with no
+        request. Raises ``ForbiddenError`` when they may not be listed, ``KindUnlistableError``
+        when they do not list in time."""
+        secrets, _ = self._cluster_secrets(held=True)
+        if secrets is None:
+            raise ForbiddenError(f"the cluster Secrets of {self._cluster_scope_text} may not be "
+                                 f"listed")
+        return secrets
+
+    def secrets_reader(self) -> ClusterSecretsReader:
+        """A ``ReadCache`` whose ``list`` of Secrets is :meth:`cluster_secrets` (what
+        ``ClusterConnections`` reads the clusters from: no request)."""
+        return ClusterSecretsReader(self)
+
+    @property
+    def _cluster_scope_text(self) -> str:
+        return "" if self.clusters_from is None else self.clusters_from.namespace
+
+    def _cluster_secrets(self, *, held: bool = False) -> Selected:
+        scope = self._cluster_scope
+        if scope is None:
+            raise InputDeclarationError(
+                "a ClusterSelector is declared but the operator has no clusters "
+                "(Operator(clusters=ClusterSecrets(...)))")
+        if held:  # the connections hold it for as long as the operator runs
+            with self._lock:
+                self._held_clusters = True
+        informer = self._informer(scope)
+        if not informer.has_synced:
+            informer.wait_synced(self._sync_timeout, until_refused=True)
+        if not informer.has_synced:
+            if informer.list_refused is not None:
+                return None, True
+            raise KindUnlistableError(api_version="v1", kind="Secret", cause=(
+                informer.list_error or TimeoutError(
+                    f"not listed within {self._sync_timeout:g}s")))
+        return sorted(informer.cache.list(namespace=scope[2]), key=_name_key), False
+
     def read(self, ref: ObjectRef) -> Read:
         """One reference from its informer's cache: ``(object or None, forbidden)``."""
-        informer = self._informer(_scope_of(ref))
+        informer = self._informer(self._scope(ref))
         if not informer.has_synced:
             informer.wait_synced(self._sync_timeout, until_refused=True)
         if not informer.has_synced:
@@ -325,7 +457,7 @@ class InputWatch:
         name, or ``(None, True)`` when the kind's list is refused; a cache that does not sync
         within the timeout for another reason is a ``KindUnlistableError`` (retried: an empty
         list would tell the builders that nothing matches)."""
-        informer = self._informer(_scope_of(selector))
+        informer = self._informer(self._scope(selector))
         if not informer.has_synced:
             informer.wait_synced(self._sync_timeout, until_refused=True)
         if not informer.has_synced:
@@ -338,6 +470,21 @@ class InputWatch:
         objs = informer.cache.list(namespace=selector.namespace,
                                    label_selector=selector.label_selector or None)
         return sorted(objs, key=_name_key), False
+
+    def _scope(self, ref: InputRef) -> _Scope:
+        """The informer that answers ``ref`` (a ``ClusterSelector``: the clusters' Secrets)."""
+        if isinstance(ref, ClusterSelector):
+            if self._cluster_scope is None:
+                raise InputDeclarationError(
+                    "a ClusterSelector is declared but the operator has no clusters "
+                    "(Operator(clusters=ClusterSecrets(...)))")
+            return self._cluster_scope
+        return _scope_of(ref)
+
+    def _matches(self, selector: SelectorRef | ClusterSelector, obj: Mapping[str, Any]) -> bool:
+        if isinstance(selector, ClusterSelector):
+            return is_cluster_secret(obj) and selector.matches(_labels(obj))
+        return selector.matches(obj)
 
     def readers(self, ref: InputRef) -> set[ParentKey]:
         """The parents that read ``ref`` at their last reconcile."""
@@ -392,23 +539,25 @@ class InputWatch:
                     readers.discard(parent)
                     if not readers:
                         del self._readers[ref]
-                        self._in_scope[_scope_of(ref)] -= 1
-                        if isinstance(ref, SelectorRef):
-                            self._selectors[_scope_of(ref)].discard(ref)
+                        self._in_scope[self._scope(ref)] -= 1
+                        if isinstance(ref, SelectorRef | ClusterSelector):
+                            self._selectors[self._scope(ref)].discard(ref)
             for ref in refs - before:
                 if ref not in self._readers:
-                    self._in_scope[_scope_of(ref)] = self._in_scope.get(_scope_of(ref), 0) + 1
+                    scope = self._scope(ref)
+                    self._in_scope[scope] = self._in_scope.get(scope, 0) + 1
                 self._readers.setdefault(ref, set()).add(parent)
-                if isinstance(ref, SelectorRef):
-                    self._selectors.setdefault(_scope_of(ref), set()).add(ref)
+                if isinstance(ref, SelectorRef | ClusterSelector):
+                    self._selectors.setdefault(self._scope(ref), set()).add(ref)
             if refs:
                 self._reads[parent] = refs
-        self._release({_scope_of(ref) for ref in before - refs})
+        self._release({self._scope(ref) for ref in before - refs})
 
     def _release(self, scopes: Iterable[_Scope]) -> None:
         """Stop and drop the informers of ``scopes`` that no parent reads."""
         with self._lock:
-            unused = [scope for scope in scopes if not self._in_scope.get(scope)]
+            unused = [scope for scope in scopes if not self._in_scope.get(scope)
+                      and not (self._held_clusters and scope == self._cluster_scope)]
             for scope in unused:
                 self._in_scope.pop(scope, None)
                 self._selectors.pop(scope, None)
@@ -437,7 +586,8 @@ class InputWatch:
             return  # the same version again (a relist): no change
         with self._lock:
             selectors = [sel for sel in self._selectors.get(scope, ())
-                         if sel.matches(new) or (old is not None and sel.matches(old))]
+                         if self._matches(sel, new)
+                         or (old is not None and self._matches(sel, old))]
         parents = self.readers(ObjectRef.of(new))
         for sel in selectors:
             parents |= self.readers(sel)
@@ -446,7 +596,7 @@ class InputWatch:
     def _listed(self, scope: _Scope) -> None:
         """A refused (kind, namespace) lists now: every reader of it looks again."""
         with self._lock:
-            refs = [ref for ref in self._readers if _scope_of(ref) == scope]
+            refs = [ref for ref in self._readers if self._scope(ref) == scope]
         self._trigger({key for ref in refs for key in self.readers(ref)})
 
     def _trigger(self, parents: Iterable[ParentKey]) -> None:
@@ -458,7 +608,39 @@ class InputWatch:
             self._on_change(key)
 
 
-def _scope_of(ref: InputRef) -> _Scope:
+class ClusterSecretsReader:
+    """The clusters' Secrets as a ``ReadCache`` over an :class:`InputWatch`'s informer: a
+    ``list`` of them answers from memory (whatever selector is passed: it is the informer's)."""
+
+    from_memory = True
+
+    def __init__(self, watch: InputWatch) -> None:
+        self._watch = watch
+
+    def get(self, api_version: str, kind: str, name: str, *,
+            namespace: str | None = None) -> dict[str, Any] | None:
+        """A cluster Secret by name."""
+        found = [s for s in self._watch.cluster_secrets() if _name_key(s)[1] == name]
+        return dict(found[0]) if found else None
+
+    def list(self, api_version: str, kind: str, *, namespace: str | None = None,
+             label_selector: str | None = None) -> list[dict[str, Any]]:
+        """Every cluster Secret (as ``ClusterSecrets`` selects them)."""
+        return [dict(s) for s in self._watch.cluster_secrets()]
+
+
+_LABELLED = "-l "
+"""The last part of an input scope listed with a label selector (the clusters' Secrets under
+``ClusterSecrets(selector=...)``); no object name has a space."""
+
+
+def _labels(obj: Mapping[str, Any]) -> dict[str, str]:
+    meta = obj.get("metadata")
+    labels = meta.get("labels") if isinstance(meta, Mapping) else None
+    return {str(k): str(v) for k, v in labels.items()} if isinstance(labels, Mapping) else {}
+
+
+def _scope_of(ref: ObjectRef | SelectorRef) -> _Scope:
     """The informer that answers ``ref``: its (kind, namespace), and its name for a kind of
     ``BY_NAME`` read by name."""
     name = ref.name if isinstance(ref, ObjectRef) and ref.kind in BY_NAME else ""
@@ -469,12 +651,18 @@ def _pool_scope(scope: _Scope) -> Scope:
     """The pool's scope of an input scope: a namespace ("" is every namespace), and a
     ``metadata.name`` field selector for a kind read by name."""
     api_version, kind, namespace, name = scope
+    if name.startswith(_LABELLED):
+        return Scope(api_version=api_version, kind=kind, namespace=namespace or None,
+                     label_selector=name.removeprefix(_LABELLED))
     return Scope(api_version=api_version, kind=kind, namespace=namespace or None,
                  field_selector=f"metadata.name={name}" if name else None)
 
 
 def _input_scope(scope: Scope) -> _Scope:
     """The input scope of a pool scope (the inverse of :func:`_pool_scope`)."""
+    if scope.label_selector:
+        return scope.api_version, scope.kind, scope.namespace or "", \
+            _LABELLED + scope.label_selector
     name = (scope.field_selector or "").removeprefix("metadata.name=")
     return scope.api_version, scope.kind, scope.namespace or "", name
 

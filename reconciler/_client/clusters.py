@@ -92,6 +92,11 @@ class ClusterConnections:
                  operator_name: str | None = None, connect: Connect | None = None) -> None:
         self.secrets = secrets
         self.reader = reader
+        """Where the Secrets are listed from: a pass-through on its own, the driver's informer
+        on the Secrets' namespace under a running operator (no request)."""
+        self.on_drop: Callable[[str], None] | None = None
+        """Told the name of each cluster whose client is dropped (its Secret gone): the
+        driver stops that cluster's informers."""
         self.operator_name = operator_name
         self._connect: Connect = connect if connect is not None else kubernetes_client
         self._clients: dict[str, tuple[str, ClusterClient]] = {}
@@ -154,7 +159,11 @@ class ClusterConnections:
 
     def close(self) -> None:
         """Close every client (the operator stops)."""
-        self._drop(lambda name: True)
+        on_drop, self.on_drop = self.on_drop, None
+        try:
+            self._drop(lambda name: True)
+        finally:
+            self.on_drop = on_drop
 
     def _drop(self, gone: Callable[[str], bool]) -> None:
         with self._lock:
@@ -164,6 +173,8 @@ class ClusterConnections:
         for name, client in dropped:
             _log.info("cluster %r: its Secret is gone: disconnected", name)
             _close(client)
+            if self.on_drop is not None:
+                self.on_drop(name)
 
 
 def _close(client: Any) -> None:

@@ -90,6 +90,10 @@ def build_parser() -> argparse.ArgumentParser:
     manifests.add_argument("--samples", action="append", default=[],
                            help="YAML file of sample parents (repeatable; default: the module's "
                                 "`samples` attribute)")
+    manifests.add_argument("--cluster", default=None, metavar="NAME",
+                           help="the manifests for a cluster the operator places children in "
+                                "(builders.placed): its namespace, ServiceAccount and the role "
+                                "it needs there; apply them in that cluster")
     manifests.set_defaults(handler=_run_manifests)
     plan = subparsers.add_parser(
         "plan", help="show what an operator would create, update, recreate or delete; no writes",
@@ -297,7 +301,7 @@ def _run_manifests(args: argparse.Namespace) -> int:
     try:
         text = manifests_command(args.target, namespace=args.namespace, image=args.image,
                                  namespaced=args.namespaced, samples=args.samples,
-                                 metrics_auth=args.metrics_auth)
+                                 metrics_auth=args.metrics_auth, cluster=args.cluster)
     except (ValueError, TypeError, OSError) as error:
         print(f"optk manifests: {error}", file=sys.stderr)
         return 2

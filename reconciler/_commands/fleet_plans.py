@@ -110,7 +110,7 @@ def fleet_planner(
         writer, settings=operator.resource_settings(), reader=reader, dry_run=True,
         guard=_uncontended(operator).plan_guard(RealClock()),
     )
-    build = one_argument_build(operator, client_reader(client))
+    build = one_argument_build(operator, client_reader(client, operator.applying.clusters))
     planner = ParentReconciler(
         writer, build, operator_name=operator.name, reader=reader, resources=resources,
         settings=planned(operator.parent_settings()),

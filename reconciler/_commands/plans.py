@@ -120,7 +120,8 @@ def format_plan(results: Sequence[ParentResult], *, show_unchanged: bool = False
             lines.append(f"  {'paused':<9} nothing would be written ({result.paused})")
         for child in (*result.children, *result.pruned):
             if child.held:
-                lines.append(f"  {'held':<9} {child.ref}  ({child.held})")
+                held_in = f"  [cluster {child.cluster}]" if child.cluster else ""
+                lines.append(f"  {'held':<9} {child.ref}  ({child.held}){held_in}")
                 lines.extend(f"      drifted {path or '(missing)'}" for path in child.drift)
                 continue
             if child.action is Action.UNCHANGED and not show_unchanged:
@@ -128,8 +129,11 @@ def format_plan(results: Sequence[ParentResult], *, show_unchanged: bool = False
             line = f"  {_VERBS[child.action]:<9} {child.ref}"
             if child.reason and child.action is not Action.UNCHANGED:
                 line += f"  ({child.reason})"
+            where = [f"cluster {child.cluster}"] if child.cluster else []
             if source := chart_source(child.live):
-                line += f"  [{source}]"
+                where.append(source)
+            if where:
+                line += f"  [{'; '.join(where)}]"
             lines.append(line)
             shown = shown_diff(child)
             if child.action in (Action.UPDATED, Action.RECREATED) and shown:
@@ -199,7 +203,9 @@ def plan_command(
     try:
         parents = [_in_namespace(client, parent, namespace) for parent in parents]
         results = plan_parents(
-            client, one_argument_build(operator, client_reader(client)), parents,
+            client,
+            one_argument_build(operator, client_reader(client, operator.applying.clusters)),
+            parents,
             operator_name=operator.name, resource_settings=operator.resource_settings(),
             parent_settings=planned(operator.parent_settings()),
             guard=attrs.evolve(operator, policies=attrs.evolve(

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 import attrs
 
+from builders.inputs import ClusterSelector
 from objectmatcher import has_builtin_schema
 from reconciler._base.errors import RbacDerivationError
 from reconciler._cache.inputs import one_argument_build, present_reader
@@ -116,6 +117,9 @@ class OperatorFacts:
     on_delete: bool = False
     start_hooks: tuple[Any, ...] = ()
     inputs: Callable[[Mapping[str, Any]], Iterable[Any]] | None = None
+    clusters: Any = None
+    """Where the clusters children are placed in are declared (``reconciler.ClusterSecrets``:
+    ``namespace`` and ``selector``), or None."""
 
     @property
     def crds(self) -> tuple[Mapping[str, Any], ...]:
@@ -153,6 +157,7 @@ def operator_facts(operator: Any) -> OperatorFacts:
         on_delete=getattr(operator, "on_delete", None) is not None,
         start_hooks=tuple(operator.on_start),
         inputs=getattr(operator, "inputs", None),
+        clusters=getattr(getattr(operator, "applying", None), "clusters", None),
     )
 
 
@@ -269,13 +274,19 @@ def produced_kinds(
 def child_role_grants(
     build: Callable[[Mapping[str, Any]], Iterable[Any]],
     evaluated: Iterable[tuple[Mapping[str, Any], DeclaredChildren]],
+    *,
+    cluster: Callable[[str | None], bool] | None = None,
 ) -> list[RoleGrant]:
     """What the operator must hold to write the roles and bindings it builds
     (``reconciler._commands.rbac_children``): each parent that builds any is built again as
     its variant (spec strings changed; if ``build`` refuses that, only name and namespace).
-    ABSENT children are left out: the operator only deletes them."""
+    ABSENT children are left out: the operator only deletes them. ``cluster``: which placed
+    children count (by their cluster's name, ``builders.placed``); None: the home children."""
     def written(declared: DeclaredChildren) -> list[dict[str, Any]]:
-        return [child.obj for child in declared.children if not child.state.is_absent]
+        if cluster is None:
+            return [child.obj for child in declared.children if not child.state.is_absent]
+        return [child.obj for child in declared.placed
+                if cluster(child.cluster) and not child.state.is_absent]
 
     pairs: list[tuple[list[dict[str, Any]], list[dict[str, Any]] | None]] = []
     for parent, declared in evaluated:
@@ -305,7 +316,9 @@ def input_kinds(declare: Callable[[Mapping[str, Any]], Iterable[Any]] | None,
             refs = list(declare({**sample, "metadata": meta}))
         except Exception:  # a generated parent the declaration refuses: no kinds from it
             continue
-        kinds |= {(str(ref.api_version), str(ref.kind)) for ref in refs}
+        # a ClusterSelector reads the cluster Secrets: granted with the clusters, not here
+        kinds |= {(str(ref.api_version), str(ref.kind)) for ref in refs
+                  if not isinstance(ref, ClusterSelector)}
     return kinds
 
 
@@ -388,6 +401,7 @@ def derive_rules(
     evaluated = [*_evaluated(facts.build, parents),
                  *_evaluated(facts.build, generated, refused=[])]
     children = {kind for _, declared in evaluated for kind in declared.types}
+    placed = any(declared.placed for _, declared in evaluated)
     children |= set(facts.prune)
     for hook in facts.hooks:
         children |= set(hook.enables)
@@ -396,6 +410,15 @@ def derive_rules(
             _cluster_scoped(*k, crds) for k in children)):
         grant(facts.api_version, facts.kind, ("patch",),
               "the parents' optk.dev/cleanup finalizer (cluster-scoped children or on_delete)")
+    if placed or facts.clusters is not None:
+        grant(facts.api_version, facts.kind, ("patch",),
+              "children placed in other clusters: the parents' inventory of them (annotation "
+              "optk.dev/placed) and the optk.dev/cleanup finalizer that deletes them")
+    if facts.clusters is not None:
+        grants.add("", "secrets", ("list", "watch"),
+                   "the clusters children are placed in: one Secret with a kubeconfig per "
+                   "cluster (reconciler.ClusterSecrets), read in this namespace only",
+                   namespace=facts.clusters.namespace)
     for api_version, kind in sorted(children):
         grant(api_version, kind, CHILD_VERBS,
               "children: informers list and watch them, the reconciler creates, patches drift, "

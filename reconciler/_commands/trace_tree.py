@@ -80,6 +80,9 @@ class TraceChild:
     source: str = ""
     """Where the child comes from when not from a builder of code: ``chart NAME-VERSION,
     template PATH`` for an object a Helm chart rendered (``builders.helm``)."""
+    cluster: str | None = None
+    """The cluster a child placed in another cluster is in (``builders.placed``), None for
+    the operator's own cluster."""
 
 
 @attrs.frozen(kw_only=True)
@@ -137,16 +140,21 @@ def trace_of(
     states: Mapping[ObjectRef, str],
     components: Mapping[ObjectRef, str] | None = None,
     sources: Mapping[ObjectRef, str] | None = None,
+    clusters: Mapping[ObjectRef, str] | None = None,
+    placed_live: Callable[[str, ObjectRef], Mapping[str, Any] | None] | None = None,
     field_manager: str,
 ) -> Trace:
     """The trace of ``parent`` from its dry-run reconcile ``result``: ``live`` reads a child as
     listed (None when it does not exist), ``states`` the builders' declared state of each child
     (``present``/``absent``/``created``), ``components`` the component each belongs to (else
     the child's ``app.kubernetes.io/component`` label), ``sources`` where a declared child comes
-    from (:func:`chart_source`; else read from the live child), ``field_manager`` the
+    from (:func:`chart_source`; else read from the live child), ``clusters`` the cluster of each
+    declared child placed in another cluster (``builders.placed``; a result names its own),
+    ``placed_live`` reads such a child there (None: not known), ``field_manager`` the
     operator's (its name)."""
     components = components or {}
     sources = sources or {}
+    clusters = clusters or {}
     conditions = tuple(c for c in ((parent.get("status") or {}).get("conditions") or ())
                        if isinstance(c, Mapping))
     contested = _contests(conditions)
@@ -155,12 +163,16 @@ def trace_of(
     children = []
 
     def add(ref: ObjectRef, planned: Any, pruned: bool) -> None:
-        obj = live(ref)
+        cluster = getattr(planned, "cluster", None) or clusters.get(ref)
+        if cluster is None:
+            obj = live(ref)
+        else:
+            obj = placed_live(cluster, ref) if placed_live is not None else None
         child = _child(ref, planned, obj, states.get(ref), pruned,
                        component=components.get(ref), waits=waits, errors=errors,
                        contested=contested, manager=field_manager)
         source = sources.get(ref) or chart_source(obj)
-        children.append(attrs.evolve(child, source=source) if source else child)
+        children.append(attrs.evolve(child, source=source or child.source, cluster=cluster))
 
     for child in result.children:
         add(child.ref, child, False)
@@ -260,7 +272,7 @@ def trace_json(trace: Trace) -> dict[str, Any]:
             "lastWrite": attrs.asdict(c.last_write) if c.last_write is not None else None,
             "next": c.next, "why": c.why, "policy": c.policy, "waitReason": c.wait_reason,
             "waitsFor": [_ref_json(r) for r in c.waits_for], "contested": c.contested,
-            "drift": list(c.drift), "source": c.source,
+            "drift": list(c.drift), "source": c.source, "cluster": c.cluster,
         } for c in trace.children],
         "waiting": len(trace.waiting),
         "errors": list(trace.errors),
@@ -297,6 +309,8 @@ def format_trace(trace: Trace) -> str:
             head += f"  ({child.state})"
         lines.append(head)
         details = []
+        if child.cluster:
+            details.append(f"cluster: {child.cluster}")
         if child.source:
             details.append(f"from: {child.source}")
         if child.health_message and child.health != "Current":

@@ -40,20 +40,46 @@ EXIT_USAGE = 2
 
 def _declared(
     planner: ParentReconciler, parent: KubeObject
-) -> tuple[dict[ObjectRef, str], dict[ObjectRef, str], dict[ObjectRef, str]]:
+) -> tuple[dict[ObjectRef, str], dict[ObjectRef, str], dict[ObjectRef, str],
+           dict[ObjectRef, str]]:
     """The builders' declared state of each child, its component and where it comes from (a
     Helm chart's template, ``chart_source``), from the one evaluation
     the dry-run reconcile uses (``ParentReconciler.declared``, ``reconciler._reconcile.declared``):
     the same keys as the reconcile's results, so a cluster-scoped child has no namespace. A
-    failing build or builder declares nothing here; the dry-run reconcile reports it."""
+    failing build or builder declares nothing here; the dry-run reconcile reports it. The
+    fourth mapping: the cluster of each child placed in another cluster (``builders.placed``)."""
     declared = planner.declared(parent)
+    every = (*declared.children, *declared.placed)
     states = {child.ref: "absent" if child.state.is_absent else (
-        "created" if child.state.is_created else "present") for child in declared.children}
-    components = {child.ref: child.node.name for child in declared.children
-                  if child.node is not None}
-    sources = {child.ref: source for child in declared.children
-               if (source := chart_source(child.obj))}
-    return states, components, sources
+        "created" if child.state.is_created else "present") for child in every}
+    components = {child.ref: child.node.name for child in every if child.node is not None}
+    sources = {child.ref: source for child in every if (source := chart_source(child.obj))}
+    clusters = {child.ref: child.cluster for child in declared.placed
+                if child.cluster is not None}
+    return states, components, sources, clusters
+
+
+def _placed_reader(planner: ParentReconciler) -> Callable[[str, ObjectRef], Any]:
+    """Read a placed child in its cluster (one GET through that cluster's client); None when
+    it is not there or the cluster cannot be used now (the dry-run reconcile says why)."""
+    placement = planner.placement
+    views: list[Any] = []  # the clusters, listed once per trace
+
+    def read(cluster: str, ref: ObjectRef) -> Any:
+        if placement is None:
+            return None
+        try:
+            if not views:
+                views.append(placement.connections.view())
+            record = views[0].clusters.get(cluster)
+            if record is None:
+                return None
+            remote = placement.connections.client(record)
+            return remote.get(ref.api_version, ref.kind, ref.name, namespace=ref.namespace)
+        except ReconcilerError:
+            return None
+
+    return read
 
 
 def trace_parent(
@@ -79,9 +105,10 @@ def trace_parent(
         except ReconcilerError:
             return None
 
-    states, components, sources = _declared(planner, parent)
+    states, components, sources, clusters = _declared(planner, parent)
     return trace_of(parent, result, live=live, states=states, components=components,
-                    sources=sources, field_manager=operator.name)
+                    sources=sources, clusters=clusters, placed_live=_placed_reader(planner),
+                    field_manager=operator.name)
 
 
 def trace_command(

@@ -59,6 +59,7 @@ from functools import partial
 
 import attrs
 
+from builders import ObjectRef
 from builders.names import MANAGED_BY_LABEL
 from reconciler._base.clocks import Clock, RealClock
 from reconciler._base.lifecycle import Lifecycle
@@ -69,6 +70,7 @@ from reconciler._cache.inputs import InputWatch
 from reconciler._cache.pool import InformerPool
 from reconciler._cache.readers import InformerReader
 from reconciler._cache.recording import RecordingClient
+from reconciler._cache.remote import RemoteCaches
 from reconciler._client.kubernetes import KubernetesClient, for_operator
 from reconciler._client.protocol import ClusterClient, KubeObject
 from reconciler._driver.event_sender import EventSender
@@ -171,9 +173,11 @@ class OperatorRuntime:
         self.client = RecordingClient(writer, informers=self._informer_of, clock=self.clock)
         self.reader = InformerReader(client, self.informers,
                                      extra={self.parents.type_key: self.parents})
-        self.inputs = None if operator.inputs is None else InputWatch(  # declared inputs
-            client, operator.inputs, on_change=self._input_changed,
-            alive=lambda key: self.parents.cache.get(*key) is not None, pool=self.pool)
+        # declared inputs, the clusters among them (their Secrets' informer)
+        self.inputs = None if operator.inputs is None and operator.clusters is None else (
+            InputWatch(client, operator.inputs or _no_inputs, on_change=self._input_changed,
+                       alive=lambda key: self.parents.cache.get(*key) is not None,
+                       pool=self.pool, clusters=operator.clusters))
         self.events = EventSender(EventRecorder(  # off the workers' path
             self.client, component=operator.name, clock=self.clock),
         ) if operator.reporting.events else None
@@ -181,6 +185,17 @@ class OperatorRuntime:
             inputs=self.inputs, events=self.events,
             clock=self.clock, environ=environ, parent_alive=partial(_parent_alive, self.parents))
         self.metrics.intervention_gauges(self.reconciler)  # drifted and contested children
+        # the placed children's informers per (cluster, kind), the clusters from the Secrets'
+        self.remote = None if self.reconciler.placement is None else RemoteCaches(
+            label_selector=f"{MANAGED_BY_LABEL}={operator.name}", on_change=self._placed_changed,
+            clock=self.clock, options=watch,
+            sync_timeout=self.reconciler.placement.secrets.request_timeout)
+        if self.remote is not None and self.inputs is not None:
+            placement = self.reconciler.placement
+            assert placement is not None
+            placement.use_informers(self.remote, self.inputs.secrets_reader())
+            self.parents.add_handler(lambda event, old, new: placement.forget(
+                ObjectRef.of(new).namespaced_name) if event == "DELETED" else None)
         if self.inputs is not None and self.reconciler.builds is not None:
             self.reconciler.builds.inputs_key = self.inputs.versions_of  # reuse keyed on them
         if self.inputs is not None:  # a deleted parent's inputs are released
@@ -328,7 +343,9 @@ class OperatorRuntime:
         if self.inputs is not None:
             self.inputs.stop()
         self.pool.stop()
-        if self.reconciler.placement is not None:  # the other clusters' clients (issue 41)
+        if self.remote is not None:  # the other clusters' informers and clients (issue 41)
+            self.remote.stop()
+        if self.reconciler.placement is not None:
             self.reconciler.placement.connections.close()
         if self.config_informer is not None:
             self.config_informer.stop()
@@ -402,6 +419,11 @@ class OperatorRuntime:
         """Queue a reconcile of one parent now."""
         self.stats.triggers["manual"] += 1
         self.queue.add((namespace or "", name))
+
+    def _placed_changed(self, key: ParentKey) -> None:
+        """A child ``key`` placed in another cluster changed there (not by us): queued."""
+        self.stats.triggers["placed"] += 1
+        self.queue.add(key)
 
     def _input_changed(self, key: ParentKey) -> None:
         """An input ``key``'s builders read changed: its reused build goes, it is queued."""
@@ -496,13 +518,19 @@ def _parent_reconciler(
     """The parent reconcile of ``operator``: its builders (given their declared ``inputs``;
     their children stamped with their parent's shard label when sharded) over ``client``,
     reading through ``reader``."""
-    build = operator.build if inputs is None else inputs.bind(operator.build)
+    build = operator.build if inputs is None or operator.inputs is None else inputs.bind(
+        operator.build)
     resources = ResourceReconciler(client, settings=operator.resource_settings(), reader=reader,
                                    clock=clock, guard=operator.plan_guard(clock))
     return ParentReconciler(
         client, build, operator_name=operator.name, settings=operator.parent_settings(environ),
         reader=reader, resources=resources, clock=clock, event_sink=events,
         parent_alive=parent_alive)
+
+
+def _no_inputs(parent: KubeObject) -> tuple[()]:
+    """The declaration of an operator that declares no inputs (its clusters are read)."""
+    return ()
 
 
 def _parent_informer(operator: Operator, client: ClusterClient, *, clock: Clock,

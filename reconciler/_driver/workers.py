@@ -404,8 +404,12 @@ def types_of(result: ParentResult) -> set[TypeKey]:
     """The child types a reconcile declared (built, pruned, failed, waiting on their
     dependencies: a waiting child that exists is still observed, or whose pruning is blocked:
     its informer is kept, so the parent is looked at again when it lists), for its informers."""
-    types = {(r.ref.api_version, r.ref.kind) for r in (*result.children, *result.pruned)}
-    types |= {(w.ref.api_version, w.ref.kind) for w in result.waiting}
+    types = {(r.ref.api_version, r.ref.kind) for r in (*result.children, *result.pruned)
+             if r.cluster is None}  # a child placed in another cluster is not watched here
+    home = {r.ref for r in result.children if r.cluster is None}
+    types |= {(w.ref.api_version, w.ref.kind) for w in result.waiting
+              if w.ref not in result.placed or w.ref in home}
     types |= {(e.ref.api_version, e.ref.kind) for e in (*result.errors, *result.prune_blocked)
-              if e.ref.api_version and e.ref.kind != "builder"}
+              if e.ref.api_version and e.ref.kind != "builder"
+              and (e.ref not in result.placed or e.ref in home)}
     return types

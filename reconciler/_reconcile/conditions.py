@@ -443,6 +443,9 @@ class ParentResult:
     """Prune kinds that cannot be listed (``KindUnlistableError``, one ref per kind and
     namespace, without a name) and of which this parent built nothing: not a failure, its
     ``PruneBlocked`` condition says so (:func:`prune_conditions`)."""
+    placed: frozenset[ObjectRef] = frozenset()
+    """The children placed in other clusters (``builders.placed``): their results say their
+    cluster; their waits and errors are theirs too, so the driver watches none of them at home."""
 
     @property
     def ok(self) -> bool:

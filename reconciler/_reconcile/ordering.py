@@ -18,6 +18,14 @@ depending on it (transitively) that is being torn down too still exists: "gone" 
 caches or answered 404. Children of no component, and every child of a parent whose components
 declare nothing, are never held back and keep their order.
 
+A child placed in another cluster (``builders.placed``) takes part like any other under its
+:class:`PlacedKey` (its cluster and its ref): a home child may depend on a placed one, a placed
+one on a home one or on one in a third cluster; a placed child's live object comes from the
+caller's ``placed_live`` (its cluster's cache) and whether its kind is served from
+``placed_served`` (its cluster's discovery). No watch is kept for it: any change of a placed
+child queues its parent already (``reconciler._cache.remote``); a kind not yet served there is
+looked at again by the caller (``placed_kind_waits``).
+
 Boundary: pure. It reads what it is given (the declared children, the live ones, a ``served``
 lookup); ``reconciler._reconcile.parents`` executes its answers and
 ``reconciler._reconcile.waits`` keeps the watches for the driver's event routing.
@@ -39,6 +47,7 @@ from reconciler._reconcile.waits import Wait, Watch
 
 __all__ = [
     "ChildGates",
+    "PlacedKey",
     "Served",
     "crd_established",
     "default_ready",
@@ -68,35 +77,72 @@ def default_ready(obj: Mapping[str, Any]) -> str | None:
     return child_health(obj, _DEFAULT_READINESS)
 
 
-def _describe(ref: ObjectRef) -> str:
+@attrs.frozen
+class PlacedKey:
+    """A placed child's key among the gates: its ``cluster`` and its ``ref`` there."""
+
+    cluster: str
+    ref: ObjectRef
+
+
+Key = ObjectRef | PlacedKey
+"""A child's key among the gates: its ref at home, its :class:`PlacedKey` elsewhere."""
+
+
+def _describe(key: Key) -> str:
+    ref = key.ref if isinstance(key, PlacedKey) else key
     where = f"{ref.namespace}/{ref.name}" if ref.namespace else ref.name
-    return f"{ref.kind} {where}"
+    there = f" in cluster {key.cluster!r}" if isinstance(key, PlacedKey) else ""
+    return f"{ref.kind} {where}{there}"
+
+
+def _watches(key: Key, **rule: Any) -> tuple[Watch, ...]:
+    """What wakes the parent when ``key`` changes: a watch at home; nothing for a placed
+    child (its cluster's informer queues the parent on any change)."""
+    return () if isinstance(key, PlacedKey) else (Watch(ref=key, **rule),)
 
 
 @attrs.frozen(kw_only=True)
 class _Child:
     index: int
-    ref: ObjectRef
+    key: Key
     state: DesiredState
     node: Dependencies | None
+
+    @property
+    def ref(self) -> ObjectRef:
+        return self.key.ref if isinstance(self.key, PlacedKey) else self.key
 
 
 class ChildGates:
     """The dependency decisions of one reconcile of one parent.
 
-    ``children`` are ``(ref, state, node)`` in the builders' order; ``live`` the children found
-    (by ref); ``served`` the kind lookup; ``parent`` what preconditions read. Call
+    ``children`` are ``(key, state, node)`` in the builders' order (a ref, or a
+    :class:`PlacedKey`); ``live`` the home children found (by ref), ``placed_live`` a placed
+    one's live object (None: none known); ``served`` the kind lookup; ``parent`` what
+    preconditions read. Call
     :meth:`ordered` for the order to visit them, :meth:`gate` before writing one and
     :meth:`observe` after.
     """
 
     def __init__(
-        self, children: Sequence[tuple[ObjectRef, DesiredState, Dependencies | None]], *,
+        self, children: Sequence[tuple[Key, DesiredState, Dependencies | None]], *,
         parent: Mapping[str, Any], live: Mapping[ObjectRef, Mapping[str, Any]], served: Served,
         default_rule: ReadyRule = default_ready,
+        placed_live: Callable[[PlacedKey], Mapping[str, Any] | None] | None = None,
+        placed_served: Callable[[PlacedKey], bool] | None = None,
     ) -> None:
-        self._children = [_Child(index=i, ref=ref, state=state, node=node)
-                          for i, (ref, state, node) in enumerate(children)]
+        self._children = [_Child(index=i, key=key, state=state, node=node)
+                          for i, (key, state, node) in enumerate(children)]
+        self._placed_live = placed_live
+        self._placed_served = placed_served
+        self.placed_kind_waits = False
+        """Whether a placed child waited for its kind to be served in its cluster (no watch
+        says when it is: the caller looks again later)."""
+        self._indices = {c.key: c.index for c in self._children}
+        self.waited_on_placed = False
+        """Whether a home child waited for a placed one in this pass (its write wakes no
+        one: the caller looks again soon)."""
         nodes = {c.node.name: c.node for c in self._children if c.node is not None}
         self.graph = DependencyGraph(nodes=nodes)
         self.active = any(node.gated for node in nodes.values())
@@ -106,7 +152,7 @@ class ChildGates:
             if child.node is not None:
                 self._members.setdefault(child.node.name, []).append(child)
         self._seen = live  # read on demand: a caller may list a kind only when asked
-        self._written: dict[ObjectRef, Mapping[str, Any] | None] = {}
+        self._written: dict[Key, Mapping[str, Any] | None] = {}
         self._parent = parent
         self._served = served
         self._default_rule = default_rule
@@ -130,12 +176,20 @@ class ChildGates:
 
     # -- what is known ----------------------------------------------------------------------
 
-    def observe(self, ref: ObjectRef, live: Mapping[str, Any] | None) -> None:
+    def observe(self, key: Key, live: Mapping[str, Any] | None) -> None:
         """What a write left: the child's live object, or None when it is gone."""
-        self._written[ref] = live
+        self._written[key] = live
 
-    def _live(self, ref: ObjectRef) -> Mapping[str, Any] | None:
-        return self._written[ref] if ref in self._written else self._seen.get(ref)
+    def index_of(self, key: Key) -> int | None:
+        """The index of the child ``key``, if declared."""
+        return self._indices.get(key)
+
+    def _live(self, key: Key) -> Mapping[str, Any] | None:
+        if key in self._written:
+            return self._written[key]
+        if isinstance(key, PlacedKey):
+            return None if self._placed_live is None else self._placed_live(key)
+        return self._seen.get(key)
 
     def _rule(self, node: Dependencies) -> ReadyRule:
         return node.ready_when if node.ready_when is not None else self._default_rule
@@ -152,12 +206,16 @@ class ChildGates:
         return self._build_gate(child, child.node)
 
     def _build_gate(self, child: _Child, node: Dependencies) -> Wait | None:
-        what = f"{_describe(child.ref)} (component {node.name!r})"
-        if node.when_served and not self._served(child.ref.api_version, child.ref.kind):
+        what = f"{_describe(child.key)} (component {node.name!r})"
+        if node.when_served and not self._kind_served(child):
+            placed = isinstance(child.key, PlacedKey)
+            self.placed_kind_waits = self.placed_kind_waits or placed
+            where = f" in cluster {child.key.cluster!r}" if isinstance(child.key, PlacedKey) \
+                else ""
             return Wait(ref=child.ref, reason="KindNotServed",
                         message=f"{what} waits until {child.ref.kind} "
-                                f"{child.ref.api_version} is served",
-                        kinds=(child.ref.type_key,))
+                                f"{child.ref.api_version} is served{where}",
+                        kinds=() if placed else (child.ref.type_key,))
         observed: dict[str, tuple[Mapping[str, Any], ...]] = {}
         for dep in node.depends_on:
             members = [m for m in self._members.get(dep, ()) if not m.state.is_absent]
@@ -167,38 +225,48 @@ class ChildGates:
             rule = self._rule(self.graph.nodes[dep])
             found: list[Mapping[str, Any]] = []
             for member in members:
-                live = self._live(member.ref)
+                live = self._live(member.key)
                 why = "not created yet" if live is None else rule_verdict(rule(live))
                 if why is not None:
+                    if isinstance(member.key, PlacedKey) and not isinstance(child.key,
+                                                                            PlacedKey):
+                        self.waited_on_placed = True
                     return Wait(ref=child.ref, reason="DependencyNotReady",
                                 message=bounded(f"{what} waits for component {dep!r}: "
-                                                f"{_describe(member.ref)}: {why}"),
-                                watches=(Watch(ref=member.ref, rule=rule),))
+                                                f"{_describe(member.key)}: {why}"),
+                                watches=_watches(member.key, rule=rule))
                 assert live is not None
                 found.append(live)
             observed[dep] = tuple(found)
         if node.precondition is not None:
             why = rule_verdict(node.precondition(self._parent, observed))
             if why is not None:
-                refs = [m.ref for dep in node.depends_on for m in self._members.get(dep, ())]
+                keys = [m.key for dep in node.depends_on for m in self._members.get(dep, ())]
                 return Wait(ref=child.ref, reason="PreconditionNotMet",
                             message=bounded(f"{what}: precondition not met: {why}"),
-                            watches=tuple(Watch(ref=r, rule=_any_change) for r in refs))
+                            watches=tuple(w for k in keys for w in _watches(k, rule=_any_change)))
         return None
+
+    def _kind_served(self, child: _Child) -> bool:
+        """Whether ``child``'s kind is served where it goes: its own cluster's discovery for
+        a placed child (when the caller can ask it), the home cluster's otherwise."""
+        if isinstance(child.key, PlacedKey) and self._placed_served is not None:
+            return self._placed_served(child.key)
+        return self._served(child.ref.api_version, child.ref.kind)
 
     def _teardown_gate(self, child: _Child) -> Wait | None:
         assert child.node is not None
         for dependent in self._dependents(child.node.name):
             for member in self._members.get(dependent, ()):
-                if member.ref == child.ref or not member.state.is_absent:
+                if member.key == child.key or not member.state.is_absent:
                     continue
-                if self._live(member.ref) is not None:
+                if self._live(member.key) is not None:
                     return Wait(ref=child.ref, reason="DependentsNotGone",
-                                message=f"{_describe(child.ref)} (component "
+                                message=f"{_describe(child.key)} (component "
                                         f"{child.node.name!r}) waits until "
-                                        f"{_describe(member.ref)} (component {dependent!r}, "
+                                        f"{_describe(member.key)} (component {dependent!r}, "
                                         f"which depends on it) is gone",
-                                watches=(Watch(ref=member.ref),))
+                                watches=_watches(member.key))
         return None
 
     def _dependents(self, name: str) -> list[str]:

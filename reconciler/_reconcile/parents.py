@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import attrs
@@ -83,9 +84,14 @@ from reconciler._reconcile.interventions import (
     with_interventions,
 )
 from reconciler._reconcile.memo import BuildMemo, ChildMemo, RecentKeys, StatusMemo
-from reconciler._reconcile.ordering import ChildGates
+from reconciler._reconcile.ordering import ChildGates, PlacedKey
 from reconciler._reconcile.parent_settings import ParentSettings
-from reconciler._reconcile.placement import PlacedChild, Placement, inventory_of
+from reconciler._reconcile.placement import (
+    CLUSTERS_STATUS,
+    PlacedChild,
+    Placement,
+    inventory_of,
+)
 from reconciler._reconcile.readiness import (
     health_waits,
     not_ready,
@@ -109,6 +115,7 @@ _log = logging.getLogger(__name__)
 _READ: Any = object()  # "read this child on its own"
 _RELEASED = "released"  # a CRD left to the parents of its custom resources (sharing)
 _AGAIN = 0.001  # seconds: a reconcile whose awaited child changed meanwhile runs again
+_PLACED_AGAIN = 0.05  # seconds: a home child waits on a placed one this pass wrote
 _TERMINATING_KEPT = 4096  # parents whose namespace is being deleted, remembered by uid
 _UNLISTABLE = ("; its children fail, pruning it is blocked (condition PruneBlocked) until it "
                "lists")
@@ -212,10 +219,16 @@ class ParentReconciler:
                                             operator_name=self.resources.field_manager),
             settings=written, clock=self.clock, dry_run=dry_run)
         """The children placed in other clusters (``reconciler._reconcile.placement``);
-        None: the operator has no clusters (``ParentSettings(clusters=...)``). The cluster
-        Secrets are read with one LIST per reconcile that places children (not through
-        ``reader``: the driver's child informers see only objects with the operator's
-        managed-by label, which a cluster Secret does not carry)."""
+        None: the operator has no clusters (``ParentSettings(clusters=...)``). On its own, the
+        cluster Secrets are read with one LIST per reconcile that places children and each
+        placed child with one GET (not through ``reader``: the child informers see only objects
+        with the operator's managed-by label, which a cluster Secret does not carry); the driver
+        hands it informers for both (``Placement.use_informers``). Each cluster's children are
+        written under a guard like the home one's (per-object policies, the drift mode,
+        contention), one per cluster."""
+        home_guard = self.resources.guard
+        if self.placement is not None and home_guard is not None:
+            self.placement.guards = partial(_guard_like, home_guard, self.clock)
         self.parent_alive = parent_alive
         """Whether a parent is still there and not being deleted, as the caller's cache says
         (the driver passes its parent informer's view; no request): asked before each child
@@ -265,7 +278,8 @@ class ParentReconciler:
 
     def teardown(self, parent: KubeObject) -> str | None:
         """For the cleanup finalizer of a parent being deleted: delete its children that
-        belong to components in reverse dependency order (``reconciler._reconcile.ordering``);
+        belong to components in reverse dependency order (``reconciler._reconcile.ordering``),
+        and those placed in other clusters (the same order across clusters);
         why the cleanup must wait (children waiting for their dependents to be gone), or None
         when nothing of them is left to delete in order; raises ``ReconcilerError`` naming the
         children whose deletion failed."""
@@ -277,12 +291,15 @@ class ParentReconciler:
         self.waits.replace(run.ref.namespaced_name, run.waiting)
         if run.errors:  # a failure, not a wait: the cleanup reports it as one
             raise ReconcilerError("; ".join(described(e) for e in run.errors))
-        if run.waiting:
-            return waiting_message(run.waiting)
-        if any(r.action is Action.DELETED for r in deleted):
-            return "children are still being deleted"
-        if self.placement is not None:  # then those placed in other clusters, last first
-            return self.placement.teardown(parent, uid)
+        home = waiting_message(run.waiting) if run.waiting else (
+            "children are still being deleted" if any(
+                r.action is Action.DELETED for r in deleted) else None)
+        if self.placement is not None:  # and those placed in other clusters, last first,
+            # each once what depends on it is gone (at home or in another cluster)
+            placed = self.placement.teardown(parent, uid, gate=run.placed_teardown_gate)
+            return "; ".join(why for why in (home, placed) if why) or None
+        if home is not None:
+            return home
         if recorded := inventory_of(parent):
             return (f"{len(recorded)} children placed in other clusters are recorded "
                     f"(annotation optk.dev/placed) but the operator has no clusters "
@@ -354,6 +371,15 @@ class ParentReconciler:
             return None  # not served: the child's or the parent's namespace decides
 
 
+def _guard_like(guard: PlanGuard, clock: Clock) -> PlanGuard:
+    """A guard with ``guard``'s settings and a contention state of its own (another
+    cluster's: one object name may live in several)."""
+    detector = guard.contention
+    return PlanGuard(drift=guard.drift, ignore_fields=guard.ignore_fields,
+                     contention=None if detector is None else ContentionDetector(
+                         detector.settings, clock=clock, field_manager=detector.field_manager))
+
+
 _Built = tuple[ObjectRef, dict[str, Any], DesiredState, bytes | None]  # the digest when kept
 
 
@@ -382,6 +408,9 @@ class _ParentRun:
         self.placed: list[PlacedChild] = []  # children placed in other clusters (placement)
         self.placed_retry: float | None = None  # when to try an unusable cluster again
         self.built_from: KubeObject | None = None  # the parent the kept build is keyed on
+        self.gates: ChildGates | None = None  # this pass's, the placed children's too
+        self.torn_placed: list[PlacedChild] = []  # teardown: placed children of components
+        self.placed_summary: tuple[dict[str, Any], ...] | None = None  # per cluster
 
     def paused(self, reason: str, may_write: bool) -> ParentResult:
         """A paused parent: no child is read or written; its status condition says so (the one
@@ -449,6 +478,7 @@ class _ParentRun:
             errors=tuple(self.errors), status_written=status_written, status_error=status_error,
             requeue_after=min(requeues) if requeues else None, dry_run=self.o.dry_run,
             waiting=tuple(self.waiting), prune_blocked=tuple(self.prune_blocked),
+            placed=frozenset(c.ref for c in self.placed),
         )
 
     def teardown(self) -> list[ReconcileResult]:
@@ -458,8 +488,12 @@ class _ParentRun:
         built = [(ref, obj, DesiredState.ABSENT, digest) for ref, obj, _, digest in self._build()
                  if ((node := self.nodes.get(ref)) is not None and node.gated)
                  or self._dependency(ref)]
-        if not built or self.build_failed:  # nothing ordered, or not known: the cleanup goes on
-            self.errors.clear()
+        # the placed children of components take part (deleted by the placement, gated here)
+        self.torn_placed = [attrs.evolve(c, state=DesiredState.ABSENT) for c in self.placed
+                            if c.node is not None]
+        if (not built and not self.torn_placed) or self.build_failed:
+            self.errors.clear()  # nothing ordered, or not known: the cleanup goes on
+            self.torn_placed = []
             return []
         self.teardown_mode = True
         live, unlisted = self._prefetch(built)
@@ -479,29 +513,80 @@ class _ParentRun:
             return
         if not self.placed and not inventory_of(self.parent):
             return
-        outcome = placement.apply(self.parent, self.uid, self.placed,
-                                  prune=not self.build_failed)
+        gates = self.gates
+        placed = self.placed
+        gate = observe = None
+        if gates is not None and gates.active:  # in the gates' order, each gated
+            order: dict[int | None, int] = {i: n for n, i in enumerate(gates.ordered())}
+            placed = sorted(placed, key=lambda c: order.get(
+                gates.index_of(PlacedKey(c.cluster, c.ref)), len(order)))
+
+            def gate(child: PlacedChild) -> Wait | None:
+                index = gates.index_of(PlacedKey(child.cluster, child.ref))
+                return None if index is None else gates.gate(index)
+
+            def observe(child: PlacedChild, live: Mapping[str, Any] | None) -> None:
+                gates.observe(PlacedKey(child.cluster, child.ref), live)
+
+        home_waits_on_placed = gates is not None and gates.waited_on_placed
+        outcome = placement.apply(self.parent, self.uid, placed, prune=not self.build_failed,
+                                  gate=gate, observe=observe)
         if outcome.parent is not None:
             self.parent = dict(outcome.parent)
         self.results.extend(outcome.results)
         self.errors.extend(outcome.errors)
         self.waiting.extend(outcome.waiting)
         self.placed_retry = outcome.retry_after
+        self.placed_summary = outcome.clusters
+        if home_waits_on_placed and any(r.action in (Action.CREATED, Action.UPDATED)
+                                        for r in outcome.results):
+            # a home child waits on a placed one just written: its own write wakes no one
+            self.placed_retry = min(self.placed_retry or _PLACED_AGAIN, _PLACED_AGAIN)
+        if gates is not None and gates.placed_kind_waits:
+            # a kind not served yet in its cluster: no watch there says when
+            again = placement.secrets.retry_after
+            self.placed_retry = min(self.placed_retry or again, again)
 
     def _dependency(self, ref: ObjectRef) -> bool:
-        """Whether ``ref``'s component is named in another one's ``depends_on``."""
+        """Whether ``ref``'s component is named in another one's ``depends_on`` (a placed
+        child's too)."""
         node = self.nodes.get(ref)
+        others = [*self.nodes.values(), *(c.node for c in self.placed)]
         return node is not None and any(
-            other is not None and node.name in other.depends_on for other in self.nodes.values())
+            other is not None and node.name in other.depends_on for other in others)
+
+    def placed_teardown_gate(self, entry: tuple[str, str, str, str, str]) -> Wait | None:
+        """Why the placed child of inventory ``entry`` may not be deleted yet (a child
+        depending on it, at home or elsewhere, still exists), or None."""
+        gates = self.gates
+        if gates is None or not self.teardown_mode:
+            return None
+        ref = ObjectRef(api_version=entry[1], kind=entry[2], namespace=entry[3] or None,
+                        name=entry[4])
+        index = gates.index_of(PlacedKey(entry[0], ref))
+        return None if index is None else gates.gate(index)
 
     def _apply(self, built: Sequence[_Built], live: Mapping[ObjectRef, dict[str, Any]],
                unlisted: Mapping[ObjectRef, ReconcilerError]) -> set[ObjectRef]:
         """Every child that its dependencies let through, in their order; what waits goes to
         ``waiting``. Returns the refs built (waiting ones included: not to be pruned)."""
         built_refs = set()
-        gates = ChildGates([(b[0], b[2], self.nodes.get(b[0])) for b in built],
-                           parent=self.parent, live=live, served=self.o.served)
+        # the placed children take part in the gates (after the home ones: indices past
+        # ``built``), applied by the placement after these
+        placed = self.torn_placed if self.teardown_mode else self.placed
+        placement = self.o.placement
+        gates = ChildGates(
+            [*((b[0], b[2], self.nodes.get(b[0])) for b in built),
+             *((PlacedKey(c.cluster, c.ref), c.state, c.node) for c in placed)],
+            parent=self.parent, live=live, served=self.o.served,
+            placed_live=None if placement is None else (
+                lambda key: placement.read(key.cluster, key.ref)),
+            placed_served=None if placement is None else (
+                lambda key: placement.served(key.cluster, key.ref.api_version, key.ref.kind)))
+        self.gates = gates
         for index in gates.ordered():
+            if index >= len(built):
+                continue  # placed: the placement's, after these
             ref, obj, state, digest = built[index]
             if self.terminating or (not self.teardown_mode and self._went_away()):
                 break  # every further create in the namespace would be refused as well
@@ -589,7 +674,8 @@ class _ParentRun:
 
     def _evaluate(self) -> list[_Built]:
         declared = self.o.declared(self.parent)
-        self.placed = [PlacedChild(cluster=c.cluster, ref=c.ref, obj=c.obj, state=c.state)
+        self.placed = [PlacedChild(cluster=c.cluster, ref=c.ref, obj=c.obj, state=c.state,
+                                   node=c.node)
                        for c in declared.placed if c.cluster is not None]
         self.nodes = {c.ref: c.node for c in declared.children}
         if declared.build_error is not None:  # named after the build function, not the parent
@@ -817,9 +903,24 @@ class _ParentRun:
         )
         patch = with_interventions(self.parent, patch, self.interventions,
                                    now=self.o.clock.time())
+        patch = self._with_clusters(patch)
         if patch is None:
             return False, ""
         return self._write_status(patch)
+
+    def _with_clusters(self, patch: dict[str, Any] | None) -> dict[str, Any] | None:
+        """``patch`` with the summary of the placed children per cluster
+        (``status.clusters``, ``reconciler._reconcile.placement``) when it changed."""
+        summary = self.placed_summary
+        if summary is None:
+            return patch
+        status = self.parent.get("status")
+        current = status.get(CLUSTERS_STATUS) if isinstance(status, Mapping) else None
+        if current == list(summary):
+            return patch
+        out = dict(patch or {})
+        out["status"] = {**(out.get("status") or {}), CLUSTERS_STATUS: list(summary)}
+        return out
 
     def _children(self) -> int:
         """How many children were built: applied, failed (a child applied and failed for its
@@ -844,6 +945,7 @@ class _ParentRun:
             self.recheck = self.o.readiness.recheck
         patch = with_interventions(self.parent, patch, self.interventions,
                                    now=self.o.clock.time())
+        patch = self._with_clusters(patch)
         return (False, "") if patch is None else self._write_status(patch)
 
     def _warn_skipped(self) -> None:

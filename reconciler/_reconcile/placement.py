@@ -8,6 +8,9 @@ reconcile that handles such children (``reconciler._reconcile.parents`` hands th
 own): for each cluster it takes that cluster's client from ``ClusterConnections`` and a
 ``ResourceReconciler`` over it (create, patch on a diff, delete when ABSENT, ownership by the
 ``optk.dev/owner-uid`` label, exactly as for a child at home), and it keeps the **inventory**.
+Under a running operator (``use_informers``) that reconciler reads from the cluster's informers
+(``reconciler._cache.remote``) and each pass tells them which kinds the parent places where
+(``RemoteCaches.hold``): started on use, stopped unused.
 
 The inventory: the annotation ``optk.dev/placed`` on the parent (:data:`PLACED_ANNOTATION`), a
 JSON list of ``[cluster, apiVersion, kind, namespace, name]`` in build order. It is written
@@ -39,25 +42,31 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from builders import DesiredState, ObjectRef
+from builders.composition import Dependencies
 from builders.objects import copy_object
 from reconciler._base.clocks import Clock, RealClock
 from reconciler._base.errors import ApiError, NotFoundError, ReconcilerError
-from reconciler._base.keys import meta_of
+from reconciler._base.keys import ParentKey, meta_of
+from reconciler._base.text import bounded
+from reconciler._cache.remote import RemoteCaches
+from reconciler._client.caches import ReadCache
 from reconciler._client.cluster_secrets import ClusterSecrets
 from reconciler._client.clusters import ClusterConnections, ClusterUnavailableError, ClusterView
 from reconciler._client.protocol import ClusterClient
 from reconciler._reconcile.conditions import ChildError
+from reconciler._reconcile.guard import PlanGuard
 from reconciler._reconcile.reconciling import Action, ReconcileResult, ResourceReconciler
 from reconciler._reconcile.resource_settings import ResourceSettings
 from reconciler._reconcile.waits import Wait
 
 __all__ = [
+    "CLUSTERS_STATUS",
     "ORPHANED_REASON",
     "PLACED_ANNOTATION",
     "UNAVAILABLE_REASON",
@@ -84,6 +93,12 @@ reported (never silently forgotten) and kept in the inventory."""
 
 _MERGE = "application/merge-patch+json"
 
+CLUSTERS_STATUS = "clusters"
+"""The parent's status field summarising its placed children per cluster: a list of
+``{"name", "state": "Converged" | "Waiting", "reason", "message", "children"}`` sorted by name."""
+
+CONVERGED, WAITING = "Converged", "Waiting"
+
 Entry = tuple[str, str, str, str, str]
 """One inventory entry: (cluster, apiVersion, kind, namespace or "", name)."""
 
@@ -96,6 +111,8 @@ class PlacedChild:
     ref: ObjectRef
     obj: dict[str, Any] = attrs.field(repr=False)
     state: DesiredState
+    node: Dependencies | None = None
+    """Its component (``builders.Component``), for the gates across clusters."""
 
     @property
     def entry(self) -> Entry:
@@ -144,13 +161,17 @@ class PlacementOutcome:
     """What one pass over a parent's placed children did: ``results`` (written or found
     unchanged, each child's), ``errors`` (a child that failed, its cluster in the message),
     ``waiting`` (children whose cluster cannot be used now), ``retry_after`` (seconds: when to
-    try those clusters again) and ``parent`` (the parent as the inventory write returned it)."""
+    try those clusters again), ``parent`` (the parent as the inventory write returned it) and
+    ``clusters`` (one line per cluster the parent places in or recorded: converged, or waiting
+    with the first reason)."""
 
     results: tuple[ReconcileResult, ...] = ()
     errors: tuple[ChildError, ...] = ()
     waiting: tuple[Wait, ...] = ()
     retry_after: float | None = None
     parent: Mapping[str, Any] | None = None
+    clusters: tuple[dict[str, Any], ...] = ()
+    """The summary per cluster (:data:`CLUSTERS_STATUS` of the parent's status), by name."""
 
 
 @attrs.frozen(kw_only=True)
@@ -184,6 +205,28 @@ class Placement:
         self._resources: dict[str, tuple[ClusterClient, ResourceReconciler]] = {}
         self._failures: dict[str, int] = {}
         self._lock = threading.Lock()
+        self.caches: RemoteCaches | None = None
+        """The placed children's informers per (cluster, kind) (:meth:`use_informers`);
+        None: each placed child is read with one GET per reconcile."""
+        self.guards: Callable[[], PlanGuard | None] | None = None
+        """Makes each cluster's ``PlanGuard`` (per-object policies, the drift mode,
+        contention: the operator's, one per cluster since one name may live in several)."""
+
+    def use_informers(self, caches: RemoteCaches, secrets: ReadCache) -> None:
+        """Under a running operator: read the placed children from ``caches`` (informers per
+        (cluster, kind), started and stopped as parents place kinds) and the clusters'
+        Secrets from ``secrets`` (the driver's informer on their namespace): a steady state
+        makes no request to any cluster."""
+        self.caches = caches
+        self.connections.reader = secrets
+        self.connections.on_drop = caches.drop
+        with self._lock:
+            self._resources.clear()
+
+    def forget(self, parent: ParentKey) -> None:
+        """``parent`` is gone: the informers it held are let go."""
+        if self.caches is not None:
+            self.caches.forget(parent)
 
     @property
     def secrets(self) -> ClusterSecrets:
@@ -193,14 +236,19 @@ class Placement:
     # -- while the parent lives -------------------------------------------------------------
 
     def apply(self, parent: Mapping[str, Any], uid: str, placed: Sequence[PlacedChild], *,
-              prune: bool = True) -> PlacementOutcome:
-        """Bring ``placed`` to their states in their clusters and prune what the inventory
-        holds and the build no longer does (not when ``prune`` is False: a builder failed).
-        Never raises for a cluster's answer."""
+              prune: bool = True, gate: Callable[[PlacedChild], Wait | None] | None = None,
+              observe: Callable[[PlacedChild, Mapping[str, Any] | None], None] | None = None,
+              ) -> PlacementOutcome:
+        """Bring ``placed`` to their states in their clusters, in that order, and prune what
+        the inventory holds and the build no longer does (not when ``prune`` is False: a
+        builder failed). ``gate(child)`` says why a child waits for its dependencies (then it
+        is not written; ``reconciler._reconcile.ordering``), ``observe(child, live)`` hears
+        what each write left. Never raises for a cluster's answer."""
         recorded = inventory_of(parent)
         wanted = [c.entry for c in placed]
         run = _Pass(self, parent, uid)
         view = run.view()
+        self._hold(run, view, placed, recorded)
         # what may be created: recorded first (ABSENT needs no record, nor a cluster no
         # Secret declares: nothing can be created there)
         created = [c.entry for c in placed if c.state.is_present and c.cluster in view.clusters]
@@ -209,7 +257,16 @@ class Placement:
             return run.outcome()  # nothing placed before it is recorded
         gone: set[Entry] = set()
         for child in placed:
+            run.touched.setdefault(child.cluster, 0)
+            if child.state.is_present:
+                run.touched[child.cluster] += 1
+            if gate is not None and (wait := gate(child)) is not None:
+                run.waiting.append(wait)
+                run.troubles.setdefault(child.cluster, []).append((wait.reason, wait.message))
+                continue
             result = run.place(view, child.cluster, child.obj, child.state)
+            if observe is not None and result is not None:
+                observe(child, result.live)
             if result is not None and child.state.is_absent and _gone(result):
                 gone.add(child.entry)
         if prune:
@@ -221,15 +278,61 @@ class Placement:
         after = [e for e in before if e not in gone]
         if after != inventory_of(run.parent):
             run.record(after)
+        if gone:  # what is no longer placed nor recorded is watched no more
+            self._hold(run, view, [c for c in placed if c.state.is_present], after)
         return run.outcome()
+
+    def _hold(self, run: _Pass, view: ClusterView, placed: Sequence[PlacedChild],
+              recorded: Sequence[Entry]) -> None:
+        """The informers of the kinds this parent places (or recorded) in each usable cluster
+        run; those it placed before and places no more are let go."""
+        if self.caches is None or self.dry_run:
+            return
+        kinds: dict[str, set[tuple[str, str]]] = {}
+        for child in placed:
+            kinds.setdefault(child.cluster, set()).add((child.ref.api_version, child.ref.kind))
+        for entry in recorded:
+            kinds.setdefault(entry[0], set()).add((entry[1], entry[2]))
+        key = run.ref.namespaced_name
+        for cluster, record in view.clusters.items():
+            try:
+                client = self.connections.client(record)
+            except ClusterUnavailableError:
+                continue
+            self.caches.hold(key, run.uid, cluster, client, kinds.get(cluster, ()))
+
+    def served(self, cluster: str, api_version: str, kind: str) -> bool:
+        """Whether ``cluster`` serves the kind now (its discovery; False when it cannot be
+        used: the child waits either way)."""
+        try:
+            record = self.connections.view().clusters.get(cluster)
+            return record is not None and self.connections.client(record).is_served(
+                api_version, kind)
+        except ReconcilerError:
+            return False
+
+    def read(self, cluster: str, ref: ObjectRef) -> Mapping[str, Any] | None:
+        """``ref`` as ``cluster`` has it now (from its informer under a running operator),
+        or None: not there, or the cluster cannot be used (a dependency there is not ready)."""
+        try:
+            record = self.connections.view().clusters.get(cluster)
+            if record is None:
+                return None
+            client = self.connections.client(record)
+            return self.resources(cluster, client).reader.get(
+                ref.api_version, ref.kind, ref.name, namespace=ref.namespace)
+        except ReconcilerError:
+            return None
 
     # -- while it is being deleted ----------------------------------------------------------
 
-    def teardown(self, parent: Mapping[str, Any], uid: str) -> str | None:
-        """Delete every recorded child (last built first) from its cluster: why the cleanup
-        must wait (a cluster that cannot be used, children still being deleted), or None when
-        none is left. Raises ``ReconcilerError`` when a delete failed otherwise."""
-        done = self.remove_all(parent, uid)
+    def teardown(self, parent: Mapping[str, Any], uid: str, *,
+                 gate: Callable[[Entry], Wait | None] | None = None) -> str | None:
+        """Delete every recorded child (last built first, each once ``gate`` lets it: what
+        depends on it is gone) from its cluster: why the cleanup must wait (a cluster that
+        cannot be used, children still being deleted or waiting for their dependents), or
+        None when none is left. Raises ``ReconcilerError`` when a delete failed otherwise."""
+        done = self.remove_all(parent, uid, gate=gate)
         if done.failed:
             raise ReconcilerError("; ".join(done.failed))
         if done.waiting:
@@ -238,10 +341,11 @@ class Placement:
             return "being deleted in other clusters: " + ", ".join(done.left)
         return None
 
-    def remove_all(self, parent: Mapping[str, Any], uid: str) -> Removal:
+    def remove_all(self, parent: Mapping[str, Any], uid: str, *,
+                   gate: Callable[[Entry], Wait | None] | None = None) -> Removal:
         """One pass deleting every child ``parent``'s inventory records, last built first,
-        each in its cluster and only while ours (for the cleanup finalizer and for
-        ``optk uninstall``); never raises for a cluster's answer."""
+        each in its cluster and only while ours and ``gate`` lets it (for the cleanup
+        finalizer; ``optk uninstall`` passes none); never raises for a cluster's answer."""
         recorded = inventory_of(parent)
         if not recorded:
             return Removal()
@@ -249,7 +353,11 @@ class Placement:
         view = run.view()
         deleted: list[str] = []
         left: list[str] = []
+        held: list[str] = []
         for entry in reversed(recorded):
+            if gate is not None and (wait := gate(entry)) is not None:
+                held.append(wait.message)
+                continue
             result = run.place(view, entry[0], _stub(_ref(entry)), DesiredState.ABSENT,
                                pruning=True)
             if result is None:
@@ -260,7 +368,7 @@ class Placement:
             if not _gone(result) or result.action is Action.DELETED:
                 left.append(where)
         return Removal(deleted=tuple(deleted), left=tuple(left),
-                       waiting=tuple(dict.fromkeys(w.message for w in run.waiting)),
+                       waiting=tuple(dict.fromkeys([*(w.message for w in run.waiting), *held])),
                        failed=tuple(e.message for e in run.errors))
 
     # -- per cluster ------------------------------------------------------------------------
@@ -271,8 +379,15 @@ class Placement:
             kept = self._resources.get(cluster)
             if kept is not None and kept[0] is client:
                 return kept[1]
-            made = ResourceReconciler(client, settings=self.settings, clock=self.clock,
-                                      dry_run=self.dry_run)
+            caches = self.caches
+            guard = self.guards() if self.guards is not None else None
+            if caches is None:
+                made = ResourceReconciler(client, settings=self.settings, clock=self.clock,
+                                          dry_run=self.dry_run, guard=guard)
+            else:  # writes recorded into the cluster's informers, reads from them
+                made = ResourceReconciler(caches.client(cluster, client), settings=self.settings,
+                                          reader=caches.reader(cluster, client),
+                                          clock=self.clock, dry_run=self.dry_run, guard=guard)
             self._resources[cluster] = (client, made)
             return made
 
@@ -305,6 +420,8 @@ class _Pass:
         self.down: dict[str, str] = {}  # clusters found unusable in this pass: why
         self.written: Mapping[str, Any] | None = None
         self.recorded = set(inventory_of(parent))  # placed before: orphaned if its cluster goes
+        self.touched: dict[str, int] = {}  # the clusters of this pass: children present there
+        self.troubles: dict[str, list[tuple[str, str]]] = {}  # by cluster: (reason, message)
 
     def view(self) -> ClusterView:
         try:
@@ -358,18 +475,23 @@ class _Pass:
                 return None
             self.o.answered(cluster)
             what = "prune" if pruning else "placing"
-            self.errors.append(ChildError(
+            self._error(cluster, ChildError(
                 ref=ref, message=f"{what} {ref} in cluster {cluster!r} failed: {exc}",
                 error=exc))
             return None
         except ReconcilerError as exc:
-            self.errors.append(ChildError(
+            self._error(cluster, ChildError(
                 ref=ref, message=f"{ref} in cluster {cluster!r}: {exc}", error=exc))
             return None
         self.o.answered(cluster)
+        result = attrs.evolve(result, cluster=cluster)
         if result.action is not Action.UNCHANGED or not pruning:
             self.results.append(result)
         return result
+
+    def _error(self, cluster: str, error: ChildError) -> None:
+        self.errors.append(error)
+        self.troubles.setdefault(cluster, []).append(("Failed", error.message))
 
     def _wait(self, cluster: str, ref: ObjectRef, why: str, *,
               reason: str = UNAVAILABLE_REASON, message: str = "") -> None:
@@ -379,14 +501,32 @@ class _Pass:
             self.retry.append(delay)
             _log.info("%s: cluster %r cannot be used, its children wait (again in %.0fs): %s",
                       self.ref, cluster, delay, why)
-        self.waiting.append(Wait(ref=ref, reason=reason, message=message
-                                 or f"{ref} waits for cluster {cluster!r}: {why}"))
+        wait = Wait(ref=ref, reason=reason, message=message
+                    or f"{ref} waits for cluster {cluster!r}: {why}")
+        self.waiting.append(wait)
+        self.troubles.setdefault(cluster, []).append((wait.reason, wait.message))
 
     def outcome(self) -> PlacementOutcome:
         return PlacementOutcome(results=tuple(self.results), errors=tuple(self.errors),
                                 waiting=tuple(self.waiting),
                                 retry_after=min(self.retry) if self.retry else None,
-                                parent=self.written)
+                                parent=self.written, clusters=self.summary())
+
+    def summary(self) -> tuple[dict[str, Any], ...]:
+        """One line per cluster of this pass: converged, or waiting with its first trouble."""
+        lines = []
+        for cluster in sorted({*self.touched, *(e[0] for e in self.recorded), *self.troubles}):
+            troubles = self.troubles.get(cluster)
+            count = self.touched.get(cluster, 0)
+            if troubles:
+                reason, message = troubles[0]
+                more = f" (and {len(troubles) - 1} more)" if len(troubles) > 1 else ""
+                lines.append({"name": cluster, "state": WAITING, "reason": reason,
+                              "message": bounded(message + more), "children": count})
+            else:
+                lines.append({"name": cluster, "state": CONVERGED, "reason": CONVERGED,
+                              "message": f"{count} children converged", "children": count})
+        return tuple(lines)
 
 
 def _gone(result: ReconcileResult) -> bool:

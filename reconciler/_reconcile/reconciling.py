@@ -112,6 +112,8 @@ class ReconcileResult:
     """Why a write was held back (``ChildPlan.held``: a policy, the drift mode, contention)."""
     drift: tuple[str, ...] = ()
     """The drifted field paths reported instead of repaired (``ChildPlan.drift``)."""
+    cluster: str | None = None
+    """The cluster a placed child is in (``builders.placed``), None for the operator's own."""
 
     @property
     def requeue(self) -> bool:
@@ -242,6 +244,9 @@ class ResourceReconciler:
         self.conflict_retries = settings.conflict_retries
         self.deleting_requeue = settings.deleting_requeue
         self.dry_run = dry_run
+        self.planned_namespaces: set[str] = set()
+        """A dry run: the Namespaces its creates would make, so that a child in one is planned
+        as a create, not refused (the server answers its dry run with the namespace's 404)."""
         self.clock: Clock = clock if clock is not None else RealClock()
         self.crd_schemas = CrdSchemas(self.client)
         self.apply: ApplyStrategy = settings.apply
@@ -307,6 +312,14 @@ class ResourceReconciler:
             return self.client.get(ref.api_version, ref.kind, ref.name, namespace=ref.namespace)
         except NotFoundError:
             return None
+
+
+def _namespace_missing(exc: NotFoundError, ref: ObjectRef) -> bool:
+    """Whether a create's 404 says its namespace does not exist (``details.kind`` is
+    ``namespaces``): in a dry run, fine when the same plan creates that namespace first."""
+    details = exc.details
+    return bool(ref.namespace) and details.get("kind") == "namespaces" and (
+        details.get("name") == ref.namespace)
 
 
 def _checked(obj: KubeObject | object, state: DesiredState) -> tuple[KubeObject, ObjectRef]:
@@ -402,6 +415,16 @@ class _Execution:
                 except AlreadyExistsError:
                     plan = self.plan(self.r._read_live(self.ref), raced=True)
                     continue
+                except NotFoundError as exc:
+                    if not (self.r.dry_run and _namespace_missing(exc, self.ref)
+                            and self.ref.namespace in self.r.planned_namespaces):
+                        raise
+                    assert isinstance(plan.body, Mapping)
+                    return self.result(plan, live=dict(plan.body), reason=(
+                        f"in namespace {self.ref.namespace}, which this plan creates: "
+                        f"not validated by the server"))
+                if self.r.dry_run and (self.ref.api_version, self.ref.kind) == ("v1", "Namespace"):
+                    self.r.planned_namespaces.add(self.ref.name)
                 return self.result(plan, live=created)
             if plan.action is PlanAction.PATCH:
                 try:

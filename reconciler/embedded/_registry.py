@@ -68,6 +68,8 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         subresources=("status",)),
     _rt("", "v1", "Pod", "pods", short_names=("po",), categories=("all",),
         subresources=("status",)),
+    _rt("", "v1", "ResourceQuota", "resourcequotas", short_names=("quota",),
+        subresources=("status",)),
     _rt("", "v1", "Secret", "secrets"),
     _rt("", "v1", "ServiceAccount", "serviceaccounts", short_names=("sa",)),
     _rt("", "v1", "Service", "services", short_names=("svc",), categories=("all",),

@@ -379,6 +379,7 @@ def builtin_strategies() -> dict[tuple[str, str], StrategyFactory]:
         ("", "ConfigMap"): _ConfigMap,
         ("", "PersistentVolumeClaim"): _PersistentVolumeClaim,
         ("", "ServiceAccount"): BuiltinStrategy,
+        ("", "ResourceQuota"): BuiltinStrategy,
         ("", "Event"): _CoreEvent,
         ("events.k8s.io", "Event"): _EventsEvent,
         ("apps", "Deployment"): _Deployment,

@@ -36,6 +36,7 @@ MINIMAL: dict[str, dict[str, Any]] = {
     "PersistentVolumeClaim": {"spec": {"accessModes": ["ReadWriteOnce"],
                                        "resources": {"requests": {"storage": "1Gi"}}}},
     "Pod": {"spec": copy.deepcopy(_TEMPLATE["spec"])},
+    "ResourceQuota": {"spec": {"hard": {"pods": "10", "requests.cpu": "2"}}},
     "Secret": {"stringData": {"k": "v"}},
     "ServiceAccount": {},
     "Service": {"spec": {"selector": {"app": "x"}, "ports": [{"port": 80}]}},

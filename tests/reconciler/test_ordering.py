@@ -25,7 +25,12 @@ from hypothesis.stateful import (
 from builders import DesiredState, ObjectRef
 from builders.composition import Dependencies
 from builders.health import health_of
-from reconciler._reconcile.ordering import ChildGates, crd_established, default_ready
+from reconciler._reconcile.ordering import (
+    ChildGates,
+    PlacedKey,
+    crd_established,
+    default_ready,
+)
 from reconciler._reconcile.waits import WaitRegistry
 
 
@@ -241,3 +246,32 @@ def test_crd_readiness_is_the_health_librarys_rule_whatever_the_order_of_conditi
     assert crd_established(crd(("Established", "True"), deleting=True)) == "being deleted"
     for obj in (refused, crd(("Established", "True")), crd()):
         assert (crd_established(obj) is None) == health_of(obj).current
+
+
+def test_a_home_child_waits_for_a_placed_dependency_read_from_its_cluster() -> None:
+    """Gates across clusters: a placed child is keyed by (cluster, ref), its live object comes
+    from ``placed_live``; the same name at home is another child."""
+    remote = PlacedKey("edge-1", _ref("db"))
+    seen: dict[PlacedKey, dict[str, Any]] = {}
+    gates = ChildGates(
+        [(_ref("app"), DesiredState.PRESENT, Dependencies(name="app", depends_on=("db",))),
+         (_ref("db"), DesiredState.PRESENT, None),  # the same name at home: no component
+         (remote, DesiredState.PRESENT, Dependencies(name="db", ready_when=_ready))],
+        parent={}, live={_ref("db"): {"status": {"ready": True}}}, served=lambda a, k: True,
+        placed_live=seen.get)
+    assert gates.ordered() == [1, 2, 0]  # the dependency first
+    wait = gates.gate(0)
+    assert wait is not None
+    assert wait.reason == "DependencyNotReady"
+    assert "ConfigMap ns/db in cluster 'edge-1': not created yet" in wait.message
+    assert wait.watches == ()  # its cluster's informer wakes the parent, not a home watch
+    assert gates.waited_on_placed
+    assert gates.gate(2) is None  # nothing gates the placed one itself
+    seen[remote] = {"status": {"ready": False}}
+    wait = gates.gate(0)
+    assert wait is not None
+    assert "not ready yet" in wait.message
+    gates.observe(remote, {"status": {"ready": True}})  # what this pass's write left
+    assert gates.gate(0) is None
+    assert gates.index_of(remote) == 2
+    assert gates.index_of(PlacedKey("edge-2", _ref("db"))) is None
