@@ -48,12 +48,17 @@ class Peer:
     env: Mapping[str, str]
 
 
-def peers(kubeconfig: Path) -> dict[str, Peer]:
-    """The two operators, started against ``kubeconfig``."""
+OURS = "examples.thanos.operator:operator"
+"""Our operator as it is; ``benchmarks.gates:ungated_operator`` is the same without its gate
+(``compare --gates off``: the work of kopf's peer, which waits for nothing)."""
+
+
+def peers(kubeconfig: Path, *, ours: str = OURS) -> dict[str, Peer]:
+    """The two operators, started against ``kubeconfig`` (``ours``: our operator's target)."""
     return {
         "ours": Peer(
             name="ours",
-            argv=[sys.executable, "-m", "reconciler", "run", "examples.thanos.operator:operator",
+            argv=[sys.executable, "-m", "reconciler", "run", ours,
                   "--kubeconfig", str(kubeconfig)],
             env={"OPTK_RESYNC_INTERVAL": f"{RESYNC_SECONDS}s"},
         ),
@@ -83,6 +88,8 @@ class Options:
     profile: Path | None = None
     """Run the operator under ``py-spy record`` writing raw stacks here (profiling runs)."""
     converge_timeout: float = 120.0
+    ours: str = OURS
+    """Our operator's ``optk run`` target (see :data:`OURS`)."""
 
 
 class Probe:
@@ -271,7 +278,7 @@ class Session:
         processes = self._stack.enter_context(Processes(self.workdir))
         _, kubeconfig = start_apiserver(processes)
         self.processes = processes
-        self.peer = peers(kubeconfig)[self.name]
+        self.peer = peers(kubeconfig, ours=self.options.ours)[self.name]
         self.cluster = await self._stack.enter_async_context(Cluster(kubeconfig))
         return self
 

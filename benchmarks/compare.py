@@ -1,7 +1,11 @@
 """Ours against kopf: the Thanos example operator and the same operator written with kopf.
 
-Run as ``python -m benchmarks.compare [--sizes 10,100,1000] [--repeats N] [--drifts N] [--json]
-[--plot] [--out FILE]`` (kopf comes with the ``bench`` extra: ``pip install -e '.[bench]'``).
+Run as ``python -m benchmarks.compare [--sizes 10,100,1000] [--repeats N] [--drifts N]
+[--gates on|off] [--json] [--plot] [--out FILE]`` (kopf comes with the ``bench`` extra:
+``pip install -e '.[bench]'``). ``--gates on`` (the default) runs the Thanos example as it is:
+its query frontend waits for the query Deployment, so it reconciles each parent twice and flips
+``Ready`` once more, which kopf's peer does not; ``--gates off`` runs it without that gate
+(``benchmarks.gates``): the same work as kopf's peer.
 For each size N (parents of ten children each) and each repeat, each operator runs in its own
 process against a fresh ``optk apiserver`` in its own process, one at a time, the order alternating
 between repeats; ``benchmarks._scenario`` has the phases. Figures per operator are medians over
@@ -29,6 +33,7 @@ from typing import Any
 from benchmarks import _fleet as fleet
 from benchmarks._profile import summarize as summarize_profile
 from benchmarks._scenario import (
+    OURS,
     RESYNC_SECONDS,
     Options,
     drift_percentiles,
@@ -37,6 +42,8 @@ from benchmarks._scenario import (
 )
 
 PEERS = ("ours", "kopf")
+UNGATED = "benchmarks.gates:ungated_operator"
+"""Ours with ``--gates off``: the example without its gate, the same work as kopf's peer."""
 HEADLINE = (
     ("converge_wall_s", "converge: wall time (s)"),
     ("converge_cpu_s", "converge: operator CPU (s)"),
@@ -228,6 +235,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="run the operators one after the other, drifts included (default: "
                              "the second starts while the first idles, and the drifts take "
                              "turns between them, so both sample the same background load)")
+    parser.add_argument("--gates", choices=("on", "off"), default="on",
+                        help="on: the Thanos example as it is (its query frontend waits for the "
+                             "query Deployment); off: the same without that gate, the work of "
+                             "kopf's peer (benchmarks.gates:ungated_operator)")
     parser.add_argument("--json", action="store_true", help="one JSON object on the last line")
     parser.add_argument("--out", default=None, help="also write the JSON to this file")
     parser.add_argument("--plot", action="store_true", help="draw PNGs into docs/benchmarks/")
@@ -251,7 +262,8 @@ def main(argv: list[str] | None = None) -> int:
                 order = chosen if repeat % 2 == 0 else list(reversed(chosen))
                 options = Options(size=size, steady_seconds=args.steady_seconds,
                                   drifts=min(max(0, args.drifts), 1000),
-                                  converge_timeout=60.0 + 0.3 * size)
+                                  converge_timeout=60.0 + 0.3 * size,
+                                  ours=OURS if args.gates == "on" else UNGATED)
                 workdir = Path(scratch) / f"{size}-{repeat}"
                 workdir.mkdir()
                 runs += _repeat(order, options, workdir, repeat=repeat,
@@ -263,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": "compare",
         "sizes": sizes, "repeats": max(1, args.repeats),
         "drifts_per_run": min(max(0, args.drifts), 1000), "paired": not args.sequential,
+        "gates": args.gates,
         "elapsed_s": round(time.monotonic() - began, 1),
         "children_per_parent": 10,
         "figures": figures,

@@ -51,6 +51,7 @@ BENCHMARKS: dict[str, tuple[str, ...]] = {
     "inputs": ("--parents", "100", "--changes", "20"),
     "apiserver": ("--seconds", "2"),
     "startup": ("--runs", "7"),
+    "gates": ("--parents", "100", "--rounds", "1"),
 }
 """The arguments a benchmark runs with by default: sizes that show a regression (1,000 parents
 for the driver) in a few minutes a run. ``--args NAME=...`` replaces them; a module not named

@@ -13,8 +13,9 @@ rounds. Both run with client-side rate limits lifted (Go: ``-kube-api-qps=-1``) 
 (Go's informer resync; ours ``ResyncPolicy(interval=30)``). Phases, timed from the operator's
 spawn: convergence (every Foo's Deployment as the Go controller builds it), then idle; steady
 state (``--steady-seconds``, default 120: four resyncs); drifts one at a time (a Deployment
-deleted or its replicas changed; ``--drifts``); 20 Deployments' container image changed by hand
-(repaired within 10 s or not); a spec change (``spec.replicas``) of the first 100 parents
+deleted or its replicas changed; ``--drifts``; ``drift_after_idle_ms`` is the first, after the
+steady state's idle window); 20 Deployments' container image changed by hand (repaired within
+10 s or not); a spec change (``spec.replicas``) of the first 100 parents
 (``spec_change_unconverged`` counts the Deployments still not changed after 120 s).
 Requests are the operator's own (its user in the audit log; on the embedded server the server's
 counts minus the harness's). With ``--json`` the last line of stdout is one JSON object:
@@ -350,6 +351,7 @@ class Run:
     async def _drifts(self) -> None:
         samples: list[float] = []
         missed = 0
+        first: float | None = None
         keys = sorted(self.watch.desired)
         for number in range(self.options.drifts):
             key = self.rng.choice(keys)
@@ -366,9 +368,13 @@ class Run:
                 missed += 1
             else:
                 samples.append(round((done - sent) * 1000, 2))
+            if number == 0:
+                first = samples[0] if samples else None
             await asyncio.sleep(0.2)
         self.figures.update(drift_missed=missed, drift_samples_ms=samples,
                             **drift_percentiles(samples))
+        if samples and first is not None:  # the first drift after the steady state's idle
+            self.figures["drift_after_idle_ms"] = first
 
     async def _image_drifts(self) -> None:
         keys = self.rng.sample(sorted(self.watch.desired), min(IMAGE_DRIFTS, self.size))

@@ -4,10 +4,14 @@
 of its builders (each child after ``stamp_identity``, its ``DesiredState`` and its digest) with
 the parent's uid and ``resourceVersion``, and the component node of each child; a reconcile of
 the same parent at the same version (a periodic resync, a child's drift, a dependency that became
-ready) reuses them instead of calling the builders. Components' gates (dependencies,
-preconditions, ``when_served``) are not part of the build: the reconcile's ordering evaluates
-them against live state at every write, from the kept nodes. Any change to
-the parent (spec, labels, annotations, status: its version changes on every write) misses it;
+ready) reuses them instead of calling the builders; the toolkit's own status write of the
+parent carries the build to the version it leaves (``BuildMemo.carry``: it changes nothing a
+builder reads), so a parent whose dependency became ready after that write is not built
+again. Components' gates (dependencies, preconditions, ``when_served``) are not part of the
+build: the reconcile's ordering evaluates them against live state at every write, from the
+kept nodes. Any other change to
+the parent (spec, labels, annotations, another writer's status: its version changes on every
+write) misses it;
 builds with a failed builder or a state with hooks are never kept; ``forget()`` (called by
 ``OperatorRuntime.resync_all()``) drops every build, for outside state the builders read.
 
@@ -48,6 +52,7 @@ from typing import Any, Generic, TypeVar
 import attrs
 
 from builders import DesiredState, ObjectRef
+from reconciler._cache.stores import compact
 from reconciler._reconcile.reconciling import Action, ReconcileResult
 
 __all__ = ["BuildMemo", "ChildMemo", "KeptBuild", "RecentKeys", "StatusMemo", "digest_of"]
@@ -157,8 +162,9 @@ class BuildMemo:
     """The last evaluated build of each parent, keyed by the parent's namespace and name, at
     most ``size`` of them (least recently used dropped first). Thread-safe.
 
-    The children it hands out are shared between reconciles: callers must not change them in
-    place (``ParentReconciler`` hands the resource reconcile a copy)."""
+    The children it hands out are shared between reconciles (and their leaves with the caches'
+    objects: ``reconciler._cache.stores.compact``): callers must not change them in place
+    (``ParentReconciler`` hands the resource reconcile a copy)."""
 
     def __init__(self, *, size: int = 100_000) -> None:
         self._size = size
@@ -214,7 +220,11 @@ class BuildMemo:
             if failed or hooks or not uid or not version or epoch != self._epoch:
                 self._entries.pop(key, None)
                 return built
-        children = tuple((ref, obj, state, digest_of(obj)) for ref, obj, state, _ in built)
+        # Kept compact, as the caches keep objects: keys and short strings interned, leaves
+        # shared with equal ones of other builds and of the cached children (labels, ports,
+        # probes, selectors), so a thousand parents' builds cost what differs between them.
+        children = tuple((ref, compact(obj), state, digest_of(obj))
+                         for ref, obj, state, _ in built)
         with self._lock:
             if epoch == self._epoch:
                 self._entries[key] = _Build(uid=uid, version=version, epoch=epoch,
@@ -225,6 +235,30 @@ class BuildMemo:
                 while len(self._entries) > self._size:
                     self._entries.popitem(last=False)
         return list(children)
+
+    def carry(self, before: Mapping[str, Any], written: Mapping[str, Any],
+              patch: Mapping[str, Any]) -> bool:
+        """Keep ``before``'s build for ``written``, the parent as the toolkit's own status write
+        of ``patch`` left it (the server's answer), when that write changed nothing a builder
+        reads: ``written`` is ``before`` but for its ``resourceVersion``, ``managedFields`` and
+        the status fields ``patch`` sent. The next reconcile of the parent at that version (a
+        dependency that became ready, a child's drift) then reuses the build; any other change
+        (another writer's status field, a label, the spec) leaves the entry at ``before``'s
+        version, which no later lookup finds. Whether it was carried."""
+        key, uid, version = _parent_key(before)
+        new_key, new_uid, new_version = _parent_key(written)
+        if not uid or not version or not new_version or (new_key, new_uid) != (key, uid):
+            return False
+        if not _only_status_written(before, written, patch):
+            return False
+        inputs = self.inputs_of(before)  # changed since the build: the entry is stale anyway
+        with self._lock:
+            entry = self._entries.get(key)
+            if (entry is None or entry.uid != uid or entry.version != version + inputs
+                    or entry.epoch != self._epoch):
+                return False
+            self._entries[key] = attrs.evolve(entry, version=new_version + inputs)
+            return True
 
     def forget(self, parent: tuple[str, str] | None = None) -> None:
         """Drop the build of ``parent`` (namespace, name: gone, or being deleted); without one,
@@ -239,6 +273,33 @@ class BuildMemo:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+_SERVER_META = ("resourceVersion", "managedFields")
+
+
+def _only_status_written(before: Mapping[str, Any], written: Mapping[str, Any],
+                         patch: Mapping[str, Any]) -> bool:
+    """Whether ``written`` differs from ``before`` only in server-kept metadata and in the
+    status fields ``patch`` sent (a merge patch: those fields, nested or not, are the write's)."""
+    if before.keys() - {"status"} != written.keys() - {"status"}:
+        return False
+    for field, value in before.items():
+        if field == "metadata":
+            meta = written.get("metadata") or {}
+            if not isinstance(value, Mapping) or {
+                k: v for k, v in value.items() if k not in _SERVER_META} != {
+                    k: v for k, v in meta.items() if k not in _SERVER_META}:
+                return False
+        elif field != "status" and written.get(field) != value:
+            return False
+    sent = patch.get("status")
+    sent = sent if isinstance(sent, Mapping) else {}
+    old = before.get("status")
+    old = old if isinstance(old, Mapping) else {}
+    new = written.get("status")
+    new = new if isinstance(new, Mapping) else {}
+    return all(old.get(k) == new.get(k) for k in (old.keys() | new.keys()) - sent.keys())
 
 
 def _parent_key(parent: Mapping[str, Any]) -> tuple[tuple[str, str], str, str]:

@@ -408,6 +408,7 @@ class _ParentRun:
         self.prune_blocked: list[ChildError] = []  # prune kinds that cannot be listed
         self.placed: list[PlacedChild] = []  # children placed in other clusters (placement)
         self.placed_retry: float | None = None  # when to try an unusable cluster again
+        self.built_from: KubeObject | None = None  # the parent the kept build is keyed on
         self.gates: ChildGates | None = None  # this pass's, the placed children's too
         self.torn_placed: list[PlacedChild] = []  # teardown: placed children of components
         self.placed_summary: tuple[dict[str, Any], ...] | None = None  # per cluster
@@ -661,6 +662,7 @@ class _ParentRun:
         """The evaluated builders, or those kept for this very parent (shared: see ``_own``)."""
         memo, epoch, inputs = self.o.builds, 0, ""
         if memo is not None:
+            self.built_from = self.parent
             if (kept := memo.lookup(self.parent)) is not None:
                 self.nodes = dict(kept.nodes)  # the gates are evaluated at each write
                 self.placed = list(kept.placed)
@@ -979,6 +981,8 @@ class _ParentRun:
             except ApiError as exc:
                 return False, f"status write failed: {exc}"
             self.o.statuses.remember(written, patch)
+            if self.o.builds is not None and self.built_from is not None:
+                self.o.builds.carry(self.built_from, written, patch)  # our write: same build
             return True, ""
 
 

@@ -196,7 +196,7 @@ def test_builds_with_hooks_are_not_kept_and_hooks_run_as_before(
     assert run(False) == (with_memo, 3)  # the same hook calls as without reuse_builds
 
 
-def test_the_status_write_changes_the_parent_and_rebuilds_once(
+def test_the_toolkits_own_status_write_keeps_the_build(
     client: KubernetesClient, parent: dict[str, Any]
 ) -> None:
     build = Counted()
@@ -207,4 +207,24 @@ def test_the_status_write_changes_the_parent_and_rebuilds_once(
     assert pr.reconcile(parent).status_written
     for _ in range(2):
         assert pr.reconcile(fresh(client, parent)).writes == 0
-    assert build.calls == 2
+    assert build.calls == 1  # the status write changed the version, not what builders read
+
+
+def test_another_writers_status_field_or_label_rebuilds(
+    client: KubernetesClient, parent: dict[str, Any], ns: str
+) -> None:
+    build = Counted()
+    pr = ParentReconciler(
+        client, build, operator_name="bm-operator",
+        settings=ParentSettings(events=False, reuse_builds=True),
+    )
+    assert pr.reconcile(parent).status_written
+    name = parent["metadata"]["name"]
+    client.patch(parent["apiVersion"], parent["kind"], name, {"status": {"other": "x"}},
+                 patch_type=MERGE, namespace=ns, subresource="status")
+    assert pr.reconcile(fresh(client, parent)).writes == 0
+    assert build.calls == 2  # a status field the toolkit did not write: built again
+    client.patch(parent["apiVersion"], parent["kind"], name,
+                 {"metadata": {"annotations": {"note": "y"}}}, patch_type=MERGE, namespace=ns)
+    pr.reconcile(fresh(client, parent))
+    assert build.calls == 3
