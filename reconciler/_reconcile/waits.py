@@ -91,7 +91,8 @@ class WaitRegistry:
 
     def on_not_ours_change(self, listener: Callable[[], None]) -> None:
         """Call ``listener()`` (outside the lock, on the thread that replaced the waits)
-        whenever the set of :meth:`not_ours` objects changed."""
+        whenever a parent's waits on :meth:`not_ours` objects were replaced (the set may have
+        changed, or what the listener decided of an object it holds may no longer be true)."""
         with self._lock:
             self._listeners.append(listener)
 
@@ -115,10 +116,9 @@ class WaitRegistry:
         with self._lock:
             stale = since is not None and any(
                 self._recent.get(watch.ref, -1) > since for wait in waits for watch in wait.watches)
-            before = set(self._not_ours) if self._listeners else None
+            touched = any(w.reason == NOT_OURS for w in (*self._by_parent.get(parent, ()), *waits))
             self._replace(parent, waits)
-            changed = before is not None and before != self._not_ours.keys()
-            listeners = list(self._listeners) if changed else []
+            listeners = list(self._listeners) if touched else []
         for listener in listeners:
             listener()
         return stale
