@@ -198,4 +198,5 @@ class InformerPool:
 
 def _describe(scope: Scope) -> str:
     where = f" in {scope.namespace}" if scope.namespace else ""
-    return f"{scope.kind}.{scope.api_version}{where}"
+    which = f" ({scope.field_selector})" if scope.field_selector else ""
+    return f"{scope.kind}.{scope.api_version}{where}{which}"

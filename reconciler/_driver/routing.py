@@ -182,11 +182,7 @@ class EventRouter:
     ) -> None:
         # A parent waiting on this child's readiness (or on its being gone) is woken by exactly
         # the change of that verdict, status-only or our own delete's echo included.
-        woken = self._waits.wakes(event_type, old, new) if self._waits is not None else []
-        for key in woken:  # a verdict flips rarely: not folded into the coalescing window
-            self._stats.triggers["awaited"] += 1
-            if not self._holds(key):
-                self._queue.add(key)
+        woken = self.on_awaited(event_type, old, new)
         if woken and not self._owner_not_woken(new, woken):
             return
         if own:
@@ -200,6 +196,17 @@ class EventRouter:
                 self._stats.triggers["child"] += 1
                 self.queue_for_event(ObjectRef.of(parent).namespaced_name)
                 return
+
+    def on_awaited(self, event_type: str, old: dict[str, Any] | None,
+                   new: dict[str, Any]) -> list[ParentKey]:
+        """Queue the parents whose awaited verdict this event of an object changed (a child's,
+        or, sharded, one another owner holds: ``reconciler._sharding.foreign``); them."""
+        woken = self._waits.wakes(event_type, old, new) if self._waits is not None else []
+        for key in woken:  # a verdict flips rarely: not folded into the coalescing window
+            self._stats.triggers["awaited"] += 1
+            if not self._holds(key):
+                self._queue.add(key)
+        return woken
 
     def _owner_not_woken(self, child: dict[str, Any], woken: list[ParentKey]) -> bool:
         """Whether the child's own parent is not among the parents its event woke (a parent

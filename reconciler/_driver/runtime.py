@@ -8,7 +8,9 @@ periodic time falls due and records the heartbeat; the ``WorkerPool``
 (``reconciler._driver.workers``) reconciles; with leader election, the ``Standby``
 (``reconciler._driver.standby``) holds events until this runtime leads and then takes over; with
 sharding, ``Shards`` (``reconciler._sharding.shards``) holds this replica's shard Lease, scopes the
-informers to its shard and runs the assigner when elected; the ``UpgradeCheck``
+informers to its shard and runs the assigner when elected, and ``ForeignWatches``
+(``reconciler._sharding.foreign``) watches by name what another owner holds that a parent waits
+on, which the shard's child informers cannot see; the ``UpgradeCheck``
 (``reconciler._driver.upgrades``) reconciles every parent once after the operator's code changed
 (in batches with ``Operator.rollout``: the ``RolloutRunner``, ``reconciler._driver.rollouts``); a
 ``HealthServer`` (``reconciler._driver.serving``) serves metrics and probes. Each loop's logic
@@ -38,7 +40,8 @@ parts share comes as one small frozen value each (issue 37): ``Triggering`` (que
 6. the leader gate (``reconciler._driver.leading``: what a standby holds, stepping down), the
    workers (they step down through the gate; drift is ``reconciler._driver.drift``'s), the
    router (it asks the workers when a key last started and the gate whether it holds a key),
-   the standby (it takes the gate's held events over and queues through the router): each is
+   the named watches of contested objects (sharded: they wake through the router), the
+   standby (it takes the gate's held events over and queues through the router): each is
    handed callables of the parts before it, none of one after;
 7. the elector (it calls back the gate and the runtime) and the upgrade check.
 
@@ -97,6 +100,7 @@ from reconciler._reconcile.events import EventRecorder
 from reconciler._reconcile.install import install_all
 from reconciler._reconcile.parents import ParentReconciler
 from reconciler._reconcile.reconciling import ResourceReconciler
+from reconciler._sharding.foreign import ForeignWatches
 from reconciler._sharding.shards import ReplicaShard, Shards, shard_selector
 from reconciler._workqueue.queues import WorkQueue
 
@@ -251,6 +255,11 @@ class OperatorRuntime:
                                      watch_children=operator.watching.children),
             decide_echo=self.client.decide_echo, last_started=self.workers.last_started,
             waits=self.reconciler.waits)
+        # Sharded, the objects another owner holds that a parent waits on reach no child
+        # informer (they lack this shard's label): watched by name while the wait lasts.
+        self.foreign = None if self.shards is None else ForeignWatches(
+            self.pool, self.reconciler.waits, visible=self._child_cached,
+            wake=self.router.on_awaited)
         self.standby = Standby(
             self.gate, queue=self.queue, caches=caches, reconciler=self.reconciler,
             telemetry=telemetry, lifecycle=lifecycle, first_sight=self.router.first_sight,
@@ -342,6 +351,8 @@ class OperatorRuntime:
         self.informers.stop()
         if self.inputs is not None:
             self.inputs.stop()
+        if self.foreign is not None:
+            self.foreign.stop()
         self.pool.stop()
         if self.remote is not None:  # the other clusters' informers and clients (issue 41)
             self.remote.stop()
@@ -467,6 +478,11 @@ class OperatorRuntime:
         if (api_version, kind) == self.parents.type_key:
             return self.parents
         return self.informers.informer(api_version, kind)
+
+    def _child_cached(self, ref: ObjectRef) -> bool:
+        """Whether a child informer's cache holds this object (its events reach the router)."""
+        informer = self.informers.informer(ref.api_version, ref.kind)
+        return informer is not None and informer.cache.get(ref.namespace, ref.name) is not None
 
     def _running_informers(self) -> list[Informer]:
         """The parent informer, the resync ConfigMap's and every child informer."""

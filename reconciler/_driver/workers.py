@@ -327,6 +327,7 @@ class WorkerPool:
         if plan.release:
             self._informers.release(key)
             self._reconciler.forget_builds(key)
+            self._reconciler.waits.replace(key, ())  # gone or moved: it waits on nothing here
             with self._lock:
                 self._last_started.pop(key, None)
         if plan.requeue_now:

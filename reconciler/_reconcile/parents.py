@@ -105,7 +105,7 @@ from reconciler._reconcile.reconciling import (
 )
 from reconciler._reconcile.resource_settings import moved_into
 from reconciler._reconcile.sharing import is_kept, is_shared, ownership_marker, shared_record
-from reconciler._reconcile.waits import Wait, WaitRegistry, Watch, waiting_message
+from reconciler._reconcile.waits import NOT_OURS, Wait, WaitRegistry, Watch, waiting_message
 
 __all__ = ["ChildError", "ParentReconciler", "ParentResult", "parent_conditions",
            "unlisted_cause"]
@@ -1045,7 +1045,7 @@ def not_ours_waits(results: Iterable[ReconcileResult]) -> list[Wait]:
     """The children skipped because another owner holds their name, each waiting for that
     owner to let go: deleted, handed over or released (its ownership marks changed: the child
     informer's event wakes this parent, ``reconciler._reconcile.waits``)."""
-    return [Wait(ref=r.ref, reason="ChildrenSkipped", message=f"{r.ref}: {r.reason}",
+    return [Wait(ref=r.ref, reason=NOT_OURS, message=f"{r.ref}: {r.reason}",
                  watches=(Watch(ref=r.ref, rule=ownership_marker,
                                 seen=None if r.live is None else ownership_marker(r.live)),))
             for r in results if r.action is Action.SKIPPED and r.requeue_after is None

@@ -8,7 +8,10 @@ parent, so that the driver's event routing (``reconciler._driver.routing``) queu
 parents whose awaited verdict a child's event changed, whether or not the event would have passed
 the usual child trigger (a status-only change does not) and even when it is the echo of the
 toolkit's own delete: no polling, and no reconcile for status changes no one waits on. It also
-knows which kinds parents wait to be served (``Component(when_served=True)``).
+knows which kinds parents wait to be served (``Component(when_served=True)``), and which
+objects parents wait on that another owner holds (:data:`NOT_OURS`, :meth:`WaitRegistry.not_ours`):
+a sharded replica's child informers cannot see those, so it watches them by name while the wait
+lasts (``reconciler._sharding.foreign``), told by :meth:`WaitRegistry.on_not_ours_change`.
 
 Boundary: values and one thread-safe map; no client, no informer.
 """
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -27,10 +30,14 @@ from builders.composition import ReadyRule, rule_verdict
 from reconciler._base.keys import ParentKey
 from reconciler._base.text import bounded
 
-__all__ = ["Wait", "WaitRegistry", "Watch", "waiting_message"]
+__all__ = ["NOT_OURS", "Wait", "WaitRegistry", "Watch", "waiting_message"]
 
 _RECENT = 4096  # child events remembered for reconciles in flight
 TypeKey = tuple[str, str]
+
+NOT_OURS = "ChildrenSkipped"
+"""The reason of a wait for another owner to let go of a child's name
+(``reconciler._reconcile.parents.not_ours_waits``)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -79,6 +86,20 @@ class WaitRegistry:
         self._by_kind: dict[TypeKey, set[ParentKey]] = {}
         self._seq = 0  # counts child events seen, so a reconcile can tell what came meanwhile
         self._recent: OrderedDict[ObjectRef, int] = OrderedDict()  # ref -> its last event's seq
+        self._not_ours: dict[ObjectRef, set[ParentKey]] = {}
+        self._listeners: list[Callable[[], None]] = []
+
+    def on_not_ours_change(self, listener: Callable[[], None]) -> None:
+        """Call ``listener()`` (outside the lock, on the thread that replaced the waits)
+        whenever a parent's waits on :meth:`not_ours` objects were replaced (the set may have
+        changed, or what the listener decided of an object it holds may no longer be true)."""
+        with self._lock:
+            self._listeners.append(listener)
+
+    def not_ours(self) -> set[ObjectRef]:
+        """The objects some parent waits on for their other owner to let go (:data:`NOT_OURS`)."""
+        with self._lock:
+            return set(self._not_ours)
 
     def mark(self) -> int:
         """A point in the stream of child events (take it before a reconcile reads anything)."""
@@ -95,7 +116,11 @@ class WaitRegistry:
         with self._lock:
             stale = since is not None and any(
                 self._recent.get(watch.ref, -1) > since for wait in waits for watch in wait.watches)
+            touched = any(w.reason == NOT_OURS for w in (*self._by_parent.get(parent, ()), *waits))
             self._replace(parent, waits)
+            listeners = list(self._listeners) if touched else []
+        for listener in listeners:
+            listener()
         return stale
 
     def _replace(self, parent: ParentKey, waits: tuple[Wait, ...]) -> None:
@@ -111,6 +136,10 @@ class WaitRegistry:
                 self._by_kind.get(kind, set()).discard(parent)
                 if not self._by_kind.get(kind, True):
                     del self._by_kind[kind]
+            if wait.reason == NOT_OURS:
+                self._not_ours.get(wait.ref, set()).discard(parent)
+                if not self._not_ours.get(wait.ref, True):
+                    del self._not_ours[wait.ref]
         if not waits:
             return
         self._by_parent[parent] = waits
@@ -119,6 +148,8 @@ class WaitRegistry:
                 self._by_ref.setdefault(watch.ref, {}).setdefault(parent, []).append(watch)
             for kind in wait.kinds:
                 self._by_kind.setdefault(kind, set()).add(parent)
+            if wait.reason == NOT_OURS:
+                self._not_ours.setdefault(wait.ref, set()).add(parent)
 
     def waits_of(self, parent: ParentKey) -> tuple[Wait, ...]:
         """What ``parent`` waits on now."""

@@ -73,10 +73,6 @@ def thanos_sharded_machine(parents: Any = THANOS_SAMPLES, **options: Any) -> Any
     election = LeaderElection(namespace="machine", lease_duration=2.0, renew_deadline=1.4,
                               retry_period=0.25)
     operator = attrs.evolve(make_operator(), sharding=sharding, leader_election=election)
-    # foreign objects off: a replica's child informers select its shard label, which someone
-    # else's object lacks, so a parent skipping it is not woken when it goes (found, not fixed:
-    # docs/testing-operators.md)
-    options.setdefault("foreign_objects", False)
     return operator_machine(operator, parents=parents, replicas=2, **options)
 
 
@@ -118,6 +114,23 @@ def test_thanos_machine_sharded_keeps_the_gates_in_steps() -> None:
         state.converged()
         assert state._get(next(c.ref for c in state._children(p0, present=True)
                                if c.ref.name.endswith("frontend")))  # then it is created
+    finally:
+        state.teardown()
+
+
+def test_thanos_machine_sharded_wakes_a_parent_when_the_foreign_object_goes() -> None:
+    # the machine found it (issue 38): the foreign object lacks the shard label its replica's
+    # child informers select, so the parent skipping it slept until its next reconcile; now its
+    # replica watches that object by name while it waits (reconciler._sharding.foreign)
+    state = thanos_sharded_machine()()
+    try:
+        for which in range(3):
+            state.create_parent_over_foreign(parent=SSA_PARENT, which=which)
+        state.converged()
+        state.release_foreign(which=0, hand_over=False)
+        state.converged()
+        state.release_foreign(which=0, hand_over=True)
+        state.converged()
     finally:
         state.teardown()
 
