@@ -267,7 +267,9 @@ class WorkerPool:
                 return Outcome(drain_refused=True), parent
             parent = None  # no longer ours: forget it as if it were gone
         if parent is not None and shards is not None and shards.take_adoption(key):
-            self._informers.use(key, shards.adopt(parent))
+            # a paused parent's children are not relabelled: a pause writes nothing
+            self._informers.use(key, shards.adopt(
+                parent, write=self._reconciler.paused(parent) is None))
             now = self._clock.time()
             if not parent_needs_reconcile(parent) and self._schedule.observe(
                     key, parent, now=now) > now:

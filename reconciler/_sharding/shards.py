@@ -248,17 +248,21 @@ class Shards:
                 return True
             return False
 
-    def adopt(self, parent: KubeObject) -> set[tuple[str, str]]:
+    def adopt(self, parent: KubeObject, *, write: bool = True) -> set[tuple[str, str]]:
         """Label a moved-in parent's children with this shard, so that this replica's child
         informers see them; returns the child types. The children its builders name get one
         JSON patch each that applies only while the child is the operator's and this parent's
         (``adopt_patch``: no LIST first); a child already in this replica's child cache is
         left alone. Unbuilt children of the prune kinds (which the reconcile must see to prune
         them) are found by one LIST per prune kind by owner uid. A child left over is
-        relabelled by the parent's next reconcile (its desired state carries the label)."""
+        relabelled by the parent's next reconcile (its desired state carries the label).
+        ``write`` False (a paused parent: nothing of it may be written) labels nothing and only
+        returns the types; its first reconcile after the pause relabels its children."""
         meta = meta_of(parent)
         uid = str(meta.get("uid"))
         built, types = self._built_children(parent)
+        if not write:
+            return types
         for ref in built:
             self._adopt_one(ref.api_version, ref.kind, ref.name, ref.namespace, uid)
         for api_version, kind in sorted(self._prune):

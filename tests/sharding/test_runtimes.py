@@ -273,3 +273,42 @@ def test_a_replica_that_cannot_renew_its_lease_stops_before_the_lease_expires(
         stopped = time.monotonic() - started
     assert stopped < sharding.lease_duration, stopped
     assert stopped >= sharding.renew_deadline - sharding.renew_period, stopped
+
+
+def test_a_paused_parent_moved_in_has_no_child_relabelled_until_unpaused(
+    kube_api: Any, kube_namespace: str, shard_client: KubernetesClient,
+    replicas: dict[str, OperatorRuntime],
+) -> None:
+    """A pause writes nothing of a parent's children, adoption included: the new owner of a
+    paused parent leaves its children's shard label as it is (found by the sharded operator
+    machine: a paused parent's child was patched after a crash), and relabels them once the
+    parent is unpaused."""
+    from reconciler._reconcile.policies import PAUSED_ANNOTATION
+
+    ns, client = kube_namespace, shard_client
+    replicas["a"] = start_replica(kube_api, ns, "a", replicas_hint=1)
+    client.create(item(ns, "held"))
+    assert wait_until(lambda: converged(client, ns, live={"a"}), 20)
+
+    def child() -> dict[str, Any]:
+        return client.get("v1", "ConfigMap", "held-cfg", namespace=ns)
+
+    client.patch(API_VERSION, "Item", "held",
+                 {"metadata": {"annotations": {PAUSED_ANNOTATION: "true"}}},
+                 patch_type="application/merge-patch+json", namespace=ns)
+    assert wait_until(lambda: any(
+        c.get("reason") == "ReconcilePaused" for c in (client.get(
+            API_VERSION, "Item", "held", namespace=ns).get("status") or {}).get(
+                "conditions") or ()), 20)
+    version = child()["metadata"]["resourceVersion"]
+    replicas.pop("a").stop(0.0, release_lease=False)  # a crash: the Leases expire
+    replicas["b"] = start_replica(kube_api, ns, "b", replicas_hint=1)
+    assert wait_until(lambda: owners(client, ns) == {"held": "b"}, 6 * LEASE)
+    assert wait_until(lambda: replicas["b"].stats.triggers["moved-in"] >= 1, 10)
+    time.sleep(1.0)  # room for an adoption's patch to land, were one sent
+    assert child()["metadata"]["resourceVersion"] == version
+    assert shard_of(child()) == "a"
+    client.patch(API_VERSION, "Item", "held",
+                 {"metadata": {"annotations": {PAUSED_ANNOTATION: None}}},
+                 patch_type="application/merge-patch+json", namespace=ns)
+    assert wait_until(lambda: converged(client, ns, live={"b"}), 20)
