@@ -42,7 +42,7 @@ from examples.thanos.crds import (
     ThanosSpec,
 )
 from examples.thanos.operator import crd_established, make_operator
-from reconciler import AlreadyExistsError, InvalidError, KubernetesClient
+from reconciler import AlreadyExistsError, InvalidError, KubernetesClient, NotFoundError
 from tests.test_public_api import FACADES
 
 PARENTS = from_schema(
@@ -358,15 +358,27 @@ def test_the_servers_accept_the_generated_crd_and_the_samples(
     from examples.thanos.demo import SAMPLES
 
     client = KubernetesClient(kube_api.api_client())
-    with contextlib.suppress(AlreadyExistsError):  # installed by another test of the session
-        client.create(THANOS_CRD)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:  # a real server serves the kind once it is Established
-        crd = client.get("apiextensions.k8s.io/v1", "CustomResourceDefinition",
-                         THANOS_CRD["metadata"]["name"])
-        if crd_established(crd):
-            break
-        time.sleep(0.05)
+    deadline = time.monotonic() + 60
+    established = False
+    while not established and time.monotonic() < deadline:
+        # installed by another test of the session, or being deleted by one (an Observer's
+        # teardown: its CRD goes once its custom resources are cleaned up), or not there
+        try:
+            crd: dict[str, Any] | None = client.get(
+                "apiextensions.k8s.io/v1", "CustomResourceDefinition",
+                THANOS_CRD["metadata"]["name"])
+        except NotFoundError:
+            crd = None
+            with contextlib.suppress(AlreadyExistsError):
+                client.create(THANOS_CRD)
+        # a real server serves the kind once it is Established (and its discovery says so a
+        # moment later)
+        established = crd is not None and crd_established(crd) and client.is_served(
+            THANOS_CRD["spec"]["group"] + "/" + THANOS_CRD["spec"]["versions"][0]["name"],
+            THANOS_CRD["spec"]["names"]["kind"])
+        if not established:
+            time.sleep(0.05)
+    assert established, "the Thanos CRD was not Established within 60 s"
     for sample in SAMPLES:
         sent = {**sample, "metadata": {**sample["metadata"], "namespace": kube_namespace}}
         stored = client.create(sent, dry_run=True)
