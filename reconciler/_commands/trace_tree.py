@@ -226,7 +226,10 @@ def _child(
         next_, why = "held", planned.held
     elif planned is not None:
         next_ = _ACTIONS.get(planned.action, str(planned.action))
-        why = planned.reason if planned.action is not Action.UNCHANGED else ""
+        # unchanged says why only where a user would ask: an absent child whose place
+        # someone else's object holds (left alone, not this parent's)
+        why = planned.reason if planned.action is not Action.UNCHANGED or (
+            state == "absent" and obj is not None) else ""
     else:
         next_, why = "none", ""
     return TraceChild(

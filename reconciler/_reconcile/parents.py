@@ -271,8 +271,7 @@ class ParentReconciler:
         self._report(str(uid), result)
         if not self.dry_run and self.waits.replace(
                 parent_ref.namespaced_name, () if result.parent_gone else
-                (*run.waiting, *run.health, *not_ours_waits(run.results),
-                 *absent_watches(run.results)), since=since):
+                (*run.waiting, *run.health, *not_ours_waits(run.results)), since=since):
             # what it waits on changed during this reconcile: look again at once
             result = attrs.evolve(result, requeue_after=_AGAIN)
         return attrs.evolve(result, api_calls=tuple(calls))
@@ -1050,20 +1049,6 @@ def not_ours_waits(results: Iterable[ReconcileResult]) -> list[Wait]:
                                 seen=None if r.live is None else ownership_marker(r.live)),))
             for r in results if r.action is Action.SKIPPED and r.requeue_after is None
             and not r.held and not r.conflicts and not r.dry_run]
-
-
-def absent_watches(results: Iterable[ReconcileResult]) -> list[Wait]:
-    """The cluster-scoped children declared ABSENT and not there, each watched for appearing:
-    another parent may build one of the same name (an exclusive CRD two parents declare, one
-    PRESENT, one ABSENT), and this parent is then woken to say at once that another holds it
-    (``ChildrenSkipped``), not at its next reconcile (found by the operator machine, issue 38).
-    Namespaced children are left out: their names follow their parents, and a watch per absent
-    child of every parent would cost memory for nothing. Only the wait registry holds these
-    (nothing waits: they are no condition)."""
-    return [Wait(ref=r.ref, reason="Absent", message=f"{r.ref}: absent",
-                 watches=(Watch(ref=r.ref, seen="gone"),))
-            for r in results if r.action is Action.UNCHANGED and r.live is None
-            and r.reason == "absent" and not r.ref.namespace and not r.dry_run]
 
 
 def _namespace_gone(error: NotFoundError, ref: ObjectRef) -> bool:

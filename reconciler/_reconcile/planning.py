@@ -386,7 +386,12 @@ def _plan_absent(
                              body=record_patch(live, others), patch_type=_JSON_PATCH)
     owned, why = is_owned(live, owner_uid=owner_uid)
     if not owned and not adopt:
-        return ChildPlan(action=PlanAction.SKIP, ref=ref, live=live, reason=why)
+        # Not this parent's child: what ABSENT asks (no such child of this parent) holds, and
+        # the object is left alone. Said as "absent", as a cache that does not hold someone
+        # else's objects says it (a shard's, or one without the managed-by label): every view
+        # gives one answer, and nothing waits for the other owner (issue 38).
+        return ChildPlan(action=PlanAction.UNCHANGED, ref=ref,
+                         reason=f"absent: the object of that name is not ours ({why})")
     target = state.before_delete(live)
     if target is None:
         return ChildPlan(action=PlanAction.UNCHANGED, ref=ref, live=live,

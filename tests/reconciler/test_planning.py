@@ -197,8 +197,12 @@ def test_absent_but_already_being_deleted_is_unchanged() -> None:
     assert (p.action, p.reason) == (PlanAction.UNCHANGED, "already being deleted")
 
 
-def test_absent_but_not_ours_is_skipped() -> None:
-    assert plan(foreign(cm(a="1")), cm(), ABSENT).action is PlanAction.SKIP
+def test_absent_but_not_ours_is_left_alone_and_holds() -> None:
+    # the parent has no such child, which is what ABSENT asks: unchanged, as a cache that does
+    # not hold someone else's object says it (issue 38), the object not the parent's live child
+    p = plan(foreign(cm(a="1")), cm(), ABSENT)
+    assert (p.action, p.live) == (PlanAction.UNCHANGED, None)
+    assert p.reason.startswith("absent: the object of that name is not ours (not managed")
     assert plan(foreign(cm(a="1")), cm(), ABSENT, adopt=True).action is PlanAction.DELETE
 
 

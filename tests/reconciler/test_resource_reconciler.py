@@ -214,8 +214,9 @@ def test_an_unowned_object_is_never_touched(
         present = rr.reconcile_resource(configmap("foreign", a="ours"), PRESENT)
         absent = rr.reconcile_resource(configmap("foreign"), ABSENT)
     assert present.action is Action.SKIPPED
-    assert absent.action is Action.SKIPPED
+    assert absent.action is Action.UNCHANGED  # ABSENT holds: no such object of ours
     assert "not managed by the toolkit" in present.reason
+    assert "not ours (not managed by the toolkit" in absent.reason
     assert r.writes == 0
     assert client.get("v1", "ConfigMap", "foreign", namespace=ns)["data"] == {"a": "theirs"}
 

@@ -135,6 +135,40 @@ def test_thanos_machine_sharded_wakes_a_parent_when_the_foreign_object_goes() ->
         state.teardown()
 
 
+@pytest.mark.parametrize("machine", [thanos_machine, thanos_sharded_machine],
+                         ids=["one-replica", "sharded"])
+def test_a_foreign_object_where_a_child_is_no_longer_built_leaves_the_parent_reconciled(
+    machine: Any,
+) -> None:
+    # the sharded machine found it (issue 38): a foreign object at the place of a child the
+    # parent came to declare ABSENT was ChildrenSkipped where the operator's cache held it (its
+    # managed-by label) and Reconciled=True where it did not (a replica's shard-selected
+    # cache); the parent has no such child, which is what ABSENT asks: True in both
+    with_frontend = {**SSA_PARENT, "spec": {**SSA_PARENT["spec"], "queryFrontend": {}}}
+    state = machine()()
+    try:
+        planned = {**with_frontend, "metadata": {"name": "p0", "namespace": "machine",
+                                                 "uid": "00000000-0000-0000-0000-000000000000"}}
+        present = [c for c in state._declared(planned).children
+                   if str(c.state).upper().endswith("PRESENT")]
+        which = next(i for i, c in enumerate(present)
+                     if c.ref.kind == "Service" and c.ref.name.endswith("frontend"))
+        assert which % 2 == 1  # odd: the foreign object has the built values (always valid)
+        p0 = state.create_parent_over_foreign(parent=with_frontend, which=which)
+        assert state.foreign, "the foreign object was not created"
+        state.converged()  # the frontend's place is held: ChildrenSkipped (checked)
+        state.change_parent_spec(name=p0, parent=SSA_PARENT)  # no frontend: declared ABSENT
+        state.converged()
+        state.crash_operator(name=p0, parent={**SSA_PARENT, "spec": {
+            **SSA_PARENT["spec"], "query": {"replicas": 2}}})  # a new process's caches
+        state.converged()
+        live = state._get_parent(p0)
+        reconciled = next(c for c in live["status"]["conditions"] if c["type"] == "Reconciled")
+        assert (reconciled["status"], reconciled["reason"]) == ("True", "ReconcileSucceeded")
+    finally:
+        state.teardown()
+
+
 def test_server_side_apply_leaves_a_foreign_object_with_the_built_values_alone() -> None:
     # the machine found it: a child missing from the cache was applied blind, and a foreign
     # object with the built values taken over (controller owner reference, applied digest);
