@@ -28,7 +28,7 @@ MAX_MODULE_LINES = 500
 MAX_CLASS_LINES = 300
 REASON = "over 500 lines because"
 LONG_CLASSES = {
-    "reconciler/testing.py:OperatorMachine": "one Hypothesis state machine: its rules (user "
+    "reconciler/_testing/machine.py:OperatorMachine": "one Hypothesis state machine: its rules (user "
     "actions and server faults) and its checks at each quiet point share one running operator, "
     "one server and the record of what each step wrote; each rule and check is a short method",
     "reconciler/_reconcile/parents.py:_ParentRun": "one reconcile of one parent, start to end: "
