@@ -28,9 +28,10 @@ MAX_MODULE_LINES = 500
 MAX_CLASS_LINES = 300
 REASON = "over 500 lines because"
 LONG_CLASSES = {
-    "reconciler/_testing/machine.py:OperatorMachine": "one Hypothesis state machine: its rules (user "
-    "actions and server faults) and its checks at each quiet point share one running operator, "
-    "one server and the record of what each step wrote; each rule and check is a short method",
+    "reconciler/_testing/machine.py:OperatorMachine": "one Hypothesis state machine: its rules "
+    "(user actions and server faults) and its checks at each quiet point share one running "
+    "operator, one server and the record of what each step wrote; each rule and check is a "
+    "short method",
     "reconciler/_reconcile/parents.py:_ParentRun": "one reconcile of one parent, start to end: "
     "build, finalizer, prefetch, children, prune, Events, status; its steps share the run's "
     "state (results, errors, the parent as updated), and each step is a short method",

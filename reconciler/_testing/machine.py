@@ -6,9 +6,11 @@ One class is built per call from its options (which rules exist, which checks ru
 rules and the checks share the machine's state; the helpers they use are
 ``reconciler._testing.observations``. The module is over 500 lines because that class is one
 machine: its rules and its checks share one running operator, one server and the record of
-what each step wrote (each rule and check is a short method). Boundary: the machine and its checks; starting the
-operator is the runtime's (``Operator.start``), serving is the embedded server's. Public
-through ``reconciler.testing.operator_machine``.
+what each step wrote (each rule and check is a short method).
+
+Boundary: the machine and its checks; starting the operator is the runtime's
+(``Operator.start``), serving is the embedded server's. Public through
+``reconciler.testing.operator_machine``.
 """
 
 from __future__ import annotations
