@@ -58,6 +58,7 @@ __all__ = [
     "DeclaredChild",
     "DeclaredChildren",
     "Namespaced",
+    "PlacedNamespaced",
     "declared_children",
     "declared_scopes",
     "stamp_child",
@@ -68,6 +69,10 @@ Namespaced = Callable[[str, str], bool | None]
 """``namespaced(api_version, kind)``: whether the kind is namespaced; None when it is not known
 (not served, or no cluster to ask): then the scope a CRD among the parent's own children
 declares for it, else a child is namespaced when it or its parent names a namespace."""
+
+PlacedNamespaced = Callable[[str, str, str], bool | None]
+"""``namespaced(cluster, api_version, kind)``: :data:`Namespaced` asked of the cluster a placed
+child goes to (``builders.placed``): a kind only that cluster serves has its scope there."""
 
 
 def declared_scopes(objects: Iterable[KubeObject]) -> dict[tuple[str, str], bool]:
@@ -85,6 +90,17 @@ def declared_scopes(objects: Iterable[KubeObject]) -> dict[tuple[str, str], bool
         if isinstance(names, Mapping) and spec.get("group") and names.get("kind"):
             scopes[(str(spec["group"]), str(names["kind"]))] = spec.get("scope") != "Cluster"
     return scopes
+
+
+def _in_cluster(placed: PlacedNamespaced, cluster: str, home: Namespaced) -> Namespaced:
+    """The scope of a kind in ``cluster``; the home cluster's answer when that cluster does not
+    know the kind either (it cannot be reached, or does not serve it yet)."""
+
+    def scoped(api_version: str, kind: str) -> bool | None:
+        known = placed(cluster, api_version, kind)
+        return home(api_version, kind) if known is None else known
+
+    return scoped
 
 
 def _with_declared(namespaced: Namespaced, scopes: Mapping[tuple[str, str], bool]) -> Namespaced:
@@ -215,6 +231,7 @@ def stamp_child(
 def declared_children(
     build: Callable[[KubeObject], Iterable[Any]], parent: KubeObject, *, operator_name: str,
     namespaced: Namespaced, labels: Mapping[str, str] | None = None,
+    placed_namespaced: PlacedNamespaced | None = None,
 ) -> DeclaredChildren:
     """Evaluate ``build(parent)``'s builders in order into stamped children; never raises for a
     failing ``build`` or builder (see :class:`DeclaredChildren`).
@@ -222,9 +239,11 @@ def declared_children(
     ``build`` and its builders get a private copy of ``parent`` (a dict or an official client
     model, converted), so a builder that edits its parent in place changes nothing outside;
     identity is stamped from ``parent`` as given. ``operator_name`` fills the ``managed-by``
-    label; ``namespaced`` says which kinds are namespaced (:data:`Namespaced`); ``labels`` go
-    on every child besides its identity (the shard label of a sharded operator: a caller adds
-    labels here, never by wrapping the builders, which would hide their components' gates).
+    label; ``namespaced`` says which kinds are namespaced (:data:`Namespaced`), and
+    ``placed_namespaced`` which are in the cluster a placed child goes to (without it, or when
+    that cluster cannot say, ``namespaced`` answers for it too); ``labels`` go on every child
+    besides its identity (the shard label of a sharded operator: a caller adds labels here,
+    never by wrapping the builders, which would hide their components' gates).
     """
     plain = to_plain_object(parent) if is_client_model(parent) else parent
     private = copy_object(plain)
@@ -247,13 +266,16 @@ def declared_children(
             failures.append(BuilderFailure(name=name, index=index, error=exc))
             continue
         built.append((index, builder, obj, state))
-    scoped = _with_declared(namespaced, declared_scopes(
-        obj for _, _, obj, state in built if not state.is_absent))
+    scopes = declared_scopes(obj for _, _, obj, state in built if not state.is_absent)
+    scoped = _with_declared(namespaced, scopes)
     for index, builder, obj, state in built:
         try:
             cluster = placement_of(builder)
-            child = stamp_child(plain, obj, state, operator_name=operator_name,
-                                namespaced=scoped, labels=labels, placed=cluster is not None)
+            child = stamp_child(
+                plain, obj, state, operator_name=operator_name, labels=labels,
+                namespaced=scoped if cluster is None or placed_namespaced is None else
+                _with_declared(_in_cluster(placed_namespaced, cluster, namespaced), scopes),
+                placed=cluster is not None)
         except Exception as exc:
             name = exc.builder if isinstance(exc, BuilderFailedError) else f"#{index}"
             failures.append(BuilderFailure(name=name, index=index, error=exc))

@@ -350,8 +350,10 @@ class ParentReconciler:
         """What ``build`` declares for ``parent``, evaluated as the reconcile evaluates it
         (``reconciler._reconcile.declared``): stamped children in order and the builders that
         failed."""
-        return declared_children(self.build, parent, operator_name=self.operator_name,
-                                 namespaced=self._namespaced, labels=self._child_labels(parent))
+        return declared_children(
+            self.build, parent, operator_name=self.operator_name, namespaced=self._namespaced,
+            labels=self._child_labels(parent),
+            placed_namespaced=None if self.placement is None else self.placement.namespaced)
 
     def served(self, api_version: str, kind: str) -> bool:
         """Whether the cluster serves the kind now (discovery, as the client caches it)."""

@@ -301,6 +301,18 @@ class Placement:
                 continue
             self.caches.hold(key, run.uid, cluster, client, kinds.get(cluster, ()))
 
+    def namespaced(self, cluster: str, api_version: str, kind: str) -> bool | None:
+        """Whether the kind is namespaced in ``cluster`` (its discovery, as its client caches
+        it); None when that cluster does not serve it or cannot be used (the caller falls back
+        to the home cluster's answer, ``reconciler._reconcile.declared``)."""
+        try:
+            record = self.connections.view().clusters.get(cluster)
+            if record is None:
+                return None
+            return self.connections.client(record).is_namespaced(api_version, kind)
+        except ReconcilerError:
+            return None
+
     def served(self, cluster: str, api_version: str, kind: str) -> bool:
         """Whether ``cluster`` serves the kind now (its discovery; False when it cannot be
         used: the child waits either way)."""

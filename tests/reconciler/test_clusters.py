@@ -47,7 +47,7 @@ from reconciler._reconcile.placement import (
     inventory_of,
 )
 from reconciler.embedded import EmbeddedApiServer
-from tests.reconciler.conftest import Requests, install_crd
+from tests.reconciler.conftest import Requests, install_crd, wait_for
 
 GROUP = "placements.optk.dev"
 API = f"{GROUP}/v1"
@@ -484,3 +484,39 @@ def test_workers_connecting_at_once_share_one_client(
     kept = connections.client(record)
     assert all(c is kept for c in clients)  # none of them closed under another worker
     assert kept.get("v1", "Namespace", "default")
+
+
+def test_a_kind_only_the_workload_cluster_serves_has_the_scope_it_has_there(
+        client: KubernetesClient, remote: EmbeddedApiServer, remote_client: KubernetesClient,
+        parent: dict[str, Any], ns: str) -> None:
+    """A cluster-scoped custom kind served only in the workload cluster: its scope is asked of
+    that cluster's discovery. Before, the home cluster was asked; not knowing the kind, it let
+    the namespaced parent's namespace decide, and the child went to a namespace the remote
+    kind does not have (issue 41's note, docs/clusters.md)."""
+    group = f"edge-{ns}.optk.dev"
+    remote_client.create({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"edgepolicies.{group}"},
+        "spec": {"group": group, "scope": "Cluster",
+                 "names": {"kind": "EdgePolicy", "plural": "edgepolicies"},
+                 "versions": [{"name": "v1", "served": True, "storage": True, "schema": {
+                     "openAPIV3Schema": {"type": "object",
+                                         "x-kubernetes-preserve-unknown-fields": True}}}]}})
+    wait_for(lambda: remote_client.is_served(f"{group}/v1", "EdgePolicy"))
+    assert not client.is_served(f"{group}/v1", "EdgePolicy")
+    client.create(cluster_secret("edge-1", ns, kubeconfig_text(remote)))
+    policy = {"apiVersion": f"{group}/v1", "kind": "EdgePolicy",
+              "metadata": {"name": f"policy-{ns}"}, "spec": {"mode": "strict"}}
+    pr = ParentReconciler(
+        client, lambda p: builders_of((policy, PRESENT), cluster="edge-1"),
+        operator_name="tenant-operator",
+        settings=ParentSettings(clusters=ClusterSecrets(namespace=ns)))
+    declared = pr.declared(fresh(client, parent))
+    assert [c.ref.namespace for c in declared.placed] == [None]
+    result = pr.reconcile(fresh(client, parent))
+    assert result.ok, result
+    live = remote_client.get(f"{group}/v1", "EdgePolicy", f"policy-{ns}")
+    assert "namespace" not in live["metadata"]
+    assert live["spec"] == {"mode": "strict"}
+    assert inventory_of(fresh(client, parent)) == [
+        ("edge-1", f"{group}/v1", "EdgePolicy", "", f"policy-{ns}")]
