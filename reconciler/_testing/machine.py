@@ -37,6 +37,7 @@ from reconciler._testing.observations import (
     _FORBIDDEN,
     _FOREIGN_LABEL,
     _GATED,
+    _HANGING_WEBHOOK,
     _LABEL,
     _MACHINE_AGENT,
     _NOTE,
@@ -48,6 +49,7 @@ from reconciler._testing.observations import (
     _changeable,
     _conditions,
     _get_path,
+    _HangingEndpoint,
     _held_by_other,
     _key,
     _LogCapture,
@@ -77,11 +79,12 @@ def operator_machine(
     scale_children: bool = True, foreign_objects: bool = True, inputs: bool = True,
     pause: bool = True,
     restart: bool = True, crash: bool = True, make_available: bool = True,
-    faults: bool = True, contend: bool = True, policies: bool = True,
+    faults: bool = True, contend: bool = True, policies: bool = True, webhooks: bool = True,
     check_resync: bool = True, check_conditions: bool = True,
     check_secrets: bool = True, idle_timeout: float = 20.0, max_reconciles_per_step: int = 50,
     retry_window: float = 2.0, fault_seconds: float = 0.3, request_log_lines: int = 40,
     contend_seconds: float = 1.0, repair_timeout: float = 30.0, replicas: int = 1,
+    hang_seconds: int = 10, hang_read_bound: float = 3.0,
 ) -> _Any:
     """A Hypothesis ``RuleBasedStateMachine`` class that runs ``operator`` against its own
     in-process ``EmbeddedApiServer`` (one per run) with random user actions; run it with
@@ -113,7 +116,13 @@ def operator_machine(
     ``repair_timeout`` seconds), ``policies`` (set or remove ``optk.dev/policy`` on a child:
     ``ignore``, ``create-only``, ``no-prune`` or ``observe``; from the step on, the operator
     sends no write the policy forbids, an observed child that differs from its build is
-    reported by ``Drifted=True``, and a child whose policy holds writes back is not compared).
+    reported by ``Drifted=True``, and a child whose policy holds writes back is not compared),
+    ``webhooks`` (a validating admission webhook on the operator's objects of one child's API
+    group whose endpoint accepts connections and never answers, ``timeoutSeconds``
+    ``hang_seconds``, ``failurePolicy`` Fail or Ignore; that child is deleted, and while the
+    operator's create of it waits on the webhook the server answers another client's read
+    within ``hang_read_bound`` seconds; then the webhook is removed and its connections reset:
+    the operator's write is refused or let through, and the quiet point finds the child back).
 
     ``contend_seconds`` is how long the second writer writes; ``repair_timeout`` bounds the
     repair after it stops. ``replicas`` (an operator with ``sharding``) runs that many replicas
@@ -155,7 +164,7 @@ def operator_machine(
     from hypothesis import strategies as st
     from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
 
-    from builders.names import OWNER_UID_LABEL
+    from builders.names import MANAGED_BY_LABEL, OWNER_UID_LABEL
     from objectmatcher import LAST_APPLIED_ANNOTATION
     from reconciler._client.kubernetes import KubernetesClient
     from reconciler._reconcile.ordering import ChildGates
@@ -645,6 +654,51 @@ def operator_machine(
                             }.get(fault, Faults(watch_max_events=1))
                 with self.server.faults(injected):
                     time.sleep(fault_seconds)
+
+        if webhooks:
+            @rule(name=parent_names, which=st.integers(0, 20), ignore=st.booleans())
+            def hang_webhook(self, name: str, which: int, ignore: bool) -> None:
+                self.stats["hang_webhook"] += 1
+                present = [c for c in self._children(name, present=True)
+                           if _key(c.ref) not in self.policies]
+                if not present or name in self.paused:
+                    return
+                child = present[which % len(present)]
+                group, _, version = child.ref.api_version.rpartition("/")
+                endpoint = _HangingEndpoint()
+                raw = self.client._client  # the machine's own objects: nothing to catch up on
+                config = {
+                    "apiVersion": "admissionregistration.k8s.io/v1",
+                    "kind": "ValidatingWebhookConfiguration",
+                    "metadata": {"name": _HANGING_WEBHOOK},
+                    "webhooks": [{
+                        "name": "hang.machine.optk.dev", "admissionReviewVersions": ["v1"],
+                        "sideEffects": "None", "timeoutSeconds": hang_seconds,
+                        "failurePolicy": "Ignore" if ignore else "Fail",
+                        "clientConfig": {"url": f"https://127.0.0.1:{endpoint.port}/hang"},
+                        "rules": [{"apiGroups": [group], "apiVersions": [version],
+                                   "resources": ["*"], "operations": ["CREATE", "UPDATE"]}],
+                        "objectSelector": {"matchLabels": {MANAGED_BY_LABEL: operator.name}},
+                    }]}
+                try:
+                    raw.create(config)
+                    with contextlib.suppress(_NotFoundError):
+                        self.client.delete(child.ref.api_version, child.ref.kind,
+                                           child.ref.name, namespace=child.ref.namespace)
+                    if endpoint.accepted.wait(3.0):  # the operator's create waits on it now
+                        self.stats["webhook hung"] += 1
+                        started = time.monotonic()
+                        self._get_parent(name)
+                        took = time.monotonic() - started
+                        assert took < hang_read_bound, (
+                            f"while an admission webhook hung (the operator's create of "
+                            f"{child.ref} waiting on it), the server took {took:.1f} s to "
+                            f"answer another client's read (bound {hang_read_bound} s)")
+                finally:
+                    with contextlib.suppress(_errors.ApiError):
+                        raw.delete("admissionregistration.k8s.io/v1",
+                                   "ValidatingWebhookConfiguration", _HANGING_WEBHOOK)
+                    endpoint.close()
 
         # -- invariants --------------------------------------------------------------------
 

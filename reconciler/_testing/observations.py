@@ -1,6 +1,7 @@
 """What the operator machine reads and edits, apart from its rules: the names it marks its own
 writes with, paths into objects, the request log's resources, Secret values, conditions, the
-process's log lines, and its tracking client.
+process's log lines, its tracking client, and an endpoint that never answers (a hanging
+webhook).
 
 Private to ``reconciler._testing.machine`` (the names keep their leading underscore: nothing
 outside the machine uses them). Boundary: pure helpers and two small recorders; no rule, no
@@ -10,6 +11,9 @@ check.
 from __future__ import annotations
 
 import contextlib
+import socket
+import struct
+import threading
 import typing
 from collections import abc as _abc
 from typing import Any as _Any
@@ -23,6 +27,7 @@ _FAULTS = ("error-500", "watch-cut", "lost-answer")
 _CONTENDER = "machine-contender"  # the second writer's field manager
 _REPLICA = "machine-replica/"  # a sharded replica's user agent ends with its shard id
 _CONTESTED = "contested-by-machine"
+_HANGING_WEBHOOK = "machine-hanging-webhook"  # the hang_webhook rule's configuration
 _POLICIES = ("ignore", "create-only", "no-prune", "observe")
 #: per policy, the operator's write verbs it forbids (``policies.restrict_plan``)
 _FORBIDDEN = {"ignore": _WRITES, "observe": _WRITES,
@@ -234,3 +239,41 @@ def _said(condition: _abc.Mapping[str, _Any]) -> str:
     if not condition:
         return "missing"
     return f"{condition.get('status')}/{condition.get('reason')}: {condition.get('message', '')}"
+
+
+class _HangingEndpoint:
+    """A TCP endpoint on 127.0.0.1 that accepts connections and never answers: a webhook that
+    hangs (its caller's TLS handshake waits until the caller's deadline). ``accepted`` is set
+    by the first connection; ``close`` resets every connection held (the caller's call then
+    fails at once) and stops listening."""
+
+    def __init__(self) -> None:
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener.settimeout(0.05)
+        self.port: int = self._listener.getsockname()[1]
+        self.accepted = threading.Event()
+        self._held: list[socket.socket] = []
+        self._closed = threading.Event()
+        self._thread = threading.Thread(target=self._accept, daemon=True,
+                                        name="machine-hanging-webhook")
+        self._thread.start()
+
+    def _accept(self) -> None:
+        while not self._closed.is_set():
+            try:
+                conn, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            self._held.append(conn)
+            self.accepted.set()
+
+    def close(self) -> None:
+        self._closed.set()
+        self._thread.join(2.0)
+        for conn in self._held:
+            with contextlib.suppress(OSError):  # linger 0: a reset, not a quiet close
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                conn.close()
+        self._listener.close()

@@ -52,7 +52,7 @@ BUDGET = 60.0
 QUIET = {"relabel_parents": False, "scale_children": False, "restart": False, "crash": False,
          "faults": False, "make_available": False, "delete_children": False,
          "edit_children": False, "foreign_objects": False, "contend": False,
-         "policies": False}
+         "policies": False, "webhooks": False}
 
 
 def _caught(machine: Any, match: str) -> str:
