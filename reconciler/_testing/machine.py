@@ -300,6 +300,12 @@ def operator_machine(
                     self.client.replace(live)
                 except _errors.ConflictError:
                     continue
+                except _errors.InvalidError:
+                    # the CRD's rules refuse this change of the spec (a transition rule: a
+                    # field that may not change once set): a user's kubectl apply fails too,
+                    # and the parent keeps its spec
+                    self.stats["spec change refused"] += 1
+                    return False
                 return True
             raise AssertionError(f"parent {name}: its spec could not be replaced (conflicts)")
 

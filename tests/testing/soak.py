@@ -15,6 +15,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +29,12 @@ SOAK = settings(max_examples=5, stateful_step_count=15, deadline=None, derandomi
                 report_multiple_bugs=False, database=None)
 
 
-def soak(seconds: float, only: list[str] | None = None) -> dict[str, Any]:
+def soak(seconds: float, only: list[str] | None = None,
+         progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Round-robin over the machines (``only`` these names) until ``seconds`` pass (a round
-    started runs to its end); the report."""
+    started runs to its end); the report, also given to ``progress`` after every round. A
+    failure is any exception a round raises (a failed check, or an error of the machine or
+    the operator), with Hypothesis' shrunk steps."""
     report: dict[str, Any] = {"seconds": seconds, "machines": {}}
     classes = {name: make() for name, make in MACHINES.items() if not only or name in only}
     for name in classes:
@@ -45,14 +49,21 @@ def soak(seconds: float, only: list[str] | None = None) -> dict[str, Any]:
             entry["rounds"] += 1
             try:
                 run_state_machine_as_test(machine, settings=SOAK)
-            except AssertionError as failure:
-                entry["failures"].append(str(failure))
+            except Exception as failure:  # any error a machine meets is a failure
+                notes = "\n".join(getattr(failure, "__notes__", ()))  # the shrunk steps
+                entry["failures"].append(f"{type(failure).__name__}: {failure}\n{notes}")
+            _counted(report, classes, started)
+            if progress is not None:
+                progress(report)  # written after every round: a crash loses nothing
+    return report
+
+
+def _counted(report: dict[str, Any], classes: dict[str, Any], started: float) -> None:
     for name, machine in classes.items():
         stats = dict(machine.stats)
         report["machines"][name]["checks"] = stats.pop("checks", 0)
         report["machines"][name]["actions"] = stats
     report["elapsed"] = round(time.monotonic() - started, 1)
-    return report
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,9 +74,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", choices=sorted(MACHINES),
                         help="run only this machine (repeatable)")
     args = parser.parse_args(argv)
-    report = soak(args.seconds, args.only)
     args.report.parent.mkdir(parents=True, exist_ok=True)
-    args.report.write_text(json.dumps(report, indent=2) + "\n")
+
+    def write(report: dict[str, Any]) -> None:
+        args.report.write_text(json.dumps(report, indent=2) + "\n")
+
+    report = soak(args.seconds, args.only, progress=write)
+    write(report)
     failed = 0
     for name, entry in report["machines"].items():
         actions = sum(entry["actions"].values())

@@ -187,6 +187,25 @@ def test_a_hanging_webhook_in_steps(machine: Any) -> None:
         state.teardown()
 
 
+def test_a_spec_change_the_crd_refuses_is_a_refused_user_action() -> None:
+    # the soak met it: a ruler's storage may not change once set (a CEL transition rule the
+    # spec strategy cannot honour: it draws one object); the server refuses the change with
+    # 422, as it refuses a user's kubectl apply, and the machine goes on
+    ruler = {**SSA_PARENT, "spec": {**SSA_PARENT["spec"],
+                                    "rule": {"replicas": 1, "storage": "10Gi"}}}
+    state = thanos_machine()()
+    try:
+        p0 = state.create_parent(parent=ruler)
+        state.converged()
+        state.change_parent_spec(name=p0, parent={**ruler, "spec": {
+            **ruler["spec"], "rule": {"replicas": 1, "storage": "1Mi"}}})
+        state.converged()
+        assert state.stats["spec change refused"] == 1
+        assert state._get_parent(p0)["spec"]["rule"]["storage"] == "10Gi"
+    finally:
+        state.teardown()
+
+
 def test_server_side_apply_leaves_a_foreign_object_with_the_built_values_alone() -> None:
     # the machine found it: a child missing from the cache was applied blind, and a foreign
     # object with the built values taken over (controller owner reference, applied digest);
