@@ -19,9 +19,12 @@ The policy, which ``tests/driver/test_settling.py`` checks as properties:
 - a parent whose namespace is being deleted is neither retried nor resynced;
 - a pending cleanup is retried with backoff; its line is a WARNING only when the cleanup failed
   or is stuck (``CleanupOutcome.alarming``), DEBUG while it merely waits;
-- a permanent failure (``PermanentError``, ``InvalidSpecError``: its ``Stalled`` condition says
-  why) is not retried: it waits for the parent's next change (or resync), logged at WARNING
-  once, when its status changed, and at DEBUG after that.
+- a permanent failure (``PermanentError``, ``InvalidSpecError``, a missing input: its
+  ``Stalled`` condition says why) is not retried: it waits for the parent's next change (or
+  resync), logged at WARNING once, when its status changed, and at DEBUG after that; what the
+  rest of the reconcile asked to be looked at later (a repair held back by contention, a child
+  not ready yet) is still looked at when due (``requeue_after``: the failure was dropping it,
+  and a contested child beside a missing input was never repaired; issue 38's machine).
 
 It receives only the outcome (plain values: no client, no parent object, no runtime), so that
 the policy can be tested on its own; it imports nothing of the reconciler.
@@ -169,6 +172,7 @@ def settle(outcome: Outcome) -> Settlement:
         return Settlement(
             writes=outcome.writes, use_types=outcome.types, count_failure=True,
             forget_backoff=True, reschedule=True, kick=True, metric="error", seconds=seconds,
+            requeue_after=outcome.requeue_after,  # the other children's timers, not a retry
             level=logging.WARNING if outcome.status_written else logging.DEBUG,
             message=f"reconcile stalled, not retried until the parent changes ({outcome.reason})",
         )

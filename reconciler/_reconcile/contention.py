@@ -218,10 +218,16 @@ class ContentionDetector:
                                                      _record(_mapping(plan.body)))
 
     def _settled(self, plan: ChildPlan, child: _Child, now: float) -> ChildPlan:
-        """A plan that undoes nothing: a repair that held long enough ends the contest."""
+        """A plan that undoes nothing: a repair that held long enough ends the contest; one
+        not yet held that long is looked at again when it has. That look was asked for only by
+        the repair's own reconcile, so a reconcile in between (an event, a wait that changed)
+        would drop it and leave ``Contested`` true until the periodic resync; each reconcile
+        in the window asks again (the queue keeps one timer per parent)."""
         if (child.contest is not None and child.last_write is not None
-                and now - child.last_write >= self._quiet(child)
                 and plan.action is PlanAction.UNCHANGED):
+            remaining = self._quiet(child) - (now - child.last_write)
+            if remaining > 0:
+                return attrs.evolve(plan, requeue_after=max(remaining, 0.01))
             child.contest, child.tries = None, 0
             child.undos.clear()
         return plan

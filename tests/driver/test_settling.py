@@ -85,12 +85,15 @@ def test_a_failure_is_never_forgotten_silently(outcome: Outcome) -> None:
                  retry_failed_by_backoff=st.booleans()))
 def test_a_permanent_failure_is_not_retried_and_warns_once(outcome: Outcome) -> None:
     """PermanentError/InvalidSpecError: no backoff; the resync and the parent's next change
-    look again; WARNING when its Stalled status was written (the first time), DEBUG after."""
+    look again; WARNING when its Stalled status was written (the first time), DEBUG after.
+    What the rest of the reconcile asked for (a held repair, a readiness recheck) is kept:
+    the requested ``requeue_after``, never one of the failure's own (issue 38)."""
     plan = settle(outcome)
     assert plan.count_failure
     assert plan.metric == "error"
     assert not _unset(plan, "forget_backoff", "reschedule", "kick")
-    assert not _on(plan, "backoff", "suspend", "requeue_now", "requeue_after", "report_delay")
+    assert not _on(plan, "backoff", "suspend", "requeue_now", "report_delay")
+    assert plan.requeue_after == outcome.requeue_after
     assert plan.level == (logging.WARNING if outcome.status_written else logging.DEBUG)
     assert outcome.reason in (plan.message or "")
 

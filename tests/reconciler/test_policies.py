@@ -411,6 +411,32 @@ def test_a_held_repair_wakes_once_at_its_time() -> None:
     assert repaired - last < 40.0
 
 
+class FightWithAnEcho(Fight):
+    """A fight in which every repair's reconcile is followed at once by another (the write's
+    event, or a wait that changed: ``ParentReconciler`` asks to look again at once), whose
+    earlier time supersedes the repair's own request to look again after the quiet window, as
+    the work queue keeps one time per parent."""
+
+    def reconcile(self) -> None:
+        written = len(self.writes)
+        super().reconcile()
+        if len(self.writes) > written:
+            self.requeue = self.clock.monotonic() + 0.001
+            self.at(self.requeue, "requeue")
+
+
+def test_a_repair_ends_the_contest_when_a_reconcile_came_between() -> None:
+    # Found by the operator machine (issue 38): the reconcile right after the repair planned
+    # nothing to undo, too early for the quiet window, and asked for no later look: Contested
+    # stayed true (until the 10 h resync). Each reconcile in the window now asks again.
+    fight = FightWithAnEcho(Contention(), period=0.2)
+    fight.run(writer_until=5.0, until=40.0)
+    assert fight.detected_at is not None
+    assert any(t > 5.0 for t in fight.writes), fight.writes[-3:]  # repaired after it stopped
+    assert fight.detector.contests(UID) == []  # and the contest ended
+    assert len([t for t in fight.reconciles if t > 6.0]) <= 10  # no loop while it waits
+
+
 def test_same_ratios_run_shorter() -> None:
     # The figures scaled down by 10 keep the bound: the shorter tests on servers rest on this.
     fight = Fight(Contention(window=3.0, backoff=0.1, max_backoff=30.0, min_quiet=0.02),

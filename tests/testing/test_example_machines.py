@@ -206,6 +206,26 @@ def test_a_spec_change_the_crd_refuses_is_a_refused_user_action() -> None:
         state.teardown()
 
 
+def test_a_contested_child_beside_a_missing_input_is_repaired_and_the_contest_ends() -> None:
+    # the sharded soak found it (issue 38), and one replica shows it too: a parent waiting on
+    # a missing input (a permanent failure: InputMissing) and a second writer on its query
+    # Deployment. The held repair's timer was dropped with the failure (settling), and once
+    # repaired, the reconcile right after it asked for no look at the quiet window's end
+    # (contention): not repaired, then Contested=True, for 30 s
+    state = thanos_machine()()
+    try:
+        p0 = state.create_parent(parent={**SSA_PARENT, "spec": {
+            "image": "0691:z", "objectStorageSecret": "wxb",
+            "query": {"replicas": 0, "logLevel": "debug"},
+            "queryFrontend": {"replicas": 1, "logLevel": "info"}}})
+        state.converged()
+        state.contend_child(field=7, name=p0, which=4, writer="patch")
+        state.converged()
+        assert state.stats["fights"] >= 1
+    finally:
+        state.teardown()
+
+
 def test_server_side_apply_leaves_a_foreign_object_with_the_built_values_alone() -> None:
     # the machine found it: a child missing from the cache was applied blind, and a foreign
     # object with the built values taken over (controller owner reference, applied digest);
