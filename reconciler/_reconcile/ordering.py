@@ -96,6 +96,12 @@ def _describe(key: Key) -> str:
     return f"{ref.kind} {where}{there}"
 
 
+def _version(obj: Mapping[str, Any] | None) -> str | None:
+    """The ``resourceVersion`` a gate saw (None: the object is missing, or has none)."""
+    version = ((obj or {}).get("metadata") or {}).get("resourceVersion")
+    return str(version) if version else None
+
+
 def _watches(key: Key, **rule: Any) -> tuple[Watch, ...]:
     """What wakes the parent when ``key`` changes: a watch at home; nothing for a placed
     child (its cluster's informer queues the parent on any change)."""
@@ -234,7 +240,8 @@ class ChildGates:
                     return Wait(ref=child.ref, reason="DependencyNotReady",
                                 message=bounded(f"{what} waits for component {dep!r}: "
                                                 f"{_describe(member.key)}: {why}"),
-                                watches=_watches(member.key, rule=rule))
+                                watches=_watches(member.key, rule=rule,
+                                                 seen_version=_version(live)))
                 assert live is not None
                 found.append(live)
             observed[dep] = tuple(found)

@@ -184,8 +184,14 @@ def health_waits(results: Sequence[ReconcileResult], readiness: Readiness) -> li
         if check is not None:
             waits.append(Wait(ref=result.ref, reason="ChildHealth",
                               message=child_health(obj, readiness) or "ready",
-                              watches=(Watch(ref=result.ref, rule=check),)))
+                              watches=(Watch(ref=result.ref, rule=check,
+                                             seen_version=_version(obj)),)))
     return waits
+
+
+def _version(obj: Mapping[str, Any]) -> str | None:
+    version = (obj.get("metadata") or {}).get("resourceVersion")
+    return str(version) if version else None
 
 
 def not_ready(status: Mapping[str, Any] | None) -> bool:

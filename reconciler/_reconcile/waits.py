@@ -51,6 +51,9 @@ class Watch:
     """The verdict the parent saw (when known): any event whose verdict differs wakes it, even
     when the cache held the new object already (written through by another parent's write,
     so the event's old object is the new one)."""
+    seen_version: str | None = None
+    """The ``resourceVersion`` of the object the reconcile saw (when known): an event that
+    carries that version is no news to it (the echo of its own write of the child)."""
 
     def verdict(self, obj: Mapping[str, Any] | None) -> str | None:
         """What the rule says of ``obj`` ("gone" / "present" without a rule)."""
@@ -85,7 +88,8 @@ class WaitRegistry:
         self._by_ref: dict[ObjectRef, dict[ParentKey, list[Watch]]] = {}
         self._by_kind: dict[TypeKey, set[ParentKey]] = {}
         self._seq = 0  # counts child events seen, so a reconcile can tell what came meanwhile
-        self._recent: OrderedDict[ObjectRef, int] = OrderedDict()  # ref -> its last event's seq
+        # ref -> its last event's seq and the resourceVersion it carried
+        self._recent: OrderedDict[ObjectRef, tuple[int, str | None]] = OrderedDict()
         self._not_ours: dict[ObjectRef, set[ParentKey]] = {}
         self._listeners: list[Callable[[], None]] = []
 
@@ -110,12 +114,16 @@ class WaitRegistry:
                 ) -> bool:
         """Replace what ``parent`` waits on (nothing: forget it). With ``since`` (a
         :meth:`mark` taken before the reconcile that decided ``waits``): whether an event of a
-        watched child came meanwhile, which the reconcile may not have seen (then reconcile
-        again: the event found no one waiting)."""
+        watched child came meanwhile that the reconcile may not have seen (then reconcile
+        again: the event found no one waiting). An event carrying the very version the
+        reconcile saw (``Watch.seen_version``) is not news: the echo of the reconcile's own
+        write of that child made every reconcile that wrote a watched child run twice."""
         waits = tuple(waits)
         with self._lock:
             stale = since is not None and any(
-                self._recent.get(watch.ref, -1) > since for wait in waits for watch in wait.watches)
+                (recent := self._recent.get(watch.ref)) is not None and recent[0] > since
+                and (watch.seen_version is None or recent[1] != watch.seen_version)
+                for wait in waits for watch in wait.watches)
             touched = any(w.reason == NOT_OURS for w in (*self._by_parent.get(parent, ()), *waits))
             self._replace(parent, waits)
             listeners = list(self._listeners) if touched else []
@@ -167,7 +175,7 @@ class WaitRegistry:
         ref = ObjectRef.of(new)
         with self._lock:
             self._seq += 1
-            self._recent[ref] = self._seq
+            self._recent[ref] = (self._seq, (new.get("metadata") or {}).get("resourceVersion"))
             self._recent.move_to_end(ref)
             while len(self._recent) > _RECENT:
                 self._recent.popitem(last=False)
