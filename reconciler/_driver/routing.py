@@ -54,6 +54,7 @@ from reconciler._driver.triggers import (
     parent_event_triggers,
     parent_needs_reconcile,
 )
+from reconciler._reconcile.sharing import shared_record
 from reconciler._reconcile.waits import WaitRegistry
 from reconciler._sharding.shards import Shards
 
@@ -196,6 +197,14 @@ class EventRouter:
                 self._stats.triggers["child"] += 1
                 self.queue_for_event(ObjectRef.of(parent).namespaced_name)
                 return
+        # A shared child (builders.shared) names no owner: its record names every parent that
+        # builds it, and each is looked at (one creates it again, the others join; before,
+        # a shared CRD deleted by someone stayed missing until the resync: issue 38's soak).
+        for uid in shared_record(new):
+            parent = self._parents.cache.get_by_uid(uid)
+            if parent is not None:
+                self._stats.triggers["child"] += 1
+                self.queue_for_event(ObjectRef.of(parent).namespaced_name)
 
     def on_awaited(self, event_type: str, old: dict[str, Any] | None,
                    new: dict[str, Any]) -> list[ParentKey]:

@@ -118,3 +118,49 @@ def test_a_parent_declaring_a_child_absent_leaves_another_parents_object_alone_a
     finally:
         with contextlib.suppress(NotFoundError):  # gone with its parent already
             client.delete("rbac.authorization.k8s.io/v1", "ClusterRole", role)
+
+
+def test_a_shared_child_deleted_by_someone_else_is_created_again_at_once(
+    client: KubernetesClient, ns: str
+) -> None:
+    """A cluster-scoped child two parents share (``builders.shared``) names no owner: its
+    record (``optk.dev/shared-by``) names them. Deleted by someone else, it is created again
+    by its parents at once, as any child is; before, its deletion woke no parent and it stayed
+    missing until the periodic resync (the Observer machine's soak, issue 38)."""
+    from builders import DesiredState, shared
+
+    role = f"optk-shared-{ns}"
+
+    def build(parent: Any) -> list[Any]:
+        obj = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+               "metadata": {"name": role}, "rules": []}
+        return [shared(lambda: (obj, DesiredState.PRESENT))]
+
+    operator = make_operator(ns, build=build)
+    try:
+        with running(operator, client):
+            for name in ("a", "b"):
+                client.create(thing(ns, name, "1"))
+            for name in ("a", "b"):
+                assert wait_until(lambda name=name: _condition(client, ns, name).get(
+                    "status") == "True", 20), _condition(client, ns, name)
+            first = client.get("rbac.authorization.k8s.io/v1", "ClusterRole", role)
+            client.delete("rbac.authorization.k8s.io/v1", "ClusterRole", role)
+
+            def again() -> bool:
+                try:
+                    live = client.get("rbac.authorization.k8s.io/v1", "ClusterRole", role)
+                except NotFoundError:
+                    return False
+                return bool(live["metadata"]["uid"] != first["metadata"]["uid"])
+
+            assert wait_until(again, 20), "the shared child was not created again"
+    finally:
+        with contextlib.suppress(NotFoundError):
+            client.delete("rbac.authorization.k8s.io/v1", "ClusterRole", role)
+
+
+def _condition(client: KubernetesClient, ns: str, name: str) -> dict[str, Any]:
+    live = client.get(API_VERSION, "Thing", name, namespace=ns)
+    return next((c for c in (live.get("status") or {}).get("conditions", ())
+                 if c["type"] == "Reconciled"), {})

@@ -226,6 +226,22 @@ def test_a_contested_child_beside_a_missing_input_is_repaired_and_the_contest_en
         state.teardown()
 
 
+def test_observer_machine_recreates_the_shared_crd_someone_deleted() -> None:
+    # the soak found it (issue 38): the shared Thanos CRD names no owner, so its deletion
+    # woke no Observer and it stayed missing until the resync
+    state = observer_machine()()
+    try:
+        p0 = state.create_parent(parent={"apiVersion": OBSERVER_API_VERSION,
+                                         "kind": OBSERVER_KIND,
+                                         "spec": {"thanos": {"query": {"replicas": 1}}}})
+        state.converged()
+        assert state._children(p0)[0].ref.kind == "CustomResourceDefinition"
+        state.delete_child(name=p0, which=0)
+        state.converged()
+    finally:
+        state.teardown()
+
+
 def test_server_side_apply_leaves_a_foreign_object_with_the_built_values_alone() -> None:
     # the machine found it: a child missing from the cache was applied blind, and a foreign
     # object with the built values taken over (controller owner reference, applied digest);
