@@ -42,6 +42,7 @@ from builders import DesiredState, ObjectRef
 from builders.composition import Dependencies, DependencyGraph, ReadyRule, rule_verdict
 from builders.health import health_of
 from reconciler._base.text import bounded
+from reconciler._reconcile.policies import kept_by_policy
 from reconciler._reconcile.readiness import Readiness, child_health
 from reconciler._reconcile.waits import Wait, Watch
 
@@ -267,7 +268,11 @@ class ChildGates:
             for member in self._members.get(dependent, ()):
                 if member.key == child.key or not member.state.is_absent:
                     continue
-                if self._live(member.key) is not None:
+                live = self._live(member.key)
+                if live is not None and not kept_by_policy(live):
+                    # a dependent its policy keeps (ignore, no-prune, observe) never goes by
+                    # our hand: waiting for it would hold this child, and a deleted parent's
+                    # cleanup, for good (issue 38's soak); it stays, the rest goes
                     return Wait(ref=child.ref, reason="DependentsNotGone",
                                 message=f"{_describe(child.key)} (component "
                                         f"{child.node.name!r}) waits until "

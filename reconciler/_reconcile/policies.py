@@ -155,6 +155,20 @@ def child_policy(live: Mapping[str, Any] | None) -> ChildPolicy:
             expected="ignore, create-only, no-prune or observe") from None
 
 
+_NEVER_DELETED = frozenset({ChildPolicy.IGNORE, ChildPolicy.NO_PRUNE, ChildPolicy.OBSERVE})
+
+
+def kept_by_policy(live: Mapping[str, Any] | None) -> bool:
+    """Whether a live child's policy forbids deleting it (``ignore``, ``no-prune``,
+    ``observe``): it stays, and nothing should wait for it to go. An unknown value is not a
+    policy that keeps (the child fails with :class:`PolicyAnnotationError` where it is
+    written)."""
+    try:
+        return live is not None and child_policy(live) in _NEVER_DELETED
+    except PolicyAnnotationError:
+        return False
+
+
 _IDENTITY: tuple[tuple[tuple[str, ...], str], ...] = (
     (("apiVersion",), "apiVersion"),
     (("kind",), "kind"),

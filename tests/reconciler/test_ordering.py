@@ -86,6 +86,27 @@ def test_a_waiting_child_names_itself_its_component_the_dependency_and_the_rule(
     assert gates.gate(0) is None
 
 
+def test_a_dependent_its_policy_keeps_does_not_hold_its_dependencies_teardown() -> None:
+    # issue 38's soak: an Observer whose ServiceAccount the user marked optk.dev/policy: ignore
+    # was deleted; the teardown waited for that dependent to go, which never happens by the
+    # toolkit's hand: the cleanup finalizer stayed for good
+    crd = Dependencies(name="crd")
+    app = Dependencies(name="app", depends_on=("crd",))
+    refs = [_ref("crd"), _ref("app")]
+    for policy, waits in (("ignore", False), ("no-prune", False), ("observe", False),
+                          ("create-only", True), (None, True), ("bogus", True)):
+        annotations = {} if policy is None else {"optk.dev/policy": policy}
+        kept = {"metadata": {"name": "app", "annotations": annotations}}
+        gates = ChildGates([(refs[0], DesiredState.ABSENT, crd),
+                            (refs[1], DesiredState.ABSENT, app)],
+                           parent={}, live={refs[1]: kept, refs[0]: {"metadata": {}}},
+                           served=lambda *_: True)
+        wait = gates.gate(0)
+        assert (wait is not None) == waits, (policy, wait)
+        if waits:
+            assert wait is not None and wait.reason == "DependentsNotGone"
+
+
 def test_preconditions_and_kinds_not_served_hold_a_child_back() -> None:
     served: set[tuple[str, str]] = set()
     monitor = Dependencies(name="monitor", when_served=True)

@@ -242,6 +242,27 @@ def test_observer_machine_recreates_the_shared_crd_someone_deleted() -> None:
         state.teardown()
 
 
+def test_observer_machine_deletes_a_parent_whose_dependent_child_a_policy_keeps() -> None:
+    # the soak found it (issue 38): a child marked optk.dev/policy: ignore, on which other
+    # children's teardown waited (DependentsNotGone): the deleted Observer's cleanup finalizer
+    # stayed for good
+    state = observer_machine()()
+    try:
+        p0 = state.create_parent(parent={"apiVersion": OBSERVER_API_VERSION,
+                                         "kind": OBSERVER_KIND,
+                                         "spec": {"thanos": {"query": {"replicas": 1}}}})
+        state.converged()
+        for _ in range(3):
+            state.make_workloads_available()
+            state.converged()
+        state.set_policy(name=p0, policy="ignore", which=9)
+        state.converged()
+        state.delete_parent(name=p0)
+        state.converged()
+    finally:
+        state.teardown()
+
+
 def test_server_side_apply_leaves_a_foreign_object_with_the_built_values_alone() -> None:
     # the machine found it: a child missing from the cache was applied blind, and a foreign
     # object with the built values taken over (controller owner reference, applied digest);
