@@ -104,7 +104,8 @@ def test_a_dependent_its_policy_keeps_does_not_hold_its_dependencies_teardown() 
         wait = gates.gate(0)
         assert (wait is not None) == waits, (policy, wait)
         if waits:
-            assert wait is not None and wait.reason == "DependentsNotGone"
+            assert wait is not None
+            assert wait.reason == "DependentsNotGone"
 
 
 def test_preconditions_and_kinds_not_served_hold_a_child_back() -> None:
