@@ -58,6 +58,11 @@ class InformerReader:
         if informer.has_synced or informer.wait_synced(self._sync_timeout, until_refused=True):
             return informer
         if (error := informer.list_refused) is not None:
+            if not self._client.is_served(api_version, kind):
+                # refused because the kind is no longer served (its CRD went): nothing of it
+                # exists, which is what an ABSENT child asks (issue 38's Observer soak: a
+                # parent building the Thanos kind ABSENT after the CRD's deletion failed)
+                return None
             raise KindUnlistableError(api_version=api_version, kind=kind, cause=error)
         return None
 
@@ -80,9 +85,11 @@ class InformerReader:
         namespace: str | None = None,
         label_selector: str | None = None,
     ) -> list[dict[str, Any]]:
-        """Cached objects matching the selector."""
+        """Cached objects matching the selector (none of a kind that is not served)."""
         informer = self._informer(api_version, kind)
         if informer is None:
+            if not self._client.is_served(api_version, kind):
+                return []
             return self._fallback.list(
                 api_version, kind, namespace=namespace, label_selector=label_selector
             )

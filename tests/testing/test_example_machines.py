@@ -263,6 +263,26 @@ def test_observer_machine_deletes_a_parent_whose_dependent_child_a_policy_keeps(
         state.teardown()
 
 
+def test_observer_machine_an_absent_child_of_a_kind_no_longer_served_is_done() -> None:
+    # the soak found it (issue 38): the last Observer's deletion removed the Thanos CRD; a new
+    # Observer without Thanos builds its Thanos ABSENT, and the child cache's informer for the
+    # kind, refused (not served), made that child fail (ChildrenFailed, retried for good) where
+    # a kind not served counts as done
+    state = observer_machine()()
+    try:
+        p0 = state.create_parent(parent={"apiVersion": OBSERVER_API_VERSION,
+                                         "kind": OBSERVER_KIND,
+                                         "spec": {"thanos": {"query": {"replicas": 1}}}})
+        state.converged()
+        state.delete_parent(name=p0)
+        state.converged()
+        state.create_parent(parent={"apiVersion": OBSERVER_API_VERSION, "kind": OBSERVER_KIND,
+                                    "spec": {}})
+        state.converged()
+    finally:
+        state.teardown()
+
+
 def test_server_side_apply_leaves_a_foreign_object_with_the_built_values_alone() -> None:
     # the machine found it: a child missing from the cache was applied blind, and a foreign
     # object with the built values taken over (controller owner reference, applied digest);
