@@ -109,6 +109,8 @@ class _Child:
     tries: int = 0
     last_write: float | None = None
     written: str | None = None  # the last-applied record of the toolkit's last patch
+    unsent: bool = False  # the last review let a write through that undid a change: not yet
+    # known to be applied (``ContentionDetector.refused`` takes it back)
 
 
 class ContentionDetector:
@@ -166,6 +168,21 @@ class ContentionDetector:
                 del self._children[key]
                 self._reported.pop(key, None)
 
+    def refused(self, plan: ChildPlan, *, parent_uid: str) -> None:
+        """The server refused ``plan``'s write (an immutable field, a webhook's denial, ...):
+        nothing changed, so it undid no one's change. The round the review counted for it is
+        taken back; else a write the server keeps refusing looks like a writer that keeps
+        changing the child back, and the parent said ``Contested`` by its own manager where
+        the refusal is the news (issue 38's soak)."""
+        with self._lock:
+            child = self._children.get((parent_uid, plan.ref))
+            if child is None or not child.unsent:
+                return
+            child.unsent = False
+            if child.undos:
+                child.undos.pop()
+            child.written = None  # the record on the server is what it was
+
     def review(self, plan: ChildPlan, *, parent_uid: str) -> ChildPlan:
         """``plan``, or the same plan held back (``UNCHANGED``, ``held`` and ``requeue_after``
         set) while its child is contested; also the ``requeue_after`` that checks a repair held."""
@@ -181,7 +198,10 @@ class ContentionDetector:
                 if plan.action is not PlanAction.PATCH:
                     return plan
                 child = self._children[key] = _Child()
+            undos = len(child.undos)
             reviewed = self._review(plan, child, now, version, parent_uid=parent_uid)
+            child.unsent = (reviewed.action is PlanAction.PATCH and child.contest is None
+                            and len(child.undos) > undos)
             if reviewed.action is PlanAction.PATCH:
                 child.written = _record(_mapping(reviewed.body))
             elif (child.contest is None and reviewed.action is PlanAction.UNCHANGED

@@ -69,6 +69,12 @@ class PlanGuard:
         reaching the identity the toolkit keeps: compared and repaired), or None."""
         return refused_ignore_fields(live)
 
+    def refused(self, plan: ChildPlan, *, owner_uid: str | None) -> None:
+        """The server refused the write of ``plan`` (as reviewed): contention takes back the
+        round it counted (``ContentionDetector.refused``)."""
+        if self.contention is not None:
+            self.contention.refused(plan, parent_uid=owner_uid or "")
+
     def review(self, plan: ChildPlan, *, owner_uid: str | None) -> ChildPlan:
         """``plan`` with the writes a policy, the drift mode or contention hold back held."""
         plan = restrict_plan(plan, policy=child_policy(plan.live), drift=self.drift)

@@ -290,7 +290,13 @@ class ResourceReconciler:
                 adopt=self.adopt if adopt is None else adopt,
                 recreate=self.recreate if recreate is None else recreate,
             )
-            return run.execute(run.plan(live), read=read)
+            try:
+                return run.execute(run.plan(live), read=read)
+            except ReconcilerError:
+                if self.guard is not None and run.last_plan is not None:
+                    # refused: nothing written, so no one's change undone (contention)
+                    self.guard.refused(run.last_plan, owner_uid=owner_uid)
+                raise
 
     def plan(
         self,
@@ -366,6 +372,7 @@ class _Execution:
         self.owner_uid = owner_uid
         self.adopt = adopt
         self.recreate = recreate
+        self.last_plan: ChildPlan | None = None  # the latest plan, as the guard reviewed it
 
     def plan(self, live: KubeObject | None, *, raced: bool = False) -> ChildPlan:
         schema = None
@@ -381,7 +388,10 @@ class _Execution:
             apply=self.r.apply_kinds.get(kind_key(self.ref), self.r.apply),
             now=_rfc3339(self.r.clock.time()),
         )
-        return plan if guard is None else guard.review(plan, owner_uid=self.owner_uid)
+        if guard is not None:
+            plan = guard.review(plan, owner_uid=self.owner_uid)
+        self.last_plan = plan
+        return plan
 
     def result(
         self,

@@ -201,6 +201,9 @@ def operator_machine(
             self.paused: set[str] = set()
             self.deleted: dict[str, list[_Any]] = {}  # deleted parent -> its children's refs
             self.foreign: dict[tuple[_Any, ...], str] = {}  # a foreign object -> whose place
+            # foreign objects handed over: one whose immutable fields differ from the build
+            # cannot be repaired without a recreate the operator may not allow
+            self.handed: set[tuple[_Any, ...]] = set()
             self.input_secrets: set[str] = set()  # values the machine put in input Secrets
             #: a child's key -> (its optk.dev/policy, its parent, the request log's index from
             #: which the operator has seen it)
@@ -263,6 +266,15 @@ def operator_machine(
                                             namespace=ref.namespace))
             except _NotFoundError:
                 return None
+
+        def _immutable(self, ref: _Any, reconciled: _abc.Mapping[str, _Any]) -> bool:
+            """Whether ``ref`` is an object the machine handed over whose change the server
+            refuses (an immutable field differs from the build) and the parent says so
+            (``Reconciled`` False, ``ImmutableFieldChanged``, naming it): the operator may
+            not recreate it, and that refusal, not a repair, is what is true."""
+            return (_key(ref) in self.handed
+                    and reconciled.get("reason") == "ImmutableFieldChanged"
+                    and f"{ref}:" in str(reconciled.get("message") or ""))
 
         def _declared(self, parent: _Any) -> _Any:
             return self._owner(parent).reconciler.declared(parent)
@@ -441,6 +453,7 @@ def operator_machine(
                 api_version, kind, ns, name = key
                 with contextlib.suppress(_NotFoundError):
                     if hand_over:
+                        self.handed.add(key)
                         self.client.patch(
                             api_version, kind, name,
                             {"metadata": {"annotations": {LAST_APPLIED_ANNOTATION: "handed-over"}}},
@@ -939,6 +952,8 @@ def operator_machine(
                     ref = child.ref
                     if _key(ref) in self.foreign or _waits_for_gate(ref, gated):
                         continue
+                    if self._immutable(ref, reconciled):
+                        continue  # said: the parent names the refusal (checked below)
                     obj = self._get(ref)
                     if obj is not None and _held_by_other(obj, live):
                         continue  # another parent's (its owner label): skipped, not ours
@@ -1058,6 +1073,10 @@ def operator_machine(
                     assert ready.get("status") != "True", (
                         f"parent {name}: Ready while children wait for their dependencies")
                     continue  # children wait in dependency order (checked as children)
+                if any(self._immutable(c.ref, reconciled) for c in declared.children):
+                    assert ready.get("status") != "True", (
+                        f"parent {name}: Ready while a child's immutable field differs")
+                    continue
                 assert reconciled.get("status") == "True", (
                     f"parent {name}: converged but Reconciled is {_said(reconciled)}")
                 assert reconciled.get("observedGeneration") == generation, (

@@ -437,6 +437,26 @@ def test_a_repair_ends_the_contest_when_a_reconcile_came_between() -> None:
     assert len([t for t in fight.reconciles if t > 6.0]) <= 10  # no loop while it waits
 
 
+def test_a_write_the_server_refuses_is_no_round_of_a_contest() -> None:
+    # issue 38's soak: a handed-over StatefulSet whose immutable field differs; every repair
+    # was refused (422) and the child stayed as it was, which the detector took for a writer
+    # changing it back: the parent said Contested (by its own manager) instead of the refusal
+    settings = Contention()
+    for refused, contested in ((True, False), (False, True)):
+        clock = VirtualClock(start=0.0)
+        detector = ContentionDetector(settings, clock=clock, field_manager="optk")
+        plan = plan_child(live=live_of(deployment(2), replicas=5), desired=deployment(2),
+                          state=DesiredState.PRESENT, owner_uid=UID)
+        for version in range(1, 3 * settings.threshold):
+            live = {**dict(plan.live or {}), "metadata": {
+                **(plan.live or {})["metadata"], "resourceVersion": str(version)}}
+            reviewed = detector.review(attrs.evolve(plan, live=live), parent_uid=UID)
+            if reviewed.action is PlanAction.PATCH and refused:
+                detector.refused(reviewed, parent_uid=UID)
+            clock.advance(0.5)
+        assert bool(detector.contests(UID)) == contested, refused
+
+
 def test_same_ratios_run_shorter() -> None:
     # The figures scaled down by 10 keep the bound: the shorter tests on servers rest on this.
     fight = Fight(Contention(window=3.0, backoff=0.1, max_backoff=30.0, min_quiet=0.02),

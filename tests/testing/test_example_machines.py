@@ -283,6 +283,31 @@ def test_observer_machine_an_absent_child_of_a_kind_no_longer_served_is_done() -
         state.teardown()
 
 
+@pytest.mark.parametrize("machine", [thanos_machine, thanos_ssa_machine],
+                         ids=["three-way", "server-side-apply"])
+def test_a_handed_over_object_whose_immutable_field_differs_says_so(machine: Any) -> None:
+    # the soak found it (issue 38): a foreign StatefulSet with someone else's volume claim
+    # template, handed over; each repair was refused (immutable) and the contention detector
+    # took the unchanged child for a writer: Contested=True by the operator's own manager,
+    # Reconciled=True. Now the refusal is what the parent says
+    state = machine()()
+    try:
+        p0 = state.create_parent_over_foreign(parent={**SSA_PARENT, "spec": {
+            "image": "quay.io/thanos/thanos:v0.34.1", "serviceMonitors": False,
+            "storeGateway": {"replicas": 1, "logLevel": "debug", "storage": "10Gi"}}},
+            which=4)
+        assert [k[1] for k in state.foreign] == ["StatefulSet"]
+        state.converged()
+        state.release_foreign(which=0, hand_over=True)
+        state.converged()
+        conditions = {c["type"]: c for c in state._get_parent(p0)["status"]["conditions"]}
+        assert (conditions["Reconciled"]["status"], conditions["Reconciled"]["reason"]) == (
+            "False", "ImmutableFieldChanged")
+        assert conditions.get("Contested", {}).get("status") != "True"
+    finally:
+        state.teardown()
+
+
 def test_server_side_apply_leaves_a_foreign_object_with_the_built_values_alone() -> None:
     # the machine found it: a child missing from the cache was applied blind, and a foreign
     # object with the built values taken over (controller owner reference, applied digest);
