@@ -92,6 +92,7 @@ from reconciler._reconcile.placement import (
     Placement,
     inventory_of,
 )
+from reconciler._reconcile.planning import ABSENT_NOT_OURS
 from reconciler._reconcile.readiness import (
     health_waits,
     not_ready,
@@ -1049,8 +1050,12 @@ def not_ours_waits(results: Iterable[ReconcileResult]) -> list[Wait]:
     return [Wait(ref=r.ref, reason=NOT_OURS, message=f"{r.ref}: {r.reason}",
                  watches=(Watch(ref=r.ref, rule=ownership_marker,
                                 seen=None if r.live is None else ownership_marker(r.live)),))
-            for r in results if r.action is Action.SKIPPED and r.requeue_after is None
-            and not r.held and not r.conflicts and not r.dry_run]
+            for r in results if not r.dry_run and (
+                (r.action is Action.SKIPPED and r.requeue_after is None and not r.held
+                 and not r.conflicts)
+                # an ABSENT child whose place another's object holds is done, but that object
+                # may be handed over (then it is this parent's, to delete): heard of at once
+                or (r.action is Action.UNCHANGED and r.reason.startswith(ABSENT_NOT_OURS)))]
 
 
 def _namespace_gone(error: NotFoundError, ref: ObjectRef) -> bool:

@@ -365,6 +365,11 @@ _BAD_ORIGINALS = frozenset({ORIGINAL_UNREADABLE, ORIGINAL_FOREIGN})
 _MERGE = "application/merge-patch+json"
 
 
+ABSENT_NOT_OURS = "absent: the object of that name is not ours"
+"""The reason of an ABSENT child whose place another owner's object holds (done, left alone;
+the parent still hears of that object being handed over: ``parents.not_ours_waits``)."""
+
+
 def _plan_absent(
     ref: ObjectRef, live: KubeObject | None, state: DesiredState, *, owner_uid: str | None,
     adopt: bool,
@@ -390,8 +395,7 @@ def _plan_absent(
         # the object is left alone. Said as "absent", as a cache that does not hold someone
         # else's objects says it (a shard's, or one without the managed-by label): every view
         # gives one answer, and nothing waits for the other owner (issue 38).
-        return ChildPlan(action=PlanAction.UNCHANGED, ref=ref,
-                         reason=f"absent: the object of that name is not ours ({why})")
+        return ChildPlan(action=PlanAction.UNCHANGED, ref=ref, reason=f"{ABSENT_NOT_OURS} ({why})")
     target = state.before_delete(live)
     if target is None:
         return ChildPlan(action=PlanAction.UNCHANGED, ref=ref, live=live,

@@ -308,6 +308,26 @@ def test_a_handed_over_object_whose_immutable_field_differs_says_so(machine: Any
         state.teardown()
 
 
+def test_observer_machine_deletes_a_handed_over_object_at_an_absent_childs_place() -> None:
+    # the soak found it (issue 38): a foreign CRD at an Observer's CRD place, the Observer's
+    # Thanos switched off (the CRD declared ABSENT: the foreign one left alone), then the CRD
+    # handed over: it is the Observer's now, to delete, but nothing woke the Observer
+    state = observer_machine()()
+    try:
+        p0 = state.create_parent_over_foreign(parent={
+            "apiVersion": OBSERVER_API_VERSION, "kind": OBSERVER_KIND,
+            "spec": {"thanos": {"query": {"replicas": 1}}}}, which=6)
+        assert [k[1] for k in state.foreign] == ["CustomResourceDefinition"]
+        state.converged()
+        state.change_parent_spec(name=p0, parent={"apiVersion": OBSERVER_API_VERSION,
+                                                  "kind": OBSERVER_KIND, "spec": {}})
+        state.converged()
+        state.release_foreign(which=0, hand_over=True)
+        state.converged()
+    finally:
+        state.teardown()
+
+
 def test_server_side_apply_leaves_a_foreign_object_with_the_built_values_alone() -> None:
     # the machine found it: a child missing from the cache was applied blind, and a foreign
     # object with the built values taken over (controller owner reference, applied digest);
