@@ -16,7 +16,9 @@ next backoff try; a contest ends when a repair holds for that long. A writer tha
 when it sees the toolkit's value changes the child once per try: its interval is that of the
 tries, so it is probed at most every ``max_quiet``, and repaired within the quiet window after
 it stops. A held plan's ``requeue_after`` is the time the repair is due (one wake, never a
-requeue before it).
+requeue before it). A round is a change someone made: the same version undone again (a stale
+cache, a plan made again on a fresh read of it), a plan only looked at (``look``) and a write
+the server refused (``refused``) are none.
 
 Its boundary: decisions over values and an injected ``Clock``, no client. State is per (parent
 uid, child) and thread-safe (the driver's workers share one detector). ``reconciler._reconcile.
@@ -26,6 +28,7 @@ guard`` asks it for every plan; conditions, Events, the metric and the log line 
 
 from __future__ import annotations
 
+import copy
 import itertools
 import threading
 from collections import deque
@@ -111,6 +114,7 @@ class _Child:
     written: str | None = None  # the last-applied record of the toolkit's last patch
     unsent: bool = False  # the last review let a write through that undid a change: not yet
     # known to be applied (``ContentionDetector.refused`` takes it back)
+    undone_version: str = ""  # the resourceVersion the last counted round undid
 
 
 class ContentionDetector:
@@ -179,13 +183,18 @@ class ContentionDetector:
             if child is None or not child.unsent:
                 return
             child.unsent = False
+            child.undone_version = ""  # the same version undone again is a round again
             if child.undos:
                 child.undos.pop()
             child.written = None  # the record on the server is what it was
 
-    def review(self, plan: ChildPlan, *, parent_uid: str) -> ChildPlan:
+    def review(self, plan: ChildPlan, *, parent_uid: str, look: bool = False) -> ChildPlan:
         """``plan``, or the same plan held back (``UNCHANGED``, ``held`` and ``requeue_after``
-        set) while its child is contested; also the ``requeue_after`` that checks a repair held."""
+        set) while its child is contested; also the ``requeue_after`` that checks a repair held.
+
+        ``look``: the plan answers a question (would a reconcile write? the drift look of
+        ``reconciler._driver.drift``, ``ResourceReconciler.plan``) and is not executed: the
+        answer is the same, and nothing is recorded (no round counted, no try used up)."""
         if plan.live is None or not parent_uid:
             return plan
         now = self.clock.monotonic()
@@ -194,6 +203,15 @@ class ContentionDetector:
         key = (parent_uid, plan.ref)
         with self._lock:
             child = self._children.get(key)
+            if look:
+                if child is None and plan.action is not PlanAction.PATCH:
+                    return plan
+                detected, reported = list(self.detected), dict(self._reported)
+                try:
+                    return self._review(plan, copy.deepcopy(child) if child else _Child(), now,
+                                        version, parent_uid=parent_uid)
+                finally:
+                    self.detected, self._reported = detected, reported
             if child is None:  # known only from a first patch on: steady children cost nothing
                 if plan.action is not PlanAction.PATCH:
                     return plan
@@ -223,6 +241,12 @@ class ContentionDetector:
             child.changes_since_write += 1
         paths = drift_paths(plan)
         if child.contest is None:
+            if version and version == child.undone_version:
+                # The version an earlier round undid, seen again: that repair is not seen to
+                # have landed (a stale cache after a relist, a re-plan on a fresh read of the
+                # same version); no one changed the child back since, so no new round.
+                return self._written(plan, child, now)
+            child.undone_version = version
             return self._watch(plan, child, now, paths, parent_uid=parent_uid)
         return self._contested(plan, child, now, paths)
 

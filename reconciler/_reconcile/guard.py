@@ -75,9 +75,10 @@ class PlanGuard:
         if self.contention is not None:
             self.contention.refused(plan, parent_uid=owner_uid or "")
 
-    def review(self, plan: ChildPlan, *, owner_uid: str | None) -> ChildPlan:
-        """``plan`` with the writes a policy, the drift mode or contention hold back held."""
+    def review(self, plan: ChildPlan, *, owner_uid: str | None, look: bool = False) -> ChildPlan:
+        """``plan`` with the writes a policy, the drift mode or contention hold back held.
+        ``look``: a plan that is not executed (``ContentionDetector.review``)."""
         plan = restrict_plan(plan, policy=child_policy(plan.live), drift=self.drift)
         if self.contention is not None and not plan.held:
-            plan = self.contention.review(plan, parent_uid=owner_uid or "")
+            plan = self.contention.review(plan, parent_uid=owner_uid or "", look=look)
         return plan

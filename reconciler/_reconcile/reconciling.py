@@ -313,7 +313,8 @@ class ResourceReconciler:
         if live is _UNKNOWN:
             live = self.reader.get(ref.api_version, ref.kind, ref.name, namespace=ref.namespace)
         run = _Execution(self, desired, ref, state, [], owner_uid=owner_uid,
-                         adopt=self.adopt if adopt is None else adopt, recreate=self.recreate)
+                         adopt=self.adopt if adopt is None else adopt, recreate=self.recreate,
+                         look=True)
         return run.plan(live)
 
     def _read_live(self, ref: ObjectRef) -> dict[str, Any] | None:
@@ -361,6 +362,7 @@ class _Execution:
         owner_uid: str | None,
         adopt: bool,
         recreate: bool,
+        look: bool = False,
     ) -> None:
         self.r = owner
         self.client = owner.client
@@ -373,6 +375,7 @@ class _Execution:
         self.adopt = adopt
         self.recreate = recreate
         self.last_plan: ChildPlan | None = None  # the latest plan, as the guard reviewed it
+        self.look = look  # planned to answer a question, never executed (``plan``)
 
     def plan(self, live: KubeObject | None, *, raced: bool = False) -> ChildPlan:
         schema = None
@@ -389,7 +392,7 @@ class _Execution:
             now=_rfc3339(self.r.clock.time()),
         )
         if guard is not None:
-            plan = guard.review(plan, owner_uid=self.owner_uid)
+            plan = guard.review(plan, owner_uid=self.owner_uid, look=self.look)
         self.last_plan = plan
         return plan
 

@@ -457,6 +457,66 @@ def test_a_write_the_server_refuses_is_no_round_of_a_contest() -> None:
         assert bool(detector.contests(UID)) == contested, refused
 
 
+def _repairing() -> tuple[ContentionDetector, VirtualClock, ChildPlan]:
+    """A detector with default settings on a virtual clock, and a plan that repairs a child
+    someone scaled (the live object's version is set by ``_undoing``)."""
+    clock = VirtualClock(start=0.0)
+    plan = plan_child(live=live_of(deployment(2), replicas=5), desired=deployment(2),
+                      state=DesiredState.PRESENT, owner_uid=UID)
+    return ContentionDetector(Contention(), clock=clock, field_manager="optk"), clock, plan
+
+
+def _undoing(plan: ChildPlan, version: int) -> ChildPlan:
+    """``plan`` (a repair of someone's change) against the live child at ``version``."""
+    live = dict(plan.live or {})
+    return attrs.evolve(plan, live={**live, "metadata": {**live["metadata"],
+                                                         "resourceVersion": str(version)}})
+
+
+def test_a_look_at_a_plan_counts_no_round_and_uses_no_try() -> None:
+    # Found by the state machine in a clean-clone CI run: after a server restart the informers
+    # listed again and the drift look (would a reconcile write?) planned the children of every
+    # parent; each look counted a round, so one hand edit undone once made the parent
+    # Contested ("undone 3 times") by the operator's own manager.
+    detector, clock, plan = _repairing()
+    settings = detector.settings
+    for version in range(1, 2 * settings.threshold):
+        looked = detector.review(_undoing(plan, version), parent_uid=UID, look=True)
+        assert looked.action is PlanAction.PATCH
+    assert detector.contests(UID) == []
+    assert detector.take_detected() == []
+    # Contested by real rounds: a look says what the reconcile would do, and leaves the try
+    # for it (a look at a due try used it up, and the reconcile after it held the repair).
+    version = 10
+    while not detector.contests(UID):
+        version += 1
+        detector.review(_undoing(plan, version), parent_uid=UID)
+        clock.advance(0.1)
+    assert detector.review(_undoing(plan, version + 1), parent_uid=UID).held
+    clock.advance(settings.backoff + 0.01)
+    for _ in range(3):
+        assert detector.review(_undoing(plan, version + 2), parent_uid=UID,
+                               look=True).action is PlanAction.PATCH
+    assert detector.review(_undoing(plan, version + 2), parent_uid=UID).action \
+        is PlanAction.PATCH
+    assert len(detector.take_detected()) == 1
+
+
+def test_the_same_version_undone_again_is_no_new_round() -> None:
+    # A stale view (a cache a relist refilled, a re-plan on a fresh read of the same version)
+    # shows the change a repair already undid: no one changed the child back since.
+    detector, clock, plan = _repairing()
+    settings = detector.settings
+    for _ in range(2 * settings.threshold):
+        assert detector.review(_undoing(plan, 7), parent_uid=UID).action is PlanAction.PATCH
+        clock.advance(0.05)
+    assert detector.contests(UID) == []
+    for version in range(8, 8 + settings.threshold - 1):  # each a new change: a round each
+        detector.review(_undoing(plan, version), parent_uid=UID)
+        clock.advance(0.05)
+    assert [c.undone for c in detector.contests(UID)] == [settings.threshold]
+
+
 def test_same_ratios_run_shorter() -> None:
     # The figures scaled down by 10 keep the bound: the shorter tests on servers rest on this.
     fight = Fight(Contention(window=3.0, backoff=0.1, max_backoff=30.0, min_quiet=0.02),

@@ -23,8 +23,10 @@ from reconciler import (
     ParentSettings,
     ResourceReconciler,
 )
+from reconciler._reconcile.contention import Contention, ContentionDetector
 from reconciler._reconcile.guard import PlanGuard
 from reconciler.planning import DriftMode
+from reconciler.testing import VirtualClock
 from tests.reconciler.conftest import Requests, install_crd
 
 GROUP = "policies.optk.dev"
@@ -57,8 +59,9 @@ class Stack:
         self.reconciler = self.with_guard(drift=drift, ignore_fields=ignore_fields)
 
     def with_guard(self, *, drift: DriftMode = DriftMode.REPAIR,
-                   ignore_fields: tuple[str, ...] = ()) -> ParentReconciler:
-        guard = PlanGuard(drift=drift, ignore_fields=ignore_fields)
+                   ignore_fields: tuple[str, ...] = (),
+                   contention: ContentionDetector | None = None) -> ParentReconciler:
+        guard = PlanGuard(drift=drift, ignore_fields=ignore_fields, contention=contention)
         self.reconciler = ParentReconciler(
             self.client, self.build, operator_name="stack-operator",
             resources=ResourceReconciler(self.client, guard=guard),
@@ -235,3 +238,32 @@ def test_a_bad_policy_fails_the_child_naming_it_and_writes_nothing(
     reconciled = stack.conditions()["Reconciled"]
     assert reconciled["status"] == "False"
     assert "optk.dev/policy" in reconciled["message"]
+
+
+@pytest.mark.both_servers
+def test_a_look_at_the_plan_and_a_stale_view_are_no_rounds_of_a_contest(
+        client: KubernetesClient, parent: dict[str, Any]) -> None:
+    # Found by the state machine in a clean-clone CI run: after a server restart the drift look
+    # planned every child (would a reconcile write?) and a relisted cache showed a repaired
+    # child's old version again; each counted a round of a contest, and one hand edit made the
+    # parent Contested by the operator's own manager. Virtual time: all inside one window.
+    stack = Stack(client, parent)
+    detector = ContentionDetector(Contention(), clock=VirtualClock(start=0.0),
+                                  field_manager="stack-operator")
+    stack.with_guard(contention=detector)
+    assert writes(stack.reconcile()) == ["create"]
+    uid = parent["metadata"]["uid"]
+    [declared] = stack.reconciler.declared(parent).children  # as the parent reconcile builds it
+    child, state = declared.obj, declared.state
+    for value in ("user", "user-again"):  # two changes by hand, each undone once
+        stack.edit(data={"a": value})
+        edited = stack.child()
+        for _ in range(2 * detector.settings.threshold):  # the drift look, again and again
+            assert stack.reconciler.resources.plan(child, state, owner_uid=uid).writes
+        assert writes(stack.reconcile()) == ["patch"]
+        for _ in range(2 * detector.settings.threshold):  # a cache showing the edit again
+            stack.reconciler.resources.reconcile_resource(child, state, owner_uid=uid,
+                                                          live=edited)
+    assert stack.child()["data"] == {"a": "1"}
+    assert detector.contests(uid) == []
+    assert stack.conditions().get("Contested", {}).get("status") != "True"
