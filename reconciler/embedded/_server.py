@@ -215,6 +215,16 @@ class EmbeddedApiServer(ServerInstruments):
             await asyncio.sleep(0)  # let the cancelled watches unwind before closing
         if self._runner is not None:
             await self._runner.cleanup()
+        # aiohttp closes each connection gracefully: a TLS close waits for the peer's
+        # close_notify (an idle keep-alive connection's client never reads it) and the loop,
+        # closed next, never sees it, so the socket stayed open. A client then sent its next
+        # request (a watch, after a restart) on that pooled connection and waited forever: a
+        # restarted server's operator saw no event of that kind again. Every connection is cut.
+        loop = asyncio.get_running_loop()
+        for transport in list(getattr(loop, "_transports", {}).values()):  # CPython's selector
+            if transport is not None:  # loop keeps its socket transports there, by fd
+                transport.abort()
+        await asyncio.sleep(0)  # the aborts close their sockets on the next turn
 
     def _run_loop(self) -> None:
         loop = asyncio.new_event_loop()
