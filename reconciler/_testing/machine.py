@@ -141,7 +141,8 @@ def operator_machine(
     shared one another parent builds is kept) and no builder fails (but for a missing declared
     input: then ``Reconciled`` is False with reason ``InputMissing``);
     deleted parents are gone (no finalizer left: no cleanup stuck) and so are their children,
-    foreign objects kept; the operator wrote no child of a paused parent and no foreign object
+    foreign objects kept; the operator wrote no child of a paused parent (but a shared one a
+    parent not paused builds too) and no foreign object
     (a write the server refused, e.g. a 409 create or apply, changes nothing) since the last
     step; no child was created or updated in the step while its component waits for its
     dependencies (the reconcile's ``ChildGates`` over the builders as written and the live
@@ -923,12 +924,18 @@ def operator_machine(
                         f"annotated {POLICY_ANNOTATION}: {policy}")
             if not self.paused:
                 return
+            from reconciler._reconcile.sharing import is_shared
+            shared_by_running = {  # another parent's reconcile writes these: not paused
+                child.ref for other in self.live if other not in self.paused
+                for child in self._children(other) if is_shared(child.obj)}
             for name in self.paused:
                 live = self._get_parent(name)
                 if live is None:
                     continue
                 for child in self._declared(live).children:
                     ref = child.ref
+                    if ref in shared_by_running:
+                        continue  # a shared child a running parent builds too is its to write
                     for r in writes:
                         assert not (r.namespace == ref.namespace and r.name == ref.name
                                     and _resource_of(r.resource, ref.kind)), (

@@ -242,6 +242,28 @@ def test_observer_machine_recreates_the_shared_crd_someone_deleted() -> None:
         state.teardown()
 
 
+def test_observer_machine_a_paused_parents_shared_crd_is_written_by_another_parent() -> None:
+    # the soak found it (session 14): a second Observer joining the shared Thanos CRD writes it
+    # (its name in the optk.dev/shared-by record) while the first one is paused. The machine
+    # took that for a write of the paused parent's child; a shared child that a parent not
+    # paused builds too is that parent's to write
+    state = observer_machine()()
+    thanos = {"apiVersion": OBSERVER_API_VERSION, "kind": OBSERVER_KIND,
+              "spec": {"thanos": {"query": {"replicas": 1}}}}
+    try:
+        p0 = state.create_parent(parent={"apiVersion": OBSERVER_API_VERSION,
+                                         "kind": OBSERVER_KIND, "spec": {}})
+        state.converged()
+        state.server_fault(fault="error-500", name=p0, parent=thanos)
+        state.converged()
+        state.set_paused(name=p0, paused=True)
+        state.converged()
+        state.create_parent(parent=thanos)
+        state.converged()
+    finally:
+        state.teardown()
+
+
 def test_observer_machine_deletes_a_parent_whose_dependent_child_a_policy_keeps() -> None:
     # the soak found it (issue 38): a child marked optk.dev/policy: ignore, on which other
     # children's teardown waited (DependentsNotGone): the deleted Observer's cleanup finalizer
