@@ -271,11 +271,14 @@ def operator_machine(
         def _immutable(self, ref: _Any, reconciled: _abc.Mapping[str, _Any]) -> bool:
             """Whether ``ref`` is an object the machine handed over whose change the server
             refuses (an immutable field differs from the build) and the parent says so
-            (``Reconciled`` False, ``ImmutableFieldChanged``, naming it): the operator may
-            not recreate it, and that refusal, not a repair, is what is true."""
-            return (_key(ref) in self.handed
-                    and reconciled.get("reason") == "ImmutableFieldChanged"
-                    and f"{ref}:" in str(reconciled.get("message") or ""))
+            (``Reconciled`` False, ``ImmutableFieldChanged`` naming it, or ``ChildrenFailed``
+            among other failures, a missing input's, say): the operator may not recreate it,
+            and that refusal, not a repair, is what is true."""
+            message = str(reconciled.get("message") or "")
+            return (_key(ref) in self.handed and f"{ref}:" in message
+                    and (reconciled.get("reason") == "ImmutableFieldChanged"
+                         or (reconciled.get("reason") == "ChildrenFailed"
+                             and f"{ref}: the change of " in message)))
 
         def _declared(self, parent: _Any) -> _Any:
             return self._owner(parent).reconciler.declared(parent)
@@ -1068,9 +1071,13 @@ def operator_machine(
                     assert drifted.get("status") == "True", (
                         f"parent {name}: its observed child {observed[0]} differs from its "
                         f"build but Drifted is {_said(drifted)}, not True")
+                refused = any(self._immutable(c.ref, reconciled) for c in declared.children)
                 if any(_waits_on_input(f.error) for f in declared.failures):
+                    # beside a refused change of a handed-over child: two failures, said
+                    # together (ChildrenFailed, naming both)
                     assert (reconciled.get("status"), reconciled.get("reason")) in (
-                        ("False", "InputMissing"), ("False", "InputForbidden")), (
+                        ("False", "InputMissing"), ("False", "InputForbidden"),
+                        *((("False", "ChildrenFailed"),) if refused else ())), (
                         f"parent {name}: a builder waits on an input but Reconciled is "
                         f"{_said(reconciled)}, not False/InputMissing")
                     continue
@@ -1080,7 +1087,7 @@ def operator_machine(
                     assert ready.get("status") != "True", (
                         f"parent {name}: Ready while children wait for their dependencies")
                     continue  # children wait in dependency order (checked as children)
-                if any(self._immutable(c.ref, reconciled) for c in declared.children):
+                if refused:
                     assert ready.get("status") != "True", (
                         f"parent {name}: Ready while a child's immutable field differs")
                     continue

@@ -330,6 +330,23 @@ def test_a_handed_over_object_whose_immutable_field_differs_says_so(machine: Any
         state.teardown()
 
 
+def test_a_handed_over_object_whose_immutable_field_differs_beside_a_missing_input() -> None:
+    # the soak found it (session 14): the same refusal beside another failure (an input that
+    # does not exist) is said as ChildrenFailed, naming both; the machine took only
+    # ImmutableFieldChanged for it and reported the StatefulSet as differing from its build
+    state = thanos_machine()()
+    try:
+        state.create_parent_over_foreign(parent={**SSA_PARENT, "spec": {
+            "image": "quay.io/thanos/thanos:v0.34.1", "serviceMonitors": False,
+            "objectStorageSecret": "a",
+            "rule": {"replicas": 1, "logLevel": "info", "storage": "10Gi"}}}, which=0)
+        state.converged()
+        state.release_foreign(hand_over=True, which=0)
+        state.converged()
+    finally:
+        state.teardown()
+
+
 def test_observer_machine_deletes_a_handed_over_object_at_an_absent_childs_place() -> None:
     # the soak found it (issue 38): a foreign CRD at an Observer's CRD place, the Observer's
     # Thanos switched off (the CRD declared ABSENT: the foreign one left alone), then the CRD
