@@ -156,6 +156,18 @@ def child_policy(live: Mapping[str, Any] | None) -> ChildPolicy:
 
 
 _NEVER_DELETED = frozenset({ChildPolicy.IGNORE, ChildPolicy.NO_PRUNE, ChildPolicy.OBSERVE})
+_PATCHED = frozenset({ChildPolicy.REPAIR, ChildPolicy.NO_PRUNE})
+
+
+def patch_allowed(live: Mapping[str, Any] | None) -> bool:
+    """Whether a live child's policy lets the toolkit patch it: none, or ``no-prune``. Under
+    ``ignore``, ``create-only`` and ``observe`` no patch is sent, bookkeeping included (a
+    sharded owner's shard label); nor under an unknown value (such a child fails with
+    :class:`PolicyAnnotationError` where it is written, and nothing is written to it)."""
+    try:
+        return child_policy(live) in _PATCHED
+    except PolicyAnnotationError:
+        return False
 
 
 def kept_by_policy(live: Mapping[str, Any] | None) -> bool:

@@ -25,6 +25,7 @@ import attrs
 
 from builders.names import MANAGED_BY_LABEL, OWNER_UID_LABEL
 from reconciler._base.errors import ReconcilerUsageError
+from reconciler._reconcile.policies import patch_allowed
 
 __all__ = [
     "DRAIN_LABEL",
@@ -307,19 +308,43 @@ def drain_patch() -> dict[str, Any]:
     return {"metadata": {"labels": {DRAIN_LABEL: "true"}}}
 
 
-def adopt_patch(*, shard: str, operator: str, owner_uid: str) -> list[dict[str, Any]]:
+def adopt_patch(*, shard: str, operator: str, owner_uid: str,
+                resource_version: str | None = None) -> list[dict[str, Any]]:
     """The JSON patch with which a new owner labels one child of a moved-in parent with its
     shard: it applies only while the child is still the operator's (``managed-by``) and the
-    parent's (``owner-uid``): the server refuses it (422) otherwise, so no LIST is needed to
-    find out first."""
+    parent's (``owner-uid``), and, given ``resource_version``, only while the child is as it
+    was read (a policy set since then is not overrun): the server refuses it (422, or 409 for
+    the version) otherwise."""
     def pointer(label: str) -> str:
         return "/metadata/labels/" + label.replace("~", "~0").replace("/", "~1")
 
+    version = ([{"op": "test", "path": "/metadata/resourceVersion", "value": resource_version}]
+               if resource_version is not None else [])
     return [
+        *version,
         {"op": "test", "path": pointer(MANAGED_BY_LABEL), "value": operator},
         {"op": "test", "path": pointer(OWNER_UID_LABEL), "value": owner_uid},
         {"op": "add", "path": pointer(SHARD_LABEL), "value": shard},
     ]
+
+
+def adoption(live: Mapping[str, Any], *, shard: str, operator: str,
+             owner_uid: str) -> list[dict[str, Any]] | None:
+    """The adoption patch for one live child of a moved-in parent (``adopt_patch``, tied to the
+    ``resourceVersion`` read), or None when nothing is to be written: the child is not the
+    operator's or not that parent's, it already carries ``shard``, or its ``optk.dev/policy``
+    forbids patches (``ignore``, ``create-only``, ``observe``, an unknown value: the shard
+    label is a write like any other; the new owner's reconcile reads such a child from the
+    server when it needs it)."""
+    meta = live.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    if labels.get(MANAGED_BY_LABEL) != operator or labels.get(OWNER_UID_LABEL) != owner_uid:
+        return None
+    if labels.get(SHARD_LABEL) == shard or not patch_allowed(live):
+        return None
+    version = meta.get("resourceVersion")
+    return adopt_patch(shard=shard, operator=operator, owner_uid=owner_uid,
+                       resource_version=None if version is None else str(version))
 
 
 _VIEW_FIELDS = ("name", "namespace", "uid", "labels", "resourceVersion", "deletionTimestamp")

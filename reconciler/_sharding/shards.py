@@ -36,7 +36,7 @@ import attrs
 from builders import ObjectRef
 from builders.names import MANAGED_BY_LABEL, OWNER_UID_LABEL
 from reconciler._base.clocks import Clock
-from reconciler._base.errors import ApiError, InvalidError, NotFoundError
+from reconciler._base.errors import ApiError, ConflictError, InvalidError, NotFoundError
 from reconciler._base.keys import ParentKey, meta_of
 from reconciler._base.lifecycle import Lifecycle
 from reconciler._base.metrics import OperatorMetrics
@@ -50,11 +50,10 @@ from reconciler._sharding.decisions import (
     RING_LABEL,
     SHARD_LABEL,
     Sharding,
-    adopt_patch,
+    adoption,
     lease_name,
     must_release,
     release_patch,
-    shard_of,
 )
 
 __all__ = ["ReplicaShard", "ShardLease", "Shards", "shard_selector"]
@@ -250,12 +249,13 @@ class Shards:
 
     def adopt(self, parent: KubeObject, *, write: bool = True) -> set[tuple[str, str]]:
         """Label a moved-in parent's children with this shard, so that this replica's child
-        informers see them; returns the child types. The children its builders name get one
-        JSON patch each that applies only while the child is the operator's and this parent's
-        (``adopt_patch``: no LIST first); a child already in this replica's child cache is
-        left alone. Unbuilt children of the prune kinds (which the reconcile must see to prune
-        them) are found by one LIST per prune kind by owner uid. A child left over is
-        relabelled by the parent's next reconcile (its desired state carries the label).
+        informers see them; returns the child types. Each child its (pure) builders name is read
+        (one GET) and, unless it is already this shard's, not the operator's and this parent's,
+        or its ``optk.dev/policy`` forbids patches (``adoption``), gets one JSON patch tied to
+        the version read; a child already in this replica's child cache is left alone.
+        Unbuilt children of the prune kinds (which the reconcile must see to prune them) are
+        found by one LIST per prune kind by owner uid and relabelled alike. A child left over
+        is relabelled by the parent's next reconcile (its desired state carries the label).
         ``write`` False (a paused parent: nothing of it may be written) labels nothing and only
         returns the types; its first reconcile after the pause relabels its children."""
         meta = meta_of(parent)
@@ -277,11 +277,28 @@ class Shards:
             informer = self._informers.informer(api_version, kind)
             if informer is not None and informer.cache.get(namespace or "", name) is not None:
                 return  # already labelled for this shard
-            self._client.patch(api_version, kind, name, adopt_patch(
-                shard=self.shard, operator=self._operator_name, owner_uid=owner_uid),
-                patch_type=_JSON_PATCH, namespace=namespace)
-        except (NotFoundError, InvalidError):
-            return  # missing (the reconcile creates it) or not this parent's: not adopted
+            live = self._client.get(api_version, kind, name, namespace=namespace)
+        except NotFoundError:
+            return  # missing: the reconcile creates it
+        except ApiError as error:
+            _log.warning("adopting %s %s/%s failed: %s", kind, namespace, name, error)
+            return
+        self._adopt_live(live, owner_uid)
+
+    def _adopt_live(self, live: KubeObject, owner_uid: str) -> None:
+        """Relabel one child read from the server, if ``adoption`` says to."""
+        meta = meta_of(live)
+        api_version, kind = str(live.get("apiVersion")), str(live.get("kind"))
+        name, namespace = str(meta.get("name")), meta.get("namespace")
+        patch = adoption(live, shard=self.shard, operator=self._operator_name,
+                         owner_uid=owner_uid)
+        if patch is None:
+            return  # not ours, already ours, or its policy forbids the write
+        try:
+            self._client.patch(api_version, kind, name, patch, patch_type=_JSON_PATCH,
+                               namespace=namespace)
+        except (NotFoundError, InvalidError, ConflictError):
+            return  # gone, or changed since the read: the parent's reconcile decides
         except ApiError as error:
             _log.warning("adopting %s %s/%s failed: %s", kind, namespace, name, error)
             return
@@ -301,10 +318,10 @@ class Shards:
                          meta.get("namespace"), meta.get("name"), kind, error)
             return
         for child in body.get("items") or ():
-            child_meta = child.get("metadata") or {}
-            if shard_of(child) != self.shard and child_meta.get("name") not in named:
-                self._adopt_one(api_version, kind, str(child_meta.get("name")),
-                                child_meta.get("namespace"), str(meta.get("uid")))
+            if (child.get("metadata") or {}).get("name") not in named:
+                # a list's items carry no type: the list's own
+                self._adopt_live({**child, "apiVersion": api_version, "kind": kind},
+                                 str(meta.get("uid")))
 
     # --- lifecycle ---------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from reconciler._sharding.decisions import (
     SHARD_LABEL,
     Decision,
     adopt_patch,
+    adoption,
     decide,
     live_shards,
     metadata_view,
@@ -101,6 +102,10 @@ def apply_json_patch(obj: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str
     test fails (the server's 422)."""
     labels = dict(obj["metadata"].get("labels") or {})
     for op in ops:
+        if op["path"] == "/metadata/resourceVersion":
+            if obj["metadata"].get("resourceVersion") != op["value"]:
+                return None
+            continue
         key = op["path"].removeprefix("/metadata/labels/").replace("~1", "/").replace("~0", "~")
         if op["op"] == "test" and labels.get(key) != op["value"]:
             return None
@@ -122,6 +127,32 @@ def test_adoption_relabels_only_the_operators_child_of_that_parent() -> None:
     assert apply_json_patch(ours, adopt_patch(shard="new", operator="op", owner_uid="u2")) is None
     foreign = {"metadata": {"name": "p-cfg", "labels": {OWNER_UID_LABEL: "u1"}}}
     assert apply_json_patch(foreign, ops) is None
+
+
+@pytest.mark.parametrize("policy", [None, "no-prune", "ignore", "observe", "create-only",
+                                    "bogus"])
+def test_adoption_reads_the_child_and_respects_its_policy(policy: str | None) -> None:
+    """An adoption is a patch like any other: a child whose ``optk.dev/policy`` forbids
+    patches (or names no policy the toolkit knows) is not relabelled; one already this shard's,
+    another operator's or another parent's neither; the patch holds only for the version
+    read."""
+    annotations = {} if policy is None else {"optk.dev/policy": policy}
+    live = {"metadata": {"name": "p-cfg", "resourceVersion": "7", "annotations": annotations,
+                         "labels": {MANAGED_BY_LABEL: "op", OWNER_UID_LABEL: "u1",
+                                    SHARD_LABEL: "old"}}}
+    ops = adoption(live, shard="new", operator="op", owner_uid="u1")
+    if policy not in (None, "no-prune"):
+        assert ops is None
+        return
+    assert ops is not None
+    adopted = apply_json_patch(live, ops)
+    assert adopted is not None
+    assert adopted["metadata"]["labels"][SHARD_LABEL] == "new"
+    newer = {**live, "metadata": {**live["metadata"], "resourceVersion": "8"}}
+    assert apply_json_patch(newer, ops) is None  # changed since the read: refused
+    assert adoption(adopted, shard="new", operator="op", owner_uid="u1") is None
+    assert adoption(live, shard="new", operator="op", owner_uid="u2") is None
+    assert adoption(live, shard="new", operator="other", owner_uid="u1") is None
 
 
 def test_the_assigners_view_of_a_parent_keeps_only_what_it_decides_on() -> None:

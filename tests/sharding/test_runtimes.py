@@ -312,3 +312,48 @@ def test_a_paused_parent_moved_in_has_no_child_relabelled_until_unpaused(
                  {"metadata": {"annotations": {PAUSED_ANNOTATION: None}}},
                  patch_type="application/merge-patch+json", namespace=ns)
     assert wait_until(lambda: converged(client, ns, live={"b"}), 20)
+
+
+@pytest.mark.both_servers
+@pytest.mark.parametrize("policy", ["ignore", "observe", "create-only"])
+def test_a_child_whose_policy_forbids_patches_is_not_relabelled_by_its_new_owner(
+    kube_api: Any, kube_namespace: str, shard_client: KubernetesClient,
+    replicas: dict[str, OperatorRuntime], policy: str,
+) -> None:
+    """``optk.dev/policy: ignore`` (``observe``, ``create-only``) forbids every patch of the
+    child, the shard label of an adoption included: the new owner of a moved-in parent reads
+    the child first and leaves it as it is (found by the sharded operator machine's soak: an
+    ignored Deployment was relabelled after a restart moved its parent), and its reconciles
+    after the move write nothing to it either; the parent's other child is adopted."""
+    from reconciler._reconcile.policies import POLICY_ANNOTATION
+
+    ns, client = kube_namespace, shard_client
+    replicas["a"] = start_replica(kube_api, ns, "a", replicas_hint=1)
+    for name in ("kept", "other"):
+        client.create(item(ns, name))
+    assert wait_until(lambda: converged(client, ns, live={"a"}), 20)
+
+    def child() -> dict[str, Any]:
+        return client.get("v1", "ConfigMap", "kept-cfg", namespace=ns)
+
+    client.patch("v1", "ConfigMap", "kept-cfg",
+                 {"metadata": {"annotations": {POLICY_ANNOTATION: policy}}},
+                 patch_type="application/merge-patch+json", namespace=ns)
+    version = child()["metadata"]["resourceVersion"]
+    replicas.pop("a").stop(0.0, release_lease=False)  # a crash: the Leases expire
+    replicas["b"] = start_replica(kube_api, ns, "b", replicas_hint=1)
+    assert wait_until(lambda: set(owners(client, ns).values()) == {"b"}, 6 * LEASE)
+    assert wait_until(lambda: shard_of(client.get(
+        "v1", "ConfigMap", "other-cfg", namespace=ns)) == "b", 10)
+    shards = replicas["b"].shards
+    assert shards is not None
+    assert wait_until(lambda: shards.adopted == 1, 5), shards.adopted
+    # a change of the parent: the new owner reconciles it, and still leaves the child alone
+    client.patch(API_VERSION, "Item", "kept", {"spec": {"value": "2"}},
+                 patch_type="application/merge-patch+json", namespace=ns)
+    assert wait_until(lambda: (client.get(API_VERSION, "Item", "kept", namespace=ns).get(
+        "status") or {}).get("observedGeneration") == 2, 20)
+    time.sleep(0.5)  # room for a write to land, were one sent
+    assert child()["metadata"]["resourceVersion"] == version  # no write landed
+    assert shard_of(child()) == "a"
+    assert child_value(client, ns, "kept") == "1"

@@ -50,12 +50,22 @@ def soak(seconds: float, only: list[str] | None = None,
             try:
                 run_state_machine_as_test(machine, settings=SOAK)
             except Exception as failure:  # any error a machine meets is a failure
-                notes = "\n".join(getattr(failure, "__notes__", ()))  # the shrunk steps
-                entry["failures"].append(f"{type(failure).__name__}: {failure}\n{notes}")
+                entry["failures"].append(_described(failure))
             _counted(report, classes, started)
             if progress is not None:
                 progress(report)  # written after every round: a crash loses nothing
     return report
+
+
+def _described(failure: BaseException) -> str:
+    """A failure with Hypothesis' shrunk steps (its notes) and, for a group (a
+    ``FlakyFailure``: the first run failed, the replay did not), each failure inside it: the
+    check that failed the first time is what a reader needs."""
+    notes = "\n".join(getattr(failure, "__notes__", ()))
+    text = f"{type(failure).__name__}: {failure}\n{notes}"
+    for inner in getattr(failure, "exceptions", ()):
+        text += f"\n--- within it: {_described(inner)}"
+    return text
 
 
 def _counted(report: dict[str, Any], classes: dict[str, Any], started: float) -> None:
