@@ -118,6 +118,24 @@ def test_thanos_machine_sharded_keeps_the_gates_in_steps() -> None:
         state.teardown()
 
 
+def test_thanos_machine_sharded_leaves_an_ignored_child_alone_when_its_parent_moves() -> None:
+    # the sharded soak found it (session 15): a restart moved a parent to the other replica,
+    # whose adoption relabelled its child marked optk.dev/policy: ignore with its shard; now
+    # the new owner reads each child first and leaves one whose policy forbids patches alone
+    state = thanos_sharded_machine()()
+    try:
+        p0 = state.create_parent(parent=SSA_PARENT)
+        state.converged()
+        for which in range(3):
+            state.set_policy(name=p0, which=which, policy="ignore")
+            state.converged()
+        for _ in range(2):
+            state.restart_operator()
+            state.converged()
+    finally:
+        state.teardown()
+
+
 def test_thanos_machine_sharded_wakes_a_parent_when_the_foreign_object_goes() -> None:
     # the machine found it (issue 38): the foreign object lacks the shard label its replica's
     # child informers select, so the parent skipping it slept until its next reconcile; now its
