@@ -308,7 +308,8 @@ class ResourceReconciler:
         adopt: bool | None = None,
     ) -> ChildPlan:
         """The plan ``reconcile_resource`` would execute first, without executing it (reads
-        only: the live object unless given, and a custom kind's CRD schema once)."""
+        only: the live object unless given, and a custom kind's CRD schema once). A look
+        changes no state: the contention detector records no round of a contest for it."""
         desired, ref = _checked(obj, state)
         if live is _UNKNOWN:
             live = self.reader.get(ref.api_version, ref.kind, ref.name, namespace=ref.namespace)
