@@ -425,9 +425,14 @@ def validate_service(obj: Mapping[str, Any]) -> list[Cause]:
 
 
 def validate_service_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
-    """``spec.clusterIPs`` may not change once set (moving to or from headless included)."""
+    """``spec.clusterIPs`` must start with ``spec.clusterIP``, and may not change once set
+    (moving to or from headless included)."""
     old_ips = (old.get("spec") or {}).get("clusterIPs") or []
     new_ips = (new.get("spec") or {}).get("clusterIPs") or []
+    new_ip = (new.get("spec") or {}).get("clusterIP")
+    if new_ips and new_ip and new_ip != new_ips[0]:
+        return [invalid("spec.clusterIPs", go_string_list(new_ips),
+                        "first value must match `clusterIP`")]
     if old_ips and new_ips and old_ips[0] != new_ips[0]:
         return [invalid("spec.clusterIPs[0]", go_string_list(new_ips), "may not change once set")]
     return []

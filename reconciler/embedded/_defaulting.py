@@ -764,9 +764,21 @@ def _needs_node_ports(spec: Mapping[str, Any]) -> bool:
     )
 
 
+def _normalize_cluster_ips(old_spec: Mapping[str, Any], new_spec: dict[str, Any]) -> None:
+    """``normalizeClusterIPs`` of an update: a client that changed only ``clusterIP`` (the
+    singular field of older clients) changed ``clusterIPs`` with it, so that validation sees the
+    change (moving to or from headless included) and refuses it."""
+    old_ip, new_ip = old_spec.get("clusterIP") or "", new_spec.get("clusterIP") or ""
+    if old_ip == new_ip or not new_ip:
+        return
+    if (old_spec.get("clusterIPs") or []) == (new_spec.get("clusterIPs") or []):
+        new_spec["clusterIPs"] = [new_ip]
+
+
 def keep_allocated_service_values(old: Mapping[str, Any], new: dict[str, Any]) -> None:
     """An update that leaves out ``clusterIP``/``clusterIPs`` or a port's ``nodePort`` keeps
-    the allocated values (node ports matched by port name), as ``patchAllocatedValues`` does;
+    the allocated values (node ports matched by port name), as ``patchAllocatedValues`` does
+    (then ``clusterIPs`` follows a changed ``clusterIP``, as ``normalizeClusterIPs`` does);
     a type change that no longer uses them clears the ones left as they were, as
     ``dropTypeDependentFields`` does (the values are not returned to the pools)."""
     old_spec = old.get("spec") or {}
@@ -775,10 +787,11 @@ def keep_allocated_service_values(old: Mapping[str, Any], new: dict[str, Any]) -
         if new_spec.get("clusterIPs") in (None, old_spec.get("clusterIPs")):
             for key in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"):
                 new_spec.pop(key, None)
-    elif not new_spec.get("clusterIP") and not new_spec.get("clusterIPs"):
+    else:  # each one left out keeps its allocated value (a client may send only the other)
         for key in ("clusterIP", "clusterIPs"):
-            if key in old_spec:
+            if not new_spec.get(key) and key in old_spec:
                 new_spec[key] = copy.deepcopy(old_spec[key])
+        _normalize_cluster_ips(old_spec, new_spec)
     old_ports = {p.get("name", ""): p.get("nodePort") for p in _items(old_spec, "ports")}
     if _needs_node_ports(old_spec) and not _needs_node_ports(new_spec):
         for port in _items(new_spec, "ports"):
