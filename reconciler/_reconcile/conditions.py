@@ -190,12 +190,24 @@ def parent_conditions(
     ``Reconciled`` says whether every child was applied: a child skipped because it is not ours
     was not (reason ``ChildrenSkipped``, the message says what the user can do). ``Ready``
     additionally needs nothing pending: no child waiting for a deletion to finish (reason
-    ``ChildrenPending``). Messages list the per-child errors and reasons. ``Reconciling`` and
-    ``Stalled`` make the status kstatus-readable (``with_progress``).
+    ``ChildrenPending``). Messages list the per-child errors and reasons. The reason is the
+    first there is of a failure, a wait on dependencies, a skip; the message also lists the
+    later ones (a child failed and another waits: both are said, so that fixing one does not
+    reveal the other only then). ``Reconciling`` and ``Stalled`` make the status
+    kstatus-readable (``with_progress``).
     """
+    skipped = [r for r in pending if r.requeue_after is None]
+    skipped_text = "; ".join(f"{r.ref}: {r.reason}" for r in skipped)
     if errors:
+        # what else keeps the parent from ready is said too: fixing the failure alone would
+        # not make it ready (found by the server-side-apply machine's soak, session 15)
         listed = "; ".join(described(e) for e in errors)
         message = f"{len(errors)} of {children} children failed: {listed}"
+        if waiting:
+            message += f"; {waiting_message(waiting)}"
+        if skipped:
+            message += (f"; {len(skipped)} of {children} children skipped, not ours: "
+                        f"{skipped_text}")
         reason = failure_reason(errors)
         return with_progress([
             _condition("Reconciled", False, reason=reason, message=message,
@@ -205,14 +217,15 @@ def parent_conditions(
         ], generation=generation, permanent=all(e.permanent for e in errors))
     if waiting:  # children held back by their dependencies (reconciler._reconcile.ordering)
         message = waiting_message(waiting)
+        if skipped:
+            message += (f"; {len(skipped)} of {children} children skipped, not ours: "
+                        f"{skipped_text}. {_SKIPPED_HINT}")
         return with_progress([
             _condition(type_, False, reason=waiting[0].reason, message=message,
                        generation=generation) for type_ in ("Reconciled", "Ready")
         ], generation=generation, permanent=False)
-    skipped = [r for r in pending if r.requeue_after is None]
     if skipped:
-        message = "; ".join(f"{r.ref}: {r.reason}" for r in skipped)
-        message = (f"{len(skipped)} of {children} children skipped, not ours: {message}. "
+        message = (f"{len(skipped)} of {children} children skipped, not ours: {skipped_text}. "
                    f"{_SKIPPED_HINT}")
         reconciled = _condition("Reconciled", False, reason="ChildrenSkipped", message=message,
                                 generation=generation)

@@ -956,8 +956,8 @@ def operator_machine(
                 assert declared.build_error is None, f"parent {name}: build failed {declared}"
                 assert not failed, f"parent {name}: builders failed {declared}"
                 reconciled = _conditions(live).get("Reconciled") or {}
-                gated = str(reconciled.get("message") or "") if reconciled.get(
-                    "reason") in _GATED else ""
+                # the waits are said whatever the reason: a failure beside them comes first
+                gated = str(reconciled.get("message") or "")
                 for child in declared.children:
                     ref = child.ref
                     if _key(ref) in self.foreign or _waits_for_gate(ref, gated):

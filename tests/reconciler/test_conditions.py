@@ -46,6 +46,39 @@ def test_all_applied_is_reconciled_and_ready_with_observed_generation() -> None:
     assert {c["observedGeneration"] for c in conds.values()} == {4}
 
 
+def test_a_failure_beside_waiting_and_skipped_children_says_all_three() -> None:
+    """The reason is the failure's; the message also names the children that wait on their
+    dependencies and the ones skipped, so that fixing the failure does not reveal them only
+    then (found by the server-side-apply machine's soak, session 15: a handed-over
+    StatefulSet's refused change hid a query frontend waiting for a query that builds
+    nothing, and the skipped child hid nothing less)."""
+    from reconciler._reconcile.waits import Wait
+
+    wait = Wait(ref=ref("front", kind="Deployment"), reason="DependencyNotBuilt",
+                message="Deployment ns/front (component 'front') waits for component 'query', "
+                        "which builds nothing")
+    skipped = result("theirs", Action.SKIPPED, reason="not managed by the toolkit")
+    failing = [ChildError(ref=ref("rule", kind="StatefulSet"), message="immutable",
+                          error=RuntimeError())]
+    conds = by_type(parent_conditions(generation=2, errors=failing, pending=[skipped],
+                                      waiting=[wait], children=4))
+    message = conds["Reconciled"]["message"]
+    assert conds["Reconciled"]["reason"] == conds["Ready"]["reason"] == "ChildrenFailed"
+    assert message.startswith("1 of 4 children failed: StatefulSet.v1 ns/rule: immutable; ")
+    assert "1 waiting: Deployment ns/front (component 'front') waits for" in message
+    assert message.endswith("1 of 4 children skipped, not ours: ConfigMap.v1 ns/theirs: "
+                            "not managed by the toolkit")
+    assert conds["Ready"]["message"] == message
+    # a wait beside a skip: the wait's reason, both said (the skip with what to do)
+    conds = by_type(parent_conditions(generation=2, errors=[], pending=[skipped],
+                                      waiting=[wait], children=4))
+    assert conds["Reconciled"]["reason"] == "DependencyNotBuilt"
+    assert conds["Reconciled"]["message"].startswith("1 waiting: Deployment ns/front ")
+    assert "; 1 of 4 children skipped, not ours: ConfigMap.v1 ns/theirs: " in conds[
+        "Reconciled"]["message"]
+    assert "delete the object to have it created" in conds["Reconciled"]["message"]
+
+
 def test_pending_and_skipped_children_keep_the_parent_not_ready() -> None:
     waiting = result("a", Action.SKIPPED, requeue_after=2.0, reason="being deleted")
     skipped = result("b", Action.SKIPPED, reason="not ours")

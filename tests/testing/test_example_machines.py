@@ -244,6 +244,30 @@ def test_a_contested_child_beside_a_missing_input_is_repaired_and_the_contest_en
         state.teardown()
 
 
+def test_a_refused_handover_beside_a_child_waiting_on_a_dependency_says_both() -> None:
+    # the server-side-apply soak found it (session 15): a foreign StatefulSet at the ruler's
+    # place, handed over, and its change refused (immutable); the query frontend waits for a
+    # query that builds nothing. Reconciled said only the refusal (ImmutableFieldChanged), so
+    # the frontend seemed missing for no reason; the message now names the waits too
+    state = thanos_ssa_machine()()
+    try:
+        p0 = state.create_parent_over_foreign(parent={**SSA_PARENT, "spec": {
+            "image": "0:000", "serviceMonitors": False,
+            "queryFrontend": {"replicas": 0, "logLevel": "debug"},
+            "storeGateway": {"replicas": 1, "logLevel": "info", "storage": "10Gi"},
+            "rule": {"replicas": 1, "logLevel": "info", "storage": "10Gi"}}}, which=4)
+        state.converged()
+        assert [key[1:] for key in state.foreign] == [("StatefulSet", "machine", "p0-rule")]
+        state.release_foreign(hand_over=True, which=0)
+        state.converged()
+        reconciled = {c["type"]: c for c in state._get_parent(p0)["status"]["conditions"]}[
+            "Reconciled"]
+        assert reconciled["reason"] == "ImmutableFieldChanged"
+        assert "waits for component 'query'" in reconciled["message"]
+    finally:
+        state.teardown()
+
+
 def test_observer_machine_recreates_the_shared_crd_someone_deleted() -> None:
     # the soak found it (issue 38): the shared Thanos CRD names no owner, so its deletion
     # woke no Observer and it stayed missing until the resync
