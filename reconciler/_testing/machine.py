@@ -19,6 +19,7 @@ import base64
 import collections
 import contextlib
 import copy
+import inspect
 import itertools
 import math
 import time
@@ -70,6 +71,9 @@ from reconciler._testing.workloads import _WORKLOADS
 from reconciler._testing.workloads import make_workloads_available as _make_workloads_available
 
 __all__ = ["operator_machine"]
+
+_SCRIPT_STEPS = 100
+"""The steps a failure's script shows at most (the last ones)."""
 
 
 def operator_machine(
@@ -158,7 +162,9 @@ def operator_machine(
     an annotation of a parent or child.
     A failure shows Hypothesis' shrunk steps as a script (``p0 = state.create_parent(...)``)
     and the failed check's message ends with the server's request log of the step (its last
-    ``request_log_lines`` requests) and the parents' conditions. The class's ``stats`` (a
+    ``request_log_lines`` requests), the parents' conditions and the example's steps as run
+    (a script too, the last 100 steps: what a failure Hypothesis cannot replay, a
+    ``FlakyFailure``, still shows). The class's ``stats`` (a
     ``Counter``) counts each rule run and each quiet point checked (``checks``) over all its
     runs (and ``fights``: contests in which the second writer changed the child; ``policy
     ignore``, ...: policies set). Needs the ``testing`` and ``embedded`` extras."""
@@ -192,6 +198,7 @@ def operator_machine(
             client.user_agent = _MACHINE_AGENT  # its requests are not the operator's
             self.client: _Any = _Tracked(client)
             self.server.enable_request_log()
+            self.steps: list[str] = []  # this example's steps as run, for a failure's script
             with contextlib.suppress(_AlreadyExistsError):
                 self.client.create({"apiVersion": "v1", "kind": "Namespace",
                                     "metadata": {"name": namespace}})
@@ -408,8 +415,9 @@ def operator_machine(
         if create_parents:
             @rule(target=parent_names, parent=parents)
             def create_parent(self, parent: _Any) -> str:
-                self.stats["create_parent"] += 1
+                self._did("create_parent", locals())
                 name, obj = self._create(parent)
+                self.steps[-1] = f"{name} = {self.steps[-1]}"
                 self.client.create(obj)
                 self.live[name] = obj
                 return name
@@ -417,8 +425,9 @@ def operator_machine(
         if foreign_objects:
             @rule(target=parent_names, parent=parents, which=st.integers(0, 20))
             def create_parent_over_foreign(self, parent: _Any, which: int) -> str:
-                self.stats["create_parent_over_foreign"] += 1
+                self._did("create_parent_over_foreign", locals())
                 name, obj = self._create(parent)
+                self.steps[-1] = f"{name} = {self.steps[-1]}"
                 planned = copy.deepcopy(obj)  # declared before it exists: a stand-in uid
                 planned["metadata"]["uid"] = "00000000-0000-0000-0000-000000000000"
                 present = [c for c in self._declared(planned).children
@@ -449,7 +458,7 @@ def operator_machine(
 
             @rule(which=st.integers(0, 20), hand_over=st.booleans())
             def release_foreign(self, which: int, hand_over: bool) -> None:
-                self.stats["release_foreign"] += 1
+                self._did("release_foreign", locals())
                 if not self.foreign:
                     return
                 key = sorted(self.foreign, key=repr)[which % len(self.foreign)]
@@ -468,14 +477,14 @@ def operator_machine(
         if change_spec:
             @rule(name=parent_names, parent=parents)
             def change_parent_spec(self, name: str, parent: _Any) -> None:
-                self.stats["change_parent_spec"] += 1
+                self._did("change_parent_spec", locals())
                 self._change_spec(name, parent)
 
         if inputs and operator.inputs is not None:
             @rule(name=parent_names, which=st.integers(0, 20),
                   value=st.sampled_from(["input-value-one", "input-value-two", None]))
             def set_input(self, name: str, which: int, value: str | None) -> None:
-                self.stats["set_input"] += 1
+                self._did("set_input", locals())
                 live = self._get_parent(name)
                 if live is None:
                     return
@@ -506,7 +515,7 @@ def operator_machine(
             @rule(name=parent_names, label=st.sampled_from(["a", "b", None]),
                   note=st.sampled_from(["x", "y", None]))
             def relabel_parent(self, name: str, label: str | None, note: str | None) -> None:
-                self.stats["relabel_parent"] += 1
+                self._did("relabel_parent", locals())
                 if self._get_parent(name) is None:
                     return
                 api_version, kind = self._api_version_kind()
@@ -519,7 +528,7 @@ def operator_machine(
         if delete_parents:
             @rule(name=parent_names)
             def delete_parent(self, name: str) -> None:
-                self.stats["delete_parent"] += 1
+                self._did("delete_parent", locals())
                 live = self._get_parent(name)
                 if live is None or name in self.deleted:
                     return
@@ -534,7 +543,7 @@ def operator_machine(
         if delete_children:
             @rule(name=parent_names, which=st.integers(0, 20))
             def delete_child(self, name: str, which: int) -> None:
-                self.stats["delete_child"] += 1
+                self._did("delete_child", locals())
                 children = self._children(name)
                 if not children:
                     return
@@ -547,7 +556,7 @@ def operator_machine(
         if edit_children:
             @rule(name=parent_names, which=st.integers(0, 20), field=st.integers(0, 50))
             def drift_child(self, name: str, which: int, field: int) -> None:
-                self.stats["drift_child"] += 1
+                self._did("drift_child", locals())
                 present = self._children(name, present=True)
                 if not present:
                     return
@@ -563,7 +572,7 @@ def operator_machine(
         if scale_children:
             @rule(name=parent_names, which=st.integers(0, 20), replicas=st.integers(0, 5))
             def scale_child(self, name: str, which: int, replicas: int) -> None:
-                self.stats["scale_child"] += 1
+                self._did("scale_child", locals())
                 workloads = [c for c in self._children(name, present=True)
                              if (c.ref.api_version, c.ref.kind) in _WORKLOADS]
                 if not workloads:
@@ -578,7 +587,7 @@ def operator_machine(
         if pause:
             @rule(name=parent_names, paused=st.booleans())
             def set_paused(self, name: str, paused: bool) -> None:
-                self.stats["set_paused"] += 1
+                self._did("set_paused", locals())
                 if self._get_parent(name) is None:
                     return
                 value = "true" if paused else None
@@ -595,7 +604,7 @@ def operator_machine(
         if restart:
             @rule()
             def restart_operator(self) -> None:
-                self.stats["restart_operator"] += 1
+                self._did("restart_operator", locals())
                 for index, runtime in enumerate(self.runtimes):
                     assert runtime.stop(10), "the operator did not stop cleanly"
                     self.runtimes[index] = self._start(index)
@@ -605,7 +614,7 @@ def operator_machine(
         if crash:
             @rule(name=parent_names, parent=parents)
             def crash_operator(self, name: str, parent: _Any) -> None:
-                self.stats["crash_operator"] += 1
+                self._did("crash_operator", locals())
                 self._change_spec(name, parent)
                 # no clean stop: in-flight reconciles are not waited for, the Lease not released
                 self.runtime.stop(0, release_lease=False)
@@ -616,7 +625,7 @@ def operator_machine(
         if make_available:
             @rule()
             def make_workloads_available(self) -> None:
-                self.stats["make_workloads_available"] += 1
+                self._did("make_workloads_available", locals())
                 _make_workloads_available(self.client, namespace)
 
 
@@ -624,7 +633,7 @@ def operator_machine(
             @rule(name=parent_names, which=st.integers(0, 20), field=st.integers(0, 50),
                   writer=st.sampled_from(("patch", "update")))
             def contend_child(self, name: str, which: int, field: int, writer: str) -> None:
-                self.stats["contend_child"] += 1
+                self._did("contend_child", locals())
                 present = [c for c in self._children(name, present=True)
                            if _key(c.ref) not in self.policies]
                 if not present or name in self.paused:
@@ -634,6 +643,9 @@ def operator_machine(
                 obj = self._get(child.ref)
                 if not paths or obj is None:
                     return
+                reconciled = _conditions(self._get_parent(name) or {}).get("Reconciled") or {}
+                if _waits_for_gate(child.ref, str(reconciled.get("message") or "")):
+                    return  # held back by its dependencies (one handed over): not written now
                 path = paths[field % len(paths)]
                 built = _get_path(child.obj, path)
                 if _get_path(obj, path) != built:
@@ -648,7 +660,7 @@ def operator_machine(
             @rule(name=parent_names, which=st.integers(0, 20),
                   policy=st.sampled_from((*_POLICIES, None)))
             def set_policy(self, name: str, which: int, policy: str | None) -> None:
-                self.stats["set_policy"] += 1
+                self._did("set_policy", locals())
                 children = self._children(name)
                 if not children or name in self.paused:
                     return
@@ -669,7 +681,7 @@ def operator_machine(
         if faults:
             @rule(name=parent_names, parent=parents, fault=st.sampled_from(_FAULTS))
             def server_fault(self, name: str, parent: _Any, fault: str) -> None:
-                self.stats["server_fault"] += 1
+                self._did("server_fault", locals())
                 if not self._change_spec(name, parent):
                     return
                 injected = {"error-500": Faults(error_rate=0.5, seed=next(self.names)),
@@ -681,7 +693,7 @@ def operator_machine(
         if webhooks:
             @rule(name=parent_names, which=st.integers(0, 20), ignore=st.booleans())
             def hang_webhook(self, name: str, which: int, ignore: bool) -> None:
-                self.stats["hang_webhook"] += 1
+                self._did("hang_webhook", locals())
                 present = [c for c in self._children(name, present=True)
                            if _key(c.ref) not in self.policies]
                 if not present or name in self.paused:
@@ -737,6 +749,28 @@ def operator_machine(
             self.mark = self.next_mark  # a write after the checks began counts in the next step
             self.stats["checks"] += 1
 
+        def _did(self, action: str, arguments: dict[str, _Any]) -> None:
+            """Count a rule's run and keep it as a line of this example's script (the
+            arguments as the rule got them, a parent by its name): a failure prints the steps
+            as run even when Hypothesis cannot replay or shrink it (a ``FlakyFailure``)."""
+            self.stats[action] += 1
+            # locals() of a rule holds its closure's names too: keep its parameters
+            parameters = inspect.signature(getattr(type(self), action)).parameters
+            shown = ", ".join(f"{key}={value!r}" for key, value in sorted(arguments.items())
+                              if key in parameters and key != "self")
+            self.steps.append(f"state.{action}({shown})")
+
+        def _script(self) -> str:
+            """This example's steps as a script to run (``converged()`` after each, as the
+            invariant runs), the last ``_SCRIPT_STEPS`` of them."""
+            shown = self.steps[-_SCRIPT_STEPS:]
+            lines = [f"this example's steps as run ({len(self.steps)}, the last {len(shown)}; "
+                     "Hypothesis' shrunk script, when it has one, is shorter):",
+                     f"state = {type(self).__name__}()", "state.converged()"]
+            for step in shown:
+                lines += [step, "state.converged()"]
+            return "\n".join([*lines, "state.teardown()"])
+
         def _request_log(self) -> str:
             log = self.server.request_log()[self.mark:]
             shown = log[-request_log_lines:]
@@ -750,7 +784,7 @@ def operator_machine(
                     said = [f"{t}={_said(c)}" for t, c in _conditions(self._get_parent(name))
                             .items()]
                     lines.append(f"parent {name}'s conditions: " + "; ".join(said))
-            return "\n".join(lines)
+            return "\n".join([*lines, self._script()])
 
         def _caught_up(self) -> None:
             """Wait (at most 2 s) until the operator's informers hold what the server holds of

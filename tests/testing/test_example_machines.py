@@ -268,6 +268,28 @@ def test_a_refused_handover_beside_a_child_waiting_on_a_dependency_says_both() -
         state.teardown()
 
 
+def test_a_handed_over_child_waiting_on_a_dependency_is_not_contested() -> None:
+    # the sharded soak found it (session 15), and one replica shows it too: a foreign query
+    # frontend Deployment handed over while the frontend waits for a query that builds nothing;
+    # the operator holds it back (no write while it waits), so a second writer's change of it
+    # is no contest the operator should win; the machine expected a repair within 30 s
+    state = thanos_machine()()
+    try:
+        p0 = state.create_parent_over_foreign(parent={**SSA_PARENT, "spec": {
+            "image": "cxn3-k9:jx2", "serviceMonitors": True,
+            "queryFrontend": {"replicas": 0, "logLevel": "debug"},
+            "rule": {"replicas": 1, "logLevel": "info", "storage": "10Gi"}}}, which=16)
+        assert [key[1:] for key in state.foreign] == [
+            ("Deployment", "machine", "p0-query-frontend")]
+        state.converged()
+        state.release_foreign(hand_over=True, which=0)
+        state.converged()
+        state.contend_child(field=40, name=p0, which=0, writer="update")
+        state.converged()
+    finally:
+        state.teardown()
+
+
 def test_observer_machine_recreates_the_shared_crd_someone_deleted() -> None:
     # the soak found it (issue 38): the shared Thanos CRD names no owner, so its deletion
     # woke no Observer and it stayed missing until the resync

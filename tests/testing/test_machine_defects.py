@@ -19,6 +19,7 @@ the operator under faults, and is caught there by other invariants)."""
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 import uuid
@@ -151,7 +152,14 @@ def _impatient_operator() -> Operator:
 
 def test_machine_catches_an_operator_that_ignores_pause() -> None:
     machine = operator_machine(_impatient_operator(), parents=THINGS, **QUIET)
-    _caught(machine, r"paused parent p\d+: the operator wrote \(patch\) its child")
+    message = _caught(machine, r"paused parent p\d+: the operator wrote \(patch\) its child")
+    # the example's steps as run come with the failure, a script to run again (what a
+    # FlakyFailure, which Hypothesis cannot replay, still shows)
+    script = message[message.index(f"state = {machine.__name__}()"):]
+    assert re.search(r"^p0 = state\.create_parent\(parent=", script, re.M), script
+    assert re.search(r"^state\.set_paused\(name='p\d+', paused=True\)$", script, re.M), script
+    with pytest.raises(AssertionError, match=r"paused parent p\d+: the operator wrote"):
+        exec(script, {machine.__name__: machine})  # the machine's own script, run again
 
 
 # -- a cleanup that never finishes ---------------------------------------------------------
