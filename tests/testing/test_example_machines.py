@@ -244,6 +244,28 @@ def test_a_contested_child_beside_a_missing_input_is_repaired_and_the_contest_en
         state.teardown()
 
 
+#: a query frontend without a query (it waits: the query builds nothing) and a ruler
+FRONTEND_WITHOUT_QUERY = {**SSA_PARENT, "spec": {
+    "image": "cxn3-k9:jx2", "serviceMonitors": True,
+    "queryFrontend": {"replicas": 0, "logLevel": "debug"},
+    "rule": {"replicas": 1, "logLevel": "info", "storage": "10Gi"}}}
+FRONTEND_WITHOUT_QUERY_GATEWAY = {**FRONTEND_WITHOUT_QUERY, "spec": {
+    **FRONTEND_WITHOUT_QUERY["spec"], "image": "0:000", "serviceMonitors": False,
+    "storeGateway": {"replicas": 1, "logLevel": "info", "storage": "10Gi"}}}
+
+
+def _handed_over(state: Any, parent: dict[str, Any], *, which: int,
+                 place: tuple[str, str, str]) -> str:
+    """A parent created over a foreign object at ``place`` (kind, namespace, name), which is
+    then handed over; the parent's name."""
+    name: str = state.create_parent_over_foreign(parent=parent, which=which)
+    assert [key[1:] for key in state.foreign] == [place]
+    state.converged()
+    state.release_foreign(hand_over=True, which=0)
+    state.converged()
+    return name
+
+
 def test_a_refused_handover_beside_a_child_waiting_on_a_dependency_says_both() -> None:
     # the server-side-apply soak found it (session 15): a foreign StatefulSet at the ruler's
     # place, handed over, and its change refused (immutable); the query frontend waits for a
@@ -251,15 +273,8 @@ def test_a_refused_handover_beside_a_child_waiting_on_a_dependency_says_both() -
     # the frontend seemed missing for no reason; the message now names the waits too
     state = thanos_ssa_machine()()
     try:
-        p0 = state.create_parent_over_foreign(parent={**SSA_PARENT, "spec": {
-            "image": "0:000", "serviceMonitors": False,
-            "queryFrontend": {"replicas": 0, "logLevel": "debug"},
-            "storeGateway": {"replicas": 1, "logLevel": "info", "storage": "10Gi"},
-            "rule": {"replicas": 1, "logLevel": "info", "storage": "10Gi"}}}, which=4)
-        state.converged()
-        assert [key[1:] for key in state.foreign] == [("StatefulSet", "machine", "p0-rule")]
-        state.release_foreign(hand_over=True, which=0)
-        state.converged()
+        p0 = _handed_over(state, FRONTEND_WITHOUT_QUERY_GATEWAY, which=4,
+                          place=("StatefulSet", "machine", "p0-rule"))
         reconciled = {c["type"]: c for c in state._get_parent(p0)["status"]["conditions"]}[
             "Reconciled"]
         assert reconciled["reason"] == "ImmutableFieldChanged"
@@ -275,15 +290,8 @@ def test_a_handed_over_child_waiting_on_a_dependency_is_not_contested() -> None:
     # is no contest the operator should win; the machine expected a repair within 30 s
     state = thanos_machine()()
     try:
-        p0 = state.create_parent_over_foreign(parent={**SSA_PARENT, "spec": {
-            "image": "cxn3-k9:jx2", "serviceMonitors": True,
-            "queryFrontend": {"replicas": 0, "logLevel": "debug"},
-            "rule": {"replicas": 1, "logLevel": "info", "storage": "10Gi"}}}, which=16)
-        assert [key[1:] for key in state.foreign] == [
-            ("Deployment", "machine", "p0-query-frontend")]
-        state.converged()
-        state.release_foreign(hand_over=True, which=0)
-        state.converged()
+        p0 = _handed_over(state, FRONTEND_WITHOUT_QUERY, which=16,
+                          place=("Deployment", "machine", "p0-query-frontend"))
         state.contend_child(field=40, name=p0, which=0, writer="update")
         state.converged()
     finally:
