@@ -55,6 +55,7 @@ from reconciler._testing.observations import (
     _key,
     _LogCapture,
     _newer_or_same,
+    _owned_by,
     _pointer,
     _Ref,
     _resource_of,
@@ -208,6 +209,7 @@ def operator_machine(
             self.live: dict[str, _Any] = {}       # parents the machine created and not deleted
             self.paused: set[str] = set()
             self.deleted: dict[str, list[_Any]] = {}  # deleted parent -> its children's refs
+            self.deleted_uids: dict[str, str] = {}  # deleted parent -> its uid
             self.foreign: dict[tuple[_Any, ...], str] = {}  # a foreign object -> whose place
             # foreign objects handed over: one whose immutable fields differ from the build
             # cannot be repaired without a recreate the operator may not allow
@@ -539,6 +541,7 @@ def operator_machine(
                 self.client.delete(api_version, kind, name, namespace=namespace)
                 self.live.pop(name, None)
                 self.deleted[name] = refs  # a paused one waits for its unpause (it stays)
+                self.deleted_uids[name] = str(live["metadata"].get("uid"))
 
         if delete_children:
             @rule(name=parent_names, which=st.integers(0, 20))
@@ -1061,8 +1064,17 @@ def operator_machine(
                     raise AssertionError(f"deleted parent {name} still exists{stuck}")
                 for ref in refs:
                     obj = self._get(ref)
-                    assert obj is None or (is_shared(obj) and shared_record(obj)), (
-                        f"deleted parent {name}: its child {ref} remains")  # shared: kept
+                    if obj is None or _key(ref) in self.foreign:
+                        continue  # gone, or someone else's object stands there now
+                    if is_shared(obj):  # kept while another parent records it
+                        assert shared_record(obj), (
+                            f"deleted parent {name}: its shared child {ref} remains, no "
+                            "parent records it")
+                        continue
+                    # what stands at its place now may be another's (a foreign object, or
+                    # another parent's child of that name, created after the deletion)
+                    assert not _owned_by(obj, self.deleted_uids.get(name, "")), (
+                        f"deleted parent {name}: its child {ref} remains")
             for key, owner in self.foreign.items():
                 api_version, kind, ns, name = key
                 assert self._get(_Ref(api_version, kind, name, ns)) is not None, (

@@ -200,6 +200,19 @@ def _key(ref: _Any) -> tuple[_Any, ...]:
     return (ref.api_version, ref.kind, ref.namespace, ref.name)
 
 
+def _owned_by(obj: _abc.Mapping[str, _Any], uid: str) -> bool:
+    """Whether ``obj`` is the child of the parent with ``uid``: its ``optk.dev/owner-uid``
+    label or an owner reference names it (an object created at a deleted parent's child's
+    place afterwards, someone else's or another parent's, is not)."""
+    from builders.names import OWNER_UID_LABEL, label_value
+
+    meta = obj.get("metadata") or {}
+    if not uid:
+        return True  # not known: judged as the parent's
+    return (meta.get("labels") or {}).get(OWNER_UID_LABEL) == label_value(uid) or any(
+        r.get("uid") == uid for r in meta.get("ownerReferences") or ())
+
+
 def _held_by_other(obj: _abc.Mapping[str, _Any], parent: _abc.Mapping[str, _Any]) -> bool:
     """Whether ``obj``, a child without a controller owner reference, belongs to another
     parent by its ``optk.dev/owner-uid`` label (the toolkit skips it: ``planning.is_owned``);

@@ -298,6 +298,29 @@ def test_a_handed_over_child_waiting_on_a_dependency_is_not_contested() -> None:
         state.teardown()
 
 
+def test_observer_machine_a_foreign_object_at_a_deleted_parents_childs_place_is_not_its() -> None:
+    # the Observer soak found it (session 15): after p0's deletion, someone creates the Thanos
+    # CRD (shared) where p1's child goes; the machine took it for p0's child left behind.
+    # What stands at a deleted parent's child's place afterwards is judged by its owner
+    state = observer_machine()()
+    try:
+        p0 = state.create_parent(parent={"apiVersion": OBSERVER_API_VERSION,
+                                         "kind": OBSERVER_KIND, "spec": {}})
+        state.converged()
+        state.delete_parent(name=p0)
+        state.converged()
+        state.create_parent_over_foreign(parent={
+            "apiVersion": OBSERVER_API_VERSION, "kind": OBSERVER_KIND,
+            "spec": {"thanos": {"query": {"replicas": 1}}}}, which=6)
+        assert [key[1:] for key in state.foreign] == [
+            ("CustomResourceDefinition", None, "thanoses.monitoring.optk.dev")]
+        state.converged()
+        state.release_foreign(hand_over=True, which=0)  # then another parent's child
+        state.converged()
+    finally:
+        state.teardown()
+
+
 def test_observer_machine_recreates_the_shared_crd_someone_deleted() -> None:
     # the soak found it (issue 38): the shared Thanos CRD names no owner, so its deletion
     # woke no Observer and it stayed missing until the resync
