@@ -210,6 +210,7 @@ def operator_machine(
             self.paused: set[str] = set()
             self.deleted: dict[str, list[_Any]] = {}  # deleted parent -> its children's refs
             self.deleted_uids: dict[str, str] = {}  # deleted parent -> its uid
+            self.deleted_at: dict[str, int] = {}  # deleted parent -> the request log then
             self.foreign: dict[tuple[_Any, ...], str] = {}  # a foreign object -> whose place
             # foreign objects handed over: one whose immutable fields differ from the build
             # cannot be repaired without a recreate the operator may not allow
@@ -542,6 +543,7 @@ def operator_machine(
                 self.live.pop(name, None)
                 self.deleted[name] = refs  # a paused one waits for its unpause (it stays)
                 self.deleted_uids[name] = str(live["metadata"].get("uid"))
+                self.deleted_at[name] = len(self.server.request_log())
 
         if delete_children:
             @rule(name=parent_names, which=st.integers(0, 20))
@@ -968,14 +970,18 @@ def operator_machine(
             shared_by_running = {  # another parent's reconcile writes these: not paused
                 child.ref for other in self.live if other not in self.paused
                 for child in self._children(other) if is_shared(child.obj)}
+            cleaned_up = {  # a parent deleted in this step: its cleanup writes these
+                ref for other, refs in self.deleted.items()
+                if other not in self.paused and self.deleted_at.get(other, -1) >= self.mark
+                for ref in refs}
             for name in self.paused:
                 live = self._get_parent(name)
                 if live is None:
                     continue
                 for child in self._declared(live).children:
                     ref = child.ref
-                    if ref in shared_by_running:
-                        continue  # a shared child a running parent builds too is its to write
+                    if ref in shared_by_running or (is_shared(child.obj) and ref in cleaned_up):
+                        continue  # a shared child another parent builds (or let go) is its
                     for r in writes:
                         assert not (r.namespace == ref.namespace and r.name == ref.name
                                     and _resource_of(r.resource, ref.kind)), (

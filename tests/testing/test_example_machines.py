@@ -321,6 +321,28 @@ def test_observer_machine_a_foreign_object_at_a_deleted_parents_childs_place_is_
         state.teardown()
 
 
+def test_observer_machine_the_last_sharers_cleanup_deletes_a_paused_parents_absent_crd() -> None:
+    # the Observer soak found it (session 15): p0 (no Thanos: the shared CRD ABSENT) is
+    # paused; p1 turns Thanos on (the CRD is created, p1 records it) and is deleted: its cleanup
+    # deletes the CRD it was the last to record. The machine took that for a write of the
+    # paused p0's child; the cleanup of a parent deleted in the step writes its shared children
+    state = observer_machine()()
+    try:
+        p0 = state.create_parent(parent={"apiVersion": OBSERVER_API_VERSION,
+                                         "kind": OBSERVER_KIND, "spec": {}})
+        state.converged()
+        state.set_paused(name=p0, paused=True)
+        state.converged()
+        p1 = state.create_parent(parent={"apiVersion": OBSERVER_API_VERSION,
+                                         "kind": OBSERVER_KIND,
+                                         "spec": {"thanos": {"query": {"replicas": 1}}}})
+        state.converged()
+        state.delete_parent(name=p1)
+        state.converged()
+    finally:
+        state.teardown()
+
+
 def test_observer_machine_recreates_the_shared_crd_someone_deleted() -> None:
     # the soak found it (issue 38): the shared Thanos CRD names no owner, so its deletion
     # woke no Observer and it stayed missing until the resync
