@@ -46,6 +46,11 @@ THANOS_SAMPLES = st.builds(
 ).map(lambda parent: {**parent, "spec": {k: v for k, v in parent["spec"].items()
                                          if v is not None}})
 
+#: an Observer without Thanos (its Thanos and the shared CRD ABSENT), and one with a query
+OBSERVER_WITHOUT_THANOS: dict[str, Any] = {"apiVersion": OBSERVER_API_VERSION,
+                                           "kind": OBSERVER_KIND, "spec": {}}
+OBSERVER_WITH_THANOS: dict[str, Any] = {**OBSERVER_WITHOUT_THANOS,
+                                        "spec": {"thanos": {"query": {"replicas": 1}}}}
 OBSERVERS = st.one_of(
     st.just({}),
     st.just({"thanos": {"enabled": False}}),
@@ -304,14 +309,11 @@ def test_observer_machine_a_foreign_object_at_a_deleted_parents_childs_place_is_
     # What stands at a deleted parent's child's place afterwards is judged by its owner
     state = observer_machine()()
     try:
-        p0 = state.create_parent(parent={"apiVersion": OBSERVER_API_VERSION,
-                                         "kind": OBSERVER_KIND, "spec": {}})
+        p0 = state.create_parent(parent=OBSERVER_WITHOUT_THANOS)
         state.converged()
         state.delete_parent(name=p0)
         state.converged()
-        state.create_parent_over_foreign(parent={
-            "apiVersion": OBSERVER_API_VERSION, "kind": OBSERVER_KIND,
-            "spec": {"thanos": {"query": {"replicas": 1}}}}, which=6)
+        state.create_parent_over_foreign(parent=OBSERVER_WITH_THANOS, which=6)
         assert [key[1:] for key in state.foreign] == [
             ("CustomResourceDefinition", None, "thanoses.monitoring.optk.dev")]
         state.converged()
@@ -328,14 +330,11 @@ def test_observer_machine_the_last_sharers_cleanup_deletes_a_paused_parents_abse
     # paused p0's child; the cleanup of a parent deleted in the step writes its shared children
     state = observer_machine()()
     try:
-        p0 = state.create_parent(parent={"apiVersion": OBSERVER_API_VERSION,
-                                         "kind": OBSERVER_KIND, "spec": {}})
+        p0 = state.create_parent(parent=OBSERVER_WITHOUT_THANOS)
         state.converged()
         state.set_paused(name=p0, paused=True)
         state.converged()
-        p1 = state.create_parent(parent={"apiVersion": OBSERVER_API_VERSION,
-                                         "kind": OBSERVER_KIND,
-                                         "spec": {"thanos": {"query": {"replicas": 1}}}})
+        p1 = state.create_parent(parent=OBSERVER_WITH_THANOS)
         state.converged()
         state.delete_parent(name=p1)
         state.converged()
@@ -348,9 +347,7 @@ def test_observer_machine_recreates_the_shared_crd_someone_deleted() -> None:
     # woke no Observer and it stayed missing until the resync
     state = observer_machine()()
     try:
-        p0 = state.create_parent(parent={"apiVersion": OBSERVER_API_VERSION,
-                                         "kind": OBSERVER_KIND,
-                                         "spec": {"thanos": {"query": {"replicas": 1}}}})
+        p0 = state.create_parent(parent=OBSERVER_WITH_THANOS)
         state.converged()
         assert state._children(p0)[0].ref.kind == "CustomResourceDefinition"
         state.delete_child(name=p0, which=0)
@@ -365,11 +362,9 @@ def test_observer_machine_a_paused_parents_shared_crd_is_written_by_another_pare
     # took that for a write of the paused parent's child; a shared child that a parent not
     # paused builds too is that parent's to write
     state = observer_machine()()
-    thanos = {"apiVersion": OBSERVER_API_VERSION, "kind": OBSERVER_KIND,
-              "spec": {"thanos": {"query": {"replicas": 1}}}}
+    thanos = OBSERVER_WITH_THANOS
     try:
-        p0 = state.create_parent(parent={"apiVersion": OBSERVER_API_VERSION,
-                                         "kind": OBSERVER_KIND, "spec": {}})
+        p0 = state.create_parent(parent=OBSERVER_WITHOUT_THANOS)
         state.converged()
         state.server_fault(fault="error-500", name=p0, parent=thanos)
         state.converged()
@@ -387,9 +382,7 @@ def test_observer_machine_deletes_a_parent_whose_dependent_child_a_policy_keeps(
     # stayed for good
     state = observer_machine()()
     try:
-        p0 = state.create_parent(parent={"apiVersion": OBSERVER_API_VERSION,
-                                         "kind": OBSERVER_KIND,
-                                         "spec": {"thanos": {"query": {"replicas": 1}}}})
+        p0 = state.create_parent(parent=OBSERVER_WITH_THANOS)
         state.converged()
         for _ in range(3):
             state.make_workloads_available()
@@ -409,14 +402,11 @@ def test_observer_machine_an_absent_child_of_a_kind_no_longer_served_is_done() -
     # a kind not served counts as done
     state = observer_machine()()
     try:
-        p0 = state.create_parent(parent={"apiVersion": OBSERVER_API_VERSION,
-                                         "kind": OBSERVER_KIND,
-                                         "spec": {"thanos": {"query": {"replicas": 1}}}})
+        p0 = state.create_parent(parent=OBSERVER_WITH_THANOS)
         state.converged()
         state.delete_parent(name=p0)
         state.converged()
-        state.create_parent(parent={"apiVersion": OBSERVER_API_VERSION, "kind": OBSERVER_KIND,
-                                    "spec": {}})
+        state.create_parent(parent=OBSERVER_WITHOUT_THANOS)
         state.converged()
     finally:
         state.teardown()
@@ -470,13 +460,10 @@ def test_observer_machine_deletes_a_handed_over_object_at_an_absent_childs_place
     # handed over: it is the Observer's now, to delete, but nothing woke the Observer
     state = observer_machine()()
     try:
-        p0 = state.create_parent_over_foreign(parent={
-            "apiVersion": OBSERVER_API_VERSION, "kind": OBSERVER_KIND,
-            "spec": {"thanos": {"query": {"replicas": 1}}}}, which=6)
+        p0 = state.create_parent_over_foreign(parent=OBSERVER_WITH_THANOS, which=6)
         assert [k[1] for k in state.foreign] == ["CustomResourceDefinition"]
         state.converged()
-        state.change_parent_spec(name=p0, parent={"apiVersion": OBSERVER_API_VERSION,
-                                                  "kind": OBSERVER_KIND, "spec": {}})
+        state.change_parent_spec(name=p0, parent=OBSERVER_WITHOUT_THANOS)
         state.converged()
         state.release_foreign(which=0, hand_over=True)
         state.converged()
