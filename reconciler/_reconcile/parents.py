@@ -114,6 +114,7 @@ __all__ = ["ChildError", "ParentReconciler", "ParentResult", "parent_conditions"
 _log = logging.getLogger(__name__)
 
 _READ: Any = object()  # "read this child on its own"
+_SERVER: Any = object()  # "read this child from the server, not a cache"
 _RELEASED = "released"  # a CRD left to the parents of its custom resources (sharing)
 _AGAIN = 0.001  # seconds: a reconcile whose awaited child changed meanwhile runs again
 _PLACED_AGAIN = 0.05  # seconds: a home child waits on a placed one this pass wrote
@@ -601,6 +602,7 @@ class _ParentRun:
                 continue
             done = len(self.results)
             listed = ref in live  # lists its kind now, if not yet
+            from_server = False
             failure = unlisted.get(_scope(ref))
             if failure is not None:
                 # The list of its kind failed (throttled, server error): one GET per child
@@ -608,6 +610,13 @@ class _ParentRun:
                 self._fail(ref, f"listing its kind failed: {failure}", failure)
             elif listed:
                 self._child(ref, obj, state, live[ref], digest)
+            elif state.is_absent and self.o.child_labels is not None:
+                # Sharded: the caches also select the shard label, which an object of this
+                # child's may lack (handed over while it waited, or kept by its policy at a
+                # move: never written by this shard); read from the server, or it would stay
+                # (found by the sharded operator machine's soak, session 15)
+                from_server = True
+                self._child(ref, obj, state, _SERVER, digest)
             elif state.is_absent or is_shared(obj) or is_uncollectable(self.parent, ref):
                 # Not labelled as ours: ABSENT must still find it by name; so must a shared
                 # child (no owner label) and one another parent may hold (sharing).
@@ -616,7 +625,10 @@ class _ParentRun:
                 # Missing from our labelled children: create; a taken name becomes an update.
                 self._child(ref, obj, state, None, digest)
             if len(self.results) > done:
-                gates.observe(ref, _left(self.results[-1], live.get(ref)))
+                left = _left(self.results[-1], live.get(ref))
+                if from_server and self.results[-1].action is Action.DELETED:
+                    left = self._read(ref)  # no cache of this shard hears of its going
+                gates.observe(ref, left)
         return built_refs
 
     def _waiting_live(self, live: Mapping[ObjectRef, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -711,6 +723,16 @@ class _ParentRun:
             self.parent = updated
         return built
 
+    def _read(self, ref: ObjectRef) -> dict[str, Any] | None:
+        """The child as the server has it (None: missing, or its namespace or its kind is)."""
+        if not self.o.served(ref.api_version, ref.kind):
+            return None  # nothing of a kind not served exists
+        try:
+            return self.o.client.get(ref.api_version, ref.kind, ref.name,
+                                     namespace=ref.namespace)
+        except NotFoundError:
+            return None
+
     def _refuse_data_loss(self, ref: ObjectRef, live: Any) -> str | None:
         """Why deleting CRD ``ref`` is refused (custom resources remain), or None."""
         if ref.kind != "CustomResourceDefinition":
@@ -798,6 +820,8 @@ class _ParentRun:
     def _child(self, ref: ObjectRef, obj: dict[str, Any], state: DesiredState, live: Any,
                digest: bytes | None) -> None:
         try:
+            if live is _SERVER:
+                live = self._read(ref)
             if state.is_absent and (is_kept(obj) or (isinstance(live, Mapping)
                                                      and is_kept(live))):
                 self._release_kept(ref, live)
@@ -1037,9 +1061,12 @@ class _LazyLive(Mapping[ObjectRef, dict[str, Any]]):
 
 def _left(result: ReconcileResult, before: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     """What a child's write left, as its dependents and dependencies see it: a deleted child
-    is not gone until the caches say so (it may hold finalizers), an absent one is."""
+    is not gone until the caches say so (it may hold finalizers), an absent one is, and so is
+    one whose place another's object holds (whichever way it was read)."""
     if result.action is Action.DELETED:
         return result.live or before or {"metadata": {}}
+    if result.action is Action.UNCHANGED and result.reason.startswith(ABSENT_NOT_OURS):
+        return None  # another's object at an ABSENT child's place: the parent has no child
     return result.live
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import kubernetes.config
 
-from builders import ResourceBuilder, child_name, resource_builder
+from builders import DesiredState, ResourceBuilder, child_name, resource_builder
 from builders.objects import config_map
 from reconciler import (
     KubernetesClient,
@@ -62,11 +62,12 @@ ITEM_CRD: dict[str, Any] = {
 
 
 @resource_builder
-def settings(parent: Any) -> dict[str, Any]:
-    """The parent's ConfigMap."""
+def settings(parent: Any) -> dict[str, Any] | tuple[dict[str, Any], DesiredState]:
+    """The parent's ConfigMap (ABSENT when the value is ``absent``)."""
     value = str((parent.get("spec") or {}).get("value", ""))
-    return config_map(metadata={"name": child_name(parent["metadata"]["name"], "cfg")},
-                      data={"value": value})
+    obj = config_map(metadata={"name": child_name(parent["metadata"]["name"], "cfg")},
+                     data={"value": value})
+    return (obj, DesiredState.ABSENT) if value == "absent" else obj
 
 
 def build(parent: Any) -> Sequence[ResourceBuilder]:

@@ -357,3 +357,35 @@ def test_a_child_whose_policy_forbids_patches_is_not_relabelled_by_its_new_owner
     assert child()["metadata"]["resourceVersion"] == version  # no write landed
     assert shard_of(child()) == "a"
     assert child_value(client, ns, "kept") == "1"
+
+
+@pytest.mark.both_servers
+def test_a_child_the_new_owner_could_not_relabel_is_still_deleted_when_absent(
+    kube_api: Any, kube_namespace: str, shard_client: KubernetesClient,
+    replicas: dict[str, OperatorRuntime],
+) -> None:
+    """A ``create-only`` child keeps its old shard label at a move (no patch), so the new
+    owner's child cache never holds it; when the parent turns it ABSENT, the owner reads it
+    from the server and deletes it (found by the sharded operator machine's soak: an ABSENT
+    child handed over while it waited stayed for good)."""
+    from reconciler._reconcile.policies import POLICY_ANNOTATION
+
+    ns, client = kube_namespace, shard_client
+    replicas["a"] = start_replica(kube_api, ns, "a", replicas_hint=1)
+    client.create(item(ns, "gone"))
+    assert wait_until(lambda: converged(client, ns, live={"a"}), 20)
+    client.patch("v1", "ConfigMap", "gone-cfg",
+                 {"metadata": {"annotations": {POLICY_ANNOTATION: "create-only"}}},
+                 patch_type="application/merge-patch+json", namespace=ns)
+    replicas.pop("a").stop(0.0, release_lease=False)  # a crash: the Leases expire
+    replicas["b"] = start_replica(kube_api, ns, "b", replicas_hint=1)
+    assert wait_until(lambda: owners(client, ns) == {"gone": "b"}, 6 * LEASE)
+    assert wait_until(lambda: replicas["b"].stats.triggers["moved-in"] >= 1, 10)
+    assert shard_of(client.get("v1", "ConfigMap", "gone-cfg", namespace=ns)) == "a"
+    client.patch(API_VERSION, "Item", "gone", {"spec": {"value": "absent"}},
+                 patch_type="application/merge-patch+json", namespace=ns)
+    assert wait_until(lambda: child_value(client, ns, "gone") is None, 20)
+    assert wait_until(lambda: any(
+        c.get("type") == "Ready" and c.get("status") == "True" for c in (client.get(
+            API_VERSION, "Item", "gone", namespace=ns).get("status") or {}).get(
+                "conditions") or ()), 20)
