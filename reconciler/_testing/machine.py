@@ -1183,12 +1183,19 @@ def operator_machine(
                     assert value not in text, f"a Secret value appears in {where[:300]}"
 
         def _check_resync(self) -> None:
+            # a contest in progress moves on with any reconcile once its writer's quiet window
+            # or backoff try is due (docs/driver.md, "Contention"): its parent's status may
+            # change then; its children may not be written but by the contest's own rules
+            contested = {name for name in self.live if (_conditions(self._get_parent(name))
+                                                        .get("Contested") or {}).get(
+                                                            "status") == "True"}
             self.mark = len(self.server.request_log())
             for runtime in self.runtimes:
                 runtime.resync_all()
             self._quiet()
             writes = [r for r in self._operator_writes()
-                      if not r.resource.startswith(_BOOKKEEPING) and r.code < 400]
+                      if not r.resource.startswith(_BOOKKEEPING) and r.code < 400
+                      and not (r.resource.endswith("/status") and r.name in contested)]
             assert not writes, (
                 "a forced resync wrote: " + ", ".join(
                     f"{r.verb} {r.resource} {r.namespace}/{r.name}" for r in writes))

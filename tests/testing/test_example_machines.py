@@ -363,6 +363,28 @@ def test_observer_machine_the_last_sharers_cleanup_deletes_a_paused_parents_abse
         state.teardown()
 
 
+def test_a_contest_in_progress_may_change_its_parents_status_at_a_forced_resync() -> None:
+    # the server-side-apply soak found it (session 15): another writer scales the ruler's
+    # StatefulSet three times, Contested=True and the repair backs off; at the quiet point the
+    # forced resync's reconcile said the child as applied where the held repair had said
+    # nothing, and wrote the status. A contest moves on with any reconcile: the machine
+    # leaves a contested parent's status to it (its children stay checked)
+    state = thanos_ssa_machine()()
+    try:
+        p0 = state.create_parent(parent={**SSA_PARENT, "spec": {
+            "image": "0:0", "serviceMonitors": True,
+            "rule": {"replicas": 1, "logLevel": "info", "storage": "10Gi"}}})
+        state.converged()
+        for _ in range(4):
+            state.make_workloads_available()
+            state.converged()
+        for _ in range(3):
+            state.scale_child(name=p0, replicas=0, which=0)
+            state.converged()
+    finally:
+        state.teardown()
+
+
 def test_observer_machine_recreates_the_shared_crd_someone_deleted() -> None:
     # the soak found it (issue 38): the shared Thanos CRD names no owner, so its deletion
     # woke no Observer and it stayed missing until the resync
